@@ -1,0 +1,54 @@
+# The README's two commands: `make run` and `make check`. meson + ninja do the work.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+STATE      ?= $(CURDIR)/.b4box
+LISTEN     ?= 127.0.0.1:4100
+
+.PHONY: all deps build run check test bench fuzz format format-check lint clean
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) --buildtype=debugoptimized
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+$(ASAN_BUILD)/build.ninja:
+	meson setup $(ASAN_BUILD) --buildtype=debug -Db_sanitize=address,undefined \
+		-Dc_args=-fno-sanitize-recover=all -Dfault_injection=true
+
+run: build
+	$(BUILD)/src/cli/b4box --state $(STATE) serve --listen $(LISTEN)
+
+# Everything CI runs: style and layering checks, the sanitizer build, every test suite.
+check: deps format-check lint $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD)
+	meson test -C $(ASAN_BUILD) --suite full --print-errorlogs --num-processes 2 || true
+	tools/test-summary $(ASAN_BUILD)/meson-logs/testlog.json
+
+test: build
+	meson test -C $(BUILD) --suite quick --print-errorlogs
+
+bench: build
+	bench/run $(BUILD)
+
+fuzz: deps
+	CC=clang meson setup build-fuzz -Dfuzz=true -Db_lundef=false --buildtype=debug 2>/dev/null || true
+	ninja -C build-fuzz
+	tools/fuzz-smoke build-fuzz 30
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+format-check:
+	@clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+lint:
+	@tools/checksrc
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The provider contract (reference §1): a provider gives each thread a sandbox — compute plus
+ * a persistent workspace — and, optionally, read-only readers of that workspace.
+ *
+ *   provider ── acquire(thread) ──> sandbox ── fs (struct b4_fs) + exec
+ *            ── open_reader(thread) ──> reader ── fs (read members only)
+ *
+ * Every path handed to a struct b4_fs is an absolute in-sandbox path that the caller has
+ * already jailed (tools do that, §10.2); backends do not re-jail. The workspace root is
+ * B4_WORKSPACE_ROOT in every built-in provider.
+ *
+ * Users call the b4_* functions below; provider implementations fill the ops tables and embed
+ * struct b4_sandbox / struct b4_reader / struct b4_provider in their own objects.
+ */
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "b4box/cancel.h"
+#include "b4box/error.h"
+#include "b4box/policy.h"
+
+#define B4_WORKSPACE_ROOT "/workspace"
+#define B4_UNBOUNDED      UINT64_MAX /* max_bytes meaning "no cap" */
+
+struct b4_fs;
+struct b4_sandbox;
+struct b4_reader;
+struct b4_provider;
+
+/* ---- filesystem ------------------------------------------------------------------------ */
+
+enum b4_file_kind {
+        B4_FILE_REGULAR = 0,
+        B4_FILE_DIRECTORY = 1,
+        B4_FILE_SYMLINK = 2,
+        B4_FILE_OTHER = 3,
+};
+
+struct b4_stat {
+        enum b4_file_kind kind;
+        uint64_t size;
+        bool executable;  /* any of the 0111 bits */
+        int64_t mtime_ms; /* modification time, ms since the epoch */
+        char *target;     /* owned; raw readlink text, symlinks seen by lstat/walk only */
+};
+
+/** b4_stat_clear() - free what @st owns. */
+B4_PUBLIC void b4_stat_clear(struct b4_stat *st);
+
+struct b4_walk_entry {
+        char *path;        /* owned; relative to the walk root, '/'-separated */
+        struct b4_stat st; /* lstat of the entry (never follows links) */
+};
+
+/** b4_walk_entries_free() - free @n entries and the array. Return: NULL. */
+B4_PUBLIC struct b4_walk_entry *b4_walk_entries_free(struct b4_walk_entry *e, size_t n);
+
+struct b4_read_req {
+        const char *path;   /* absolute in-sandbox path */
+        uint64_t max_bytes; /* per-file cap; B4_UNBOUNDED = none */
+};
+
+struct b4_blob {
+        char *data; /* owned, NUL-terminated past len; NULL when error < 0 */
+        size_t len;
+        int error; /* 0, or -ENOENT / -EFBIG (over max_bytes) / -EISDIR ... for this file */
+};
+
+/** b4_blobs_free() - free @n blobs and the array. Return: NULL. */
+B4_PUBLIC struct b4_blob *b4_blobs_free(struct b4_blob *b, size_t n);
+
+/*
+ * Filesystem operations. Read members are required except walk and read_files (the
+ * b4_fs_* wrappers fall back to per-entry calls). Write members are NULL in readers.
+ * Ownership: every ret_* value is the caller's. Errors: negative errno, message in @err.
+ */
+struct b4_fs_ops {
+        /* Bounded read: a file larger than max_bytes fails -EFBIG with the message
+         * "readFile <path>: content exceeds maxBytes (<max>)." without reading past max+1.
+         * Missing -ENOENT, a directory -EISDIR. *ret is NUL-terminated past *ret_len. */
+        int (*read_file)(struct b4_fs *fs,
+                         const char *path,
+                         uint64_t max_bytes,
+                         char **ret,
+                         size_t *ret_len,
+                         struct b4_error *err);
+        int (*lstat)(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err);
+        /* Follows links; fills kind, size, executable, mtime_ms. */
+        int (*stat)(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err);
+        /* Names of the direct children, sorted bytewise. Missing path -ENOENT. */
+        int (*list_dir)(struct b4_fs *fs,
+                        const char *path,
+                        char ***ret_names,
+                        struct b4_error *err);
+        /* Canonical path resolving links and "..", tolerating a non-existent tail (realpath -m). */
+        int (*realpath)(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err);
+        /* Optional. Whole subtree below @path (not @path itself), depth-first, children sorted;
+         * names in @prune (direct children of @path) are reported but not descended.
+         * More than max_entries entries: -E2BIG, never a truncated list. */
+        int (*walk)(struct b4_fs *fs,
+                    const char *path,
+                    size_t max_entries,
+                    char *const *prune,
+                    struct b4_walk_entry **ret,
+                    size_t *ret_n,
+                    struct b4_error *err);
+        /* Optional. Batched bounded reads; results in request order, per-file errors in blobs. */
+        int (*read_files)(struct b4_fs *fs,
+                          const struct b4_read_req *reqs,
+                          size_t n,
+                          struct b4_blob **ret,
+                          struct b4_error *err);
+
+        /* Write members (NULL in readers). */
+        /* Create parents, replace atomically (temp + rename), keep an existing file's mode,
+         * replace (never follow) a symlink leaf. Files belong to the sandbox user. */
+        int (*write_file)(struct b4_fs *fs,
+                          const char *path,
+                          const void *data,
+                          size_t len,
+                          struct b4_error *err);
+        int (*mkdir_p)(struct b4_fs *fs, const char *path, struct b4_error *err);
+        /* Remove a file or empty directory; a missing path is success. */
+        int (*remove)(struct b4_fs *fs, const char *path, struct b4_error *err);
+        /* Set the mtime to now, creating an empty file if missing. */
+        int (*touch)(struct b4_fs *fs, const char *path, struct b4_error *err);
+};
+
+struct b4_fs {
+        const struct b4_fs_ops *ops;
+        const char *root; /* absolute workspace root, borrowed from the owner */
+};
+
+/*
+ * Wrappers: dispatch to @fs->ops; a missing member gives -EOPNOTSUPP ("<op> is not supported
+ * here"). b4_fs_walk() and b4_fs_read_files() fall back to list_dir/lstat/read_file.
+ */
+B4_PUBLIC int b4_fs_read_file(struct b4_fs *fs,
+                              const char *path,
+                              uint64_t max_bytes,
+                              char **ret,
+                              size_t *ret_len,
+                              struct b4_error *err);
+B4_PUBLIC int b4_fs_lstat(struct b4_fs *fs,
+                          const char *path,
+                          struct b4_stat *ret,
+                          struct b4_error *err);
+B4_PUBLIC int b4_fs_stat(struct b4_fs *fs,
+                         const char *path,
+                         struct b4_stat *ret,
+                         struct b4_error *err);
+B4_PUBLIC int b4_fs_list_dir(struct b4_fs *fs,
+                             const char *path,
+                             char ***ret_names,
+                             struct b4_error *err);
+B4_PUBLIC int b4_fs_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err);
+B4_PUBLIC int b4_fs_walk(struct b4_fs *fs,
+                         const char *path,
+                         size_t max_entries,
+                         char *const *prune,
+                         struct b4_walk_entry **ret,
+                         size_t *ret_n,
+                         struct b4_error *err);
+B4_PUBLIC int b4_fs_read_files(struct b4_fs *fs,
+                               const struct b4_read_req *reqs,
+                               size_t n,
+                               struct b4_blob **ret,
+                               struct b4_error *err);
+B4_PUBLIC int b4_fs_write_file(
+        struct b4_fs *fs, const char *path, const void *data, size_t len, struct b4_error *err);
+B4_PUBLIC int b4_fs_mkdir_p(struct b4_fs *fs, const char *path, struct b4_error *err);
+B4_PUBLIC int b4_fs_remove(struct b4_fs *fs, const char *path, struct b4_error *err);
+B4_PUBLIC int b4_fs_touch(struct b4_fs *fs, const char *path, struct b4_error *err);
+
+/* ---- exec ------------------------------------------------------------------------------ */
+
+struct b4_exec_req {
+        const char *command;          /* run as `sh -c <command>`; borrowed */
+        const char *cwd;              /* NULL = the workspace root */
+        const struct b4_env_var *env; /* extra variables over the policy's env; may be NULL */
+        size_t n_env;
+        uint64_t timeout_ms;      /* 0 = the policy's resources.timeout_ms (0 = none) */
+        size_t output_cap;        /* per stream; 0 = the policy's output_cap */
+        struct b4_cancel *cancel; /* optional; firing it kills the command */
+};
+
+struct b4_exec_result {
+        char *out; /* owned stdout, NUL-terminated past out_len */
+        size_t out_len;
+        char *errout; /* owned stderr, NUL-terminated past errout_len */
+        size_t errout_len;
+        int exit_code;  /* the command's; 128+N when killed by signal N; 124 on timeout */
+        bool timed_out; /* the timeout fired (stderr carries the seeds' line) */
+        bool cancelled; /* the cancel token fired */
+        bool truncated; /* a stream went past output_cap (head and tail kept) */
+        uint64_t duration_ms;
+};
+
+/** b4_exec_result_clear() - free what @r owns and zero it. */
+B4_PUBLIC void b4_exec_result_clear(struct b4_exec_result *r);
+
+/* ---- sandbox handle -------------------------------------------------------------------- */
+
+struct b4_sandbox_ops {
+        /* Run a command. A non-zero exit is a result, not an error; errors are failures to
+         * run at all (-EIO, -ECANCELED when cancelled before start, ...). */
+        int (*exec)(struct b4_sandbox *sb,
+                    const struct b4_exec_req *req,
+                    struct b4_exec_result *ret,
+                    struct b4_error *err);
+        /* Called when the last reference goes. */
+        void (*free)(struct b4_sandbox *sb);
+};
+
+struct b4_sandbox {
+        struct b4_fs fs; /* full filesystem (read + write members) */
+        const struct b4_sandbox_ops *ops;
+        char *thread_id;      /* owned; the logical thread id, never the hash */
+        char *workspace_root; /* owned; absolute in-sandbox path */
+        atomic_int refs;
+};
+
+/** b4_sandbox_init() - for implementers: set fields, refs = 1. Return: 0 or -ENOMEM. */
+B4_PUBLIC int b4_sandbox_init(struct b4_sandbox *sb,
+                              const struct b4_sandbox_ops *ops,
+                              const struct b4_fs_ops *fs_ops,
+                              const char *thread_id);
+/** b4_sandbox_ref() - take a reference. Return: @sb. */
+B4_PUBLIC struct b4_sandbox *b4_sandbox_ref(struct b4_sandbox *sb);
+/** b4_sandbox_unref() - drop a reference (NULL ok); frees the handle at zero. Return: NULL. */
+B4_PUBLIC struct b4_sandbox *b4_sandbox_unref(struct b4_sandbox *sb);
+/** b4_sandbox_fs() - the handle's filesystem; borrowed for the handle's lifetime. */
+B4_PUBLIC struct b4_fs *b4_sandbox_fs(struct b4_sandbox *sb);
+/** b4_sandbox_exec() - run @req. Return: 0 (see @ret->exit_code) or -errno. */
+B4_PUBLIC int b4_sandbox_exec(struct b4_sandbox *sb,
+                              const struct b4_exec_req *req,
+                              struct b4_exec_result *ret,
+                              struct b4_error *err);
+
+/* ---- reader ---------------------------------------------------------------------------- */
+
+struct b4_reader_ops {
+        /* Idempotent. After close every read fails -EBADF with
+         * "Workspace reader for thread \"<id>\" is closed". */
+        int (*close)(struct b4_reader *r, struct b4_error *err);
+        void (*free)(struct b4_reader *r);
+};
+
+/* A read-only view of a thread's workspace: fs has no write members, there is no exec. */
+struct b4_reader {
+        struct b4_fs fs;
+        const struct b4_reader_ops *ops;
+        char *thread_id;      /* owned */
+        char *workspace_root; /* owned */
+};
+
+struct b4_reader_req {
+        const char *thread_id;
+        struct b4_cancel *cancel;
+        bool run_as_non_root; /* default true: read as uid:gid */
+        uint32_t uid, gid;
+};
+
+B4_PUBLIC int b4_reader_init(struct b4_reader *r,
+                             const struct b4_reader_ops *ops,
+                             const struct b4_fs_ops *fs_ops,
+                             const char *thread_id);
+/** b4_reader_fs() - the reader's read-only filesystem; borrowed until b4_reader_free(). */
+B4_PUBLIC struct b4_fs *b4_reader_fs(struct b4_reader *r);
+B4_PUBLIC int b4_reader_close(struct b4_reader *r, struct b4_error *err);
+/** b4_reader_free() - close (errors ignored) and free. Return: NULL. */
+B4_PUBLIC struct b4_reader *b4_reader_free(struct b4_reader *r);
+
+/* ---- provider -------------------------------------------------------------------------- */
+
+enum b4_enforcement {
+        B4_ENFORCED = 0,
+        B4_NOT_ENFORCED = 1, /* configured but cannot be enforced here: always also a warning */
+        B4_NOT_APPLICABLE = 2,
+};
+
+struct b4_control {
+        char *name; /* owned; e.g. "seccomp", "memory limit", "network deny" */
+        enum b4_enforcement state;
+        char *detail; /* owned; how, or why not */
+};
+
+struct b4_preflight {
+        bool ok;                     /* false fails `b4box check` */
+        char *detail;                /* owned; e.g. "Docker 24.0.7" or why not ok */
+        char **warnings;             /* owned strv */
+        struct b4_control *controls; /* owned array: the enforcement table */
+        size_t n_controls;
+};
+
+B4_PUBLIC void b4_preflight_clear(struct b4_preflight *p);
+B4_PUBLIC int b4_preflight_warn(struct b4_preflight *p, const char *fmt, ...) B4_PRINTF(2, 3);
+/* Adds a control row; a B4_NOT_ENFORCED row also adds a warning "<name>: <detail>". */
+B4_PUBLIC int b4_preflight_control(struct b4_preflight *p,
+                                   const char *name,
+                                   enum b4_enforcement state,
+                                   const char *fmt,
+                                   ...) B4_PRINTF(4, 5);
+
+struct b4_acquire_req {
+        const char *thread_id;          /* logical id; any non-empty UTF-8 string */
+        const struct b4_policy *policy; /* borrowed for the call */
+        const char *image;              /* resolved image identity; NULL = provider default */
+        struct b4_cancel *cancel;       /* optional */
+};
+
+struct b4_provider_ops {
+        const char *name; /* "native", "docker", "kubernetes", "fake" */
+        /* Create or reattach; idempotent per thread id. */
+        int (*acquire)(struct b4_provider *p,
+                       const struct b4_acquire_req *req,
+                       struct b4_sandbox **ret,
+                       struct b4_error *err);
+        /* Drop warm compute, keep the workspace. */
+        int (*release)(struct b4_provider *p, const char *thread_id, struct b4_error *err);
+        /* Remove compute and workspace. Succeeds for a thread never acquired. */
+        int (*destroy)(struct b4_provider *p, const char *thread_id, struct b4_error *err);
+        /* Optional members: NULL = the capability is absent. */
+        int (*preflight)(struct b4_provider *p, struct b4_preflight *ret, struct b4_error *err);
+        int (*open_reader)(struct b4_provider *p,
+                           const struct b4_reader_req *req,
+                           struct b4_reader **ret,
+                           struct b4_error *err);
+        /* Refuse a non-allowed image before any side effect; else its immutable identity. */
+        int (*resolve_image)(struct b4_provider *p,
+                             const char *reference,
+                             char **ret_identity,
+                             struct b4_error *err);
+        void (*free)(struct b4_provider *p);
+};
+
+struct b4_provider {
+        const struct b4_provider_ops *ops;
+        char *scope; /* owned; part of every resource name (not authentication) */
+};
+
+/** b4_provider_name() - "native", ...; static string. */
+B4_PUBLIC const char *b4_provider_name(const struct b4_provider *p);
+/**
+ * b4_provider_acquire() - create or reattach the thread's sandbox
+ * @ret: a new reference owned by the caller (b4_sandbox_unref())
+ * Return: 0, -EINVAL (empty thread id), -ECANCELED, -EIO and others with B4_E2001 set.
+ */
+B4_PUBLIC int b4_provider_acquire(struct b4_provider *p,
+                                  const struct b4_acquire_req *req,
+                                  struct b4_sandbox **ret,
+                                  struct b4_error *err);
+B4_PUBLIC int b4_provider_release(struct b4_provider *p,
+                                  const char *thread_id,
+                                  struct b4_error *err);
+B4_PUBLIC int b4_provider_destroy(struct b4_provider *p,
+                                  const char *thread_id,
+                                  struct b4_error *err);
+/** b4_provider_preflight() - without a preflight member: ok with no controls. */
+B4_PUBLIC int b4_provider_preflight(struct b4_provider *p,
+                                    struct b4_preflight *ret,
+                                    struct b4_error *err);
+/**
+ * b4_provider_open_reader() - a read-only view of the thread's workspace
+ * Return: 0; -EOPNOTSUPP "Sandbox provider \"<name>\" does not support reading a thread
+ * workspace"; -ENOENT (B4_E2001) when the thread has no workspace storage.
+ */
+B4_PUBLIC int b4_provider_open_reader(struct b4_provider *p,
+                                      const struct b4_reader_req *req,
+                                      struct b4_reader **ret,
+                                      struct b4_error *err);
+B4_PUBLIC bool b4_provider_has_reader(const struct b4_provider *p);
+B4_PUBLIC int b4_provider_resolve_image(struct b4_provider *p,
+                                        const char *reference,
+                                        char **ret_identity,
+                                        struct b4_error *err);
+/** b4_provider_free() - NULL ok. Does not release live sandboxes. Return: NULL. */
+B4_PUBLIC struct b4_provider *b4_provider_free(struct b4_provider *p);
+
+/**
+ * b4_resource_id() - the deterministic resource name of a thread in a scope (reference §3.2):
+ * the first 40 hex of sha256 over the compact JSON ["b4-sandbox-scope-v1", scope, thread_id].
+ * @ret_hex: 41 bytes, filled on success
+ * Return: 0, -EINVAL (NULL, empty scope, or invalid UTF-8), -ENOMEM.
+ */
+B4_PUBLIC int b4_resource_id(const char *scope, const char *thread_id, char ret_hex[41]);
+
+/**
+ * b4_with_reader() - open a reader, run @fn, always close it (reference §1.4)
+ * When both @fn and the close fail the message is "Workspace read and reader close failed:
+ * <body error>; <close error>" and the body's errno is returned.
+ */
+typedef int b4_reader_fn(struct b4_reader *r, void *userdata, struct b4_error *err);
+B4_PUBLIC int b4_with_reader(struct b4_provider *p,
+                             const struct b4_reader_req *req,
+                             b4_reader_fn *fn,
+                             void *userdata,
+                             struct b4_error *err);

@@ -1,0 +1,8 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Strict UTF-8 (no overlongs, no surrogates, max U+10FFFF), as a fatal TextDecoder. */
+bool utf8_is_valid(const char *s, size_t len);

@@ -1,0 +1,535 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Dispatch for the provider contract: argument checks, optional-member probing, reference
+ * counting of handles and the generic fallbacks (walk, batched reads) for backends that only
+ * implement the required filesystem members.
+ */
+
+#include "b4box/provider.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/macro.h"
+#include "base/strv.h"
+
+void b4_stat_clear(struct b4_stat *st)
+{
+        free(st->target);
+        *st = (struct b4_stat){ 0 };
+}
+
+struct b4_walk_entry *b4_walk_entries_free(struct b4_walk_entry *e, size_t n)
+{
+        for (size_t i = 0; e && i < n; i++) {
+                free(e[i].path);
+                b4_stat_clear(&e[i].st);
+        }
+        free(e);
+        return NULL;
+}
+
+struct b4_blob *b4_blobs_free(struct b4_blob *b, size_t n)
+{
+        for (size_t i = 0; b && i < n; i++)
+                free(b[i].data);
+        free(b);
+        return NULL;
+}
+
+void b4_exec_result_clear(struct b4_exec_result *r)
+{
+        free(r->out);
+        free(r->errout);
+        *r = (struct b4_exec_result){ 0 };
+}
+
+static int unsupported(struct b4_error *err, const char *op)
+{
+        return b4_error_set(err, -EOPNOTSUPP, "%s is not supported here", op);
+}
+
+#define FS_CALL(fs, member, err, ...)                                     \
+ ((fs) && (fs)->ops->member ? (fs)->ops->member((fs), __VA_ARGS__, (err)) \
+                            : unsupported((err), #member))
+
+int b4_fs_read_file(struct b4_fs *fs,
+                    const char *path,
+                    uint64_t max_bytes,
+                    char **ret,
+                    size_t *ret_len,
+                    struct b4_error *err)
+{
+        return FS_CALL(fs, read_file, err, path, max_bytes, ret, ret_len);
+}
+
+int b4_fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
+{
+        return FS_CALL(fs, lstat, err, path, ret);
+}
+
+int b4_fs_stat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
+{
+        return FS_CALL(fs, stat, err, path, ret);
+}
+
+int b4_fs_list_dir(struct b4_fs *fs, const char *path, char ***ret_names, struct b4_error *err)
+{
+        return FS_CALL(fs, list_dir, err, path, ret_names);
+}
+
+int b4_fs_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err)
+{
+        return FS_CALL(fs, realpath, err, path, ret);
+}
+
+int b4_fs_write_file(
+        struct b4_fs *fs, const char *path, const void *data, size_t len, struct b4_error *err)
+{
+        return FS_CALL(fs, write_file, err, path, data, len);
+}
+
+int b4_fs_mkdir_p(struct b4_fs *fs, const char *path, struct b4_error *err)
+{
+        return FS_CALL(fs, mkdir_p, err, path);
+}
+
+int b4_fs_remove(struct b4_fs *fs, const char *path, struct b4_error *err)
+{
+        return FS_CALL(fs, remove, err, path);
+}
+
+int b4_fs_touch(struct b4_fs *fs, const char *path, struct b4_error *err)
+{
+        return FS_CALL(fs, touch, err, path);
+}
+
+/* Generic walk over list_dir + lstat, for backends without a batched one. */
+struct walk_state {
+        struct b4_fs *fs;
+        size_t max;
+        struct b4_walk_entry *v;
+        size_t n;
+};
+
+static int walk_push(struct walk_state *w, const char *rel, struct b4_stat *st)
+{
+        struct b4_walk_entry *nv;
+
+        if (w->n >= w->max)
+                return -E2BIG;
+        nv = b4_reallocarray(w->v, w->n + 1, sizeof(*nv));
+        if (!nv)
+                return -ENOMEM;
+        w->v = nv;
+        nv[w->n].path = b4_strdup(rel);
+        if (!nv[w->n].path)
+                return -ENOMEM;
+        nv[w->n].st = *st;
+        *st = (struct b4_stat){ 0 };
+        w->n++;
+        return 0;
+}
+
+static int walk_dir(struct walk_state *w,
+                    const char *abs,
+                    const char *rel,
+                    char *const *prune,
+                    struct b4_error *err);
+
+static int walk_child(struct walk_state *w,
+                      const char *abs,
+                      const char *rel,
+                      const char *name,
+                      char *const *prune,
+                      struct b4_error *err)
+{
+        cleanup_free char *cabs = NULL, *crel = NULL;
+        struct b4_stat st = { 0 };
+        int r;
+
+        if (b4_asprintf(&cabs, "%s/%s", strcmp(abs, "/") == 0 ? "" : abs, name) < 0 ||
+            b4_asprintf(&crel, "%s%s%s", rel, *rel ? "/" : "", name) < 0)
+                return -ENOMEM;
+        r = w->fs->ops->lstat(w->fs, cabs, &st, err);
+        if (r < 0)
+                return r;
+        bool is_dir = st.kind == B4_FILE_DIRECTORY;
+        r = walk_push(w, crel, &st);
+        b4_stat_clear(&st);
+        if (r < 0)
+                return r == -E2BIG ? b4_error_set(err, r, "Workspace entries limit exceeded") : r;
+        if (!is_dir || (!*rel && strv_contains(prune, name)))
+                return 0;
+        return walk_dir(w, cabs, crel, NULL, err);
+}
+
+static int walk_dir(struct walk_state *w,
+                    const char *abs,
+                    const char *rel,
+                    char *const *prune,
+                    struct b4_error *err)
+{
+        cleanup_strv char **names = NULL;
+        int r;
+
+        r = w->fs->ops->list_dir(w->fs, abs, &names, err);
+        if (r < 0)
+                return r;
+        STRV_FOREACH (name, names) {
+                r = walk_child(w, abs, rel, *name, prune, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int b4_fs_walk(struct b4_fs *fs,
+               const char *path,
+               size_t max_entries,
+               char *const *prune,
+               struct b4_walk_entry **ret,
+               size_t *ret_n,
+               struct b4_error *err)
+{
+        struct walk_state w = { .fs = fs, .max = max_entries };
+        int r;
+
+        if (!fs || !path || path[0] != '/')
+                return b4_error_set(err, -EINVAL, "walk needs an absolute path");
+        if (fs->ops->walk)
+                return fs->ops->walk(fs, path, max_entries, prune, ret, ret_n, err);
+        r = walk_dir(&w, path, "", prune, err);
+        if (r < 0) {
+                b4_walk_entries_free(w.v, w.n);
+                return r;
+        }
+        *ret = w.v;
+        *ret_n = w.n;
+        return 0;
+}
+
+int b4_fs_read_files(struct b4_fs *fs,
+                     const struct b4_read_req *reqs,
+                     size_t n,
+                     struct b4_blob **ret,
+                     struct b4_error *err)
+{
+        struct b4_blob *b;
+
+        if (!fs)
+                return -EINVAL;
+        if (fs->ops->read_files)
+                return fs->ops->read_files(fs, reqs, n, ret, err);
+        b = b4_calloc(n ? n : 1, sizeof(*b));
+        if (!b)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                struct b4_error e = { 0 };
+                int r = fs->ops->read_file(fs, reqs[i].path, reqs[i].max_bytes, &b[i].data,
+                                           &b[i].len, &e);
+                if (r == -ENOMEM) {
+                        b4_blobs_free(b, n);
+                        return r;
+                }
+                b[i].error = r < 0 ? r : 0;
+        }
+        *ret = b;
+        return 0;
+}
+
+/* ---- handles ---- */
+
+int b4_sandbox_init(struct b4_sandbox *sb,
+                    const struct b4_sandbox_ops *ops,
+                    const struct b4_fs_ops *fs_ops,
+                    const char *thread_id)
+{
+        sb->ops = ops;
+        sb->thread_id = b4_strdup(thread_id);
+        sb->workspace_root = b4_strdup(B4_WORKSPACE_ROOT);
+        if (!sb->thread_id || !sb->workspace_root) {
+                free(sb->thread_id);
+                free(sb->workspace_root);
+                return -ENOMEM;
+        }
+        sb->fs = (struct b4_fs){ .ops = fs_ops, .root = sb->workspace_root };
+        atomic_init(&sb->refs, 1);
+        return 0;
+}
+
+struct b4_sandbox *b4_sandbox_ref(struct b4_sandbox *sb)
+{
+        if (sb)
+                atomic_fetch_add(&sb->refs, 1);
+        return sb;
+}
+
+struct b4_sandbox *b4_sandbox_unref(struct b4_sandbox *sb)
+{
+        char *thread_id, *root;
+
+        if (!sb || atomic_fetch_sub(&sb->refs, 1) != 1)
+                return NULL;
+        thread_id = sb->thread_id;
+        root = sb->workspace_root;
+        sb->ops->free(sb); /* may still read thread_id */
+        free(thread_id);
+        free(root);
+        return NULL;
+}
+
+struct b4_fs *b4_sandbox_fs(struct b4_sandbox *sb)
+{
+        return &sb->fs;
+}
+
+int b4_sandbox_exec(struct b4_sandbox *sb,
+                    const struct b4_exec_req *req,
+                    struct b4_exec_result *ret,
+                    struct b4_error *err)
+{
+        if (!sb || !req || !req->command)
+                return b4_error_set(err, -EINVAL, "exec needs a command");
+        if (b4_cancel_is_set(req->cancel))
+                return b4_error_set(err, -ECANCELED, "command cancelled before it started");
+        *ret = (struct b4_exec_result){ 0 };
+        return sb->ops->exec(sb, req, ret, err);
+}
+
+/* ---- readers ---- */
+
+int b4_reader_init(struct b4_reader *r,
+                   const struct b4_reader_ops *ops,
+                   const struct b4_fs_ops *fs_ops,
+                   const char *thread_id)
+{
+        if (NEVER(fs_ops->write_file || fs_ops->mkdir_p || fs_ops->remove || fs_ops->touch))
+                return -EINVAL;
+        r->ops = ops;
+        r->thread_id = b4_strdup(thread_id);
+        r->workspace_root = b4_strdup(B4_WORKSPACE_ROOT);
+        if (!r->thread_id || !r->workspace_root) {
+                free(r->thread_id);
+                free(r->workspace_root);
+                return -ENOMEM;
+        }
+        r->fs = (struct b4_fs){ .ops = fs_ops, .root = r->workspace_root };
+        return 0;
+}
+
+struct b4_fs *b4_reader_fs(struct b4_reader *r)
+{
+        return &r->fs;
+}
+
+int b4_reader_close(struct b4_reader *r, struct b4_error *err)
+{
+        return r->ops->close(r, err);
+}
+
+struct b4_reader *b4_reader_free(struct b4_reader *r)
+{
+        char *thread_id, *root;
+
+        if (!r)
+                return NULL;
+        (void)r->ops->close(r, NULL);
+        thread_id = r->thread_id;
+        root = r->workspace_root;
+        r->ops->free(r);
+        free(thread_id);
+        free(root);
+        return NULL;
+}
+
+/* ---- preflight ---- */
+
+void b4_preflight_clear(struct b4_preflight *p)
+{
+        free(p->detail);
+        strv_free(p->warnings);
+        for (size_t i = 0; i < p->n_controls; i++) {
+                free(p->controls[i].name);
+                free(p->controls[i].detail);
+        }
+        free(p->controls);
+        *p = (struct b4_preflight){ 0 };
+}
+
+int b4_preflight_warn(struct b4_preflight *p, const char *fmt, ...)
+{
+        char *s = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = b4_vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return r;
+        return strv_consume(&p->warnings, s);
+}
+
+int b4_preflight_control(
+        struct b4_preflight *p, const char *name, enum b4_enforcement state, const char *fmt, ...)
+{
+        struct b4_control *n;
+        char *detail = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = b4_vasprintf(&detail, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return r;
+        n = b4_reallocarray(p->controls, p->n_controls + 1, sizeof(*n));
+        if (!n) {
+                free(detail);
+                return -ENOMEM;
+        }
+        p->controls = n;
+        n[p->n_controls] =
+                (struct b4_control){ .name = b4_strdup(name), .state = state, .detail = detail };
+        if (!n[p->n_controls].name) {
+                free(detail);
+                return -ENOMEM;
+        }
+        p->n_controls++;
+        if (state == B4_NOT_ENFORCED)
+                return b4_preflight_warn(p, "%s: %s", name, detail);
+        return 0;
+}
+
+/* ---- provider ---- */
+
+const char *b4_provider_name(const struct b4_provider *p)
+{
+        return p->ops->name;
+}
+
+static int check_thread_id(const char *thread_id, struct b4_error *err)
+{
+        if (!thread_id || !*thread_id)
+                return b4_error_set(err, -EINVAL, "thread id must be a non-empty string");
+        return 0;
+}
+
+int b4_provider_acquire(struct b4_provider *p,
+                        const struct b4_acquire_req *req,
+                        struct b4_sandbox **ret,
+                        struct b4_error *err)
+{
+        int r;
+
+        if (!p || !req || !req->policy)
+                return b4_error_set(err, -EINVAL, "acquire needs a thread id and a policy");
+        r = check_thread_id(req->thread_id, err);
+        if (r < 0)
+                return r;
+        if (b4_cancel_is_set(req->cancel))
+                return b4_error_set(err, -ECANCELED, "acquire cancelled");
+        return p->ops->acquire(p, req, ret, err);
+}
+
+int b4_provider_release(struct b4_provider *p, const char *thread_id, struct b4_error *err)
+{
+        int r = check_thread_id(thread_id, err);
+
+        return r < 0 ? r : p->ops->release(p, thread_id, err);
+}
+
+int b4_provider_destroy(struct b4_provider *p, const char *thread_id, struct b4_error *err)
+{
+        int r = check_thread_id(thread_id, err);
+
+        return r < 0 ? r : p->ops->destroy(p, thread_id, err);
+}
+
+int b4_provider_preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_error *err)
+{
+        *ret = (struct b4_preflight){ .ok = true };
+        if (!p->ops->preflight)
+                return 0;
+        return p->ops->preflight(p, ret, err);
+}
+
+bool b4_provider_has_reader(const struct b4_provider *p)
+{
+        return p->ops->open_reader != NULL;
+}
+
+int b4_provider_open_reader(struct b4_provider *p,
+                            const struct b4_reader_req *req,
+                            struct b4_reader **ret,
+                            struct b4_error *err)
+{
+        int r;
+
+        if (!p->ops->open_reader)
+                return b4_error_set(
+                        err, -EOPNOTSUPP,
+                        "Sandbox provider \"%s\" does not support reading a thread workspace",
+                        p->ops->name);
+        r = check_thread_id(req->thread_id, err);
+        if (r < 0)
+                return r;
+        if (b4_cancel_is_set(req->cancel))
+                return b4_error_set(err, -ECANCELED, "reader open cancelled");
+        return p->ops->open_reader(p, req, ret, err);
+}
+
+int b4_provider_resolve_image(struct b4_provider *p,
+                              const char *reference,
+                              char **ret_identity,
+                              struct b4_error *err)
+{
+        if (!p->ops->resolve_image)
+                return b4_error_set(err, -EOPNOTSUPP,
+                                    "Sandbox provider \"%s\" cannot run a per-thread image",
+                                    p->ops->name);
+        return p->ops->resolve_image(p, reference, ret_identity, err);
+}
+
+struct b4_provider *b4_provider_free(struct b4_provider *p)
+{
+        if (!p)
+                return NULL;
+        p->ops->free(p);
+        return NULL;
+}
+
+int b4_with_reader(struct b4_provider *p,
+                   const struct b4_reader_req *req,
+                   b4_reader_fn *fn,
+                   void *userdata,
+                   struct b4_error *err)
+{
+        struct b4_reader *rd = NULL;
+        struct b4_error body = { 0 }, close_err = { 0 };
+        int r, rc;
+
+        r = b4_provider_open_reader(p, req, &rd, err);
+        if (r < 0)
+                return r;
+        r = fn(rd, userdata, &body);
+        rc = b4_reader_close(rd, &close_err);
+        rd = b4_reader_free(rd);
+        if (r < 0 && rc < 0)
+                return b4_error_set(err, r, "Workspace read and reader close failed: %s; %s",
+                                    body.msg, close_err.msg);
+        if (r < 0) {
+                if (err)
+                        *err = body;
+                return r;
+        }
+        if (rc < 0) {
+                if (err)
+                        *err = close_err;
+                return rc;
+        }
+        return 0;
+}
