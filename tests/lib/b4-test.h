@@ -1,17 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/*
- * Test helpers for cmocka binaries: a private temp dir, running a body in a forked child
- * (for tests that change process state), and environment probes for skips.
- */
-
-#include <cmocka.h>
+/* cmocka.h needs these first. */
+/* clang-format off */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <cmocka.h>
+/* clang-format on */
+
+/*
+ * Test helpers for cmocka binaries: a private temp dir, running a body in a forked child
+ * (for tests that change process state), and environment probes for skips.
+ */
 
 /* Create a fresh directory under $TMPDIR (or /tmp); caller frees and removes it. */
 char *b4_test_tmpdir(void);

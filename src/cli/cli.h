@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The b4box command line: main.c parses the global options and dispatches to one function
+ * per subcommand (cmd-*.c). Exit codes: 0 ok, 1 refused/failed, 2 usage error; `exec`
+ * exits with the command's own code.
+ */
+
+#include <stdbool.h>
+
+#include "b4box/error.h"
+
+enum {
+        CLI_EXIT_OK = 0,
+        CLI_EXIT_FAILED = 1,
+        CLI_EXIT_USAGE = 2,
+};
+
+struct cli_ctx {
+        const char *config_path; /* -c/--config, NULL = ./b4box.json if present, else defaults */
+        const char *state_dir;   /* --state, NULL = ./.b4box */
+};
+
+/* A subcommand: argv[0] is its name, global options already removed. */
+typedef int cli_cmd_fn(int argc, char **argv, const struct cli_ctx *ctx);
+
+/* Print "b4box: <message>" to stderr. */
+void cli_error(const char *fmt, ...) B4_PRINTF(1, 2);
+/* Print "b4box: <err->msg>" (with " [B4_E2001]" when coded); returns CLI_EXIT_FAILED. */
+int cli_fail(const struct b4_error *err);
+/* The state directory to use: --state, else ./.b4box. Static string. */
+const char *cli_state_dir(const struct cli_ctx *ctx);
+
+/* Subcommands (one file each). */
+int cmd_version(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_help(int argc, char **argv, const struct cli_ctx *ctx);
