@@ -33,8 +33,7 @@ static void test_lock_modes(void **state)
         a = b4_store_close(a);
         assert_int_equal(b4_store_open(*state, B4_STORE_SHARED, &a, &err), 0);
         assert_int_equal(b4_store_open(*state, B4_STORE_SHARED, &b, &err), 0);
-        assert_int_equal(b4_store_open(*state, B4_STORE_EXCLUSIVE, &a, &err),
-                         -EBUSY);
+        assert_int_equal(b4_store_open(*state, B4_STORE_EXCLUSIVE, &a, &err), -EBUSY);
         b4_store_close(a);
         b4_store_close(b);
 }
