@@ -256,11 +256,12 @@ int b4_runtime_thread_delete(struct b4_runtime *rt, const char *id, struct b4_er
                 return r;
         (void)pthread_mutex_lock(&rt->lock);
         r = take_family_slots_locked(rt, family);
-        if (r >= 0 && is_root)
+        if (r >= 0 && is_root) {
                 r = box_take_idle_locked(rt, id, &sb);
-        if (r == -EBUSY)
-                for (size_t i = 0; family[i]; i++)
-                        slot_drop_locked(rt, family[i]);
+                if (r < 0) /* a run of the family holds the box: give the slots back */
+                        for (size_t i = 0; family[i]; i++)
+                                slot_drop_locked(rt, family[i]);
+        }
         (void)pthread_mutex_unlock(&rt->lock);
         if (r == -EBUSY)
                 return b4_error_set(err, r, "thread '%s' has a run in flight", id);
@@ -289,7 +290,7 @@ static int idle_scan_cb(const char *key, void *value, void *ud)
         struct idle_scan *scan = ud;
         struct box *b = value;
 
-        if (b->sb && !b->users && !b->acquiring && scan->now - b->last_used_ms >= scan->timeout)
+        if (b->sb && !b->users && !b->acquiring && scan->now >= b->last_used_ms + scan->timeout)
                 scan->r = strv_extend(&scan->keys, key);
         return scan->r;
 }
