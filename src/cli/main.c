@@ -19,6 +19,7 @@ static const struct {
 } commands[] = {
         { "help", cmd_help, "show this help" },
         { "version", cmd_version, "print the version" },
+        { "check", cmd_check, "validate the configuration and run the provider's preflight" },
 };
 
 void cli_error(const char *fmt, ...)
