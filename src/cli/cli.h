@@ -36,3 +36,4 @@ const char *cli_state_dir(const struct cli_ctx *ctx);
 int cmd_version(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_help(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_conformance(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_check(int argc, char **argv, const struct cli_ctx *ctx);
