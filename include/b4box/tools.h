@@ -242,3 +242,19 @@ B4_PUBLIC int b4_tools_resume(struct b4_tools *t,
                               const char *answer,
                               char **ret_json,
                               struct b4_error *err);
+
+/**
+ * b4_tools_last_request() - the newest pending permission request, for callers that prompt
+ * without parsing the result JSON (the CLI)
+ * @ret_id:      its interrupt id
+ * @ret_kind:    "command", "path" or "tool"
+ * @ret_subject: the command, canonical path or tool name
+ * @ret_pattern: the suggested pattern an "always" answer records
+ * All borrowed until the next b4_tools_call()/b4_tools_resume(); any may be NULL.
+ * Return: 0, -ENOENT (nothing pending).
+ */
+B4_PUBLIC int b4_tools_last_request(struct b4_tools *t,
+                                    const char **ret_id,
+                                    const char **ret_kind,
+                                    const char **ret_subject,
+                                    const char **ret_pattern);

@@ -18,6 +18,7 @@ static const struct {
         const char *summary;
 } commands[] = {
         { "help", cmd_help, "show this help" },
+        { "tool", cmd_tool, "run one workspace tool locally: tool --thread ID NAME [ARGS_JSON]" },
         { "version", cmd_version, "print the version" },
 };
 

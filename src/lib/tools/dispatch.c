@@ -490,3 +490,25 @@ int b4_tools_resume(struct b4_tools *t,
                 return b4_error_set(err, r, "resume: %s", strerror(-r));
         return r;
 }
+
+int b4_tools_last_request(struct b4_tools *t,
+                          const char **ret_id,
+                          const char **ret_kind,
+                          const char **ret_subject,
+                          const char **ret_pattern)
+{
+        const struct pending *p;
+
+        if (!t || t->n_pending == 0)
+                return -ENOENT;
+        p = &t->pending[t->n_pending - 1];
+        if (ret_id)
+                *ret_id = p->id;
+        if (ret_kind)
+                *ret_kind = kind_names[p->ask.kind];
+        if (ret_subject)
+                *ret_subject = p->ask.candidate;
+        if (ret_pattern)
+                *ret_pattern = p->ask.pattern;
+        return 0;
+}
