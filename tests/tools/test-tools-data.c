@@ -5,6 +5,8 @@
  * tests/data/permissions/NAME.test (matching, suggested patterns, per-thread store, grants).
  */
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include "b4box/tools.h"
 
 #include "b4-test.h"
+#include "base/alloc.h"
 #include "casefile.h"
 #include "memsb.h"
 #include "tools/tools-internal.h"
@@ -249,11 +252,108 @@ static void test_permissions_cases(void **state)
         assert_int_equal(failures, 0);
 }
 
+/* ---- allocation failures ---- */
+
+struct torture_call {
+        const char *tool;
+        const char *args;
+        enum b4_permission_mode mode;
+        const char *answer; /* resume a permission request with this */
+};
+
+/* Run @c with the Nth allocation failing for N = 0, 1, ... until it completes: every run
+ * must end in a result document or -ENOMEM, without leaks (ASan) or crashes. */
+static void torture_one(const struct torture_call *c)
+{
+        char *want = NULL;
+
+        for (long n = 0;; n++) {
+                struct b4_sandbox *sb = memsb_new("torture");
+                struct b4_permissions *app = NULL;
+                struct b4_tools *t = NULL;
+                const char *id = NULL;
+                char *json = NULL;
+                int r;
+
+                assert_int_equal(b4_permissions_new(c->mode, &app), 0);
+                assert_int_equal(b4_fs_write_file(b4_sandbox_fs(sb), "/workspace/f.txt",
+                                                  "a\nb\na\n", 6, NULL),
+                                 0);
+                assert_int_equal(
+                        b4_tools_new(sb, &(struct b4_tools_options){ .app = app }, &t, NULL), 0);
+                if (c->answer) {
+                        assert_int_equal(b4_tools_call(t, c->tool, c->args, &json, NULL), 0);
+                        free(json);
+                        json = NULL;
+                        assert_int_equal(b4_tools_last_request(t, &id, NULL, NULL, NULL), 0);
+                }
+                alloc_fail_after(n);
+                r = c->answer ? b4_tools_resume(t, id, c->answer, &json, NULL)
+                              : b4_tools_call(t, c->tool, c->args, &json, NULL);
+                alloc_fail_after(-1);
+                assert_true(r == 0 || r == -ENOMEM);
+                b4_tools_free(t);
+                b4_permissions_free(app);
+                b4_sandbox_unref(sb);
+                if (r == 0) {
+                        assert_null(strstr(json, "ENOMEM"));
+                        print_message("# %s %s: %ld allocation failures survived\n", c->tool,
+                                      c->answer ? c->answer : "call", n);
+                        want = json;
+                        break;
+                }
+                free(json);
+                assert_true(n < 5000);
+        }
+        free(want);
+}
+
+static bool fault_injection_active(void)
+{
+        void *p;
+
+        alloc_fail_after(0);
+        p = b4_malloc(1);
+        alloc_fail_after(-1);
+        free(p);
+        return p == NULL;
+}
+
+static void test_torture(void **state)
+{
+        static const struct torture_call calls[] = {
+                { "readFile", "{\"path\":\"f.txt\",\"startLine\":2}", B4_PERMISSION_NON_INTERACTIVE,
+                  NULL },
+                { "writeFile", "{\"path\":\"d/g.txt\",\"content\":\"x\"}",
+                  B4_PERMISSION_NON_INTERACTIVE, NULL },
+                { "editFile",
+                  "{\"path\":\"f.txt\",\"oldText\":\"a\",\"newText\":\"c\",\"replaceAll\":true}",
+                  B4_PERMISSION_NON_INTERACTIVE, NULL },
+                { "listDir", "{}", B4_PERMISSION_NON_INTERACTIVE, NULL },
+                { "runBash", "{\"command\":\"echo hi\"}", B4_PERMISSION_BYPASS, NULL },
+                { "readFile", "{\"path\":\"/etc/passwd\",\"bad\":1}", B4_PERMISSION_NON_INTERACTIVE,
+                  NULL },
+                { "readFile", "{\"path\":\"/etc/passwd\"}", B4_PERMISSION_NON_INTERACTIVE, NULL },
+                { "readFile", "{\"path\":\"/etc/passwd\"}", B4_PERMISSION_INTERACTIVE, NULL },
+                { "readFile", "{\"path\":\"/etc/passwd\"}", B4_PERMISSION_INTERACTIVE, "always" },
+                { "runBash", "{\"command\":\"echo a b\"}", B4_PERMISSION_INTERACTIVE, "once" },
+                { "runBash", "{\"command\":\"echo a b\"}", B4_PERMISSION_INTERACTIVE, "deny" },
+        };
+
+        if (!fault_injection_active()) {
+                print_message("# not a fault-injection build: nothing to torture\n");
+                return;
+        }
+        for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
+                torture_one(&calls[i]);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pathjail_cases),
                 cmocka_unit_test(test_permissions_cases),
+                cmocka_unit_test(test_torture),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -383,8 +383,8 @@ static int run_call(struct b4_tools *t, const char *name, const char *args_json,
                 r = d->fn(t, args, &value, &e);
         if (r >= 0)
                 return ok_result(value, ret);
-        if (r == -ENOMEM && e.error == 0)
-                return r;
+        if (r == -ENOMEM)
+                return r; /* out of memory is not a tool failure */
         if (r == -EAGAIN && t->ask.set)
                 return ask_result(t, name, args_json, &e, ret);
         if (e.error == 0)
