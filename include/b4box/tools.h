@@ -12,6 +12,7 @@
  *   {"ok":false,"error":{"code":"...","message":"..."}}
  *   {"ok":false,"error":{"code":"permission_required",...},"permissionRequest":{...}}
  * A tool failure is a result, not a C error: b4_tools_call() returns 0 for all three.
+ * A context is not thread-safe: one caller at a time (the runtime's run slot ensures it).
  *
  * Permissions: a struct b4_permissions holds a mode and allow/deny pattern lists keyed by
  * "bash", "readFile", "writeFile", "listDir" and "tool". A tools context consults either

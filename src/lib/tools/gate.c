@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/log.h"
 #include "base/macro.h"
 #include "base/strv.h"
 #include "tools/tools-internal.h"
@@ -51,6 +52,9 @@ int b4_tools_new(struct b4_sandbox *sb,
                                       .thread = opts->thread,
                                       .grants = opts->grants,
                                       .thread_id = t->thread_id };
+        if (b4_permissions_mode(opts->app) == B4_PERMISSION_BYPASS && opts->app)
+                log_warning("[b4:permissions] mode=bypass — path-jail disabled, all bash "
+                            "unrestricted. Do not use in production.");
         *ret = t;
         return 0;
 }
