@@ -17,6 +17,7 @@ static const struct {
         cli_cmd_fn *fn;
         const char *summary;
 } commands[] = {
+        { "conformance", cmd_conformance, "run the provider conformance suite" },
         { "help", cmd_help, "show this help" },
         { "tool", cmd_tool, "run one workspace tool locally: tool --thread ID NAME [ARGS_JSON]" },
         { "version", cmd_version, "print the version" },

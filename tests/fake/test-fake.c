@@ -9,6 +9,7 @@
 #include "b4box/b4.h"
 
 #include "b4-test.h"
+#include "base/alloc.h"
 #include "base/strv.h"
 #include "fake/fake.h"
 #include "providers.h"
@@ -513,6 +514,86 @@ static void test_handles_outlive_provider(void **state)
         b4_reader_free(rd);
 }
 
+/* One pass over most of the fake's paths; any failure must be a clean -ENOMEM. */
+#define STEP(expr)               \
+ do {                            \
+  r = (expr);                    \
+  if (r < 0) {                   \
+   assert_int_equal(r, -ENOMEM); \
+   goto out;                     \
+  }                              \
+ } while (0)
+
+#ifdef B4_FAULT_INJECTION
+static void oom_scenario(struct b4_policy *policy)
+{
+        struct b4_provider_config cfg = { .scope = (char *)"oom" };
+        struct b4_acquire_req req = { .thread_id = "t", .policy = policy };
+        struct b4_reader_req rq = { .thread_id = "t" };
+        struct b4_exec_req ex = { .command = "echo 'a b' c" };
+        struct b4_exec_result res = { 0 };
+        struct b4_provider *p = NULL;
+        struct b4_sandbox *sb = NULL;
+        struct b4_reader *rd = NULL;
+        struct b4_walk_entry *w = NULL;
+        struct b4_stat st = { 0 };
+        char *data = NULL, *data2 = NULL, **names = NULL, *rp = NULL;
+        size_t len = 0, n = 0;
+        int r;
+
+        STEP(fake_provider_new(&cfg, &p, NULL));
+        STEP(b4_provider_acquire(p, &req, &sb, NULL));
+        STEP(b4_fs_write_file(&sb->fs, "/workspace/d/f", "abc", 3, NULL));
+        STEP(b4_fs_mkdir_p(&sb->fs, "/workspace/e", NULL));
+        STEP(b4_fs_touch(&sb->fs, "/workspace/g", NULL));
+        STEP(b4_fs_read_file(&sb->fs, "/workspace/d/f", 10, &data, &len, NULL));
+        STEP(b4_fs_list_dir(&sb->fs, "/workspace", &names, NULL));
+        STEP(b4_fs_lstat(&sb->fs, "/workspace/d", &st, NULL));
+        STEP(b4_fs_realpath(&sb->fs, "/workspace/d/../f", &rp, NULL));
+        STEP(b4_fs_walk(&sb->fs, "/workspace", 100, NULL, &w, &n, NULL));
+        STEP(b4_sandbox_exec(sb, &ex, &res, NULL));
+        assert_string_equal(res.out, "a b c\n");
+        STEP(b4_provider_open_reader(p, &rq, &rd, NULL));
+        STEP(b4_fs_read_file(&rd->fs, "/workspace/d/f", 10, &data2, &len, NULL));
+        STEP(b4_provider_release(p, "t", NULL));
+        STEP(b4_provider_destroy(p, "t", NULL));
+out:
+        b4_exec_result_clear(&res);
+        b4_walk_entries_free(w, n);
+        free(data);
+        free(data2);
+        free(rp);
+        strv_free(names);
+        b4_reader_free(rd);
+        b4_sandbox_unref(sb);
+        b4_provider_free(p);
+}
+
+/*
+ * Fail allocation 0, 1, 2, ... of the scenario until it completes: each run must end in a
+ * clean -ENOMEM, and ASan's leak check proves nothing leaks on any of those paths. Only in
+ * -Dfault_injection=true builds (cmocka's skip() reads as a failure under meson's TAP).
+ */
+static void test_out_of_memory(void **state)
+{
+        struct fx *f = *state;
+        void *probe;
+
+        for (long i = 0; i < 5000; i++) {
+                alloc_fail_after(i);
+                oom_scenario(&f->policy);
+                probe = b4_malloc(1);
+                alloc_fail_after(-1);
+                if (probe) { /* the whole scenario ran without hitting the failure */
+                        free(probe);
+                        assert_true(i > 20);
+                        return;
+                }
+        }
+        fail_msg("the scenario never completed");
+}
+#endif
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -531,6 +612,9 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_preflight, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_concurrent_acquire, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_handles_outlive_provider, setup, teardown),
+#ifdef B4_FAULT_INJECTION
+                cmocka_unit_test_setup_teardown(test_out_of_memory, setup, teardown),
+#endif
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
