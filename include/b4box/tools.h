@@ -26,6 +26,7 @@
 
 #include "b4box/error.h"
 
+struct b4_cancel;
 struct b4_sandbox;
 struct b4_permissions;
 struct b4_grant_store;
@@ -201,6 +202,8 @@ struct b4_tools_options {
         /* NULL-terminated tool names whose every call passes the "tool" gate first
          * (tools.approve); borrowed. */
         const char *const *approve_tools;
+        /* Borrowed; firing it kills a running runBash command. NULL = none. */
+        struct b4_cancel *cancel;
 };
 
 /**
@@ -259,3 +262,63 @@ B4_PUBLIC int b4_tools_last_request(struct b4_tools *t,
                                     const char **ret_kind,
                                     const char **ret_subject,
                                     const char **ret_pattern);
+
+/* ---- host: the runtime's dispatch hook ---------------------------------------------- */
+
+/*
+ * A long-lived owner of the tools' settings and of pending permission requests across calls,
+ * for the runtime (struct b4_runtime_options.dispatch = b4_tools_host_dispatch, userdata =
+ * the host). Each call makes a short-lived context over the run's sandbox. Thread-safe.
+ */
+struct b4_tools_host;
+
+/*
+ * Look up a thread's own permissions: *ret = an owned struct (the per-thread store applies)
+ * or NULL (the app store applies). Return: 0 or -errno (the call then fails).
+ */
+typedef int b4_thread_permissions_fn(void *userdata,
+                                     const char *thread_id,
+                                     struct b4_permissions **ret,
+                                     struct b4_error *err);
+
+struct b4_tools_host_options {
+        struct b4_permissions *app;                   /* borrowed, as in b4_tools_options */
+        struct b4_grant_store *grants;                /* borrowed; per-thread "Always" grants */
+        b4_thread_permissions_fn *thread_permissions; /* NULL = every thread uses the app's */
+        void *userdata;                               /* passed to thread_permissions */
+        uint64_t read_cap;
+        const char *const *approve_tools; /* borrowed */
+};
+
+/** b4_tools_host_new() - @opts copied (pointers stay borrowed). Return: 0, -ENOMEM. */
+B4_PUBLIC int b4_tools_host_new(const struct b4_tools_host_options *opts,
+                                struct b4_tools_host **ret);
+/** b4_tools_host_free() - NULL ok. Return: NULL. */
+B4_PUBLIC struct b4_tools_host *b4_tools_host_free(struct b4_tools_host *h);
+
+/**
+ * b4_tools_host_dispatch() - b4_tools_call() on a fresh context over @sb; the signature of
+ * the runtime's b4_tool_dispatch_fn. @userdata is the host. A permission request stays
+ * pending in the host, keyed by @thread_id, for b4_tools_host_resume().
+ */
+B4_PUBLIC int b4_tools_host_dispatch(struct b4_sandbox *sb,
+                                     const char *thread_id,
+                                     const char *tool,
+                                     const char *args_json,
+                                     struct b4_cancel *cancel,
+                                     void *userdata,
+                                     char **ret_json,
+                                     struct b4_error *err);
+
+/**
+ * b4_tools_host_resume() - b4_tools_resume() for a request raised by a dispatch on the same
+ * thread. Return: 0, -ENOENT (no such request for this thread), -EINVAL, -ENOMEM.
+ */
+B4_PUBLIC int b4_tools_host_resume(struct b4_tools_host *h,
+                                   struct b4_sandbox *sb,
+                                   const char *thread_id,
+                                   const char *interrupt_id,
+                                   const char *answer,
+                                   struct b4_cancel *cancel,
+                                   char **ret_json,
+                                   struct b4_error *err);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "b4box/b4.h"
+#include "b4box/runtime.h"
 #include "b4box/tools.h"
 
 #include "b4-test.h"
@@ -938,6 +939,66 @@ static void test_interactive_tool(void **state)
         b4_permissions_free(app);
 }
 
+/* ---- the runtime's dispatch hook ---- */
+
+static int lookup_thread_perms(void *userdata,
+                               const char *thread_id,
+                               struct b4_permissions **ret,
+                               struct b4_error *err)
+{
+        *ret = NULL;
+        if (strcmp(thread_id, "with-own") != 0)
+                return 0;
+        assert_int_equal(b4_permissions_new(B4_PERMISSION_BYPASS, ret), 0);
+        return b4_permissions_add(*ret, B4_PERMISSION_LIST_ALLOW, "bash", "echo own", err);
+}
+
+static void test_host_dispatch(void **state)
+{
+        struct env *e = need(state);
+        struct b4_permissions *app = NULL;
+        struct b4_grant_store *grants = NULL;
+        struct b4_tools_host *h = NULL;
+        b4_tool_dispatch_fn *hook = b4_tools_host_dispatch; /* fits the runtime's hook */
+        struct jv *v = NULL;
+        char *json = NULL;
+        char *id;
+
+        assert_int_equal(b4_permissions_new(B4_PERMISSION_INTERACTIVE, &app), 0);
+        assert_int_equal(b4_grant_store_memory_new(&grants), 0);
+        struct b4_tools_host_options o = { .app = app,
+                                           .grants = grants,
+                                           .thread_permissions = lookup_thread_perms };
+        assert_int_equal(b4_tools_host_new(&o, &h), 0);
+        /* a thread with its own allow list */
+        assert_int_equal(hook(e->sb, "with-own", "runBash", "{\"command\":\"echo own\"}", NULL, h,
+                              &json, NULL),
+                         0);
+        assert_non_null(strstr(json, "\"stdout\":\"own\\n\""));
+        free(json);
+        /* a request survives between calls, keyed by thread */
+        assert_int_equal(b4_tools_host_dispatch(e->sb, "t-a", "runBash",
+                                                "{\"command\":\"echo hey\"}", NULL, h, &json, NULL),
+                         0);
+        assert_int_equal(jv_parse(json, strlen(json), &v, NULL), 0);
+        id = strdup(jv_string(jv_object_get(jv_object_get(v, "permissionRequest"), "interruptId")));
+        jv_unref(v);
+        free(json);
+        assert_int_equal(b4_tools_host_resume(h, e->sb, "t-b", id, "once", NULL, &json, NULL),
+                         -ENOENT);
+        assert_int_equal(b4_tools_host_resume(h, e->sb, "t-a", id, "maybe", NULL, &json, NULL),
+                         -EINVAL);
+        assert_int_equal(b4_tools_host_resume(h, e->sb, "t-a", id, "once", NULL, &json, NULL), 0);
+        assert_non_null(strstr(json, "\"stdout\":\"hey\\n\""));
+        free(json);
+        assert_int_equal(b4_tools_host_resume(h, e->sb, "t-a", id, "once", NULL, &json, NULL),
+                         -ENOENT);
+        free(id);
+        b4_tools_host_free(h);
+        b4_grant_store_free(grants);
+        b4_permissions_free(app);
+}
+
 /* ---- providers ---- */
 
 static struct env *env_open(const char *type)
@@ -1018,6 +1079,7 @@ static const struct {
         { "interactive_path", test_interactive_path },
         { "thread_grants", test_thread_grants },
         { "interactive_tool", test_interactive_tool },
+        { "host_dispatch", test_host_dispatch },
         { "symlink_escape", test_symlink_escape, "native" },
 };
 

@@ -287,7 +287,7 @@ static int request_object(const struct pending *p, struct jv **ret)
         return 0;
 }
 
-static void pending_release(struct pending *p)
+void pending_release(struct pending *p)
 {
         free(p->id);
         free(p->tool);

@@ -48,6 +48,7 @@ int b4_tools_new(struct b4_sandbox *sb,
         t->sb = b4_sandbox_ref(sb);
         t->fs = b4_sandbox_fs(sb);
         t->read_cap = opts->read_cap ? opts->read_cap : B4_TOOLS_DEFAULT_READ_CAP;
+        t->cancel = opts->cancel;
         t->view = (struct perm_view){ .app = opts->app,
                                       .thread = opts->thread,
                                       .grants = opts->grants,
@@ -63,15 +64,8 @@ struct b4_tools *b4_tools_free(struct b4_tools *t)
 {
         if (!t)
                 return NULL;
-        for (size_t i = 0; i < t->n_pending; i++) {
-                struct pending *p = &t->pending[i];
-                free(p->id);
-                free(p->tool);
-                free(p->args_json);
-                strv_free(p->once_keys);
-                strv_free(p->once_cands);
-                ask_clear(&p->ask);
-        }
+        for (size_t i = 0; i < t->n_pending; i++)
+                pending_release(&t->pending[i]);
         free(t->pending);
         ask_clear(&t->ask);
         (void)b4_sandbox_unref(t->sb);

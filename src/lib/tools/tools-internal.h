@@ -143,6 +143,7 @@ struct b4_tools {
         struct perm_view view;
         uint64_t read_cap;
         char **approve;
+        struct b4_cancel *cancel;
         struct pending *pending;
         size_t n_pending;
         /* During one call: the one-shot answers in force and the request a gate raised. */
@@ -152,6 +153,7 @@ struct b4_tools {
 };
 
 void ask_clear(struct ask *a);
+void pending_release(struct pending *p);
 
 /* Gates: 0 allowed; -EACCES denied (B4_E3001, message set); -EAGAIN ask (t->ask filled). */
 int gate_command(struct b4_tools *t, const char *command, struct b4_error *err);

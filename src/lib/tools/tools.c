@@ -295,7 +295,7 @@ static int exec_result(const struct b4_exec_result *x, struct jv **ret)
 int tool_run_bash(struct b4_tools *t, const struct jv *args, struct jv **ret, struct b4_error *err)
 {
         const char *command = jv_string(jv_object_get(args, "command"));
-        struct b4_exec_req req = { .command = command, .cwd = t->root };
+        struct b4_exec_req req = { .command = command, .cwd = t->root, .cancel = t->cancel };
         struct b4_exec_result x = { 0 };
         struct b4_error inner = { 0 };
         int r;
