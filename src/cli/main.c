@@ -19,6 +19,7 @@ static const struct {
 } commands[] = {
         { "conformance", cmd_conformance, "run the provider conformance suite" },
         { "help", cmd_help, "show this help" },
+        { "tool", cmd_tool, "run one workspace tool locally: tool --thread ID NAME [ARGS_JSON]" },
         { "version", cmd_version, "print the version" },
         { "check", cmd_check, "validate the configuration and run the provider's preflight" },
 };

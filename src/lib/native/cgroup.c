@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Per-thread cgroups. Every path is resolved under a cgroupfs-root dirfd (normally
+ * /sys/fs/cgroup) so the logic runs unchanged against a fake tree in unit tests.
+ *   v2: <root>[/unified]/b4box/<id>, when the unified hierarchy offers pids and memory
+ *       (controllers enabled through cgroup.subtree_control on the way down);
+ *   v1: <root>/<ctrl>/b4box/<id> for ctrl in pids, memory, cpu, freezer (those present).
+ * Limits: pids.max; memory.max / memory.limit_in_bytes (swap pinned to the same budget);
+ * cpu.max / cfs quota. Killing freezes first (v1 freezer) or uses cgroup.kill (v2) so a fork
+ * bomb cannot outrun the loop.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/fd-util.h"
+#include "base/macro.h"
+#include "native.h"
+
+const char *const cgroup_v1_names[CGROUP_V1_MAX] = { "pids", "memory", "cpu", "freezer" };
+static const char *const v2_ctrls[CGROUP_V1_MAX] = { "pids", "memory", "cpu", NULL };
+
+enum {
+        CG_PIDS = 0,
+        CG_MEMORY = 1,
+        CG_CPU = 2,
+        CG_FREEZER = 3
+};
+
+#define PARENT "b4box"
+
+static bool file_exists_at(int dirfd, const char *path)
+{
+        return faccessat(dirfd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static bool word_in(const char *list, const char *word)
+{
+        size_t n = strlen(word);
+
+        for (const char *p = list; (p = strstr(p, word)); p += n)
+                if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\n' || !p[n]))
+                        return true;
+        return false;
+}
+
+static bool probe_v2(struct cgroup_host *h, const char *sub)
+{
+        cleanup_free char *ctrls = NULL;
+        cleanup_close int fd = -EBADF;
+        size_t len;
+
+        fd = openat(h->root_fd, sub, O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || read_file_at(fd, "cgroup.controllers", 4096, &ctrls, &len) < 0)
+                return false;
+        if (!word_in(ctrls, "pids") || !word_in(ctrls, "memory"))
+                return false;
+        for (size_t i = 0; i < CGROUP_V1_MAX; i++)
+                h->has[i] = v2_ctrls[i] && word_in(ctrls, v2_ctrls[i]);
+        h->has[CG_FREEZER] = true; /* cgroup.kill or the procs loop */
+        h->v2_fd = TAKE_FD(fd);
+        h->mode = CGROUP_V2;
+        return true;
+}
+
+void cgroup_host_probe(int root_fd, struct cgroup_host *ret)
+{
+        struct cgroup_host h = { .root_fd = root_fd, .v2_fd = -EBADF };
+
+        if (root_fd >= 0 && !probe_v2(&h, ".") && !probe_v2(&h, "unified")) {
+                for (size_t i = 0; i < CGROUP_V1_MAX; i++) {
+                        char p[64];
+                        (void)snprintf(p, sizeof(p), "%s/cgroup.procs", cgroup_v1_names[i]);
+                        h.has[i] = file_exists_at(root_fd, p);
+                }
+                if (h.has[CG_PIDS])
+                        h.mode = CGROUP_V1;
+        }
+        *ret = h;
+}
+
+void cgroup_host_release(struct cgroup_host *h)
+{
+        safe_close(h->root_fd);
+        safe_close(h->v2_fd);
+        *h = (struct cgroup_host){ .root_fd = -EBADF, .v2_fd = -EBADF };
+}
+
+void cgroup_close(struct cgroup *cg)
+{
+        for (size_t i = 0; i < CGROUP_V1_MAX; i++)
+                cg->dirfd[i] = safe_close(cg->dirfd[i]);
+}
+
+static void cgroup_reset(struct cgroup *cg, const char *id, enum cgroup_mode mode)
+{
+        *cg = (struct cgroup){ .mode = mode };
+        for (size_t i = 0; i < CGROUP_V1_MAX; i++)
+                cg->dirfd[i] = -EBADF;
+        (void)snprintf(cg->id, sizeof(cg->id), "%s", id);
+}
+
+/* The hierarchy dirfd for slot @i: v2 uses one tree, v1 one per controller. */
+static int hier_open(const struct cgroup_host *h, size_t i)
+{
+        if (h->mode == CGROUP_V2)
+                return fcntl(h->v2_fd, F_DUPFD_CLOEXEC, 3);
+        return openat(h->root_fd, cgroup_v1_names[i], O_DIRECTORY | O_CLOEXEC);
+}
+
+static int mkdir_open(int dirfd, const char *name, bool create)
+{
+        if (create && mkdirat(dirfd, name, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        int fd = openat(dirfd, name, O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        return fd < 0 ? -errno : fd;
+}
+
+static int open_all(const struct cgroup_host *h, const char *id, bool create, struct cgroup *cg)
+{
+        size_t n = h->mode == CGROUP_V2 ? 1 : CGROUP_V1_MAX;
+
+        cgroup_reset(cg, id, h->mode);
+        for (size_t i = 0; i < n; i++) {
+                cleanup_close int hier = -EBADF, parent = -EBADF;
+                if (h->mode == CGROUP_V1 && !h->has[i])
+                        continue;
+                hier = hier_open(h, i);
+                if (hier < 0)
+                        return -errno;
+                if (create && h->mode == CGROUP_V2)
+                        (void)write_string_at(hier, "cgroup.subtree_control", "+pids +memory +cpu");
+                parent = mkdir_open(hier, PARENT, create);
+                if (parent < 0)
+                        return parent;
+                if (create && h->mode == CGROUP_V2)
+                        (void)write_string_at(parent, "cgroup.subtree_control",
+                                              "+pids +memory +cpu");
+                cg->dirfd[i] = mkdir_open(parent, id, create);
+                if (cg->dirfd[i] < 0)
+                        return cg->dirfd[i];
+        }
+        return 0;
+}
+
+static int write_u64(int dirfd, const char *file, uint64_t v)
+{
+        char buf[32];
+
+        (void)snprintf(buf, sizeof(buf), "%" PRIu64, v);
+        return write_string_at(dirfd, file, buf);
+}
+
+static int set_limits_v1(const struct cgroup *cg, const struct cgroup_limits *lim)
+{
+        int r = 0;
+
+        if (lim->pids && cg->dirfd[CG_PIDS] >= 0)
+                r = write_u64(cg->dirfd[CG_PIDS], "pids.max", lim->pids);
+        if (r >= 0 && lim->memory_bytes && cg->dirfd[CG_MEMORY] >= 0) {
+                r = write_u64(cg->dirfd[CG_MEMORY], "memory.limit_in_bytes", lim->memory_bytes);
+                (void)write_u64(cg->dirfd[CG_MEMORY], "memory.memsw.limit_in_bytes",
+                                lim->memory_bytes);
+        }
+        if (r >= 0 && lim->cpus > 0 && cg->dirfd[CG_CPU] >= 0) {
+                r = write_u64(cg->dirfd[CG_CPU], "cpu.cfs_period_us", 100000);
+                if (r >= 0)
+                        r = write_u64(cg->dirfd[CG_CPU], "cpu.cfs_quota_us",
+                                      (uint64_t)(lim->cpus * 100000.0));
+        }
+        return r;
+}
+
+static int set_limits_v2(const struct cgroup *cg, const struct cgroup_limits *lim)
+{
+        int fd = cg->dirfd[0];
+        int r = 0;
+
+        if (lim->pids)
+                r = write_u64(fd, "pids.max", lim->pids);
+        if (r >= 0 && lim->memory_bytes) {
+                r = write_u64(fd, "memory.max", lim->memory_bytes);
+                (void)write_string_at(fd, "memory.swap.max", "0");
+        }
+        if (r >= 0 && lim->cpus > 0) {
+                char buf[64];
+                (void)snprintf(buf, sizeof(buf), "%" PRIu64 " 100000",
+                               (uint64_t)(lim->cpus * 100000.0));
+                r = write_string_at(fd, "cpu.max", buf);
+        }
+        return r;
+}
+
+int cgroup_create(const struct cgroup_host *h,
+                  const char *id,
+                  const struct cgroup_limits *lim,
+                  struct cgroup *ret,
+                  struct b4_error *err)
+{
+        struct cgroup cg;
+        int r;
+
+        if (h->mode == CGROUP_NONE) {
+                cgroup_reset(ret, id, CGROUP_NONE);
+                return 0;
+        }
+        r = open_all(h, id, true, &cg);
+        if (r >= 0)
+                r = h->mode == CGROUP_V2 ? set_limits_v2(&cg, lim) : set_limits_v1(&cg, lim);
+        if (r < 0) {
+                cgroup_close(&cg);
+                return b4_error_set(err, r, "cannot set up the cgroup of sandbox %s", id);
+        }
+        *ret = cg;
+        return 0;
+}
+
+int cgroup_open(const struct cgroup_host *h, const char *id, struct cgroup *ret)
+{
+        int r;
+
+        if (h->mode == CGROUP_NONE) {
+                cgroup_reset(ret, id, CGROUP_NONE);
+                return 0;
+        }
+        r = open_all(h, id, false, ret);
+        if (r < 0)
+                cgroup_close(ret);
+        return r;
+}
+
+int cgroup_attach(const struct cgroup *cg, pid_t pid)
+{
+        char buf[32];
+        int r;
+
+        (void)snprintf(buf, sizeof(buf), "%d", (int)pid);
+        for (size_t i = 0; i < CGROUP_V1_MAX; i++) {
+                if (cg->dirfd[i] < 0)
+                        continue;
+                r = write_string_at(cg->dirfd[i], "cgroup.procs", buf);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int procs_fd(const struct cgroup *cg)
+{
+        for (size_t i = 0; i < CGROUP_V1_MAX; i++)
+                if (cg->dirfd[i] >= 0)
+                        return cg->dirfd[i];
+        return -EBADF;
+}
+
+/* Kill every pid listed; return how many were listed. */
+static int kill_listed(int dirfd)
+{
+        cleanup_free char *procs = NULL;
+        size_t len;
+        int n = 0;
+
+        if (read_file_at(dirfd, "cgroup.procs", 16u << 20, &procs, &len) < 0)
+                return 0;
+        for (char *p = procs; *p;) {
+                char *end;
+                long pid = strtol(p, &end, 10);
+                if (end == p)
+                        break;
+                if (pid > 0) {
+                        (void)kill((pid_t)pid, SIGKILL);
+                        n++;
+                }
+                p = end;
+                while (*p == '\n')
+                        p++;
+        }
+        return n;
+}
+
+bool cgroup_is_empty(const struct cgroup *cg)
+{
+        cleanup_free char *procs = NULL;
+        size_t len = 0;
+        int fd = procs_fd(cg);
+
+        if (fd < 0 || read_file_at(fd, "cgroup.procs", 16u << 20, &procs, &len) < 0)
+                return true;
+        return len == 0;
+}
+
+int cgroup_kill_all(const struct cgroup *cg)
+{
+        int fd = procs_fd(cg);
+        int freezer = cg->mode == CGROUP_V1 ? cg->dirfd[CG_FREEZER] : -EBADF;
+
+        if (fd < 0)
+                return 0;
+        if (cg->mode == CGROUP_V2)
+                (void)write_string_at(fd, "cgroup.kill", "1");
+        for (int i = 0; i < 400; i++) {
+                if (freezer >= 0)
+                        (void)write_string_at(freezer, "freezer.state", "FROZEN");
+                int n = kill_listed(fd);
+                if (freezer >= 0)
+                        (void)write_string_at(freezer, "freezer.state", "THAWED");
+                if (n == 0 && cgroup_is_empty(cg))
+                        return 0;
+                (void)nanosleep(&(struct timespec){ .tv_nsec = 5 * 1000 * 1000 }, NULL);
+        }
+        return -EBUSY;
+}
+
+static int remove_one(int hier, const char *id)
+{
+        cleanup_close int parent = openat(hier, PARENT, O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+
+        if (parent < 0)
+                return errno == ENOENT ? 0 : -errno;
+        for (int i = 0; i < 200; i++) {
+                if (unlinkat(parent, id, AT_REMOVEDIR) == 0 || errno == ENOENT)
+                        return 0;
+                if (errno != EBUSY)
+                        return -errno;
+                (void)nanosleep(&(struct timespec){ .tv_nsec = 5 * 1000 * 1000 }, NULL);
+        }
+        return -EBUSY;
+}
+
+int cgroup_remove(const struct cgroup_host *h, const char *id)
+{
+        size_t n = h->mode == CGROUP_V2 ? 1 : CGROUP_V1_MAX;
+        int r = 0;
+
+        for (size_t i = 0; h->mode != CGROUP_NONE && i < n; i++) {
+                cleanup_close int hier = -EBADF;
+                if (h->mode == CGROUP_V1 && !h->has[i])
+                        continue;
+                hier = hier_open(h, i);
+                if (hier < 0)
+                        continue;
+                int k = remove_one(hier, id);
+                if (k < 0 && r == 0)
+                        r = k;
+        }
+        return r;
+}

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The clone child (STYLE.md 5.9): the only code that runs between clone3() and the exec of
+ * the keeper. It is a copy of a possibly multi-threaded process, so it is async-signal-safe:
+ * raw syscalls on pre-opened fds and the parent's precomputed op list, no allocation, no
+ * stdio, no cleanup attributes. A failure is reported as {step, errno} on err_fd and the
+ * parent turns it into a message; a successful exec closes err_fd (CLOEXEC) instead.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "keeper-proto.h"
+#include "native.h"
+
+static _Noreturn void fail(const struct child_plan *p, int step, int e)
+{
+        struct child_failure f = { .step = step, .error = e };
+
+        (void)!write(p->err_fd, &f, sizeof(f));
+        _exit(1);
+}
+
+static int lo_up(void)
+{
+        struct ifreq ifr;
+        int s, r = 0;
+
+        s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (s < 0)
+                return -errno;
+        memset(&ifr, 0, sizeof(ifr));
+        memcpy(ifr.ifr_name, "lo", 3);
+        if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+                r = -errno;
+        ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+        if (r == 0 && ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+                r = -errno;
+        (void)close(s);
+        return r;
+}
+
+static int pivot(const char *root)
+{
+        if (chdir(root) < 0)
+                return -errno;
+        if (syscall(SYS_pivot_root, ".", ".") < 0)
+                return -errno;
+        if (umount2(".", MNT_DETACH) < 0)
+                return -errno;
+        if (chdir("/") < 0)
+                return -errno;
+        return 0;
+}
+
+static int mkfile(const char *path, unsigned int mode)
+{
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+
+        if (fd < 0)
+                return -errno;
+        (void)close(fd);
+        return 0;
+}
+
+static int run_op(const struct child_op *op)
+{
+        switch (op->type) {
+        case CHILD_OP_MOUNT:
+                return mount(op->src, op->dst, op->fstype, op->flags, op->data) < 0 ? -errno : 0;
+        case CHILD_OP_MKDIR:
+                return mkdir(op->dst, op->mode) < 0 && errno != EEXIST ? -errno : 0;
+        case CHILD_OP_SYMLINK:
+                return symlink(op->src, op->dst) < 0 ? -errno : 0;
+        case CHILD_OP_MKFILE:
+                return mkfile(op->dst, op->mode);
+        case CHILD_OP_UNLINK:
+                return unlink(op->dst) < 0 ? -errno : 0;
+        case CHILD_OP_PIVOT:
+                return pivot(op->dst);
+        case CHILD_OP_LO_UP:
+                return lo_up();
+        case CHILD_OP_HOSTNAME:
+                return sethostname(op->src, strlen(op->src)) < 0 ? -errno : 0;
+        }
+        return -EINVAL;
+}
+
+/* Move an fd above the stdio/listen range so the final dup3()s cannot clobber it. */
+static int lift(const struct child_plan *p, int fd)
+{
+        int n = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+
+        if (n < 0)
+                fail(p, -1, errno);
+        return n;
+}
+
+_Noreturn void child_main(const struct child_plan *plan)
+{
+        struct child_plan p = *plan;
+        char *const argv[] = { (char *)"b4box-keeper", NULL };
+        char *const envp[] = { NULL };
+        char go;
+        int null_fd;
+
+        p.err_fd = lift(&p, p.err_fd);
+        p.listen_fd = lift(&p, p.listen_fd);
+        p.exe_fd = lift(&p, p.exe_fd);
+        if (read(p.sync_fd, &go, 1) != 1)
+                _exit(1);
+        if (unshare(CLONE_NEWCGROUP) < 0)
+                fail(&p, -1, errno);
+        for (size_t i = 0; i < p.n_ops; i++) {
+                int r = run_op(&p.ops[i]);
+                if (r < 0 && !(p.ops[i].optional && r == -ENOENT))
+                        fail(&p, (int)i, -r);
+        }
+        null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null_fd < 0)
+                fail(&p, (int)p.n_ops, errno);
+        null_fd = lift(&p, null_fd);
+        if (dup3(p.listen_fd, KEEPER_LISTEN_FD, 0) < 0)
+                fail(&p, (int)p.n_ops, errno);
+        for (int fd = 0; fd < 3; fd++)
+                if (dup3(null_fd, fd, 0) < 0)
+                        fail(&p, (int)p.n_ops, errno);
+        (void)setsid();
+        syscall(SYS_execveat, p.exe_fd, "", argv, envp, AT_EMPTY_PATH);
+        fail(&p, (int)p.n_ops, errno);
+}

@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * b4box-keeper: PID 1 of one thread's sandbox. It is exec'd by the provider's clone child
+ * after the sandbox's namespaces, cgroup and root filesystem are in place, finds its listening
+ * unix socket on fd 3, and then only does three things until it is killed:
+ *   - reaps every process of the sandbox (orphans included),
+ *   - on request, forks a command with the identity, capabilities, no_new_privs and seccomp
+ *     filter the request carries (see keeper-proto.h), and reports its wait status,
+ *   - kills a command's session when asked or when its client goes away.
+ * It links only against libc (statically) and allocates nothing between requests, so an idle
+ * keeper stays well under 1 MiB of RSS. It never exits on its own.
+ */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "keeper-proto.h"
+
+#define CMDS_MAX 256
+
+struct cmd {
+        pid_t pid; /* 0 = free slot */
+        int conn;  /* client connection, -1 once gone */
+};
+
+static struct cmd cmds[CMDS_MAX];
+
+struct req {
+        struct keeper_req_hdr h;
+        int out_fd, err_fd;
+        char *mem; /* mmap'ed: data, then the pointer arrays */
+        size_t mem_len;
+        struct sock_fprog prog;
+        const char *cwd;
+        char **argv, **envp;
+};
+
+static void send_msg(int fd, uint32_t type, int32_t value)
+{
+        struct keeper_msg m = { .type = type, .value = value };
+
+        if (fd >= 0)
+                (void)send(fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static void child_fail(const char *step)
+{
+        char buf[160];
+        int n = snprintf(buf, sizeof(buf), "b4box-keeper: %s failed: %s\n", step, strerror(errno));
+
+        if (n > 0)
+                (void)!write(STDERR_FILENO, buf, (size_t)n);
+        _exit(127);
+}
+
+static void child_drop_caps(void)
+{
+        struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct data[2] = { { 0 } };
+
+        if (syscall(SYS_capset, &hdr, data) < 0)
+                child_fail("capset");
+}
+
+static void child_drop_bounding(void)
+{
+        for (int cap = 0; cap < 64; cap++)
+                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+                        child_fail("PR_CAPBSET_DROP");
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+                child_fail("PR_CAP_AMBIENT_CLEAR_ALL");
+}
+
+static void child_setup_fds(const struct req *r)
+{
+        int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+        if (null_fd < 0 || dup3(null_fd, STDIN_FILENO, 0) < 0)
+                child_fail("stdin");
+        if (dup3(r->out_fd, STDOUT_FILENO, 0) < 0 || dup3(r->err_fd, STDERR_FILENO, 0) < 0)
+                _exit(127);
+        if (syscall(SYS_close_range, 3U, ~0U, 0U) < 0)
+                child_fail("close_range");
+}
+
+static void child_reset_signals(void)
+{
+        struct sigaction sa = { .sa_handler = SIG_DFL };
+        sigset_t all;
+
+        for (int sig = 1; sig < NSIG; sig++)
+                (void)sigaction(sig, &sa, NULL);
+        sigemptyset(&all);
+        (void)sigprocmask(SIG_SETMASK, &all, NULL);
+}
+
+static void child_oom_adj(void)
+{
+        int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+
+        if (fd >= 0) {
+                (void)!write(fd, "500", 3); /* OOM victims before the keeper */
+                (void)close(fd);
+        }
+}
+
+/* The forked command: never returns. */
+static void run_child(const struct req *r)
+{
+        uint32_t f = r->h.flags;
+
+        (void)setsid();
+        child_reset_signals();
+        child_setup_fds(r);
+        child_oom_adj();
+        umask(022);
+        if (chdir(r->cwd) < 0 && chdir("/") < 0)
+                child_fail("chdir");
+        if (f & KEEPER_DROP_CAPS)
+                child_drop_bounding();
+        if (f & KEEPER_SETUID) {
+                if (setgroups(0, NULL) < 0)
+                        child_fail("setgroups");
+                if (setresgid(r->h.gid, r->h.gid, r->h.gid) < 0)
+                        child_fail("setresgid");
+                if (setresuid(r->h.uid, r->h.uid, r->h.uid) < 0)
+                        child_fail("setresuid");
+        }
+        if (f & KEEPER_DROP_CAPS)
+                child_drop_caps();
+        if ((f & (KEEPER_NO_NEW_PRIVS | KEEPER_SECCOMP)) && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+                child_fail("PR_SET_NO_NEW_PRIVS");
+        if ((f & KEEPER_SECCOMP) && syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &r->prog) < 0)
+                child_fail("seccomp");
+        execve(r->argv[0], r->argv, r->envp);
+        child_fail("execve");
+}
+
+static int recv_header(int conn, struct req *r)
+{
+        char cbuf[CMSG_SPACE(2 * sizeof(int))];
+        struct iovec iov = { .iov_base = &r->h, .iov_len = sizeof(r->h) };
+        struct msghdr mh = { .msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = cbuf,
+                             .msg_controllen = sizeof(cbuf) };
+        struct cmsghdr *c;
+        ssize_t n;
+
+        n = recvmsg(conn, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+        if (n != (ssize_t)sizeof(r->h))
+                return -EPROTO;
+        c = CMSG_FIRSTHDR(&mh);
+        if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+            c->cmsg_len != CMSG_LEN(2 * sizeof(int)))
+                return -EPROTO;
+        memcpy(&r->out_fd, CMSG_DATA(c), sizeof(int));
+        memcpy(&r->err_fd, CMSG_DATA(c) + sizeof(int), sizeof(int));
+        if (r->h.magic != KEEPER_MAGIC || r->h.version != KEEPER_PROTO_VERSION ||
+            r->h.data_len > KEEPER_REQ_MAX || r->h.bpf_len > KEEPER_BPF_MAX || r->h.n_argv < 1 ||
+            r->h.n_argv + r->h.n_env > KEEPER_ARGS_MAX ||
+            (size_t)r->h.bpf_len * sizeof(struct sock_filter) > r->h.data_len)
+                return -EPROTO;
+        return 0;
+}
+
+static int recv_all(int conn, char *p, size_t len)
+{
+        while (len > 0) {
+                ssize_t n = recv(conn, p, len, MSG_WAITALL);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return n < 0 ? -errno : -EPROTO;
+                p += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
+/* Point @out[0..n) at consecutive NUL-terminated strings from *@p, bounded by @end. */
+static int split_strings(char **p, const char *end, char **out, uint32_t n)
+{
+        for (uint32_t i = 0; i < n; i++) {
+                char *nul = memchr(*p, '\0', (size_t)(end - *p));
+                if (!nul)
+                        return -EPROTO;
+                out[i] = *p;
+                *p = nul + 1;
+        }
+        out[n] = NULL;
+        return 0;
+}
+
+static int read_body(int conn, struct req *r)
+{
+        size_t ptrs = ((size_t)r->h.n_argv + r->h.n_env + 2) * sizeof(char *);
+        size_t bpf_bytes = (size_t)r->h.bpf_len * sizeof(struct sock_filter);
+        char *p, *end;
+        int e;
+
+        r->mem_len = ptrs + r->h.data_len + 1;
+        r->mem = mmap(NULL, r->mem_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (r->mem == MAP_FAILED) {
+                r->mem = NULL;
+                return -ENOMEM;
+        }
+        r->argv = (char **)r->mem;
+        r->envp = r->argv + r->h.n_argv + 1;
+        p = r->mem + ptrs;
+        end = p + r->h.data_len;
+        e = recv_all(conn, p, r->h.data_len);
+        if (e < 0)
+                return e;
+        r->prog = (struct sock_fprog){ .len = (unsigned short)r->h.bpf_len,
+                                       .filter = (struct sock_filter *)p };
+        p += bpf_bytes;
+        r->cwd = p;
+        p = memchr(p, '\0', (size_t)(end - p));
+        if (!p)
+                return -EPROTO;
+        p++;
+        e = split_strings(&p, end, r->argv, r->h.n_argv);
+        if (e < 0)
+                return e;
+        return split_strings(&p, end, r->envp, r->h.n_env);
+}
+
+static void req_release(struct req *r)
+{
+        if (r->out_fd >= 0)
+                (void)close(r->out_fd);
+        if (r->err_fd >= 0)
+                (void)close(r->err_fd);
+        if (r->mem)
+                (void)munmap(r->mem, r->mem_len);
+}
+
+static struct cmd *cmd_free_slot(void)
+{
+        for (size_t i = 0; i < CMDS_MAX; i++)
+                if (cmds[i].pid == 0)
+                        return &cmds[i];
+        return NULL;
+}
+
+/* Accept one connection and start its command; the connection stays open until it exits. */
+static void handle_accept(int listen_fd)
+{
+        struct timeval tv = { .tv_sec = 5 };
+        struct req r = { .out_fd = -1, .err_fd = -1 };
+        struct cmd *slot;
+        int conn, e;
+        pid_t pid;
+
+        conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (conn < 0)
+                return;
+        (void)setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        e = recv_header(conn, &r);
+        if (e == 0)
+                e = read_body(conn, &r);
+        slot = cmd_free_slot();
+        if (e == 0 && !slot)
+                e = -EAGAIN;
+        pid = e == 0 ? fork() : -1;
+        if (pid == 0)
+                run_child(&r);
+        if (e == 0 && pid < 0)
+                e = -errno;
+        req_release(&r);
+        if (e < 0) {
+                send_msg(conn, KEEPER_MSG_FAILED, -e);
+                (void)close(conn);
+                return;
+        }
+        *slot = (struct cmd){ .pid = pid, .conn = conn };
+        send_msg(conn, KEEPER_MSG_STARTED, pid);
+}
+
+/* The session id (field 6) of /proc/<pid>/stat, or -1. */
+static pid_t proc_session(const char *pid)
+{
+        char path[64], buf[512];
+        ssize_t n;
+        int fd;
+        char *p;
+        long ppid, pgrp, sid;
+        char state;
+
+        (void)snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        n = read(fd, buf, sizeof(buf) - 1);
+        (void)close(fd);
+        if (n <= 0)
+                return -1;
+        buf[n] = '\0';
+        p = strrchr(buf, ')');
+        if (!p || sscanf(p + 1, " %c %ld %ld %ld", &state, &ppid, &pgrp, &sid) != 4)
+                return -1;
+        return (pid_t)sid;
+}
+
+/* SIGKILL the command's process group and anything else left in its session. */
+static void kill_session(pid_t leader, int sig)
+{
+        DIR *d;
+        struct dirent *de;
+
+        (void)kill(-leader, sig);
+        (void)kill(leader, sig);
+        d = opendir("/proc");
+        if (!d)
+                return;
+        while ((de = readdir(d)))
+                if (de->d_name[0] >= '1' && de->d_name[0] <= '9' &&
+                    proc_session(de->d_name) == leader)
+                        (void)kill((pid_t)strtol(de->d_name, NULL, 10), sig);
+        (void)closedir(d);
+}
+
+static void reap(void)
+{
+        int status;
+        pid_t pid;
+
+        while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+                for (size_t i = 0; i < CMDS_MAX; i++) {
+                        if (cmds[i].pid != pid)
+                                continue;
+                        send_msg(cmds[i].conn, KEEPER_MSG_EXITED, status);
+                        if (cmds[i].conn >= 0)
+                                (void)close(cmds[i].conn);
+                        cmds[i] = (struct cmd){ .conn = -1 };
+                        break;
+                }
+        }
+}
+
+static void handle_conn(struct cmd *c, short revents)
+{
+        struct keeper_msg m;
+        ssize_t n = 0;
+
+        if (revents & POLLIN)
+                n = recv(c->conn, &m, sizeof(m), MSG_DONTWAIT);
+        if (n == (ssize_t)sizeof(m) && m.type == KEEPER_MSG_KILL) {
+                kill_session(c->pid, m.value > 0 && m.value < NSIG ? m.value : SIGKILL);
+                return;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        /* The client went away (or spoke nonsense): the command dies with it. */
+        kill_session(c->pid, SIGKILL);
+        (void)close(c->conn);
+        c->conn = -1;
+}
+
+static int setup_signals(void)
+{
+        struct sigaction ign = { .sa_handler = SIG_IGN };
+        sigset_t mask;
+
+        (void)sigaction(SIGPIPE, &ign, NULL);
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return -1;
+        return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+static void loop_once(int sfd)
+{
+        struct pollfd pfd[CMDS_MAX + 2];
+        struct cmd *map[CMDS_MAX + 2];
+        nfds_t n = 0;
+
+        pfd[n++] = (struct pollfd){ .fd = KEEPER_LISTEN_FD, .events = POLLIN };
+        pfd[n++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+        for (size_t i = 0; i < CMDS_MAX; i++) {
+                if (cmds[i].pid == 0 || cmds[i].conn < 0)
+                        continue;
+                map[n] = &cmds[i];
+                pfd[n++] = (struct pollfd){ .fd = cmds[i].conn, .events = POLLIN };
+        }
+        if (poll(pfd, n, -1) < 0)
+                return;
+        if (pfd[1].revents) {
+                struct signalfd_siginfo si;
+                while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+                        ;
+                reap();
+        }
+        for (nfds_t i = 2; i < n; i++)
+                if (pfd[i].revents && map[i]->conn == pfd[i].fd)
+                        handle_conn(map[i], pfd[i].revents);
+        if (pfd[0].revents & POLLIN)
+                handle_accept(KEEPER_LISTEN_FD);
+}
+
+int main(void)
+{
+        int sfd = setup_signals();
+
+        if (sfd < 0)
+                return 1;
+        for (size_t i = 0; i < CMDS_MAX; i++)
+                cmds[i].conn = -1;
+        for (;;)
+                loop_once(sfd);
+}

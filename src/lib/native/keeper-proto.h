@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The wire protocol between the provider (host side) and a thread's keeper (PID 1 of the
+ * sandbox). Both ends are built from this tree, so the layout is native-endian and fixed.
+ *
+ * One connection per command on the keeper's listening unix socket:
+ *   client -> keeper: struct keeper_req_hdr + data, with SCM_RIGHTS [stdout, stderr]
+ *   keeper -> client: struct keeper_msg STARTED(pid), then EXITED(wait status),
+ *                     or FAILED(errno) when the command could not be started
+ *   client -> keeper: struct keeper_msg KILL(signal) at any time; closing the connection
+ *                     before EXITED also kills the command's process group.
+ *
+ * data = seccomp BPF (bpf_len struct sock_filter), then cwd, argv[] and envp[] as
+ * NUL-terminated strings, back to back.
+ */
+
+#include <stdint.h>
+
+#define KEEPER_MAGIC         0x6b346272u
+#define KEEPER_PROTO_VERSION 1u
+#define KEEPER_REQ_MAX       (4u * 1024 * 1024) /* whole request, bytes */
+#define KEEPER_ARGS_MAX      4096u              /* argv + envp entries */
+#define KEEPER_BPF_MAX       4096u              /* BPF instructions */
+#define KEEPER_LISTEN_FD     3                  /* where the keeper finds its socket */
+
+enum keeper_req_flags {
+        KEEPER_SETUID = 1u << 0,    /* setgroups(0) + setresgid/setresuid to gid/uid */
+        KEEPER_DROP_CAPS = 1u << 1, /* clear bounding, ambient, eff/perm/inh sets */
+        KEEPER_NO_NEW_PRIVS = 1u << 2,
+        KEEPER_SECCOMP = 1u << 3, /* load the BPF in the request (implies no_new_privs) */
+};
+
+struct keeper_req_hdr {
+        uint32_t magic;
+        uint32_t version;
+        uint32_t flags; /* enum keeper_req_flags */
+        uint32_t uid, gid;
+        uint32_t n_argv, n_env;
+        uint32_t bpf_len;  /* instructions */
+        uint32_t data_len; /* bytes after the header */
+};
+
+enum keeper_msg_type {
+        KEEPER_MSG_STARTED = 1, /* value: pid inside the sandbox */
+        KEEPER_MSG_EXITED = 2,  /* value: wait status */
+        KEEPER_MSG_FAILED = 3,  /* value: positive errno */
+        KEEPER_MSG_KILL = 4,    /* client -> keeper; value: signal */
+};
+
+struct keeper_msg {
+        uint32_t type;
+        int32_t value;
+};

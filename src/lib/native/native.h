@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Internals of the native provider, one section per module:
+ *   child.c    the only code that runs between clone and exec (executes a child_op list)
+ *   mount.c    builds the op list for the sandbox's root filesystem (parent side)
+ *   cgroup.c   per-thread cgroups, v1 and v2, behind a cgroupfs-root dirfd
+ *   seccomp.c  the syscall filter, compiled once to raw BPF
+ *   spawn.c    clone3 into new namespaces, cgroup attach, hand-off to the keeper binary
+ *   keeper.c   keeper records in the state dir, adoption (pidfd + start time), kill
+ *   exec.c     the keeper client: one command, output capture, timeout and cancel
+ *   fs.c       host-side file operations through openat2() inside the keeper's root
+ *   preflight.c  what this host can enforce
+ *   provider.c the provider object: thread table, acquire/release/destroy
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "b4box/error.h"
+#include "b4box/provider.h"
+
+/* ---- child.c ---------------------------------------------------------------------------- */
+
+enum child_op_type {
+        CHILD_OP_MOUNT,   /* mount(src, dst, fstype, flags, data) */
+        CHILD_OP_MKDIR,   /* mkdir(dst, mode) */
+        CHILD_OP_SYMLINK, /* symlink(src, dst) */
+        CHILD_OP_MKFILE,  /* create an empty regular file dst with mode */
+        CHILD_OP_UNLINK,  /* unlink(dst) */
+        CHILD_OP_PIVOT,   /* pivot_root into dst, detach the old root */
+        CHILD_OP_LO_UP,   /* bring up the loopback interface */
+        CHILD_OP_HOSTNAME /* sethostname(src) */
+};
+
+struct child_op {
+        enum child_op_type type;
+        const char *src; /* borrowed from the plan's pool */
+        const char *dst;
+        const char *fstype;
+        const char *data;
+        unsigned long flags;
+        unsigned int mode;
+        bool optional; /* ENOENT is not a failure */
+};
+
+/* What the clone child needs; everything precomputed, all fds CLOEXEC. */
+struct child_plan {
+        const struct child_op *ops;
+        size_t n_ops;
+        int sync_fd;   /* read end: one byte arrives once the cgroups hold the child */
+        int err_fd;    /* write end: struct child_failure on failure, EOF on exec */
+        int listen_fd; /* the keeper's socket, becomes KEEPER_LISTEN_FD */
+        int exe_fd;    /* the keeper binary, exec'd with AT_EMPTY_PATH */
+};
+
+struct child_failure {
+        int step; /* index into ops; -1 = before the ops, n_ops = the exec */
+        int error;
+};
+
+/* The clone child: async-signal-safe only; never returns. */
+_Noreturn void child_main(const struct child_plan *p);
+
+/* ---- mount.c ---------------------------------------------------------------------------- */
+
+struct mount_plan {
+        struct child_op *ops; /* owned */
+        size_t n_ops;
+        char **pool; /* owned strv: every string the ops point to */
+};
+
+struct mount_spec {
+        const char *stage;     /* absolute host dir the new root is assembled on */
+        const char *image;     /* "/" for the host image, else the rootfs dir */
+        bool host_image;       /* bind only the system dirs of @image */
+        const char *workspace; /* host dir bound read-write at /workspace */
+        bool read_only_root;
+        bool network_lo_only; /* a fresh netns: bring lo up */
+};
+
+int mount_plan_build(const struct mount_spec *spec, struct mount_plan *ret, struct b4_error *err);
+void mount_plan_release(struct mount_plan *p);
+/* A human description of op @i for error messages ("mount /usr on ..."). */
+int mount_plan_describe(const struct mount_plan *p, int step, char **ret);
+
+/* ---- cgroup.c --------------------------------------------------------------------------- */
+
+enum cgroup_mode {
+        CGROUP_NONE = 0,
+        CGROUP_V1 = 1,
+        CGROUP_V2 = 2,
+};
+
+#define CGROUP_V1_MAX 4
+
+struct cgroup_limits {
+        uint64_t memory_bytes; /* 0 = none */
+        double cpus;           /* 0 = none */
+        uint32_t pids;         /* 0 = none */
+};
+
+/* One thread's cgroup: a dir named by the resource id under "b4box" in each hierarchy. */
+struct cgroup {
+        enum cgroup_mode mode;
+        int dirfd[CGROUP_V1_MAX]; /* v1: pids, memory, cpu, freezer (-EBADF = absent); v2: [0] */
+        char id[41];
+};
+
+/* What this host offers, probed under @root_fd (a cgroupfs root such as /sys/fs/cgroup). */
+struct cgroup_host {
+        enum cgroup_mode mode;
+        int root_fd;             /* owned; the cgroupfs root */
+        int v2_fd;               /* owned; the unified hierarchy (v2 mode), else -EBADF */
+        bool has[CGROUP_V1_MAX]; /* v1 pids/memory/cpu/freezer, or v2 pids/memory/cpu/(kill) */
+};
+
+extern const char *const cgroup_v1_names[CGROUP_V1_MAX];
+
+/* Probe @root_fd (taken). Never fails: CGROUP_NONE when nothing usable. */
+void cgroup_host_probe(int root_fd, struct cgroup_host *ret);
+void cgroup_host_release(struct cgroup_host *h);
+int cgroup_create(const struct cgroup_host *h,
+                  const char *id,
+                  const struct cgroup_limits *lim,
+                  struct cgroup *ret,
+                  struct b4_error *err);
+/* Open the existing cgroup of @id (for kill/remove after a restart). */
+int cgroup_open(const struct cgroup_host *h, const char *id, struct cgroup *ret);
+int cgroup_attach(const struct cgroup *cg, pid_t pid);
+/* SIGKILL everything in the cgroup until it is empty (bounded wait). */
+int cgroup_kill_all(const struct cgroup *cg);
+bool cgroup_is_empty(const struct cgroup *cg);
+/* Remove the cgroup dirs (they must be empty). */
+int cgroup_remove(const struct cgroup_host *h, const char *id);
+void cgroup_close(struct cgroup *cg);
+
+/* ---- seccomp.c -------------------------------------------------------------------------- */
+
+/* The sandbox's filter as raw BPF (struct sock_filter[]), built once. */
+int seccomp_build(void **ret_bpf, size_t *ret_len, struct b4_error *err);
+
+/* ---- spawn.c ---------------------------------------------------------------------------- */
+
+struct keeper_proc {
+        pid_t pid;
+        int pidfd;          /* owned */
+        uint64_t starttime; /* /proc/<pid>/stat field 22 */
+};
+
+int spawn_keeper(const struct mount_plan *plan,
+                 int exe_fd,
+                 int listen_fd,
+                 const struct cgroup *cg,
+                 struct keeper_proc *ret,
+                 struct b4_error *err);
+/* /proc/<pid>/stat start time. Return: 0, -ESRCH, -EIO. */
+int proc_starttime(pid_t pid, uint64_t *ret);
+
+/* ---- keeper.c --------------------------------------------------------------------------- */
+
+struct keeper_record {
+        pid_t pid;
+        uint64_t starttime;
+        char identity[65];
+};
+
+int keeper_record_write(int dirfd, const char *id, const struct keeper_record *rec);
+int keeper_record_read(int dirfd, const char *id, struct keeper_record *ret);
+/* Open a pidfd to the recorded process if it is provably the same one. */
+int keeper_verify(const struct keeper_record *rec, int *ret_pidfd);
+/* Kill via pidfd and reap if it is our child; waits until it is gone (bounded). */
+void keeper_kill(int pidfd);
+/* Whether the process behind @pidfd has exited (and reap it if it is our child). */
+bool keeper_is_dead(int pidfd);
+/* Connect to the keeper's socket at @dirfd/<id>.sock. */
+int keeper_connect(int dirfd, const char *run_dir, const char *id, int *ret_fd);
+/* Create the listening socket at @dirfd/<id>.sock (replacing a stale one). */
+int keeper_listen(int dirfd, const char *run_dir, const char *id, int *ret_fd);
+
+/* ---- exec.c ----------------------------------------------------------------------------- */
+
+struct exec_spec {
+        const char *command;
+        const char *cwd;
+        char **env; /* "K=V" strv, exactly the command's environment */
+        uint32_t uid, gid;
+        uint32_t flags; /* enum keeper_req_flags */
+        const void *bpf;
+        size_t bpf_len; /* bytes */
+        uint64_t timeout_ms;
+        size_t output_cap;
+        struct b4_cancel *cancel;
+};
+
+/* Run one command through the connected keeper socket @sock (taken).
+ * Return: 0 with @ret filled, -EAGAIN when the keeper could not fork (pids exhausted),
+ * -EIO when the keeper went away, -errno. */
+int exec_run(int sock,
+             const struct exec_spec *spec,
+             struct b4_exec_result *ret,
+             struct b4_error *err);
+
+/* Capped capture of one stream: the head and the tail, with the count of dropped bytes. */
+struct capture {
+        size_t cap; /* total bytes kept */
+        char *head; /* first cap - cap/2 bytes */
+        size_t head_len;
+        char *tail; /* ring of cap/2 bytes */
+        size_t tail_len, tail_pos;
+        uint64_t dropped;
+};
+
+int capture_init(struct capture *c, size_t cap);
+void capture_add(struct capture *c, const char *p, size_t n);
+/* Head + marker + tail as one owned NUL-terminated string. Return: 0 or -ENOMEM. */
+int capture_finish(struct capture *c, char **ret, size_t *ret_len, bool *truncated);
+void capture_release(struct capture *c);
+
+/* ---- fs.c ------------------------------------------------------------------------------- */
+
+/* Where a filesystem operation resolves: a root dirfd plus the in-sandbox prefix stripped. */
+struct fsctx {
+        int root_fd;       /* borrowed for the operation */
+        const char *strip; /* NULL, or "/workspace" for a view rooted at the workspace itself */
+        uint32_t uid, gid; /* owner of what we create */
+        bool chown;        /* fchown what we create */
+        void *hold;        /* the owner's lock token, for native_fs_leave() */
+};
+
+extern const struct b4_fs_ops native_fs_ops;      /* sandbox: read + write */
+extern const struct b4_fs_ops native_fs_read_ops; /* reader: read only */
+
+/* Implemented by provider.c: resolve @fs (a sandbox or reader) to a context, holding it
+ * stable (read lock) until native_fs_leave(). */
+int native_fs_enter(struct b4_fs *fs, struct fsctx *ret, struct b4_error *err);
+void native_fs_leave(struct b4_fs *fs, struct fsctx *c);
+
+/* ---- preflight.c ------------------------------------------------------------------------ */
+
+int native_preflight_run(const struct cgroup_host *cg,
+                         struct b4_preflight *ret,
+                         struct b4_error *err);
+
+/* ---- identity.c ------------------------------------------------------------------------- */
+
+/* sha256 hex of {"image", "launchConfig"} (reference §3.3; timeoutMs excluded). */
+int launch_identity(const char *image, const struct b4_policy *p, char ret[65]);
+/* The command environment: policy env, then @extra over it, HOME (non-root), PATH default. */
+int build_env(const struct b4_policy *p,
+              const struct b4_env_var *extra,
+              size_t n_extra,
+              char ***ret,
+              struct b4_error *err);
+
+/* ---- provider.c / thread.c / sandbox.c -------------------------------------------------- */
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+struct native_provider {
+        struct b4_provider p; /* first */
+        atomic_int refs;      /* the owner + every live handle/reader */
+        char *image;          /* "host" or "dir:/abs" */
+        const char *image_root;
+        bool host_image;
+        char *native_dir; /* <state>/native */
+        char *run_dir;    /* .../run: sockets, records, locks */
+        char *ws_dir;     /* .../workspaces */
+        char *stage_dir;  /* .../root: where each new root is assembled (own mount ns) */
+        int run_fd, ws_fd;
+        int exe_fd; /* the keeper binary */
+        struct cgroup_host cg;
+        void *bpf;
+        size_t bpf_len;
+        pthread_mutex_t lock; /* protects the thread list */
+        struct thread *threads;
+};
+
+struct thread {
+        struct thread *next;
+        atomic_int refs; /* list entry + handles */
+        char *thread_id;
+        char id[41];
+        pthread_rwlock_t lock; /* read: exec and file ops; write: lifecycle */
+        bool live;             /* this process holds a keeper for it */
+        char identity[65];
+        struct keeper_proc kp;
+        int root_fd;             /* /proc/<keeper>/root */
+        uint64_t generation;     /* bumped on every new keeper */
+        struct b4_policy policy; /* the launch policy (for recovery) */
+};
+
+struct native_provider *native_provider_ref(struct native_provider *np);
+void native_provider_unref(struct native_provider *np);
+
+/* Find or add the thread's entry; a new reference. */
+int thread_get(struct native_provider *np, const char *thread_id, struct thread **ret);
+void thread_unref(struct native_provider *np, struct thread *t);
+
+/* With t->lock held for writing: */
+int thread_ensure(struct native_provider *np,
+                  struct thread *t,
+                  const char *identity,
+                  const struct b4_policy *policy,
+                  struct b4_error *err);
+void thread_stop(struct native_provider *np, struct thread *t);
+/* Kill the keeper and everything in the cgroup, then start a fresh one (same policy). */
+int thread_recover(struct native_provider *np, struct thread *t, struct b4_error *err);
+/* Serialise lifecycle across processes: flock on run/<id>.lock. */
+int thread_flock(struct native_provider *np, const char *id, int *ret_fd);
+
+int native_sandbox_new(struct native_provider *np,
+                       struct thread *t,
+                       const struct b4_policy *policy,
+                       struct b4_sandbox **ret,
+                       struct b4_error *err);
+int native_reader_open(struct native_provider *np,
+                       const struct b4_reader_req *req,
+                       struct b4_reader **ret,
+                       struct b4_error *err);
+/* rm -rf @name under @dirfd without following symlinks. */
+int rm_rf_at(int dirfd, const char *name);

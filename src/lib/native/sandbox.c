@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Handles: a sandbox (exec + the full filesystem over the keeper's root) and a reader (the
+ * read-only filesystem over a detached, kernel-read-only clone of the workspace mount, which
+ * never touches the thread's keeper). Exec and file operations hold the thread's lock for
+ * reading; a keeper that died or can no longer fork (pids limit reached) is replaced under
+ * the write lock, once per generation, and the command retried once (reference §3.6).
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/macro.h"
+#include "base/strv.h"
+#include "keeper-proto.h"
+#include "native.h"
+
+struct native_sandbox {
+        struct b4_sandbox sb; /* first: &sb.fs is what the fs ops receive */
+        struct native_provider *np;
+        struct thread *t;
+        struct b4_policy policy; /* this handle's policy: env, timeout, output cap */
+};
+
+struct native_reader {
+        struct b4_reader r; /* first */
+        struct native_provider *np;
+        int mnt_fd; /* read-only detached clone of the workspace */
+        bool closed;
+};
+
+static int unavailable(struct b4_error *err, const struct thread *t)
+{
+        return b4_error_set_code(err, -EIO, B4_CODE_SANDBOX_UNAVAILABLE,
+                                 "Sandbox unavailable: thread \"%s\" has been released. Acquire "
+                                 "it again. Run `b4box check`.",
+                                 t->thread_id);
+}
+
+int native_fs_enter(struct b4_fs *fs, struct fsctx *ret, struct b4_error *err)
+{
+        if (fs->ops == &native_fs_ops) {
+                struct native_sandbox *s = (struct native_sandbox *)fs;
+                const struct b4_security *sec = &s->t->policy.security;
+                (void)pthread_rwlock_rdlock(&s->t->lock);
+                if (!s->t->live) {
+                        (void)pthread_rwlock_unlock(&s->t->lock);
+                        return unavailable(err, s->t);
+                }
+                *ret = (struct fsctx){ .root_fd = s->t->root_fd,
+                                       .uid = sec->run_as_non_root ? sec->uid : 0,
+                                       .gid = sec->run_as_non_root ? sec->gid : 0,
+                                       .chown = true,
+                                       .hold = s->t };
+                return 0;
+        }
+        struct native_reader *rd = (struct native_reader *)fs;
+        if (rd->closed)
+                return b4_error_set(err, -EBADF, "Workspace reader for thread \"%s\" is closed",
+                                    rd->r.thread_id);
+        *ret = (struct fsctx){ .root_fd = rd->mnt_fd, .strip = B4_WORKSPACE_ROOT };
+        return 0;
+}
+
+void native_fs_leave(struct b4_fs *fs, struct fsctx *c)
+{
+        struct thread *t = c->hold;
+
+        if (t)
+                (void)pthread_rwlock_unlock(&t->lock);
+}
+
+static uint32_t keeper_flags(const struct b4_security *s)
+{
+        uint32_t f = KEEPER_SECCOMP;
+
+        if (s->run_as_non_root)
+                f |= KEEPER_SETUID;
+        if (s->drop_all_capabilities)
+                f |= KEEPER_DROP_CAPS;
+        if (s->no_new_privileges)
+                f |= KEEPER_NO_NEW_PRIVS;
+        return f;
+}
+
+/* One attempt under the read lock. -ENOTCONN: no keeper to talk to. */
+static int exec_once(struct native_sandbox *s,
+                     struct exec_spec *spec,
+                     uint64_t *ret_gen,
+                     struct b4_exec_result *ret,
+                     struct b4_error *err)
+{
+        struct thread *t = s->t;
+        int sock = -EBADF;
+        int r;
+
+        (void)pthread_rwlock_rdlock(&t->lock);
+        *ret_gen = t->generation;
+        if (!t->live) {
+                (void)pthread_rwlock_unlock(&t->lock);
+                return unavailable(err, t);
+        }
+        r = keeper_connect(s->np->run_fd, s->np->run_dir, t->id, &sock);
+        if (r < 0)
+                r = b4_error_set(err, -ENOTCONN, "cannot reach the keeper of thread '%s'",
+                                 t->thread_id);
+        else
+                r = exec_run(sock, spec, ret, err);
+        (void)pthread_rwlock_unlock(&t->lock);
+        return r;
+}
+
+static int recover(struct native_sandbox *s, uint64_t gen, struct b4_error *err)
+{
+        struct thread *t = s->t;
+        int lock_fd = -EBADF;
+        int r = 0;
+
+        (void)pthread_rwlock_wrlock(&t->lock);
+        if (t->live && t->generation == gen) {
+                r = thread_flock(s->np, t->id, &lock_fd);
+                if (r >= 0)
+                        r = thread_recover(s->np, t, err);
+                safe_close(lock_fd);
+        }
+        (void)pthread_rwlock_unlock(&t->lock);
+        return r;
+}
+
+static int sb_exec(struct b4_sandbox *sb,
+                   const struct b4_exec_req *req,
+                   struct b4_exec_result *ret,
+                   struct b4_error *err)
+{
+        struct native_sandbox *s = (struct native_sandbox *)sb;
+        const struct b4_policy *p = &s->policy;
+        cleanup_strv char **env = NULL;
+        uint64_t gen = 0;
+        int r;
+
+        r = build_env(p, req->env, req->n_env, &env, err);
+        if (r < 0)
+                return r;
+        struct exec_spec spec = {
+                .command = req->command,
+                .cwd = req->cwd ? req->cwd : B4_WORKSPACE_ROOT,
+                .env = env,
+                .uid = p->security.run_as_non_root ? p->security.uid : 0,
+                .gid = p->security.run_as_non_root ? p->security.gid : 0,
+                .flags = keeper_flags(&p->security),
+                .bpf = s->np->bpf,
+                .bpf_len = s->np->bpf_len,
+                .timeout_ms = req->timeout_ms ? req->timeout_ms : p->resources.timeout_ms,
+                .output_cap = req->output_cap
+                                      ? req->output_cap
+                                      : (p->output_cap ? p->output_cap : B4_DEFAULT_OUTPUT_CAP),
+                .cancel = req->cancel,
+        };
+        r = exec_once(s, &spec, &gen, ret, err);
+        if (r != -EAGAIN && r != -ENOTCONN)
+                return r; /* only retry what provably never started */
+        r = recover(s, gen, err);
+        if (r < 0)
+                return b4_error_wrap(err, r,
+                                     "Sandbox unavailable: keeper recovery failed for "
+                                     "thread \"%s\"",
+                                     sb->thread_id);
+        return exec_once(s, &spec, &gen, ret, err);
+}
+
+static void sb_free(struct b4_sandbox *sb)
+{
+        struct native_sandbox *s = (struct native_sandbox *)sb;
+
+        b4_policy_clear(&s->policy);
+        thread_unref(s->np, s->t);
+        native_provider_unref(s->np);
+        free(s);
+}
+
+static const struct b4_sandbox_ops sandbox_ops = {
+        .exec = sb_exec,
+        .free = sb_free,
+};
+
+int native_sandbox_new(struct native_provider *np,
+                       struct thread *t,
+                       const struct b4_policy *policy,
+                       struct b4_sandbox **ret,
+                       struct b4_error *err)
+{
+        struct native_sandbox *s = b4_calloc(1, sizeof(*s));
+        int r;
+
+        if (!s)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = b4_sandbox_init(&s->sb, &sandbox_ops, &native_fs_ops, t->thread_id);
+        if (r >= 0)
+                r = b4_policy_copy(&s->policy, policy);
+        if (r < 0) {
+                free(s->sb.thread_id);
+                free(s->sb.workspace_root);
+                free(s);
+                return b4_error_set(err, r, "out of memory");
+        }
+        atomic_fetch_add(&t->refs, 1);
+        s->t = t;
+        s->np = native_provider_ref(np);
+        *ret = &s->sb;
+        return 0;
+}
+
+/* ---- reader ---- */
+
+static int rd_close(struct b4_reader *r, struct b4_error *err)
+{
+        struct native_reader *rd = (struct native_reader *)r;
+
+        rd->closed = true;
+        rd->mnt_fd = safe_close(rd->mnt_fd);
+        return 0;
+}
+
+static void rd_free(struct b4_reader *r)
+{
+        struct native_reader *rd = (struct native_reader *)r;
+
+        safe_close(rd->mnt_fd);
+        native_provider_unref(rd->np);
+        free(rd);
+}
+
+static const struct b4_reader_ops reader_ops = {
+        .close = rd_close,
+        .free = rd_free,
+};
+
+static int open_ro_clone(int ws_fd, const char *id, int *ret)
+{
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+                                               MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC };
+        int fd = open_tree(ws_fd, id, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+
+        if (fd < 0)
+                return -errno;
+        if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
+                int r = -errno;
+                safe_close(fd);
+                return r;
+        }
+        *ret = fd;
+        return 0;
+}
+
+int native_reader_open(struct native_provider *np,
+                       const struct b4_reader_req *req,
+                       struct b4_reader **ret,
+                       struct b4_error *err)
+{
+        char id[41];
+        struct native_reader *rd;
+        int fd = -EBADF;
+        int r;
+
+        if (b4_resource_id(np->p.scope, req->thread_id, id) < 0)
+                return b4_error_set(err, -EINVAL, "invalid thread id");
+        r = open_ro_clone(np->ws_fd, id, &fd);
+        if (r == -ENOENT)
+                return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: no workspace storage for thread "
+                                         "\"%s\".",
+                                         req->thread_id);
+        if (r < 0)
+                return b4_error_set(err, r,
+                                    "cannot open a read-only view of the workspace of "
+                                    "thread '%s'",
+                                    req->thread_id);
+        rd = b4_calloc(1, sizeof(*rd));
+        if (!rd || b4_reader_init(&rd->r, &reader_ops, &native_fs_read_ops, req->thread_id) < 0) {
+                free(rd);
+                safe_close(fd);
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        }
+        rd->mnt_fd = fd;
+        rd->np = native_provider_ref(np);
+        *ret = &rd->r;
+        return 0;
+}

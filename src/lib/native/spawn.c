@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Start a keeper: clone3(CLONE_PIDFD) into new PID, mount, network, IPC and UTS namespaces;
+ * while the child waits on a pipe the parent moves it into the thread's cgroup and shields it
+ * from the OOM killer; then the child (child.c) unshares its cgroup namespace, builds the
+ * root filesystem from the precomputed plan and execs the keeper binary from an fd. The
+ * error pipe is CLOEXEC: EOF means the exec happened, a struct child_failure means it did not.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/fd-util.h"
+#include "base/macro.h"
+#include "native.h"
+
+#define NS_FLAGS (CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+
+int proc_starttime(pid_t pid, uint64_t *ret)
+{
+        cleanup_free char *buf = NULL;
+        char path[64];
+        size_t len;
+        unsigned long long st;
+        char *p;
+        int r;
+
+        (void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        r = read_file_at(AT_FDCWD, path, 4096, &buf, &len);
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : r;
+        p = strrchr(buf, ')');
+        /* after ")": state(3) ... starttime is field 22, i.e. the 20th after the state */
+        if (!p || sscanf(p + 2,
+                         "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+                         "%*d %*d %*d %*d %llu",
+                         &st) != 1)
+                return -EIO;
+        *ret = st;
+        return 0;
+}
+
+static int oom_protect(pid_t pid)
+{
+        char path[64];
+
+        (void)snprintf(path, sizeof(path), "/proc/%d/oom_score_adj", (int)pid);
+        return write_string_at(AT_FDCWD, path, "-1000");
+}
+
+static int report_failure(const struct mount_plan *plan,
+                          const struct child_failure *f,
+                          struct b4_error *err)
+{
+        cleanup_free char *what = NULL;
+
+        if (mount_plan_describe(plan, f->step, &what) < 0)
+                return -ENOMEM;
+        return b4_error_set(err, -f->error, "keeper setup failed: %s: %s", what,
+                            strerror(f->error));
+}
+
+static pid_t do_clone(int *ret_pidfd)
+{
+        struct clone_args args = {
+                .flags = NS_FLAGS | CLONE_PIDFD,
+                .pidfd = (uint64_t)(uintptr_t)ret_pidfd,
+                .exit_signal = SIGCHLD,
+        };
+
+        return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+}
+
+/* Parent side after the clone: cgroup, OOM shield, go, wait for exec or failure. */
+static int parent_side(const struct mount_plan *plan,
+                       const struct cgroup *cg,
+                       pid_t pid,
+                       int sync_w,
+                       int err_r,
+                       struct b4_error *err)
+{
+        struct child_failure f;
+        ssize_t n;
+        int r;
+
+        r = cgroup_attach(cg, pid);
+        if (r < 0)
+                return b4_error_set(err, r, "cannot move the keeper into its cgroup");
+        (void)oom_protect(pid); /* best effort: needs CAP_SYS_RESOURCE; commands run at 500 */
+        if (write(sync_w, "g", 1) != 1)
+                return b4_error_set(err, -EIO, "keeper vanished before setup");
+        do
+                n = read(err_r, &f, sizeof(f));
+        while (n < 0 && errno == EINTR);
+        if (n == 0)
+                return 0;
+        if (n != (ssize_t)sizeof(f))
+                return b4_error_set(err, -EIO, "keeper setup failed (short report)");
+        return report_failure(plan, &f, err);
+}
+
+int spawn_keeper(const struct mount_plan *plan,
+                 int exe_fd,
+                 int listen_fd,
+                 const struct cgroup *cg,
+                 struct keeper_proc *ret,
+                 struct b4_error *err)
+{
+        int sync_p[2] = { -EBADF, -EBADF }, err_p[2] = { -EBADF, -EBADF };
+        int pidfd = -EBADF;
+        pid_t pid;
+        int r;
+
+        if (pipe2(sync_p, O_CLOEXEC) < 0 || pipe2(err_p, O_CLOEXEC) < 0) {
+                r = b4_error_set(err, -errno, "cannot create keeper pipes");
+                goto out;
+        }
+        pid = do_clone(&pidfd);
+        if (pid < 0) {
+                r = b4_error_set(err, -errno, "cannot clone the keeper into new namespaces");
+                goto out;
+        }
+        if (pid == 0) {
+                struct child_plan cp = { .ops = plan->ops,
+                                         .n_ops = plan->n_ops,
+                                         .sync_fd = sync_p[0],
+                                         .err_fd = err_p[1],
+                                         .listen_fd = listen_fd,
+                                         .exe_fd = exe_fd };
+                child_main(&cp);
+        }
+        err_p[1] = safe_close(err_p[1]);
+        sync_p[0] = safe_close(sync_p[0]);
+        r = parent_side(plan, cg, pid, sync_p[1], err_p[0], err);
+        if (r >= 0)
+                r = proc_starttime(pid, &ret->starttime);
+        if (r < 0) {
+                keeper_kill(pidfd);
+                pidfd = safe_close(pidfd);
+                goto out;
+        }
+        ret->pid = pid;
+        ret->pidfd = TAKE_FD(pidfd);
+out:
+        safe_close(sync_p[0]);
+        safe_close(sync_p[1]);
+        safe_close(err_p[0]);
+        safe_close(err_p[1]);
+        return r;
+}

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One thread's compute: make sure a keeper with the wanted identity is running (reuse the one
+ * this process holds, adopt a recorded one that is provably the same process, or start a new
+ * one), stop it (kill the keeper, which takes its whole PID namespace with it, then sweep and
+ * remove the cgroup), and recover from a keeper that can no longer fork. The workspace is
+ * never touched here except to create it. Callers hold t->lock for writing and the thread's
+ * flock, so concurrent threads and processes serialise per thread.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/macro.h"
+#include "keeper-proto.h"
+#include "native.h"
+
+int thread_flock(struct native_provider *np, const char *id, int *ret_fd)
+{
+        char name[64];
+        int fd;
+
+        (void)snprintf(name, sizeof(name), "%s.lock", id);
+        fd = openat(np->run_fd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        while (flock(fd, LOCK_EX) < 0)
+                if (errno != EINTR) {
+                        int r = -errno;
+                        safe_close(fd);
+                        return r;
+                }
+        *ret_fd = fd;
+        return 0;
+}
+
+static void forget(struct thread *t)
+{
+        t->root_fd = safe_close(t->root_fd);
+        t->kp.pidfd = safe_close(t->kp.pidfd);
+        t->kp = (struct keeper_proc){ .pidfd = -EBADF };
+        t->live = false;
+}
+
+static void unlink_run_files(struct native_provider *np, const char *id)
+{
+        char name[64];
+
+        (void)snprintf(name, sizeof(name), "%s.keeper", id);
+        (void)unlinkat(np->run_fd, name, 0);
+        (void)snprintf(name, sizeof(name), "%s.sock", id);
+        (void)unlinkat(np->run_fd, name, 0);
+}
+
+/* Kill whatever runs for @id: our keeper, a recorded one, and the cgroup's contents. */
+static void stop_id(struct native_provider *np, const char *id, int pidfd)
+{
+        struct keeper_record rec;
+        struct cgroup cg;
+        int rec_fd = -EBADF;
+
+        if (pidfd >= 0)
+                keeper_kill(pidfd);
+        else if (keeper_record_read(np->run_fd, id, &rec) >= 0 &&
+                 keeper_verify(&rec, &rec_fd) >= 0) {
+                keeper_kill(rec_fd);
+                safe_close(rec_fd);
+        }
+        if (cgroup_open(&np->cg, id, &cg) >= 0) {
+                (void)cgroup_kill_all(&cg);
+                cgroup_close(&cg);
+        }
+        (void)cgroup_remove(&np->cg, id);
+        unlink_run_files(np, id);
+}
+
+void thread_stop(struct native_provider *np, struct thread *t)
+{
+        stop_id(np, t->id, t->live ? t->kp.pidfd : -EBADF);
+        forget(t);
+}
+
+static int ensure_workspace(struct native_provider *np,
+                            const struct thread *t,
+                            uint32_t uid,
+                            uint32_t gid,
+                            struct b4_error *err)
+{
+        if (mkdirat(np->ws_fd, t->id, 0755) < 0) {
+                if (errno == EEXIST)
+                        return 0; /* never re-chown a populated workspace */
+                return b4_error_set(err, -errno, "cannot create the workspace of thread '%s'",
+                                    t->thread_id);
+        }
+        if (fchownat(np->ws_fd, t->id, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+                return b4_error_set(err, -errno, "cannot chown the workspace of thread '%s'",
+                                    t->thread_id);
+        return 0;
+}
+
+static int open_root(pid_t pid, int *ret)
+{
+        char path[64];
+        int fd;
+
+        (void)snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
+        fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        *ret = fd;
+        return 0;
+}
+
+static int build_plan(struct native_provider *np,
+                      const struct thread *t,
+                      const struct b4_policy *p,
+                      struct mount_plan *ret,
+                      struct b4_error *err)
+{
+        cleanup_free char *ws = NULL;
+        struct mount_spec spec = {
+                .stage = np->stage_dir,
+                .image = np->image_root,
+                .host_image = np->host_image,
+                .read_only_root = p->security.read_only_root,
+                .network_lo_only = true,
+        };
+
+        if (b4_asprintf(&ws, "%s/%s", np->ws_dir, t->id) < 0)
+                return -ENOMEM;
+        spec.workspace = ws;
+        return mount_plan_build(&spec, ret, err);
+}
+
+static int set_policy(struct thread *t, const char *identity, const struct b4_policy *p)
+{
+        struct b4_policy copy;
+        int r;
+
+        if (p == &t->policy)
+                return 0;
+        r = b4_policy_copy(&copy, p);
+        if (r < 0)
+                return r;
+        b4_policy_clear(&t->policy);
+        t->policy = copy;
+        memcpy(t->identity, identity, sizeof(t->identity));
+        return 0;
+}
+
+static int launch(struct native_provider *np,
+                  struct thread *t,
+                  const struct b4_policy *p,
+                  struct keeper_proc *kp,
+                  struct b4_error *err)
+{
+        struct cgroup_limits lim = { .memory_bytes = p->resources.memory_mb * 1024 * 1024,
+                                     .cpus = p->resources.cpus,
+                                     .pids = p->security.pids_limit };
+        struct mount_plan plan = { 0 };
+        struct cgroup cg;
+        cleanup_close int lfd = -EBADF;
+        int r;
+
+        r = cgroup_create(&np->cg, t->id, &lim, &cg, err);
+        if (r < 0)
+                return r;
+        r = build_plan(np, t, p, &plan, err);
+        if (r >= 0) {
+                r = keeper_listen(np->run_fd, np->run_dir, t->id, &lfd);
+                if (r < 0)
+                        b4_error_set(err, r, "cannot create the keeper socket in '%s'",
+                                     np->run_dir);
+        }
+        if (r >= 0)
+                r = spawn_keeper(&plan, np->exe_fd, lfd, &cg, kp, err);
+        mount_plan_release(&plan);
+        cgroup_close(&cg);
+        return r;
+}
+
+static int start_keeper(struct native_provider *np,
+                        struct thread *t,
+                        const char *identity,
+                        const struct b4_policy *p,
+                        struct b4_error *err)
+{
+        bool non_root = p->security.run_as_non_root;
+        struct keeper_proc kp = { .pidfd = -EBADF };
+        struct keeper_record rec = { 0 };
+        int root_fd = -EBADF;
+        int r;
+
+        r = ensure_workspace(np, t, non_root ? p->security.uid : 0, non_root ? p->security.gid : 0,
+                             err);
+        if (r < 0)
+                return r;
+        r = launch(np, t, p, &kp, err);
+        if (r >= 0) {
+                rec = (struct keeper_record){ .pid = kp.pid, .starttime = kp.starttime };
+                memcpy(rec.identity, identity, sizeof(rec.identity));
+                r = keeper_record_write(np->run_fd, t->id, &rec);
+                if (r < 0)
+                        b4_error_set(err, r, "cannot record the keeper of thread '%s'",
+                                     t->thread_id);
+        }
+        if (r >= 0 && (r = open_root(kp.pid, &root_fd)) < 0)
+                b4_error_set(err, r, "cannot open the keeper's root");
+        if (r >= 0)
+                r = set_policy(t, identity, p);
+        if (r < 0) {
+                safe_close(root_fd);
+                stop_id(np, t->id, kp.pidfd);
+                safe_close(kp.pidfd);
+                return r;
+        }
+        t->kp = kp;
+        t->root_fd = root_fd;
+        t->live = true;
+        t->generation++;
+        return 0;
+}
+
+/* Adopt the recorded keeper when it is provably the same process with our identity. */
+static bool try_adopt(struct native_provider *np,
+                      struct thread *t,
+                      const char *identity,
+                      const struct b4_policy *p)
+{
+        struct keeper_record rec;
+        cleanup_close int pidfd = -EBADF, root_fd = -EBADF, sock = -EBADF;
+
+        if (keeper_record_read(np->run_fd, t->id, &rec) < 0 || keeper_verify(&rec, &pidfd) < 0)
+                return false;
+        if (strcmp(rec.identity, identity) != 0 || open_root(rec.pid, &root_fd) < 0 ||
+            keeper_connect(np->run_fd, np->run_dir, t->id, &sock) < 0 ||
+            set_policy(t, identity, p) < 0) {
+                stop_id(np, t->id, pidfd);
+                return false;
+        }
+        t->kp = (struct keeper_proc){ .pid = rec.pid,
+                                      .pidfd = TAKE_FD(pidfd),
+                                      .starttime = rec.starttime };
+        t->root_fd = TAKE_FD(root_fd);
+        t->live = true;
+        t->generation++;
+        return true;
+}
+
+int thread_ensure(struct native_provider *np,
+                  struct thread *t,
+                  const char *identity,
+                  const struct b4_policy *policy,
+                  struct b4_error *err)
+{
+        if (t->live && keeper_is_dead(t->kp.pidfd))
+                thread_stop(np, t);
+        if (t->live && strcmp(t->identity, identity) != 0)
+                return b4_error_set_code(
+                        err, -EBUSY, B4_CODE_SANDBOX_UNAVAILABLE,
+                        "Sandbox unavailable: thread \"%s\" already has a different keeper "
+                        "configuration. Release the thread sandbox first, then acquire it with a "
+                        "different policy.",
+                        t->thread_id);
+        if (t->live)
+                return 0;
+        if (try_adopt(np, t, identity, policy))
+                return 0;
+        stop_id(np, t->id, -EBADF);
+        return start_keeper(np, t, identity, policy, err);
+}
+
+int thread_recover(struct native_provider *np, struct thread *t, struct b4_error *err)
+{
+        char identity[65];
+
+        memcpy(identity, t->identity, sizeof(identity));
+        thread_stop(np, t);
+        return start_keeper(np, t, identity, &t->policy, err);
+}

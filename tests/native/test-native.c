@@ -1,0 +1,669 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The native provider, end to end and privileged: every check runs from inside a real
+ * sandbox (or against its root host-side) with a unique scope and state dir per run; the
+ * group teardown destroys every thread, so no keeper, cgroup or directory survives.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "b4box/b4.h"
+
+#include "b4-test.h"
+
+struct ctx {
+        char *state;
+        char scope[64];
+        struct b4_provider *p;
+};
+
+static struct ctx C;
+
+static bool can_run(void)
+{
+        return b4_test_is_root() && access("/sys/fs/cgroup", F_OK) == 0;
+}
+
+static struct b4_provider *new_provider(void)
+{
+        struct b4_provider_config cfg = { .type = (char *)"native",
+                                          .scope = C.scope,
+                                          .state_dir = C.state };
+        struct b4_provider *p = NULL;
+        struct b4_error err = { 0 };
+
+        if (b4_provider_new(&cfg, &p, &err) < 0)
+                fail_msg("provider: %s", err.msg);
+        return p;
+}
+
+static int group_setup(void **state)
+{
+        if (!can_run())
+                return 0;
+        C.state = b4_test_tmpdir();
+        assert_non_null(C.state);
+        (void)snprintf(C.scope, sizeof(C.scope), "native-test-%d", (int)getpid());
+        C.p = new_provider();
+        return C.p ? 0 : -1;
+}
+
+static const char *const threads[] = { "t-id",   "t-fs",   "t-a",     "t-b",     "t-time",
+                                       "t-cap",  "t-life", "t-adopt", "t-bomb",  "t-mem",
+                                       "t-read", "t-conc", "t-env",   "t-cancel" };
+
+static int group_teardown(void **state)
+{
+        struct b4_error err = { 0 };
+
+        if (!C.p)
+                return 0;
+        for (size_t i = 0; i < sizeof(threads) / sizeof(threads[0]); i++)
+                if (b4_provider_destroy(C.p, threads[i], &err) < 0)
+                        fprintf(stderr, "# destroy %s: %s\n", threads[i], err.msg);
+        C.p = b4_provider_free(C.p);
+        b4_test_rmrf(C.state);
+        free(C.state);
+        return 0;
+}
+
+#define REQUIRE_ROOT()                        \
+ do {                                         \
+  if (!C.p)                                   \
+   skip_msg("needs root and /sys/fs/cgroup"); \
+ } while (0)
+
+static void skip_msg(const char *why)
+{
+        print_message("# SKIP %s\n", why);
+        skip();
+}
+
+static struct b4_sandbox *acquire(const char *thread, const struct b4_policy *pol)
+{
+        struct b4_policy def;
+        struct b4_acquire_req req = { .thread_id = thread, .policy = pol };
+        struct b4_sandbox *sb = NULL;
+        struct b4_error err = { 0 };
+
+        b4_policy_init(&def);
+        if (!pol)
+                req.policy = &def;
+        if (b4_provider_acquire(C.p, &req, &sb, &err) < 0)
+                fail_msg("acquire %s: %s", thread, err.msg);
+        return sb;
+}
+
+static int run_req(struct b4_sandbox *sb, struct b4_exec_req *req, struct b4_exec_result *res)
+{
+        struct b4_error err = { 0 };
+        int r = b4_sandbox_exec(sb, req, res, &err);
+
+        if (r < 0)
+                fail_msg("exec '%s': %s", req->command, err.msg);
+        return res->exit_code;
+}
+
+static int run(struct b4_sandbox *sb, const char *cmd, struct b4_exec_result *res)
+{
+        struct b4_exec_req req = { .command = cmd };
+
+        return run_req(sb, &req, res);
+}
+
+/* Run and return stdout (owned). */
+static char *out_of(struct b4_sandbox *sb, const char *cmd, int *ret_code)
+{
+        struct b4_exec_result res = { 0 };
+        char *out;
+
+        *ret_code = run(sb, cmd, &res);
+        out = strdup(res.out);
+        b4_exec_result_clear(&res);
+        return out;
+}
+
+static void test_hardening_inside(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_sandbox *sb = acquire("t-id", NULL);
+        int code;
+        char *out = out_of(sb,
+                           "id -u; id -g; grep -E '^(CapEff|CapPrm|CapBnd|CapAmb|NoNewPrivs|"
+                           "Seccomp):' /proc/self/status; hostname",
+                           &code);
+
+        assert_int_equal(code, 0);
+        assert_non_null(strstr(out, "1000\n1000\n"));
+        assert_non_null(strstr(out, "CapEff:\t0000000000000000"));
+        assert_non_null(strstr(out, "CapPrm:\t0000000000000000"));
+        assert_non_null(strstr(out, "CapBnd:\t0000000000000000"));
+        assert_non_null(strstr(out, "CapAmb:\t0000000000000000"));
+        assert_non_null(strstr(out, "NoNewPrivs:\t1"));
+        assert_non_null(strstr(out, "Seccomp:\t2"));
+        free(out);
+        out = out_of(sb,
+                     "mount -t tmpfs x /tmp 2>/dev/null; echo m=$?; "
+                     "unshare -U true 2>/dev/null; echo u=$?; "
+                     "unshare -n true 2>/dev/null; echo n=$?",
+                     &code);
+        assert_null(strstr(out, "m=0"));
+        assert_null(strstr(out, "u=0"));
+        assert_null(strstr(out, "n=0"));
+        free(out);
+        b4_sandbox_unref(sb);
+}
+
+static void test_filesystem_inside(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_sandbox *sb = acquire("t-id", NULL);
+        struct b4_exec_result res = { 0 };
+        int code;
+        char *out;
+
+        assert_int_not_equal(run(sb, "echo x > /usr/b4-test 2>/dev/null", &res), 0);
+        b4_exec_result_clear(&res);
+        assert_int_not_equal(run(sb, "touch /b4-test 2>/dev/null", &res), 0);
+        b4_exec_result_clear(&res);
+        assert_int_equal(run(sb,
+                             "echo hi > /workspace/w && echo hi > /tmp/t && "
+                             "echo hi > /run/r && echo hi > /dev/null",
+                             &res),
+                         0);
+        b4_exec_result_clear(&res);
+        out = out_of(sb,
+                     "pwd; cat /etc/shadow 2>&1; cat /etc/gshadow 2>&1; ls /home /root 2>&1;"
+                     " ls /dev | tr '\\n' ' '",
+                     &code);
+        assert_true(strncmp(out, "/workspace\n", 11) == 0);
+        assert_null(strstr(out, "root:"));
+        assert_non_null(strstr(out, "urandom"));
+        assert_non_null(strstr(out, "ptmx"));
+        free(out);
+        out = out_of(sb, "grep -c : /proc/net/dev; grep -o '^ *[a-z0-9]*:' /proc/net/dev", &code);
+        assert_string_equal(out, "1\n    lo:\n");
+        free(out);
+        b4_sandbox_unref(sb);
+}
+
+static void test_threads_isolated(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_sandbox *a = acquire("t-a", NULL), *b = acquire("t-b", NULL);
+        struct b4_exec_result res = { 0 };
+        int code;
+        char *out;
+
+        assert_int_equal(run(a, "echo s > /workspace/secret-a; sleep 300 >/dev/null 2>&1 &", &res),
+                         0);
+        b4_exec_result_clear(&res);
+        out = out_of(b, "ls -a /workspace; cat /proc/[0-9]*/comm", &code);
+        assert_null(strstr(out, "secret-a"));
+        assert_null(strstr(out, "sleep"));
+        free(out);
+        out = out_of(a, "cat /proc/[0-9]*/comm", &code);
+        assert_non_null(strstr(out, "sleep")); /* background jobs survive their command */
+        free(out);
+        b4_sandbox_unref(a);
+        b4_sandbox_unref(b);
+}
+
+static void test_environment(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_policy pol;
+        struct b4_env_var extra = { .name = (char *)"EXTRA", .value = (char *)"e v" };
+        struct b4_exec_req req = { .command = "env | sort", .env = &extra, .n_env = 1 };
+        struct b4_exec_result res = { 0 };
+
+        setenv("B4_HOST_ONLY_SECRET", "leak", 1);
+        b4_policy_init(&pol);
+        assert_int_equal(b4_policy_set_env(&pol, "FOO", "bar"), 0);
+        struct b4_sandbox *sb = acquire("t-env", &pol);
+        assert_int_equal(run_req(sb, &req, &res), 0);
+        assert_null(strstr(res.out, "B4_HOST_ONLY_SECRET"));
+        assert_non_null(strstr(res.out, "FOO=bar\n"));
+        assert_non_null(strstr(res.out, "EXTRA=e v\n"));
+        assert_non_null(strstr(res.out, "HOME=/workspace\n"));
+        assert_non_null(strstr(res.out, "PATH=/usr/local/sbin:"));
+        b4_exec_result_clear(&res);
+        b4_sandbox_unref(sb);
+        b4_policy_clear(&pol);
+        unsetenv("B4_HOST_ONLY_SECRET");
+}
+
+static void test_exit_codes_and_timeout(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_policy pol;
+        struct b4_exec_result res = { 0 };
+
+        b4_policy_init(&pol);
+        pol.resources.timeout_ms = 1000;
+        struct b4_sandbox *sb = acquire("t-time", &pol);
+        assert_int_equal(run(sb, "exit 7", &res), 7);
+        b4_exec_result_clear(&res);
+        assert_int_equal(run(sb, "kill -TERM $$", &res), 128 + 15);
+        b4_exec_result_clear(&res);
+        assert_int_equal(run(sb, "echo out; echo err >&2; sleep 100 & sleep 50", &res), 124);
+        assert_true(res.timed_out);
+        assert_string_equal(res.out, "out\n");
+        assert_string_equal(res.errout,
+                            "err\n\nCommand timed out after 1s (resources.timeoutMs: 1000ms).");
+        assert_true(res.duration_ms < 5000);
+        b4_exec_result_clear(&res);
+        struct b4_exec_req req = { .command = "sleep 50", .timeout_ms = 1500 };
+        assert_int_equal(run_req(sb, &req, &res), 124);
+        assert_string_equal(res.errout,
+                            "Command timed out after 2s (resources.timeoutMs: 1500ms).");
+        b4_exec_result_clear(&res);
+        assert_int_equal(run(sb, "sleep 0.2; cat /proc/[0-9]*/comm | grep -c sleep; exit 0", &res),
+                         0);
+        assert_string_equal(res.out, "0\n"); /* the whole tree died */
+        b4_exec_result_clear(&res);
+        b4_sandbox_unref(sb);
+        b4_policy_clear(&pol);
+}
+
+static void *fire_later(void *arg)
+{
+        usleep(300 * 1000);
+        b4_cancel_fire(arg);
+        return NULL;
+}
+
+static void test_cancel(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_cancel *c = b4_cancel_new();
+        struct b4_exec_req req = { .command = "sleep 60", .cancel = c };
+        struct b4_exec_result res = { 0 };
+        struct b4_sandbox *sb = acquire("t-cancel", NULL);
+        pthread_t th;
+
+        assert_int_equal(pthread_create(&th, NULL, fire_later, c), 0);
+        assert_int_equal(run_req(sb, &req, &res), 128 + 9);
+        assert_true(res.cancelled);
+        assert_false(res.timed_out);
+        assert_true(res.duration_ms < 5000);
+        pthread_join(th, NULL);
+        b4_exec_result_clear(&res);
+        b4_cancel_free(c);
+        b4_sandbox_unref(sb);
+}
+
+static void test_output_cap(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_exec_req req = { .command = "printf 'H%.0s' $(seq 60); printf 'T%.0s' $(seq 940)",
+                                   .output_cap = 100 };
+        struct b4_exec_result res = { 0 };
+        struct b4_sandbox *sb = acquire("t-cap", NULL);
+
+        assert_int_equal(run_req(sb, &req, &res), 0);
+        assert_true(res.truncated);
+        assert_string_equal(res.out, "HHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHH"
+                                     "\n[... 900 bytes truncated ...]\n"
+                                     "TTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTT");
+        b4_exec_result_clear(&res);
+        req.command = "head -c 30000000 /dev/zero";
+        req.output_cap = 0;
+        assert_int_equal(run_req(sb, &req, &res), 0);
+        assert_true(res.truncated);
+        assert_true(res.out_len < 11u * 1024 * 1024);
+        b4_exec_result_clear(&res);
+        b4_sandbox_unref(sb);
+}
+
+static char *host_ws(const char *thread)
+{
+        char id[41], *p = NULL;
+
+        assert_int_equal(b4_resource_id(C.scope, thread, id), 0);
+        assert_true(asprintf(&p, "%s/native/workspaces/%s", C.state, id) > 0);
+        return p;
+}
+
+static void test_fs_ops(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_sandbox *sb = acquire("t-fs", NULL);
+        struct b4_fs *fs = b4_sandbox_fs(sb);
+        struct b4_error err = { 0 };
+        struct b4_exec_result res = { 0 };
+        struct b4_stat st = { 0 };
+        char *data = NULL, *real = NULL, **names = NULL, *ws = host_ws("t-fs"), *hp = NULL;
+        size_t len;
+        struct stat hst;
+
+        assert_int_equal(b4_fs_write_file(fs, "/workspace/d/e/x.txt", "hello", 5, &err), 0);
+        assert_true(asprintf(&hp, "%s/d/e/x.txt", ws) > 0);
+        assert_int_equal(stat(hp, &hst), 0);
+        assert_int_equal(hst.st_uid, 1000);
+        assert_int_equal(hst.st_gid, 1000);
+        free(hp);
+        assert_true(asprintf(&hp, "%s/d/e", ws) > 0);
+        assert_int_equal(stat(hp, &hst), 0);
+        assert_int_equal(hst.st_uid, 1000);
+        free(hp);
+        assert_int_equal(b4_fs_read_file(fs, "/workspace/d/e/x.txt", 100, &data, &len, &err), 0);
+        assert_string_equal(data, "hello");
+        free(data);
+        assert_int_equal(b4_fs_read_file(fs, "/workspace/d/e/x.txt", 4, &data, &len, &err), -EFBIG);
+        assert_string_equal(err.msg,
+                            "readFile /workspace/d/e/x.txt: content exceeds maxBytes (4).");
+        assert_int_equal(b4_fs_read_file(fs, "/workspace/nope", 4, &data, &len, &err), -ENOENT);
+        assert_int_equal(b4_fs_read_file(fs, "/workspace/d", 4, &data, &len, &err), -EISDIR);
+        /* written host-side, seen inside; made inside, seen host-side */
+        assert_int_equal(run(sb,
+                             "cat /workspace/d/e/x.txt; ln -s / /workspace/root; "
+                             "ln -s /../../../../../../etc/hostname /workspace/up; "
+                             "ln -s /tmp/target /workspace/link; chmod 755 /workspace/d/e/x.txt",
+                             &res),
+                         0);
+        assert_string_equal(res.out, "hello");
+        b4_exec_result_clear(&res);
+        assert_int_equal(b4_fs_write_file(fs, "/workspace/d/e/x.txt", "bye", 3, &err), 0);
+        assert_int_equal(b4_fs_stat(fs, "/workspace/d/e/x.txt", &st, &err), 0);
+        assert_true(st.executable); /* mode kept */
+        assert_int_equal(st.size, 3);
+        /* symlinks resolve inside the root, never on the host */
+        if (b4_fs_read_file(fs, "/workspace/root/etc/shadow", 1 << 20, &data, &len, &err) == 0)
+                assert_null(strstr(data, "root:"));
+        free(data);
+        data = NULL;
+        assert_true(asprintf(&hp, "%s/host-secret", C.state) > 0);
+        assert_int_equal(b4_test_write(hp, "host secret"), 0);
+        {
+                char *lnk = NULL;
+                assert_true(asprintf(&lnk, "%s/esc", ws) > 0);
+                assert_int_equal(symlink(hp, lnk), 0);
+                free(lnk);
+        }
+        assert_int_equal(b4_fs_read_file(fs, "/workspace/esc", 1 << 20, &data, &len, &err),
+                         -ENOENT);
+        assert_int_equal(b4_fs_write_file(fs, "/workspace/esc", "x", 1, &err), 0);
+        free(data);
+        data = NULL;
+        assert_int_equal(stat(hp, &hst), 0);
+        assert_int_equal(hst.st_size, 11); /* the host file was never written */
+        free(hp);
+        assert_int_equal(b4_fs_realpath(fs, "/workspace/root/usr/../etc/nope/x", &real, &err), 0);
+        assert_string_equal(real, "/etc/nope/x");
+        free(real);
+        assert_int_equal(b4_fs_realpath(fs, "/workspace/up", &real, &err), 0);
+        assert_string_equal(real, "/etc/hostname");
+        free(real);
+        assert_int_equal(b4_fs_lstat(fs, "/workspace/link", &st, &err), 0);
+        assert_int_equal(st.kind, B4_FILE_SYMLINK);
+        assert_string_equal(st.target, "/tmp/target");
+        b4_stat_clear(&st);
+        assert_int_equal(b4_fs_write_file(fs, "/workspace/link", "n", 1, &err), 0);
+        assert_int_equal(b4_fs_lstat(fs, "/workspace/link", &st, &err), 0);
+        assert_int_equal(st.kind, B4_FILE_REGULAR);
+        assert_int_equal(run(sb, "test -e /tmp/target", &res), 1);
+        b4_exec_result_clear(&res);
+        assert_int_equal(b4_fs_write_file(fs, "/usr/evil", "x", 1, &err), -EROFS);
+        assert_int_equal(b4_fs_write_file(fs, "/tmp/ok", "x", 1, &err), 0);
+        assert_int_equal(b4_fs_mkdir_p(fs, "/workspace/m/n", &err), 0);
+        assert_int_equal(b4_fs_touch(fs, "/workspace/m/t", &err), 0);
+        assert_int_equal(b4_fs_list_dir(fs, "/workspace/m", &names, &err), 0);
+        assert_string_equal(names[0], "n");
+        assert_string_equal(names[1], "t");
+        assert_null(names[2]);
+        for (char **n = names; *n; n++)
+                free(*n);
+        free(names);
+        assert_int_equal(b4_fs_list_dir(fs, "/workspace/none", &names, &err), -ENOENT);
+        assert_int_equal(b4_fs_remove(fs, "/workspace/m/t", &err), 0);
+        assert_int_equal(b4_fs_remove(fs, "/workspace/m/t", &err), 0);
+        assert_int_equal(b4_fs_lstat(fs, "/workspace/m/t", &st, &err), -ENOENT);
+        free(ws);
+        b4_sandbox_unref(sb);
+}
+
+static pid_t keeper_pid(const char *thread)
+{
+        char id[41], *p = NULL;
+        int pid = 0;
+        FILE *f;
+
+        assert_int_equal(b4_resource_id(C.scope, thread, id), 0);
+        assert_true(asprintf(&p, "%s/native/run/%s.keeper", C.state, id) > 0);
+        f = fopen(p, "re");
+        free(p);
+        if (!f)
+                return 0;
+        if (fscanf(f, "v1 %d", &pid) != 1)
+                pid = 0;
+        fclose(f);
+        return pid;
+}
+
+static void test_release_and_destroy(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_sandbox *sb = acquire("t-life", NULL);
+        struct b4_error err = { 0 };
+        char *ws = host_ws("t-life"), *data = NULL, **names = NULL;
+        size_t len;
+        pid_t pid = keeper_pid("t-life");
+
+        assert_true(pid > 0);
+        assert_int_equal(b4_fs_write_file(b4_sandbox_fs(sb), "/workspace/keep", "1", 1, &err), 0);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_release(C.p, "t-life", &err), 0);
+        assert_int_equal(kill(pid, 0), -1); /* the keeper is gone */
+        assert_int_equal(access(ws, F_OK), 0);
+        sb = acquire("t-life", NULL);
+        assert_int_equal(
+                b4_fs_read_file(b4_sandbox_fs(sb), "/workspace/keep", 10, &data, &len, &err), 0);
+        assert_string_equal(data, "1");
+        free(data);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_destroy(C.p, "t-life", &err), 0);
+        assert_int_equal(access(ws, F_OK), -1);
+        sb = acquire("t-life", NULL);
+        assert_int_equal(b4_fs_list_dir(b4_sandbox_fs(sb), "/workspace", &names, &err), 0);
+        assert_null(names[0]);
+        free(names);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_destroy(C.p, "never-acquired", &err), 0);
+        free(ws);
+}
+
+static void test_adoption(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_sandbox *sb = acquire("t-adopt", NULL);
+        struct b4_error err = { 0 };
+        struct b4_exec_result res = { 0 };
+        struct b4_policy pol;
+        pid_t first = keeper_pid("t-adopt");
+
+        assert_int_equal(run(sb, "echo v > /workspace/v; sleep 300 >/dev/null 2>&1 &", &res), 0);
+        b4_exec_result_clear(&res);
+        b4_sandbox_unref(sb);
+        /* a second provider instance (a restarted process) adopts the same keeper */
+        struct b4_provider *p2 = new_provider();
+        struct b4_provider *saved = C.p;
+        C.p = p2;
+        sb = acquire("t-adopt", NULL);
+        assert_int_equal(keeper_pid("t-adopt"), first);
+        assert_int_equal(run(sb, "cat /workspace/v; cat /proc/[0-9]*/comm | grep -c sleep", &res),
+                         0);
+        assert_string_equal(res.out, "v\n1\n");
+        b4_exec_result_clear(&res);
+        b4_sandbox_unref(sb);
+        b4_provider_free(p2);
+        /* a third with a different identity replaces it, keeping the workspace */
+        C.p = new_provider();
+        b4_policy_init(&pol);
+        assert_int_equal(b4_policy_set_env(&pol, "CHANGED", "1"), 0);
+        sb = acquire("t-adopt", &pol);
+        assert_int_not_equal(keeper_pid("t-adopt"), first);
+        assert_int_equal(kill(first, 0), -1);
+        assert_int_equal(run(sb, "cat /workspace/v", &res), 0);
+        assert_string_equal(res.out, "v\n");
+        b4_exec_result_clear(&res);
+        b4_sandbox_unref(sb);
+        /* the same provider refuses a different policy while it holds the keeper */
+        sb = NULL;
+        struct b4_acquire_req req = { .thread_id = "t-adopt", .policy = &pol };
+        b4_policy_clear(&pol);
+        assert_int_equal(b4_provider_acquire(C.p, &req, &sb, &err), -EBUSY);
+        assert_int_equal(err.code, B4_CODE_SANDBOX_UNAVAILABLE);
+        assert_int_equal(b4_provider_release(C.p, "t-adopt", &err), 0);
+        b4_provider_free(C.p);
+        C.p = saved;
+}
+
+static void test_fork_bomb_and_memory(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_policy pol;
+        struct b4_exec_result res = { 0 };
+
+        b4_policy_init(&pol);
+        pol.security.pids_limit = 64;
+        pol.resources.timeout_ms = 3000;
+        pol.resources.memory_mb = 64;
+        struct b4_sandbox *sb = acquire("t-bomb", &pol);
+        (void)run(sb, "b(){ b | b & }; b; sleep 1", &res);
+        b4_exec_result_clear(&res);
+        assert_int_equal(run(sb, "echo ok", &res), 0);
+        assert_string_equal(res.out, "ok\n");
+        b4_exec_result_clear(&res);
+        /* exceeding the memory limit kills the command, not the keeper or the host */
+        assert_int_not_equal(
+                run(sb, "v=$(head -c 300000000 /dev/zero | tr '\\0' a); echo ${#v}", &res), 0);
+        b4_exec_result_clear(&res);
+        assert_int_equal(run(sb, "echo alive", &res), 0);
+        assert_string_equal(res.out, "alive\n");
+        b4_exec_result_clear(&res);
+        b4_sandbox_unref(sb);
+        b4_policy_clear(&pol);
+}
+
+static int read_produced(struct b4_reader *r, void *userdata, struct b4_error *err)
+{
+        char *data = NULL;
+        size_t len;
+        int k = b4_fs_read_file(b4_reader_fs(r), "/workspace/produced.txt", 100, &data, &len, err);
+
+        if (k == 0 && strcmp(data, "out") != 0)
+                k = -EIO;
+        free(data);
+        return k;
+}
+
+static void test_reader(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_sandbox *sb = acquire("t-read", NULL);
+        struct b4_reader_req rq = { .thread_id = "t-read" };
+        struct b4_error err = { 0 };
+        struct b4_reader *rd = NULL;
+
+        assert_int_equal(
+                b4_fs_write_file(b4_sandbox_fs(sb), "/workspace/produced.txt", "out", 3, &err), 0);
+        assert_int_equal(b4_with_reader(C.p, &rq, read_produced, NULL, &err), 0);
+        assert_int_equal(b4_provider_open_reader(C.p, &rq, &rd, &err), 0);
+        assert_null(b4_reader_fs(rd)->ops->write_file);
+        assert_int_equal(b4_reader_close(rd, &err), 0);
+        assert_int_equal(b4_reader_close(rd, &err), 0);
+        assert_int_equal(read_produced(rd, NULL, &err), -EBADF);
+        b4_reader_free(rd);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_destroy(C.p, "t-read", &err), 0);
+        assert_int_equal(b4_provider_open_reader(C.p, &rq, &rd, &err), -ENOENT);
+        assert_int_equal(err.code, B4_CODE_SANDBOX_UNAVAILABLE);
+}
+
+/* Worker threads must not call cmocka's failure paths: they report through the return. */
+static void *acquire_thread(void *arg)
+{
+        struct b4_policy def;
+        struct b4_acquire_req req = { .thread_id = "t-conc", .policy = &def };
+        struct b4_exec_req ereq = { .command = "true" };
+        struct b4_exec_result res = { 0 };
+        struct b4_sandbox *sb = NULL;
+        struct b4_error err = { 0 };
+        intptr_t code = -1;
+
+        b4_policy_init(&def);
+        if (b4_provider_acquire(C.p, &req, &sb, &err) < 0)
+                return (void *)code;
+        if (b4_sandbox_exec(sb, &ereq, &res, &err) == 0)
+                code = res.exit_code;
+        b4_exec_result_clear(&res);
+        b4_sandbox_unref(sb);
+        return (void *)code;
+}
+
+static void test_concurrent_acquire(void **state)
+{
+        REQUIRE_ROOT();
+        pthread_t th[6];
+        void *rv;
+
+        for (size_t i = 0; i < 6; i++)
+                assert_int_equal(pthread_create(&th[i], NULL, acquire_thread, NULL), 0);
+        for (size_t i = 0; i < 6; i++) {
+                pthread_join(th[i], &rv);
+                assert_int_equal((intptr_t)rv, 0);
+        }
+        assert_true(keeper_pid("t-conc") > 0);
+}
+
+static void test_preflight(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_preflight pf = { 0 };
+        struct b4_error err = { 0 };
+        bool seen_seccomp = false, seen_allow = false;
+
+        assert_int_equal(b4_provider_preflight(C.p, &pf, &err), 0);
+        assert_true(pf.ok);
+        for (size_t i = 0; i < pf.n_controls; i++) {
+                if (strcmp(pf.controls[i].name, "seccomp") == 0)
+                        seen_seccomp = pf.controls[i].state == B4_ENFORCED;
+                if (strcmp(pf.controls[i].name, "network allow") == 0)
+                        seen_allow = pf.controls[i].state == B4_NOT_ENFORCED;
+        }
+        assert_true(seen_seccomp);
+        assert_true(seen_allow);
+        assert_non_null(pf.warnings);
+        b4_preflight_clear(&pf);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_hardening_inside),
+                cmocka_unit_test(test_filesystem_inside),
+                cmocka_unit_test(test_threads_isolated),
+                cmocka_unit_test(test_environment),
+                cmocka_unit_test(test_exit_codes_and_timeout),
+                cmocka_unit_test(test_cancel),
+                cmocka_unit_test(test_output_cap),
+                cmocka_unit_test(test_fs_ops),
+                cmocka_unit_test(test_release_and_destroy),
+                cmocka_unit_test(test_adoption),
+                cmocka_unit_test(test_fork_bomb_and_memory),
+                cmocka_unit_test(test_reader),
+                cmocka_unit_test(test_concurrent_acquire),
+                cmocka_unit_test(test_preflight),
+        };
+
+        return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
