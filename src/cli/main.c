@@ -17,11 +17,12 @@ static const struct {
         cli_cmd_fn *fn;
         const char *summary;
 } commands[] = {
+        { "serve", cmd_serve, "serve the HTTP API" },
+        { "check", cmd_check, "validate the configuration and run the provider's preflight" },
         { "conformance", cmd_conformance, "run the provider conformance suite" },
         { "help", cmd_help, "show this help" },
         { "tool", cmd_tool, "run one workspace tool locally: tool --thread ID NAME [ARGS_JSON]" },
         { "version", cmd_version, "print the version" },
-        { "check", cmd_check, "validate the configuration and run the provider's preflight" },
 };
 
 void cli_error(const char *fmt, ...)
