@@ -18,6 +18,7 @@ static const struct {
         const char *summary;
 } commands[] = {
         { "serve", cmd_serve, "serve the HTTP API" },
+        { "threads", cmd_threads, "create|ls|show|rm|release threads through a server" },
         { "check", cmd_check, "validate the configuration and run the provider's preflight" },
         { "conformance", cmd_conformance, "run the provider conformance suite" },
         { "help", cmd_help, "show this help" },

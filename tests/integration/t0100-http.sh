@@ -79,6 +79,17 @@ check "the id can be reused" [ "$STATUS" = 201 ]
 req POST /threads/a/tools/readFile '{"path": "x.txt"}'
 check "and starts with an empty workspace" [ "$(json_get "$BODY" ok)" = false ]
 
+out=$("$B4BOX" threads --server "unix:$SOCK" create --id cli-made --metadata '{"k":"v"}')
+check "b4box threads create through the server" [ "$(json_get "$out" metadata.k)" = v ]
+out=$(B4BOX_URL="unix:$SOCK" "$B4BOX" threads ls)
+check "b4box threads ls (B4BOX_URL)" grep -q cli-made <<<"$out"
+out=$("$B4BOX" threads --server "unix:$SOCK" show cli-made)
+check "b4box threads show" [ "$(json_get "$out" thread_id)" = cli-made ]
+"$B4BOX" threads --server "unix:$SOCK" show nope 2>"$WORK/err"; rc=$?
+check "b4box threads show of a missing thread fails with the server's message" \
+        [ "$rc" = 1 ] && grep -q "thread_not_found" "$WORK/err"
+check "b4box threads rm" "$B4BOX" threads --server "unix:$SOCK" rm cli-made
+
 req GET /metrics
 check "metrics count tool calls" grep -q 'b4box_tool_calls_total{tool="writeFile",ok="true"} 2' <<<"$BODY"
 check "metrics count refusals" grep -q 'b4box_refusals_total{code="thread_not_found"}' <<<"$BODY"
