@@ -39,8 +39,8 @@ static int parse(int argc, char **argv, struct threads_args *a)
         };
         int c;
 
-        optind = 2; /* argv[0] = "threads", argv[1] = the verb */
-        while ((c = getopt_long(argc, argv, "+", opts, NULL)) >= 0) {
+        optind = 1; /* options may come before or after the verb */
+        while ((c = getopt_long(argc, argv, "", opts, NULL)) >= 0) {
                 if (c == 's')
                         a->server = optarg;
                 else if (c == 'i')
@@ -125,10 +125,8 @@ int cmd_threads(int argc, char **argv, const struct cli_ctx *ctx)
         long status = 0;
         int i, r;
 
-        if (argc < 2)
-                return usage();
         i = parse(argc, argv, &a);
-        if (i < 0 || argc - i > 1)
+        if (i < 0 || i >= argc || argc - i > 2)
                 return usage();
         struct cli_client c = { .url = cli_server_url(a.server),
                                 .token = secure_getenv("B4BOX_TOKEN") };
@@ -137,7 +135,7 @@ int cmd_threads(int argc, char **argv, const struct cli_ctx *ctx)
                         "threads needs a server: --server URL or B4BOX_URL (e.g. unix:/run/b4box.sock or http://127.0.0.1:4100)");
                 return CLI_EXIT_USAGE;
         }
-        r = plan(argv[1], i < argc ? argv[i] : NULL, &a, &method, &path, &body);
+        r = plan(argv[i], i + 1 < argc ? argv[i + 1] : NULL, &a, &method, &path, &body);
         if (r != 0)
                 return r;
         if (cli_http(&c, method, path, body, &status, &resp, &err) < 0)
