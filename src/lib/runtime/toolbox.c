@@ -124,7 +124,7 @@ int b4_toolbox_new(const struct b4_config *cfg,
         g->base.ops = &store_grants_ops;
         g->store = store;
         tb->grants = &g->base;
-        r = app_permissions(&cfg->permissions, &tb->app, err);
+        r = cfg->permissions.present ? app_permissions(&cfg->permissions, &tb->app, err) : 0;
         if (r >= 0) {
                 struct b4_tools_host_options o = { .app = tb->app, .grants = tb->grants };
                 r = b4_tools_host_new(&o, &tb->host);
