@@ -260,6 +260,12 @@ B4_PUBLIC int b4_tools_last_request(struct b4_tools *t,
                                     const char **ret_subject,
                                     const char **ret_pattern);
 
+/**
+ * b4_tools_result_is_ok() - whether a result document from b4_tools_call() is a success,
+ * without parsing it (its first member is always "ok").
+ */
+B4_PUBLIC bool b4_tools_result_is_ok(const char *result_json);
+
 /* ---- host: the runtime's dispatch hook ---------------------------------------------- */
 
 /*

@@ -13,6 +13,7 @@
 #include "server.h"
 
 #define TOOL_BODY_MAX_BYTES (32u * 1024u * 1024u)
+#define RESPONSE_MAX_BYTES  (256u * 1024u * 1024u) /* a run's results, all calls */
 #define MAX_PATH_PARAMS     2
 
 struct principal;
@@ -60,6 +61,8 @@ struct request {
 };
 
 /* ---- replies (http-status.c) ---- */
+/* Reply with JSON text already built in @sb (its buffer is taken). */
+void reply_text(struct request *rq, unsigned status, struct strbuf *sb);
 /* Reply with @body (reference taken). */
 void reply_json(struct request *rq, unsigned status, struct jv *body);
 /* {"error":{"message","kind":"request_error","details":{"code"}}}; counted in metrics. */
