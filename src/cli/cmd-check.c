@@ -165,11 +165,24 @@ static int run_preflight(const struct b4_config *cfg, struct b4_provider *p)
 }
 
 /**
- * check_config() - construct the provider of @cfg and report its preflight
- * @cfg: validated configuration; its provider state_dir is set from @ctx
+ * check_provider() - the provider-dependent checks of a validated config
+ * @cfg: validated configuration; borrowed
+ * @p:   its provider; borrowed
  *
  * Return: an exit code (CLI_EXIT_OK or CLI_EXIT_FAILED).
  */
+static int check_provider(const struct b4_config *cfg, struct b4_provider *p)
+{
+        if (cfg->sandbox.workspace_read && !b4_provider_has_reader(p)) {
+                cli_error("sandbox.workspaceRead needs a provider whose managed workspaces can "
+                          "be read (open_reader); \"%s\" cannot",
+                          b4_provider_name(p));
+                return CLI_EXIT_FAILED;
+        }
+        return run_preflight(cfg, p);
+}
+
+/* Construct the provider of @cfg (state dir from @ctx) and check it. Returns an exit code. */
 static int check_config(struct b4_config *cfg, const struct cli_ctx *ctx)
 {
         cleanup_(b4_provider_freep) struct b4_provider *p = NULL;
@@ -184,13 +197,7 @@ static int check_config(struct b4_config *cfg, const struct cli_ctx *ctx)
         r = b4_provider_new(&cfg->sandbox.provider, &p, &err);
         if (r < 0)
                 return cli_fail(&err);
-        if (cfg->sandbox.workspace_read && !b4_provider_has_reader(p)) {
-                cli_error("sandbox.workspaceRead needs a provider whose managed workspaces can "
-                          "be read (open_reader); \"%s\" cannot",
-                          b4_provider_name(p));
-                return CLI_EXIT_FAILED;
-        }
-        return run_preflight(cfg, p);
+        return check_provider(cfg, p);
 }
 
 int cmd_check(int argc, char **argv, const struct cli_ctx *ctx)
