@@ -359,6 +359,25 @@ static void test_config_alloc_failures(void **state)
 }
 #endif
 
+static void test_config_examples(void **state)
+{
+        static const char *const names[] = { "fake.json", "native.json" };
+        const char *src = getenv("B4BOX_SRCDIR");
+
+        assert_non_null(src);
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                cleanup_free char *path = NULL;
+                struct b4_error err = { 0 };
+                struct b4_config *cfg = NULL;
+                char **errors = NULL;
+
+                assert_true(asprintf(&path, "%s/examples/%s", src, names[i]) > 0);
+                assert_int_equal(b4_config_load(path, &cfg, &errors, &err), 0);
+                assert_string_equal(cfg->sandbox.provider.scope, "example");
+                b4_config_free(cfg);
+        }
+}
+
 /* ---- data-driven cases ---- */
 
 struct tcase {
@@ -506,6 +525,7 @@ int main(void)
 #ifdef B4_FAULT_INJECTION /* cmocka's TAP skip reads as a failure to meson */
                 cmocka_unit_test(test_config_alloc_failures),
 #endif
+                cmocka_unit_test(test_config_examples),
                 cmocka_unit_test(test_config_data_files),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
