@@ -5,6 +5,7 @@
 
 #include "b4box/cancel.h"
 #include "b4box/config.h"
+#include "b4box/conformance.h"
 #include "b4box/error.h"
 #include "b4box/log.h"
 #include "b4box/policy.h"

@@ -17,8 +17,10 @@ static const struct {
         cli_cmd_fn *fn;
         const char *summary;
 } commands[] = {
+        { "conformance", cmd_conformance, "run the provider conformance suite" },
         { "help", cmd_help, "show this help" },
         { "version", cmd_version, "print the version" },
+        { "check", cmd_check, "validate the configuration and run the provider's preflight" },
 };
 
 void cli_error(const char *fmt, ...)

@@ -12,6 +12,7 @@
 #include "base/alloc.h"
 #include "base/fd-util.h"
 #include "base/hash.h"
+#include "base/hashmap.h"
 #include "base/macro.h"
 #include "base/parse.h"
 #include "base/strbuf.h"
@@ -146,13 +147,47 @@ static void test_read_full_fd_cap(void **state)
         close(p[0]);
 }
 
+static int count_cb(const char *key, void *value, void *ud)
+{
+        (*(int *)ud)++;
+        return 0;
+}
+
+static void test_hashmap_grow_remove(void **state)
+{
+        struct hashmap *m = hashmap_new();
+        char key[32];
+        int seen = 0;
+
+        assert_non_null(m);
+        for (long i = 0; i < 1000; i++) {
+                snprintf(key, sizeof(key), "k%ld", i);
+                assert_int_equal(hashmap_put(m, key, (void *)(i + 1)), 0);
+        }
+        assert_int_equal(hashmap_size(m), 1000);
+        assert_ptr_equal(hashmap_get(m, "k500"), (void *)501);
+        assert_int_equal(hashmap_put(m, "k500", (void *)7), 0);
+        assert_int_equal(hashmap_size(m), 1000);
+        assert_ptr_equal(hashmap_remove(m, "k500"), (void *)7);
+        assert_null(hashmap_get(m, "k500"));
+        assert_null(hashmap_remove(m, "missing"));
+        assert_int_equal(hashmap_foreach(m, count_cb, &seen), 0);
+        assert_int_equal(seen, 999);
+        hashmap_free(m);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_strbuf_cap),     cmocka_unit_test(test_strv_sort_contains),
-                cmocka_unit_test(test_safe_ato),       cmocka_unit_test(test_utf8_strict),
-                cmocka_unit_test(test_error_wrap),     cmocka_unit_test(test_cancel_fd),
-                cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_read_full_fd_cap),
+                cmocka_unit_test(test_strbuf_cap),
+                cmocka_unit_test(test_strv_sort_contains),
+                cmocka_unit_test(test_safe_ato),
+                cmocka_unit_test(test_utf8_strict),
+                cmocka_unit_test(test_error_wrap),
+                cmocka_unit_test(test_cancel_fd),
+                cmocka_unit_test(test_sha256_vectors),
+                cmocka_unit_test(test_read_full_fd_cap),
+                cmocka_unit_test(test_hashmap_grow_remove),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,12 +1,621 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* PLACEHOLDER: replaced by the fake provider module. */
-#include <errno.h>
+/*
+ * The fake provider (reference §8): per-thread in-memory workspaces and no isolation.
+ *
+ *   provider ─ core (lock, gate, workspace list, exec hook; refcounted) ─ fake_ws per thread
+ *   handle / reader ─ hold a reference on the core and on their fake_ws
+ *
+ * acquire creates the thread's map on first use and returns the live handle while there is
+ * one (one compute instance per thread); release drops the live handle but keeps the map;
+ * destroy deletes the map (handles still held then fail "Sandbox unavailable: ... was
+ * destroyed"). acquire/release/destroy are exclusive on the thread's lifecycle gate and exec
+ * is shared, as in the Docker provider; readers take no lease. Every map access holds the
+ * core lock. Handles and readers may outlive the provider object: the core is freed with the
+ * last of them.
+ */
 
+#include "fake.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/macro.h"
+#include "core/gate.h"
+#include "fake-internal.h"
 #include "providers.h"
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+struct fake_core {
+        pthread_mutex_t lock;
+        struct gate *gate;
+        struct fake_ws *threads; /* workspace maps, one per thread id */
+        fake_exec_fn *exec;      /* never NULL */
+        void *exec_userdata;
+        unsigned refs; /* the provider, every handle and every reader */
+};
+
+struct fake_provider {
+        struct b4_provider base;
+        struct fake_core *core;
+};
+
+struct fake_sandbox {
+        struct b4_sandbox base;
+        struct fake_core *core; /* a reference */
+        struct fake_ws *ws;     /* a reference */
+};
+
+struct fake_reader {
+        struct b4_reader base;
+        struct fake_core *core; /* a reference */
+        struct fake_ws *ws;     /* a reference */
+        bool closed;            /* under core->lock */
+};
+
+static const struct b4_provider_ops fake_provider_ops;
+static const struct b4_fs_ops sandbox_fs_ops;
+static const struct b4_fs_ops reader_fs_ops;
+
+/* ---- core and workspace lifetime ---- */
+
+static void ws_unref_locked(struct fake_ws *ws)
+{
+        if (!ws || --ws->refs > 0)
+                return;
+        fakefs_clear(ws);
+        free(ws->thread_id);
+        free(ws);
+}
+
+static void core_unref(struct fake_core *c)
+{
+        bool last;
+
+        (void)pthread_mutex_lock(&c->lock);
+        last = --c->refs == 0;
+        (void)pthread_mutex_unlock(&c->lock);
+        if (!last)
+                return;
+        while (c->threads) {
+                struct fake_ws *ws = c->threads;
+
+                c->threads = ws->next;
+                ws_unref_locked(ws);
+        }
+        gate_free(c->gate);
+        (void)pthread_mutex_destroy(&c->lock);
+        free(c);
+}
+
+static struct fake_ws *ws_find(struct fake_core *c, const char *thread_id)
+{
+        for (struct fake_ws *ws = c->threads; ws; ws = ws->next)
+                if (strcmp(ws->thread_id, thread_id) == 0)
+                        return ws;
+        return NULL;
+}
+
+static struct fake_ws *ws_get(struct fake_core *c, const char *thread_id)
+{
+        struct fake_ws *ws = ws_find(c, thread_id);
+
+        if (ws)
+                return ws;
+        ws = b4_calloc(1, sizeof(*ws));
+        if (!ws)
+                return NULL;
+        ws->thread_id = b4_strdup(thread_id);
+        if (!ws->thread_id) {
+                free(ws);
+                return NULL;
+        }
+        ws->refs = 1; /* the list's */
+        ws->next = c->threads;
+        c->threads = ws;
+        return ws;
+}
+
+static void ws_unlink(struct fake_core *c, struct fake_ws *ws)
+{
+        for (struct fake_ws **pp = &c->threads; *pp; pp = &(*pp)->next) {
+                if (*pp == ws) {
+                        *pp = ws->next;
+                        ws->next = NULL;
+                        return;
+                }
+        }
+}
+
+/* ---- filesystem views (handles and readers) ---- */
+
+/* Lock the core behind @fs and return the workspace it may touch. */
+static int view_lock(struct b4_fs *fs,
+                     struct fake_core **ret_core,
+                     struct fake_ws **ret_ws,
+                     struct b4_error *err)
+{
+        struct fake_reader *rd = NULL;
+        struct fake_core *c;
+        struct fake_ws *ws;
+
+        if (fs->ops == &sandbox_fs_ops) {
+                struct fake_sandbox *sb = container_of(fs, struct fake_sandbox, base.fs);
+                c = sb->core;
+                ws = sb->ws;
+        } else {
+                rd = container_of(fs, struct fake_reader, base.fs);
+                c = rd->core;
+                ws = rd->ws;
+        }
+        (void)pthread_mutex_lock(&c->lock);
+        if (rd && rd->closed) {
+                (void)pthread_mutex_unlock(&c->lock);
+                return b4_error_set(err, -EBADF, "Workspace reader for thread \"%s\" is closed",
+                                    ws->thread_id);
+        }
+        if (ws->destroyed) {
+                (void)pthread_mutex_unlock(&c->lock);
+                return b4_error_set_code(
+                        err, -ENOENT, B4_CODE_SANDBOX_UNAVAILABLE,
+                        "Sandbox unavailable: the workspace of thread \"%s\" was destroyed.",
+                        ws->thread_id);
+        }
+        *ret_core = c;
+        *ret_ws = ws;
+        return 0;
+}
+
+static int view_unlock(struct fake_core *c, int r)
+{
+        (void)pthread_mutex_unlock(&c->lock);
+        return r;
+}
+
+static int fs_read_file(struct b4_fs *fs,
+                        const char *path,
+                        uint64_t max_bytes,
+                        char **ret,
+                        size_t *ret_len,
+                        struct b4_error *err)
+{
+        struct fake_core *c;
+        struct fake_ws *ws;
+        int r = view_lock(fs, &c, &ws, err);
+
+        return r < 0 ? r : view_unlock(c, fakefs_read(ws, path, max_bytes, ret, ret_len, err));
+}
+
+static int fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
+{
+        struct fake_core *c;
+        struct fake_ws *ws;
+        int r = view_lock(fs, &c, &ws, err);
+
+        return r < 0 ? r : view_unlock(c, fakefs_lstat(ws, path, ret, err));
+}
+
+static int fs_list_dir(struct b4_fs *fs, const char *path, char ***ret, struct b4_error *err)
+{
+        struct fake_core *c;
+        struct fake_ws *ws;
+        int r = view_lock(fs, &c, &ws, err);
+
+        return r < 0 ? r : view_unlock(c, fakefs_list(ws, path, ret, err));
+}
+
+static int fs_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err)
+{
+        struct fake_core *c;
+        struct fake_ws *ws;
+        int r = view_lock(fs, &c, &ws, err);
+
+        return r < 0 ? r : view_unlock(c, fakefs_normalize(path, ret, err));
+}
+
+static int fs_write_file(
+        struct b4_fs *fs, const char *path, const void *data, size_t len, struct b4_error *err)
+{
+        struct fake_core *c;
+        struct fake_ws *ws;
+        int r = view_lock(fs, &c, &ws, err);
+
+        return r < 0 ? r : view_unlock(c, fakefs_write(ws, path, data, len, err));
+}
+
+static int fs_mkdir_p(struct b4_fs *fs, const char *path, struct b4_error *err)
+{
+        struct fake_core *c;
+        struct fake_ws *ws;
+        int r = view_lock(fs, &c, &ws, err);
+
+        return r < 0 ? r : view_unlock(c, fakefs_mkdir(ws, path, err));
+}
+
+static int fs_remove(struct b4_fs *fs, const char *path, struct b4_error *err)
+{
+        struct fake_core *c;
+        struct fake_ws *ws;
+        int r = view_lock(fs, &c, &ws, err);
+
+        return r < 0 ? r : view_unlock(c, fakefs_remove(ws, path, err));
+}
+
+static int fs_touch(struct b4_fs *fs, const char *path, struct b4_error *err)
+{
+        struct fake_core *c;
+        struct fake_ws *ws;
+        int r = view_lock(fs, &c, &ws, err);
+
+        return r < 0 ? r : view_unlock(c, fakefs_touch(ws, path, err));
+}
+
+/* No symlinks, so stat and lstat agree; walk and read_files use the generic fallbacks. */
+static const struct b4_fs_ops sandbox_fs_ops = {
+        .read_file = fs_read_file,
+        .lstat = fs_lstat,
+        .stat = fs_lstat,
+        .list_dir = fs_list_dir,
+        .realpath = fs_realpath,
+        .write_file = fs_write_file,
+        .mkdir_p = fs_mkdir_p,
+        .remove = fs_remove,
+        .touch = fs_touch,
+};
+
+static const struct b4_fs_ops reader_fs_ops = {
+        .read_file = fs_read_file,
+        .lstat = fs_lstat,
+        .stat = fs_lstat,
+        .list_dir = fs_list_dir,
+        .realpath = fs_realpath,
+};
+
+/* ---- handles ---- */
+
+static int sandbox_exec(struct b4_sandbox *sb,
+                        const struct b4_exec_req *req,
+                        struct b4_exec_result *ret,
+                        struct b4_error *err)
+{
+        struct fake_sandbox *s = container_of(sb, struct fake_sandbox, base);
+        cleanup_(gate_leavep) struct gate_lease *lease = NULL;
+        struct fake_core *c;
+        struct fake_ws *ws;
+        fake_exec_fn *fn;
+        void *userdata;
+        int r;
+
+        r = gate_enter(s->core->gate, sb->thread_id, GATE_SHARED, req->cancel, &lease);
+        if (r < 0)
+                return b4_error_set(err, r, "command for thread \"%s\" could not start",
+                                    sb->thread_id);
+        r = view_lock(&sb->fs, &c, &ws, err);
+        if (r < 0)
+                return r;
+        fn = c->exec;
+        userdata = c->exec_userdata;
+        (void)view_unlock(c, 0);
+        return fn(sb, req, ret, userdata, err);
+}
+
+static void sandbox_free(struct b4_sandbox *sb)
+{
+        struct fake_sandbox *s = container_of(sb, struct fake_sandbox, base);
+        struct fake_core *c = s->core;
+
+        (void)pthread_mutex_lock(&c->lock);
+        ws_unref_locked(s->ws);
+        (void)pthread_mutex_unlock(&c->lock);
+        free(s);
+        core_unref(c);
+}
+
+static const struct b4_sandbox_ops sandbox_ops = {
+        .exec = sandbox_exec,
+        .free = sandbox_free,
+};
+
+/* Start the thread's compute: a new live handle owned by @ws. Under the lock. */
+static int instance_start(struct fake_core *c, struct fake_ws *ws)
+{
+        struct fake_sandbox *s = b4_calloc(1, sizeof(*s));
+
+        if (!s)
+                return -ENOMEM;
+        if (b4_sandbox_init(&s->base, &sandbox_ops, &sandbox_fs_ops, ws->thread_id) < 0) {
+                free(s);
+                return -ENOMEM;
+        }
+        s->core = c;
+        s->ws = ws;
+        c->refs++;
+        ws->refs++;
+        ws->instance = s;
+        ws->instances++;
+        return 0;
+}
+
+/* ---- readers ---- */
+
+static int reader_close(struct b4_reader *r, struct b4_error *err)
+{
+        struct fake_reader *rd = container_of(r, struct fake_reader, base);
+
+        (void)pthread_mutex_lock(&rd->core->lock);
+        rd->closed = true;
+        (void)pthread_mutex_unlock(&rd->core->lock);
+        return 0;
+}
+
+static void reader_free(struct b4_reader *r)
+{
+        struct fake_reader *rd = container_of(r, struct fake_reader, base);
+        struct fake_core *c = rd->core;
+
+        (void)pthread_mutex_lock(&c->lock);
+        ws_unref_locked(rd->ws);
+        (void)pthread_mutex_unlock(&c->lock);
+        free(rd);
+        core_unref(c);
+}
+
+static const struct b4_reader_ops reader_ops = {
+        .close = reader_close,
+        .free = reader_free,
+};
+
+static int reader_new_locked(struct fake_core *c, struct fake_ws *ws, struct b4_reader **ret)
+{
+        struct fake_reader *rd = b4_calloc(1, sizeof(*rd));
+
+        if (!rd)
+                return -ENOMEM;
+        if (b4_reader_init(&rd->base, &reader_ops, &reader_fs_ops, ws->thread_id) < 0) {
+                free(rd);
+                return -ENOMEM;
+        }
+        rd->core = c;
+        rd->ws = ws;
+        c->refs++;
+        ws->refs++;
+        *ret = &rd->base;
+        return 0;
+}
+
+/* ---- provider ---- */
+
+static struct fake_core *core_of(struct b4_provider *p)
+{
+        return container_of(p, struct fake_provider, base)->core;
+}
+
+static int fake_acquire(struct b4_provider *p,
+                        const struct b4_acquire_req *req,
+                        struct b4_sandbox **ret,
+                        struct b4_error *err)
+{
+        struct fake_core *c = core_of(p);
+        cleanup_(gate_leavep) struct gate_lease *lease = NULL;
+        struct fake_ws *ws;
+        int r;
+
+        r = gate_enter(c->gate, req->thread_id, GATE_EXCLUSIVE, req->cancel, &lease);
+        if (r < 0)
+                return b4_error_set(err, r, "acquire of thread \"%s\" %s", req->thread_id,
+                                    r == -ECANCELED ? "cancelled" : "failed");
+        (void)pthread_mutex_lock(&c->lock);
+        ws = ws_get(c, req->thread_id);
+        r = !ws ? -ENOMEM : ws->instance ? 0 : instance_start(c, ws);
+        if (r >= 0)
+                *ret = b4_sandbox_ref(&ws->instance->base);
+        (void)pthread_mutex_unlock(&c->lock);
+        if (r < 0)
+                return b4_error_set(err, r, "acquire of thread \"%s\" failed", req->thread_id);
+        return 0;
+}
+
+/* Take the live handle of @thread_id (the caller unrefs it outside the lock). */
+static struct b4_sandbox *instance_take_locked(struct fake_ws *ws)
+{
+        struct fake_sandbox *s;
+
+        if (!ws || !ws->instance)
+                return NULL;
+        s = TAKE_PTR(ws->instance);
+        ws->instances = 0;
+        return &s->base;
+}
+
+static int fake_release(struct b4_provider *p, const char *thread_id, struct b4_error *err)
+{
+        struct fake_core *c = core_of(p);
+        cleanup_(gate_leavep) struct gate_lease *lease = NULL;
+        struct b4_sandbox *live;
+        int r;
+
+        r = gate_enter(c->gate, thread_id, GATE_EXCLUSIVE, NULL, &lease);
+        if (r < 0)
+                return b4_error_set(err, r, "release of thread \"%s\" failed", thread_id);
+        (void)pthread_mutex_lock(&c->lock);
+        live = instance_take_locked(ws_find(c, thread_id));
+        (void)pthread_mutex_unlock(&c->lock);
+        b4_sandbox_unref(live);
+        return 0;
+}
+
+static int fake_destroy(struct b4_provider *p, const char *thread_id, struct b4_error *err)
+{
+        struct fake_core *c = core_of(p);
+        cleanup_(gate_leavep) struct gate_lease *lease = NULL;
+        struct b4_sandbox *live;
+        struct fake_ws *ws;
+        int r;
+
+        r = gate_enter(c->gate, thread_id, GATE_EXCLUSIVE, NULL, &lease);
+        if (r < 0)
+                return b4_error_set(err, r, "destroy of thread \"%s\" failed", thread_id);
+        (void)pthread_mutex_lock(&c->lock);
+        ws = ws_find(c, thread_id);
+        live = instance_take_locked(ws);
+        if (ws) {
+                ws_unlink(c, ws);
+                ws->destroyed = true;
+                ws_unref_locked(ws);
+        }
+        (void)pthread_mutex_unlock(&c->lock);
+        b4_sandbox_unref(live);
+        return 0;
+}
+
+static int fake_preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_error *err)
+{
+        ret->ok = true;
+        ret->detail = b4_strdup("in-memory fake provider (no isolation, for tests)");
+        return ret->detail ? 0 : -ENOMEM;
+}
+
+static int fake_open_reader(struct b4_provider *p,
+                            const struct b4_reader_req *req,
+                            struct b4_reader **ret,
+                            struct b4_error *err)
+{
+        struct fake_core *c = core_of(p);
+        struct fake_ws *ws;
+        int r;
+
+        (void)pthread_mutex_lock(&c->lock);
+        ws = ws_find(c, req->thread_id);
+        r = ws ? reader_new_locked(c, ws, ret) : -ENOENT;
+        (void)pthread_mutex_unlock(&c->lock);
+        if (r == -ENOENT)
+                return b4_error_set_code(
+                        err, r, B4_CODE_SANDBOX_UNAVAILABLE,
+                        "Sandbox unavailable: no workspace storage for thread \"%s\".",
+                        req->thread_id);
+        return r;
+}
+
+static void fake_free(struct b4_provider *p)
+{
+        struct fake_provider *fp = container_of(p, struct fake_provider, base);
+        struct fake_core *c = fp->core;
+        struct b4_sandbox *live;
+
+        /* live handles hold core references: drop the provider's hold on them first */
+        for (;;) {
+                live = NULL;
+                (void)pthread_mutex_lock(&c->lock);
+                for (struct fake_ws *ws = c->threads; ws && !live; ws = ws->next)
+                        live = instance_take_locked(ws);
+                (void)pthread_mutex_unlock(&c->lock);
+                if (!live)
+                        break;
+                b4_sandbox_unref(live);
+        }
+        free(p->scope);
+        free(fp);
+        core_unref(c);
+}
+
+static const struct b4_provider_ops fake_provider_ops = {
+        .name = "fake",
+        .acquire = fake_acquire,
+        .release = fake_release,
+        .destroy = fake_destroy,
+        .preflight = fake_preflight,
+        .open_reader = fake_open_reader,
+        .free = fake_free,
+};
+
+static struct fake_core *core_new(void)
+{
+        struct fake_core *c = b4_calloc(1, sizeof(*c));
+
+        if (!c)
+                return NULL;
+        c->gate = gate_new();
+        if (!c->gate || pthread_mutex_init(&c->lock, NULL) != 0) {
+                gate_free(c->gate);
+                free(c);
+                return NULL;
+        }
+        c->exec = fake_exec_builtin;
+        c->refs = 1;
+        return c;
+}
 
 int fake_provider_new(const struct b4_provider_config *cfg,
                       struct b4_provider **ret,
                       struct b4_error *err)
 {
-        return b4_error_set(err, -EOPNOTSUPP, "fake provider not built yet");
+        struct fake_provider *fp;
+
+        if (!ret)
+                return b4_error_set(err, -EINVAL, "fake provider needs a result pointer");
+        fp = b4_calloc(1, sizeof(*fp));
+        if (!fp)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        fp->base.ops = &fake_provider_ops;
+        fp->base.scope = b4_strdup(cfg && cfg->scope ? cfg->scope : "fake");
+        fp->core = fp->base.scope ? core_new() : NULL;
+        if (!fp->core) {
+                free(fp->base.scope);
+                free(fp);
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        }
+        *ret = &fp->base;
+        return 0;
+}
+
+/* ---- test hooks ---- */
+
+static struct fake_core *fake_core_of(struct b4_provider *p)
+{
+        return p && p->ops == &fake_provider_ops ? core_of(p) : NULL;
+}
+
+int fake_provider_set_exec(struct b4_provider *p, fake_exec_fn *fn, void *userdata)
+{
+        struct fake_core *c = fake_core_of(p);
+
+        if (!c)
+                return -EINVAL;
+        (void)pthread_mutex_lock(&c->lock);
+        c->exec = fn ? fn : fake_exec_builtin;
+        c->exec_userdata = fn ? userdata : NULL;
+        (void)pthread_mutex_unlock(&c->lock);
+        return 0;
+}
+
+int fake_provider_instances(struct b4_provider *p, const char *thread_id)
+{
+        struct fake_core *c = fake_core_of(p);
+        struct fake_ws *ws;
+        int n;
+
+        if (!c || !thread_id)
+                return -EINVAL;
+        (void)pthread_mutex_lock(&c->lock);
+        ws = ws_find(c, thread_id);
+        n = ws ? (int)ws->instances : 0;
+        (void)pthread_mutex_unlock(&c->lock);
+        return n;
+}
+
+int fake_provider_n_workspaces(struct b4_provider *p)
+{
+        struct fake_core *c = fake_core_of(p);
+        int n = 0;
+
+        if (!c)
+                return -EINVAL;
+        (void)pthread_mutex_lock(&c->lock);
+        for (struct fake_ws *ws = c->threads; ws; ws = ws->next)
+                n++;
+        (void)pthread_mutex_unlock(&c->lock);
+        return n;
 }

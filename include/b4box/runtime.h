@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The thread runtime: threads (stored), their sandboxes (acquired at the first run, shared
+ * with child threads, released when idle), one run slot per thread, cancellation, idle reap
+ * and graceful shutdown. The HTTP server and the CLI both drive it.
+ *
+ * Thread-safe. A run holds the thread's slot from b4_runtime_run_begin() to b4_run_end().
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "b4box/error.h"
+#include "b4box/policy.h"
+#include "b4box/provider.h"
+#include "b4box/store.h"
+
+struct b4_runtime;
+struct b4_run;
+
+/* What a tool call needs from the runtime; implemented by the tools layer. */
+typedef int b4_tool_dispatch_fn(struct b4_sandbox *sb,
+                                const char *thread_id,
+                                const char *tool,
+                                const char *args_json,
+                                struct b4_cancel *cancel,
+                                void *userdata,
+                                char **ret_result_json,
+                                struct b4_error *err);
+
+struct b4_runtime_options {
+        struct b4_provider *provider;   /* borrowed; outlives the runtime */
+        struct b4_store *store;         /* borrowed; outlives the runtime */
+        const struct b4_policy *policy; /* the app's policy; copied */
+        uint64_t idle_timeout_ms;       /* 0 = B4_DEFAULT_IDLE_TIMEOUT_MS */
+        b4_tool_dispatch_fn *dispatch;  /* runs one tool call */
+        void *dispatch_userdata;        /* borrowed; passed to @dispatch */
+};
+
+struct b4_runtime_stats {
+        size_t threads_live; /* threads whose sandbox is acquired */
+        size_t runs_in_flight;
+        uint64_t acquires; /* provider acquires since start */
+        uint64_t releases; /* idle or explicit releases since start */
+};
+
+B4_PUBLIC int b4_runtime_new(const struct b4_runtime_options *opts,
+                             struct b4_runtime **ret,
+                             struct b4_error *err);
+/** b4_runtime_free() - release every live sandbox (errors ignored) and free. Return: NULL. */
+B4_PUBLIC struct b4_runtime *b4_runtime_free(struct b4_runtime *rt);
+
+/**
+ * b4_runtime_thread_create() - record a new thread
+ * @id:       NULL = generate one ("thr_" + 24 hex)
+ * @metadata_json: a JSON object text, or NULL for {}
+ * @parent:   NULL, or an existing thread whose sandbox this one shares
+ * @owner:    principal name or NULL
+ * @ret:      the stored row; caller clears
+ * Return: 0, -EEXIST (id taken), -ENOENT (parent missing), -EINVAL (bad id), -EIO.
+ */
+B4_PUBLIC int b4_runtime_thread_create(struct b4_runtime *rt,
+                                       const char *id,
+                                       const char *metadata_json,
+                                       const char *parent,
+                                       const char *owner,
+                                       struct b4_thread_row *ret,
+                                       struct b4_error *err);
+/** b4_runtime_thread_is_live() - whether the thread's sandbox is acquired right now. */
+B4_PUBLIC bool b4_runtime_thread_is_live(struct b4_runtime *rt, const char *id);
+/** b4_runtime_thread_busy() - whether a run or read holds the thread's slot. */
+B4_PUBLIC bool b4_runtime_thread_busy(struct b4_runtime *rt, const char *id);
+/**
+ * b4_runtime_thread_delete() - destroy the thread's compute and storage (when it owns its
+ * sandbox) and delete its rows and those of its child threads, so the id can be reused.
+ * Return: 0, -ENOENT, -EBUSY (a run holds the slot of it or a child), -EIO.
+ */
+B4_PUBLIC int b4_runtime_thread_delete(struct b4_runtime *rt, const char *id, struct b4_error *err);
+/** b4_runtime_thread_release() - release the warm sandbox, keep the workspace. -EBUSY in a run. */
+B4_PUBLIC int b4_runtime_thread_release(struct b4_runtime *rt,
+                                        const char *id,
+                                        struct b4_error *err);
+/** b4_runtime_thread_cancel() - cancel the run in flight. Return: 0, -ESRCH (no run). */
+B4_PUBLIC int b4_runtime_thread_cancel(struct b4_runtime *rt, const char *id);
+
+/**
+ * b4_runtime_run_begin() - take the thread's run slot and acquire its sandbox
+ * @ret: the run; end it with b4_run_end()
+ * Return: 0, -ENOENT (no thread), -EBUSY (run in flight), -ESHUTDOWN (shutting down),
+ *         -ECANCELED, provider errors (B4_E2001).
+ */
+B4_PUBLIC int b4_runtime_run_begin(struct b4_runtime *rt,
+                                   const char *id,
+                                   struct b4_run **ret,
+                                   struct b4_error *err);
+/** b4_run_call() - one tool call inside the run; the result JSON is the caller's. */
+B4_PUBLIC int b4_run_call(struct b4_run *run,
+                          const char *tool,
+                          const char *args_json,
+                          char **ret_result_json,
+                          struct b4_error *err);
+/** b4_run_sandbox() - the run's sandbox; borrowed until b4_run_end(). */
+B4_PUBLIC struct b4_sandbox *b4_run_sandbox(struct b4_run *run);
+/** b4_run_cancel_token() - fired by b4_runtime_thread_cancel(); borrowed. */
+B4_PUBLIC struct b4_cancel *b4_run_cancel_token(struct b4_run *run);
+/** b4_run_end() - free the slot (NULL ok). Return: NULL. */
+B4_PUBLIC struct b4_run *b4_run_end(struct b4_run *run);
+
+/** b4_runtime_reap_idle() - release sandboxes idle longer than the timeout. Return: count. */
+B4_PUBLIC int b4_runtime_reap_idle(struct b4_runtime *rt, uint64_t now_ms);
+/**
+ * b4_runtime_shutdown() - refuse new runs (-ESHUTDOWN), wait up to @deadline_ms for runs in
+ * flight (cancelling them at the deadline), then release every sandbox.
+ */
+B4_PUBLIC void b4_runtime_shutdown(struct b4_runtime *rt, uint64_t deadline_ms);
+B4_PUBLIC void b4_runtime_stats(struct b4_runtime *rt, struct b4_runtime_stats *ret);

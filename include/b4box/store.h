@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The state store: one SQLite database per state directory (`<state>/b4box.db`) holding
+ * threads, their sandbox records, permission grants and, for later use, staged sources and
+ * workspace associations. One process owns a state dir at a time: the server takes an
+ * exclusive lock, local CLI commands a shared one, so neither can run over the other.
+ *
+ * Thread-safe: every call is serialised on the store's own mutex.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "b4box/error.h"
+
+struct b4_store;
+
+enum b4_store_flags {
+        B4_STORE_EXCLUSIVE = 1 << 0, /* a server: refuse when anyone else holds the dir */
+        B4_STORE_SHARED = 1 << 1,    /* a local command: refuse while a server holds it */
+};
+
+struct b4_thread_row {
+        char *id;            /* owned */
+        char *metadata_json; /* owned; a JSON object, "{}" when none */
+        char *owner;         /* owned; principal name, NULL without an access policy */
+        char *parent_id;     /* owned; NULL, or the thread whose sandbox this one shares */
+        int64_t created_ms;  /* ms since the epoch */
+};
+
+/** b4_thread_row_clear() - free what @row owns. */
+B4_PUBLIC void b4_thread_row_clear(struct b4_thread_row *row);
+/** b4_thread_rows_free() - clear @n rows and free the array. Return: NULL. */
+B4_PUBLIC struct b4_thread_row *b4_thread_rows_free(struct b4_thread_row *rows, size_t n);
+
+/**
+ * b4_store_open() - open (creating and migrating) the store of @state_dir
+ * @state_dir: created 0700 if missing; borrowed
+ * @flags:     B4_STORE_EXCLUSIVE or B4_STORE_SHARED
+ * @ret:       owned by the caller (b4_store_close())
+ * Return: 0; -EBUSY "state dir '<d>' is in use by another b4box process (pid <n>)";
+ *         -EIO (SQLite, message kept); -ENOMEM.
+ */
+B4_PUBLIC int b4_store_open(const char *state_dir,
+                            unsigned flags,
+                            struct b4_store **ret,
+                            struct b4_error *err);
+/** b4_store_close() - NULL ok; releases the lock. Return: NULL. */
+B4_PUBLIC struct b4_store *b4_store_close(struct b4_store *s);
+
+/** Return: 0, -EEXIST (id taken), -EIO. */
+B4_PUBLIC int b4_store_thread_insert(struct b4_store *s,
+                                     const struct b4_thread_row *row,
+                                     struct b4_error *err);
+/** @ret filled on success (caller clears). Return: 0, -ENOENT, -EIO. */
+B4_PUBLIC int b4_store_thread_get(struct b4_store *s,
+                                  const char *id,
+                                  struct b4_thread_row *ret,
+                                  struct b4_error *err);
+/** All threads (or only @owner's when non-NULL), oldest first. Return: 0, -EIO. */
+B4_PUBLIC int b4_store_thread_list(struct b4_store *s,
+                                   const char *owner,
+                                   struct b4_thread_row **ret,
+                                   size_t *ret_n,
+                                   struct b4_error *err);
+/** Replace the metadata. Return: 0, -ENOENT, -EIO. */
+B4_PUBLIC int b4_store_thread_set_metadata(struct b4_store *s,
+                                           const char *id,
+                                           const char *metadata_json,
+                                           struct b4_error *err);
+/** Delete the thread and every row that belongs to it, in one transaction. Return: 0, -ENOENT. */
+B4_PUBLIC int b4_store_thread_delete(struct b4_store *s, const char *id, struct b4_error *err);
+
+/** Record (or replace) the thread's sandbox record. Return: 0, -ENOENT (no thread), -EIO. */
+B4_PUBLIC int b4_store_record_put(struct b4_store *s,
+                                  const char *thread_id,
+                                  const char *digest,
+                                  const char *payload_json,
+                                  struct b4_error *err);
+/** Return: 0 with owned *ret_digest and *ret_payload, -ENOENT (no record), -EIO. */
+B4_PUBLIC int b4_store_record_get(struct b4_store *s,
+                                  const char *thread_id,
+                                  char **ret_digest,
+                                  char **ret_payload,
+                                  struct b4_error *err);
+
+/** Add an "Always" grant (idempotent). Return: 0, -ENOENT (no thread), -EIO. */
+B4_PUBLIC int b4_store_grant_add(struct b4_store *s,
+                                 const char *thread_id,
+                                 const char *tool,
+                                 const char *pattern,
+                                 struct b4_error *err);
+/** Patterns granted to @thread_id for @tool, sorted. Return: 0 (possibly empty strv), -EIO. */
+B4_PUBLIC int b4_store_grant_list(struct b4_store *s,
+                                  const char *thread_id,
+                                  const char *tool,
+                                  char ***ret_patterns,
+                                  struct b4_error *err);

@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `sandbox.thread`: a resolver command, or declarative targets that pick a thread sandbox by
+ * one metadata key. A thread sandbox follows reference §2.4: a required static workspace, an
+ * optional image, a narrow policy (network mode only, env, memoryMb/cpus/timeoutMs) and
+ * permission lists.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "b4box/config.h"
+
+#include "base/alloc.h"
+#include "base/macro.h"
+#include "config-internal.h"
+
+static const char *const thread_keys[] = { "targets", NULL };
+static const char *const targets_keys[] = { "key", "values", "default", NULL };
+static const char *const sandbox_keys[] = { "workspace", "environment", "policy", "permissions",
+                                            NULL };
+static const char *const env_keys[] = { "image", NULL };
+static const char *const policy_keys[] = { "network", "env", "resources", NULL };
+static const char *const network_keys[] = { "mode", NULL };
+static const char *const resource_keys[] = { "memoryMb", "cpus", "timeoutMs", NULL };
+static const char *const perm_keys[] = { "allow", "deny", NULL };
+
+static bool image_ok(const char *s, size_t len)
+{
+        static const char extra[] = "._/:@-";
+
+        if (len == 0 || len > CFG_MAX_IMAGE || strlen(s) != len)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                char ch = s[i];
+                bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                             (ch >= '0' && ch <= '9');
+
+                if (!alnum && (i == 0 || !strchr(extra, ch)))
+                        return false;
+        }
+        return true;
+}
+
+static void parse_environment(struct cfg *c,
+                              const struct jv *v,
+                              const char *path,
+                              struct b4_thread_sandbox *t)
+{
+        const struct jv *img = jv_object_get(v, "image");
+
+        if (!jv_is_object(v)) {
+                cfg_refuse(c, "b4box.json %s must be { image } (got: %s).", path, cfg_got(c, v));
+                return;
+        }
+        cfg_known_keys(c, v, path, "an environment option", env_keys);
+        if (!img)
+                return;
+        if (!jv_is_string(img) || !image_ok(jv_string(img), jv_string_length(img)))
+                cfg_refuse(c,
+                           "b4box.json %s.image must match ^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,511}$ "
+                           "(got: %s).",
+                           path, cfg_got(c, img));
+        else if (!(t->image = b4_strdup(jv_string(img))))
+                cfg_fail(c, -ENOMEM);
+}
+
+static void parse_thread_network(struct cfg *c,
+                                 const struct jv *v,
+                                 const char *path,
+                                 struct b4_thread_policy *p)
+{
+        const struct jv *mode = jv_object_get(v, "mode");
+
+        if (!jv_is_object(v)) {
+                cfg_refuse(c, "b4box.json %s must be { \"mode\": \"allow\" | \"deny\" } (got: %s).",
+                           path, cfg_got(c, v));
+                return;
+        }
+        if (jv_object_get(v, "allowlist") || jv_object_get(v, "denylist"))
+                cfg_refuse(c,
+                           "b4box.json %s lists are not enforced by managed workspaces: set only "
+                           "\"mode\".",
+                           path);
+        else
+                cfg_known_keys(c, v, path, "a thread network option", network_keys);
+        if (jv_is_string(mode) &&
+            (strcmp(jv_string(mode), "allow") == 0 || strcmp(jv_string(mode), "deny") == 0)) {
+                p->has_network = true;
+                p->network =
+                        strcmp(jv_string(mode), "deny") == 0 ? B4_NETWORK_DENY : B4_NETWORK_ALLOW;
+                return;
+        }
+        cfg_refuse(c, "b4box.json %s.mode must be \"allow\" or \"deny\" (got: %s).", path,
+                   cfg_got(c, mode));
+}
+
+static void parse_thread_resources(struct cfg *c,
+                                   const struct jv *v,
+                                   const char *path,
+                                   struct b4_thread_policy *p)
+{
+        const struct jv *x;
+        char q[CFG_PATH_MAX];
+
+        if (!jv_is_object(v)) {
+                cfg_refuse(c, "b4box.json %s must be an object (got: %s).", path, cfg_got(c, v));
+                return;
+        }
+        cfg_known_keys(c, v, path, "a thread policy resource", resource_keys);
+        if ((x = jv_object_get(v, "memoryMb")))
+                (void)cfg_positive_int(c, x, cfg_path(q, path, "memoryMb"), 4194304, &p->memory_mb);
+        if ((x = jv_object_get(v, "cpus")))
+                (void)cfg_positive_number(c, x, cfg_path(q, path, "cpus"), &p->cpus);
+        if ((x = jv_object_get(v, "timeoutMs")))
+                (void)cfg_positive_int(c, x, cfg_path(q, path, "timeoutMs"), 86400000,
+                                       &p->timeout_ms);
+}
+
+static void parse_thread_policy(struct cfg *c,
+                                const struct jv *v,
+                                const char *path,
+                                struct b4_thread_policy *p)
+{
+        const struct jv *x;
+        char q[CFG_PATH_MAX];
+
+        if (!jv_is_object(v)) {
+                cfg_refuse(c, "b4box.json %s must be { network?, env?, resources? } (got: %s).",
+                           path, cfg_got(c, v));
+                return;
+        }
+        cfg_known_keys(c, v, path, "a thread policy option", policy_keys);
+        if ((x = jv_object_get(v, "network")))
+                parse_thread_network(c, x, cfg_path(q, path, "network"), p);
+        if ((x = jv_object_get(v, "env"))) {
+                p->has_env = true;
+                config_parse_env(c, x, cfg_path(q, path, "env"), &p->env, &p->n_env);
+        }
+        if ((x = jv_object_get(v, "resources")))
+                parse_thread_resources(c, x, cfg_path(q, path, "resources"), p);
+}
+
+static void parse_thread_permissions(struct cfg *c,
+                                     const struct jv *v,
+                                     const char *path,
+                                     struct b4_thread_sandbox *t)
+{
+        const struct jv *x;
+        char q[CFG_PATH_MAX];
+
+        if (!jv_is_object(v)) {
+                cfg_refuse(c, "b4box.json %s must be { allow?, deny? } (got: %s).", path,
+                           cfg_got(c, v));
+                return;
+        }
+        cfg_known_keys(c, v, path, "a permissions option", perm_keys);
+        if ((x = jv_object_get(v, "allow")))
+                config_parse_tool_map(c, x, cfg_path(q, path, "allow"), &t->allow, &t->n_allow);
+        if ((x = jv_object_get(v, "deny")))
+                config_parse_tool_map(c, x, cfg_path(q, path, "deny"), &t->deny, &t->n_deny);
+}
+
+void config_parse_thread_sandbox(struct cfg *c,
+                                 const struct jv *v,
+                                 const char *path,
+                                 struct b4_thread_sandbox *t)
+{
+        const struct jv *x;
+        char q[CFG_PATH_MAX];
+
+        if (!jv_is_object(v)) {
+                cfg_refuse(c,
+                           "b4box.json %s must be a thread sandbox { workspace, environment?, "
+                           "policy?, permissions? } (got: %s).",
+                           path, cfg_got(c, v));
+                return;
+        }
+        cfg_known_keys(c, v, path, "a thread sandbox option", sandbox_keys);
+        if ((x = jv_object_get(v, "workspace")))
+                config_parse_workspace_def(c, x, cfg_path(q, path, "workspace"), &t->workspace);
+        else
+                cfg_refuse(c, "b4box.json %s.workspace is required.", path);
+        if ((x = jv_object_get(v, "environment")))
+                parse_environment(c, x, cfg_path(q, path, "environment"), t);
+        if ((x = jv_object_get(v, "policy")))
+                parse_thread_policy(c, x, cfg_path(q, path, "policy"), &t->policy);
+        if ((x = jv_object_get(v, "permissions")))
+                parse_thread_permissions(c, x, cfg_path(q, path, "permissions"), t);
+}
+
+void config_thread_sandbox_clear(struct b4_thread_sandbox *t)
+{
+        config_workspace_def_clear(&t->workspace);
+        free(t->image);
+        config_env_free(t->policy.env, t->policy.n_env);
+        config_tool_map_free(t->allow, t->n_allow);
+        config_tool_map_free(t->deny, t->n_deny);
+        *t = (struct b4_thread_sandbox){ 0 };
+}
+
+void config_thread_targets_clear(struct b4_thread_targets *t)
+{
+        free(t->key);
+        for (size_t i = 0; t->values && i < t->n_values; i++) {
+                free(t->values[i].value);
+                config_thread_sandbox_clear(&t->values[i].sandbox);
+        }
+        free(t->values);
+        if (t->fallback)
+                config_thread_sandbox_clear(t->fallback);
+        free(t->fallback);
+        *t = (struct b4_thread_targets){ 0 };
+}
+
+static void parse_values(struct cfg *c, const struct jv *v, struct b4_thread_targets *t)
+{
+        const char *base = "sandbox.thread.targets.values";
+        char q[CFG_PATH_MAX];
+
+        if (!jv_is_object(v) || jv_object_size(v) > CFG_MAX_TARGETS) {
+                cfg_refuse(c,
+                           "b4box.json %s must be an object of at most %d metadata values to "
+                           "thread sandboxes (got: %s).",
+                           base, CFG_MAX_TARGETS, cfg_got(c, v));
+                return;
+        }
+        t->values = b4_calloc(jv_object_size(v) + 1, sizeof(*t->values));
+        if (!t->values) {
+                cfg_fail(c, -ENOMEM);
+                return;
+        }
+        for (void *it = jv_object_iter(v); it; it = jv_object_next(v, it)) {
+                struct b4_thread_target *e = &t->values[t->n_values++];
+
+                e->value = b4_strdup(jv_iter_key(it));
+                if (!e->value)
+                        cfg_fail(c, -ENOMEM);
+                config_parse_thread_sandbox(c, jv_iter_value(it),
+                                            cfg_path(q, base, cfg_key(c, jv_iter_key(it))),
+                                            &e->sandbox);
+        }
+}
+
+static void parse_targets(struct cfg *c, const struct jv *v, struct b4_thread_targets *t)
+{
+        const struct jv *x;
+
+        if (!jv_is_object(v)) {
+                cfg_refuse(c,
+                           "b4box.json sandbox.thread.targets must be { key, values, default? } "
+                           "(got: %s).",
+                           cfg_got(c, v));
+                return;
+        }
+        cfg_known_keys(c, v, "sandbox.thread.targets", "a targets option", targets_keys);
+        (void)cfg_string(c, jv_object_get(v, "key"), "sandbox.thread.targets.key",
+                         CFG_MAX_TOOL_NAME, &t->key);
+        parse_values(c, jv_object_get(v, "values"), t);
+        if (!(x = jv_object_get(v, "default")))
+                return;
+        t->fallback = b4_calloc(1, sizeof(*t->fallback));
+        if (!t->fallback) {
+                cfg_fail(c, -ENOMEM);
+                return;
+        }
+        config_parse_thread_sandbox(c, x, "sandbox.thread.targets.default", t->fallback);
+}
+
+void config_parse_thread(struct cfg *c, const struct jv *v, struct b4_sandbox_config *s)
+{
+        bool cmd = jv_object_get(v, "command") != NULL;
+        bool targets = jv_object_get(v, "targets") != NULL;
+
+        if (cmd && !targets) {
+                s->thread_kind = B4_THREAD_RESOLVER;
+                config_parse_resolver(c, v, "sandbox.thread", &s->thread_resolver);
+        } else if (targets && !cmd) {
+                s->thread_kind = B4_THREAD_TARGETS;
+                cfg_known_keys(c, v, "sandbox.thread", "a thread option", thread_keys);
+                parse_targets(c, jv_object_get(v, "targets"), &s->thread_targets);
+        } else {
+                cfg_refuse(c, "b4box.json sandbox.thread must be a resolver command or "
+                              "declarative targets.");
+        }
+}

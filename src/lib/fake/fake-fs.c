@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The fake provider's in-memory filesystem (see fake-internal.h). Every operation first
+ * normalises its path lexically; a path is a file when it is stored with content, a directory
+ * when it is stored as one, is the workspace root or one of its ancestors, or is a proper
+ * prefix of any stored path. Missing paths are -ENOENT ("ENOENT: <path>", the reference
+ * fake's text), also for list_dir (unlike the reference fake, which lists nothing).
+ */
+
+#include <errno.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/macro.h"
+#include "base/strv.h"
+#include "base/time-util.h"
+#include "fake-internal.h"
+
+enum kind {
+        KIND_NONE = 0,
+        KIND_FILE = 1,
+        KIND_DIR = 2,
+};
+
+int fakefs_normalize(const char *path, char **ret, struct b4_error *err)
+{
+        cleanup_free char *out = NULL;
+        size_t n = 0;
+
+        if (!path || path[0] != '/')
+                return b4_error_set(err, -EINVAL, "path must be absolute: '%s'", path ? path : "");
+        out = b4_malloc(strlen(path) + 2);
+        if (!out)
+                return -ENOMEM;
+        for (const char *p = path; *p;) {
+                size_t len;
+
+                while (*p == '/')
+                        p++;
+                len = strcspn(p, "/");
+                if (len == 0 || (len == 1 && p[0] == '.')) {
+                        p += len;
+                        continue;
+                }
+                if (len == 2 && p[0] == '.' && p[1] == '.') {
+                        while (n > 0 && out[--n] != '/')
+                                ;
+                        p += len;
+                        continue;
+                }
+                out[n++] = '/';
+                memcpy(out + n, p, len);
+                n += len;
+                p += len;
+        }
+        if (n == 0)
+                out[n++] = '/';
+        out[n] = '\0';
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+void fakefs_clear(struct fake_ws *ws)
+{
+        for (size_t i = 0; i < ws->n; i++) {
+                free(ws->v[i].path);
+                free(ws->v[i].data);
+        }
+        free(ws->v);
+        ws->v = NULL;
+        ws->n = 0;
+}
+
+/* Whether @path lies strictly below the directory @dir (both normalised). */
+static bool is_below(const char *path, const char *dir)
+{
+        size_t n = strlen(dir);
+
+        if (n == 1)
+                return path[0] == '/' && path[1] != '\0';
+        return strncmp(path, dir, n) == 0 && path[n] == '/';
+}
+
+static struct fake_entry *entry_find(struct fake_ws *ws, const char *path)
+{
+        for (size_t i = 0; i < ws->n; i++)
+                if (strcmp(ws->v[i].path, path) == 0)
+                        return &ws->v[i];
+        return NULL;
+}
+
+static enum kind kind_of(struct fake_ws *ws, const char *path)
+{
+        struct fake_entry *e = entry_find(ws, path);
+
+        if (e)
+                return e->is_dir ? KIND_DIR : KIND_FILE;
+        if (strcmp(path, B4_WORKSPACE_ROOT) == 0 || is_below(B4_WORKSPACE_ROOT, path))
+                return KIND_DIR;
+        for (size_t i = 0; i < ws->n; i++)
+                if (is_below(ws->v[i].path, path))
+                        return KIND_DIR;
+        return KIND_NONE;
+}
+
+/* The newest mtime at or below @path (directories without an explicit entry). */
+static int64_t newest_mtime(struct fake_ws *ws, const char *path)
+{
+        int64_t m = 0;
+
+        for (size_t i = 0; i < ws->n; i++)
+                if ((strcmp(ws->v[i].path, path) == 0 || is_below(ws->v[i].path, path)) &&
+                    ws->v[i].mtime_ms > m)
+                        m = ws->v[i].mtime_ms;
+        return m;
+}
+
+/* -ENOTDIR when a proper ancestor of @path is a file. */
+static int check_parents(struct fake_ws *ws, const char *path, const char *op, struct b4_error *err)
+{
+        for (size_t i = 0; i < ws->n; i++)
+                if (!ws->v[i].is_dir && is_below(path, ws->v[i].path))
+                        return b4_error_set(err, -ENOTDIR, "%s %s: not a directory: '%s'", op, path,
+                                            ws->v[i].path);
+        return 0;
+}
+
+static struct fake_entry *entry_add(struct fake_ws *ws, const char *path)
+{
+        struct fake_entry *v = b4_reallocarray(ws->v, ws->n + 1, sizeof(*v));
+
+        if (!v)
+                return NULL;
+        ws->v = v;
+        v[ws->n] = (struct fake_entry){ .path = b4_strdup(path) };
+        if (!v[ws->n].path)
+                return NULL;
+        return &v[ws->n++];
+}
+
+static void entry_del(struct fake_ws *ws, struct fake_entry *e)
+{
+        free(e->path);
+        free(e->data);
+        *e = ws->v[--ws->n];
+}
+
+int fakefs_read(struct fake_ws *ws,
+                const char *path,
+                uint64_t max_bytes,
+                char **ret,
+                size_t *ret_len,
+                struct b4_error *err)
+{
+        cleanup_free char *p = NULL;
+        struct fake_entry *e;
+        char *data;
+        int r;
+
+        r = fakefs_normalize(path, &p, err);
+        if (r < 0)
+                return r;
+        switch (kind_of(ws, p)) {
+        case KIND_NONE:
+                return b4_error_set(err, -ENOENT, "ENOENT: %s", path);
+        case KIND_DIR:
+                return b4_error_set(err, -EISDIR, "EISDIR: %s", path);
+        case KIND_FILE:
+                break;
+        }
+        e = entry_find(ws, p);
+        if (max_bytes != B4_UNBOUNDED && e->len > max_bytes)
+                return b4_error_set(err, -EFBIG, "readFile %s: content exceeds maxBytes (%llu).",
+                                    path, (unsigned long long)max_bytes);
+        data = b4_malloc(e->len + 1);
+        if (!data)
+                return -ENOMEM;
+        memcpy(data, e->data, e->len);
+        data[e->len] = '\0';
+        *ret = data;
+        *ret_len = e->len;
+        return 0;
+}
+
+int fakefs_lstat(struct fake_ws *ws, const char *path, struct b4_stat *ret, struct b4_error *err)
+{
+        cleanup_free char *p = NULL;
+        struct fake_entry *e;
+        int r;
+
+        r = fakefs_normalize(path, &p, err);
+        if (r < 0)
+                return r;
+        switch (kind_of(ws, p)) {
+        case KIND_NONE:
+                return b4_error_set(err, -ENOENT, "ENOENT: %s", path);
+        case KIND_DIR:
+                *ret = (struct b4_stat){ .kind = B4_FILE_DIRECTORY,
+                                         .mtime_ms = newest_mtime(ws, p) };
+                return 0;
+        case KIND_FILE:
+                break;
+        }
+        e = entry_find(ws, p);
+        *ret = (struct b4_stat){ .kind = B4_FILE_REGULAR, .size = e->len, .mtime_ms = e->mtime_ms };
+        return 0;
+}
+
+/* The first component of @path below @dir, appended to @names unless already there. */
+static int add_child(char ***names, const char *path, const char *dir)
+{
+        const char *rest = path + (strlen(dir) == 1 ? 1 : strlen(dir) + 1);
+        cleanup_free char *name = b4_strndup(rest, strcspn(rest, "/"));
+
+        if (!name)
+                return -ENOMEM;
+        if (strv_contains(*names, name))
+                return 0;
+        return strv_consume(names, TAKE_PTR(name));
+}
+
+int fakefs_list(struct fake_ws *ws, const char *path, char ***ret, struct b4_error *err)
+{
+        cleanup_free char *p = NULL;
+        cleanup_strv char **names = NULL;
+        int r;
+
+        r = fakefs_normalize(path, &p, err);
+        if (r < 0)
+                return r;
+        switch (kind_of(ws, p)) {
+        case KIND_NONE:
+                return b4_error_set(err, -ENOENT, "ENOENT: %s", path);
+        case KIND_FILE:
+                return b4_error_set(err, -ENOTDIR, "ENOTDIR: %s", path);
+        case KIND_DIR:
+                break;
+        }
+        names = b4_calloc(1, sizeof(char *));
+        if (!names)
+                return -ENOMEM;
+        if (is_below(B4_WORKSPACE_ROOT, p) && add_child(&names, B4_WORKSPACE_ROOT, p) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < ws->n; i++)
+                if (is_below(ws->v[i].path, p) && add_child(&names, ws->v[i].path, p) < 0)
+                        return -ENOMEM;
+        strv_sort(names);
+        *ret = TAKE_PTR(names);
+        return 0;
+}
+
+int fakefs_write(
+        struct fake_ws *ws, const char *path, const void *data, size_t len, struct b4_error *err)
+{
+        cleanup_free char *p = NULL, *copy = NULL;
+        struct fake_entry *e;
+        int r;
+
+        r = fakefs_normalize(path, &p, err);
+        if (r < 0)
+                return r;
+        if (kind_of(ws, p) == KIND_DIR)
+                return b4_error_set(err, -EISDIR, "writeFile %s: is a directory", path);
+        r = check_parents(ws, p, "writeFile", err);
+        if (r < 0)
+                return r;
+        copy = b4_malloc(len + 1);
+        if (!copy)
+                return -ENOMEM;
+        if (len)
+                memcpy(copy, data, len);
+        copy[len] = '\0';
+        e = entry_find(ws, p);
+        if (!e)
+                e = entry_add(ws, p);
+        if (!e)
+                return -ENOMEM;
+        free(e->data);
+        e->data = TAKE_PTR(copy);
+        e->len = len;
+        e->mtime_ms = realtime_msec();
+        return 0;
+}
+
+int fakefs_mkdir(struct fake_ws *ws, const char *path, struct b4_error *err)
+{
+        cleanup_free char *p = NULL;
+        struct fake_entry *e;
+        int r;
+
+        r = fakefs_normalize(path, &p, err);
+        if (r < 0)
+                return r;
+        r = check_parents(ws, p, "mkdir", err);
+        if (r < 0)
+                return r;
+        e = entry_find(ws, p);
+        if (e && !e->is_dir)
+                return b4_error_set(err, -EEXIST, "mkdir %s: file exists", path);
+        if (e || strcmp(p, B4_WORKSPACE_ROOT) == 0 || is_below(B4_WORKSPACE_ROOT, p))
+                return 0;
+        e = entry_add(ws, p);
+        if (!e)
+                return -ENOMEM;
+        e->is_dir = true;
+        e->mtime_ms = realtime_msec();
+        return 0;
+}
+
+int fakefs_remove(struct fake_ws *ws, const char *path, struct b4_error *err)
+{
+        cleanup_free char *p = NULL;
+        struct fake_entry *e;
+        int r;
+
+        r = fakefs_normalize(path, &p, err);
+        if (r < 0)
+                return r;
+        if (strcmp(p, B4_WORKSPACE_ROOT) == 0 || is_below(B4_WORKSPACE_ROOT, p))
+                return b4_error_set(err, -EBUSY, "remove %s: is the workspace root", path);
+        for (size_t i = 0; i < ws->n; i++)
+                if (is_below(ws->v[i].path, p))
+                        return b4_error_set(err, -ENOTEMPTY, "remove %s: directory not empty",
+                                            path);
+        e = entry_find(ws, p);
+        if (e)
+                entry_del(ws, e);
+        return 0;
+}
+
+int fakefs_touch(struct fake_ws *ws, const char *path, struct b4_error *err)
+{
+        cleanup_free char *p = NULL;
+        struct fake_entry *e;
+        int r;
+
+        r = fakefs_normalize(path, &p, err);
+        if (r < 0)
+                return r;
+        e = entry_find(ws, p);
+        if (e) {
+                e->mtime_ms = realtime_msec();
+                return 0;
+        }
+        if (kind_of(ws, p) == KIND_DIR) {
+                r = fakefs_mkdir(ws, p, err);
+                if (r < 0)
+                        return r;
+                e = entry_find(ws, p);
+                if (e)
+                        e->mtime_ms = realtime_msec();
+                return 0;
+        }
+        return fakefs_write(ws, p, "", 0, err);
+}

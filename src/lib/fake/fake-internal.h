@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The fake provider's in-memory workspace: a map of normalised absolute path to file
+ * content or explicit directory. Directories also exist implicitly: every proper prefix of
+ * a stored path, the workspace root and its ancestors. No symlinks. All functions expect
+ * the caller to hold the provider's lock.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "b4box/provider.h"
+
+struct fake_sandbox;
+
+struct fake_entry {
+        char *path;       /* owned; normalised absolute path */
+        char *data;       /* owned file content, NUL-terminated past len; NULL for a dir */
+        size_t len;       /* content bytes */
+        bool is_dir;      /* an explicitly created directory */
+        int64_t mtime_ms; /* last write or touch */
+};
+
+struct fake_ws {
+        char *thread_id;      /* owned */
+        struct fake_entry *v; /* owned array, unsorted */
+        size_t n;
+        unsigned refs;                 /* the provider's list, handles and readers */
+        bool destroyed;                /* removed from the provider by destroy */
+        struct fake_sandbox *instance; /* the live compute (a handle reference); NULL = released */
+        unsigned instances;            /* instances started and not released/destroyed since */
+        struct fake_ws *next;          /* provider list */
+};
+
+/* Lexical normalisation of an absolute path: no "", "." or ".." components, no trailing '/'. */
+int fakefs_normalize(const char *path, char **ret, struct b4_error *err);
+void fakefs_clear(struct fake_ws *ws);
+
+int fakefs_read(struct fake_ws *ws,
+                const char *path,
+                uint64_t max_bytes,
+                char **ret,
+                size_t *ret_len,
+                struct b4_error *err);
+int fakefs_lstat(struct fake_ws *ws, const char *path, struct b4_stat *ret, struct b4_error *err);
+int fakefs_list(struct fake_ws *ws, const char *path, char ***ret, struct b4_error *err);
+int fakefs_write(
+        struct fake_ws *ws, const char *path, const void *data, size_t len, struct b4_error *err);
+int fakefs_mkdir(struct fake_ws *ws, const char *path, struct b4_error *err);
+int fakefs_remove(struct fake_ws *ws, const char *path, struct b4_error *err);
+int fakefs_touch(struct fake_ws *ws, const char *path, struct b4_error *err);

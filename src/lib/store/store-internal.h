@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Shared by the store's files: the connection, its lock and SQLite error mapping. */
+
+#include <pthread.h>
+#include <sqlite3.h>
+
+#include "b4box/store.h"
+
+struct b4_store {
+        sqlite3 *db;          /* the only connection */
+        pthread_mutex_t lock; /* serialises every call */
+        int lock_fd;          /* flock()ed <state>/b4box.lock */
+};
+
+/* Map an SQLite result to -errno and set @err with the database's message. */
+int store_error(struct b4_store *s, int rc, struct b4_error *err, const char *what);
+/* Prepare @sql; on failure sets @err. */
+int store_prepare(struct b4_store *s, const char *sql, sqlite3_stmt **ret, struct b4_error *err);
+/* Run a statement that returns no rows to completion, then finalize it. */
+int store_step_done(struct b4_store *s, sqlite3_stmt *st, struct b4_error *err, const char *what);
+/* Duplicate a column as a heap string (NULL for SQL NULL). -ENOMEM on failure. */
+int store_column_strdup(sqlite3_stmt *st, int col, char **ret);
+
+static inline void sqlite3_finalizep(sqlite3_stmt **st)
+{
+        if (*st)
+                (void)sqlite3_finalize(*st);
+        *st = NULL;
+}
+
+static inline void store_unlockp(struct b4_store **s)
+{
+        if (*s)
+                (void)pthread_mutex_unlock(&(*s)->lock);
+}
+
+/* Hold the store mutex until the end of the scope. */
+#define STORE_LOCKED(s)                                                        \
+ struct b4_store *store_guard__ __attribute__((cleanup(store_unlockp))) = (s); \
+ (void)pthread_mutex_lock(&store_guard__->lock)

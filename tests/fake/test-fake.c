@@ -1,0 +1,620 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The fake provider's own semantics (reference §8 plus our documented divergences). */
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "b4box/b4.h"
+
+#include "b4-test.h"
+#include "base/alloc.h"
+#include "base/strv.h"
+#include "fake/fake.h"
+#include "providers.h"
+
+struct fx {
+        struct b4_provider *p;
+        struct b4_policy policy;
+};
+
+static int setup(void **state)
+{
+        struct fx *f = calloc(1, sizeof(*f));
+        struct b4_provider_config cfg = { .type = (char *)"fake", .scope = (char *)"test" };
+
+        assert_non_null(f);
+        assert_int_equal(b4_provider_new(&cfg, &f->p, NULL), 0);
+        assert_string_equal(b4_provider_name(f->p), "fake");
+        assert_string_equal(f->p->scope, "test");
+        b4_policy_init(&f->policy);
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        struct fx *f = *state;
+
+        b4_provider_free(f->p);
+        b4_policy_clear(&f->policy);
+        free(f);
+        return 0;
+}
+
+static struct b4_sandbox *acquire(struct fx *f, const char *id)
+{
+        struct b4_acquire_req req = { .thread_id = id, .policy = &f->policy };
+        struct b4_sandbox *sb = NULL;
+        struct b4_error err = { 0 };
+
+        assert_int_equal(b4_provider_acquire(f->p, &req, &sb, &err), 0);
+        assert_non_null(sb);
+        assert_string_equal(sb->thread_id, id);
+        assert_string_equal(sb->workspace_root, "/workspace");
+        return sb;
+}
+
+static void put(struct b4_sandbox *sb, const char *path, const char *data)
+{
+        assert_int_equal(b4_fs_write_file(b4_sandbox_fs(sb), path, data, strlen(data), NULL), 0);
+}
+
+static void expect_content(struct b4_fs *fs, const char *path, const char *data)
+{
+        char *got = NULL;
+        size_t len = 0;
+
+        assert_int_equal(b4_fs_read_file(fs, path, B4_UNBOUNDED, &got, &len, NULL), 0);
+        assert_int_equal(len, strlen(data));
+        assert_string_equal(got, data);
+        free(got);
+}
+
+static void expect_error(int r, int want, const struct b4_error *err, const char *msg)
+{
+        assert_int_equal(r, want);
+        if (msg)
+                assert_string_equal(err->msg, msg);
+}
+
+static char *list_joined(struct b4_fs *fs, const char *path)
+{
+        char **names = NULL;
+        char buf[512] = "";
+
+        assert_int_equal(b4_fs_list_dir(fs, path, &names, NULL), 0);
+        assert_non_null(names);
+        STRV_FOREACH (n, names) {
+                strcat(buf, *n);  /* checksrc: allow (test) */
+                strcat(buf, ","); /* checksrc: allow (test) */
+        }
+        strv_free(names);
+        return strdup(buf);
+}
+
+static void test_acquire_is_idempotent(void **state)
+{
+        struct fx *f = *state;
+        struct b4_sandbox *a = acquire(f, "t"), *b = acquire(f, "t");
+        struct b4_acquire_req bad = { .thread_id = "", .policy = &f->policy };
+        struct b4_sandbox *c = NULL;
+
+        assert_ptr_equal(a, b);
+        assert_int_equal(fake_provider_instances(f->p, "t"), 1);
+        assert_int_equal(fake_provider_n_workspaces(f->p), 1);
+        put(a, "/workspace/x", "1");
+        expect_content(b4_sandbox_fs(b), "/workspace/x", "1");
+        assert_int_equal(b4_provider_acquire(f->p, &bad, &c, NULL), -EINVAL);
+        b4_sandbox_unref(a);
+        b4_sandbox_unref(b);
+}
+
+static void test_read_errors(void **state)
+{
+        struct fx *f = *state;
+        struct b4_sandbox *sb = acquire(f, "t");
+        struct b4_fs *fs = b4_sandbox_fs(sb);
+        struct b4_error err = { 0 };
+        char *got = NULL;
+        size_t len;
+
+        put(sb, "/workspace/d/f", "hello");
+        expect_error(b4_fs_read_file(fs, "/workspace/nope", 10, &got, &len, &err), -ENOENT, &err,
+                     "ENOENT: /workspace/nope");
+        expect_error(b4_fs_read_file(fs, "/workspace/d", 10, &got, &len, &err), -EISDIR, &err,
+                     "EISDIR: /workspace/d");
+        expect_error(b4_fs_read_file(fs, "/workspace/d/f", 4, &got, &len, &err), -EFBIG, &err,
+                     "readFile /workspace/d/f: content exceeds maxBytes (4).");
+        assert_null(got);
+        assert_int_equal(b4_fs_read_file(fs, "/workspace/d/f", 5, &got, &len, NULL), 0);
+        assert_int_equal(len, 5);
+        free(got);
+        expect_error(b4_fs_read_file(fs, "relative", 5, &got, &len, &err), -EINVAL, &err, NULL);
+        b4_sandbox_unref(sb);
+}
+
+static void test_binary_content(void **state)
+{
+        struct fx *f = *state;
+        struct b4_sandbox *sb = acquire(f, "t");
+        static const char bin[] = { 'a', '\0', 'b', '\xff' };
+        char *got = NULL;
+        size_t len = 0;
+
+        assert_int_equal(
+                b4_fs_write_file(b4_sandbox_fs(sb), "/workspace/bin", bin, sizeof(bin), NULL), 0);
+        assert_int_equal(b4_fs_read_file(b4_sandbox_fs(sb), "/workspace/bin", B4_UNBOUNDED, &got,
+                                         &len, NULL),
+                         0);
+        assert_int_equal(len, sizeof(bin));
+        assert_memory_equal(got, bin, sizeof(bin));
+        assert_int_equal(got[len], '\0');
+        free(got);
+        b4_sandbox_unref(sb);
+}
+
+static void test_list_dir(void **state)
+{
+        struct fx *f = *state;
+        struct b4_sandbox *sb = acquire(f, "t");
+        struct b4_fs *fs = b4_sandbox_fs(sb);
+        struct b4_error err = { 0 };
+        char **names = NULL;
+        char *s;
+
+        s = list_joined(fs, "/workspace");
+        assert_string_equal(s, "");
+        free(s);
+        put(sb, "/workspace/b.txt", "");
+        put(sb, "/workspace/a/one", "");
+        put(sb, "/workspace/a/two", "");
+        put(sb, "/workspace/B", "");
+        assert_int_equal(b4_fs_mkdir_p(fs, "/workspace/empty", NULL), 0);
+        s = list_joined(fs, "/workspace/");
+        assert_string_equal(s, "B,a,b.txt,empty,");
+        free(s);
+        s = list_joined(fs, "/workspace/a");
+        assert_string_equal(s, "one,two,");
+        free(s);
+        s = list_joined(fs, "/");
+        assert_string_equal(s, "workspace,");
+        free(s);
+        expect_error(b4_fs_list_dir(fs, "/workspace/missing", &names, &err), -ENOENT, &err,
+                     "ENOENT: /workspace/missing");
+        expect_error(b4_fs_list_dir(fs, "/workspace/b.txt", &names, &err), -ENOTDIR, &err,
+                     "ENOTDIR: /workspace/b.txt");
+        assert_null(names);
+        b4_sandbox_unref(sb);
+}
+
+static void test_stat_and_dirs(void **state)
+{
+        struct fx *f = *state;
+        struct b4_sandbox *sb = acquire(f, "t");
+        struct b4_fs *fs = b4_sandbox_fs(sb);
+        struct b4_error err = { 0 };
+        struct b4_stat st = { 0 };
+
+        put(sb, "/workspace/d/f", "abc");
+        assert_int_equal(b4_fs_lstat(fs, "/workspace/d/f", &st, NULL), 0);
+        assert_int_equal(st.kind, B4_FILE_REGULAR);
+        assert_int_equal(st.size, 3);
+        assert_false(st.executable);
+        assert_true(st.mtime_ms > 0);
+        assert_null(st.target);
+        assert_int_equal(b4_fs_stat(fs, "/workspace/d", &st, NULL), 0);
+        assert_int_equal(st.kind, B4_FILE_DIRECTORY);
+        assert_int_equal(b4_fs_lstat(fs, "/workspace", &st, NULL), 0);
+        assert_int_equal(st.kind, B4_FILE_DIRECTORY);
+        expect_error(b4_fs_lstat(fs, "/workspace/none", &st, &err), -ENOENT, &err,
+                     "ENOENT: /workspace/none");
+        /* parents that are files, directories that are written, removal rules */
+        expect_error(b4_fs_write_file(fs, "/workspace/d/f/g", "x", 1, &err), -ENOTDIR, &err, NULL);
+        expect_error(b4_fs_write_file(fs, "/workspace/d", "x", 1, &err), -EISDIR, &err,
+                     "writeFile /workspace/d: is a directory");
+        expect_error(b4_fs_mkdir_p(fs, "/workspace/d/f", &err), -EEXIST, &err, NULL);
+        expect_error(b4_fs_remove(fs, "/workspace/d", &err), -ENOTEMPTY, &err,
+                     "remove /workspace/d: directory not empty");
+        assert_int_equal(b4_fs_remove(fs, "/workspace/d/f", NULL), 0);
+        assert_int_equal(b4_fs_remove(fs, "/workspace/d/f", NULL), 0); /* missing is success */
+        assert_int_equal(b4_fs_lstat(fs, "/workspace/d", &st, NULL), -ENOENT); /* was implied */
+        assert_int_equal(b4_fs_mkdir_p(fs, "/workspace/e/f", NULL), 0);
+        assert_int_equal(b4_fs_lstat(fs, "/workspace/e/f", &st, NULL), 0);
+        assert_int_equal(st.kind, B4_FILE_DIRECTORY);
+        assert_int_equal(b4_fs_remove(fs, "/workspace/e/f", NULL), 0);
+        assert_int_equal(b4_fs_lstat(fs, "/workspace/e/f", &st, NULL), -ENOENT);
+        b4_sandbox_unref(sb);
+}
+
+static void test_touch_realpath_walk(void **state)
+{
+        struct fx *f = *state;
+        struct b4_sandbox *sb = acquire(f, "t");
+        struct b4_fs *fs = b4_sandbox_fs(sb);
+        struct b4_walk_entry *w = NULL;
+        size_t n = 0;
+        char *rp = NULL;
+
+        assert_int_equal(b4_fs_touch(fs, "/workspace/new", NULL), 0);
+        expect_content(fs, "/workspace/new", "");
+        put(sb, "/workspace/keep", "data");
+        assert_int_equal(b4_fs_touch(fs, "/workspace/keep", NULL), 0);
+        expect_content(fs, "/workspace/keep", "data");
+        assert_int_equal(b4_fs_realpath(fs, "/workspace/a/../b/./c//", &rp, NULL), 0);
+        assert_string_equal(rp, "/workspace/b/c");
+        free(rp);
+        assert_int_equal(b4_fs_realpath(fs, "/../..", &rp, NULL), 0);
+        assert_string_equal(rp, "/");
+        free(rp);
+        put(sb, "/workspace/d/x", "1");
+        assert_int_equal(b4_fs_walk(fs, "/workspace", 100, NULL, &w, &n, NULL), 0);
+        assert_int_equal(n, 4);
+        assert_string_equal(w[0].path, "d");
+        assert_int_equal(w[0].st.kind, B4_FILE_DIRECTORY);
+        assert_string_equal(w[1].path, "d/x");
+        assert_string_equal(w[2].path, "keep");
+        assert_string_equal(w[3].path, "new");
+        b4_walk_entries_free(w, n);
+        assert_int_equal(b4_fs_walk(fs, "/workspace", 3, NULL, &w, &n, NULL), -E2BIG);
+        b4_sandbox_unref(sb);
+}
+
+static void test_release_keeps_destroy_deletes(void **state)
+{
+        struct fx *f = *state;
+        struct b4_sandbox *a = acquire(f, "t"), *b;
+        struct b4_error err = { 0 };
+        char *got = NULL;
+        size_t len;
+        char *s;
+
+        put(a, "/workspace/keep", "1");
+        assert_int_equal(b4_provider_release(f->p, "t", NULL), 0);
+        assert_int_equal(fake_provider_instances(f->p, "t"), 0);
+        expect_content(b4_sandbox_fs(a), "/workspace/keep", "1"); /* old handle still reads */
+        b = acquire(f, "t");
+        assert_ptr_not_equal(a, b);
+        assert_int_equal(fake_provider_instances(f->p, "t"), 1);
+        expect_content(b4_sandbox_fs(b), "/workspace/keep", "1");
+        b4_sandbox_unref(b);
+        assert_int_equal(b4_provider_destroy(f->p, "t", NULL), 0);
+        assert_int_equal(fake_provider_n_workspaces(f->p), 0);
+        expect_error(b4_fs_read_file(b4_sandbox_fs(a), "/workspace/keep", 9, &got, &len, &err),
+                     -ENOENT, &err,
+                     "Sandbox unavailable: the workspace of thread \"t\" was destroyed.");
+        assert_int_equal(err.code, B4_CODE_SANDBOX_UNAVAILABLE);
+        b4_sandbox_unref(a);
+        b = acquire(f, "t");
+        s = list_joined(b4_sandbox_fs(b), "/workspace");
+        assert_string_equal(s, "");
+        free(s);
+        b4_sandbox_unref(b);
+        assert_int_equal(b4_provider_destroy(f->p, "never", NULL), 0);
+        assert_int_equal(b4_provider_release(f->p, "never", NULL), 0);
+}
+
+static void test_threads_isolated(void **state)
+{
+        struct fx *f = *state;
+        struct b4_sandbox *a = acquire(f, "a"), *b = acquire(f, "b");
+        char *s;
+
+        put(a, "/workspace/secret", "s");
+        s = list_joined(b4_sandbox_fs(b), "/workspace");
+        assert_string_equal(s, "");
+        free(s);
+        assert_int_equal(fake_provider_n_workspaces(f->p), 2);
+        b4_sandbox_unref(a);
+        b4_sandbox_unref(b);
+}
+
+static void test_reader(void **state)
+{
+        struct fx *f = *state;
+        struct b4_reader_req rq = { .thread_id = "t" };
+        struct b4_reader *rd = NULL;
+        struct b4_sandbox *sb;
+        struct b4_error err = { 0 };
+        struct b4_stat st;
+        char *got = NULL, **names = NULL;
+        size_t len;
+
+        assert_true(b4_provider_has_reader(f->p));
+        expect_error(b4_provider_open_reader(f->p, &rq, &rd, &err), -ENOENT, &err,
+                     "Sandbox unavailable: no workspace storage for thread \"t\".");
+        assert_int_equal(err.code, B4_CODE_SANDBOX_UNAVAILABLE);
+        sb = acquire(f, "t");
+        put(sb, "/workspace/produced.txt", "out");
+        assert_int_equal(b4_provider_open_reader(f->p, &rq, &rd, NULL), 0);
+        assert_string_equal(rd->thread_id, "t");
+        assert_string_equal(rd->workspace_root, "/workspace");
+        assert_null(rd->fs.ops->write_file);
+        assert_null(rd->fs.ops->mkdir_p);
+        assert_null(rd->fs.ops->remove);
+        assert_null(rd->fs.ops->touch);
+        expect_error(b4_fs_write_file(b4_reader_fs(rd), "/workspace/x", "1", 1, &err), -EOPNOTSUPP,
+                     &err, NULL);
+        expect_content(b4_reader_fs(rd), "/workspace/produced.txt", "out");
+        put(sb, "/workspace/later", "2"); /* a live view, not a snapshot */
+        expect_content(b4_reader_fs(rd), "/workspace/later", "2");
+        assert_int_equal(b4_reader_close(rd, NULL), 0);
+        assert_int_equal(b4_reader_close(rd, NULL), 0);
+        expect_error(b4_fs_read_file(b4_reader_fs(rd), "/workspace/later", 9, &got, &len, &err),
+                     -EBADF, &err, "Workspace reader for thread \"t\" is closed");
+        expect_error(b4_fs_list_dir(b4_reader_fs(rd), "/workspace", &names, &err), -EBADF, &err,
+                     "Workspace reader for thread \"t\" is closed");
+        expect_error(b4_fs_lstat(b4_reader_fs(rd), "/workspace", &st, &err), -EBADF, &err, NULL);
+        b4_reader_free(rd);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_destroy(f->p, "t", NULL), 0);
+        expect_error(b4_provider_open_reader(f->p, &rq, &rd, &err), -ENOENT, &err,
+                     "Sandbox unavailable: no workspace storage for thread \"t\".");
+}
+
+struct exec_case {
+        const char *command;
+        int exit_code;
+        const char *out;
+        const char *err;
+};
+
+static void run(struct b4_sandbox *sb, const struct exec_case *c)
+{
+        struct b4_exec_req req = { .command = c->command };
+        struct b4_exec_result res = { 0 };
+
+        assert_int_equal(b4_sandbox_exec(sb, &req, &res, NULL), 0);
+        if (res.exit_code != c->exit_code)
+                fail_msg("'%s': exit %d, want %d", c->command, res.exit_code, c->exit_code);
+        assert_string_equal(res.out, c->out);
+        assert_string_equal(res.errout, c->err);
+        assert_int_equal(res.out_len, strlen(c->out));
+        b4_exec_result_clear(&res);
+}
+
+static void test_exec_builtin(void **state)
+{
+        static const struct exec_case cases[] = {
+                { "true", 0, "", "" },
+                { "  false  ", 1, "", "" },
+                { "exit 7", 7, "", "" },
+                { "exit", 0, "", "" },
+                { "exit 256", 0, "", "" },
+                { "exit 300", 44, "", "" },
+                { "echo hi   there", 0, "hi there\n", "" },
+                { "echo -n x", 0, "x", "" },
+                { "echo 'a  b' \"c \\\"d\\\"\"", 0, "a  b c \"d\"\n", "" },
+                { "printf 'a=%s\\n' 1", 0, "a=1\n", "" },
+                { "printf '%s-%s|%%\\t' x", 0, "x-|%\t", "" },
+                { "ls -l", 127, "", "fake: command not supported: ls -l\n" },
+                { "echo a; rm x", 127, "", "fake: command not supported: echo a; rm x\n" },
+                { "echo $HOME", 127, "", "fake: command not supported: echo $HOME\n" },
+                { "exit x", 127, "", "fake: command not supported: exit x\n" },
+                { "echo 'open", 127, "", "fake: command not supported: echo 'open\n" },
+                { "", 127, "", "fake: command not supported: \n" },
+        };
+        struct fx *f = *state;
+        struct b4_sandbox *sb = acquire(f, "t");
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+                run(sb, &cases[i]);
+        b4_sandbox_unref(sb);
+}
+
+static int exec_custom(struct b4_sandbox *sb,
+                       const struct b4_exec_req *req,
+                       struct b4_exec_result *ret,
+                       void *userdata,
+                       struct b4_error *err)
+{
+        int *calls = userdata;
+
+        (*calls)++;
+        ret->out = strdup(req->command);
+        ret->out_len = strlen(req->command);
+        ret->errout = strdup(sb->thread_id);
+        ret->errout_len = strlen(sb->thread_id);
+        ret->exit_code = 42;
+        return 0;
+}
+
+static void test_exec_injected(void **state)
+{
+        static const struct exec_case custom = { "anything at all", 42, "anything at all", "t" };
+        static const struct exec_case noop = { "ls -l", 0, "", "" };
+        static const struct exec_case builtin = { "exit 3", 3, "", "" };
+        struct fx *f = *state;
+        struct b4_sandbox *sb = acquire(f, "t");
+        struct b4_provider other = { .ops = f->p->ops };
+        struct b4_provider_ops other_ops = *f->p->ops;
+        struct b4_cancel *c = b4_cancel_new();
+        struct b4_exec_req req = { .command = "true", .cancel = c };
+        struct b4_exec_result res = { 0 };
+        int calls = 0;
+
+        assert_int_equal(fake_provider_set_exec(f->p, exec_custom, &calls), 0);
+        run(sb, &custom);
+        assert_int_equal(calls, 1);
+        assert_int_equal(fake_provider_set_exec(f->p, fake_exec_noop, NULL), 0);
+        run(sb, &noop);
+        assert_int_equal(fake_provider_set_exec(f->p, NULL, NULL), 0);
+        run(sb, &builtin);
+        other.ops = &other_ops;
+        assert_int_equal(fake_provider_set_exec(&other, NULL, NULL), -EINVAL);
+        assert_int_equal(fake_provider_instances(&other, "t"), -EINVAL);
+        b4_cancel_fire(c);
+        assert_int_equal(b4_sandbox_exec(sb, &req, &res, NULL), -ECANCELED);
+        b4_cancel_free(c);
+        b4_sandbox_unref(sb);
+}
+
+static void test_preflight(void **state)
+{
+        struct fx *f = *state;
+        struct b4_preflight pf = { 0 };
+
+        assert_int_equal(b4_provider_preflight(f->p, &pf, NULL), 0);
+        assert_true(pf.ok);
+        assert_null(pf.warnings);
+        b4_preflight_clear(&pf);
+}
+
+struct racer {
+        struct fx *f;
+        struct b4_sandbox *sb;
+};
+
+static void *race_acquire(void *arg)
+{
+        struct racer *r = arg;
+        struct b4_acquire_req req = { .thread_id = "race", .policy = &r->f->policy };
+
+        if (b4_provider_acquire(r->f->p, &req, &r->sb, NULL) < 0)
+                r->sb = NULL;
+        return NULL;
+}
+
+static void test_concurrent_acquire(void **state)
+{
+        struct fx *f = *state;
+        struct racer r[8];
+        pthread_t t[8];
+
+        for (int i = 0; i < 8; i++) {
+                r[i] = (struct racer){ .f = f };
+                assert_int_equal(pthread_create(&t[i], NULL, race_acquire, &r[i]), 0);
+        }
+        for (int i = 0; i < 8; i++)
+                pthread_join(t[i], NULL);
+        for (int i = 0; i < 8; i++) {
+                assert_non_null(r[i].sb);
+                assert_ptr_equal(r[i].sb, r[0].sb);
+        }
+        assert_int_equal(fake_provider_instances(f->p, "race"), 1);
+        for (int i = 0; i < 8; i++)
+                b4_sandbox_unref(r[i].sb);
+}
+
+/* Handles and readers may outlive the provider object. */
+static void test_handles_outlive_provider(void **state)
+{
+        struct fx *f = *state;
+        struct b4_sandbox *sb = acquire(f, "t");
+        struct b4_reader_req rq = { .thread_id = "t" };
+        struct b4_reader *rd = NULL;
+
+        put(sb, "/workspace/f", "v");
+        assert_int_equal(b4_provider_open_reader(f->p, &rq, &rd, NULL), 0);
+        f->p = b4_provider_free(f->p);
+        expect_content(b4_sandbox_fs(sb), "/workspace/f", "v");
+        expect_content(b4_reader_fs(rd), "/workspace/f", "v");
+        b4_sandbox_unref(sb);
+        b4_reader_free(rd);
+}
+
+/* One pass over most of the fake's paths; any failure must be a clean -ENOMEM. */
+#define STEP(expr)               \
+ do {                            \
+  r = (expr);                    \
+  if (r < 0) {                   \
+   assert_int_equal(r, -ENOMEM); \
+   goto out;                     \
+  }                              \
+ } while (0)
+
+#ifdef B4_FAULT_INJECTION
+static void oom_scenario(struct b4_policy *policy)
+{
+        struct b4_provider_config cfg = { .scope = (char *)"oom" };
+        struct b4_acquire_req req = { .thread_id = "t", .policy = policy };
+        struct b4_reader_req rq = { .thread_id = "t" };
+        struct b4_exec_req ex = { .command = "echo 'a b' c" };
+        struct b4_exec_result res = { 0 };
+        struct b4_provider *p = NULL;
+        struct b4_sandbox *sb = NULL;
+        struct b4_reader *rd = NULL;
+        struct b4_walk_entry *w = NULL;
+        struct b4_stat st = { 0 };
+        char *data = NULL, *data2 = NULL, **names = NULL, *rp = NULL;
+        size_t len = 0, n = 0;
+        int r;
+
+        STEP(fake_provider_new(&cfg, &p, NULL));
+        STEP(b4_provider_acquire(p, &req, &sb, NULL));
+        STEP(b4_fs_write_file(&sb->fs, "/workspace/d/f", "abc", 3, NULL));
+        STEP(b4_fs_mkdir_p(&sb->fs, "/workspace/e", NULL));
+        STEP(b4_fs_touch(&sb->fs, "/workspace/g", NULL));
+        STEP(b4_fs_read_file(&sb->fs, "/workspace/d/f", 10, &data, &len, NULL));
+        STEP(b4_fs_list_dir(&sb->fs, "/workspace", &names, NULL));
+        STEP(b4_fs_lstat(&sb->fs, "/workspace/d", &st, NULL));
+        STEP(b4_fs_realpath(&sb->fs, "/workspace/d/../f", &rp, NULL));
+        STEP(b4_fs_walk(&sb->fs, "/workspace", 100, NULL, &w, &n, NULL));
+        STEP(b4_sandbox_exec(sb, &ex, &res, NULL));
+        assert_string_equal(res.out, "a b c\n");
+        STEP(b4_provider_open_reader(p, &rq, &rd, NULL));
+        STEP(b4_fs_read_file(&rd->fs, "/workspace/d/f", 10, &data2, &len, NULL));
+        STEP(b4_provider_release(p, "t", NULL));
+        STEP(b4_provider_destroy(p, "t", NULL));
+out:
+        b4_exec_result_clear(&res);
+        b4_walk_entries_free(w, n);
+        free(data);
+        free(data2);
+        free(rp);
+        strv_free(names);
+        b4_reader_free(rd);
+        b4_sandbox_unref(sb);
+        b4_provider_free(p);
+}
+
+/*
+ * Fail allocation 0, 1, 2, ... of the scenario until it completes: each run must end in a
+ * clean -ENOMEM, and ASan's leak check proves nothing leaks on any of those paths. Only in
+ * -Dfault_injection=true builds (cmocka's skip() reads as a failure under meson's TAP).
+ */
+static void test_out_of_memory(void **state)
+{
+        struct fx *f = *state;
+        void *probe;
+
+        for (long i = 0; i < 5000; i++) {
+                alloc_fail_after(i);
+                oom_scenario(&f->policy);
+                probe = b4_malloc(1);
+                alloc_fail_after(-1);
+                if (probe) { /* the whole scenario ran without hitting the failure */
+                        free(probe);
+                        assert_true(i > 20);
+                        return;
+                }
+        }
+        fail_msg("the scenario never completed");
+}
+#endif
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_acquire_is_idempotent, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_read_errors, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_binary_content, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_list_dir, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stat_and_dirs, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_touch_realpath_walk, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_release_keeps_destroy_deletes, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_threads_isolated, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reader, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_exec_builtin, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_exec_injected, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_preflight, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_concurrent_acquire, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_handles_outlive_provider, setup, teardown),
+#ifdef B4_FAULT_INJECTION
+                cmocka_unit_test_setup_teardown(test_out_of_memory, setup, teardown),
+#endif
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The thread runtime over the fake provider: run slots, shared child sandboxes, deletion
+ * and id reuse, idle reap, shutdown, and concurrent runs of one thread.
+ */
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "b4box/b4.h"
+#include "b4box/runtime.h"
+#include "b4box/store.h"
+
+#include "b4-test.h"
+#include "fake/fake.h"
+
+struct fixture {
+        char *dir;
+        struct b4_store *store;
+        struct b4_provider *provider;
+        struct b4_runtime *rt;
+        struct b4_policy policy;
+};
+
+/* A dispatcher that writes args to <root>/<tool> and answers {"ok":true}. */
+static int dispatch(struct b4_sandbox *sb,
+                    const char *thread_id,
+                    const char *tool,
+                    const char *args_json,
+                    struct b4_cancel *cancel,
+                    void *ud,
+                    char **ret_result_json,
+                    struct b4_error *err)
+{
+        char path[256];
+        int r;
+
+        (void)snprintf(path, sizeof(path), "/workspace/%s", tool);
+        r = b4_fs_write_file(b4_sandbox_fs(sb), path, args_json, strlen(args_json), err);
+        if (r < 0)
+                return r;
+        *ret_result_json = strdup("{\"ok\":true}");
+        return *ret_result_json ? 0 : -ENOMEM;
+}
+
+static int setup(void **state)
+{
+        struct fixture *f = calloc(1, sizeof(*f));
+        struct b4_provider_config pc = { .type = (char *)"fake", .scope = (char *)"rt" };
+        struct b4_error err = { 0 };
+
+        f->dir = b4_test_tmpdir();
+        b4_policy_init(&f->policy);
+        if (b4_store_open(f->dir, B4_STORE_EXCLUSIVE, &f->store, &err) < 0 ||
+            b4_provider_new(&pc, &f->provider, &err) < 0)
+                return -1;
+        struct b4_runtime_options o = { .provider = f->provider,
+                                        .store = f->store,
+                                        .policy = &f->policy,
+                                        .idle_timeout_ms = 1000,
+                                        .dispatch = dispatch };
+        if (b4_runtime_new(&o, &f->rt, &err) < 0)
+                return -1;
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        struct fixture *f = *state;
+
+        b4_runtime_free(f->rt);
+        b4_provider_free(f->provider);
+        b4_store_close(f->store);
+        b4_policy_clear(&f->policy);
+        b4_test_rmrf(f->dir);
+        free(f->dir);
+        free(f);
+        return 0;
+}
+
+static void create(struct fixture *f, const char *id, const char *parent)
+{
+        struct b4_thread_row row = { 0 };
+        struct b4_error err = { 0 };
+
+        assert_int_equal(b4_runtime_thread_create(f->rt, id, NULL, parent, NULL, &row, &err), 0);
+        b4_thread_row_clear(&row);
+}
+
+static void call(struct b4_run *run, const char *tool, const char *args)
+{
+        char *res = NULL;
+
+        assert_int_equal(b4_run_call(run, tool, args, &res, NULL), 0);
+        assert_string_equal(res, "{\"ok\":true}");
+        free(res);
+}
+
+static void test_run_slot_is_exclusive(void **state)
+{
+        struct fixture *f = *state;
+        struct b4_run *a = NULL, *b = NULL;
+        struct b4_error err = { 0 };
+
+        create(f, "t", NULL);
+        assert_int_equal(b4_runtime_run_begin(f->rt, "t", &a, &err), 0);
+        assert_true(b4_runtime_thread_busy(f->rt, "t"));
+        assert_int_equal(b4_runtime_run_begin(f->rt, "t", &b, &err), -EBUSY);
+        assert_string_equal(err.msg, "thread 't' has a run in flight");
+        assert_int_equal(b4_runtime_thread_delete(f->rt, "t", &err), -EBUSY);
+        assert_int_equal(b4_runtime_thread_release(f->rt, "t", &err), -EBUSY);
+        assert_int_equal(b4_runtime_thread_cancel(f->rt, "t"), 0);
+        assert_true(b4_cancel_is_set(b4_run_cancel_token(a)));
+        b4_run_end(a);
+        assert_false(b4_runtime_thread_busy(f->rt, "t"));
+        assert_int_equal(b4_runtime_thread_cancel(f->rt, "t"), -ESRCH);
+        assert_int_equal(b4_runtime_run_begin(f->rt, "t", &b, &err), 0);
+        b4_run_end(b);
+        assert_int_equal(b4_runtime_run_begin(f->rt, "ghost", &b, &err), -ENOENT);
+}
+
+static void test_child_shares_parent_sandbox(void **state)
+{
+        struct fixture *f = *state;
+        struct b4_run *p = NULL, *c = NULL;
+        char *data = NULL;
+        size_t len = 0;
+
+        create(f, "parent", NULL);
+        create(f, "child", "parent");
+        assert_int_equal(b4_runtime_run_begin(f->rt, "parent", &p, NULL), 0);
+        call(p, "note", "from-parent");
+        /* a child runs while its parent's run is in flight, in the same sandbox */
+        assert_int_equal(b4_runtime_run_begin(f->rt, "child", &c, NULL), 0);
+        assert_ptr_equal(b4_run_sandbox(c), b4_run_sandbox(p));
+        assert_int_equal(b4_fs_read_file(b4_sandbox_fs(b4_run_sandbox(c)), "/workspace/note",
+                                         B4_UNBOUNDED, &data, &len, NULL),
+                         0);
+        assert_string_equal(data, "from-parent");
+        free(data);
+        b4_run_end(c);
+        b4_run_end(p);
+        assert_int_equal(fake_provider_instances(f->provider, "parent"), 1);
+        assert_int_equal(fake_provider_instances(f->provider, "child"), 0);
+}
+
+static void test_delete_destroys_and_frees_id(void **state)
+{
+        struct fixture *f = *state;
+        struct b4_thread_row row = { 0 };
+        struct b4_run *run = NULL;
+        struct b4_error err = { 0 };
+        char **names = NULL;
+
+        create(f, "d", NULL);
+        create(f, "d-kid", "d");
+        assert_int_equal(b4_runtime_run_begin(f->rt, "d", &run, NULL), 0);
+        call(run, "file", "x");
+        b4_run_end(run);
+        assert_true(b4_runtime_thread_is_live(f->rt, "d"));
+        assert_int_equal(b4_runtime_thread_delete(f->rt, "d", &err), 0);
+        assert_false(b4_runtime_thread_is_live(f->rt, "d"));
+        assert_int_equal(fake_provider_n_workspaces(f->provider), 0);
+        assert_int_equal(b4_store_thread_get(f->store, "d-kid", &row, NULL), -ENOENT);
+        assert_int_equal(b4_runtime_thread_delete(f->rt, "d", &err), -ENOENT);
+        create(f, "d", NULL);
+        assert_int_equal(b4_runtime_run_begin(f->rt, "d", &run, NULL), 0);
+        assert_int_equal(
+                b4_fs_list_dir(b4_sandbox_fs(b4_run_sandbox(run)), "/workspace", &names, NULL), 0);
+        assert_null(names[0]);
+        free(names);
+        b4_run_end(run);
+}
+
+static void test_reap_idle_releases_keeps_workspace(void **state)
+{
+        struct fixture *f = *state;
+        struct b4_runtime_stats st;
+        struct b4_run *run = NULL;
+        char *data = NULL;
+        size_t len = 0;
+
+        create(f, "idle", NULL);
+        assert_int_equal(b4_runtime_run_begin(f->rt, "idle", &run, NULL), 0);
+        call(run, "kept", "v");
+        b4_run_end(run);
+        assert_int_equal(b4_runtime_reap_idle(f->rt, 0), 0); /* not idle yet at t=0 */
+        assert_int_equal(b4_runtime_reap_idle(f->rt, UINT64_MAX / 2), 1);
+        assert_false(b4_runtime_thread_is_live(f->rt, "idle"));
+        assert_int_equal(fake_provider_instances(f->provider, "idle"), 0);
+        b4_runtime_stats(f->rt, &st);
+        assert_int_equal(st.releases, 1);
+        assert_int_equal(b4_runtime_run_begin(f->rt, "idle", &run, NULL), 0);
+        assert_int_equal(b4_fs_read_file(b4_sandbox_fs(b4_run_sandbox(run)), "/workspace/kept",
+                                         B4_UNBOUNDED, &data, &len, NULL),
+                         0);
+        assert_string_equal(data, "v");
+        free(data);
+        b4_run_end(run);
+}
+
+static void test_shutdown_refuses_new_runs(void **state)
+{
+        struct fixture *f = *state;
+        struct b4_run *run = NULL;
+        struct b4_error err = { 0 };
+
+        create(f, "s", NULL);
+        assert_int_equal(b4_runtime_run_begin(f->rt, "s", &run, NULL), 0);
+        b4_run_end(run);
+        b4_runtime_shutdown(f->rt, 1000);
+        assert_int_equal(b4_runtime_run_begin(f->rt, "s", &run, &err), -ESHUTDOWN);
+        assert_false(b4_runtime_thread_is_live(f->rt, "s"));
+}
+
+struct racer {
+        struct b4_runtime *rt;
+        int result;
+        struct b4_run *run;
+        pthread_barrier_t *barrier;
+};
+
+static void *race(void *arg)
+{
+        struct racer *r = arg;
+
+        (void)pthread_barrier_wait(r->barrier);
+        r->result = b4_runtime_run_begin(r->rt, "race", &r->run, NULL);
+        return NULL;
+}
+
+static void test_concurrent_runs_one_wins(void **state)
+{
+        struct fixture *f = *state;
+
+        enum {
+                N = 8
+        };
+
+        pthread_t th[N];
+        struct racer rc[N];
+        pthread_barrier_t barrier;
+        int wins = 0, busy = 0;
+
+        create(f, "race", NULL);
+        pthread_barrier_init(&barrier, NULL, N);
+        for (int i = 0; i < N; i++) {
+                rc[i] = (struct racer){ .rt = f->rt, .barrier = &barrier };
+                pthread_create(&th[i], NULL, race, &rc[i]);
+        }
+        for (int i = 0; i < N; i++)
+                pthread_join(th[i], NULL);
+        for (int i = 0; i < N; i++) {
+                wins += rc[i].result == 0;
+                busy += rc[i].result == -EBUSY;
+                b4_run_end(rc[i].run);
+        }
+        pthread_barrier_destroy(&barrier);
+        assert_int_equal(wins, 1);
+        assert_int_equal(busy, N - 1);
+        assert_int_equal(fake_provider_instances(f->provider, "race"), 1);
+}
+
+static void test_bad_ids_and_parents(void **state)
+{
+        struct fixture *f = *state;
+        struct b4_thread_row row = { 0 };
+        struct b4_error err = { 0 };
+
+        assert_int_equal(b4_runtime_thread_create(f->rt, "a/b", NULL, NULL, NULL, &row, &err),
+                         -EINVAL);
+        assert_int_equal(b4_runtime_thread_create(f->rt, "", NULL, NULL, NULL, &row, &err),
+                         -EINVAL);
+        assert_int_equal(b4_runtime_thread_create(f->rt, "x", NULL, "nope", NULL, &row, &err),
+                         -ENOENT);
+        assert_string_equal(err.msg, "parent thread 'nope' not found");
+        assert_int_equal(b4_runtime_thread_create(f->rt, NULL, NULL, NULL, "alice", &row, &err), 0);
+        assert_int_equal(strncmp(row.id, "thr_", 4), 0);
+        assert_int_equal(strlen(row.id), 28);
+        assert_string_equal(row.owner, "alice");
+        b4_thread_row_clear(&row);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_run_slot_is_exclusive, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_child_shares_parent_sandbox, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_delete_destroys_and_frees_id, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reap_idle_releases_keeps_workspace, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_shutdown_refuses_new_runs, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_concurrent_runs_one_wins, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_bad_ids_and_parents, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
