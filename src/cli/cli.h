@@ -37,3 +37,6 @@ int cmd_version(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_help(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_conformance(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_check(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_exec(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_release(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_destroy(int argc, char **argv, const struct cli_ctx *ctx);

@@ -21,6 +21,9 @@ static const struct {
         { "help", cmd_help, "show this help" },
         { "version", cmd_version, "print the version" },
         { "check", cmd_check, "validate the configuration and run the provider's preflight" },
+        { "exec", cmd_exec, "run a command in a thread's sandbox (--thread ID -- CMD...)" },
+        { "release", cmd_release, "release a thread's sandbox, keeping its workspace" },
+        { "destroy", cmd_destroy, "destroy a thread's sandbox and workspace" },
 };
 
 void cli_error(const char *fmt, ...)
