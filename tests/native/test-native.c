@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "b4box/b4.h"
@@ -56,9 +57,9 @@ static int group_setup(void **state)
         return C.p ? 0 : -1;
 }
 
-static const char *const threads[] = { "t-id",   "t-fs",   "t-a",     "t-b",     "t-time",
-                                       "t-cap",  "t-life", "t-adopt", "t-bomb",  "t-mem",
-                                       "t-read", "t-conc", "t-env",   "t-cancel" };
+static const char *const threads[] = { "t-id",   "t-fs",   "t-a",     "t-b",      "t-time",
+                                       "t-cap",  "t-life", "t-adopt", "t-bomb",   "t-mem",
+                                       "t-read", "t-conc", "t-env",   "t-cancel", "t-rel" };
 
 static int group_teardown(void **state)
 {
@@ -625,6 +626,44 @@ static void test_concurrent_acquire(void **state)
         assert_true(keeper_pid("t-conc") > 0);
 }
 
+struct long_run {
+        struct b4_sandbox *sb;
+        int r;
+        uint64_t ms;
+};
+
+static void *long_exec(void *arg)
+{
+        struct long_run *lr = arg;
+        struct b4_exec_req req = { .command = "sleep 60" };
+        struct b4_exec_result res = { 0 };
+        struct b4_error err = { 0 };
+        struct timespec a, b;
+
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        lr->r = b4_sandbox_exec(lr->sb, &req, &res, &err);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        lr->ms = (uint64_t)((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000);
+        b4_exec_result_clear(&res);
+        return NULL;
+}
+
+static void test_release_during_exec(void **state)
+{
+        REQUIRE_ROOT();
+        struct long_run lr = { .sb = acquire("t-rel", NULL) };
+        struct b4_error err = { 0 };
+        pthread_t th;
+
+        assert_int_equal(pthread_create(&th, NULL, long_exec, &lr), 0);
+        usleep(300 * 1000);
+        assert_int_equal(b4_provider_release(C.p, "t-rel", &err), 0);
+        pthread_join(th, NULL);
+        assert_int_equal(lr.r, -EIO); /* the command died with its keeper, release did not wait */
+        assert_true(lr.ms < 10000);
+        b4_sandbox_unref(lr.sb);
+}
+
 static void test_preflight(void **state)
 {
         REQUIRE_ROOT();
@@ -662,6 +701,7 @@ int main(void)
                 cmocka_unit_test(test_fork_bomb_and_memory),
                 cmocka_unit_test(test_reader),
                 cmocka_unit_test(test_concurrent_acquire),
+                cmocka_unit_test(test_release_during_exec),
                 cmocka_unit_test(test_preflight),
         };
 
