@@ -243,9 +243,17 @@ int main(int argc, char **argv)
         struct b4_provider_config cfg = { .type = (char *)"native", .scope = (char *)"bench" };
         struct b4_provider *p = NULL;
         struct b4_error err = { 0 };
-        char *const bwrap[] = { (char *)"bwrap", (char *)"--unshare-all", (char *)"--ro-bind",
-                                (char *)"/", (char *)"/", (char *)"--dev", (char *)"/dev",
-                                (char *)"--proc", (char *)"/proc", (char *)"true", NULL };
+        char *const bwrap[] = { (char *)"bwrap",
+                                (char *)"--unshare-all",
+                                (char *)"--ro-bind",
+                                (char *)"/",
+                                (char *)"/",
+                                (char *)"--dev",
+                                (char *)"/dev",
+                                (char *)"--proc",
+                                (char *)"/proc",
+                                (char *)"true",
+                                NULL };
 
         if (argc < 2 || argv[1][0] != '/') {
                 fprintf(stderr, "usage: native-bench /abs/state-dir [docker-container]\n");
