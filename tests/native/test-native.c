@@ -626,6 +626,63 @@ static void test_concurrent_acquire(void **state)
         assert_true(keeper_pid("t-conc") > 0);
 }
 
+static void copy_file(const char *from, const char *root, const char *rel)
+{
+        char *dst = NULL, *cmd = NULL;
+
+        assert_true(asprintf(&dst, "%s/%s", root, rel) > 0);
+        assert_true(asprintf(&cmd, "mkdir -p \"$(dirname '%s')\" && cp -L '%s' '%s'", dst, from,
+                             dst) > 0);
+        assert_int_equal(system(cmd), 0); /* checksrc: allow (test setup) */
+        free(dst);
+        free(cmd);
+}
+
+static void test_dir_image(void **state)
+{
+        REQUIRE_ROOT();
+        char *root = b4_test_tmpdir(), *image = NULL, *p = NULL;
+        struct b4_provider_config cfg = { .type = (char *)"native",
+                                          .scope = (char *)"dir-img",
+                                          .state_dir = C.state };
+        struct b4_provider *dp = NULL;
+        struct b4_error err = { 0 };
+        struct b4_exec_result res = { 0 };
+
+        copy_file("/usr/bin/dash", root, "bin/sh");
+        copy_file("/lib/x86_64-linux-gnu/libc.so.6", root, "lib/x86_64-linux-gnu/libc.so.6");
+        copy_file("/lib64/ld-linux-x86-64.so.2", root, "lib64/ld-linux-x86-64.so.2");
+        assert_true(asprintf(&p, "%s/etc", root) > 0);
+        assert_int_equal(mkdir(p, 0755), 0);
+        free(p);
+        assert_true(asprintf(&p, "%s/etc/shadow", root) > 0);
+        assert_int_equal(b4_test_write(p, "root:secret\n"), 0);
+        free(p);
+        assert_true(asprintf(&image, "dir:%s", root) > 0);
+        cfg.image = image;
+        if (b4_provider_new(&cfg, &dp, &err) < 0)
+                fail_msg("dir provider: %s", err.msg);
+        struct b4_provider *saved = C.p;
+        C.p = dp;
+        struct b4_sandbox *sb = acquire("t-dir", NULL);
+        assert_int_equal(run(sb,
+                             "echo /*; read l < /etc/shadow; echo \"[$l]\"; "
+                             "echo x > /bin/y || echo ro",
+                             &res),
+                         0);
+        assert_non_null(strstr(res.out, "/bin /dev /etc /lib /lib64 /proc /run /tmp /workspace"));
+        assert_null(strstr(res.out, "secret"));
+        assert_non_null(strstr(res.out, "ro\n"));
+        b4_exec_result_clear(&res);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_destroy(dp, "t-dir", &err), 0);
+        b4_provider_free(dp);
+        C.p = saved;
+        b4_test_rmrf(root);
+        free(root);
+        free(image);
+}
+
 struct long_run {
         struct b4_sandbox *sb;
         int r;
@@ -702,6 +759,7 @@ int main(void)
                 cmocka_unit_test(test_reader),
                 cmocka_unit_test(test_concurrent_acquire),
                 cmocka_unit_test(test_release_during_exec),
+                cmocka_unit_test(test_dir_image),
                 cmocka_unit_test(test_preflight),
         };
 
