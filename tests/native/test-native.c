@@ -190,6 +190,14 @@ static void test_filesystem_inside(void **state)
         assert_non_null(strstr(out, "urandom"));
         assert_non_null(strstr(out, "ptmx"));
         free(out);
+        out = out_of(sb, "grep -o '^ *[a-z0-9]*:' /proc/net/dev | tr -d ' '", &code);
+        assert_string_equal(out, "lo:\neth0:\n"); /* allow: the veth, nothing else */
+        free(out);
+        b4_sandbox_unref(sb);
+        struct b4_policy deny;
+        b4_policy_init(&deny);
+        deny.network = B4_NETWORK_DENY;
+        sb = acquire("t-deny", &deny);
         out = out_of(sb, "grep -c : /proc/net/dev; grep -o '^ *[a-z0-9]*:' /proc/net/dev", &code);
         assert_string_equal(out, "1\n    lo:\n");
         free(out);
@@ -727,6 +735,11 @@ static void test_preflight(void **state)
         struct b4_preflight pf = { 0 };
         struct b4_error err = { 0 };
         bool seen_seccomp = false, seen_allow = false;
+        FILE *f = fopen("/proc/sys/net/ipv4/ip_forward", "re");
+        bool fwd = f && fgetc(f) == '1';
+
+        if (f)
+                fclose(f);
 
         assert_int_equal(b4_provider_preflight(C.p, &pf, &err), 0);
         assert_true(pf.ok);
@@ -734,7 +747,10 @@ static void test_preflight(void **state)
                 if (strcmp(pf.controls[i].name, "seccomp") == 0)
                         seen_seccomp = pf.controls[i].state == B4_ENFORCED;
                 if (strcmp(pf.controls[i].name, "network allow") == 0)
-                        seen_allow = pf.controls[i].state == B4_NOT_ENFORCED;
+                        seen_allow =
+                                pf.controls[i].state ==
+                                (fwd && access("/usr/sbin/iptables", X_OK) == 0 ? B4_ENFORCED
+                                                                                : B4_NOT_ENFORCED);
         }
         assert_true(seen_seccomp);
         assert_true(seen_allow);
