@@ -48,3 +48,6 @@ int cmd_check(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_tool(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_serve(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_threads(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_exec(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_release(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_destroy(int argc, char **argv, const struct cli_ctx *ctx);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "b4box/b4.h"
@@ -56,9 +57,9 @@ static int group_setup(void **state)
         return C.p ? 0 : -1;
 }
 
-static const char *const threads[] = { "t-id",   "t-fs",   "t-a",     "t-b",     "t-time",
-                                       "t-cap",  "t-life", "t-adopt", "t-bomb",  "t-mem",
-                                       "t-read", "t-conc", "t-env",   "t-cancel" };
+static const char *const threads[] = { "t-id",   "t-fs",   "t-a",     "t-b",      "t-time",
+                                       "t-cap",  "t-life", "t-adopt", "t-bomb",   "t-mem",
+                                       "t-read", "t-conc", "t-env",   "t-cancel", "t-rel" };
 
 static int group_teardown(void **state)
 {
@@ -189,6 +190,14 @@ static void test_filesystem_inside(void **state)
         assert_non_null(strstr(out, "urandom"));
         assert_non_null(strstr(out, "ptmx"));
         free(out);
+        out = out_of(sb, "grep -o '^ *[a-z0-9]*:' /proc/net/dev | tr -d ' '", &code);
+        assert_string_equal(out, "lo:\neth0:\n"); /* allow: the veth, nothing else */
+        free(out);
+        b4_sandbox_unref(sb);
+        struct b4_policy deny;
+        b4_policy_init(&deny);
+        deny.network = B4_NETWORK_DENY;
+        sb = acquire("t-deny", &deny);
         out = out_of(sb, "grep -c : /proc/net/dev; grep -o '^ *[a-z0-9]*:' /proc/net/dev", &code);
         assert_string_equal(out, "1\n    lo:\n");
         free(out);
@@ -625,12 +634,112 @@ static void test_concurrent_acquire(void **state)
         assert_true(keeper_pid("t-conc") > 0);
 }
 
+static void copy_file(const char *from, const char *root, const char *rel)
+{
+        char *dst = NULL, *cmd = NULL;
+
+        assert_true(asprintf(&dst, "%s/%s", root, rel) > 0);
+        assert_true(asprintf(&cmd, "mkdir -p \"$(dirname '%s')\" && cp -L '%s' '%s'", dst, from,
+                             dst) > 0);
+        assert_int_equal(system(cmd), 0); /* checksrc: allow (test setup) */
+        free(dst);
+        free(cmd);
+}
+
+static void test_dir_image(void **state)
+{
+        REQUIRE_ROOT();
+        char *root = b4_test_tmpdir(), *image = NULL, *p = NULL;
+        struct b4_provider_config cfg = { .type = (char *)"native",
+                                          .scope = (char *)"dir-img",
+                                          .state_dir = C.state };
+        struct b4_provider *dp = NULL;
+        struct b4_error err = { 0 };
+        struct b4_exec_result res = { 0 };
+
+        copy_file("/usr/bin/dash", root, "bin/sh");
+        copy_file("/lib/x86_64-linux-gnu/libc.so.6", root, "lib/x86_64-linux-gnu/libc.so.6");
+        copy_file("/lib64/ld-linux-x86-64.so.2", root, "lib64/ld-linux-x86-64.so.2");
+        assert_true(asprintf(&p, "%s/etc", root) > 0);
+        assert_int_equal(mkdir(p, 0755), 0);
+        free(p);
+        assert_true(asprintf(&p, "%s/etc/shadow", root) > 0);
+        assert_int_equal(b4_test_write(p, "root:secret\n"), 0);
+        free(p);
+        assert_true(asprintf(&image, "dir:%s", root) > 0);
+        cfg.image = image;
+        if (b4_provider_new(&cfg, &dp, &err) < 0)
+                fail_msg("dir provider: %s", err.msg);
+        struct b4_provider *saved = C.p;
+        C.p = dp;
+        struct b4_sandbox *sb = acquire("t-dir", NULL);
+        assert_int_equal(run(sb,
+                             "echo /*; read l < /etc/shadow; echo \"[$l]\"; "
+                             "echo x > /bin/y || echo ro",
+                             &res),
+                         0);
+        assert_non_null(strstr(res.out, "/bin /dev /etc /lib /lib64 /proc /run /tmp /workspace"));
+        assert_null(strstr(res.out, "secret"));
+        assert_non_null(strstr(res.out, "ro\n"));
+        b4_exec_result_clear(&res);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_destroy(dp, "t-dir", &err), 0);
+        b4_provider_free(dp);
+        C.p = saved;
+        b4_test_rmrf(root);
+        free(root);
+        free(image);
+}
+
+struct long_run {
+        struct b4_sandbox *sb;
+        int r;
+        uint64_t ms;
+};
+
+static void *long_exec(void *arg)
+{
+        struct long_run *lr = arg;
+        struct b4_exec_req req = { .command = "sleep 60" };
+        struct b4_exec_result res = { 0 };
+        struct b4_error err = { 0 };
+        struct timespec a, b;
+
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        lr->r = b4_sandbox_exec(lr->sb, &req, &res, &err);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        lr->ms = (uint64_t)((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000);
+        b4_exec_result_clear(&res);
+        return NULL;
+}
+
+static void test_release_during_exec(void **state)
+{
+        REQUIRE_ROOT();
+        struct long_run lr = { .sb = acquire("t-rel", NULL) };
+        struct b4_error err = { 0 };
+        pthread_t th;
+
+        assert_int_equal(pthread_create(&th, NULL, long_exec, &lr), 0);
+        usleep(300 * 1000);
+        assert_int_equal(b4_provider_release(C.p, "t-rel", &err), 0);
+        pthread_join(th, NULL);
+        assert_int_equal(lr.r, -EIO); /* the command died with its keeper, release did not wait */
+        assert_true(lr.ms < 10000);
+        b4_sandbox_unref(lr.sb);
+}
+
 static void test_preflight(void **state)
 {
         REQUIRE_ROOT();
         struct b4_preflight pf = { 0 };
         struct b4_error err = { 0 };
         bool seen_seccomp = false, seen_allow = false;
+        FILE *f = fopen("/proc/sys/net/ipv4/ip_forward", "re");
+        bool fwd = f && fgetc(f) == '1';
+
+        if (f)
+                fclose(f);
 
         assert_int_equal(b4_provider_preflight(C.p, &pf, &err), 0);
         assert_true(pf.ok);
@@ -638,7 +747,10 @@ static void test_preflight(void **state)
                 if (strcmp(pf.controls[i].name, "seccomp") == 0)
                         seen_seccomp = pf.controls[i].state == B4_ENFORCED;
                 if (strcmp(pf.controls[i].name, "network allow") == 0)
-                        seen_allow = pf.controls[i].state == B4_NOT_ENFORCED;
+                        seen_allow =
+                                pf.controls[i].state ==
+                                (fwd && access("/usr/sbin/iptables", X_OK) == 0 ? B4_ENFORCED
+                                                                                : B4_NOT_ENFORCED);
         }
         assert_true(seen_seccomp);
         assert_true(seen_allow);
@@ -662,6 +774,8 @@ int main(void)
                 cmocka_unit_test(test_fork_bomb_and_memory),
                 cmocka_unit_test(test_reader),
                 cmocka_unit_test(test_concurrent_acquire),
+                cmocka_unit_test(test_release_during_exec),
+                cmocka_unit_test(test_dir_image),
                 cmocka_unit_test(test_preflight),
         };
 

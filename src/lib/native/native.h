@@ -324,3 +324,12 @@ int native_reader_open(struct native_provider *np,
                        struct b4_error *err);
 /* rm -rf @name under @dirfd without following symlinks. */
 int rm_rf_at(int dirfd, const char *name);
+
+/* ---- net.c ------------------------------------------------------------------------------ */
+
+/* Whether veth + NAT can be set up here; @ret_why says why not (static string). */
+int net_available(const char **ret_why);
+/* Give the keeper @pid's namespace eth0 + default route + NAT (network "allow"). */
+int net_setup(struct native_provider *np, const char *id, pid_t pid, struct b4_error *err);
+/* Remove what net_setup() made for @id (no-op when nothing was). */
+void net_teardown(struct native_provider *np, const char *id);

@@ -77,6 +77,7 @@ static void stop_id(struct native_provider *np, const char *id, int pidfd)
                 cgroup_close(&cg);
         }
         (void)cgroup_remove(&np->cg, id);
+        net_teardown(np, id);
         unlink_run_files(np, id);
 }
 
@@ -202,6 +203,8 @@ static int start_keeper(struct native_provider *np,
         if (r < 0)
                 return r;
         r = launch(np, t, p, &kp, err);
+        if (r >= 0 && p->network == B4_NETWORK_ALLOW)
+                r = net_setup(np, t->id, kp.pid, err);
         if (r >= 0) {
                 rec = (struct keeper_record){ .pid = kp.pid, .starttime = kp.starttime };
                 memcpy(rec.identity, identity, sizeof(rec.identity));
