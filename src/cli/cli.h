@@ -40,6 +40,18 @@ struct b4_config;
  */
 int cli_load_config(const struct cli_ctx *ctx, struct b4_config **ret, const char **ret_path);
 
+/* What a local command (no server) works with: the state dir is locked shared, so it
+ * refuses while a server owns the dir, and a server refuses while it runs. */
+struct cli_local {
+        struct b4_config *cfg;
+        struct b4_store *store;
+        struct b4_provider *provider;
+};
+
+/* Load the config, lock the state dir and build the provider. Return: 0 or an exit code. */
+int cli_local_open(const struct cli_ctx *ctx, struct cli_local *ret);
+void cli_local_close(struct cli_local *l);
+
 /* Subcommands (one file each). */
 int cmd_version(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_help(int argc, char **argv, const struct cli_ctx *ctx);

@@ -88,7 +88,8 @@ check "b4box threads show" [ "$(json_get "$out" thread_id)" = cli-made ]
 "$B4BOX" threads --server "unix:$SOCK" show nope 2>"$WORK/err"; rc=$?
 check "b4box threads show of a missing thread fails with the server's message" \
         [ "$rc" = 1 ] && grep -q "thread_not_found" "$WORK/err"
-check "b4box threads rm" "$B4BOX" threads --server "unix:$SOCK" rm cli-made
+out=$("$B4BOX" threads --server "unix:$SOCK" rm cli-made)
+check "b4box threads rm" [ "$(json_get "$out" deleted)" = true ]
 
 req GET /metrics
 check "metrics count tool calls" grep -q 'b4box_tool_calls_total{tool="writeFile",ok="true"} 2' <<<"$BODY"
