@@ -467,6 +467,53 @@ static void test_fs_ops(void **state)
         b4_sandbox_unref(sb);
 }
 
+static void test_walk_and_read_files(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_sandbox *sb = acquire("t-fs", NULL);
+        struct b4_fs *fs = b4_sandbox_fs(sb);
+        struct b4_exec_result res = { 0 };
+        struct b4_error err = { 0 };
+        struct b4_walk_entry *e = NULL;
+        struct b4_blob *b = NULL;
+        size_t n = 0;
+        char *prune[] = { (char *)"node_modules", NULL };
+
+        assert_int_equal(
+                run(sb,
+                    "mkdir -p /workspace/w/a/b /workspace/w/node_modules/x && "
+                    "echo 12 > /workspace/w/a/b/f && ln -s ../a /workspace/w/l && "
+                    "echo z > /workspace/w/node_modules/x/y && chmod +x /workspace/w/a/b/f",
+                    &res),
+                0);
+        b4_exec_result_clear(&res);
+        assert_int_equal(b4_fs_walk(fs, "/workspace/w", 100, prune, &e, &n, &err), 0);
+        assert_int_equal(n, 5);
+        assert_string_equal(e[0].path, "a");
+        assert_int_equal(e[0].st.kind, B4_FILE_DIRECTORY);
+        assert_string_equal(e[1].path, "a/b");
+        assert_string_equal(e[2].path, "a/b/f");
+        assert_int_equal(e[2].st.size, 3);
+        assert_true(e[2].st.executable);
+        assert_string_equal(e[3].path, "l");
+        assert_int_equal(e[3].st.kind, B4_FILE_SYMLINK);
+        assert_string_equal(e[3].st.target, "../a");
+        assert_string_equal(e[4].path, "node_modules"); /* reported, not descended */
+        b4_walk_entries_free(e, n);
+        assert_int_equal(b4_fs_walk(fs, "/workspace/w", 3, NULL, &e, &n, &err), -E2BIG);
+        struct b4_read_req reqs[] = { { "/workspace/w/a/b/f", 10 },
+                                      { "/workspace/w/missing", 10 },
+                                      { "/workspace/w/a/b/f", 2 },
+                                      { "/workspace/w/a", 10 } };
+        assert_int_equal(b4_fs_read_files(fs, reqs, 4, &b, &err), 0);
+        assert_string_equal(b[0].data, "12\n");
+        assert_int_equal(b[1].error, -ENOENT);
+        assert_int_equal(b[2].error, -EFBIG);
+        assert_int_equal(b[3].error, -EISDIR);
+        b4_blobs_free(b, 4);
+        b4_sandbox_unref(sb);
+}
+
 static pid_t keeper_pid(const char *thread)
 {
         char id[41], *p = NULL;
@@ -796,6 +843,7 @@ int main(void)
                 cmocka_unit_test(test_cancel),
                 cmocka_unit_test(test_output_cap),
                 cmocka_unit_test(test_fs_ops),
+                cmocka_unit_test(test_walk_and_read_files),
                 cmocka_unit_test(test_release_and_destroy),
                 cmocka_unit_test(test_adoption),
                 cmocka_unit_test(test_fork_bomb_and_memory),
