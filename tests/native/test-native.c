@@ -626,6 +626,19 @@ static void test_fork_bomb_and_memory(void **state)
         assert_int_equal(run(sb, "echo ok", &res), 0);
         assert_string_equal(res.out, "ok\n");
         b4_exec_result_clear(&res);
+        /* a keeper that can no longer fork (pids.max reached) is replaced, the thread lives on */
+        char id[41], *knob = NULL;
+        assert_int_equal(b4_resource_id(C.scope, "t-bomb", id), 0);
+        assert_true(asprintf(&knob, "/sys/fs/cgroup/pids/b4box/%s/pids.max", id) > 0);
+        if (access(knob, W_OK) == 0) {
+                pid_t before = keeper_pid("t-bomb");
+                assert_int_equal(b4_test_write(knob, "1"), 0);
+                assert_int_equal(run(sb, "echo recovered", &res), 0);
+                assert_string_equal(res.out, "recovered\n");
+                b4_exec_result_clear(&res);
+                assert_int_not_equal(keeper_pid("t-bomb"), before);
+        }
+        free(knob);
         /* exceeding the memory limit kills the command, not the keeper or the host */
         assert_int_not_equal(
                 run(sb, "v=$(head -c 300000000 /dev/zero | tr '\\0' a); echo ${#v}", &res), 0);
