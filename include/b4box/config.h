@@ -178,6 +178,8 @@ enum b4_permission_key {
 };
 
 struct b4_permissions_config {
+        bool present; /* the block exists; without it no permission gate applies (the
+                         sandbox is the boundary), as in the reference without a store */
         enum b4_permission_mode mode;
         char **allow[B4_PERM__COUNT]; /* owned strvs of patterns, NULL = none */
         char **deny[B4_PERM__COUNT];

@@ -117,3 +117,24 @@ B4_PUBLIC int b4_runtime_reap_idle(struct b4_runtime *rt, uint64_t now_ms);
  */
 B4_PUBLIC void b4_runtime_shutdown(struct b4_runtime *rt, uint64_t deadline_ms);
 B4_PUBLIC void b4_runtime_stats(struct b4_runtime *rt, struct b4_runtime_stats *ret);
+
+/* ---- the toolbox: permissions + grants + tools host for a server ---- */
+
+struct b4_config;
+struct b4_toolbox;
+struct b4_tools_host;
+
+/**
+ * b4_toolbox_new() - the app's permission lists from @cfg, "Always" grants stored in @store,
+ * and a tools host (b4_tools_host_dispatch() is the runtime's dispatch with
+ * b4_toolbox_host() as its userdata)
+ * @cfg, @store: borrowed; must outlive the toolbox
+ * Return: 0, -EINVAL (a bad pattern), -ENOMEM.
+ */
+B4_PUBLIC int b4_toolbox_new(const struct b4_config *cfg,
+                             struct b4_store *store,
+                             struct b4_toolbox **ret,
+                             struct b4_error *err);
+B4_PUBLIC struct b4_toolbox *b4_toolbox_free(struct b4_toolbox *tb);
+/** b4_toolbox_host() - borrowed for the toolbox's lifetime. */
+B4_PUBLIC struct b4_tools_host *b4_toolbox_host(struct b4_toolbox *tb);

@@ -27,49 +27,6 @@ static void preflight_clearp(struct b4_preflight *p)
         b4_preflight_clear(p);
 }
 
-/* Load the config the context names. Returns an exit code, or -1 to go on. */
-static int load_config(const struct cli_ctx *ctx, struct b4_config **ret, const char **ret_path)
-{
-        struct b4_error err = { 0 };
-        char **errors = NULL;
-        const char *path = ctx->config_path;
-        int r;
-
-        if (!path && access("b4box.json", F_OK) == 0)
-                path = "b4box.json";
-        *ret_path = path;
-        if (!path)
-                r = b4_config_default(ret, &err);
-        else
-                r = b4_config_load(path, ret, &errors, &err);
-        if (r == -EINVAL && errors) {
-                STRV_FOREACH (e, errors)
-                        cli_error("%s", *e);
-                b4_config_errors_free(errors);
-                return CLI_EXIT_FAILED;
-        }
-        if (r < 0)
-                return cli_fail(&err);
-        return -1;
-}
-
-static int set_state_dir(struct b4_provider_config *pc, const struct cli_ctx *ctx)
-{
-        const char *dir = cli_state_dir(ctx);
-        cleanup_free char *cwd = NULL;
-
-        free(pc->state_dir);
-        pc->state_dir = NULL;
-        if (dir[0] == '/') {
-                pc->state_dir = b4_strdup(dir);
-                return pc->state_dir ? 0 : -ENOMEM;
-        }
-        cwd = getcwd(NULL, 0);
-        if (!cwd)
-                return -errno;
-        return b4_asprintf(&pc->state_dir, "%s/%s", cwd, dir) < 0 ? -ENOMEM : 0;
-}
-
 /* Network lists are configurable but no provider filters by host: say so. */
 static int add_config_controls(const struct b4_config *cfg, struct b4_preflight *pf)
 {
@@ -165,25 +122,14 @@ static int run_preflight(const struct b4_config *cfg, struct b4_provider *p)
 }
 
 /**
- * check_config() - construct the provider of @cfg and report its preflight
- * @cfg: validated configuration; its provider state_dir is set from @ctx
+ * check_provider() - the provider-dependent checks of a validated config
+ * @cfg: validated configuration; borrowed
+ * @p:   its provider; borrowed
  *
  * Return: an exit code (CLI_EXIT_OK or CLI_EXIT_FAILED).
  */
-static int check_config(struct b4_config *cfg, const struct cli_ctx *ctx)
+static int check_provider(const struct b4_config *cfg, struct b4_provider *p)
 {
-        cleanup_(b4_provider_freep) struct b4_provider *p = NULL;
-        struct b4_error err = { 0 };
-        int r;
-
-        r = set_state_dir(&cfg->sandbox.provider, ctx);
-        if (r < 0) {
-                cli_error("cannot resolve the state directory: %s", strerror(-r));
-                return CLI_EXIT_FAILED;
-        }
-        r = b4_provider_new(&cfg->sandbox.provider, &p, &err);
-        if (r < 0)
-                return cli_fail(&err);
         if (cfg->sandbox.workspace_read && !b4_provider_has_reader(p)) {
                 cli_error("sandbox.workspaceRead needs a provider whose managed workspaces can "
                           "be read (open_reader); \"%s\" cannot",
@@ -191,6 +137,19 @@ static int check_config(struct b4_config *cfg, const struct cli_ctx *ctx)
                 return CLI_EXIT_FAILED;
         }
         return run_preflight(cfg, p);
+}
+
+/* Construct the provider of @cfg (state dir set) and check it. Returns an exit code. */
+static int check_config(struct b4_config *cfg)
+{
+        cleanup_(b4_provider_freep) struct b4_provider *p = NULL;
+        struct b4_error err = { 0 };
+        int r;
+
+        r = b4_provider_new(&cfg->sandbox.provider, &p, &err);
+        if (r < 0)
+                return cli_fail(&err);
+        return check_provider(cfg, p);
 }
 
 int cmd_check(int argc, char **argv, const struct cli_ctx *ctx)
@@ -203,9 +162,9 @@ int cmd_check(int argc, char **argv, const struct cli_ctx *ctx)
                 cli_error("check takes no arguments (got '%s')", argv[1]);
                 return CLI_EXIT_USAGE;
         }
-        r = load_config(ctx, &cfg, &path);
-        if (r >= 0)
+        r = cli_load_config(ctx, &cfg, &path);
+        if (r != 0)
                 return r;
         printf("config: %s\n", path ? path : "none (defaults)");
-        return check_config(cfg, ctx);
+        return check_config(cfg);
 }

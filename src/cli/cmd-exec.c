@@ -45,41 +45,6 @@ static void on_signal(int sig)
         b4_cancel_fire(arg_cancel);
 }
 
-static int load(const struct cli_ctx *ctx, struct b4_config **ret_cfg, struct b4_provider **ret_p)
-{
-        cleanup_(b4_config_freep) struct b4_config *cfg = NULL;
-        struct b4_provider_config *pc;
-        struct b4_error err = { 0 };
-        const char *path = ctx->config_path, *dir = cli_state_dir(ctx);
-        cleanup_free char *cwd = NULL;
-        char **errors = NULL;
-        int r;
-
-        if (!path && access("b4box.json", F_OK) == 0)
-                path = "b4box.json";
-        r = path ? b4_config_load(path, &cfg, &errors, &err) : b4_config_default(&cfg, &err);
-        if (r == -EINVAL && errors) {
-                STRV_FOREACH (e, errors)
-                        cli_error("%s", *e);
-                b4_config_errors_free(errors);
-                return CLI_EXIT_FAILED;
-        }
-        if (r < 0)
-                return cli_fail(&err);
-        pc = &cfg->sandbox.provider;
-        free(pc->state_dir);
-        pc->state_dir = NULL;
-        if (dir[0] != '/' && !(cwd = getcwd(NULL, 0)))
-                return cli_error("cannot get the working directory"), CLI_EXIT_FAILED;
-        if (b4_asprintf(&pc->state_dir, "%s%s%s", cwd ? cwd : "", cwd ? "/" : "", dir) < 0)
-                return cli_error("out of memory"), CLI_EXIT_FAILED;
-        r = b4_provider_new(pc, ret_p, &err);
-        if (r < 0)
-                return cli_fail(&err);
-        *ret_cfg = TAKE_PTR(cfg);
-        return -1;
-}
-
 /* Return: 0, or -1 after printing a usage error. */
 static int parse_exec(int argc, char **argv, struct exec_args *a)
 {
@@ -169,8 +134,7 @@ static int run_exec(struct b4_provider *p,
 
 int cmd_exec(int argc, char **argv, const struct cli_ctx *ctx)
 {
-        cleanup_(b4_config_freep) struct b4_config *cfg = NULL;
-        cleanup_(b4_provider_freep) struct b4_provider *p = NULL;
+        cleanup_(cli_local_close) struct cli_local l = { 0 };
         cleanup_free char *command = NULL;
         struct exec_args a = { 0 };
         struct sigaction sa = { .sa_handler = on_signal };
@@ -180,15 +144,15 @@ int cmd_exec(int argc, char **argv, const struct cli_ctx *ctx)
                 return CLI_EXIT_USAGE;
         if (join_command(&a, &command) < 0)
                 return cli_error("out of memory"), CLI_EXIT_FAILED;
-        r = load(ctx, &cfg, &p);
-        if (r >= 0)
+        r = cli_local_open(ctx, &l);
+        if (r != 0)
                 return r;
         arg_cancel = b4_cancel_new();
         if (!arg_cancel)
                 return cli_error("out of memory"), CLI_EXIT_FAILED;
         (void)sigaction(SIGINT, &sa, NULL);
         (void)sigaction(SIGTERM, &sa, NULL);
-        r = run_exec(p, b4_config_policy(cfg), &a, command);
+        r = run_exec(l.provider, b4_config_policy(l.cfg), &a, command);
         sa.sa_handler = SIG_DFL;
         (void)sigaction(SIGINT, &sa, NULL);
         (void)sigaction(SIGTERM, &sa, NULL);
@@ -198,8 +162,7 @@ int cmd_exec(int argc, char **argv, const struct cli_ctx *ctx)
 
 static int lifecycle(int argc, char **argv, const struct cli_ctx *ctx, bool destroy)
 {
-        cleanup_(b4_config_freep) struct b4_config *cfg = NULL;
-        cleanup_(b4_provider_freep) struct b4_provider *p = NULL;
+        cleanup_(cli_local_close) struct cli_local l = { 0 };
         struct b4_error err = { 0 };
         int r;
 
@@ -207,10 +170,11 @@ static int lifecycle(int argc, char **argv, const struct cli_ctx *ctx, bool dest
                 cli_error("%s: needs exactly one thread id (usage: b4box %s ID)", argv[0], argv[0]);
                 return CLI_EXIT_USAGE;
         }
-        r = load(ctx, &cfg, &p);
-        if (r >= 0)
+        r = cli_local_open(ctx, &l);
+        if (r != 0)
                 return r;
-        r = destroy ? b4_provider_destroy(p, argv[1], &err) : b4_provider_release(p, argv[1], &err);
+        r = destroy ? b4_provider_destroy(l.provider, argv[1], &err)
+                    : b4_provider_release(l.provider, argv[1], &err);
         return r < 0 ? cli_fail(&err) : CLI_EXIT_OK;
 }
 

@@ -17,13 +17,16 @@ static const struct {
         cli_cmd_fn *fn;
         const char *summary;
 } commands[] = {
+        { "serve", cmd_serve, "serve the HTTP API" },
+        { "threads", cmd_threads, "create|ls|show|rm|release threads through a server" },
+        { "exec", cmd_exec, "run a command in a thread's sandbox (--thread ID -- CMD...)" },
+        { "tool", cmd_tool, "run one workspace tool locally: tool --thread ID NAME [ARGS_JSON]" },
+        { "release", cmd_release, "release a thread's sandbox, keeping its workspace" },
+        { "destroy", cmd_destroy, "destroy a thread's sandbox and workspace" },
+        { "check", cmd_check, "validate the configuration and run the provider's preflight" },
         { "conformance", cmd_conformance, "run the provider conformance suite" },
         { "help", cmd_help, "show this help" },
         { "version", cmd_version, "print the version" },
-        { "check", cmd_check, "validate the configuration and run the provider's preflight" },
-        { "exec", cmd_exec, "run a command in a thread's sandbox (--thread ID -- CMD...)" },
-        { "release", cmd_release, "release a thread's sandbox, keeping its workspace" },
-        { "destroy", cmd_destroy, "destroy a thread's sandbox and workspace" },
 };
 
 void cli_error(const char *fmt, ...)

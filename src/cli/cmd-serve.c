@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * b4box serve: the HTTP API over the configured provider and the state dir's store. Runs
+ * until SIGTERM or SIGINT, reaping idle sandboxes every reap interval; on a signal it stops
+ * accepting, lets runs finish within the shutdown deadline, then releases every sandbox.
+ */
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "b4box/b4.h"
+#include "b4box/runtime.h"
+#include "b4box/store.h"
+#include "b4box/tools.h"
+
+#include "cli.h"
+#include "server/server.h"
+
+#define REAP_INTERVAL_MS     60000u
+#define SHUTDOWN_DEADLINE_MS 30000u
+
+struct serve_args {
+        const char *listen;
+        uint64_t reap_interval_ms;
+};
+
+static int parse_args(int argc, char **argv, struct serve_args *a)
+{
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
+                        a->listen = argv[++i];
+                } else if (strcmp(argv[i], "--reap-interval-ms") == 0 && i + 1 < argc) {
+                        a->reap_interval_ms = strtoull(argv[++i], NULL, 10);
+                } else {
+                        cli_error(
+                                "serve: unexpected argument '%s' (usage: b4box serve [--listen ADDR])",
+                                argv[i]);
+                        return -EINVAL;
+                }
+        }
+        return 0;
+}
+
+/* Wait for SIGTERM/SIGINT, reaping idle sandboxes in between. */
+static void wait_for_signal(struct b4_runtime *rt, uint64_t reap_ms)
+{
+        sigset_t set;
+        struct timespec ts = { .tv_sec = (time_t)(reap_ms / 1000),
+                               .tv_nsec = (long)(reap_ms % 1000) * 1000000L };
+
+        sigemptyset(&set);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
+        for (;;) {
+                int sig = sigtimedwait(&set, NULL, &ts);
+                if (sig == SIGTERM || sig == SIGINT)
+                        return;
+                struct timespec now;
+                (void)clock_gettime(CLOCK_MONOTONIC, &now);
+                (void)b4_runtime_reap_idle(rt, (uint64_t)now.tv_sec * 1000 +
+                                                       (uint64_t)now.tv_nsec / 1000000);
+        }
+}
+
+struct serve_state {
+        struct b4_config *cfg;
+        struct b4_store *store;
+        struct b4_provider *provider;
+        struct b4_toolbox *tools;
+        struct b4_runtime *rt;
+        struct server *srv;
+};
+
+static void serve_state_clear(struct serve_state *st)
+{
+        st->srv = server_free(st->srv);
+        st->rt = b4_runtime_free(st->rt);
+        st->tools = b4_toolbox_free(st->tools);
+        st->provider = b4_provider_free(st->provider);
+        st->store = b4_store_close(st->store);
+        st->cfg = b4_config_free(st->cfg);
+}
+
+static int serve_open(struct serve_state *st,
+                      const struct cli_ctx *ctx,
+                      const char *listen,
+                      struct b4_error *err)
+{
+        struct b4_runtime_options ro = { 0 };
+        int r;
+
+        if (cli_load_config(ctx, &st->cfg, NULL) != 0)
+                return -EINVAL;
+        r = b4_store_open(st->cfg->sandbox.provider.state_dir, B4_STORE_EXCLUSIVE, &st->store, err);
+        if (r >= 0)
+                r = b4_provider_new(&st->cfg->sandbox.provider, &st->provider, err);
+        if (r >= 0)
+                r = b4_toolbox_new(st->cfg, st->store, &st->tools, err);
+        if (r < 0)
+                return r;
+        ro = (struct b4_runtime_options){ .provider = st->provider,
+                                          .store = st->store,
+                                          .policy = b4_config_policy(st->cfg),
+                                          .idle_timeout_ms = st->cfg->sandbox.idle_timeout_ms,
+                                          .dispatch = b4_tools_host_dispatch,
+                                          .dispatch_userdata = b4_toolbox_host(st->tools) };
+        r = b4_runtime_new(&ro, &st->rt, err);
+        if (r < 0)
+                return r;
+        struct server_options so = { .config = st->cfg,
+                                     .listen = listen,
+                                     .runtime = st->rt,
+                                     .store = st->store,
+                                     .tools_host = b4_toolbox_host(st->tools),
+                                     .provider_name = b4_provider_name(st->provider) };
+        return server_start(&so, &st->srv, err);
+}
+
+int cmd_serve(int argc, char **argv, const struct cli_ctx *ctx)
+{
+        struct serve_args a = { .reap_interval_ms = REAP_INTERVAL_MS };
+        struct serve_state st = { 0 };
+        struct b4_error err = { 0 };
+        sigset_t set;
+
+        if (parse_args(argc, argv, &a) < 0)
+                return CLI_EXIT_USAGE;
+        /* Block the signals before any thread starts, so only sigtimedwait() sees them. */
+        sigemptyset(&set);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
+        (void)pthread_sigmask(SIG_BLOCK, &set, NULL);
+        if (serve_open(&st, ctx, a.listen, &err) < 0) {
+                serve_state_clear(&st);
+                return err.error ? cli_fail(&err) : CLI_EXIT_FAILED;
+        }
+        fprintf(stderr, "level=info msg=\"serving\" address=%s provider=%s state=%s\n",
+                server_address(st.srv), b4_provider_name(st.provider),
+                st.cfg->sandbox.provider.state_dir);
+        wait_for_signal(st.rt, a.reap_interval_ms ? a.reap_interval_ms : REAP_INTERVAL_MS);
+        fprintf(stderr, "level=info msg=\"shutting down\"\n");
+        server_quiesce(st.srv);
+        b4_runtime_shutdown(st.rt, SHUTDOWN_DEADLINE_MS);
+        serve_state_clear(&st);
+        return CLI_EXIT_OK;
+}

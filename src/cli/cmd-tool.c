@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * b4box tool: run one workspace tool locally against a thread's sandbox and print the result
+ * document (docs/tools.md). Until the config loader is wired in, the provider and the
+ * permissions come from options: --provider (native by default), --mode, --allow, --deny.
+ * In interactive mode a permission request is asked on the terminal; without one it fails
+ * closed like non-interactive mode would.
+ */
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "b4box/b4.h"
+#include "b4box/tools.h"
+
+#include "base/parse.h"
+#include "cli.h"
+
+#define MAX_RULES 64
+
+struct tool_args {
+        const char *thread;
+        const char *provider;
+        enum b4_permission_mode mode;
+        uint64_t read_cap;
+        const char *rules[MAX_RULES]; /* "allow:key:pattern" / "deny:key:pattern" */
+        size_t n_rules;
+        const char *name;
+        const char *json;
+};
+
+static void tool_usage(void)
+{
+        fprintf(stderr,
+                "Usage: b4box tool --thread ID [--provider native|fake] [--mode MODE]\n"
+                "                  [--allow KEY:PATTERN]... [--deny KEY:PATTERN]... [--read-cap BYTES]\n"
+                "                  TOOL [ARGS_JSON]\n"
+                "TOOL: readFile writeFile editFile listDir runBash; ARGS_JSON defaults to {}.\n"
+                "MODE: non-interactive (default), interactive, bypass.\n"
+                "KEY: bash readFile writeFile listDir tool.\n");
+}
+
+static int add_rule(struct tool_args *a, const char *list, const char *v)
+{
+        char *s = NULL;
+
+        if (a->n_rules == MAX_RULES || !strchr(v, ':')) {
+                cli_error("--%s needs KEY:PATTERN (at most %d rules)", list, MAX_RULES);
+                return -EINVAL;
+        }
+        if (asprintf(&s, "%s:%s", list, v) < 0)
+                return -ENOMEM;
+        a->rules[a->n_rules++] = s;
+        return 0;
+}
+
+static int parse_tool_args(int argc, char **argv, struct tool_args *a)
+{
+        static const struct option opts[] = {
+                { "thread", required_argument, NULL, 't' },
+                { "provider", required_argument, NULL, 'p' },
+                { "mode", required_argument, NULL, 'm' },
+                { "allow", required_argument, NULL, 'a' },
+                { "deny", required_argument, NULL, 'd' },
+                { "read-cap", required_argument, NULL, 'r' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        int c;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "+t:p:m:h", opts, NULL)) >= 0) {
+                int r = 0;
+                switch (c) {
+                case 't':
+                        a->thread = optarg;
+                        break;
+                case 'p':
+                        a->provider = optarg;
+                        break;
+                case 'm':
+                        if (b4_permission_mode_from_string(optarg, &a->mode) < 0) {
+                                cli_error("unknown permission mode '%s'", optarg);
+                                r = -EINVAL;
+                        }
+                        break;
+                case 'a':
+                        r = add_rule(a, "allow", optarg);
+                        break;
+                case 'd':
+                        r = add_rule(a, "deny", optarg);
+                        break;
+                case 'r':
+                        if (safe_atou64(optarg, &a->read_cap) < 0 || a->read_cap == 0) {
+                                cli_error("--read-cap needs a positive number of bytes");
+                                r = -EINVAL;
+                        }
+                        break;
+                case 'h':
+                        tool_usage();
+                        return 1;
+                default:
+                        r = -EINVAL;
+                        break;
+                }
+                if (r < 0)
+                        return r;
+        }
+        if (!a->thread || !*a->thread) {
+                cli_error("tool: --thread ID is required");
+                return -EINVAL;
+        }
+        if (optind >= argc || argc - optind > 2) {
+                cli_error("tool: expected TOOL [ARGS_JSON]");
+                return -EINVAL;
+        }
+        a->name = argv[optind];
+        a->json = optind + 1 < argc ? argv[optind + 1] : "{}";
+        return 0;
+}
+
+static int make_permissions(const struct tool_args *a,
+                            struct b4_permissions **ret,
+                            struct b4_error *err)
+{
+        struct b4_permissions *p = NULL;
+        int r = b4_permissions_new(a->mode, &p);
+
+        for (size_t i = 0; r >= 0 && i < a->n_rules; i++) {
+                const char *rule = a->rules[i];
+                bool deny = strncmp(rule, "deny:", 5) == 0;
+                const char *kv = rule + (deny ? 5 : 6);
+                const char *colon = strchr(kv, ':');
+                char key[64];
+                snprintf(key, sizeof(key), "%.*s", (int)(colon - kv), kv);
+                r = b4_permissions_add(p, deny ? B4_PERMISSION_LIST_DENY : B4_PERMISSION_LIST_ALLOW,
+                                       key, colon + 1, err);
+        }
+        if (r < 0) {
+                b4_permissions_free(p);
+                return r;
+        }
+        *ret = p;
+        return 0;
+}
+
+static int open_sandbox(const struct cli_ctx *ctx,
+                        const struct tool_args *a,
+                        struct b4_provider **ret_p,
+                        struct b4_sandbox **ret_sb,
+                        struct b4_error *err)
+{
+        struct b4_provider_config cfg = { 0 };
+        struct b4_policy pol;
+        char state[PATH_MAX];
+        int r;
+
+        if (!realpath(cli_state_dir(ctx), state)) {
+                if (mkdir(cli_state_dir(ctx), 0700) < 0 && errno != EEXIST)
+                        return b4_error_set(err, -errno, "cannot create state dir '%s'",
+                                            cli_state_dir(ctx));
+                if (!realpath(cli_state_dir(ctx), state))
+                        return b4_error_set(err, -errno, "cannot resolve state dir '%s'",
+                                            cli_state_dir(ctx));
+        }
+        cfg.type = strdup(a->provider ? a->provider : "native");
+        cfg.scope = strdup("local");
+        cfg.state_dir = strdup(state);
+        if (!cfg.type || !cfg.scope || !cfg.state_dir) {
+                b4_provider_config_clear(&cfg);
+                return -ENOMEM;
+        }
+        r = b4_provider_new(&cfg, ret_p, err);
+        b4_provider_config_clear(&cfg);
+        if (r < 0)
+                return r;
+        b4_policy_init(&pol);
+        r = b4_provider_acquire(*ret_p,
+                                &(struct b4_acquire_req){ .thread_id = a->thread, .policy = &pol },
+                                ret_sb, err);
+        b4_policy_clear(&pol);
+        if (r < 0)
+                *ret_p = b4_provider_free(*ret_p);
+        return r;
+}
+
+/* Ask on the terminal; returns "once", "always" or "deny". */
+static const char *prompt(struct b4_tools *t)
+{
+        const char *kind = NULL, *subject = NULL, *pattern = NULL;
+        char line[32];
+
+        (void)b4_tools_last_request(t, NULL, &kind, &subject, &pattern);
+        for (;;) {
+                fprintf(stderr, "b4box: allow %s '%s'? [o]nce, [a]lways ('%s'), [d]eny: ", kind,
+                        subject, pattern);
+                if (!fgets(line, sizeof(line), stdin))
+                        return "deny";
+                if (line[0] == 'o')
+                        return "once";
+                if (line[0] == 'a')
+                        return "always";
+                if (line[0] == 'd')
+                        return "deny";
+        }
+}
+
+static int run_tool(struct b4_tools *t, const struct tool_args *a, struct b4_error *err)
+{
+        const char *id = NULL;
+        char *json = NULL;
+        int r;
+
+        r = b4_tools_call(t, a->name, a->json, &json, err);
+        while (r >= 0 && a->mode == B4_PERMISSION_INTERACTIVE && isatty(STDIN_FILENO) &&
+               strstr(json, "\"code\":\"permission_required\"") &&
+               b4_tools_last_request(t, &id, NULL, NULL, NULL) >= 0) {
+                const char *answer = prompt(t);
+                free(json);
+                json = NULL;
+                r = b4_tools_resume(t, id, answer, &json, err);
+        }
+        if (r < 0)
+                return r;
+        puts(json);
+        r = strncmp(json, "{\"ok\":true", 10) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+        free(json);
+        return r;
+}
+
+int cmd_tool(int argc, char **argv, const struct cli_ctx *ctx)
+{
+        struct tool_args a = { .mode = B4_PERMISSION_NON_INTERACTIVE };
+        struct b4_permissions *perms = NULL;
+        struct b4_provider *prov = NULL;
+        struct b4_sandbox *sb = NULL;
+        struct b4_tools *t = NULL;
+        struct b4_error err = { 0 };
+        int r;
+
+        r = parse_tool_args(argc, argv, &a);
+        if (r != 0) {
+                for (size_t i = 0; i < a.n_rules; i++)
+                        free((char *)a.rules[i]);
+                return r > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+        }
+        r = make_permissions(&a, &perms, &err);
+        if (r >= 0)
+                r = open_sandbox(ctx, &a, &prov, &sb, &err);
+        if (r >= 0)
+                r = b4_tools_new(sb,
+                                 &(struct b4_tools_options){ .app = perms, .read_cap = a.read_cap },
+                                 &t, &err);
+        if (r >= 0)
+                r = run_tool(t, &a, &err);
+        b4_tools_free(t);
+        b4_sandbox_unref(sb);
+        if (prov)
+                (void)b4_provider_release(prov, a.thread, NULL);
+        b4_provider_free(prov);
+        b4_permissions_free(perms);
+        for (size_t i = 0; i < a.n_rules; i++)
+                free((char *)a.rules[i]);
+        return r < 0 ? cli_fail(&err) : r;
+}

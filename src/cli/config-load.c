@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The configuration every command uses: -c FILE, else ./b4box.json when present, else the
+ * defaults; the provider's state dir is --state (else ./.b4box) made absolute.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "b4box/b4.h"
+#include "b4box/store.h"
+
+#include "base/alloc.h"
+#include "base/macro.h"
+#include "base/strv.h"
+#include "cli.h"
+
+static int load_config(const struct cli_ctx *ctx, struct b4_config **ret, const char **ret_path)
+{
+        struct b4_error err = { 0 };
+        char **errors = NULL;
+        const char *path = ctx->config_path;
+        int r;
+
+        if (!path && access("b4box.json", F_OK) == 0)
+                path = "b4box.json";
+        *ret_path = path;
+        if (!path)
+                r = b4_config_default(ret, &err);
+        else
+                r = b4_config_load(path, ret, &errors, &err);
+        if (r == -EINVAL && errors) {
+                STRV_FOREACH (e, errors)
+                        cli_error("%s", *e);
+                b4_config_errors_free(errors);
+                return CLI_EXIT_FAILED;
+        }
+        if (r < 0)
+                return cli_fail(&err);
+        return -1;
+}
+
+static int set_state_dir(struct b4_provider_config *pc, const struct cli_ctx *ctx)
+{
+        const char *dir = cli_state_dir(ctx);
+        cleanup_free char *cwd = NULL;
+
+        free(pc->state_dir);
+        pc->state_dir = NULL;
+        if (dir[0] == '/') {
+                pc->state_dir = b4_strdup(dir);
+                return pc->state_dir ? 0 : -ENOMEM;
+        }
+        cwd = getcwd(NULL, 0);
+        if (!cwd)
+                return -errno;
+        return b4_asprintf(&pc->state_dir, "%s/%s", cwd, dir) < 0 ? -ENOMEM : 0;
+}
+
+int cli_load_config(const struct cli_ctx *ctx, struct b4_config **ret, const char **ret_path)
+{
+        struct b4_config *cfg = NULL;
+        const char *path = NULL;
+        int r;
+
+        r = load_config(ctx, &cfg, &path);
+        if (r >= 0)
+                return r;
+        r = set_state_dir(&cfg->sandbox.provider, ctx);
+        if (r < 0) {
+                cli_error("cannot resolve the state directory: %s", strerror(-r));
+                b4_config_free(cfg);
+                return CLI_EXIT_FAILED;
+        }
+        *ret = cfg;
+        if (ret_path)
+                *ret_path = path;
+        return 0;
+}
+
+int cli_local_open(const struct cli_ctx *ctx, struct cli_local *ret)
+{
+        struct b4_error err = { 0 };
+        struct cli_local l = { 0 };
+        int r;
+
+        r = cli_load_config(ctx, &l.cfg, NULL);
+        if (r != 0)
+                return r;
+        if (b4_store_open(l.cfg->sandbox.provider.state_dir, B4_STORE_SHARED, &l.store, &err) < 0 ||
+            b4_provider_new(&l.cfg->sandbox.provider, &l.provider, &err) < 0) {
+                cli_local_close(&l);
+                if (err.error == -EBUSY)
+                        cli_error(
+                                "%s: a running b4box server owns it; use --server, or stop the server",
+                                err.msg);
+                else
+                        (void)cli_fail(&err);
+                return CLI_EXIT_FAILED;
+        }
+        *ret = l;
+        return 0;
+}
+
+void cli_local_close(struct cli_local *l)
+{
+        l->provider = b4_provider_free(l->provider);
+        l->store = b4_store_close(l->store);
+        l->cfg = b4_config_free(l->cfg);
+}

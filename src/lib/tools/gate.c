@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The tools context and its gates: path jail (§10.2) and permission gates (§10.3). */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "base/macro.h"
+#include "base/strv.h"
+#include "tools/tools-internal.h"
+
+void ask_clear(struct ask *a)
+{
+        free(a->key);
+        free(a->candidate);
+        free(a->pattern);
+        *a = (struct ask){ 0 };
+}
+
+int b4_tools_new(struct b4_sandbox *sb,
+                 const struct b4_tools_options *opts,
+                 struct b4_tools **ret,
+                 struct b4_error *err)
+{
+        static const struct b4_tools_options none = { 0 };
+        struct b4_tools *t;
+
+        if (!sb || !ret)
+                return b4_error_set(err, -EINVAL, "tools: missing sandbox");
+        if (!opts)
+                opts = &none;
+        if (!sb->workspace_root || sb->workspace_root[0] != '/')
+                return b4_error_set(err, -EINVAL,
+                                    "workspace root must be a POSIX absolute path; got '%s'",
+                                    sb->workspace_root ? sb->workspace_root : "");
+        t = b4_calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        t->root = b4_strdup(sb->workspace_root);
+        t->thread_id = b4_strdup(sb->thread_id ? sb->thread_id : "");
+        t->approve = strv_copy((char *const *)opts->approve_tools);
+        if (!t->root || !t->thread_id || (opts->approve_tools && !t->approve)) {
+                (void)b4_tools_free(t);
+                return -ENOMEM;
+        }
+        t->sb = b4_sandbox_ref(sb);
+        t->fs = b4_sandbox_fs(sb);
+        t->read_cap = opts->read_cap ? opts->read_cap : B4_TOOLS_DEFAULT_READ_CAP;
+        t->cancel = opts->cancel;
+        t->view = (struct perm_view){ .app = opts->app,
+                                      .thread = opts->thread,
+                                      .grants = opts->grants,
+                                      .thread_id = t->thread_id };
+        if (b4_permissions_mode(opts->app) == B4_PERMISSION_BYPASS && opts->app)
+                log_warning("[b4:permissions] mode=bypass — path-jail disabled, all bash "
+                            "unrestricted. Do not use in production.");
+        *ret = t;
+        return 0;
+}
+
+struct b4_tools *b4_tools_free(struct b4_tools *t)
+{
+        if (!t)
+                return NULL;
+        for (size_t i = 0; i < t->n_pending; i++)
+                pending_release(&t->pending[i]);
+        free(t->pending);
+        ask_clear(&t->ask);
+        (void)b4_sandbox_unref(t->sb);
+        free(t->root);
+        free(t->real_root);
+        free(t->thread_id);
+        strv_free(t->approve);
+        free(t);
+        return NULL;
+}
+
+static bool answered_once(const struct b4_tools *t, const char *key, const char *candidate)
+{
+        for (size_t i = 0; t->once_keys && t->once_keys[i]; i++)
+                if (strcmp(t->once_keys[i], key) == 0 && strcmp(t->once_cands[i], candidate) == 0)
+                        return true;
+        return false;
+}
+
+static int raise_ask(struct b4_tools *t,
+                     enum ask_kind kind,
+                     const char *key,
+                     const char *candidate,
+                     const char *shown,
+                     struct b4_error *err)
+{
+        int r;
+
+        ask_clear(&t->ask);
+        t->ask.kind = kind;
+        t->ask.key = b4_strdup(key);
+        t->ask.candidate = b4_strdup(candidate);
+        if (kind == ASK_COMMAND)
+                r = b4_permission_suggest_command(candidate, &t->ask.pattern);
+        else if (kind == ASK_PATH)
+                r = b4_permission_suggest_path(candidate, &t->ask.pattern);
+        else
+                r = (t->ask.pattern = b4_strdup(candidate)) ? 0 : -ENOMEM;
+        if (r < 0 || !t->ask.key || !t->ask.candidate) {
+                ask_clear(&t->ask);
+                return -ENOMEM;
+        }
+        t->ask.set = true;
+        return b4_error_set(err, -EAGAIN, "permission required: %s", shown);
+}
+
+/*
+ * The decision ladder shared by every gate: allow, deny, fail closed, or ask.
+ * @shown is the <x> of the denial texts.
+ */
+static int gate(struct b4_tools *t,
+                enum ask_kind kind,
+                const char *key,
+                const char *candidate,
+                const char *shown,
+                struct b4_error *err)
+{
+        enum b4_permission_decision d;
+        int r;
+
+        if (perm_view_is_open(&t->view) || answered_once(t, key, candidate))
+                return 0;
+        r = perm_view_match(&t->view, key, candidate, &d, err);
+        if (r < 0)
+                return r;
+        if (d == B4_PERMISSION_ALLOW)
+                return 0;
+        if (d == B4_PERMISSION_DENY)
+                return b4_error_set_code(err, -EACCES, B4_CODE_TOOL_DENIED,
+                                         "Permission denied by user: %s", shown);
+        if (perm_view_mode(&t->view) == B4_PERMISSION_NON_INTERACTIVE)
+                return b4_error_set_code(err, -EACCES, B4_CODE_TOOL_DENIED,
+                                         "Permission denied (fail-closed): %s", shown);
+        return raise_ask(t, kind, key, candidate, shown, err);
+}
+
+int gate_command(struct b4_tools *t, const char *command, struct b4_error *err)
+{
+        return gate(t, ASK_COMMAND, "bash", command, command, err);
+}
+
+int gate_tool(struct b4_tools *t, const char *name, struct b4_error *err)
+{
+        cleanup_free char *shown = NULL;
+
+        if (!strv_contains(t->approve, name))
+                return 0;
+        if (b4_asprintf(&shown, "tool %s", name) < 0)
+                return -ENOMEM;
+        return gate(t, ASK_TOOL, "tool", name, shown, err);
+}
+
+/* The fs realpath, or @path itself when the backend cannot canonicalise it. */
+static int canonical(struct b4_tools *t, const char *path, char **ret)
+{
+        int r = b4_fs_realpath(t->fs, path, ret, NULL);
+
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                *ret = b4_strdup(path);
+                return *ret ? 0 : -ENOMEM;
+        }
+        return 0;
+}
+
+int gate_path(
+        struct b4_tools *t, const char *key, const char *path, char **ret_abs, struct b4_error *err)
+{
+        cleanup_free char *abs = NULL;
+        cleanup_free char *real = NULL;
+        int r;
+
+        r = jail_resolve(t->root, path, &abs);
+        if (r < 0)
+                return b4_error_set(err, r, "cannot resolve '%s'", path);
+        if (!perm_view_is_open(&t->view)) {
+                if (!t->real_root) {
+                        r = canonical(t, t->root, &t->real_root);
+                        if (r < 0)
+                                return r;
+                }
+                r = canonical(t, abs, &real);
+                if (r < 0)
+                        return r;
+                if (!jail_is_inside(t->real_root, real)) {
+                        r = gate(t, ASK_PATH, key, real, real, err);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        *ret_abs = TAKE_PTR(abs);
+        return 0;
+}

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Internals of the tools module: path arithmetic, text logic, permission view, gates. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "b4box/provider.h"
+#include "b4box/tools.h"
+
+/* ---- path.c ---- */
+
+/*
+ * Lexical resolve of @path against the absolute @root (POSIX path.resolve): an absolute
+ * @path discards the root, "." and empty segments vanish, ".." pops a segment (never above
+ * "/"). Return: 0, -EINVAL (@root not absolute), -ENOMEM.
+ */
+int jail_resolve(const char *root, const char *path, char **ret);
+/* Equal to @root or under "@root/" (so "<root>-evil" is outside). */
+bool jail_is_inside(const char *root, const char *path);
+/* @abs relative to @root is "tool-outputs" or starts with "tool-outputs/". */
+bool jail_is_tool_output(const char *root, const char *abs);
+
+/* ---- text.c ---- */
+
+/* Lossy UTF-8 (U+FFFD per maximal invalid subpart, as a non-fatal TextDecoder). */
+int text_utf8_lossy(const char *s, size_t len, char **ret, size_t *ret_len);
+
+/*
+ * readFile's range: @start/@end 0 = absent. Fails -EINVAL with the reference's texts.
+ * *ret is "[<path> lines a-b of N]\n<lines>".
+ */
+int text_slice_lines(const char *path,
+                     const char *data,
+                     size_t len,
+                     int64_t start,
+                     int64_t end,
+                     char **ret,
+                     size_t *ret_len,
+                     struct b4_error *err);
+
+struct text_edit {
+        char *content; /* the edited bytes, NUL-terminated past len */
+        size_t len;
+        uint64_t *lines; /* 1-based line of each replaced occurrence, in the original */
+        size_t n_lines;
+};
+
+void text_edit_clear(struct text_edit *e);
+
+/*
+ * editFile's splice over strictly valid UTF-8 @content (the caller checked it). Fails
+ * -ENOENT (not found, with the CRLF hint) or -EEXIST (ambiguous) with the reference's texts.
+ */
+int text_apply_edit(const char *path,
+                    const char *content,
+                    size_t len,
+                    const char *old_text,
+                    size_t old_len,
+                    const char *new_text,
+                    size_t new_len,
+                    bool replace_all,
+                    struct text_edit *ret,
+                    struct b4_error *err);
+
+/* "replaced <k> occurrence(s) in <path> at line(s) ..." */
+int text_describe_edit(const char *path, const uint64_t *lines, size_t n, char **ret);
+
+/* ---- permissions.c ---- */
+
+enum perm_key {
+        PERM_BASH = 0,
+        PERM_READ_FILE,
+        PERM_WRITE_FILE,
+        PERM_LIST_DIR,
+        PERM_TOOL,
+        PERM__COUNT,
+};
+
+int perm_key_from_string(const char *key);
+const char *perm_key_to_string(enum perm_key key);
+
+/* The store the gates consult: the app's, or the per-thread one over it. */
+struct perm_view {
+        struct b4_permissions *app;    /* NULL = no store: allow everything */
+        struct b4_permissions *thread; /* NULL = app store semantics */
+        struct b4_grant_store *grants;
+        const char *thread_id;
+};
+
+bool perm_view_is_open(const struct perm_view *v); /* no store, or bypass */
+enum b4_permission_mode perm_view_mode(const struct perm_view *v);
+int perm_view_match(const struct perm_view *v,
+                    const char *key,
+                    const char *candidate,
+                    enum b4_permission_decision *ret,
+                    struct b4_error *err);
+/* "Always": record @pattern for @key where this view records. Return: 1 recorded, 0 not
+ * recordable (allowed once, warning logged), -errno. */
+int perm_view_add_allow(const struct perm_view *v,
+                        const char *key,
+                        const char *pattern,
+                        struct b4_error *err);
+
+/* ---- the context (gate.c, tools.c, dispatch.c) ---- */
+
+struct jv;
+
+enum ask_kind {
+        ASK_COMMAND = 0,
+        ASK_PATH,
+        ASK_TOOL,
+};
+
+/* What a gate wants the user asked about. */
+struct ask {
+        bool set;
+        enum ask_kind kind;
+        char *key;       /* bash, readFile, writeFile, listDir, tool */
+        char *candidate; /* the command, canonical path, or tool name */
+        char *pattern;   /* suggested pattern */
+};
+
+struct pending {
+        char *id;
+        char *tool;
+        char *args_json;
+        char **once_keys; /* answered "once"/"always" so far in this call's chain */
+        char **once_cands;
+        struct ask ask;
+};
+
+#define TOOLS_MAX_PENDING 64
+
+struct b4_tools {
+        struct b4_sandbox *sb;
+        struct b4_fs *fs;
+        char *root;
+        char *real_root; /* lazily, the fs realpath of root */
+        char *thread_id;
+        struct perm_view view;
+        uint64_t read_cap;
+        char **approve;
+        struct b4_cancel *cancel;
+        struct pending *pending;
+        size_t n_pending;
+        /* During one call: the one-shot answers in force and the request a gate raised. */
+        char *const *once_keys;
+        char *const *once_cands;
+        struct ask ask;
+};
+
+void ask_clear(struct ask *a);
+void pending_release(struct pending *p);
+
+/* Gates: 0 allowed; -EACCES denied (B4_E3001, message set); -EAGAIN ask (t->ask filled). */
+int gate_command(struct b4_tools *t, const char *command, struct b4_error *err);
+int gate_tool(struct b4_tools *t, const char *name, struct b4_error *err);
+/* The jail: lexical resolve, canonical containment, path gate. *ret_abs = lexical path. */
+int gate_path(struct b4_tools *t,
+              const char *key,
+              const char *path,
+              char **ret_abs,
+              struct b4_error *err);
+
+/* The five tools: @args validated by the dispatcher. *ret = the result value. */
+typedef int tool_fn(struct b4_tools *t,
+                    const struct jv *args,
+                    struct jv **ret,
+                    struct b4_error *err);
+int tool_read_file(struct b4_tools *t,
+                   const struct jv *args,
+                   struct jv **ret,
+                   struct b4_error *err);
+int tool_write_file(struct b4_tools *t,
+                    const struct jv *args,
+                    struct jv **ret,
+                    struct b4_error *err);
+int tool_edit_file(struct b4_tools *t,
+                   const struct jv *args,
+                   struct jv **ret,
+                   struct b4_error *err);
+int tool_list_dir(struct b4_tools *t, const struct jv *args, struct jv **ret, struct b4_error *err);
+int tool_run_bash(struct b4_tools *t, const struct jv *args, struct jv **ret, struct b4_error *err);

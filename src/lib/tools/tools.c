@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The five workspace tools (reference §10.1) over a jailed, gated filesystem and exec. */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/macro.h"
+#include "base/strv.h"
+#include "base/utf8.h"
+#include "json/json.h"
+#include "tools/tools-internal.h"
+
+static void jv_unref_ptr(struct jv **v)
+{
+        jv_unrefp(v);
+}
+
+#define cleanup_jv cleanup_(jv_unref_ptr)
+
+/* A backend failure in the same words on every provider. */
+static int fs_failed(
+        const char *op, const char *abs, int r, const struct b4_error *inner, struct b4_error *err)
+{
+        switch (r) {
+        case -ENOENT:
+        case -EISDIR:
+        case -ENOTDIR:
+        case -EACCES:
+        case -EPERM:
+        case -ELOOP:
+        case -ENAMETOOLONG:
+                return b4_error_set(err, r, "%s %s: %s", op, abs, strerror(-r));
+        case -ENOMEM:
+                return r;
+        default:
+                return b4_error_set(err, r, "%s %s: %s", op, abs,
+                                    inner->msg[0] ? inner->msg : strerror(-r));
+        }
+}
+
+/* A JSON string from bytes that may not be UTF-8 (lossy, as the reference's text reads). */
+static int text_value(const char *s, size_t len, struct jv **ret)
+{
+        cleanup_free char *u = NULL;
+        size_t ulen = 0;
+        int r;
+
+        if (utf8_is_valid(s, len)) {
+                *ret = jv_stringn_new(s, len);
+                return *ret ? 0 : -ENOMEM;
+        }
+        r = text_utf8_lossy(s, len, &u, &ulen);
+        if (r < 0)
+                return r;
+        *ret = jv_stringn_new(u, ulen);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int string_value(const char *s, struct jv **ret)
+{
+        *ret = jv_string_new(s);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* Bounded read of @abs under @cap, with the reference's too-large text. */
+static int read_capped(struct b4_tools *t,
+                       const char *abs,
+                       uint64_t cap,
+                       char **ret,
+                       size_t *ret_len,
+                       struct b4_error *err)
+{
+        struct b4_error inner = { 0 };
+        struct b4_stat st = { 0 };
+        uint64_t size;
+        int r;
+
+        r = b4_fs_read_file(t->fs, abs, cap, ret, ret_len, &inner);
+        if (r != -EFBIG)
+                return r < 0 ? fs_failed("readFile", abs, r, &inner, err) : 0;
+        size = cap + 1;
+        if (b4_fs_stat(t->fs, abs, &st, NULL) >= 0 && st.size > cap)
+                size = st.size;
+        b4_stat_clear(&st);
+        return b4_error_set(err, -EFBIG,
+                            "File too large: %" PRIu64 " bytes (max %" PRIu64 ") at %s", size, cap,
+                            abs);
+}
+
+static int64_t line_arg(const struct jv *args, const char *name)
+{
+        const struct jv *v = jv_object_get(args, name);
+
+        return v && !jv_is_null(v) ? jv_integer(v) : 0;
+}
+
+int tool_read_file(struct b4_tools *t, const struct jv *args, struct jv **ret, struct b4_error *err)
+{
+        const char *path = jv_string(jv_object_get(args, "path"));
+        int64_t start = line_arg(args, "startLine"), end = line_arg(args, "endLine");
+        cleanup_free char *abs = NULL;
+        cleanup_free char *data = NULL;
+        cleanup_free char *sliced = NULL;
+        size_t len = 0;
+        bool tool_output;
+        int r;
+
+        r = gate_path(t, "readFile", path, &abs, err);
+        if (r < 0)
+                return r;
+        tool_output = jail_is_tool_output(t->root, abs);
+        r = read_capped(t, abs, tool_output ? B4_UNBOUNDED : t->read_cap, &data, &len, err);
+        if (r < 0)
+                return r;
+        if (tool_output)
+                (void)b4_fs_touch(t->fs, abs, NULL);
+        if (start == 0 && end == 0)
+                return text_value(data, len, ret);
+        r = text_slice_lines(path, data, len, start, end, &sliced, &len, err);
+        if (r < 0)
+                return r;
+        return text_value(sliced, len, ret);
+}
+
+int tool_write_file(struct b4_tools *t,
+                    const struct jv *args,
+                    struct jv **ret,
+                    struct b4_error *err)
+{
+        const struct jv *content = jv_object_get(args, "content");
+        const char *path = jv_string(jv_object_get(args, "path"));
+        cleanup_free char *abs = NULL;
+        cleanup_free char *msg = NULL;
+        struct b4_error inner = { 0 };
+        size_t len = jv_string_length(content);
+        int r;
+
+        r = gate_path(t, "writeFile", path, &abs, err);
+        if (r < 0)
+                return r;
+        r = b4_fs_write_file(t->fs, abs, jv_string(content), len, &inner);
+        if (r < 0)
+                return fs_failed("writeFile", abs, r, &inner, err);
+        if (b4_asprintf(&msg, "wrote %zu bytes to %s", len, path) < 0)
+                return -ENOMEM;
+        return string_value(msg, ret);
+}
+
+struct edit_args {
+        const char *path;
+        const char *old_text, *new_text;
+        size_t old_len, new_len;
+        bool all;
+};
+
+static int edit_write(struct b4_tools *t,
+                      const struct edit_args *a,
+                      const struct text_edit *e,
+                      struct jv **ret,
+                      struct b4_error *err)
+{
+        cleanup_free char *abs = NULL;
+        cleanup_free char *msg = NULL;
+        struct b4_error inner = { 0 };
+        int r;
+
+        r = gate_path(t, "writeFile", a->path, &abs, err);
+        if (r < 0)
+                return r;
+        r = b4_fs_write_file(t->fs, abs, e->content, e->len, &inner);
+        if (r < 0)
+                return fs_failed("writeFile", abs, r, &inner, err);
+        r = text_describe_edit(a->path, e->lines, e->n_lines, &msg);
+        if (r < 0)
+                return r;
+        return string_value(msg, ret);
+}
+
+int tool_edit_file(struct b4_tools *t, const struct jv *args, struct jv **ret, struct b4_error *err)
+{
+        const struct jv *old_v = jv_object_get(args, "oldText");
+        const struct jv *new_v = jv_object_get(args, "newText");
+        const struct jv *all_v = jv_object_get(args, "replaceAll");
+        struct edit_args a = {
+                .path = jv_string(jv_object_get(args, "path")),
+                .old_text = jv_string(old_v),
+                .old_len = jv_string_length(old_v),
+                .new_text = jv_string(new_v),
+                .new_len = jv_string_length(new_v),
+                .all = all_v && jv_is_true(all_v),
+        };
+        cleanup_free char *abs = NULL;
+        cleanup_free char *data = NULL;
+        cleanup_free char *msg = NULL;
+        struct text_edit e = { 0 };
+        size_t len = 0;
+        int r;
+
+        r = gate_path(t, "readFile", a.path, &abs, err);
+        if (r < 0)
+                return r;
+        r = read_capped(t, abs, t->read_cap, &data, &len, err);
+        if (r < 0)
+                return r;
+        if (!utf8_is_valid(data, len))
+                return b4_error_set(
+                        err, -EILSEQ,
+                        "editFile: %s is not valid UTF-8; editFile only edits UTF-8 text files, and the file was left unchanged",
+                        a.path);
+        r = text_apply_edit(a.path, data, len, a.old_text, a.old_len, a.new_text, a.new_len, a.all,
+                            &e, err);
+        if (r < 0)
+                return r;
+        if (a.old_len == a.new_len && memcmp(a.old_text, a.new_text, a.old_len) == 0) {
+                text_edit_clear(&e);
+                if (b4_asprintf(
+                            &msg,
+                            "no change: newText is identical to oldText in %s; the file was not written",
+                            a.path) < 0)
+                        return -ENOMEM;
+                return string_value(msg, ret);
+        }
+        r = edit_write(t, &a, &e, ret, err);
+        text_edit_clear(&e);
+        return r;
+}
+
+int tool_list_dir(struct b4_tools *t, const struct jv *args, struct jv **ret, struct b4_error *err)
+{
+        const struct jv *pv = jv_object_get(args, "path");
+        const char *path = pv ? jv_string(pv) : ".";
+        cleanup_free char *abs = NULL;
+        cleanup_strv char **names = NULL;
+        cleanup_jv struct jv *list = NULL;
+        struct b4_error inner = { 0 };
+        int r;
+
+        r = gate_path(t, "listDir", path, &abs, err);
+        if (r < 0)
+                return r;
+        r = b4_fs_list_dir(t->fs, abs, &names, &inner);
+        if (r < 0)
+                return fs_failed("listDir", abs, r, &inner, err);
+        strv_sort(names);
+        list = jv_array_new();
+        if (!list)
+                return -ENOMEM;
+        STRV_FOREACH (n, names) {
+                struct jv *s = NULL;
+                r = text_value(*n, strlen(*n), &s);
+                if (r >= 0)
+                        r = jv_array_append_new(list, s);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(list);
+        return 0;
+}
+
+static int set_text(struct jv *o, const char *key, const char *s, size_t len)
+{
+        struct jv *v = NULL;
+        int r = text_value(s ? s : "", s ? len : 0, &v);
+
+        return r < 0 ? r : jv_object_set_new(o, key, v);
+}
+
+static int exec_result(const struct b4_exec_result *x, struct jv **ret)
+{
+        cleanup_jv struct jv *o = jv_object_new();
+        int r;
+
+        if (!o)
+                return -ENOMEM;
+        r = set_text(o, "stdout", x->out, x->out_len);
+        if (r >= 0)
+                r = set_text(o, "stderr", x->errout, x->errout_len);
+        if (r >= 0)
+                r = jv_object_set_new(o, "exitCode", jv_integer_new(x->exit_code));
+        if (r >= 0)
+                r = jv_object_set_new(o, "timedOut", jv_bool_new(x->timed_out));
+        if (r >= 0)
+                r = jv_object_set_new(o, "truncated", jv_bool_new(x->truncated));
+        if (r >= 0)
+                r = jv_object_set_new(o, "durationMs", jv_integer_new((int64_t)x->duration_ms));
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+int tool_run_bash(struct b4_tools *t, const struct jv *args, struct jv **ret, struct b4_error *err)
+{
+        const char *command = jv_string(jv_object_get(args, "command"));
+        struct b4_exec_req req = { .command = command, .cwd = t->root, .cancel = t->cancel };
+        struct b4_exec_result x = { 0 };
+        struct b4_error inner = { 0 };
+        int r;
+
+        r = gate_command(t, command, err);
+        if (r < 0)
+                return r;
+        r = b4_sandbox_exec(t->sb, &req, &x, &inner);
+        if (r < 0) {
+                b4_exec_result_clear(&x);
+                if (r == -ENOMEM)
+                        return r;
+                return b4_error_set(err, r, "runBash failed: %s",
+                                    inner.msg[0] ? inner.msg : strerror(-r));
+        }
+        r = exec_result(&x, ret);
+        b4_exec_result_clear(&x);
+        return r;
+}

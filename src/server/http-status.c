@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Replies: the JSON error shape, and the one table mapping library errors (negative errno
+ * plus registry code) to HTTP statuses and named codes.
+ */
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/macro.h"
+#include "base/time-util.h"
+#include "server-internal.h"
+
+static void queue(struct request *rq, unsigned status, char *text, size_t len)
+{
+        struct MHD_Response *resp;
+
+        if (!text)
+                resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        else
+                resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+                free(text);
+                return;
+        }
+        (void)MHD_add_response_header(resp, "Content-Type", "application/json");
+        if (status == 401)
+                (void)MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+        (void)MHD_queue_response(rq->conn, status, resp);
+        MHD_destroy_response(resp);
+        rq->replied = true;
+        rq->status = status;
+}
+
+void reply_text(struct request *rq, unsigned status, struct strbuf *sb)
+{
+        char *text = NULL;
+        size_t len = 0;
+
+        if (rq->replied)
+                return;
+        if (strbuf_detach(sb, &text, &len) < 0)
+                status = 500;
+        queue(rq, status, text, len);
+}
+
+void reply_json(struct request *rq, unsigned status, struct jv *body)
+{
+        char *text = NULL;
+
+        if (rq->replied)
+                return;
+        if (!body || jv_dump(body, 0, &text) < 0) {
+                text = NULL;
+                status = 500;
+        }
+        jv_unref(body);
+        queue(rq, status, text, text ? strlen(text) : 0);
+}
+
+static struct jv *error_body(const char *code, const char *message, enum b4_code reg)
+{
+        struct jv *details = jv_object_new(), *error = jv_object_new(), *root = jv_object_new();
+
+        if (!details || !error || !root) {
+                jv_unref(details);
+                jv_unref(error);
+                jv_unref(root);
+                return NULL;
+        }
+        (void)jv_object_set_new(details, "code", jv_string_new(code));
+        (void)jv_object_set_new(error, "message", jv_string_new(message));
+        (void)jv_object_set_new(error, "kind", jv_string_new("request_error"));
+        if (reg != B4_CODE_NONE)
+                (void)jv_object_set_new(error, "code", jv_string_new(b4_code_name(reg)));
+        (void)jv_object_set_new(error, "details", details);
+        (void)jv_object_set_new(root, "error", error);
+        return root;
+}
+
+static void reply_error_coded(struct request *rq,
+                              unsigned status,
+                              const char *code,
+                              enum b4_code reg,
+                              const char *message)
+{
+        metrics_refusal(rq->srv->metrics, code);
+        reply_json(rq, status, error_body(code, message, reg));
+}
+
+void reply_error(struct request *rq, unsigned status, const char *code, const char *fmt, ...)
+{
+        char msg[1024];
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void)vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        reply_error_coded(rq, status, code, B4_CODE_NONE, msg);
+}
+
+static const struct {
+        int error;
+        unsigned status;
+        const char *code;
+} errno_map[] = {
+        { -EINVAL, 400, "invalid_request" },  { -ENOENT, 404, "thread_not_found" },
+        { -EEXIST, 409, "thread_exists" },    { -EBUSY, 409, "run_in_flight" },
+        { -EACCES, 403, "forbidden" },        { -EPERM, 403, "forbidden" },
+        { -E2BIG, 413, "payload_too_large" }, { -EFBIG, 413, "payload_too_large" },
+        { -ESHUTDOWN, 503, "shutting_down" }, { -ECANCELED, 409, "cancelled" },
+        { -ETIMEDOUT, 504, "timeout" },       { -EOPNOTSUPP, 501, "not_supported" },
+};
+
+void reply_b4_error(struct request *rq, const struct b4_error *err)
+{
+        const char *msg = err->msg[0] ? err->msg : strerror(-err->error);
+
+        if (err->code == B4_CODE_SANDBOX_UNAVAILABLE) {
+                reply_error_coded(rq, 503, "sandbox_unavailable", err->code, msg);
+                return;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(errno_map); i++)
+                if (errno_map[i].error == err->error) {
+                        reply_error_coded(rq, errno_map[i].status, errno_map[i].code, err->code,
+                                          msg);
+                        return;
+                }
+        reply_error_coded(rq, 500, "internal_error", err->code, msg);
+}
+
+struct jv *request_json_object(struct request *rq)
+{
+        struct b4_error err = { 0 };
+        struct jv *v = NULL;
+        const char *body = rq->body.buf ? rq->body.buf : "";
+
+        if (rq->body.len == 0) {
+                reply_error(rq, 400, "invalid_request", "request body must be a JSON object");
+                return NULL;
+        }
+        if (jv_parse(body, rq->body.len, &v, &err) < 0) {
+                reply_error(rq, 400, "invalid_request", "malformed JSON: %s", err.msg);
+                return NULL;
+        }
+        if (!jv_is_object(v)) {
+                jv_unref(v);
+                reply_error(rq, 400, "invalid_request", "request body must be a JSON object");
+                return NULL;
+        }
+        return v;
+}
+
+bool request_known_keys(struct request *rq, const struct jv *obj, const char *const *known)
+{
+        for (void *it = jv_object_iter(obj); it; it = jv_object_next(obj, it)) {
+                const char *k = jv_iter_key(it);
+                bool ok = false;
+                for (const char *const *kk = known; *kk && !ok; kk++)
+                        ok = strcmp(*kk, k) == 0;
+                if (!ok) {
+                        char list[512] = "";
+                        for (const char *const *kk = known; *kk; kk++)
+                                (void)snprintf(list + strlen(list), sizeof(list) - strlen(list),
+                                               "%s%s", kk == known ? "" : ", ", *kk);
+                        reply_error(rq, 400, "invalid_request", "unknown field '%s' (known: %s)", k,
+                                    list);
+                        return false;
+                }
+        }
+        return true;
+}

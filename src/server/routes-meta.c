@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* GET /healthz and GET /metrics. */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "server-internal.h"
+
+void route_healthz(struct request *rq)
+{
+        struct jv *o = jv_object_new();
+
+        (void)jv_object_set_new(o, "ok", jv_bool_new(true));
+        reply_json(rq, 200, o);
+}
+
+void route_metrics(struct request *rq)
+{
+        struct MHD_Response *resp;
+        char *text = NULL;
+
+        if (metrics_render(rq->srv->metrics, rq->srv->opts.runtime, rq->srv->opts.store, &text) <
+            0) {
+                reply_error(rq, 500, "internal_error", "cannot render metrics");
+                return;
+        }
+        resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+                free(text);
+                return;
+        }
+        (void)MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4");
+        (void)MHD_queue_response(rq->conn, 200, resp);
+        MHD_destroy_response(resp);
+        rq->replied = true;
+        rq->status = 200;
+}

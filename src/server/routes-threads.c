@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Thread routes: create, list, get, delete, release, cancel. */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/macro.h"
+#include "server-internal.h"
+
+struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row)
+{
+        struct jv *o = jv_object_new(), *meta = NULL;
+
+        if (!o)
+                return NULL;
+        if (jv_parse(row->metadata_json, strlen(row->metadata_json), &meta, NULL) < 0)
+                meta = jv_object_new();
+        (void)jv_object_set_new(o, "thread_id", jv_string_new(row->id));
+        (void)jv_object_set_new(o, "metadata", meta);
+        (void)jv_object_set_new(o, "parent_thread_id",
+                                row->parent_id ? jv_string_new(row->parent_id) : jv_null_new());
+        (void)jv_object_set_new(o, "owner", row->owner ? jv_string_new(row->owner) : jv_null_new());
+        (void)jv_object_set_new(o, "created_ms", jv_integer_new(row->created_ms));
+        struct jv *sb = jv_object_new();
+        if (sb) {
+                struct b4_runtime *rt = rq->srv->opts.runtime;
+                (void)jv_object_set_new(sb, "provider", jv_string_new(rq->srv->opts.provider_name));
+                (void)jv_object_set_new(sb, "state",
+                                        jv_string_new(b4_runtime_thread_is_live(rt, row->id)
+                                                              ? "live"
+                                                              : "released"));
+                (void)jv_object_set_new(sb, "run_in_flight",
+                                        jv_bool_new(b4_runtime_thread_busy(rt, row->id)));
+        }
+        (void)jv_object_set_new(o, "sandbox", sb);
+        return o;
+}
+
+static const char *opt_string(struct request *rq, struct jv *body, const char *key, bool *ok)
+{
+        struct jv *v = jv_object_get(body, key);
+
+        if (!v || jv_is_null(v))
+                return NULL;
+        if (!jv_is_string(v)) {
+                reply_error(rq, 400, "invalid_request", "%s must be a string", key);
+                *ok = false;
+                return NULL;
+        }
+        return jv_string(v);
+}
+
+void route_thread_create(struct request *rq)
+{
+        static const char *const known[] = { "thread_id", "metadata", "parent_thread_id", NULL };
+        cleanup_(jv_unrefp) struct jv *body = NULL;
+        cleanup_free char *meta = NULL;
+        struct b4_thread_row row = { 0 };
+        struct b4_error err = { 0 };
+        bool ok = true;
+
+        body = rq->body.len ? request_json_object(rq) : jv_object_new();
+        if (!body || !request_known_keys(rq, body, known))
+                return;
+        const char *id = opt_string(rq, body, "thread_id", &ok);
+        const char *parent = opt_string(rq, body, "parent_thread_id", &ok);
+        struct jv *m = jv_object_get(body, "metadata");
+        if (!ok)
+                return;
+        if (m && !jv_is_null(m) && !jv_is_object(m)) {
+                reply_error(rq, 400, "invalid_request", "metadata must be an object");
+                return;
+        }
+        if (m && jv_is_object(m) && jv_dump(m, 0, &meta) < 0) {
+                reply_error(rq, 500, "internal_error", "out of memory");
+                return;
+        }
+        if (parent) {
+                struct b4_thread_row prow = { 0 };
+                int pr = b4_store_thread_get(rq->srv->opts.store, parent, &prow, NULL);
+                bool visible = pr >= 0 && access_may_see(rq, prow.owner);
+                b4_thread_row_clear(&prow);
+                if (!visible) {
+                        reply_error(rq, 404, "thread_not_found", "parent thread '%s' not found",
+                                    parent);
+                        return;
+                }
+        }
+        if (b4_runtime_thread_create(rq->srv->opts.runtime, id, meta, parent, rq->principal_name,
+                                     &row, &err) < 0) {
+                reply_b4_error(rq, &err);
+                return;
+        }
+        reply_json(rq, 201, thread_to_json(rq, &row));
+        b4_thread_row_clear(&row);
+}
+
+void route_thread_list(struct request *rq)
+{
+        struct b4_thread_row *rows = NULL;
+        struct b4_error err = { 0 };
+        size_t n = 0;
+        struct jv *arr, *root;
+
+        if (b4_store_thread_list(rq->srv->opts.store, NULL, &rows, &n, &err) < 0) {
+                reply_b4_error(rq, &err);
+                return;
+        }
+        arr = jv_array_new();
+        root = jv_object_new();
+        for (size_t i = 0; arr && i < n; i++)
+                if (access_may_see(rq, rows[i].owner))
+                        (void)jv_array_append_new(arr, thread_to_json(rq, &rows[i]));
+        b4_thread_rows_free(rows, n);
+        if (root)
+                (void)jv_object_set_new(root, "threads", arr);
+        else
+                jv_unref(arr);
+        reply_json(rq, 200, root);
+}
+
+void route_thread_get(struct request *rq)
+{
+        reply_json(rq, 200, thread_to_json(rq, &rq->thread));
+}
+
+void route_thread_delete(struct request *rq)
+{
+        struct b4_error err = { 0 };
+
+        if (b4_runtime_thread_delete(rq->srv->opts.runtime, rq->thread.id, &err) < 0) {
+                reply_b4_error(rq, &err);
+                return;
+        }
+        struct jv *o = jv_object_new();
+        (void)jv_object_set_new(o, "deleted", jv_bool_new(true));
+        reply_json(rq, 200, o);
+}
+
+void route_thread_release(struct request *rq)
+{
+        struct b4_error err = { 0 };
+
+        if (b4_runtime_thread_release(rq->srv->opts.runtime, rq->thread.id, &err) < 0) {
+                reply_b4_error(rq, &err);
+                return;
+        }
+        reply_json(rq, 200, thread_to_json(rq, &rq->thread));
+}
+
+void route_thread_cancel(struct request *rq)
+{
+        if (b4_runtime_thread_cancel(rq->srv->opts.runtime, rq->thread.id) < 0) {
+                reply_error(rq, 409, "no_run_in_flight", "thread '%s' has no run in flight",
+                            rq->thread.id);
+                return;
+        }
+        struct jv *o = jv_object_new();
+        (void)jv_object_set_new(o, "cancelled", jv_bool_new(true));
+        reply_json(rq, 202, o);
+}

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Shared by the server's files: the request context, routes, replies, access, metrics. */
+
+#include <microhttpd.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/strbuf.h"
+#include "json/json.h"
+#include "server.h"
+
+#define TOOL_BODY_MAX_BYTES (32u * 1024u * 1024u)
+#define RESPONSE_MAX_BYTES  (256u * 1024u * 1024u) /* a run's results, all calls */
+#define MAX_PATH_PARAMS     2
+
+struct principal;
+struct metrics;
+
+struct server {
+        struct MHD_Daemon *mhd;
+        struct server_options opts;
+        const struct b4_config *config;
+        struct principal *principals; /* loaded tokens; NULL without threadAccess */
+        size_t n_principals;
+        struct metrics *metrics;
+        char *address;
+        char *unix_path; /* unlinked at free */
+        int listen_fd;
+};
+
+struct request;
+typedef void route_fn(struct request *rq);
+
+struct route {
+        const char *method;
+        const char *pattern; /* "/threads/{}/tools/{}": {} matches one segment */
+        unsigned op;         /* enum b4_access_op bit, 0 = no policy check */
+        bool thread_scoped;  /* the first parameter is a thread id to authorise */
+        bool read_op;        /* a refusal answers 404, never 403 */
+        uint64_t max_body;   /* 0 = the server's max_body_bytes */
+        route_fn *handler;
+        const char *name; /* for metrics and logs */
+};
+
+struct request {
+        struct server *srv;
+        struct MHD_Connection *conn;
+        const struct route *route;
+        char *params[MAX_PATH_PARAMS];     /* owned, decoded path parameters */
+        const struct principal *principal; /* NULL without a policy */
+        const char *principal_name;        /* NULL without a policy */
+        struct b4_thread_row thread;       /* loaded for thread-scoped routes */
+        struct strbuf body;
+        bool body_too_large;
+        bool replied;
+        uint64_t started_us;
+        unsigned status;
+};
+
+/* ---- replies (http-status.c) ---- */
+/* Reply with JSON text already built in @sb (its buffer is taken). */
+void reply_text(struct request *rq, unsigned status, struct strbuf *sb);
+/* Reply with @body (reference taken). */
+void reply_json(struct request *rq, unsigned status, struct jv *body);
+/* {"error":{"message","kind":"request_error","details":{"code"}}}; counted in metrics. */
+void reply_error(struct request *rq, unsigned status, const char *code, const char *fmt, ...)
+        B4_PRINTF(4, 5);
+/* Map a library error (negative errno + registry code) to a status and code, and reply. */
+void reply_b4_error(struct request *rq, const struct b4_error *err);
+/* Parse the body as a JSON object, or reply 400 invalid_request and return NULL. */
+struct jv *request_json_object(struct request *rq);
+/* Refuse keys of @obj not in @known (NULL-terminated); replies 400 and returns false. */
+bool request_known_keys(struct request *rq, const struct jv *obj, const char *const *known);
+
+/* ---- access (access.c) ---- */
+int access_load(struct server *s, struct b4_error *err);
+void access_free(struct server *s);
+/* Authenticate and authorise @rq for its route; replies and returns false on refusal. */
+bool access_check(struct request *rq);
+/* Whether the caller may see @owner's thread (list filtering). */
+bool access_may_see(const struct request *rq, const char *owner);
+
+/* ---- routes ---- */
+extern const struct route server_routes[];
+extern const size_t server_n_routes;
+void route_healthz(struct request *rq);
+void route_metrics(struct request *rq);
+void route_thread_create(struct request *rq);
+void route_thread_list(struct request *rq);
+void route_thread_get(struct request *rq);
+void route_thread_delete(struct request *rq);
+void route_thread_release(struct request *rq);
+void route_thread_cancel(struct request *rq);
+void route_runs(struct request *rq);
+void route_tool(struct request *rq);
+void route_permissions(struct request *rq);
+/* The JSON view of a thread row. */
+struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row);
+
+/* ---- metrics (metrics.c) ---- */
+struct metrics *metrics_new(void);
+struct metrics *metrics_free(struct metrics *m);
+void metrics_request(struct metrics *m, const char *route, unsigned status);
+void metrics_refusal(struct metrics *m, const char *code);
+void metrics_tool_call(struct metrics *m, const char *tool, bool ok, uint64_t usec);
+/* Prometheus text exposition; *ret is heap. */
+int metrics_render(struct metrics *m, struct b4_runtime *rt, struct b4_store *store, char **ret);
