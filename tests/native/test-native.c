@@ -19,6 +19,7 @@
 #include "b4box/b4.h"
 
 #include "b4-test.h"
+#include "base/hash.h"
 
 struct ctx {
         char *state;
@@ -627,9 +628,18 @@ static void test_fork_bomb_and_memory(void **state)
         assert_string_equal(res.out, "ok\n");
         b4_exec_result_clear(&res);
         /* a keeper that can no longer fork (pids.max reached) is replaced, the thread lives on */
-        char id[41], *knob = NULL;
+        char id[41], hid[SHA256_HEX_LEN + 1], *knob = NULL, *key = NULL, *nat = NULL, *real;
         assert_int_equal(b4_resource_id(C.scope, "t-bomb", id), 0);
-        assert_true(asprintf(&knob, "/sys/fs/cgroup/pids/b4box/%s/pids.max", id) > 0);
+        assert_true(asprintf(&nat, "%s/native", C.state) > 0);
+        real = realpath(nat, NULL);
+        assert_non_null(real);
+        assert_true(asprintf(&key, "%s/%s", real, id) > 0);
+        sha256_hex(key, strlen(key), hid); /* the cgroup is named by the host id */
+        hid[40] = '\0';
+        assert_true(asprintf(&knob, "/sys/fs/cgroup/pids/b4box/%s/pids.max", hid) > 0);
+        free(nat);
+        free(real);
+        free(key);
         if (access(knob, W_OK) == 0) {
                 pid_t before = keeper_pid("t-bomb");
                 assert_int_equal(b4_test_write(knob, "1"), 0);
