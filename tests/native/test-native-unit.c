@@ -16,6 +16,7 @@
 #include "b4box/b4.h"
 
 #include "b4-test.h"
+#include "base/alloc.h"
 #include "native/native.h"
 
 #define ID "0123456789abcdef0123456789abcdef01234567"
@@ -232,6 +233,61 @@ static void test_identity(void **state)
         assert_string_not_equal(ia, ib);
 }
 
+#ifdef B4_FAULT_INJECTION
+
+/* Every native helper that allocates, once; each must fail cleanly (ASan sees leaks). */
+static void oom_scenario(void)
+{
+        struct mount_spec spec = { .stage = "/st",
+                                   .image = "/",
+                                   .host_image = true,
+                                   .workspace = "/ws",
+                                   .read_only_root = true };
+        struct mount_plan p = { 0 };
+        struct b4_policy pol;
+        struct b4_env_var extra = { .name = (char *)"A", .value = (char *)"b" };
+        struct capture c;
+        char id[65], **env = NULL, *out = NULL;
+        size_t len;
+        bool trunc = false;
+
+        if (mount_plan_build(&spec, &p, NULL) == 0)
+                mount_plan_release(&p);
+        b4_policy_init(&pol);
+        if (b4_policy_set_env(&pol, "K", "v") == 0) {
+                (void)launch_identity("host", &pol, id);
+                if (build_env(&pol, &extra, 1, &env, NULL) == 0) {
+                        for (char **e = env; *e; e++)
+                                free(*e);
+                        free(env);
+                }
+        }
+        b4_policy_clear(&pol);
+        if (capture_init(&c, 8) == 0) {
+                capture_add(&c, "0123456789abcdef", 16);
+                if (capture_finish(&c, &out, &len, &trunc) == 0)
+                        free(out);
+                capture_release(&c);
+        }
+}
+
+static void test_oom(void **state)
+{
+        for (long i = 0; i < 20000; i++) {
+                alloc_fail_after(i);
+                oom_scenario();
+                void *probe = b4_malloc(1);
+                alloc_fail_after(-1);
+                if (probe) {
+                        free(probe);
+                        assert_true(i > 10);
+                        return;
+                }
+        }
+        fail_msg("the scenario never completed");
+}
+#endif
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -241,6 +297,9 @@ int main(void)
                 cmocka_unit_test(test_capture_head_tail),
                 cmocka_unit_test(test_mount_plan_host),
                 cmocka_unit_test(test_identity),
+#ifdef B4_FAULT_INJECTION
+                cmocka_unit_test(test_oom),
+#endif
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

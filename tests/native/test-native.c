@@ -19,6 +19,7 @@
 #include "b4box/b4.h"
 
 #include "b4-test.h"
+#include "base/hash.h"
 
 struct ctx {
         char *state;
@@ -57,9 +58,35 @@ static int group_setup(void **state)
         return C.p ? 0 : -1;
 }
 
-static const char *const threads[] = { "t-id",   "t-fs",   "t-a",     "t-b",      "t-time",
-                                       "t-cap",  "t-life", "t-adopt", "t-bomb",   "t-mem",
-                                       "t-read", "t-conc", "t-env",   "t-cancel", "t-rel" };
+static const char *const threads[] = { "t-id",   "t-fs",     "t-a",    "t-b",   "t-time", "t-cap",
+                                       "t-life", "t-adopt",  "t-bomb", "t-mem", "t-read", "t-conc",
+                                       "t-env",  "t-cancel", "t-rel",  "t-deny" };
+
+/* Keeper records left after every thread was destroyed: a thread the test forgot. Killed
+ * here so nothing outlives the run, and reported as a teardown failure. */
+static int leaked_keepers(void)
+{
+        char *cmd = NULL;
+        int n = 0;
+        FILE *f;
+        char line[256];
+
+        if (asprintf(&cmd, "cat %s/native/run/*.keeper 2>/dev/null", C.state) < 0)
+                return 0;
+        f = popen(cmd, "r"); /* checksrc: allow (test) */
+        free(cmd);
+        while (f && fgets(line, sizeof(line), f)) {
+                int pid = 0;
+                if (sscanf(line, "v1 %d", &pid) == 1 && pid > 1) {
+                        fprintf(stderr, "# leaked keeper pid %d\n", pid);
+                        (void)kill(pid, SIGKILL);
+                        n++;
+                }
+        }
+        if (f)
+                pclose(f);
+        return n;
+}
 
 static int group_teardown(void **state)
 {
@@ -71,9 +98,10 @@ static int group_teardown(void **state)
                 if (b4_provider_destroy(C.p, threads[i], &err) < 0)
                         fprintf(stderr, "# destroy %s: %s\n", threads[i], err.msg);
         C.p = b4_provider_free(C.p);
+        int leaked = leaked_keepers();
         b4_test_rmrf(C.state);
         free(C.state);
-        return 0;
+        return leaked ? -1 : 0;
 }
 
 #define REQUIRE_ROOT()                        \
@@ -440,6 +468,53 @@ static void test_fs_ops(void **state)
         b4_sandbox_unref(sb);
 }
 
+static void test_walk_and_read_files(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_sandbox *sb = acquire("t-fs", NULL);
+        struct b4_fs *fs = b4_sandbox_fs(sb);
+        struct b4_exec_result res = { 0 };
+        struct b4_error err = { 0 };
+        struct b4_walk_entry *e = NULL;
+        struct b4_blob *b = NULL;
+        size_t n = 0;
+        char *prune[] = { (char *)"node_modules", NULL };
+
+        assert_int_equal(
+                run(sb,
+                    "mkdir -p /workspace/w/a/b /workspace/w/node_modules/x && "
+                    "echo 12 > /workspace/w/a/b/f && ln -s ../a /workspace/w/l && "
+                    "echo z > /workspace/w/node_modules/x/y && chmod +x /workspace/w/a/b/f",
+                    &res),
+                0);
+        b4_exec_result_clear(&res);
+        assert_int_equal(b4_fs_walk(fs, "/workspace/w", 100, prune, &e, &n, &err), 0);
+        assert_int_equal(n, 5);
+        assert_string_equal(e[0].path, "a");
+        assert_int_equal(e[0].st.kind, B4_FILE_DIRECTORY);
+        assert_string_equal(e[1].path, "a/b");
+        assert_string_equal(e[2].path, "a/b/f");
+        assert_int_equal(e[2].st.size, 3);
+        assert_true(e[2].st.executable);
+        assert_string_equal(e[3].path, "l");
+        assert_int_equal(e[3].st.kind, B4_FILE_SYMLINK);
+        assert_string_equal(e[3].st.target, "../a");
+        assert_string_equal(e[4].path, "node_modules"); /* reported, not descended */
+        b4_walk_entries_free(e, n);
+        assert_int_equal(b4_fs_walk(fs, "/workspace/w", 3, NULL, &e, &n, &err), -E2BIG);
+        struct b4_read_req reqs[] = { { "/workspace/w/a/b/f", 10 },
+                                      { "/workspace/w/missing", 10 },
+                                      { "/workspace/w/a/b/f", 2 },
+                                      { "/workspace/w/a", 10 } };
+        assert_int_equal(b4_fs_read_files(fs, reqs, 4, &b, &err), 0);
+        assert_string_equal(b[0].data, "12\n");
+        assert_int_equal(b[1].error, -ENOENT);
+        assert_int_equal(b[2].error, -EFBIG);
+        assert_int_equal(b[3].error, -EISDIR);
+        b4_blobs_free(b, 4);
+        b4_sandbox_unref(sb);
+}
+
 static pid_t keeper_pid(const char *thread)
 {
         char id[41], *p = NULL;
@@ -552,6 +627,28 @@ static void test_fork_bomb_and_memory(void **state)
         assert_int_equal(run(sb, "echo ok", &res), 0);
         assert_string_equal(res.out, "ok\n");
         b4_exec_result_clear(&res);
+        /* a keeper that can no longer fork (pids.max reached) is replaced, the thread lives on */
+        char id[41], hid[SHA256_HEX_LEN + 1], *knob = NULL, *key = NULL, *nat = NULL, *real;
+        assert_int_equal(b4_resource_id(C.scope, "t-bomb", id), 0);
+        assert_true(asprintf(&nat, "%s/native", C.state) > 0);
+        real = realpath(nat, NULL);
+        assert_non_null(real);
+        assert_true(asprintf(&key, "%s/%s", real, id) > 0);
+        sha256_hex(key, strlen(key), hid); /* the cgroup is named by the host id */
+        hid[40] = '\0';
+        assert_true(asprintf(&knob, "/sys/fs/cgroup/pids/b4box/%s/pids.max", hid) > 0);
+        free(nat);
+        free(real);
+        free(key);
+        if (access(knob, W_OK) == 0) {
+                pid_t before = keeper_pid("t-bomb");
+                assert_int_equal(b4_test_write(knob, "1"), 0);
+                assert_int_equal(run(sb, "echo recovered", &res), 0);
+                assert_string_equal(res.out, "recovered\n");
+                b4_exec_result_clear(&res);
+                assert_int_not_equal(keeper_pid("t-bomb"), before);
+        }
+        free(knob);
         /* exceeding the memory limit kills the command, not the keeper or the host */
         assert_int_not_equal(
                 run(sb, "v=$(head -c 300000000 /dev/zero | tr '\\0' a); echo ${#v}", &res), 0);
@@ -769,6 +866,7 @@ int main(void)
                 cmocka_unit_test(test_cancel),
                 cmocka_unit_test(test_output_cap),
                 cmocka_unit_test(test_fs_ops),
+                cmocka_unit_test(test_walk_and_read_files),
                 cmocka_unit_test(test_release_and_destroy),
                 cmocka_unit_test(test_adoption),
                 cmocka_unit_test(test_fork_bomb_and_memory),

@@ -2,10 +2,11 @@
 /*
  * Network "allow": a per-thread veth pair and NAT, set up by the provider after the keeper's
  * (empty) network namespace exists and torn down at release.
- *   host side  b4h<12 hex of id>  10.233.<n>.1/30     sandbox side  eth0  10.233.<n>.2/30,
- *   default route via the host side. The /30 is allocated with an O_EXCL file run/net-<n>
- *   (linear probing from the id's hash), remembered in run/<id>.net.
- *   iptables (each rule tagged "--comment b4box:<id>", removed by that tag):
+ *   host side  b4h<12 hex of hid>  10.233.<n>.1/30     sandbox side  eth0  10.233.<n>.2/30,
+ *   default route via the host side (hid = native_host_id(), unique per state dir). The /30
+ *   is claimed with an O_EXCL file /run/b4box/net-<n> (linear probing from the hid), and
+ *   remembered in run/<id>.net.
+ *   iptables (each rule tagged "--comment b4box:<hid>", removed by that tag):
  *     nat POSTROUTING -s <subnet> ! -o b4h.. -j MASQUERADE
  *     INPUT  -i b4h.. -j DROP                       the host's own addresses, all of them
  *     FORWARD -i b4h.. -d 169.254.0.0/16 -j DROP    cloud metadata and link-local
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -106,20 +108,36 @@ static int run(int netns_fd, const char *const argv[], char **ret_out)
 
 #define RUN(fd, ...) run((fd), (const char *const[]){ __VA_ARGS__, NULL }, NULL)
 
-static int alloc_subnet(struct native_provider *np, const char *id, unsigned *ret)
+/* Subnets are host-wide (several state dirs may share a network namespace): their O_EXCL
+ * claims live in /run/b4box, or in the state dir when /run is not writable. */
+static int alloc_dir(struct native_provider *np)
 {
-        unsigned start = (unsigned)strtoul((char[5]){ id[0], id[1], id[2], id[3], 0 }, NULL, 16);
+        int fd;
 
+        if (mkdir("/run/b4box", 0700) < 0 && errno != EEXIST)
+                return fcntl(np->run_fd, F_DUPFD_CLOEXEC, 3);
+        fd = open("/run/b4box", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        return fd >= 0 ? fd : fcntl(np->run_fd, F_DUPFD_CLOEXEC, 3);
+}
+
+static int alloc_subnet(struct native_provider *np, const char *hid, unsigned *ret)
+{
+        unsigned start =
+                (unsigned)strtoul((char[5]){ hid[0], hid[1], hid[2], hid[3], 0 }, NULL, 16);
+        cleanup_close int dfd = alloc_dir(np);
+
+        if (dfd < 0)
+                return -errno;
         for (unsigned k = 0; k < SUBNETS; k++) {
                 unsigned n = (start + k) % SUBNETS;
                 char name[32];
                 (void)snprintf(name, sizeof(name), "net-%u", n);
-                int fd = openat(np->run_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+                int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
                 if (fd < 0 && errno == EEXIST)
                         continue;
                 if (fd < 0)
                         return -errno;
-                int r = write_all(fd, id, strlen(id));
+                int r = write_all(fd, hid, strlen(hid));
                 safe_close(fd);
                 if (r < 0)
                         return r;
@@ -213,7 +231,7 @@ static void drop_rules(const char *ipt, const char *table, const char *tag)
         }
 }
 
-void net_teardown(struct native_provider *np, const char *id)
+void net_teardown(struct native_provider *np, const char *id, const char *hid)
 {
         cleanup_free char *buf = NULL;
         const char *ip = find_exe(ip_paths, ELEMENTSOF(ip_paths));
@@ -224,8 +242,8 @@ void net_teardown(struct native_provider *np, const char *id)
         (void)snprintf(name, sizeof(name), "%s.net", id);
         if (read_file_at(np->run_fd, name, 32, &buf, &len) < 0)
                 return;
-        names(id, host, peer);
-        (void)snprintf(tag, sizeof(tag), TAG_PREFIX "%s", id);
+        names(hid, host, peer);
+        (void)snprintf(tag, sizeof(tag), TAG_PREFIX "%s", hid);
         if (ip)
                 (void)RUN(-1, ip, "link", "del", host);
         if (ipt) {
@@ -233,20 +251,22 @@ void net_teardown(struct native_provider *np, const char *id)
                 drop_rules(ipt, "nat", tag);
         }
         char sub[32];
+        cleanup_close int dfd = alloc_dir(np);
         (void)snprintf(sub, sizeof(sub), "net-%lu", strtoul(buf, NULL, 10));
-        (void)unlinkat(np->run_fd, sub, 0);
+        if (dfd >= 0)
+                (void)unlinkat(dfd, sub, 0);
         (void)unlinkat(np->run_fd, name, 0);
 }
 
-static int configure(const char *ip, const char *ipt, const char *id, pid_t pid, unsigned n)
+static int configure(const char *ip, const char *ipt, const char *hid, pid_t pid, unsigned n)
 {
         char host[16], peer[16], tag[64], pids[16], hip[32], hcidr[40], scidr[40], subnet[40];
         char nspath[64];
         cleanup_close int nsfd = -EBADF;
         int r;
 
-        names(id, host, peer);
-        (void)snprintf(tag, sizeof(tag), TAG_PREFIX "%s", id);
+        names(hid, host, peer);
+        (void)snprintf(tag, sizeof(tag), TAG_PREFIX "%s", hid);
         (void)snprintf(pids, sizeof(pids), "%d", (int)pid);
         addr(n, 1, hip, sizeof(hip));
         (void)snprintf(hcidr, sizeof(hcidr), "%s/30", hip);
@@ -278,7 +298,11 @@ static int configure(const char *ip, const char *ipt, const char *id, pid_t pid,
         return r;
 }
 
-int net_setup(struct native_provider *np, const char *id, pid_t pid, struct b4_error *err)
+int net_setup(struct native_provider *np,
+              const char *id,
+              const char *hid,
+              pid_t pid,
+              struct b4_error *err)
 {
         const char *why = NULL;
         char name[64], num[16];
@@ -292,7 +316,7 @@ int net_setup(struct native_provider *np, const char *id, pid_t pid, struct b4_e
                                          "NAT but %s. Use network \"deny\" or fix the host. Run "
                                          "`b4box check`.",
                                          why);
-        r = alloc_subnet(np, id, &n);
+        r = alloc_subnet(np, hid, &n);
         if (r < 0)
                 return b4_error_set(err, r, "cannot allocate a sandbox subnet");
         (void)snprintf(name, sizeof(name), "%s.net", id);
@@ -305,9 +329,9 @@ int net_setup(struct native_provider *np, const char *id, pid_t pid, struct b4_e
         }
         if (r >= 0)
                 r = configure(find_exe(ip_paths, ELEMENTSOF(ip_paths)),
-                              find_exe(ipt_paths, ELEMENTSOF(ipt_paths)), id, pid, n);
+                              find_exe(ipt_paths, ELEMENTSOF(ipt_paths)), hid, pid, n);
         if (r < 0) {
-                net_teardown(np, id);
+                net_teardown(np, id, hid);
                 return b4_error_set(err, r, "cannot set up the veth and NAT of sandbox %s", id);
         }
         return 0;
