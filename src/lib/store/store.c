@@ -228,6 +228,9 @@ struct b4_store *b4_store_close(struct b4_store *s)
 {
         if (!s)
                 return NULL;
+        for (size_t i = 0; i < STORE_STMT_CACHE; i++)
+                if (s->cache[i].stmt)
+                        (void)sqlite3_finalize(s->cache[i].stmt);
         if (s->db)
                 (void)sqlite3_close(s->db);
         safe_close(s->lock_fd);
