@@ -16,7 +16,7 @@ port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 
 serve() { # provider
         PORT=$(port)
-        printf '{"sandbox":{"provider":{"type":"%s","scope":"bench"}}}' "$1" > "$WORK/$1.json"
+        printf '{"sandbox":{"provider":{"type":"%s","scope":"bench"},"network":{"mode":"deny"}}}' "$1" > "$WORK/$1.json"
         "$B4BOX" -c "$WORK/$1.json" --state "$WORK/state-$1" serve --listen "127.0.0.1:$PORT" 2>"$WORK/$1.log" &
         PID=$!
         for _ in $(seq 100); do curl -sf "127.0.0.1:$PORT/healthz" >/dev/null && return 0; sleep 0.05; done
