@@ -127,6 +127,14 @@ B4_PUBLIC enum b4_permission_decision b4_permissions_match(const struct b4_permi
                                                            const char *key,
                                                            const char *candidate);
 
+/**
+ * b4_permissions_from_config() - an app store from the `permissions` block of b4box.json
+ * Return: 0 with *ret owned by the caller, -EINVAL (a bad pattern; message set), -ENOMEM.
+ */
+B4_PUBLIC int b4_permissions_from_config(const struct b4_permissions_config *pc,
+                                         struct b4_permissions **ret,
+                                         struct b4_error *err);
+
 /* ---- per-thread grant storage ---------------------------------------------------------- */
 
 /*

@@ -50,6 +50,8 @@ struct cli_local {
 
 /* Load the config, lock the state dir and build the provider. Return: 0 or an exit code. */
 int cli_local_open(const struct cli_ctx *ctx, struct cli_local *ret);
+/* The same with the provider type replaced by @type (NULL = as configured). */
+int cli_local_open_as(const struct cli_ctx *ctx, const char *type, struct cli_local *ret);
 void cli_local_close(struct cli_local *l);
 
 /* Subcommands (one file each). */

@@ -82,6 +82,11 @@ int cli_load_config(const struct cli_ctx *ctx, struct b4_config **ret, const cha
 
 int cli_local_open(const struct cli_ctx *ctx, struct cli_local *ret)
 {
+        return cli_local_open_as(ctx, NULL, ret);
+}
+
+int cli_local_open_as(const struct cli_ctx *ctx, const char *type, struct cli_local *ret)
+{
         struct b4_error err = { 0 };
         struct cli_local l = { 0 };
         int r;
@@ -89,6 +94,15 @@ int cli_local_open(const struct cli_ctx *ctx, struct cli_local *ret)
         r = cli_load_config(ctx, &l.cfg, NULL);
         if (r != 0)
                 return r;
+        if (type) {
+                char *t = strdup(type);
+                if (!t) {
+                        cli_local_close(&l);
+                        return CLI_EXIT_FAILED;
+                }
+                free(l.cfg->sandbox.provider.type);
+                l.cfg->sandbox.provider.type = t;
+        }
         if (b4_store_open(l.cfg->sandbox.provider.state_dir, B4_STORE_SHARED, &l.store, &err) < 0 ||
             b4_provider_new(&l.cfg->sandbox.provider, &l.provider, &err) < 0) {
                 cli_local_close(&l);
