@@ -57,6 +57,8 @@ struct request {
         bool body_too_large;
         bool replied;
         uint64_t started_us;
+        char method[8]; /* for the request log */
+        char path[256]; /* for the request log, truncated */
         unsigned status;
 };
 
