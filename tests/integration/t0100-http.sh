@@ -10,6 +10,9 @@ ok "server starts on a unix socket"
 
 req GET /healthz
 check "healthz answers 200" [ "$STATUS" = 200 ]
+"$B4BOX" -c "$WORK/b4box.json" --state "$WORK/state" serve --listen "unix:$WORK/sock2" 2>"$WORK/second.err"; rc=$?
+check "a second server on the same state dir fails at once" \
+        [ "$rc" = 1 ] && grep -q "is in use by another b4box process (pid $SERVER_PID)" "$WORK/second.err"
 
 req POST /threads '{}'
 check "create without an id generates one" [ "$STATUS" = 201 ]
