@@ -12,9 +12,8 @@
 #include "json/json.h"
 #include "server.h"
 
-#define TOOL_BODY_MAX_BYTES (32u * 1024u * 1024u)
-#define RESPONSE_MAX_BYTES  (256u * 1024u * 1024u) /* a run's results, all calls */
-#define MAX_PATH_PARAMS     2
+#define RESPONSE_MAX_BYTES (256u * 1024u * 1024u) /* a run's results, all calls */
+#define MAX_PATH_PARAMS    2
 
 struct principal;
 struct metrics;
@@ -40,7 +39,7 @@ struct route {
         unsigned op;         /* enum b4_access_op bit, 0 = no policy check */
         bool thread_scoped;  /* the first parameter is a thread id to authorise */
         bool read_op;        /* a refusal answers 404, never 403 */
-        uint64_t max_body;   /* 0 = the server's max_body_bytes */
+        bool tool_body;      /* capped by maxToolBodyBytes, else maxBodyBytes */
         route_fn *handler;
         const char *name; /* for metrics and logs */
 };

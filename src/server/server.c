@@ -232,7 +232,9 @@ static bool find_route(struct request *rq, const char *url, const char *method)
 
 static uint64_t route_body_cap(const struct request *rq)
 {
-        return rq->route->max_body ? rq->route->max_body : rq->srv->config->server.max_body_bytes;
+        const struct b4_server_config *sc = &rq->srv->config->server;
+
+        return rq->route->tool_body ? sc->max_tool_body_bytes : sc->max_body_bytes;
 }
 
 /* Phase 1. Returns false when a reply was queued. */
