@@ -18,6 +18,7 @@ static const struct {
         const char *summary;
 } commands[] = {
         { "serve", cmd_serve, "serve the HTTP API" },
+        { "bundle", cmd_bundle, "make or check a source bundle: bundle create DIR -o OUT | verify FILE" },
         { "check", cmd_check, "validate the configuration and run the provider's preflight" },
         { "conformance", cmd_conformance, "run the provider conformance suite" },
         { "help", cmd_help, "show this help" },
