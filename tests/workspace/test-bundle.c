@@ -246,8 +246,8 @@ static void test_refusals_collisions(void **state)
 
         assert_int_equal(b4_bundle_check_paths(ok, ELEMENTSOF(ok), NULL), 0);
         expect_collision("x", "x", "Source path \"x\" is repeated");
-        expect_collision("x", "X", "Source paths \"x\" and \"X\" differ only in case");
-        expect_collision("d/x", "d/X", "Source paths \"d/x\" and \"d/X\" differ only in case");
+        expect_collision("x", "X", "Source paths \"X\" and \"x\" differ only in case");
+        expect_collision("d/x", "d/X", "Source paths \"d/X\" and \"d/x\" differ only in case");
         expect_collision("a", "a/b", "Source path \"a\" is a file and an ancestor of \"a/b\"");
         expect_collision("a/b/c", "A", "Source path \"A\" is a file and an ancestor of \"a/b/c\"");
         expect_collision("Dir/a", "dir/b",

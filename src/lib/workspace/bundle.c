@@ -199,7 +199,9 @@ static int pkey_cmp(const void *a, const void *b)
 
         if (c)
                 return c;
-        return (int)y->leaf - (int)x->leaf; /* leaves first among equals */
+        if (x->leaf != y->leaf)
+                return (int)y->leaf - (int)x->leaf; /* leaves first among equals */
+        return strcmp(x->orig, y->orig);            /* deterministic messages */
 }
 
 static int pkey_add(struct pkey *keys, size_t *n, const char *orig, size_t len, bool leaf)

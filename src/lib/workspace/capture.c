@@ -62,6 +62,12 @@ int capture_open_beneath(int dirfd, const char *path, int flags)
         return fd < 0 ? -errno : (int)fd;
 }
 
+/* What the path says about the source (missing, a link, not a directory) is a refusal. */
+static int refusal(int r)
+{
+        return r == -ENOENT || r == -ENOTDIR || r == -ELOOP || r == -EXDEV ? -EINVAL : r;
+}
+
 static bool same_file(const struct stat *a, const struct stat *b)
 {
         return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_mode == b->st_mode &&
@@ -198,7 +204,7 @@ static int read_checked(int dfd,
         int r;
 
         if (fd < 0)
-                return b4_error_set(err, fd == -ELOOP ? -EINVAL : fd,
+                return b4_error_set(err, refusal(fd),
                                     "Source changed during capture: cannot open '%s'", path);
         if (fstat(fd, &before) < 0)
                 return b4_error_set(err, -errno, "cannot stat '%s'", path);
@@ -313,7 +319,7 @@ static int open_source(struct capture *c,
                 return b4_error_set(err, -errno, "cannot open app root '%s'", app_root);
         c->src_fd = capture_open_beneath(c->app_fd, dir, O_RDONLY | O_DIRECTORY);
         if (c->src_fd < 0)
-                return b4_error_set(err, c->src_fd == -ELOOP ? -EINVAL : c->src_fd,
+                return b4_error_set(err, refusal(c->src_fd),
                                     "Source directory '%s' is not a directory of the app", dir);
         return 0;
 }
