@@ -18,8 +18,10 @@
 #include "b4box/b4.h"
 #include "b4box/runtime.h"
 #include "b4box/store.h"
+#include "b4box/tools.h"
 
 #include "b4-test.h"
+#include "runtime/runtime-internal.h"
 
 struct fx {
         char *dir;
@@ -232,7 +234,7 @@ static int count_runs(void)
  "{\"workspace\": {\"source\": {\"directory\": \"ws\", \"include\": [\"main.txt\", "     \
  "\"bin/run.sh\"]}}, \"policy\": {\"network\": {\"mode\": \"deny\"}, \"env\": {\"A\": "  \
  "\"1\"}, \"resources\": {\"memoryMb\": 256}}, \"permissions\": {\"allow\": {\"bash\": " \
- "[\"ls *\"]}}}"
+ "[\"ls\"]}}}"
 
 static void *first_run(void *arg)
 {
@@ -279,12 +281,22 @@ static void test_thread_resolver_once(void **state)
         /* the record holds the choice, canonical */
         char *digest = NULL, *payload = NULL;
         assert_int_equal(b4_store_record_get(F.store, "p", &digest, &payload, NULL), 0);
-        assert_string_equal(
-                payload, "{\"permissions\":{\"allow\":{\"bash\":[\"ls *\"]}},\"policy\":{\"env\":"
-                         "{\"A\":\"1\"},\"network\":{\"mode\":\"deny\"},\"resources\":{"
-                         "\"memoryMb\":256}},\"version\":1}");
+        assert_string_equal(payload,
+                            "{\"permissions\":{\"allow\":{\"bash\":[\"ls\"]}},\"policy\":{\"env\":"
+                            "{\"A\":\"1\"},\"network\":{\"mode\":\"deny\"},\"resources\":{"
+                            "\"memoryMb\":256}},\"version\":1}");
         free(digest);
         free(payload);
+
+        /* the record's permissions are the thread's (and its child's) lists */
+        struct b4_permissions *perm = NULL;
+        assert_int_equal(admission_thread_permissions(F.store, B4_PERMISSION_NON_INTERACTIVE, "c",
+                                                      &perm, NULL),
+                         0);
+        assert_non_null(perm);
+        assert_int_equal(b4_permissions_match(perm, "bash", "ls x"), B4_PERMISSION_ALLOW);
+        assert_int_equal(b4_permissions_match(perm, "bash", "rm x"), B4_PERMISSION_UNKNOWN);
+        b4_permissions_free(perm);
 
         /* across a restart: the resolver is not run again */
         assert_int_equal(b4_runtime_thread_release(F.rt, "p", NULL), 0);

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "b4box/config.h"
 #include "b4box/runtime.h"
 
 #include "base/hashmap.h"
@@ -74,3 +75,14 @@ int resolver_run(const struct b4_resolver *res,
                  char **ret_out,
                  size_t *ret_len,
                  struct b4_error *err);
+
+/*
+ * The thread's own permission lists from its sandbox record (its root ancestor's), for the
+ * tools host's thread_permissions callback: *ret NULL when the record names none.
+ */
+struct b4_permissions;
+int admission_thread_permissions(struct b4_store *store,
+                                 enum b4_permission_mode mode,
+                                 const char *thread_id,
+                                 struct b4_permissions **ret,
+                                 struct b4_error *err);
