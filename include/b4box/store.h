@@ -10,6 +10,7 @@
  * Thread-safe: every call is serialised on the store's own mutex.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -161,3 +162,35 @@ B4_PUBLIC int b4_store_source_get(struct b4_store *s,
                                   size_t *ret_len,
                                   int64_t *ret_uploaded_ms,
                                   struct b4_error *err);
+
+/**
+ * b4_store_source_upload() - keep an uploaded bundle (its canonical JSON) under @digest
+ * @uploader:   recorded as an uploader of the digest (principal name); NULL = none
+ * @now_ms:     the upload time (refreshes the retention window of a held source)
+ * @max_staged: quota on the sum of uploaded payload bytes
+ * @ret_created: true when the digest was not held as an upload before
+ * Return: 0; -ENOSPC when the new bytes would exceed @max_staged (nothing changed); -EIO.
+ */
+B4_PUBLIC int b4_store_source_upload(struct b4_store *s,
+                                     const char *digest,
+                                     const char *payload,
+                                     size_t len,
+                                     const char *uploader,
+                                     int64_t now_ms,
+                                     uint64_t max_staged,
+                                     bool *ret_created,
+                                     struct b4_error *err);
+/**
+ * b4_store_sources_reclaim() - delete every held source no association references that was
+ * never uploaded, or was last uploaded before @now_ms - @retention_ms (reference §6.5)
+ * Return: the number deleted, or -EIO.
+ */
+B4_PUBLIC int b4_store_sources_reclaim(struct b4_store *s,
+                                       int64_t now_ms,
+                                       uint64_t retention_ms,
+                                       struct b4_error *err);
+/** b4_store_source_uploaders() - principals that uploaded @digest, sorted. Return: 0, -EIO. */
+B4_PUBLIC int b4_store_source_uploaders(struct b4_store *s,
+                                        const char *digest,
+                                        char ***ret,
+                                        struct b4_error *err);

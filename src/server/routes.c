@@ -5,6 +5,9 @@
 
 #define OP_ANY (~0u) /* any authenticated principal */
 
+/* Most routes have no begin/end hooks: the trailing members are left NULL on purpose. */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 const struct route server_routes[] = {
         { "GET", "/healthz", 0, false, false, 0, route_healthz, "healthz" },
         { "GET", "/metrics", OP_ANY, false, false, 0, route_metrics, "metrics" },
@@ -24,6 +27,8 @@ const struct route server_routes[] = {
           route_tool, "thread.tool" },
         { "POST", "/threads/{}/permissions", B4_OP_THREAD_RUN, true, false, 0, route_permissions,
           "thread.permissions" },
+        { "PUT", "/workspace/sources/{}", B4_OP_SOURCE_PUT, false, false, ROUTE_BODY_UPLOAD,
+          route_source_put, "workspace.source.put", staged_put_begin, staged_put_end },
 };
 
 const size_t server_n_routes = sizeof(server_routes) / sizeof(server_routes[0]);

@@ -41,8 +41,13 @@ struct route {
         bool read_op;        /* a refusal answers 404, never 403 */
         uint64_t max_body;   /* 0 = the server's max_body_bytes */
         route_fn *handler;
-        const char *name; /* for metrics and logs */
+        const char *name;                  /* for metrics and logs */
+        bool (*begin)(struct request *rq); /* optional headers-phase check after the policy;
+                                              false = it replied */
+        void (*end)(struct request *rq);   /* optional; when the request is freed */
 };
+
+#define ROUTE_BODY_UPLOAD UINT64_MAX /* max_body: sandbox.stagedWorkspaces.maxUploadBytes */
 
 struct request {
         struct server *srv;
@@ -54,6 +59,7 @@ struct request {
         struct b4_thread_row thread;       /* loaded for thread-scoped routes */
         struct strbuf body;
         bool body_too_large;
+        bool holds_upload_slot; /* routes-staged.c */
         bool replied;
         uint64_t started_us;
         unsigned status;
@@ -94,6 +100,11 @@ void route_thread_cancel(struct request *rq);
 void route_runs(struct request *rq);
 void route_tool(struct request *rq);
 void route_permissions(struct request *rq);
+/* routes-staged.c */
+void route_source_put(struct request *rq);
+bool staged_put_begin(struct request *rq);
+void staged_put_end(struct request *rq);
+uint64_t staged_upload_cap(const struct request *rq);
 /* The JSON view of a thread row. */
 struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row);
 

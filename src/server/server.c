@@ -198,6 +198,8 @@ static void request_free(struct request *rq)
 {
         if (!rq)
                 return;
+        if (rq->route && rq->route->end)
+                rq->route->end(rq);
         for (size_t i = 0; i < MAX_PATH_PARAMS; i++)
                 free(rq->params[i]);
         b4_thread_row_clear(&rq->thread);
@@ -232,6 +234,8 @@ static bool find_route(struct request *rq, const char *url, const char *method)
 
 static uint64_t route_body_cap(const struct request *rq)
 {
+        if (rq->route->max_body == ROUTE_BODY_UPLOAD)
+                return staged_upload_cap(rq);
         return rq->route->max_body ? rq->route->max_body : rq->srv->config->server.max_body_bytes;
 }
 
@@ -244,6 +248,8 @@ static bool request_begin(struct request *rq, const char *url, const char *metho
         if (!find_route(rq, url, method))
                 return false;
         if (!access_check(rq))
+                return false;
+        if (rq->route->begin && !rq->route->begin(rq))
                 return false;
         cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && safe_atou64(cl, &n) >= 0 && n > route_body_cap(rq)) {
