@@ -400,6 +400,56 @@ static void test_no_record_refused(void **state)
         assert_int_equal(b4_store_admit(F.store, &rows, &err), -EEXIST);
 }
 
+/* Quota and retention at the store, with the clock in the test's hands (reference §6.5). */
+static void test_staged_retention(void **state)
+{
+        static const char d1[] = "1111111111111111111111111111111111111111111111111111111111111111";
+        static const char d2[] = "2222222222222222222222222222222222222222222222222222222222222222";
+        struct b4_error err = { 0 };
+        bool created = false;
+        char *p = NULL, **up = NULL;
+        size_t len = 0;
+        int64_t at = 0;
+
+        start(STATIC_WS);
+        assert_int_equal(b4_store_source_upload(F.store, d1, "0123456789", 10, "alice", 1000, 15,
+                                                &created, NULL),
+                         0);
+        assert_true(created);
+        assert_int_equal(b4_store_source_upload(F.store, d2, "0123456789", 10, "bob", 1000, 15,
+                                                &created, &err),
+                         -ENOSPC);
+        assert_string_equal(err.msg, "staged sources would exceed maxStagedBytes (15 bytes)");
+        assert_int_equal(b4_store_source_upload(F.store, d1, "0123456789", 10, "bob", 5000, 15,
+                                                &created, NULL),
+                         0);
+        assert_false(created);
+        assert_int_equal(b4_store_source_uploaders(F.store, d1, &up, NULL), 0);
+        assert_string_equal(up[0], "alice");
+        assert_string_equal(up[1], "bob");
+        assert_null(up[2]);
+        for (char **u = up; *u; u++)
+                free(*u);
+        free(up);
+        /* the re-upload at 5000 refreshed the window */
+        assert_int_equal(b4_store_sources_reclaim(F.store, 5000 + 60000, 60000, NULL), 0);
+        assert_int_equal(b4_store_sources_reclaim(F.store, 5001 + 60000, 60000, NULL), 1);
+        assert_int_equal(b4_store_source_get(F.store, d1, &p, &len, &at, NULL), -ENOENT);
+
+        /* an admission's source is kept while its association exists, and goes at once after */
+        create_thread("r", NULL, NULL);
+        assert_int_equal(run_once("r", NULL), 0);
+        struct b4_association a = { 0 };
+        assert_int_equal(b4_store_association_get(F.store, "r", &a, NULL), 0);
+        assert_int_equal(b4_store_sources_reclaim(F.store, 1LL << 50, 60000, NULL), 0);
+        assert_int_equal(b4_store_source_get(F.store, a.source_digest, &p, &len, &at, NULL), 0);
+        assert_int_equal(at, 0);
+        free(p);
+        assert_int_equal(b4_runtime_thread_delete(F.rt, "r", NULL), 0);
+        assert_int_equal(b4_store_sources_reclaim(F.store, 0, 60000, NULL), 1);
+        b4_association_clear(&a);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -410,6 +460,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_resolver_deadline, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_resolver_refusals, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_no_record_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_staged_retention, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
