@@ -20,6 +20,7 @@
 
 struct b4_runtime;
 struct b4_run;
+struct b4_config;
 
 /* What a tool call needs from the runtime; implemented by the tools layer. */
 typedef int b4_tool_dispatch_fn(struct b4_sandbox *sb,
@@ -38,6 +39,8 @@ struct b4_runtime_options {
         uint64_t idle_timeout_ms;       /* 0 = B4_DEFAULT_IDLE_TIMEOUT_MS */
         b4_tool_dispatch_fn *dispatch;  /* runs one tool call */
         void *dispatch_userdata;        /* borrowed; passed to @dispatch */
+        const struct b4_config *config; /* borrowed; managed workspaces (sandbox.workspace /
+                                           sandbox.thread) when set; NULL = provider storage */
 };
 
 struct b4_runtime_stats {

@@ -23,6 +23,7 @@ static const struct {
         { "tool", cmd_tool, "run one workspace tool locally: tool --thread ID NAME [ARGS_JSON]" },
         { "release", cmd_release, "release a thread's sandbox, keeping its workspace" },
         { "destroy", cmd_destroy, "destroy a thread's sandbox and workspace" },
+        { "bundle", cmd_bundle, "bundle create DIR -o OUT | bundle verify FILE" },
         { "check", cmd_check, "validate the configuration and run the provider's preflight" },
         { "conformance", cmd_conformance, "run the provider conformance suite" },
         { "help", cmd_help, "show this help" },

@@ -5,6 +5,9 @@
 
 #define OP_ANY (~0u) /* any authenticated principal */
 
+/* Most routes have no begin/end hooks: the trailing members are left NULL on purpose. */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 const struct route server_routes[] = {
         { .method = "GET", .pattern = "/healthz", .handler = route_healthz, .name = "healthz" },
         { .method = "GET",
@@ -52,14 +55,14 @@ const struct route server_routes[] = {
           .pattern = "/threads/{}/runs",
           .op = B4_OP_THREAD_RUN,
           .thread_scoped = true,
-          .tool_body = true,
+          .body = ROUTE_BODY_TOOL,
           .handler = route_runs,
           .name = "thread.run" },
         { .method = "POST",
           .pattern = "/threads/{}/tools/{}",
           .op = B4_OP_THREAD_RUN,
           .thread_scoped = true,
-          .tool_body = true,
+          .body = ROUTE_BODY_TOOL,
           .handler = route_tool,
           .name = "thread.tool" },
         { .method = "POST",
@@ -68,6 +71,14 @@ const struct route server_routes[] = {
           .thread_scoped = true,
           .handler = route_permissions,
           .name = "thread.permissions" },
+        { .method = "PUT",
+          .pattern = "/workspace/sources/{}",
+          .op = B4_OP_SOURCE_PUT,
+          .body = ROUTE_BODY_UPLOAD,
+          .handler = route_source_put,
+          .begin = staged_put_begin,
+          .end = staged_put_end,
+          .name = "workspace.source.put" },
 };
 
 const size_t server_n_routes = sizeof(server_routes) / sizeof(server_routes[0]);

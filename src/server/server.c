@@ -198,6 +198,8 @@ static void request_free(struct request *rq)
 {
         if (!rq)
                 return;
+        if (rq->route && rq->route->end)
+                rq->route->end(rq);
         for (size_t i = 0; i < MAX_PATH_PARAMS; i++)
                 free(rq->params[i]);
         b4_thread_row_clear(&rq->thread);
@@ -234,7 +236,15 @@ static uint64_t route_body_cap(const struct request *rq)
 {
         const struct b4_server_config *sc = &rq->srv->config->server;
 
-        return rq->route->tool_body ? sc->max_tool_body_bytes : sc->max_body_bytes;
+        switch (rq->route->body) {
+        case ROUTE_BODY_UPLOAD:
+                return staged_upload_cap(rq);
+        case ROUTE_BODY_TOOL:
+                return sc->max_tool_body_bytes;
+        case ROUTE_BODY_DEFAULT:
+                break;
+        }
+        return sc->max_body_bytes;
 }
 
 /* Phase 1. Returns false when a reply was queued. */
@@ -246,6 +256,8 @@ static bool request_begin(struct request *rq, const char *url, const char *metho
         if (!find_route(rq, url, method))
                 return false;
         if (!access_check(rq))
+                return false;
+        if (rq->route->begin && !rq->route->begin(rq))
                 return false;
         cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && safe_atou64(cl, &n) >= 0 && n > route_body_cap(rq)) {

@@ -21,6 +21,7 @@ struct fake_entry {
         char *data;       /* owned file content, NUL-terminated past len; NULL for a dir */
         size_t len;       /* content bytes */
         bool is_dir;      /* an explicitly created directory */
+        bool executable;  /* chmod gave the file an 0111 bit (kept across writes) */
         int64_t mtime_ms; /* last write or touch */
 };
 
@@ -52,3 +53,5 @@ int fakefs_write(
 int fakefs_mkdir(struct fake_ws *ws, const char *path, struct b4_error *err);
 int fakefs_remove(struct fake_ws *ws, const char *path, struct b4_error *err);
 int fakefs_touch(struct fake_ws *ws, const char *path, struct b4_error *err);
+/* Only the executable bits are kept (files only); no symlinks exist in the fake. */
+int fakefs_chmod(struct fake_ws *ws, const char *path, uint32_t mode, struct b4_error *err);

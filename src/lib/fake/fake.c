@@ -253,7 +253,17 @@ static int fs_touch(struct b4_fs *fs, const char *path, struct b4_error *err)
         return r < 0 ? r : view_unlock(c, fakefs_touch(ws, path, err));
 }
 
-/* No symlinks, so stat and lstat agree; walk and read_files use the generic fallbacks. */
+static int fs_chmod(struct b4_fs *fs, const char *path, uint32_t mode, struct b4_error *err)
+{
+        struct fake_core *c;
+        struct fake_ws *ws;
+        int r = view_lock(fs, &c, &ws, err);
+
+        return r < 0 ? r : view_unlock(c, fakefs_chmod(ws, path, mode, err));
+}
+
+/* No symlinks (symlink is absent: -EOPNOTSUPP), so stat and lstat agree; walk and read_files
+ * use the generic fallbacks. */
 static const struct b4_fs_ops sandbox_fs_ops = {
         .read_file = fs_read_file,
         .lstat = fs_lstat,
@@ -264,6 +274,7 @@ static const struct b4_fs_ops sandbox_fs_ops = {
         .mkdir_p = fs_mkdir_p,
         .remove = fs_remove,
         .touch = fs_touch,
+        .chmod = fs_chmod,
 };
 
 static const struct b4_fs_ops reader_fs_ops = {
