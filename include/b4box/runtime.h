@@ -72,6 +72,22 @@ B4_PUBLIC int b4_runtime_thread_create(struct b4_runtime *rt,
                                        const char *owner,
                                        struct b4_thread_row *ret,
                                        struct b4_error *err);
+/**
+ * b4_runtime_thread_create_staged() - record a new root thread and its staged workspace
+ * reference in one transaction (reference §6.4); the first admission hands the reference to
+ * the resolver as `staged`
+ * @source_digest: must be held as an upload (b4_store_thread_insert_staged())
+ * @staged_json:   {sourceDigest, environmentLinks, baseline?}, canonical JSON, validated
+ * Return: as b4_runtime_thread_create(); -ENOENT also when the source is no longer held.
+ */
+B4_PUBLIC int b4_runtime_thread_create_staged(struct b4_runtime *rt,
+                                              const char *id,
+                                              const char *metadata_json,
+                                              const char *owner,
+                                              const char *source_digest,
+                                              const char *staged_json,
+                                              struct b4_thread_row *ret,
+                                              struct b4_error *err);
 /** b4_runtime_thread_is_live() - whether the thread's sandbox is acquired right now. */
 B4_PUBLIC bool b4_runtime_thread_is_live(struct b4_runtime *rt, const char *id);
 /** b4_runtime_thread_busy() - whether a run or read holds the thread's slot. */

@@ -194,3 +194,30 @@ B4_PUBLIC int b4_store_source_uploaders(struct b4_store *s,
                                         const char *digest,
                                         char ***ret,
                                         struct b4_error *err);
+
+/* ---- staged workspace references (reference §6.4) --------------------------------------- */
+
+/**
+ * b4_store_thread_insert_staged() - create a root thread together with its staged workspace
+ * reference, in one transaction, only while @source_digest is held as an upload
+ * @row:         the thread (parent_id must be NULL); borrowed
+ * @staged_json: the reference {sourceDigest, environmentLinks, baseline?}, canonical JSON;
+ *               kept apart from the client's metadata and deleted with the thread
+ * Return: 0; -ENOENT (the source is not held as an upload: reclaimed meanwhile, nothing
+ *         stored); -EEXIST (id taken); -EINVAL (a parent was given); -EIO.
+ */
+B4_PUBLIC int b4_store_thread_insert_staged(struct b4_store *s,
+                                            const struct b4_thread_row *row,
+                                            const char *source_digest,
+                                            const char *staged_json,
+                                            struct b4_error *err);
+/**
+ * b4_store_thread_staged_get() - the staged reference of @thread_id
+ * @ret_digest: its source digest (owned); @ret_json: the reference JSON (owned)
+ * Return: 0, -ENOENT (none), -EIO.
+ */
+B4_PUBLIC int b4_store_thread_staged_get(struct b4_store *s,
+                                         const char *thread_id,
+                                         char **ret_digest,
+                                         char **ret_json,
+                                         struct b4_error *err);

@@ -10,19 +10,38 @@
  *   digest_mismatch -> verification 422 workspace_source_invalid -> quota 507
  *   staged_quota_exceeded -> 200 held / 201 created. The stored payload is the bundle's
  *   canonical JSON. The upload slot is released when the request ends, whatever happened.
+ *
+ * POST /threads with `workspace: {sourceDigest, environmentLinks?, baseline?}` (reference
+ * §6.4), after the policy (headers phase) and the 1 MiB body cap (the route's cap): malformed
+ * field 400 -> option off 400 workspace_not_accepted -> more than STAGED_CREATES_MAX_IN_FLIGHT
+ * creates naming a workspace 429 workspace_create_in_flight (retry-after: 1) -> the digest is
+ * not held as an upload, or (threadAccess.stagedSources "own") the caller did not upload it
+ * 422 workspace_source_not_held -> links refused against the held bundle 422 workspace_invalid
+ * -> the thread row and its reference in one transaction (reclaimed meanwhile: 409
+ * workspace_source_not_held). A caller that may not use a source is told it is not held, the
+ * same answer as for a digest nobody uploaded, so a create cannot probe others' uploads.
  */
 
+#include <errno.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "b4box/bundle.h"
 #include "b4box/config.h"
 
+#include "base/alloc.h"
 #include "base/macro.h"
+#include "base/strv.h"
 #include "base/time-util.h"
 #include "server-internal.h"
 
-static atomic_bool upload_busy; /* one upload per process */
+#define STAGED_CREATES_MAX_IN_FLIGHT 4
+#define STAGED_LINKS_MAX             1024
+#define STAGED_STRING_MAX            1024
+
+static atomic_bool upload_busy;    /* one upload per process */
+static atomic_uint creates_in_use; /* creates naming a workspace, now */
 
 static bool is_digest(const char *s)
 {
@@ -148,4 +167,193 @@ void route_source_put(struct request *rq)
         strbuf_release(&rq->body); /* the verified bundle no longer needs the text */
         store_upload(rq, b);
         b4_bundle_free(b);
+}
+
+/* ---- POST /threads with a workspace (reference §6.4) -------------------------------------- */
+
+static bool field_error(struct request *rq, const char *what)
+{
+        reply_error(rq, 400, "invalid_request", "workspace%s", what);
+        return false;
+}
+
+static bool link_shape_ok(const struct jv *l)
+{
+        const struct jv *p = jv_object_get(l, "path"), *t = jv_object_get(l, "target");
+
+        return jv_is_object(l) && jv_object_size(l) == 2 && jv_is_string(p) && jv_is_string(t) &&
+               jv_string_length(p) <= STAGED_STRING_MAX &&
+               jv_string_length(t) <= STAGED_STRING_MAX &&
+               strlen(jv_string(p)) == jv_string_length(p) &&
+               strlen(jv_string(t)) == jv_string_length(t);
+}
+
+/* The field's shape (stagedWorkspaceField); replies 400 when malformed. */
+static bool staged_field_ok(struct request *rq, const struct jv *w)
+{
+        const struct jv *links = jv_object_get(w, "environmentLinks"), *b;
+
+        if (!jv_is_object(w))
+                return field_error(rq, " must be an object { sourceDigest, environmentLinks?, "
+                                       "baseline? }");
+        for (void *it = jv_object_iter(w); it; it = jv_object_next(w, it)) {
+                const char *k = jv_iter_key(it);
+                if (strcmp(k, "sourceDigest") != 0 && strcmp(k, "environmentLinks") != 0 &&
+                    strcmp(k, "baseline") != 0)
+                        return field_error(rq, " has an unknown key (known: sourceDigest, "
+                                               "environmentLinks, baseline)");
+        }
+        if (!is_digest(jv_string(jv_object_get(w, "sourceDigest"))))
+                return field_error(rq, ".sourceDigest must be 64 lowercase hex characters");
+        if (links && (!jv_is_array(links) || jv_array_size(links) > STAGED_LINKS_MAX))
+                return field_error(rq, ".environmentLinks must be an array of at most 1024 "
+                                       "{ path, target }");
+        for (size_t i = 0; links && i < jv_array_size(links); i++)
+                if (!link_shape_ok(jv_array_get(links, i)))
+                        return field_error(rq, ".environmentLinks entries must be exactly "
+                                               "{ path, target }, strings of at most 1024 "
+                                               "characters");
+        b = jv_object_get(w, "baseline");
+        if (b && !(jv_is_string(b) && strcmp(jv_string(b), "git") == 0 && jv_string_length(b) == 3))
+                return field_error(rq, ".baseline must be \"git\"");
+        return true;
+}
+
+static bool may_use(struct request *rq, const char *digest)
+{
+        cleanup_strv char **who = NULL;
+
+        if (!rq->srv->config->thread_access.staged_sources_own || !rq->principal_name)
+                return true;
+        if (b4_store_source_uploaders(rq->srv->opts.store, digest, &who, NULL) < 0)
+                return false;
+        return strv_contains(who, rq->principal_name);
+}
+
+/* The held upload of @digest, parsed (verified again); replies 422/500 on failure. */
+static struct b4_bundle *held_upload(struct request *rq, const char *digest)
+{
+        cleanup_free char *payload = NULL;
+        struct b4_bundle *b = NULL;
+        struct b4_error err = { 0 };
+        int64_t uploaded = 0;
+        size_t len = 0;
+        int r;
+
+        r = b4_store_source_get(rq->srv->opts.store, digest, &payload, &len, &uploaded, &err);
+        if (r == -ENOENT || (r >= 0 && uploaded <= 0) || (r >= 0 && !may_use(rq, digest))) {
+                reply_error(rq, 422, "workspace_source_not_held",
+                            "source %s is not held: upload it first", digest);
+                return NULL;
+        }
+        if (r >= 0)
+                r = b4_bundle_parse(payload, len, &b, &err);
+        if (r < 0)
+                reply_b4_error(rq, &err);
+        return b;
+}
+
+/* Links and baseline against the held bundle (§7.2 rules); the sorted reference as JSON. */
+static int staged_reference(const struct jv *w,
+                            struct b4_bundle **b,
+                            char **ret,
+                            struct b4_error *err)
+{
+        const struct jv *links = jv_object_get(w, "environmentLinks");
+        size_t n = jv_array_size(links);
+        cleanup_free struct b4_captured_link *l = b4_calloc(n + 1, sizeof(*l));
+        struct b4_captured_workspace *ws = NULL;
+        cleanup_(jv_unrefp) struct jv *o = jv_object_new(), *arr = jv_array_new();
+        int r;
+
+        if (!l || !o || !arr)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                l[i] = (struct b4_captured_link){
+                        .path = (char *)jv_string(jv_object_get(jv_array_get(links, i), "path")),
+                        .target =
+                                (char *)jv_string(jv_object_get(jv_array_get(links, i), "target")),
+                };
+        r = b4_captured_workspace_make(b, l, n, jv_object_get(w, "baseline") != NULL, &ws, err);
+        for (size_t i = 0; r >= 0 && i < ws->n_links; i++) {
+                struct jv *e = jv_object_new();
+                r = e ? jv_object_set_new(e, "path", jv_string_new(ws->links[i].path)) : -ENOMEM;
+                if (r >= 0)
+                        r = jv_object_set_new(e, "target", jv_string_new(ws->links[i].target));
+                r = r < 0 ? (jv_unref(e), r) : jv_array_append_new(arr, e);
+        }
+        if (r >= 0)
+                r = jv_object_set_new(o, "sourceDigest", jv_string_new(ws->source->digest));
+        if (r >= 0)
+                r = jv_object_set_new(o, "environmentLinks", jv_ref(arr));
+        if (r >= 0 && ws->baseline_git)
+                r = jv_object_set_new(o, "baseline", jv_string_new("git"));
+        if (r >= 0)
+                r = jv_dump(o, JV_SORT_KEYS, ret);
+        b4_captured_workspace_free(ws);
+        return r;
+}
+
+static void create_held(struct request *rq, const struct jv *w, const char *id, const char *meta)
+{
+        const char *digest = jv_string(jv_object_get(w, "sourceDigest"));
+        cleanup_free char *ref = NULL;
+        struct b4_thread_row row = { 0 };
+        struct b4_error err = { 0 };
+        struct b4_bundle *b = held_upload(rq, digest);
+        int r;
+
+        if (!b)
+                return;
+        r = staged_reference(w, &b, &ref, &err);
+        b4_bundle_free(b);
+        if (r == -EINVAL) {
+                reply_error(rq, 422, "workspace_invalid", "%s", err.msg);
+                return;
+        }
+        if (r >= 0)
+                r = b4_runtime_thread_create_staged(rq->srv->opts.runtime, id, meta,
+                                                    rq->principal_name, digest, ref, &row, &err);
+        if (r == -ENOENT) {
+                reply_error(rq, 409, "workspace_source_not_held",
+                            "source %s was reclaimed meanwhile: upload it again and retry", digest);
+                return;
+        }
+        if (r < 0) {
+                reply_b4_error(rq, &err);
+                return;
+        }
+        reply_json(rq, 201, thread_to_json(rq, &row));
+        b4_thread_row_clear(&row);
+}
+
+void staged_thread_create(struct request *rq,
+                          const struct jv *w,
+                          const char *id,
+                          const char *meta,
+                          const char *parent)
+{
+        if (!staged_field_ok(rq, w))
+                return;
+        if (parent) {
+                reply_error(rq, 400, "invalid_request",
+                            "workspace cannot be given with parent_thread_id: a child thread "
+                            "shares its parent's workspace");
+                return;
+        }
+        if (!rq->srv->config->sandbox.staged.enabled) {
+                reply_error(rq, 400, "workspace_not_accepted",
+                            "this server does not accept staged workspaces");
+                return;
+        }
+        if (atomic_fetch_add(&creates_in_use, 1) >= STAGED_CREATES_MAX_IN_FLIGHT) {
+                atomic_fetch_sub(&creates_in_use, 1);
+                reply_error(rq, 429, "workspace_create_in_flight",
+                            "%d thread creates naming a workspace are in progress; retry in a "
+                            "second",
+                            STAGED_CREATES_MAX_IN_FLIGHT);
+                return;
+        }
+        create_held(rq, w, id, meta);
+        atomic_fetch_sub(&creates_in_use, 1);
 }

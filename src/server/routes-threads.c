@@ -53,7 +53,8 @@ static const char *opt_string(struct request *rq, struct jv *body, const char *k
 
 void route_thread_create(struct request *rq)
 {
-        static const char *const known[] = { "thread_id", "metadata", "parent_thread_id", NULL };
+        static const char *const known[] = { "thread_id", "metadata", "parent_thread_id",
+                                             "workspace", NULL };
         cleanup_(jv_unrefp) struct jv *body = NULL;
         cleanup_free char *meta = NULL;
         struct b4_thread_row row = { 0 };
@@ -74,6 +75,10 @@ void route_thread_create(struct request *rq)
         }
         if (m && jv_is_object(m) && jv_dump(m, 0, &meta) < 0) {
                 reply_error(rq, 500, "internal_error", "out of memory");
+                return;
+        }
+        if (jv_object_get(body, "workspace")) { /* reference §6.4: routes-staged.c */
+                staged_thread_create(rq, jv_object_get(body, "workspace"), id, meta, parent);
                 return;
         }
         if (parent) {

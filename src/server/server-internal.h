@@ -113,6 +113,12 @@ void route_source_put(struct request *rq);
 bool staged_put_begin(struct request *rq);
 void staged_put_end(struct request *rq);
 uint64_t staged_upload_cap(const struct request *rq);
+/* POST /threads naming a workspace (@w, borrowed): checks, creates and replies. */
+void staged_thread_create(struct request *rq,
+                          const struct jv *w,
+                          const char *id,
+                          const char *meta,
+                          const char *parent);
 /* The JSON view of a thread row. */
 struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row);
 

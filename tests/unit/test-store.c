@@ -2,6 +2,8 @@
 /* The SQLite store: lock modes, threads, cascading delete, records, grants, reopen. */
 
 #include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,6 +117,63 @@ static void test_delete_cascades_and_survives_reopen(void **state)
         b4_store_close(s);
 }
 
+static const char D1[] = "1111111111111111111111111111111111111111111111111111111111111111";
+
+/* A version-1 database (as written before thread_staged existed) upgrades in place. */
+static void make_v1(const char *dir)
+{
+        struct b4_store *s = NULL;
+        struct b4_thread_row row = { .id = (char *)"old", .created_ms = 1 };
+        char *path = NULL;
+        sqlite3 *db = NULL;
+
+        assert_int_equal(b4_store_open(dir, B4_STORE_EXCLUSIVE, &s, NULL), 0);
+        assert_int_equal(b4_store_thread_insert(s, &row, NULL), 0);
+        b4_store_close(s);
+        assert_true(asprintf(&path, "%s/b4box.db", dir) > 0);
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db,
+                                      "DROP INDEX thread_staged_source; DROP TABLE thread_staged; "
+                                      "PRAGMA user_version = 1",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+        sqlite3_close(db);
+        free(path);
+}
+
+static void test_v1_upgrades_to_v2(void **state)
+{
+        struct b4_store *s = NULL;
+        struct b4_error err = { 0 };
+        struct b4_thread_row row = { .id = (char *)"new", .created_ms = 2 }, got = { 0 };
+        char *digest = NULL, *json = NULL;
+        bool created = false;
+
+        make_v1(*state);
+        assert_int_equal(b4_store_open(*state, B4_STORE_EXCLUSIVE, &s, &err), 0);
+        assert_int_equal(b4_store_thread_get(s, "old", &got, &err), 0); /* rows kept */
+        b4_thread_row_clear(&got);
+        assert_int_equal(b4_store_thread_staged_get(s, "old", &digest, &json, &err), -ENOENT);
+        /* not held as an upload: nothing is created */
+        assert_int_equal(b4_store_thread_insert_staged(s, &row, D1, "{}", &err), -ENOENT);
+        assert_int_equal(b4_store_thread_get(s, "new", &got, &err), -ENOENT);
+        assert_int_equal(
+                b4_store_source_upload(s, D1, "{}", 2, "alice", 1000, 1 << 20, &created, &err), 0);
+        assert_int_equal(b4_store_thread_insert_staged(s, &row, D1, "{\"x\":1}", &err), 0);
+        assert_int_equal(b4_store_thread_insert_staged(s, &row, D1, "{}", &err), -EEXIST);
+        assert_int_equal(b4_store_thread_staged_get(s, "new", &digest, &json, &err), 0);
+        assert_string_equal(digest, D1);
+        assert_string_equal(json, "{\"x\":1}");
+        free(digest);
+        free(json);
+        /* a reference keeps its source from reclaim, past the retention window */
+        assert_int_equal(b4_store_sources_reclaim(s, 10000000, 60000, &err), 0);
+        assert_int_equal(b4_store_thread_delete(s, "new", &err), 0);
+        assert_int_equal(b4_store_thread_staged_get(s, "new", &digest, &json, &err), -ENOENT);
+        assert_int_equal(b4_store_sources_reclaim(s, 10000000, 60000, &err), 1);
+        b4_store_close(s);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -122,6 +181,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_threads_roundtrip, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_delete_cascades_and_survives_reopen, setup,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(test_v1_upgrades_to_v2, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

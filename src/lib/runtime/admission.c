@@ -66,7 +66,58 @@ static bool thread_mode(const struct b4_runtime *rt)
 
 /* ---- the resolver's input and output ------------------------------------------------- */
 
-static int resolver_input(struct b4_runtime *rt, const char *id, char **ret, struct b4_error *err)
+/* A thread's staged workspace (reference §6.4, §9.3 step 4), checked against the held upload. */
+struct staged {
+        char *digest;
+        struct jv *ref;           /* {sourceDigest, environmentLinks, baseline?} */
+        struct b4_bundle *bundle; /* the held upload, verified; taken by a staged result */
+};
+
+static void staged_release(struct staged *st)
+{
+        free(st->digest);
+        jv_unref(st->ref);
+        b4_bundle_free(st->bundle);
+        *st = (struct staged){ 0 };
+}
+
+/* Load @id's staged reference and its source, verified byte for byte; none: st->ref NULL. */
+static int load_staged(struct b4_runtime *rt,
+                       const char *id,
+                       struct staged *st,
+                       struct b4_error *err)
+{
+        cleanup_free char *json = NULL, *payload = NULL, *canon = NULL;
+        size_t len = 0, clen = 0;
+        int r;
+
+        if (!rt->opts.config->sandbox.staged.enabled)
+                return 0;
+        r = b4_store_thread_staged_get(rt->opts.store, id, &st->digest, &json, err);
+        if (r == -ENOENT)
+                return 0;
+        if (r >= 0)
+                r = b4_store_source_get(rt->opts.store, st->digest, &payload, &len, NULL, err);
+        if (r >= 0)
+                r = b4_bundle_parse(payload, len, &st->bundle, err);
+        if (r >= 0)
+                r = b4_bundle_format(st->bundle, &canon, &clen, err);
+        if (r >= 0 && (clen != len || memcmp(canon, payload, len) != 0 ||
+                       strcmp(st->bundle->digest, st->digest) != 0))
+                r = b4_error_set(err, -EBADMSG, "does not match its held source");
+        if (r >= 0)
+                r = jv_parse(json, strlen(json), &st->ref, err);
+        if (r < 0)
+                return b4_error_wrap(err, r, "staged workspace %s of thread %s",
+                                     st->digest ? st->digest : "?", id);
+        return 0;
+}
+
+static int resolver_input(struct b4_runtime *rt,
+                          const char *id,
+                          const struct jv *staged,
+                          char **ret,
+                          struct b4_error *err)
 {
         struct b4_thread_row row = { 0 };
         cleanup_(jv_unrefp) struct jv *in = jv_object_new(), *meta = NULL;
@@ -83,7 +134,8 @@ static int resolver_input(struct b4_runtime *rt, const char *id, char **ret, str
         if (r >= 0)
                 r = jv_object_set_new(in, "metadata", jv_ref(meta));
         if (r >= 0)
-                r = jv_object_set_new(in, "staged", jv_null_new());
+                r = jv_object_set_new(in, "staged",
+                                      staged ? jv_ref((struct jv *)staged) : jv_null_new());
         return r < 0 ? r : jv_dump(in, 0, ret);
 }
 
@@ -98,23 +150,87 @@ static int cfg_result(struct cfg *c, struct b4_error *err)
         return r;
 }
 
+/* A resolver that answers the staged form {sourceDigest, environmentLinks?, baseline?}. */
+static int staged_result(const struct jv *w,
+                         struct staged *st,
+                         struct b4_captured_workspace **ret,
+                         struct b4_error *err)
+{
+        const struct jv *links = jv_object_get(w, "environmentLinks");
+        const char *digest = jv_string(jv_object_get(w, "sourceDigest"));
+        size_t n = jv_array_size(links);
+        cleanup_free struct b4_captured_link *l = b4_calloc(n + 1, sizeof(*l));
+
+        if (!l)
+                return -ENOMEM;
+        if (!st->ref || !digest || strcmp(digest, st->digest) != 0)
+                return b4_error_set(err, -EINVAL,
+                                    "its workspace names source %s, which is not the thread's "
+                                    "staged source",
+                                    digest ? digest : "(not a string)");
+        size_t keys = 1 + (links ? 1 : 0) + (jv_object_get(w, "baseline") ? 1 : 0);
+
+        if ((links && !jv_is_array(links)) || jv_object_size(w) != keys)
+                return b4_error_set(err, -EINVAL,
+                                    "a staged workspace is { sourceDigest, "
+                                    "environmentLinks?, baseline? }");
+        for (size_t i = 0; i < n; i++) {
+                const struct jv *e = jv_array_get(links, i);
+                l[i].path = (char *)jv_string(jv_object_get(e, "path"));
+                l[i].target = (char *)jv_string(jv_object_get(e, "target"));
+                if (!l[i].path || !l[i].target || jv_object_size(e) != 2)
+                        return b4_error_set(err, -EINVAL,
+                                            "environmentLinks[%zu] must be exactly "
+                                            "{ path, target } strings",
+                                            i);
+        }
+        return b4_captured_workspace_make(&st->bundle, l, n, jv_object_get(w, "baseline") != NULL,
+                                          ret, err);
+}
+
+/* Stand-in for the staged form so the config parser checks the rest of a thread sandbox. */
+static int swap_staged(struct jv *v, bool thread, struct jv **ret_w)
+{
+        static const char placeholder[] = "{\"source\":{\"directory\":\".\",\"include\":[]}}";
+        struct jv *w = thread ? jv_object_get(v, "workspace") : v, *ph = NULL;
+        int r;
+
+        *ret_w = NULL;
+        if (!jv_object_get(w, "sourceDigest"))
+                return 0;
+        *ret_w = jv_ref(w);
+        if (!thread)
+                return 0;
+        r = jv_parse(placeholder, sizeof(placeholder) - 1, &ph, NULL);
+        return r < 0 ? r : jv_object_set_new(v, "workspace", ph);
+}
+
 static int parse_output(struct b4_runtime *rt,
                         const char *out,
                         size_t len,
                         bool thread,
+                        struct staged *st,
                         struct b4_thread_sandbox *t,
+                        struct b4_captured_workspace **ret_ws,
                         struct b4_error *err)
 {
-        cleanup_(jv_unrefp) struct jv *v = NULL;
+        cleanup_(jv_unrefp) struct jv *v = NULL, *w = NULL;
         struct cfg c = { .base_dir = rt->opts.config->base_dir };
         int r;
 
         r = jv_parse(out, len, &v, err);
         if (r < 0)
                 return b4_error_wrap(err, r, "printed no JSON");
+        r = jv_is_object(v) ? swap_staged(v, thread, &w) : 0;
+        if (r < 0)
+                return r;
+        if (w)
+                r = staged_result(w, st, ret_ws, err);
+        if (r < 0)
+                return r;
         if (thread)
                 config_parse_thread_sandbox(&c, v, "sandbox.thread result", t);
-        else
+        else if (!w)
                 config_parse_workspace_def(&c, v, "sandbox.workspace result", &t->workspace);
         return cfg_result(&c, err);
 }
@@ -123,20 +239,25 @@ static int run_resolver(struct b4_runtime *rt,
                         const char *id,
                         struct b4_cancel *cancel,
                         struct b4_thread_sandbox *t,
+                        struct b4_captured_workspace **ret_ws,
                         struct b4_error *err)
 {
         const struct b4_sandbox_config *s = &rt->opts.config->sandbox;
         bool thread = s->thread_kind == B4_THREAD_RESOLVER;
         const struct b4_resolver *res = thread ? &s->thread_resolver : &s->workspace_resolver;
         cleanup_free char *input = NULL, *out = NULL;
+        struct staged st = { 0 };
         size_t len = 0;
         int r;
 
-        r = resolver_input(rt, id, &input, err);
+        r = load_staged(rt, id, &st, err);
+        if (r >= 0)
+                r = resolver_input(rt, id, st.ref, &input, err);
         if (r >= 0)
                 r = resolver_run(res, rt->opts.config->base_dir, input, cancel, &out, &len, err);
         if (r >= 0)
-                r = parse_output(rt, out, len, thread, t, err);
+                r = parse_output(rt, out, len, thread, &st, t, ret_ws, err);
+        staged_release(&st);
         if (r < 0 && r != -ECANCELED)
                 return b4_error_wrap(err, r, "%s for thread %s",
                                      thread ? "Thread sandbox resolver" : "Workspace resolver", id);
@@ -388,6 +509,7 @@ static int resolve(struct b4_runtime *rt,
                    struct b4_cancel *cancel,
                    struct b4_thread_sandbox *owned,
                    const struct b4_thread_sandbox **ret,
+                   struct b4_captured_workspace **ret_ws,
                    struct b4_error *err)
 {
         const struct b4_sandbox_config *s = &rt->opts.config->sandbox;
@@ -400,7 +522,7 @@ static int resolve(struct b4_runtime *rt,
                 *ret = owned;
                 return 0;
         }
-        r = run_resolver(rt, id, cancel, owned, err);
+        r = run_resolver(rt, id, cancel, owned, ret_ws, err);
         if (r < 0)
                 return r;
         *ret = owned;
@@ -480,12 +602,12 @@ static int first_admission(struct b4_runtime *rt,
         bool borrowed = rt->opts.config->sandbox.workspace_kind == B4_WORKSPACE_STATIC;
         int r;
 
-        r = resolve(rt, id, cancel, &owned, &t, err);
+        r = resolve(rt, id, cancel, &owned, &t, &ws, err);
         if (r >= 0 && thread_mode(rt) && (r = record_json(t, &rec)) >= 0)
                 r = check_record(rt, id, rec, &record, err);
         if (r >= 0 && t->image) /* refused before any side effect */
                 r = b4_provider_resolve_image(rt->opts.provider, t->image, &image, err);
-        if (r >= 0)
+        if (r >= 0 && !ws) /* a staged result is already a verified bundle */
                 r = b4_workspace_capture(rt->opts.config->base_dir, &t->workspace, cancel, &ws,
                                          err);
         if (r >= 0)

@@ -143,13 +143,14 @@ int runtime_sandbox_key(struct b4_runtime *rt, const char *id, char **ret, struc
                             MAX_PARENT_DEPTH);
 }
 
-int b4_runtime_thread_create(struct b4_runtime *rt,
-                             const char *id,
-                             const char *metadata_json,
-                             const char *parent,
-                             const char *owner,
-                             struct b4_thread_row *ret,
-                             struct b4_error *err)
+static int thread_create(struct b4_runtime *rt,
+                         const char *id,
+                         const char *metadata_json,
+                         const char *parent,
+                         const char *owner,
+                         const char *const staged[2],
+                         struct b4_thread_row *ret,
+                         struct b4_error *err)
 {
         cleanup_free char *gen = NULL, *key = NULL;
         struct b4_thread_row row = { 0 };
@@ -178,10 +179,38 @@ int b4_runtime_thread_create(struct b4_runtime *rt,
                                       .owner = (char *)owner,
                                       .parent_id = (char *)parent,
                                       .created_ms = realtime_msec() };
-        r = b4_store_thread_insert(rt->opts.store, &row, err);
+        if (staged)
+                r = b4_store_thread_insert_staged(rt->opts.store, &row, staged[0], staged[1], err);
+        else
+                r = b4_store_thread_insert(rt->opts.store, &row, err);
         if (r < 0)
                 return r;
         return b4_store_thread_get(rt->opts.store, id, ret, err);
+}
+
+int b4_runtime_thread_create(struct b4_runtime *rt,
+                             const char *id,
+                             const char *metadata_json,
+                             const char *parent,
+                             const char *owner,
+                             struct b4_thread_row *ret,
+                             struct b4_error *err)
+{
+        return thread_create(rt, id, metadata_json, parent, owner, NULL, ret, err);
+}
+
+int b4_runtime_thread_create_staged(struct b4_runtime *rt,
+                                    const char *id,
+                                    const char *metadata_json,
+                                    const char *owner,
+                                    const char *source_digest,
+                                    const char *staged_json,
+                                    struct b4_thread_row *ret,
+                                    struct b4_error *err)
+{
+        const char *const staged[2] = { source_digest, staged_json };
+
+        return thread_create(rt, id, metadata_json, NULL, owner, staged, ret, err);
 }
 
 bool b4_runtime_thread_is_live(struct b4_runtime *rt, const char *id)

@@ -331,7 +331,8 @@ int b4_store_sources_reclaim(struct b4_store *s,
 
         r = store_prepare(s,
                           "DELETE FROM sources WHERE digest NOT IN (SELECT source_digest FROM "
-                          "associations WHERE source_digest IS NOT NULL) AND (uploaded_ms = 0 OR "
+                          "associations WHERE source_digest IS NOT NULL) AND digest NOT IN (SELECT "
+                          "source_digest FROM thread_staged) AND (uploaded_ms = 0 OR "
                           "uploaded_ms < ?1)",
                           &st, err);
         if (r < 0)
@@ -366,5 +367,111 @@ int b4_store_source_uploaders(struct b4_store *s,
         if (rc != SQLITE_DONE)
                 return store_error(s, rc, err, "list uploaders");
         *ret = TAKE_PTR(l);
+        return 0;
+}
+
+/* ---- staged workspace references (reference §6.4) ---------------------------------------- */
+
+static int insert_thread_locked(struct b4_store *s,
+                                const struct b4_thread_row *row,
+                                struct b4_error *err)
+{
+        cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "INSERT INTO threads (id, metadata, owner, parent_id, created_ms) "
+                              "VALUES (?1, ?2, ?3, NULL, ?4)",
+                              &st, err);
+
+        if (r < 0)
+                return r;
+        (void)sqlite3_bind_text(st, 1, row->id, -1, SQLITE_STATIC);
+        (void)sqlite3_bind_text(st, 2, row->metadata_json ? row->metadata_json : "{}", -1,
+                                SQLITE_STATIC);
+        if (row->owner)
+                (void)sqlite3_bind_text(st, 3, row->owner, -1, SQLITE_STATIC);
+        (void)sqlite3_bind_int64(st, 4, row->created_ms);
+        r = store_step_done(s, st, err, "insert thread");
+        if (r == -EEXIST)
+                return b4_error_set(err, r, "thread '%s' already exists", row->id);
+        return r;
+}
+
+static int staged_locked(struct b4_store *s,
+                         const struct b4_thread_row *row,
+                         const char *digest,
+                         const char *payload,
+                         struct b4_error *err)
+{
+        cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+        int64_t uploaded = -1;
+        int r;
+
+        r = scalar(s, "SELECT uploaded_ms FROM sources WHERE digest = ?1", digest, &uploaded, err);
+        if (r < 0)
+                return r;
+        if (uploaded <= 0)
+                return b4_error_set(err, -ENOENT, "source %s is not held as an upload", digest);
+        r = insert_thread_locked(s, row, err);
+        if (r >= 0)
+                r = store_prepare(s,
+                                  "INSERT INTO thread_staged (thread_id, source_digest, payload) "
+                                  "VALUES (?1, ?2, ?3)",
+                                  &st, err);
+        if (r < 0)
+                return r;
+        (void)sqlite3_bind_text(st, 1, row->id, -1, SQLITE_STATIC);
+        (void)sqlite3_bind_text(st, 2, digest, -1, SQLITE_STATIC);
+        (void)sqlite3_bind_text(st, 3, payload, -1, SQLITE_STATIC);
+        return store_step_done(s, st, err, "store staged reference");
+}
+
+int b4_store_thread_insert_staged(struct b4_store *s,
+                                  const struct b4_thread_row *row,
+                                  const char *source_digest,
+                                  const char *staged_json,
+                                  struct b4_error *err)
+{
+        STORE_LOCKED(s);
+        int r;
+
+        if (row->parent_id)
+                return b4_error_set(err, -EINVAL, "a staged workspace needs a root thread");
+        r = run(s, "BEGIN IMMEDIATE", err);
+        if (r < 0)
+                return r;
+        r = staged_locked(s, row, source_digest, staged_json, err);
+        if (r >= 0)
+                r = run(s, "COMMIT", err);
+        if (r < 0)
+                (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        return r;
+}
+
+int b4_store_thread_staged_get(struct b4_store *s,
+                               const char *thread_id,
+                               char **ret_digest,
+                               char **ret_json,
+                               struct b4_error *err)
+{
+        cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+        cleanup_free char *d = NULL, *p = NULL;
+        STORE_LOCKED(s);
+        int rc, r;
+
+        r = store_prepare(s,
+                          "SELECT source_digest, payload FROM thread_staged WHERE thread_id = ?1",
+                          &st, err);
+        if (r < 0)
+                return r;
+        (void)sqlite3_bind_text(st, 1, thread_id, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+                return b4_error_set(err, -ENOENT, "thread '%s' has no staged workspace", thread_id);
+        if (rc != SQLITE_ROW)
+                return store_error(s, rc, err, "get staged reference");
+        if (store_column_strdup(st, 0, &d) < 0 || store_column_strdup(st, 1, &p) < 0)
+                return -ENOMEM;
+        *ret_digest = TAKE_PTR(d);
+        *ret_json = TAKE_PTR(p);
         return 0;
 }

@@ -19,7 +19,16 @@
 
 extern const char store_schema_v1[];
 
-#define STORE_VERSION 1
+#define STORE_VERSION 2
+
+/* Version 2 (additive): a thread's staged workspace reference (reference §6.4), kept out of
+ * its client metadata and deleted with the thread. */
+static const char store_schema_v2[] =
+        "CREATE TABLE thread_staged ("
+        " thread_id TEXT PRIMARY KEY NOT NULL REFERENCES threads(id) ON DELETE CASCADE,"
+        " source_digest TEXT NOT NULL,"
+        " payload TEXT NOT NULL) STRICT;"
+        "CREATE INDEX thread_staged_source ON thread_staged(source_digest);";
 
 int store_error(struct b4_store *s, int rc, struct b4_error *err, const char *what)
 {
@@ -168,8 +177,10 @@ static int migrate(struct b4_store *s, struct b4_error *err)
                 return r;
         if (v < 1)
                 r = exec_sql(s, store_schema_v1, err);
+        if (r >= 0 && v < 2)
+                r = exec_sql(s, store_schema_v2, err);
         if (r >= 0)
-                r = exec_sql(s, "PRAGMA user_version = 1; COMMIT", err);
+                r = exec_sql(s, "PRAGMA user_version = 2; COMMIT", err);
         if (r < 0)
                 (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         return r;
