@@ -42,25 +42,36 @@ static int setup(
         return 0;
 }
 
-int cli_http(const struct cli_client *c,
-             const char *method,
-             const char *path,
-             const char *body,
-             long *ret_status,
-             char **ret_body,
-             struct b4_error *err)
+static int perform(CURL *h, const struct cli_client *c, struct strbuf *sb, struct b4_error *err)
+{
+        CURLcode rc = curl_easy_perform(h);
+
+        if (rc == CURLE_WRITE_ERROR)
+                return b4_error_set(err, -EFBIG, "response from %s is larger than %zu bytes",
+                                    c->url, sb->max);
+        if (rc != CURLE_OK)
+                return b4_error_set(err, rc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO,
+                                    "cannot reach the server at %s: %s", c->url,
+                                    curl_easy_strerror(rc));
+        return 0;
+}
+
+int cli_http_request(const struct cli_client *c,
+                     const struct cli_http_req *req,
+                     struct cli_http_resp *ret,
+                     struct b4_error *err)
 {
         struct curl_slist *hdrs = NULL;
         cleanup_free char *url = NULL, *auth = NULL;
         struct strbuf sb;
         CURL *h = curl_easy_init();
-        CURLcode rc;
+        curl_off_t retry = 0;
         int r;
 
         if (!h)
                 return -ENOMEM;
-        strbuf_init(&sb, CLIENT_MAX_RESPONSE);
-        r = setup(h, c, method, path, &url);
+        strbuf_init(&sb, req->max_response ? req->max_response : CLIENT_MAX_RESPONSE);
+        r = setup(h, c, req->method, req->path, &url);
         if (r >= 0 && c->token && asprintf(&auth, "Authorization: Bearer %s", c->token) < 0)
                 r = -ENOMEM;
         if (r < 0) {
@@ -71,27 +82,46 @@ int cli_http(const struct cli_client *c,
         if (auth)
                 hdrs = curl_slist_append(hdrs, auth);
         (void)curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-        if (body)
-                (void)curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        if (req->body) {
+                (void)curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->len);
+                (void)curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body);
+        }
         (void)curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
         (void)curl_easy_setopt(h, CURLOPT_WRITEDATA, &sb);
-        rc = curl_easy_perform(h);
-        if (rc == CURLE_OK)
-                (void)curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, ret_status);
+        r = perform(h, c, &sb, err);
+        if (r >= 0) {
+                (void)curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &ret->status);
+                (void)curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &retry);
+                ret->retry_after = (long)retry;
+        }
         curl_slist_free_all(hdrs);
         curl_easy_cleanup(h);
-        if (rc == CURLE_WRITE_ERROR) {
+        if (r < 0) {
                 strbuf_release(&sb);
-                return b4_error_set(err, -EFBIG, "response from %s is larger than %u bytes", c->url,
-                                    CLIENT_MAX_RESPONSE);
+                return r;
         }
-        if (rc != CURLE_OK) {
-                strbuf_release(&sb);
-                return b4_error_set(err, rc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO,
-                                    "cannot reach the server at %s: %s", c->url,
-                                    curl_easy_strerror(rc));
-        }
-        return strbuf_detach(&sb, ret_body, NULL);
+        return strbuf_detach(&sb, &ret->body, NULL);
+}
+
+int cli_http(const struct cli_client *c,
+             const char *method,
+             const char *path,
+             const char *body,
+             long *ret_status,
+             char **ret_body,
+             struct b4_error *err)
+{
+        struct cli_http_req req = {
+                .method = method, .path = path, .body = body, .len = body ? strlen(body) : 0
+        };
+        struct cli_http_resp resp = { 0 };
+        int r = cli_http_request(c, &req, &resp, err);
+
+        if (r < 0)
+                return r;
+        *ret_status = resp.status;
+        *ret_body = resp.body;
+        return 0;
 }
 
 int cli_http_fail(long status, const char *body)

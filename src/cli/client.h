@@ -35,6 +35,30 @@ int cli_http(const struct cli_client *c,
              char **ret_body,
              struct b4_error *err);
 
+struct cli_http_req {
+        const char *method;
+        const char *path;
+        const char *body;    /* NULL = none */
+        size_t len;          /* bytes of @body */
+        size_t max_response; /* 0 = CLIENT_MAX_RESPONSE */
+};
+
+struct cli_http_resp {
+        long status;
+        long retry_after; /* seconds from a Retry-After header, 0 when none */
+        char *body;       /* heap, NUL-terminated */
+};
+
+/**
+ * cli_http_request() - one request with a sized body and a bounded response
+ * Return: 0 (any status; @ret filled, caller frees ret->body), -ECONNREFUSED/-EIO (transport),
+ *         -EFBIG (response over the cap), -ENOMEM.
+ */
+int cli_http_request(const struct cli_client *c,
+                     const struct cli_http_req *req,
+                     struct cli_http_resp *ret,
+                     struct b4_error *err);
+
 /* Print a JSON error body as "b4box: <message> (<code>)"; returns CLI_EXIT_FAILED. */
 int cli_http_fail(long status, const char *body);
 /* Percent-encode @s for a path segment (heap). */

@@ -4,12 +4,14 @@
  * (--server URL or $B4BOX_URL, bearer token from $B4BOX_TOKEN). Prints the server's JSON.
  */
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/macro.h"
+#include "base/strv.h"
 #include "cli.h"
 #include "client.h"
 #include "json/json.h"
@@ -19,12 +21,16 @@ struct threads_args {
         const char *id;
         const char *metadata;
         const char *parent;
+        const char *source;   /* --source DIGEST: a staged workspace (reference §6.4) */
+        char **links;         /* --link PATH=TARGET, repeated (strv) */
+        const char *baseline; /* --baseline git */
 };
 
 static int usage(void)
 {
-        cli_error("usage: b4box threads create [--id ID] [--metadata JSON] [--parent ID] | ls | "
-                  "show ID | rm ID | release ID  [--server URL]");
+        cli_error("usage: b4box threads create [--id ID] [--metadata JSON] [--parent ID] "
+                  "[--source DIGEST [--link PATH=TARGET]... [--baseline git]] | ls | show ID | "
+                  "rm ID | release ID  [--server URL]");
         return CLI_EXIT_USAGE;
 }
 
@@ -35,6 +41,9 @@ static int parse(int argc, char **argv, struct threads_args *a)
                 { "id", required_argument, NULL, 'i' },
                 { "metadata", required_argument, NULL, 'm' },
                 { "parent", required_argument, NULL, 'p' },
+                { "source", required_argument, NULL, 'S' },
+                { "link", required_argument, NULL, 'l' },
+                { "baseline", required_argument, NULL, 'b' },
                 {},
         };
         int c;
@@ -49,10 +58,41 @@ static int parse(int argc, char **argv, struct threads_args *a)
                         a->metadata = optarg;
                 else if (c == 'p')
                         a->parent = optarg;
+                else if (c == 'S')
+                        a->source = optarg;
+                else if (c == 'b')
+                        a->baseline = optarg;
+                else if (c == 'l' && strchr(optarg, '=') && strv_extend(&a->links, optarg) >= 0)
+                        continue;
                 else
                         return -1;
         }
         return optind;
+}
+
+/* {sourceDigest, environmentLinks?, baseline?}; the server checks the rest. */
+static struct jv *workspace_json(const struct threads_args *a)
+{
+        struct jv *w = jv_object_new(), *links = jv_array_new();
+        int r = w && links ? jv_object_set_new(w, "sourceDigest", jv_string_new(a->source))
+                           : -ENOMEM;
+
+        STRV_FOREACH (l, a->links) {
+                const char *eq = strchr(*l, '=');
+                struct jv *e = jv_object_new();
+
+                if (r >= 0 && e)
+                        r = jv_object_set_new(e, "path", jv_stringn_new(*l, (size_t)(eq - *l)));
+                if (r >= 0 && e)
+                        r = jv_object_set_new(e, "target", jv_string_new(eq + 1));
+                r = r < 0 || !e ? (jv_unref(e), -ENOMEM) : jv_array_append_new(links, e);
+        }
+        if (r >= 0 && a->links)
+                r = jv_object_set_new(w, "environmentLinks", jv_ref(links));
+        if (r >= 0 && a->baseline)
+                r = jv_object_set_new(w, "baseline", jv_string_new(a->baseline));
+        jv_unref(links);
+        return r < 0 ? jv_unref(w) : w;
 }
 
 static char *create_body(const struct threads_args *a)
@@ -74,6 +114,8 @@ static char *create_body(const struct threads_args *a)
                 }
                 (void)jv_object_set_new(o, "metadata", meta);
         }
+        if (a->source && jv_object_set_new(o, "workspace", workspace_json(a)) < 0)
+                return NULL;
         return jv_dump(o, 0, &s) < 0 ? NULL : s;
 }
 
@@ -126,7 +168,8 @@ int cmd_threads(int argc, char **argv, const struct cli_ctx *ctx)
         int i, r;
 
         i = parse(argc, argv, &a);
-        if (i < 0 || i >= argc || argc - i > 2)
+        cleanup_strv char **links = a.links;
+        if (i < 0 || i >= argc || argc - i > 2 || ((a.links || a.baseline) && !a.source))
                 return usage();
         struct cli_client c = { .url = cli_server_url(a.server),
                                 .token = secure_getenv("B4BOX_TOKEN") };

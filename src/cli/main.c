@@ -24,6 +24,7 @@ static const struct {
         { "release", cmd_release, "release a thread's sandbox, keeping its workspace" },
         { "destroy", cmd_destroy, "destroy a thread's sandbox and workspace" },
         { "bundle", cmd_bundle, "bundle create DIR -o OUT | bundle verify FILE" },
+        { "upload", cmd_upload, "stage a source bundle on a server (upload BUNDLE.json)" },
         { "check", cmd_check, "validate the configuration and run the provider's preflight" },
         { "conformance", cmd_conformance, "run the provider conformance suite" },
         { "help", cmd_help, "show this help" },

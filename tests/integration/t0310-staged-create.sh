@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# POST /threads with a staged workspace (reference §6.4) end to end: every status in its order
+# of checks, the in-flight limit, threadAccess.stagedSources "own", the upload client, and the
+# whole flow: upload -> create with sourceDigest -> first run materialises the files -> the
+# resolver saw `staged` (verified against the held source).
+B4BOX=${B4BOX:?}
+. "$(dirname "$0")/lib.sh"
+
+printf 'alice-token-0123456789\n' > "$WORK/alice.token"
+printf 'bob-token-0123456789ab\n' > "$WORK/bob.token"
+printf 'ro-token-0123456789abc\n' > "$WORK/ro.token"
+ops='["workspace.source.put", "thread.create", "thread.read", "thread.run", "thread.delete"]'
+access="\"threadAccess\": {\"principals\": [
+    {\"name\": \"alice\", \"tokenFile\": \"$WORK/alice.token\", \"operations\": $ops, \"threads\": \"own\"},
+    {\"name\": \"bob\", \"tokenFile\": \"$WORK/bob.token\", \"operations\": $ops, \"threads\": \"own\"},
+    {\"name\": \"ro\", \"tokenFile\": \"$WORK/ro.token\", \"operations\": [\"thread.read\"], \"threads\": \"own\"}]"
+AL=(-H "Authorization: Bearer alice-token-0123456789")
+BO=(-H "Authorization: Bearer bob-token-0123456789ab")
+RO=(-H "Authorization: Bearer ro-token-0123456789abc")
+fails() { ! "$@" 2>/dev/null; }
+
+# The resolver keeps what it was given and answers the staged reference as the workspace.
+mkdir -p "$WORK/empty"
+cat > "$WORK/resolve.py" <<EOF
+#!/usr/bin/python3
+import json, sys
+d = json.load(sys.stdin)
+with open("$WORK/resolver-" + d["threadId"] + ".json", "w") as f:
+    json.dump(d, f)
+s = d["staged"]
+print(json.dumps({"workspace": s if s else {"source": {"directory": "empty", "include": []}}}))
+EOF
+chmod +x "$WORK/resolve.py"
+
+mkdir -p "$WORK/src/bin"
+printf 'hello from the bundle\n' > "$WORK/src/main.txt"
+printf '#!/bin/sh\necho run\n' > "$WORK/src/bin/run.sh"
+chmod +x "$WORK/src/bin/run.sh"
+DIGEST=$("$B4BOX" bundle create "$WORK/src" -o "$WORK/b.json")
+MISSING=$(printf '%064d' 7)
+ws() { printf '{"thread_id": "%s", "workspace": %s}' "$1" "$2"; }
+
+# Option off: the field is shape-checked, then refused once the policy allowed the caller.
+start_server "{\"sandbox\": {\"provider\": {\"type\": \"fake\", \"scope\": \"sc0\"}}, $access}}" "$WORK/s0" ||
+        { not_ok "server starts"; done_testing; exit 1; }
+req POST /threads "$(ws t0 "{\"sourceDigest\": \"$DIGEST\"}")" "${RO[@]}"
+check "off: the policy first (403)" [ "$STATUS" = 403 ]
+req POST /threads "$(ws t0 '{"sourceDigest": "nope"}')" "${AL[@]}"
+check "off: a malformed field is 400 invalid_request" [ "$STATUS" = 400 ] && [ "$(json_get "$BODY" error.details.code)" = invalid_request ]
+req POST /threads "$(ws t0 "{\"sourceDigest\": \"$DIGEST\"}")" "${AL[@]}"
+check "off: 400 workspace_not_accepted" [ "$STATUS" = 400 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_not_accepted ]
+req GET /threads/t0 "" "${AL[@]}"
+check "off: nothing was created" [ "$STATUS" = 404 ]
+stop_server
+
+CFG="{\"sandbox\": {\"provider\": {\"type\": \"fake\", \"scope\": \"sc1\"},
+  \"thread\": {\"command\": [\"$WORK/resolve.py\"]}, \"stagedWorkspaces\": true}, $access}}"
+start_server "$CFG" "$WORK/s1" || { not_ok "server starts"; done_testing; exit 1; }
+req POST /threads "$(ws t1 "{\"sourceDigest\": \"$DIGEST\"}")" "${RO[@]}"
+check "on: the policy first (403)" [ "$STATUS" = 403 ]
+head -c 1100000 /dev/zero | tr '\0' ' ' > "$WORK/big.json"
+req POST /threads "@$WORK/big.json" "${RO[@]}"
+check "over 1 MiB, refused caller: the policy's 403, not 413" [ "$STATUS" = 403 ]
+req POST /threads "@$WORK/big.json" "${AL[@]}"
+check "over 1 MiB: 413 payload_too_large" [ "$STATUS" = 413 ] && [ "$(json_get "$BODY" error.details.code)" = payload_too_large ]
+for bad in '"x"' '{}' '{"sourceDigest": "ABC"}' "{\"sourceDigest\": \"$DIGEST\", \"extra\": 1}" \
+        "{\"sourceDigest\": \"$DIGEST\", \"baseline\": \"svn\"}" \
+        "{\"sourceDigest\": \"$DIGEST\", \"environmentLinks\": [{\"path\": \"a\"}]}" \
+        "{\"sourceDigest\": \"$DIGEST\", \"environmentLinks\": {}}"; do
+        req POST /threads "$(ws t1 "$bad")" "${AL[@]}"
+        check "malformed workspace $bad: 400" [ "$STATUS" = 400 ] && [ "$(json_get "$BODY" error.details.code)" = invalid_request ]
+done
+req POST /threads "$(ws t1 "{\"sourceDigest\": \"$MISSING\"}")" "${AL[@]}"
+check "a digest nobody uploaded: 422 workspace_source_not_held" [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_source_not_held ]
+
+# The upload client.
+export B4BOX_URL="unix:$SOCK" B4BOX_TOKEN=alice-token-0123456789
+out=$("$B4BOX" upload "$WORK/b.json" 2>&1)
+check "upload: created" [ "$out" = "$DIGEST created" ]
+out=$("$B4BOX" upload "$WORK/b.json" 2>&1)
+check "upload again: already held" [ "$out" = "$DIGEST held" ]
+sed 's/"aGVsbG8gZnJvbSB0aGUgYnVuZGxlCg=="/"aGVsbG8gZnJvbSB0aGUgYnVuZGxlCh=="/' "$WORK/b.json" > "$WORK/bad.json"
+check "upload refuses a bundle that fails verification, before sending" fails "$B4BOX" upload "$WORK/bad.json"
+B4BOX_TOKEN=ro-token-0123456789abc
+out=$("$B4BOX" upload "$WORK/b.json" 2>&1)
+check "upload reports the server's refusal" glob "$out" "*403*"
+B4BOX_TOKEN=alice-token-0123456789
+
+# Links are checked against the held bundle.
+req POST /threads "$(ws t1 "{\"sourceDigest\": \"$DIGEST\", \"environmentLinks\": [{\"path\": \"main.txt\", \"target\": \"/etc/hosts\"}]}")" "${AL[@]}"
+check "a link over a bundle file: 422 workspace_invalid" [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_invalid ]
+check "422 says why" glob "$(json_get "$BODY" error.message)" "*main.txt*"
+req POST /threads "$(ws t1 "{\"sourceDigest\": \"$DIGEST\", \"environmentLinks\": [{\"path\": \"l\", \"target\": \"relative\"}]}")" "${AL[@]}"
+check "a relative link target: 422 workspace_invalid" [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_invalid ]
+req POST /threads "$(ws t1 "{\"sourceDigest\": \"$DIGEST\", \"baseline\": \"git\", \"environmentLinks\": [{\"path\": \".git\", \"target\": \"/x\"}]}")" "${AL[@]}"
+check "a .git link under a git baseline: 422 workspace_invalid" [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_invalid ]
+req POST /threads "$(ws t1 "{\"sourceDigest\": \"$DIGEST\"}")" "${AL[@]}"
+check "create with a held source: 201" [ "$STATUS" = 201 ] && [ "$(json_get "$BODY" thread_id)" = t1 ]
+check "the reference is not in the metadata" [ "$(json_get "$BODY" metadata)" = "{}" ]
+req POST /threads "$(ws t1 "{\"sourceDigest\": \"$DIGEST\"}")" "${AL[@]}"
+check "the same id again: 409" [ "$STATUS" = 409 ]
+req POST /threads "{\"thread_id\": \"t1c\", \"parent_thread_id\": \"t1\", \"workspace\": {\"sourceDigest\": \"$DIGEST\"}}" "${AL[@]}"
+check "a child thread may not name a workspace: 400" [ "$STATUS" = 400 ]
+
+# The first run materialises the staged files; the resolver saw the staged reference.
+req POST /threads/t1/tools/readFile '{"path": "main.txt"}' "${AL[@]}"
+check "first run: readFile sees the staged file" [ "$STATUS" = 200 ] && glob "$BODY" "*hello from the bundle*"
+req POST /threads/t1/tools/readFile '{"path": "bin/run.sh"}' "${AL[@]}"
+check "and the nested one" [ "$STATUS" = 200 ] && glob "$BODY" "*echo run*"
+check "the resolver ran with staged" [ "$(json_get "$(cat "$WORK/resolver-t1.json")" staged.sourceDigest)" = "$DIGEST" ]
+check "staged carries the links, sorted and empty here" [ "$(json_get "$(cat "$WORK/resolver-t1.json")" staged.environmentLinks)" = "[]" ]
+check "and the client metadata without it" [ "$(json_get "$(cat "$WORK/resolver-t1.json")" metadata)" = "{}" ]
+req POST /threads '{"thread_id": "plain"}' "${AL[@]}"
+req POST /threads/plain/tools/listDir '{}' "${AL[@]}"
+check "a thread without a workspace: staged is null" [ "$(json_get "$(cat "$WORK/resolver-plain.json")" staged)" = None ]
+
+# threads create --source through the CLI.
+out=$("$B4BOX" threads create --id t2 --source "$DIGEST" --link tools/sh=/bin/sh 2>&1)
+check "threads create --source" glob "$out" '*"thread_id":"t2"*'
+req POST /threads/t2/tools/listDir '{"path": "tools"}' "${AL[@]}"
+check "the link was made (fake: links unsupported, so the run says so)" glob "$BODY" "*symlink*"
+check "the resolver saw the link" glob "$(cat "$WORK/resolver-t2.json")" '*"path": "tools/sh", "target": "/bin/sh"*'
+
+# stagedSources "own" (below): refused callers hear "not held", like an unknown digest.
+stop_server
+unset B4BOX_URL B4BOX_TOKEN
+start_server "${CFG%\}\}}, \"stagedSources\": \"own\"}}" "$WORK/s1" || { not_ok "server restarts"; done_testing; exit 1; }
+req POST /threads "$(ws t3 "{\"sourceDigest\": \"$DIGEST\"}")" "${BO[@]}"
+check "own: bob did not upload it, 422 workspace_source_not_held" [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_source_not_held ]
+req POST /threads "$(ws t3 "{\"sourceDigest\": \"$DIGEST\", \"environmentLinks\": [{\"path\": \"main.txt\", \"target\": \"/x\"}]}")" "${BO[@]}"
+check "own: no workspace_invalid leak of another's file names" [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_source_not_held ]
+req POST /threads "$(ws t3 "{\"sourceDigest\": \"$DIGEST\"}")" "${AL[@]}"
+check "own: alice uploaded it, 201" [ "$STATUS" = 201 ]
+req PUT "/workspace/sources/$DIGEST" "@$WORK/b.json" "${BO[@]}"
+check "bob uploads the same bundle: 200 held" [ "$STATUS" = 200 ]
+req POST /threads "$(ws t4 "{\"sourceDigest\": \"$DIGEST\"}")" "${BO[@]}"
+check "own: now bob is an uploader too, 201" [ "$STATUS" = 201 ]
+
+# At most 4 creates naming a workspace at once: hold the store's write lock from outside so
+# four creates wait inside their slot, then a fifth is told to retry.
+python3 - "$WORK/s1/b4box.db" 3 <<'EOF' &
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN IMMEDIATE")
+open(sys.argv[1] + ".held", "w").close()
+time.sleep(float(sys.argv[2]))
+c.execute("ROLLBACK")
+EOF
+LOCKER=$!
+for _ in $(seq 50); do [ -e "$WORK/s1/b4box.db.held" ] && break; sleep 0.05; done
+HELD=()
+for i in 1 2 3 4; do
+        curl -s --unix-socket "$SOCK" -X POST -o /dev/null -w '%{http_code}\n' "${AL[@]}" \
+                --data-binary "$(ws "h$i" "{\"sourceDigest\": \"$DIGEST\"}")" http://b4/threads \
+                > "$WORK/held-$i.status" &
+        HELD+=($!)
+done
+sleep 1
+out=$(curl -s -i --unix-socket "$SOCK" -X POST "${AL[@]}" \
+        --data-binary "$(ws h5 "{\"sourceDigest\": \"$DIGEST\"}")" http://b4/threads)
+check "a fifth create in flight: 429 workspace_create_in_flight" glob "$out" "*429*workspace_create_in_flight*"
+check "with retry-after: 1" glob "$out" "*[Rr]etry-[Aa]fter: 1*"
+wait "$LOCKER" "${HELD[@]}"
+check "the four held creates complete" [ "$(cat "$WORK"/held-*.status | sort -u)" = 201 ]
+req POST /threads "$(ws h5 "{\"sourceDigest\": \"$DIGEST\"}")" "${AL[@]}"
+check "the slot is free again" [ "$STATUS" = 201 ]
+stop_server
+done_testing
