@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "b4box/b4.h"
+#include "b4box/bundle.h"
 
 #include "base/alloc.h"
 #include "base/macro.h"
@@ -121,6 +122,24 @@ static int run_preflight(const struct b4_config *cfg, struct b4_provider *p)
         return CLI_EXIT_OK;
 }
 
+/* A static sandbox.workspace is captured right away (reference §2.3). */
+static int capture_static(const struct b4_config *cfg)
+{
+        struct b4_captured_workspace *ws = NULL;
+        struct b4_error err = { 0 };
+        int r;
+
+        r = b4_workspace_capture(cfg->base_dir, &cfg->sandbox.workspace, NULL, &ws, &err);
+        if (r < 0) {
+                cli_error("Invalid managed workspace: %s", err.msg[0] ? err.msg : strerror(-r));
+                return CLI_EXIT_FAILED;
+        }
+        printf("workspace: captured %zu files, %zu links, source %s\n", ws->source->n_files,
+               ws->n_links, ws->source->digest);
+        b4_captured_workspace_free(ws);
+        return CLI_EXIT_OK;
+}
+
 /**
  * check_provider() - the provider-dependent checks of a validated config
  * @cfg: validated configuration; borrowed
@@ -130,6 +149,11 @@ static int run_preflight(const struct b4_config *cfg, struct b4_provider *p)
  */
 static int check_provider(const struct b4_config *cfg, struct b4_provider *p)
 {
+        int r;
+
+        if (cfg->sandbox.workspace_kind == B4_WORKSPACE_STATIC &&
+            (r = capture_static(cfg)) != CLI_EXIT_OK)
+                return r;
         if (cfg->sandbox.workspace_read && !b4_provider_has_reader(p)) {
                 cli_error("sandbox.workspaceRead needs a provider whose managed workspaces can "
                           "be read (open_reader); \"%s\" cannot",

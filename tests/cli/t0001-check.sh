@@ -121,4 +121,30 @@ else
     not_ok "a workspace resolver is reported" "rc $rc" "$err" "$out"
 fi
 
+# A static workspace definition is captured by check (reference §2.3).
+mkdir -p "$tmp/wsapp/src"
+printf 'a\n' >"$tmp/wsapp/src/a.txt"
+printf 'b\n' >"$tmp/wsapp/src/b.txt"
+cat >"$tmp/wsapp/good.json" <<'JSON'
+{"sandbox": {"provider": {"type": "fake", "scope": "s"},
+ "workspace": {"source": {"directory": "src", "include": ["a.txt", "b.txt"]}}}}
+JSON
+run check -c wsapp/good.json --state "$tmp/state"
+if [ "$rc" = 0 ] && grep -q '^workspace: captured 2 files, 0 links, source [0-9a-f]\{64\}$' "$tmp/out"; then
+    ok "a static workspace is captured by check"
+else
+    not_ok "a static workspace is captured by check" "rc $rc" "$err" "$out"
+fi
+cat >"$tmp/wsapp/bad.json" <<'JSON'
+{"sandbox": {"provider": {"type": "fake", "scope": "s"},
+ "workspace": {"source": {"directory": "src", "include": ["a.txt"]}}}}
+JSON
+expect "an inventory mismatch: Invalid managed workspace" 1 \
+    "b4box: Invalid managed workspace: Source exact inventory mismatch: 'b.txt' is not listed in include" \
+    -- check -c wsapp/bad.json --state "$tmp/state"
+ln -s a.txt "$tmp/wsapp/src/l"
+expect "a symlink in the source: Invalid managed workspace" 1 \
+    "b4box: Invalid managed workspace: Source may not contain symlinks: 'l'" \
+    -- check -c wsapp/good.json --state "$tmp/state"
+
 echo "1..$n"
