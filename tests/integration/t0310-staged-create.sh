@@ -28,6 +28,8 @@ d = json.load(sys.stdin)
 with open("$WORK/resolver-" + d["threadId"] + ".json", "w") as f:
     json.dump(d, f)
 s = d["staged"]
+if d["metadata"].get("mode") == "other":
+    s = dict(s or {}, sourceDigest="0" * 64)
 print(json.dumps({"workspace": s if s else {"source": {"directory": "empty", "include": []}}}))
 EOF
 chmod +x "$WORK/resolve.py"
@@ -120,6 +122,22 @@ check "threads create --source" glob "$out" '*"thread_id":"t2"*'
 req POST /threads/t2/tools/listDir '{"path": "tools"}' "${AL[@]}"
 check "the link was made (fake: links unsupported, so the run says so)" glob "$BODY" "*symlink*"
 check "the resolver saw the link" glob "$(cat "$WORK/resolver-t2.json")" '*"path": "tools/sh", "target": "/bin/sh"*'
+
+# The resolver may only answer the thread's own staged source.
+req POST /threads "{\"thread_id\": \"t5\", \"metadata\": {\"mode\": \"other\"}, \"workspace\": {\"sourceDigest\": \"$DIGEST\"}}" "${AL[@]}"
+req POST /threads/t5/tools/listDir '{}' "${AL[@]}"
+check "a resolver naming another source: refused at admission" [ "$STATUS" = 503 ] && glob "$BODY" "*is not the thread's staged source*"
+# The held source is checked byte for byte against its canonical form at admission.
+python3 - "$WORK/s1/b4box.db" "$DIGEST" <<'EOF'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+(p,) = c.execute("SELECT payload FROM sources WHERE digest = ?", (sys.argv[2],)).fetchone()
+c.execute("UPDATE sources SET payload = ? WHERE digest = ?", (b" " + bytes(p), sys.argv[2]))
+EOF
+req POST /threads "$(ws t6 "{\"sourceDigest\": \"$DIGEST\"}")" "${AL[@]}"
+req POST /threads/t6/tools/listDir '{}' "${AL[@]}"
+check "a held source that differs from its canonical bytes: refused at admission" [ "$STATUS" = 503 ] && glob "$BODY" "*does not match its held source*"
+check "and the resolver never ran" [ ! -e "$WORK/resolver-t6.json" ]
 
 # stagedSources "own" (below): refused callers hear "not held", like an unknown digest.
 stop_server
