@@ -88,6 +88,56 @@ out=$("$B4BOX" upload "$WORK/b.json" 2>&1)
 check "upload reports the server's refusal" glob "$out" "*403*"
 B4BOX_TOKEN=alice-token-0123456789
 
+# Against a scripted server: a 429 is retried after Retry-After; an answer for another
+# digest is refused; the response read is bounded.
+cat > "$WORK/fake-server.py" <<'EOF'
+import http.server, json, os, socketserver, sys
+answers = [json.loads(a) for a in sys.argv[2:]]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_PUT(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        status, retry, body = answers.pop(0) if len(answers) > 1 else answers[0]
+        with open(sys.argv[1] + ".log", "a") as f:
+            f.write("PUT %s\n" % self.path)
+        self.send_response(status)
+        if retry:
+            self.send_header("Retry-After", str(retry))
+        data = body.encode() if isinstance(body, str) else b"x" * body
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def log_message(self, *a):
+        pass
+class S(socketserver.UnixStreamServer):
+    def get_request(self):
+        req, _ = super().get_request()
+        return req, ["local", 0]
+try:
+    os.unlink(sys.argv[1])
+except FileNotFoundError:
+    pass
+S(sys.argv[1], H).serve_forever()
+EOF
+fake_upload() { # ANSWER_JSON...: run b4box upload against a scripted server, sets out/rc
+        rm -f "$WORK/fake.sock.log"
+        python3 "$WORK/fake-server.py" "$WORK/fake.sock" "$@" &
+        local fp=$!
+        for _ in $(seq 100); do [ -S "$WORK/fake.sock" ] && break; sleep 0.05; done
+        out=$(B4BOX_URL="unix:$WORK/fake.sock" "$B4BOX" upload "$WORK/b.json" 2>&1); rc=$?
+        kill "$fp"; wait "$fp" 2>/dev/null
+}
+ok201="[201, 0, \"{\\\"digest\\\": \\\"$DIGEST\\\", \\\"status\\\": \\\"created\\\"}\"]"
+busy='[429, 1, "{\"error\": {\"message\": \"busy\", \"details\": {\"code\": \"upload_in_flight\"}}}"]'
+fake_upload "$busy" "$busy" "$ok201"
+check "upload retries a 429 after Retry-After, then reports created" [ "$rc" = 0 ] && [ "$out" = "$DIGEST created" ]
+check "three attempts were made" [ "$(grep -c "PUT /workspace/sources/$DIGEST" "$WORK/fake.sock.log")" = 3 ]
+fake_upload "$busy"
+check "upload gives up after 5 attempts" [ "$rc" = 1 ] && glob "$out" "*429*upload_in_flight*" && [ "$(grep -c PUT "$WORK/fake.sock.log")" = 5 ]
+fake_upload "[201, 0, \"{\\\"digest\\\": \\\"$MISSING\\\", \\\"status\\\": \\\"created\\\"}\"]"
+check "upload refuses an answer for another digest" [ "$rc" = 1 ] && glob "$out" "*answered for digest $MISSING*"
+fake_upload '[200, 0, 100000]'
+check "upload bounds the response it reads" [ "$rc" = 1 ] && glob "$out" "*larger than 65536 bytes*"
+
 # Links are checked against the held bundle.
 req POST /threads "$(ws t1 "{\"sourceDigest\": \"$DIGEST\", \"environmentLinks\": [{\"path\": \"main.txt\", \"target\": \"/etc/hosts\"}]}")" "${AL[@]}"
 check "a link over a bundle file: 422 workspace_invalid" [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_invalid ]
