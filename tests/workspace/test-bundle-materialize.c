@@ -115,6 +115,68 @@ static void test_fake_links_unsupported(void **state)
         b4_provider_free(p);
 }
 
+/* An exec hook that records the command and answers @exit_code. */
+struct seen_cmd {
+        char *command;
+        char *cwd;
+        int exit_code;
+};
+
+static int record_cmd(struct b4_sandbox *sb,
+                      const struct b4_exec_req *req,
+                      struct b4_exec_result *ret,
+                      void *userdata,
+                      struct b4_error *err)
+{
+        struct seen_cmd *s = userdata;
+
+        free(s->command);
+        free(s->cwd);
+        s->command = strdup(req->command);
+        s->cwd = strdup(req->cwd);
+        ret->out = strdup("");
+        ret->errout = strdup(s->exit_code ? "ln: failed\n" : "");
+        ret->errout_len = strlen(ret->errout);
+        ret->exit_code = s->exit_code;
+        return 0;
+}
+
+/* A filesystem without symlink: the links are made by the sandbox (one exec), in order. */
+static void test_fake_links_by_exec(void **state)
+{
+        static const struct b4_captured_link links[] = {
+                { (char *)"deps", (char *)"/opt" },
+                { (char *)"tools/sh", (char *)"/bin/sh" },
+        };
+        struct b4_provider *p = fake();
+        struct b4_sandbox *sb = acquire(p, "m6");
+        struct b4_bundle_input in[] = { { .path = "main.txt", .data = "x", .len = 1 } };
+        struct b4_bundle *b = NULL;
+        struct b4_captured_workspace *w = NULL;
+        struct seen_cmd s = { 0 };
+        struct b4_error err = { 0 };
+
+        assert_int_equal(b4_bundle_create(in, 1, &b, NULL), 0);
+        assert_int_equal(b4_captured_workspace_make(&b, links, 2, false, &w, NULL), 0);
+        assert_int_equal(fake_provider_set_exec(p, record_cmd, &s), 0);
+        assert_int_equal(b4_workspace_materialize(sb, w, NULL, NULL, &err), 0);
+        assert_string_equal(s.command, "set -e\nln -s -- '/opt' 'deps'\nmkdir -p -- 'tools'\n"
+                                       "ln -s -- '/bin/sh' 'tools/sh'\n");
+        assert_string_equal(s.cwd, "/workspace");
+        expect_file(sb, "/workspace/main.txt", "x", false);
+        b4_sandbox_unref(sb);
+
+        sb = acquire(p, "m7");
+        s.exit_code = 1;
+        assert_int_equal(b4_workspace_materialize(sb, w, NULL, NULL, &err), -EIO);
+        assert_string_equal(err.msg, "Workspace modes and links could not be made: ln: failed\n");
+        b4_sandbox_unref(sb);
+        free(s.command);
+        free(s.cwd);
+        b4_captured_workspace_free(w);
+        b4_provider_free(p);
+}
+
 struct git_seen {
         unsigned calls;
         bool env_ok;
@@ -232,6 +294,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_fake_files),
                 cmocka_unit_test(test_fake_links_unsupported),
+                cmocka_unit_test(test_fake_links_by_exec),
                 cmocka_unit_test(test_fake_git),
                 cmocka_unit_test(test_native_git),
         };
