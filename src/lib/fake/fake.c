@@ -499,6 +499,25 @@ static int fake_open_reader(struct b4_provider *p,
         return r;
 }
 
+/* A no-op that records: the fake has no processes to stop. */
+static int fake_freeze(struct b4_provider *p,
+                       const char *thread_id,
+                       bool frozen,
+                       struct b4_error *err)
+{
+        struct fake_core *c = core_of(p);
+        struct fake_ws *ws;
+
+        (void)pthread_mutex_lock(&c->lock);
+        ws = ws_find(c, thread_id);
+        if (ws) {
+                ws->frozen = frozen;
+                ws->freezes += frozen;
+        }
+        (void)pthread_mutex_unlock(&c->lock);
+        return 0;
+}
+
 static void fake_free(struct b4_provider *p)
 {
         struct fake_provider *fp = container_of(p, struct fake_provider, base);
@@ -528,6 +547,7 @@ static const struct b4_provider_ops fake_provider_ops = {
         .destroy = fake_destroy,
         .preflight = fake_preflight,
         .open_reader = fake_open_reader,
+        .freeze = fake_freeze,
         .free = fake_free,
 };
 
@@ -616,6 +636,23 @@ int fake_provider_n_workspaces(struct b4_provider *p)
         (void)pthread_mutex_lock(&c->lock);
         for (struct fake_ws *ws = c->threads; ws; ws = ws->next)
                 n++;
+        (void)pthread_mutex_unlock(&c->lock);
+        return n;
+}
+
+int fake_provider_freezes(struct b4_provider *p, const char *thread_id, bool *ret_frozen)
+{
+        struct fake_core *c = fake_core_of(p);
+        struct fake_ws *ws;
+        int n;
+
+        if (!c || !thread_id)
+                return -EINVAL;
+        (void)pthread_mutex_lock(&c->lock);
+        ws = ws_find(c, thread_id);
+        n = ws ? (int)ws->freezes : 0;
+        if (ret_frozen)
+                *ret_frozen = ws && ws->frozen;
         (void)pthread_mutex_unlock(&c->lock);
         return n;
 }

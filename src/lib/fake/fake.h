@@ -53,3 +53,10 @@ int fake_provider_instances(struct b4_provider *p, const char *thread_id);
 
 /** fake_provider_n_workspaces() - workspace maps alive. Return: count or -EINVAL. */
 int fake_provider_n_workspaces(struct b4_provider *p);
+
+/**
+ * fake_provider_freezes() - how many times the thread was frozen (b4_provider_freeze()), and
+ * whether it is frozen now (@ret_frozen, optional). The fake's freeze is a no-op that records.
+ * Return: the count, or -EINVAL when @p is not a fake provider.
+ */
+int fake_provider_freezes(struct b4_provider *p, const char *thread_id, bool *ret_frozen);

@@ -697,3 +697,64 @@ int b4_provider_freeze(struct b4_provider *p,
                                     p->ops->name);
         return p->ops->freeze(p, thread_id, frozen, err);
 }
+
+struct thread_read {
+        struct b4_provider *p;
+        const char *thread_id;
+        const struct b4_inspect_options *o;
+        bool consistent;
+        struct b4_inspection *ret;
+        struct b4_inspect_failure *fail;
+};
+
+static int read_body(struct b4_reader *rd, void *userdata, struct b4_error *err)
+{
+        struct thread_read *t = userdata;
+        struct b4_error thaw_err = { 0 };
+        int r, rt;
+
+        if (!t->consistent)
+                return b4_inspect_workspace(b4_reader_fs(rd), t->o, t->ret, t->fail, err);
+        r = b4_provider_freeze(t->p, t->thread_id, true, err);
+        if (r < 0)
+                return r;
+        r = b4_inspect_workspace(b4_reader_fs(rd), t->o, t->ret, t->fail, err);
+        rt = b4_provider_freeze(t->p, t->thread_id, false, &thaw_err);
+        if (rt < 0 && r >= 0) {
+                b4_inspection_clear(t->ret);
+                return b4_error_set(err, rt, "cannot resume thread \"%s\" after the read: %s",
+                                    t->thread_id, thaw_err.msg);
+        }
+        return r;
+}
+
+int b4_inspect_thread(struct b4_provider *p,
+                      const char *thread_id,
+                      const struct b4_inspect_options *o,
+                      bool consistent,
+                      struct b4_inspection *ret,
+                      struct b4_inspect_failure *ret_fail,
+                      struct b4_error *err)
+{
+        struct b4_inspect_failure fail = { 0 };
+        struct thread_read t = { .p = p,
+                                 .thread_id = thread_id,
+                                 .o = o,
+                                 .consistent = consistent,
+                                 .ret = ret,
+                                 .fail = &fail };
+        struct b4_reader_req req = { .thread_id = thread_id,
+                                     .cancel = o ? o->cancel : NULL,
+                                     .run_as_non_root = true,
+                                     .uid = 1000,
+                                     .gid = 1000 };
+        int r;
+
+        *ret = (struct b4_inspection){ 0 };
+        r = b4_with_reader(p, &req, read_body, &t, err);
+        if (r < 0)
+                b4_inspection_clear(ret);
+        if (ret_fail)
+                *ret_fail = fail;
+        return r;
+}
