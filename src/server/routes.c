@@ -24,6 +24,15 @@ const struct route server_routes[] = {
           route_tool, "thread.tool" },
         { "POST", "/threads/{}/permissions", B4_OP_THREAD_RUN, true, false, 0, route_permissions,
           "thread.permissions" },
+        { "POST", "/threads/{}/workspace/inspect", B4_OP_THREAD_WORKSPACE, true, true,
+          INSPECT_BODY_MAX_BYTES, route_workspace_inspect, "thread.workspace" },
 };
 
 const size_t server_n_routes = sizeof(server_routes) / sizeof(server_routes[0]);
+
+bool route_admit(struct request *rq)
+{
+        if (rq->route->handler == route_workspace_inspect)
+                return route_inspect_admit(rq);
+        return true;
+}

@@ -12,8 +12,9 @@
 #include "json/json.h"
 #include "server.h"
 
-#define TOOL_BODY_MAX_BYTES (32u * 1024u * 1024u)
-#define MAX_PATH_PARAMS     2
+#define TOOL_BODY_MAX_BYTES    (32u * 1024u * 1024u)
+#define INSPECT_BODY_MAX_BYTES (64u * 1024u)
+#define MAX_PATH_PARAMS        2
 
 struct principal;
 struct metrics;
@@ -94,6 +95,12 @@ void route_thread_cancel(struct request *rq);
 void route_runs(struct request *rq);
 void route_tool(struct request *rq);
 void route_permissions(struct request *rq);
+void route_workspace_inspect(struct request *rq);
+/* Checks of a route between the access policy and the body; replies and returns false. */
+bool route_admit(struct request *rq);
+bool route_inspect_admit(struct request *rq);
+/* Wait (at most @timeout_ms) for workspace reads abandoned at their deadline to finish. */
+void inspect_workers_drain(uint64_t timeout_ms);
 /* The JSON view of a thread row. */
 struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row);
 

@@ -25,6 +25,9 @@
 #include "base/time-util.h"
 #include "server-internal.h"
 
+/* How long server_free() waits for abandoned workspace reads (their tokens are fired). */
+#define INSPECT_DRAIN_MS 30000u
+
 /* ---- listening ---- */
 
 static int listen_unix(struct server *s, const char *path, struct b4_error *err)
@@ -243,7 +246,7 @@ static bool request_begin(struct request *rq, const char *url, const char *metho
 
         if (!find_route(rq, url, method))
                 return false;
-        if (!access_check(rq))
+        if (!access_check(rq) || !route_admit(rq))
                 return false;
         cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && safe_atou64(cl, &n) >= 0 && n > route_body_cap(rq)) {
@@ -360,6 +363,7 @@ struct server *server_free(struct server *s)
                 return NULL;
         if (s->mhd)
                 MHD_stop_daemon(s->mhd);
+        inspect_workers_drain(INSPECT_DRAIN_MS);
         safe_close(s->listen_fd);
         if (s->unix_path)
                 (void)unlink(s->unix_path);

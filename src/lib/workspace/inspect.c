@@ -707,6 +707,32 @@ struct thread_read {
         struct b4_inspect_failure *fail;
 };
 
+/* The root's segments again, after the read: a segment swapped for a link is refused. */
+static int recheck_root(struct b4_fs *fs, const struct thread_read *t, struct b4_error *err)
+{
+        struct insp in = { .fs = fs, .o = t->o, .fail = t->fail, .err = err };
+        int r;
+
+        if (!t->o || !t->o->root)
+                return 0;
+        r = check_root(&in);
+        free(in.start);
+        return r;
+}
+
+static int inspect_and_recheck(struct b4_reader *rd,
+                               const struct thread_read *t,
+                               struct b4_error *err)
+{
+        int r = b4_inspect_workspace(b4_reader_fs(rd), t->o, t->ret, t->fail, err);
+
+        if (r >= 0)
+                r = recheck_root(b4_reader_fs(rd), t, err);
+        if (r < 0)
+                b4_inspection_clear(t->ret);
+        return r;
+}
+
 static int read_body(struct b4_reader *rd, void *userdata, struct b4_error *err)
 {
         struct thread_read *t = userdata;
@@ -714,11 +740,11 @@ static int read_body(struct b4_reader *rd, void *userdata, struct b4_error *err)
         int r, rt;
 
         if (!t->consistent)
-                return b4_inspect_workspace(b4_reader_fs(rd), t->o, t->ret, t->fail, err);
+                return inspect_and_recheck(rd, t, err);
         r = b4_provider_freeze(t->p, t->thread_id, true, err);
         if (r < 0)
                 return r;
-        r = b4_inspect_workspace(b4_reader_fs(rd), t->o, t->ret, t->fail, err);
+        r = inspect_and_recheck(rd, t, err);
         rt = b4_provider_freeze(t->p, t->thread_id, false, &thaw_err);
         if (rt < 0 && r >= 0) {
                 b4_inspection_clear(t->ret);
