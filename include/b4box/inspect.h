@@ -165,6 +165,7 @@ struct b4_inspect_response {
         char *intent_digest;   /* NULL likewise */
         char *root;            /* NULL when the request named none */
         char *inspection_json; /* the inspection object, compact JSON */
+        char **paths;          /* strv: the keys of inspection.files, in order */
         uint64_t n_files, total_bytes, entries;
 };
 

@@ -47,3 +47,4 @@ int cmd_conformance(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_check(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_tool(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_serve(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_read(int argc, char **argv, const struct cli_ctx *ctx);

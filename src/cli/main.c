@@ -21,6 +21,7 @@ static const struct {
         { "check", cmd_check, "validate the configuration and run the provider's preflight" },
         { "conformance", cmd_conformance, "run the provider conformance suite" },
         { "help", cmd_help, "show this help" },
+        { "read", cmd_read, "a thread's workspace inventory: read THREAD [--root R] [--json]" },
         { "tool", cmd_tool, "run one workspace tool locally: tool --thread ID NAME [ARGS_JSON]" },
         { "version", cmd_version, "print the version" },
 };

@@ -146,6 +146,25 @@ check "an excluded root that is a file: 422" [ "$STATUS" = 422 ] && [ "$(msg)" =
 inspect t '{"excludeRootDirectories": ["src"]}'
 check "an excluded directory is skipped" [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" inspection.entries)" = 3 ]
 
+# --- the client: b4box read ---
+RD() { B4BOX_TOKEN=alice-token-0123456789 "$B4BOX" read "$@" 2>"$WORK/rd.err"; }
+OUT=$(RD t --server "unix:$SOCK")
+check "read: exit 0" [ $? = 0 ]
+check "read: lists the files" grep -q '^  src/lib/util.h$' <<<"$OUT"
+check "read: the summary line" grep -q '^thread t: 4 files, 52 bytes, 6 entries$' <<<"$OUT"
+OUT=$(B4BOX_URL="unix:$SOCK" RD t --root src --json)
+check "read --json via B4BOX_URL" [ "$(json_get "$OUT" root)" = src ] && [ "$(json_get "$OUT" inspection.entries)" = 3 ]
+OUT=$(RD t --server "unix:$SOCK" --exclude src --consistent --json)
+check "read --exclude --consistent" [ "$(json_get "$OUT" inspection.entries)" = 3 ]
+RD t --server "unix:$SOCK" --expect-source "$(printf 'a%.0s' $(seq 64))" >/dev/null
+check "read refuses another source digest" [ $? = 1 ] && grep -q '^b4box: source_mismatch' "$WORK/rd.err"
+RD t --server "unix:$SOCK" --root missing >/dev/null
+check "read reports the server's refusal code" [ $? = 1 ] && grep -q 'workspace_root_missing: Workspace root "missing" is missing' "$WORK/rd.err"
+"$B4BOX" read t --server "unix:$SOCK" >/dev/null 2>"$WORK/rd.err"
+check "read without a token: 401 reported" [ $? = 1 ] && grep -q 'unauthorized.*HTTP 401' "$WORK/rd.err"
+"$B4BOX" read >/dev/null 2>&1
+check "read without a thread: usage error" [ $? = 2 ]
+
 # --- the 64 MiB answer cap: 3 files of 5 MiB control bytes, each escaped to 30 MiB ---
 for f in 1 2 3; do
         python3 -c 'import sys; sys.stdout.write("{\"path\": \"big/" + sys.argv[1] + "\", \"content\": \"" + "\\u0001" * (5 * 1024 * 1024) + "\"}")' $f > "$WORK/w.json"
@@ -196,5 +215,46 @@ check "after about workspaceReadTimeoutMs" [ $(( (T1 - T0) / 1000000 )) -ge 900 
 write t '{"path": "b", "content": "2"}'
 check "the slot is free after the timeout" [ "$STATUS" = 200 ]
 stop_server
+
+# --- the client against a server that lies (canned answers on a unix socket) ---
+canned() { # canned FILE: answer one request with the raw HTTP bytes in FILE
+        rm -f "$WORK/canned.sock"
+        python3 - "$WORK/canned.sock" "$1" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(30); s.bind(sys.argv[1]); s.listen(1)
+c, _ = s.accept(); c.recv(65536)
+try:
+    c.sendall(open(sys.argv[2], 'rb').read())
+except OSError:
+    pass
+c.close()
+PY
+        for _ in $(seq 50); do [ -S "$WORK/canned.sock" ] && return; sleep 0.05; done
+}
+answer() { # answer BODY > file
+        printf 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s' "${#1}" "$1"
+}
+GOOD='{"threadId":"t","sourceDigest":null,"intentDigest":null,"inspection":{"files":{"a":"x"},"symlinks":{},"totalBytes":1,"entries":1}}'
+answer "$GOOD" > "$WORK/a1"; canned "$WORK/a1"
+"$B4BOX" read t --server "unix:$WORK/canned.sock" >/dev/null 2>"$WORK/rd.err"
+check "client accepts a well-formed answer" [ $? = 0 ]
+wait
+answer "${GOOD/\"t\"/\"other\"}" > "$WORK/a2"; canned "$WORK/a2"
+"$B4BOX" read t --server "unix:$WORK/canned.sock" >/dev/null 2>"$WORK/rd.err"
+check "client refuses an answer about another thread" [ $? = 1 ] && grep -q thread_mismatch "$WORK/rd.err"
+wait
+answer "${GOOD/\"entries\":1/\"entries\":1,\"extra\":2}" > "$WORK/a3"; canned "$WORK/a3"
+"$B4BOX" read t --server "unix:$WORK/canned.sock" >/dev/null 2>"$WORK/rd.err"
+check "client refuses an unknown key" [ $? = 1 ] && grep -q malformed_response "$WORK/rd.err"
+wait
+answer "${GOOD/\"a\":/\"../a\":}" > "$WORK/a4"; canned "$WORK/a4"
+"$B4BOX" read t --server "unix:$WORK/canned.sock" >/dev/null 2>"$WORK/rd.err"
+check "client refuses a file key outside the root" [ $? = 1 ] && grep -q malformed_response "$WORK/rd.err"
+wait
+{ printf 'HTTP/1.1 200 OK\r\nContent-Length: 70000000\r\n\r\n'; head -c 70000000 /dev/zero | tr '\0' ' '; } > "$WORK/a5"
+canned "$WORK/a5"
+"$B4BOX" read t --server "unix:$WORK/canned.sock" >/dev/null 2>"$WORK/rd.err"
+check "client stops reading past 64 MiB" [ $? = 1 ] && grep -q response_too_large "$WORK/rd.err"
+wait
 
 done_testing

@@ -12,6 +12,7 @@
 
 #include "base/alloc.h"
 #include "base/macro.h"
+#include "base/strv.h"
 #include "inspect-internal.h"
 #include "json/json.h"
 
@@ -70,6 +71,7 @@ void b4_inspect_response_clear(struct b4_inspect_response *r)
         free(r->intent_digest);
         free(r->root);
         free(r->inspection_json);
+        strv_free(r->paths);
         *r = (struct b4_inspect_response){ 0 };
 }
 
@@ -167,6 +169,9 @@ static int shape(const struct jv *o, struct b4_inspect_response *res)
                 r = dup_opt(root, &res->root);
         if (r >= 0)
                 r = jv_dump(insp, 0, &res->inspection_json);
+        const struct jv *files = jv_object_get(insp, "files");
+        for (void *it = jv_object_iter(files); r >= 0 && it; it = jv_object_next(files, it))
+                r = strv_extend(&res->paths, jv_iter_key(it));
         return r;
 }
 
