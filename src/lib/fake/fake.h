@@ -11,6 +11,9 @@
  * `printf FORMAT [ARGS...]` (words split on blanks, '...' and "..." quoting, no expansion,
  * no operators); anything else exits 127 with "fake: command not supported: <cmd>" on
  * stderr. fake_exec_noop() is the reference fake's default: empty output, exit 0.
+ *
+ * B4BOX_FAKE_READ_DELAY_MS (read at construction) makes every reader open wait that long
+ * (cancellable through the request's token), so tests can hold a workspace read in flight.
  */
 
 #include "b4box/provider.h"
