@@ -182,7 +182,7 @@ bool route_inspect_admit(struct request *rq)
 }
 
 /* The 200: compact JSON with cache-control: no-store. Takes @text. */
-static void reply_text(struct request *rq, char *text)
+static void reply_no_store(struct request *rq, char *text)
 {
         struct MHD_Response *resp =
                 MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
@@ -466,7 +466,7 @@ static void answer_ok(struct request *rq, struct inspect_job *j)
                 if (strbuf_detach(&sb, &text, &len) < 0)
                         reply_error(rq, 500, "internal_error", "out of memory");
                 else
-                        reply_text(rq, text);
+                        reply_no_store(rq, text);
         }
         strbuf_release(&sb);
 }

@@ -12,8 +12,8 @@
 #include "json/json.h"
 #include "server.h"
 
-#define TOOL_BODY_MAX_BYTES    (32u * 1024u * 1024u)
-#define INSPECT_BODY_MAX_BYTES (64u * 1024u)
+#define RESPONSE_MAX_BYTES     (256u * 1024u * 1024u) /* a run's results, all calls */
+#define INSPECT_BODY_MAX_BYTES (64u * 1024u)          /* reference INSPECT_BODY_MAX_BYTES */
 #define MAX_PATH_PARAMS        2
 
 struct principal;
@@ -40,7 +40,8 @@ struct route {
         unsigned op;         /* enum b4_access_op bit, 0 = no policy check */
         bool thread_scoped;  /* the first parameter is a thread id to authorise */
         bool read_op;        /* a refusal answers 404, never 403 */
-        uint64_t max_body;   /* 0 = the server's max_body_bytes */
+        bool tool_body;      /* capped by maxToolBodyBytes, else maxBodyBytes */
+        uint64_t max_body;   /* a fixed cap of the route's own, overriding both; 0 = none */
         route_fn *handler;
         const char *name; /* for metrics and logs */
 };
@@ -57,10 +58,14 @@ struct request {
         bool body_too_large;
         bool replied;
         uint64_t started_us;
+        char method[8]; /* for the request log */
+        char path[256]; /* for the request log, truncated */
         unsigned status;
 };
 
 /* ---- replies (http-status.c) ---- */
+/* Reply with JSON text already built in @sb (its buffer is taken). */
+void reply_text(struct request *rq, unsigned status, struct strbuf *sb);
 /* Reply with @body (reference taken). */
 void reply_json(struct request *rq, unsigned status, struct jv *body);
 /* {"error":{"message","kind":"request_error","details":{"code"}}}; counted in metrics. */

@@ -235,7 +235,11 @@ static bool find_route(struct request *rq, const char *url, const char *method)
 
 static uint64_t route_body_cap(const struct request *rq)
 {
-        return rq->route->max_body ? rq->route->max_body : rq->srv->config->server.max_body_bytes;
+        const struct b4_server_config *sc = &rq->srv->config->server;
+
+        if (rq->route->max_body)
+                return rq->route->max_body;
+        return rq->route->tool_body ? sc->max_tool_body_bytes : sc->max_body_bytes;
 }
 
 /* Phase 1. Returns false when a reply was queued. */
@@ -277,6 +281,11 @@ static enum MHD_Result on_request(void *cls,
                 rq->srv = cls;
                 rq->conn = conn;
                 rq->started_us = now_usec();
+                (void)snprintf(rq->method, sizeof(rq->method), "%s", method);
+                (void)snprintf(rq->path, sizeof(rq->path), "%s", url);
+                for (char *c = rq->path; *c; c++) /* no log injection */
+                        if ((unsigned char)*c < 0x20 || *c == '"' || *c == '\\' || *c == 0x7f)
+                                *c = '?';
                 *con_cls = rq;
                 (void)request_begin(rq, url, method);
                 return MHD_YES;
@@ -303,6 +312,19 @@ static enum MHD_Result on_request(void *cls,
         return MHD_YES;
 }
 
+/* One structured line per request on stderr (the daemon is the logging layer). */
+static void log_request(const struct request *rq, enum MHD_RequestTerminationCode toe)
+{
+        double ms = (double)(now_usec() - rq->started_us) / 1000.0;
+
+        fprintf(stderr,
+                "level=info msg=request method=%s path=\"%s\" route=%s status=%u ms=%.2f "
+                "principal=%s%s\n",
+                rq->method, rq->path, rq->route ? rq->route->name : "-", rq->status, ms,
+                rq->principal_name ? rq->principal_name : "-",
+                toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=true");
+}
+
 static void on_completed(void *cls,
                          struct MHD_Connection *conn,
                          void **con_cls,
@@ -310,9 +332,11 @@ static void on_completed(void *cls,
 {
         struct request *rq = *con_cls;
 
-        if (rq)
+        if (rq) {
                 metrics_request(rq->srv->metrics, rq->route ? rq->route->name : "unmatched",
                                 rq->status);
+                log_request(rq, toe);
+        }
         request_free(rq);
         *con_cls = NULL;
 }

@@ -124,9 +124,24 @@ static int mkdir_open(int dirfd, const char *name, bool create)
         return fd < 0 ? -errno : fd;
 }
 
+/* "+pids +memory +cpu", limited to the controllers the hierarchy offers. */
+static void v2_enable_string(const struct cgroup_host *h, char *buf, size_t size)
+{
+        size_t off = 0;
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < CGROUP_V1_MAX && off < size; i++)
+                if (v2_ctrls[i] && h->has[i])
+                        off += (size_t)snprintf(buf + off, size - off, "%s+%s", off ? " " : "",
+                                                v2_ctrls[i]);
+}
+
 static int open_all(const struct cgroup_host *h, const char *id, bool create, struct cgroup *cg)
 {
         size_t n = h->mode == CGROUP_V2 ? 1 : CGROUP_V1_MAX;
+        char enable[64];
+
+        v2_enable_string(h, enable, sizeof(enable));
 
         cgroup_reset(cg, id, h->mode);
         for (size_t i = 0; i < n; i++) {
@@ -137,13 +152,12 @@ static int open_all(const struct cgroup_host *h, const char *id, bool create, st
                 if (hier < 0)
                         return -errno;
                 if (create && h->mode == CGROUP_V2)
-                        (void)write_string_at(hier, "cgroup.subtree_control", "+pids +memory +cpu");
+                        (void)write_string_at(hier, "cgroup.subtree_control", enable);
                 parent = mkdir_open(hier, PARENT, create);
                 if (parent < 0)
                         return parent;
                 if (create && h->mode == CGROUP_V2)
-                        (void)write_string_at(parent, "cgroup.subtree_control",
-                                              "+pids +memory +cpu");
+                        (void)write_string_at(parent, "cgroup.subtree_control", enable);
                 cg->dirfd[i] = mkdir_open(parent, id, create);
                 if (cg->dirfd[i] < 0)
                         return cg->dirfd[i];

@@ -125,6 +125,21 @@ static int build_body(const struct exec_spec *s, struct strbuf *sb, uint32_t *re
         return r;
 }
 
+/* write_all() for a socket, without SIGPIPE when the keeper has gone away. */
+static int send_all(int sock, const char *p, size_t len)
+{
+        while (len > 0) {
+                ssize_t n = send(sock, p, len, MSG_NOSIGNAL);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                p += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
 static int send_request(int sock, const struct exec_spec *s, int out_w, int err_w)
 {
         struct strbuf body;
@@ -159,7 +174,7 @@ static int send_request(int sock, const struct exec_spec *s, int out_w, int err_
         if (sendmsg(sock, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(h))
                 r = -EIO;
         if (r >= 0)
-                r = write_all(sock, body.buf, body.len);
+                r = send_all(sock, body.buf, body.len);
         strbuf_release(&body);
         return r;
 }

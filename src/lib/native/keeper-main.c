@@ -282,7 +282,7 @@ static void handle_accept(int listen_fd)
                 e = read_body(conn, &r);
         slot = cmd_free_slot();
         if (e == 0 && !slot)
-                e = -EAGAIN;
+                e = -EBUSY; /* too many commands at once; EAGAIN means "cannot fork" */
         pid = e == 0 ? fork() : -1;
         if (pid == 0)
                 run_child(&r);

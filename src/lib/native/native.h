@@ -271,6 +271,7 @@ struct native_provider {
         char *run_dir;    /* .../run: sockets, records, locks */
         char *ws_dir;     /* .../workspaces */
         char *stage_dir;  /* .../root: where each new root is assembled (own mount ns) */
+        char *real_dir;   /* realpath of native_dir: keys the host-global names */
         int run_fd, ws_fd;
         int exe_fd; /* the keeper binary */
         struct cgroup_host cg;
@@ -295,6 +296,9 @@ struct thread {
 };
 
 struct native_provider *native_provider_ref(struct native_provider *np);
+/* The name of a thread's host-global objects (cgroup dirs, veth, firewall tag), unique per
+ * state dir: the first 40 hex of sha256(realpath(<state>/native) + "/" + id). */
+void native_host_id(const struct native_provider *np, const char *id, char ret[41]);
 void native_provider_unref(struct native_provider *np);
 
 /* Find or add the thread's entry; a new reference. */
@@ -324,3 +328,16 @@ int native_reader_open(struct native_provider *np,
                        struct b4_error *err);
 /* rm -rf @name under @dirfd without following symlinks. */
 int rm_rf_at(int dirfd, const char *name);
+
+/* ---- net.c ------------------------------------------------------------------------------ */
+
+/* Whether veth + NAT can be set up here; @ret_why says why not (static string). */
+int net_available(const char **ret_why);
+/* Give the keeper @pid's namespace eth0 + default route + NAT (network "allow"). */
+int net_setup(struct native_provider *np,
+              const char *id,
+              const char *hid,
+              pid_t pid,
+              struct b4_error *err);
+/* Remove what net_setup() made for @id / host id @hid (no-op when nothing was). */
+void net_teardown(struct native_provider *np, const char *id, const char *hid);

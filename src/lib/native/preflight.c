@@ -70,6 +70,18 @@ static int cgroup_rows(const struct cgroup_host *cg, struct b4_preflight *p)
         return r;
 }
 
+static int allow_row(struct b4_preflight *p)
+{
+        const char *why = NULL;
+
+        if (net_available(&why) >= 0)
+                return b4_preflight_control(p, "network allow", B4_ENFORCED,
+                                            "per-thread veth + NAT; 169.254.0.0/16, the host's "
+                                            "own addresses and other sandboxes unreachable");
+        return b4_preflight_control(p, "network allow", B4_NOT_ENFORCED,
+                                    "%s: allow-mode sandboxes cannot start here", why);
+}
+
 static int fixed_rows(struct b4_preflight *p)
 {
         int r;
@@ -86,10 +98,7 @@ static int fixed_rows(struct b4_preflight *p)
                 r = b4_preflight_control(p, "network deny", B4_ENFORCED,
                                          "empty network namespace, loopback only");
         if (r >= 0)
-                r = b4_preflight_control(
-                        p, "network allow", B4_NOT_ENFORCED,
-                        "outbound connectivity is not provided yet: allow-mode "
-                        "sandboxes get an empty network namespace (loopback only)");
+                r = allow_row(p);
         if (r >= 0)
                 r = b4_preflight_control(p, "network lists", B4_NOT_ENFORCED,
                                          "allowlist/denylist are not enforced");

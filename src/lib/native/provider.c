@@ -19,6 +19,7 @@
 #include "b4box/config.h"
 
 #include "base/alloc.h"
+#include "base/hash.h"
 #include "base/macro.h"
 #include "native.h"
 #include "providers.h"
@@ -29,6 +30,23 @@
 #ifndef B4_KEEPER_BUILD_PATH
 # define B4_KEEPER_BUILD_PATH ""
 #endif
+
+void native_host_id(const struct native_provider *np, const char *id, char ret[41])
+{
+        char hex[SHA256_HEX_LEN + 1];
+        struct sha256_ctx *c = sha256_new();
+
+        if (!c) { /* OOM: fall back to the id itself, still deterministic */
+                (void)snprintf(ret, 41, "%s", id);
+                return;
+        }
+        sha256_update(c, np->real_dir, strlen(np->real_dir));
+        sha256_update(c, "/", 1);
+        sha256_update(c, id, strlen(id));
+        sha256_final_hex(c, hex);
+        memcpy(ret, hex, 40);
+        ret[40] = '\0';
+}
 
 struct native_provider *native_provider_ref(struct native_provider *np)
 {
@@ -65,6 +83,7 @@ void native_provider_unref(struct native_provider *np)
         free(np->run_dir);
         free(np->ws_dir);
         free(np->stage_dir);
+        free(np->real_dir);
         free(np->p.scope);
         free(np);
 }
@@ -307,6 +326,9 @@ static int setup_dirs(struct native_provider *np, const char *state_dir, struct 
             b4_asprintf(&np->ws_dir, "%s/workspaces", np->native_dir) < 0 ||
             b4_asprintf(&np->stage_dir, "%s/root", np->native_dir) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
+        np->real_dir = realpath(np->native_dir, NULL); /* checksrc: allow (libc allocates) */
+        if (!np->real_dir)
+                return b4_error_set(err, -errno, "cannot resolve '%s'", np->native_dir);
         return 0;
 }
 

@@ -88,7 +88,9 @@ static uint32_t keeper_flags(const struct b4_security *s)
         return f;
 }
 
-/* One attempt under the read lock. -ENOTCONN: no keeper to talk to. */
+/* One attempt: connect under the read lock (a stable keeper), run without it, so release
+ * never waits for a long command (killing the keeper ends the command with -EIO).
+ * -ENOTCONN: no keeper to talk to. */
 static int exec_once(struct native_sandbox *s,
                      struct exec_spec *spec,
                      uint64_t *ret_gen,
@@ -106,13 +108,11 @@ static int exec_once(struct native_sandbox *s,
                 return unavailable(err, t);
         }
         r = keeper_connect(s->np->run_fd, s->np->run_dir, t->id, &sock);
-        if (r < 0)
-                r = b4_error_set(err, -ENOTCONN, "cannot reach the keeper of thread '%s'",
-                                 t->thread_id);
-        else
-                r = exec_run(sock, spec, ret, err);
         (void)pthread_rwlock_unlock(&t->lock);
-        return r;
+        if (r < 0)
+                return b4_error_set(err, -ENOTCONN, "cannot reach the keeper of thread '%s'",
+                                    t->thread_id);
+        return exec_run(sock, spec, ret, err);
 }
 
 static int recover(struct native_sandbox *s, uint64_t gen, struct b4_error *err)

@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -96,7 +97,7 @@ static int parent_side(const struct mount_plan *plan,
         if (r < 0)
                 return b4_error_set(err, r, "cannot move the keeper into its cgroup");
         (void)oom_protect(pid); /* best effort: needs CAP_SYS_RESOURCE; commands run at 500 */
-        if (write(sync_w, "g", 1) != 1)
+        if (send(sync_w, "g", 1, MSG_NOSIGNAL) != 1)
                 return b4_error_set(err, -EIO, "keeper vanished before setup");
         do
                 n = read(err_r, &f, sizeof(f));
@@ -120,7 +121,9 @@ int spawn_keeper(const struct mount_plan *plan,
         pid_t pid;
         int r;
 
-        if (pipe2(sync_p, O_CLOEXEC) < 0 || pipe2(err_p, O_CLOEXEC) < 0) {
+        /* sync is a socketpair so a child that died cannot SIGPIPE us (send + NOSIGNAL) */
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync_p) < 0 ||
+            pipe2(err_p, O_CLOEXEC) < 0) {
                 r = b4_error_set(err, -errno, "cannot create keeper pipes");
                 goto out;
         }

@@ -64,6 +64,9 @@ static void stop_id(struct native_provider *np, const char *id, int pidfd)
         struct keeper_record rec;
         struct cgroup cg;
         int rec_fd = -EBADF;
+        char hid[41];
+
+        native_host_id(np, id, hid);
 
         if (pidfd >= 0)
                 keeper_kill(pidfd);
@@ -72,11 +75,12 @@ static void stop_id(struct native_provider *np, const char *id, int pidfd)
                 keeper_kill(rec_fd);
                 safe_close(rec_fd);
         }
-        if (cgroup_open(&np->cg, id, &cg) >= 0) {
+        if (cgroup_open(&np->cg, hid, &cg) >= 0) {
                 (void)cgroup_kill_all(&cg);
                 cgroup_close(&cg);
         }
-        (void)cgroup_remove(&np->cg, id);
+        (void)cgroup_remove(&np->cg, hid);
+        net_teardown(np, id, hid);
         unlink_run_files(np, id);
 }
 
@@ -168,7 +172,10 @@ static int launch(struct native_provider *np,
         cleanup_close int lfd = -EBADF;
         int r;
 
-        r = cgroup_create(&np->cg, t->id, &lim, &cg, err);
+        char hid[41];
+
+        native_host_id(np, t->id, hid);
+        r = cgroup_create(&np->cg, hid, &lim, &cg, err);
         if (r < 0)
                 return r;
         r = build_plan(np, t, p, &plan, err);
@@ -201,7 +208,12 @@ static int start_keeper(struct native_provider *np,
                              err);
         if (r < 0)
                 return r;
+        char hid[41];
+
+        native_host_id(np, t->id, hid);
         r = launch(np, t, p, &kp, err);
+        if (r >= 0 && p->network == B4_NETWORK_ALLOW)
+                r = net_setup(np, t->id, hid, kp.pid, err);
         if (r >= 0) {
                 rec = (struct keeper_record){ .pid = kp.pid, .starttime = kp.starttime };
                 memcpy(rec.identity, identity, sizeof(rec.identity));
