@@ -366,7 +366,7 @@ static int walk(struct insp *in)
                 return r;
         if (in->nw > in->o->max_entries)
                 return refuse(in, B4_INSPECT_REFUSED, "Workspace entries limit exceeded");
-        qsort(in->w, in->nw, sizeof(*in->w), path_cmp);
+        qsort_safe(in->w, in->nw, sizeof(*in->w), path_cmp);
         return 0;
 }
 
