@@ -192,12 +192,44 @@ static void test_race(void **state)
         b4_sandbox_unref(sb);
 }
 
+/* With consistent reads the same racing writer never yields `changed`: the thread is frozen
+ * for the read, and thawed after it (the writer finishes all its appends). */
+static void test_consistent_under_writes(void **state)
+{
+        struct b4_sandbox *sb = acquire("ni-frozen");
+        struct b4_inspection insp = { 0 };
+        struct b4_inspect_failure fail = { 0 };
+        struct b4_error err = { 0 };
+        struct b4_stat st = { 0 };
+        pthread_t t;
+
+        if (!P->ops->freeze) {
+                print_message("# SKIP the provider has no freeze\n");
+                b4_sandbox_unref(sb);
+                return;
+        }
+        sh(sb, "printf start > grow.txt");
+        assert_int_equal(pthread_create(&t, NULL, writer, sb), 0);
+        for (int i = 0; i < 30; i++) {
+                int r = b4_inspect_thread(P, "ni-frozen", NULL, true, &insp, &fail, &err);
+                if (r < 0)
+                        fail_msg("consistent read %d: %d %s", i, r, err.msg);
+                b4_inspection_clear(&insp);
+        }
+        (void)pthread_join(t, NULL);
+        assert_int_equal(b4_fs_lstat(b4_sandbox_fs(sb), "/workspace/grow.txt", &st, NULL), 0);
+        assert_int_equal(st.size, 5 + 20000 * 30); /* every append ran: thawed after each read */
+        b4_stat_clear(&st);
+        b4_sandbox_unref(sb);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_native_reads),
                 cmocka_unit_test(test_root_symlink),
                 cmocka_unit_test(test_race),
+                cmocka_unit_test(test_consistent_under_writes),
         };
 
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
