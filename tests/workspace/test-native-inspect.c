@@ -20,7 +20,7 @@
 static struct b4_provider *P;
 static char *State;
 
-static const char *const threads[] = { "ni-a", "ni-link", "ni-race" };
+static const char *const threads[] = { "ni-a", "ni-link", "ni-race", "ni-frozen" };
 
 static int group_setup(void **state)
 {
@@ -147,17 +147,40 @@ static void test_root_symlink(void **state)
         b4_sandbox_unref(sb);
 }
 
+struct writer_job {
+        struct b4_sandbox *sb;
+        int r;         /* the exec's return */
+        int exit_code; /* the loop's exit code */
+};
+
 static void *writer(void *arg)
 {
+        struct writer_job *w = arg;
         struct b4_exec_req req = {
                 .command = "i=0; while [ $i -lt 20000 ]; do echo aaaaaaaaaaaaaaaaaaaaaaaaaaaaa "
                            ">> grow.txt; i=$((i+1)); done",
         };
         struct b4_exec_result res = { 0 };
 
-        (void)b4_sandbox_exec(arg, &req, &res, NULL);
+        w->r = b4_sandbox_exec(w->sb, &req, &res, NULL);
+        w->exit_code = res.exit_code;
         b4_exec_result_clear(&res);
         return NULL;
+}
+
+/* Start the writer and wait until it has appended something. */
+static void start_writer(struct writer_job *w, pthread_t *t)
+{
+        struct b4_stat st = { 0 };
+
+        assert_int_equal(pthread_create(t, NULL, writer, w), 0);
+        for (int i = 0; i < 2000; i++) {
+                if (b4_fs_lstat(b4_sandbox_fs(w->sb), "/workspace/grow.txt", &st, NULL) >= 0 &&
+                    st.size > 5)
+                        return;
+                (void)usleep(1000);
+        }
+        fail_msg("the writer did not start appending within 2 s");
 }
 
 static void test_race(void **state)
@@ -167,10 +190,11 @@ static void test_race(void **state)
         struct b4_inspect_failure fail = { 0 };
         struct b4_error err = { 0 };
         unsigned changed = 0, ok = 0;
+        struct writer_job w = { .sb = sb };
         pthread_t t;
 
         sh(sb, "printf start > grow.txt");
-        assert_int_equal(pthread_create(&t, NULL, writer, sb), 0);
+        start_writer(&w, &t);
         for (int i = 0; i < 2000 && changed == 0; i++) {
                 int r = inspect("ni-race", NULL, &insp, &fail, &err);
                 if (r == -EPROTO && fail.code == B4_INSPECT_CHANGED)
@@ -182,6 +206,8 @@ static void test_race(void **state)
                 b4_inspection_clear(&insp);
         }
         (void)pthread_join(t, NULL);
+        assert_int_equal(w.r, 0);
+        assert_int_equal(w.exit_code, 0);
         print_message("# %u coherent reads before a `changed` refusal\n", ok);
         assert_true(changed > 0);
         assert_non_null(strstr(err.msg, "grow.txt"));
@@ -201,6 +227,7 @@ static void test_consistent_under_writes(void **state)
         struct b4_inspect_failure fail = { 0 };
         struct b4_error err = { 0 };
         struct b4_stat st = { 0 };
+        struct writer_job w = { .sb = sb };
         pthread_t t;
 
         if (!P->ops->freeze) {
@@ -209,14 +236,17 @@ static void test_consistent_under_writes(void **state)
                 return;
         }
         sh(sb, "printf start > grow.txt");
-        assert_int_equal(pthread_create(&t, NULL, writer, sb), 0);
+        start_writer(&w, &t);
         for (int i = 0; i < 30; i++) {
                 int r = b4_inspect_thread(P, "ni-frozen", NULL, true, &insp, &fail, &err);
                 if (r < 0)
-                        fail_msg("consistent read %d: %d %s", i, r, err.msg);
+                        print_message("# consistent read %d: %d %s (code %d)\n", i, r, err.msg,
+                                      (int)fail.code),
+                                fail();
                 b4_inspection_clear(&insp);
         }
         (void)pthread_join(t, NULL);
+        assert_int_equal(w.r, 0);
         assert_int_equal(b4_fs_lstat(b4_sandbox_fs(sb), "/workspace/grow.txt", &st, NULL), 0);
         assert_int_equal(st.size, 5 + 20000 * 30); /* every append ran: thawed after each read */
         b4_stat_clear(&st);

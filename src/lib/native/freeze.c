@@ -74,12 +74,18 @@ int native_freeze(struct b4_provider *p, const char *thread_id, bool frozen, str
 {
         struct native_provider *np = (struct native_provider *)p;
         struct cgroup cg;
-        char hid[41];
+        char id[41], hid[41];
         int r;
 
-        native_host_id(np, thread_id, hid);
-        if (cgroup_open(&np->cg, hid, &cg) < 0)
+        r = b4_resource_id(p->scope, thread_id, id);
+        if (r < 0)
+                return b4_error_set(err, r, "invalid thread id");
+        native_host_id(np, id, hid);
+        r = cgroup_open(&np->cg, hid, &cg);
+        if (r == -ENOENT)
                 return 0; /* no live sandbox: nothing runs, nothing to freeze */
+        if (r < 0)
+                return b4_error_set(err, r, "cannot open the thread's cgroup");
         r = freeze_cgroup(&cg, frozen, err);
         cgroup_close(&cg);
         return r;

@@ -12,6 +12,7 @@
 
 #include "base/alloc.h"
 #include "base/macro.h"
+#include "base/strbuf.h"
 #include "base/strv.h"
 #include "inspect-internal.h"
 #include "json/json.h"
@@ -29,40 +30,62 @@ static bool ignored(const char *path, char *const *ignore)
         return false;
 }
 
-static struct jv *inspection_jv(const struct b4_inspection *insp, char *const *ignore)
+/* "key": "text", ... for the entries of a map, ignored paths left out. */
+static int append_map(struct strbuf *sb,
+                      const char *name,
+                      bool files,
+                      const struct b4_inspection *insp,
+                      char *const *ignore)
 {
-        cleanup_(jv_unrefp) struct jv *o = jv_object_new();
-        struct jv *files = jv_object_new(), *links = jv_object_new();
-        int r = 0;
+        size_t n = files ? insp->n_files : insp->n_links;
+        bool first = true;
+        int r = strbuf_addf(sb, "\"%s\":{", name);
 
-        if (!o || !files || !links) {
-                jv_unref(files);
-                jv_unref(links);
-                return NULL;
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                const char *key = files ? insp->files[i].path : insp->links[i].name;
+                if (files && ignored(key, ignore))
+                        continue;
+                r = first ? 0 : strbuf_addc(sb, ',');
+                first = false;
+                if (r >= 0)
+                        r = jv_append_string(sb, key, strlen(key));
+                if (r >= 0)
+                        r = strbuf_addc(sb, ':');
+                if (r >= 0)
+                        r = files ? jv_append_string(sb, insp->files[i].text, insp->files[i].len)
+                                  : jv_append_string(sb, insp->links[i].target,
+                                                     strlen(insp->links[i].target));
         }
-        r |= jv_object_set_new(o, "files", files);
-        r |= jv_object_set_new(o, "symlinks", links);
-        for (size_t i = 0; i < insp->n_files; i++)
-                if (!ignored(insp->files[i].path, ignore))
-                        r |= jv_object_set_new(
-                                files, insp->files[i].path,
-                                jv_stringn_new(insp->files[i].text, insp->files[i].len));
-        for (size_t i = 0; i < insp->n_links; i++)
-                r |= jv_object_set_new(links, insp->links[i].name,
-                                       jv_string_new(insp->links[i].target));
-        r |= jv_object_set_new(o, "totalBytes", jv_integer_new((int64_t)insp->total_bytes));
-        r |= jv_object_set_new(o, "entries", jv_integer_new((int64_t)insp->entries));
-        return r < 0 ? NULL : TAKE_PTR(o);
+        return r < 0 ? r : strbuf_addc(sb, '}');
 }
 
+/*
+ * Written straight into a buffer, not through a jansson tree: an answer holds up to 64 MiB
+ * of file text, and escaping it in one pass is several times faster (bench/http.sh).
+ */
 int b4_inspection_to_json(const struct b4_inspection *insp, char *const *ignore, char **ret)
 {
-        cleanup_(jv_unrefp) struct jv *o = inspection_jv(insp, ignore);
+        struct strbuf sb;
+        int r;
 
-        return o ? jv_dump(o, 0, ret) : -ENOMEM;
+        strbuf_init(&sb, STRBUF_UNLIMITED);
+        r = strbuf_addc(&sb, '{');
+        if (r >= 0)
+                r = append_map(&sb, "files", true, insp, ignore);
+        if (r >= 0)
+                r = strbuf_addc(&sb, ',');
+        if (r >= 0)
+                r = append_map(&sb, "symlinks", false, insp, ignore);
+        if (r >= 0)
+                r = strbuf_addf(&sb, ",\"totalBytes\":%llu,\"entries\":%llu}",
+                                (unsigned long long)insp->total_bytes,
+                                (unsigned long long)insp->entries);
+        if (r < 0) {
+                strbuf_release(&sb);
+                return r;
+        }
+        return strbuf_detach(&sb, ret, NULL);
 }
-
-/* ---- the client's check ---- */
 
 void b4_inspect_response_clear(struct b4_inspect_response *r)
 {
