@@ -55,7 +55,7 @@ int native_fs_enter(struct b4_fs *fs, struct fsctx *ret, struct b4_error *err)
                 *ret = (struct fsctx){ .root_fd = s->t->root_fd,
                                        .uid = sec->run_as_non_root ? sec->uid : 0,
                                        .gid = sec->run_as_non_root ? sec->gid : 0,
-                                       .chown = true,
+                                       .chown = !s->np->rootless, /* ours = theirs */
                                        .hold = s->t };
                 return 0;
         }
@@ -88,6 +88,38 @@ static uint32_t keeper_flags(const struct b4_security *s)
         return f;
 }
 
+/* A command's own cgroup: made before the request, removed after it when empty. */
+struct exec_cg {
+        int parent_fd, fd;
+        uint32_t flags;
+        char name[32];
+};
+
+#define KEEPER_CG_MASK (KEEPER_CGROUP | KEEPER_CG_FREEZER | KEEPER_CG_KILL)
+
+/* With t->lock held. Without one the keeper still kills the session (reported in preflight). */
+static void exec_cg_make(const struct thread *t, struct exec_cg *cg)
+{
+        if (t->cg_fd < 0)
+                return;
+        cg->parent_fd = fcntl(t->cg_fd, F_DUPFD_CLOEXEC, 3);
+        if (cg->parent_fd < 0 || cgroup_exec_create(cg->parent_fd, cg->name, &cg->fd) < 0) {
+                cg->parent_fd = safe_close(cg->parent_fd);
+                cg->fd = -EBADF;
+                return;
+        }
+        cg->flags = KEEPER_CGROUP | t->cg_flags;
+}
+
+static void exec_cg_done(struct exec_cg *cg)
+{
+        if (cg->fd < 0)
+                return;
+        cg->fd = safe_close(cg->fd);
+        cgroup_exec_remove(cg->parent_fd, cg->name);
+        cg->parent_fd = safe_close(cg->parent_fd);
+}
+
 /* One attempt: connect under the read lock (a stable keeper), run without it, so release
  * never waits for a long command (killing the keeper ends the command with -EIO).
  * -ENOTCONN: no keeper to talk to. */
@@ -98,6 +130,7 @@ static int exec_once(struct native_sandbox *s,
                      struct b4_error *err)
 {
         struct thread *t = s->t;
+        struct exec_cg cg = { .parent_fd = -EBADF, .fd = -EBADF };
         int sock = -EBADF;
         int r;
 
@@ -108,11 +141,18 @@ static int exec_once(struct native_sandbox *s,
                 return unavailable(err, t);
         }
         r = keeper_connect(s->np->run_fd, s->np->run_dir, t->id, &sock);
+        if (r >= 0)
+                exec_cg_make(t, &cg);
         (void)pthread_rwlock_unlock(&t->lock);
         if (r < 0)
                 return b4_error_set(err, -ENOTCONN, "cannot reach the keeper of thread '%s'",
                                     t->thread_id);
-        return exec_run(sock, spec, ret, err);
+        spec->cg_fd = cg.fd;
+        spec->flags = (spec->flags & ~(uint32_t)KEEPER_CG_MASK) | cg.flags;
+        r = exec_run(sock, spec, ret, err);
+        exec_cg_done(&cg);
+        spec->cg_fd = -EBADF;
+        return r;
 }
 
 static int recover(struct native_sandbox *s, uint64_t gen, struct b4_error *err)
@@ -152,7 +192,8 @@ static int sb_exec(struct b4_sandbox *sb,
                 .env = env,
                 .uid = p->security.run_as_non_root ? p->security.uid : 0,
                 .gid = p->security.run_as_non_root ? p->security.gid : 0,
-                .flags = keeper_flags(&p->security),
+                .flags = keeper_flags(&p->security) | (s->np->rootless ? KEEPER_NO_SETGROUPS : 0),
+                .cg_fd = -EBADF,
                 .bpf = s->np->bpf,
                 .bpf_len = s->np->bpf_len,
                 .timeout_ms = req->timeout_ms ? req->timeout_ms : p->resources.timeout_ms,
