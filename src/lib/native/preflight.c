@@ -29,8 +29,8 @@ static bool wait_ok(pid_t pid)
                WEXITSTATUS(status) == 0;
 }
 
-/* The namespaces a keeper gets (a user namespace too when @userns); then, in a child that
- * is inside the new PID namespace as the keeper will be, a tmpfs and a procfs mount. */
+/* The namespaces of a keeper (plus a user namespace when @userns); then a tmpfs and a procfs
+ * mount, in a child inside the new PID namespace as the keeper will be. */
 static bool probe_namespaces(bool userns)
 {
         pid_t pid = fork();
