@@ -323,6 +323,9 @@ struct thread {
         int root_fd;             /* /proc/<keeper>/root */
         int cg_fd;               /* where each command's own cgroup is made, or -EBADF */
         uint32_t cg_flags;       /* KEEPER_CG_* for those cgroups */
+        pthread_mutex_t cg_lock; /* the spare: an empty command cgroup ready for reuse */
+        int cg_spare_fd;
+        char cg_spare_name[32];
         uint64_t generation;     /* bumped on every new keeper */
         struct b4_policy policy; /* the launch policy (for recovery) */
 };

@@ -58,7 +58,9 @@ static void thread_free(struct thread *t)
 {
         safe_close(t->root_fd);
         safe_close(t->cg_fd);
+        safe_close(t->cg_spare_fd);
         safe_close(t->kp.pidfd);
+        (void)pthread_mutex_destroy(&t->cg_lock);
         b4_policy_clear(&t->policy);
         (void)pthread_rwlock_destroy(&t->lock);
         free(t->thread_id);
@@ -109,7 +111,8 @@ int thread_get(struct native_provider *np, const char *thread_id, struct thread 
                         free(t);
                 }
                 if (r >= 0) {
-                        t->root_fd = t->kp.pidfd = t->cg_fd = -EBADF;
+                        t->root_fd = t->kp.pidfd = t->cg_fd = t->cg_spare_fd = -EBADF;
+                        (void)pthread_mutex_init(&t->cg_lock, NULL);
                         b4_policy_init(&t->policy);
                         (void)pthread_rwlock_init(&t->lock, NULL);
                         atomic_init(&t->refs, 1);

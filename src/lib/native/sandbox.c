@@ -88,7 +88,9 @@ static uint32_t keeper_flags(const struct b4_security *s)
         return f;
 }
 
-/* A command's own cgroup: made before the request, removed after it when empty. */
+/* A command's own cgroup: the thread's spare (an empty one a finished command left) or a
+ * fresh one; after the command it becomes the spare again when empty, else it stays with
+ * the background jobs in it until release. */
 struct exec_cg {
         int parent_fd, fd;
         uint32_t flags;
@@ -98,12 +100,18 @@ struct exec_cg {
 #define KEEPER_CG_MASK (KEEPER_CGROUP | KEEPER_CG_FREEZER | KEEPER_CG_KILL)
 
 /* With t->lock held. Without one the keeper still kills the session (reported in preflight). */
-static void exec_cg_make(const struct thread *t, struct exec_cg *cg)
+static void exec_cg_make(struct thread *t, struct exec_cg *cg)
 {
         if (t->cg_fd < 0)
                 return;
         cg->parent_fd = fcntl(t->cg_fd, F_DUPFD_CLOEXEC, 3);
-        if (cg->parent_fd < 0 || cgroup_exec_create(cg->parent_fd, cg->name, &cg->fd) < 0) {
+        if (cg->parent_fd < 0)
+                return;
+        (void)pthread_mutex_lock(&t->cg_lock);
+        cg->fd = TAKE_FD(t->cg_spare_fd);
+        memcpy(cg->name, t->cg_spare_name, sizeof(cg->name));
+        (void)pthread_mutex_unlock(&t->cg_lock);
+        if (cg->fd < 0 && cgroup_exec_create(cg->parent_fd, cg->name, &cg->fd) < 0) {
                 cg->parent_fd = safe_close(cg->parent_fd);
                 cg->fd = -EBADF;
                 return;
@@ -111,12 +119,36 @@ static void exec_cg_make(const struct thread *t, struct exec_cg *cg)
         cg->flags = KEEPER_CGROUP | t->cg_flags;
 }
 
-static void exec_cg_done(struct exec_cg *cg)
+static bool cg_empty(int fd)
 {
+        cleanup_close int procs = openat(fd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+        char c;
+
+        return procs >= 0 && read(procs, &c, 1) == 0;
+}
+
+/* Keep @cg as the spare when it is empty and still belongs to keeper generation @gen. */
+static void exec_cg_done(struct thread *t, uint64_t gen, struct exec_cg *cg)
+{
+        bool kept = false;
+
         if (cg->fd < 0)
                 return;
-        cg->fd = safe_close(cg->fd);
-        cgroup_exec_remove(cg->parent_fd, cg->name);
+        if (cg_empty(cg->fd)) {
+                (void)pthread_rwlock_rdlock(&t->lock);
+                (void)pthread_mutex_lock(&t->cg_lock);
+                if (t->live && t->generation == gen && t->cg_spare_fd < 0) {
+                        t->cg_spare_fd = TAKE_FD(cg->fd);
+                        memcpy(t->cg_spare_name, cg->name, sizeof(cg->name));
+                        kept = true;
+                }
+                (void)pthread_mutex_unlock(&t->cg_lock);
+                (void)pthread_rwlock_unlock(&t->lock);
+        }
+        if (!kept) {
+                cg->fd = safe_close(cg->fd);
+                cgroup_exec_remove(cg->parent_fd, cg->name); /* EBUSY: jobs live on */
+        }
         cg->parent_fd = safe_close(cg->parent_fd);
 }
 
@@ -150,7 +182,7 @@ static int exec_once(struct native_sandbox *s,
         spec->cg_fd = cg.fd;
         spec->flags = (spec->flags & ~(uint32_t)KEEPER_CG_MASK) | cg.flags;
         r = exec_run(sock, spec, ret, err);
-        exec_cg_done(&cg);
+        exec_cg_done(t, *ret_gen, &cg);
         spec->cg_fd = -EBADF;
         return r;
 }

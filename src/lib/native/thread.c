@@ -45,6 +45,9 @@ static void forget(struct thread *t)
         t->root_fd = safe_close(t->root_fd);
         t->cg_fd = safe_close(t->cg_fd);
         t->cg_flags = 0;
+        (void)pthread_mutex_lock(&t->cg_lock);
+        t->cg_spare_fd = safe_close(t->cg_spare_fd); /* its dir goes with the thread's */
+        (void)pthread_mutex_unlock(&t->cg_lock);
         t->kp.pidfd = safe_close(t->kp.pidfd);
         t->kp = (struct keeper_proc){ .pidfd = -EBADF };
         t->live = false;
