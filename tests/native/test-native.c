@@ -78,7 +78,7 @@ static int leaked_keepers(void)
         free(cmd);
         while (f && fgets(line, sizeof(line), f)) {
                 int pid = 0;
-                if (sscanf(line, "v1 %d", &pid) == 1 && pid > 1) {
+                if (sscanf(line, "v%*d %d", &pid) == 1 && pid > 1) {
                         fprintf(stderr, "# leaked keeper pid %d\n", pid);
                         (void)kill(pid, SIGKILL);
                         n++;
@@ -620,10 +620,30 @@ static pid_t keeper_pid(const char *thread)
         free(p);
         if (!f)
                 return 0;
-        if (fscanf(f, "v1 %d", &pid) != 1)
+        if (fscanf(f, "v%*d %d", &pid) != 1)
                 pid = 0;
         fclose(f);
         return pid;
+}
+
+/* Rewrite a thread's keeper record as an older build wrote it ("v1 ..."). */
+static void mark_record_v1(const char *thread)
+{
+        char id[41], *p = NULL, buf[256];
+        FILE *f;
+        size_t n;
+
+        assert_int_equal(b4_resource_id(C.scope, thread, id), 0);
+        assert_true(asprintf(&p, "%s/native/run/%s.keeper", C.state, id) > 0);
+        f = fopen(p, "re");
+        assert_non_null(f);
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        assert_true(n > 3 && buf[0] == 'v' && buf[1] == '2');
+        buf[1] = '1';
+        assert_int_equal(b4_test_write(p, buf), 0);
+        free(p);
 }
 
 static void test_release_and_destroy(void **state)
@@ -682,6 +702,18 @@ static void test_adoption(void **state)
         b4_exec_result_clear(&res);
         b4_sandbox_unref(sb);
         b4_provider_free(p2);
+        /* a keeper recorded by an older build (record v1, no command cgroups) is replaced */
+        mark_record_v1("t-adopt");
+        C.p = new_provider();
+        sb = acquire("t-adopt", NULL);
+        assert_int_not_equal(keeper_pid("t-adopt"), first);
+        assert_int_equal(kill(first, 0), -1);
+        first = keeper_pid("t-adopt");
+        assert_int_equal(run(sb, "cat /workspace/v", &res), 0);
+        assert_string_equal(res.out, "v\n");
+        b4_exec_result_clear(&res);
+        b4_sandbox_unref(sb);
+        b4_provider_free(C.p);
         /* a third with a different identity replaces it, keeping the workspace */
         C.p = new_provider();
         b4_policy_init(&pol);

@@ -186,7 +186,10 @@ int proc_starttime(pid_t pid, uint64_t *ret);
 
 /* ---- keeper.c --------------------------------------------------------------------------- */
 
+#define KEEPER_RECORD_VERSION 2 /* only keepers of this version are adopted */
+
 struct keeper_record {
+        int version;
         pid_t pid;
         uint64_t starttime;
         char identity[65];

@@ -276,7 +276,8 @@ static bool try_adopt(struct native_provider *np,
 
         if (keeper_record_read(np->run_fd, t->id, &rec) < 0 || keeper_verify(&rec, &pidfd) < 0)
                 return false;
-        if (strcmp(rec.identity, identity) != 0 || open_root(rec.pid, &root_fd) < 0 ||
+        if (rec.version != KEEPER_RECORD_VERSION || strcmp(rec.identity, identity) != 0 ||
+            open_root(rec.pid, &root_fd) < 0 ||
             keeper_connect(np->run_fd, np->run_dir, t->id, &sock) < 0 ||
             set_policy(t, identity, p) < 0) {
                 stop_id(np, t->id, pidfd);
