@@ -2,10 +2,11 @@
 # Rootless mode end to end (TAP): b4box runs as a throwaway unprivileged system user that this
 # test creates (root is needed only for that and for the cleanup), with its own state dir.
 # Every thread is destroyed, leftover keepers are killed by their recorded pid, the user and
-# the dir are removed. Usage: rootless.sh B4BOX USERNS_OFF
+# the dir are removed. Usage: rootless.sh B4BOX USERNS_OFF ROOTLESS_API
 set -uo pipefail
 b4box=$(realpath "$1")
 userns_off=$(realpath "$2")
+rootless_api=$(realpath "$3")
 keeper=${B4BOX_KEEPER:-}
 if [ "$(id -u)" -ne 0 ] || ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
         echo "1..0 # SKIP needs root, useradd and setpriv"
@@ -29,7 +30,7 @@ as() {
 }
 cleanup() {
         for t in rl rl-allow; do as destroy "$t" >/dev/null 2>&1; done
-        for rec in "$home"/st/native/run/*.keeper; do
+        for rec in "$home"/st/native/run/*.keeper "$home"/api-st/native/run/*.keeper; do
                 [ -f "$rec" ] || continue
                 pid=$(awk '{print $2}' "$rec")
                 echo "# leaked keeper $pid"
@@ -46,7 +47,7 @@ cat >"$home/b4box.json" <<JSON
 JSON
 chown "$uid:$gid" "$home/b4box.json"
 
-echo "1..14"
+echo "1..15"
 n=0
 check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
 
@@ -96,3 +97,8 @@ printf '%s\n' "$out" | sed 's/^/# /'
 check "allow mode is refused (B4_E2001) and so is acquire without user namespaces" \
         'grep -q "network \"allow\" needs a veth and NAT but rootless mode.*B4_E2001" "$dir/e" && [ $rc -ne 0 ] &&
          [ $rc2 -ne 0 ] && printf "%s\n" "$out" | grep -q "user namespaces are disabled (user.max_user_namespaces = 0).*B4_E2001"'
+out=$(cd "$home" && setpriv --reuid="$uid" --regid="$gid" --clear-groups env -i PATH=/usr/bin:/bin \
+        ${keeper:+B4BOX_KEEPER=$keeper} "$rootless_api" "$home/api-st" 2>&1); rc=$?
+printf '%s\n' "$out" | sed 's/^/# /'
+check "the provider API rootless: fs ops, reader, release, destroy (rootless-api)" \
+        '[ $rc -eq 0 ] && [ "$(printf "%s\n" "$out" | grep -c "^ok")" = 9 ]'

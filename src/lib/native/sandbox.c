@@ -313,12 +313,21 @@ static const struct b4_reader_ops reader_ops = {
         .free = rd_free,
 };
 
-static int open_ro_clone(int ws_fd, const char *id, int *ret)
+/* Rootless: open_tree() needs CAP_SYS_ADMIN, so the view is the workspace dir itself; the
+ * reader's ops have no write member, reads resolve inside it all the same. */
+static int open_ro_clone(int ws_fd, const char *id, bool rootless, int *ret)
 {
         struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
                                                MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC };
         int fd = open_tree(ws_fd, id, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
 
+        if (fd < 0 && errno == EPERM && rootless) {
+                fd = openat(ws_fd, id, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0)
+                        return -errno;
+                *ret = fd;
+                return 0;
+        }
         if (fd < 0)
                 return -errno;
         if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
@@ -342,7 +351,7 @@ int native_reader_open(struct native_provider *np,
 
         if (b4_resource_id(np->p.scope, req->thread_id, id) < 0)
                 return b4_error_set(err, -EINVAL, "invalid thread id");
-        r = open_ro_clone(np->ws_fd, id, &fd);
+        r = open_ro_clone(np->ws_fd, id, np->rootless, &fd);
         if (r == -ENOENT)
                 return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
                                          "Sandbox unavailable: no workspace storage for thread "
