@@ -65,3 +65,5 @@ int cmd_threads(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_exec(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_release(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_destroy(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_bundle(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_read(int argc, char **argv, const struct cli_ctx *ctx);

@@ -29,6 +29,8 @@ static void queue(struct request *rq, unsigned status, char *text, size_t len)
         (void)MHD_add_response_header(resp, "Content-Type", "application/json");
         if (status == 401)
                 (void)MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+        if (status == 429)
+                (void)MHD_add_response_header(resp, "Retry-After", "1");
         (void)MHD_queue_response(rq->conn, status, resp);
         MHD_destroy_response(resp);
         rq->replied = true;

@@ -25,6 +25,9 @@
 #include "base/time-util.h"
 #include "server-internal.h"
 
+/* How long server_free() waits for abandoned workspace reads (their tokens are fired). */
+#define INSPECT_DRAIN_MS 30000u
+
 /* ---- listening ---- */
 
 static int listen_unix(struct server *s, const char *path, struct b4_error *err)
@@ -198,6 +201,8 @@ static void request_free(struct request *rq)
 {
         if (!rq)
                 return;
+        if (rq->route && rq->route->end)
+                rq->route->end(rq);
         for (size_t i = 0; i < MAX_PATH_PARAMS; i++)
                 free(rq->params[i]);
         b4_thread_row_clear(&rq->thread);
@@ -232,7 +237,19 @@ static bool find_route(struct request *rq, const char *url, const char *method)
 
 static uint64_t route_body_cap(const struct request *rq)
 {
-        return rq->route->max_body ? rq->route->max_body : rq->srv->config->server.max_body_bytes;
+        const struct b4_server_config *sc = &rq->srv->config->server;
+
+        switch (rq->route->body) {
+        case ROUTE_BODY_UPLOAD:
+                return staged_upload_cap(rq);
+        case ROUTE_BODY_TOOL:
+                return sc->max_tool_body_bytes;
+        case ROUTE_BODY_INSPECT:
+                return INSPECT_BODY_MAX_BYTES;
+        case ROUTE_BODY_DEFAULT:
+                break;
+        }
+        return sc->max_body_bytes;
 }
 
 /* Phase 1. Returns false when a reply was queued. */
@@ -244,6 +261,8 @@ static bool request_begin(struct request *rq, const char *url, const char *metho
         if (!find_route(rq, url, method))
                 return false;
         if (!access_check(rq))
+                return false;
+        if (rq->route->begin && !rq->route->begin(rq))
                 return false;
         cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && safe_atou64(cl, &n) >= 0 && n > route_body_cap(rq)) {
@@ -380,6 +399,7 @@ struct server *server_free(struct server *s)
                 return NULL;
         if (s->mhd)
                 MHD_stop_daemon(s->mhd);
+        inspect_workers_drain(INSPECT_DRAIN_MS);
         safe_close(s->listen_fd);
         if (s->unix_path)
                 (void)unlink(s->unix_path);

@@ -4,7 +4,7 @@
 B4BOX=${B4BOX:?}
 . "$(dirname "$0")/lib.sh"
 
-start_server '{"sandbox": {"provider": {"type": "fake", "scope": "it"}}, "permissions": {"mode": "bypass"}}' ||
+start_server '{"server": {"maxToolBodyBytes": 65536}, "sandbox": {"provider": {"type": "fake", "scope": "it"}}, "permissions": {"mode": "bypass"}}' ||
         { not_ok "server starts"; done_testing; exit 1; }
 ok "server starts on a unix socket"
 
@@ -38,6 +38,10 @@ check "create body over 1 MiB is 413" [ "$STATUS" = 413 ]
 
 req POST /threads "@$WORK/big.json" -H 'Transfer-Encoding: chunked'
 check "a chunked body over the cap is 413 too" [ "$STATUS" = 413 ]
+
+{ printf '{"path": "big", "content": "'; head -c 70000 /dev/zero | tr '\0' a; printf '"}'; } > "$WORK/big-tool.json"
+req POST /threads/a/tools/writeFile "@$WORK/big-tool.json"
+check "a tool call over server.maxToolBodyBytes is 413" [ "$STATUS" = 413 ]
 
 req POST /threads/a/tools/writeFile '{"path": "x.txt", "content": "hi"}'
 check "writeFile succeeds" [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" ok)" = true ]

@@ -88,6 +88,9 @@ void mount_plan_release(struct mount_plan *p);
 /* A human description of op @i for error messages ("mount /usr on ..."). */
 int mount_plan_describe(const struct mount_plan *p, int step, char **ret);
 
+/* ---- freeze.c: stop or resume a thread's processes (consistent reads) ---- */
+int native_freeze(struct b4_provider *p, const char *thread_id, bool frozen, struct b4_error *err);
+
 /* ---- cgroup.c --------------------------------------------------------------------------- */
 
 enum cgroup_mode {

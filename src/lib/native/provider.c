@@ -298,6 +298,7 @@ static const struct b4_provider_ops native_ops = {
         .destroy = np_destroy,
         .preflight = np_preflight,
         .open_reader = np_open_reader,
+        .freeze = native_freeze,
         .free = np_free,
 };
 

@@ -15,6 +15,7 @@
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strv.h"
+#include "runtime-internal.h"
 
 /* ---- grants in the SQLite store ---- */
 
@@ -73,10 +74,22 @@ static const struct b4_grant_store_ops store_grants_ops = {
 /* ---- the toolbox ---- */
 
 struct b4_toolbox {
+        struct b4_store *store;
+        enum b4_permission_mode mode;
         struct b4_permissions *app;
         struct b4_grant_store *grants;
         struct b4_tools_host *host;
 };
+
+static int thread_permissions(void *userdata,
+                              const char *thread_id,
+                              struct b4_permissions **ret,
+                              struct b4_error *err)
+{
+        struct b4_toolbox *tb = userdata;
+
+        return admission_thread_permissions(tb->store, tb->mode, thread_id, ret, err);
+}
 
 int b4_toolbox_new(const struct b4_config *cfg,
                    struct b4_store *store,
@@ -94,11 +107,16 @@ int b4_toolbox_new(const struct b4_config *cfg,
         }
         g->base.ops = &store_grants_ops;
         g->store = store;
+        tb->store = store;
+        tb->mode = cfg->permissions.mode;
         tb->grants = &g->base;
         r = cfg->permissions.present ? b4_permissions_from_config(&cfg->permissions, &tb->app, err)
                                      : 0;
         if (r >= 0) {
-                struct b4_tools_host_options o = { .app = tb->app, .grants = tb->grants };
+                struct b4_tools_host_options o = { .app = tb->app,
+                                                   .grants = tb->grants,
+                                                   .thread_permissions = thread_permissions,
+                                                   .userdata = tb };
                 r = b4_tools_host_new(&o, &tb->host);
         }
         if (r < 0) {
