@@ -74,10 +74,12 @@ int native_freeze(struct b4_provider *p, const char *thread_id, bool frozen, str
 {
         struct native_provider *np = (struct native_provider *)p;
         struct cgroup cg;
-        char hid[41];
+        char id[41], hid[41];
         int r;
 
-        native_host_id(np, thread_id, hid);
+        if (b4_resource_id(np->p.scope, thread_id, id) < 0)
+                return b4_error_set(err, -EINVAL, "invalid thread id");
+        native_host_id(np, id, hid); /* cgroups are named by the host id of the resource id */
         if (cgroup_open(&np->cg, hid, &cg) < 0)
                 return 0; /* no live sandbox: nothing runs, nothing to freeze */
         r = freeze_cgroup(&cg, frozen, err);
