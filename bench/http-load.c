@@ -7,7 +7,8 @@
  * Each connection is one keep-alive TCP connection driven by its own pthread; PATH_TEMPLATE's
  * "%d" is replaced by the connection's index (so each connection can work its own thread).
  * Prints one line: calls/s, p50 and p99 latency in microseconds, and the error count.
- * Loopback only: it refuses any host but 127.0.0.1 / ::1.
+ * Loopback only: it refuses any host but 127.0.0.1. With $B4BOX_TOKEN set, requests carry
+ * "Authorization: Bearer $B4BOX_TOKEN".
  */
 
 #include <arpa/inet.h>
@@ -91,20 +92,25 @@ static int read_response(int fd, char *buf, size_t cap)
 static void *run(void *arg)
 {
         struct worker *w = arg;
-        char path[512], req[65536], *resp = malloc(1 << 20);
+        char path[512], req[65536], *resp = malloc(64 << 20);
         int fd = connect_to(w->host, w->port);
         double end = now_s() + w->seconds;
         int reqlen;
 
+        const char *token = getenv("B4BOX_TOKEN");
+        char auth[512] = "";
+
+        if (token)
+                snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n", token);
         snprintf(path, sizeof(path), w->path_tmpl, w->index);
         reqlen = snprintf(req, sizeof(req),
                           "POST %s HTTP/1.1\r\nHost: b4\r\nContent-Type: application/json\r\n"
-                          "Content-Length: %zu\r\n\r\n%s",
-                          path, strlen(w->body), w->body);
+                          "%sContent-Length: %zu\r\n\r\n%s",
+                          path, auth, strlen(w->body), w->body);
         while (fd >= 0 && resp && now_s() < end && w->n < MAX_SAMPLES) {
                 double t0 = now_s();
                 if (write(fd, req, (size_t)reqlen) != reqlen ||
-                    read_response(fd, resp, 1 << 20) != 200) {
+                    read_response(fd, resp, 64 << 20) != 200) {
                         w->errors++;
                         close(fd);
                         fd = connect_to(w->host, w->port);

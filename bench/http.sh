@@ -53,6 +53,26 @@ for provider in fake native; do
         stop
 done
 
+# Workspace inspection over HTTP: a native thread with 1,214 files (~9.6 MiB mixed sizes).
+if [ "$(id -u)" = 0 ]; then
+        PORT=$(port)
+        mkdir -p "$WORK/empty"
+        printf '#!/bin/sh\ncat >/dev/null\necho '"'"'{"workspace": {"source": {"directory": "empty", "include": []}}}'"'"'\n' > "$WORK/resolve.sh"
+        chmod +x "$WORK/resolve.sh"
+        printf 'bench-token-0123456789\n' > "$WORK/token"
+        printf '{"sandbox":{"provider":{"type":"native","scope":"bench"},"network":{"mode":"deny"},"thread":{"command":["%s"]},"workspaceRead":"http"},"threadAccess":{"principals":[{"name":"b","tokenFile":"%s","operations":["thread.create","thread.run","thread.workspace"],"threads":"all"}]}}' \
+                "$WORK/resolve.sh" "$WORK/token" > "$WORK/inspect.json"
+        "$B4BOX" -c "$WORK/inspect.json" --state "$WORK/state-inspect" serve --listen "127.0.0.1:$PORT" 2>"$WORK/inspect.log" &
+        PID=$!
+        for _ in $(seq 100); do curl -sf "127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.05; done
+        H=(-H "Authorization: Bearer bench-token-0123456789")
+        curl -sf "${H[@]}" -X POST "127.0.0.1:$PORT/threads" -d '{"thread_id":"t0"}' >/dev/null
+        curl -sf "${H[@]}" -X POST "127.0.0.1:$PORT/threads/t0/tools/runBash" -d '{"command":"for d in $(seq 0 36); do mkdir -p d$d; for f in $(seq 0 31); do head -c $(( (d * 32 + f) % 97 * 160 + 16 )) /dev/zero | tr \"\\\\0\" x > d$d/f$f.txt; done; done; find . | wc -l; du -sh ."}' | python3 -c 'import json,sys; print("inspect workspace:", json.load(sys.stdin)["result"]["stdout"].split())'
+        r=$(B4BOX_TOKEN=bench-token-0123456789 "$LOAD" 127.0.0.1 "$PORT" 1 "$SECS" '/threads/t%d/workspace/inspect' '{}')
+        printf '%-8s %-14s %5s  %s\n' native "inspect 1,221 entries" 1 "$r"
+        stop
+fi
+
 serve fake
 for i in $(seq 0 999); do
         curl -sf -X POST "127.0.0.1:$PORT/threads" -d "{\"thread_id\":\"r$i\"}" >/dev/null

@@ -352,6 +352,13 @@ struct b4_provider_ops {
                              const char *reference,
                              char **ret_identity,
                              struct b4_error *err);
+        /* Optional: stop (frozen) or resume every process of the thread's sandbox, for
+         * consistent reads (b4_provider_freeze(), docs/inspect.md). A thread with no live
+         * compute is success. */
+        int (*freeze)(struct b4_provider *p,
+                      const char *thread_id,
+                      bool frozen,
+                      struct b4_error *err);
         void (*free)(struct b4_provider *p);
 };
 

@@ -79,6 +79,15 @@ const struct route server_routes[] = {
           .begin = staged_put_begin,
           .end = staged_put_end,
           .name = "workspace.source.put" },
+        { .method = "POST",
+          .pattern = "/threads/{}/workspace/inspect",
+          .op = B4_OP_THREAD_WORKSPACE,
+          .thread_scoped = true,
+          .read_op = true,
+          .body = ROUTE_BODY_INSPECT,
+          .begin = route_inspect_admit,
+          .handler = route_workspace_inspect,
+          .name = "thread.workspace" },
 };
 
 const size_t server_n_routes = sizeof(server_routes) / sizeof(server_routes[0]);

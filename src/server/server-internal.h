@@ -12,8 +12,9 @@
 #include "json/json.h"
 #include "server.h"
 
-#define RESPONSE_MAX_BYTES (256u * 1024u * 1024u) /* a run's results, all calls */
-#define MAX_PATH_PARAMS    2
+#define RESPONSE_MAX_BYTES     (256u * 1024u * 1024u) /* a run's results, all calls */
+#define INSPECT_BODY_MAX_BYTES (64u * 1024u)          /* reference INSPECT_BODY_MAX_BYTES */
+#define MAX_PATH_PARAMS        2
 
 struct principal;
 struct metrics;
@@ -37,6 +38,7 @@ enum route_body {
         ROUTE_BODY_DEFAULT = 0, /* server.maxBodyBytes */
         ROUTE_BODY_TOOL,        /* server.maxToolBodyBytes */
         ROUTE_BODY_UPLOAD,      /* sandbox.stagedWorkspaces.maxUploadBytes */
+        ROUTE_BODY_INSPECT,     /* INSPECT_BODY_MAX_BYTES (reference §6.2: 64 KiB) */
 };
 
 struct route {
@@ -119,6 +121,11 @@ void staged_thread_create(struct request *rq,
                           const char *id,
                           const char *meta,
                           const char *parent);
+void route_workspace_inspect(struct request *rq);
+/* The inspect route's headers-phase checks (its .begin hook); replies and returns false. */
+bool route_inspect_admit(struct request *rq);
+/* Wait (at most @timeout_ms) for workspace reads abandoned at their deadline to finish. */
+void inspect_workers_drain(uint64_t timeout_ms);
 /* The JSON view of a thread row. */
 struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row);
 

@@ -25,6 +25,9 @@
 #include "base/time-util.h"
 #include "server-internal.h"
 
+/* How long server_free() waits for abandoned workspace reads (their tokens are fired). */
+#define INSPECT_DRAIN_MS 30000u
+
 /* ---- listening ---- */
 
 static int listen_unix(struct server *s, const char *path, struct b4_error *err)
@@ -241,6 +244,8 @@ static uint64_t route_body_cap(const struct request *rq)
                 return staged_upload_cap(rq);
         case ROUTE_BODY_TOOL:
                 return sc->max_tool_body_bytes;
+        case ROUTE_BODY_INSPECT:
+                return INSPECT_BODY_MAX_BYTES;
         case ROUTE_BODY_DEFAULT:
                 break;
         }
@@ -394,6 +399,7 @@ struct server *server_free(struct server *s)
                 return NULL;
         if (s->mhd)
                 MHD_stop_daemon(s->mhd);
+        inspect_workers_drain(INSPECT_DRAIN_MS);
         safe_close(s->listen_fd);
         if (s->unix_path)
                 (void)unlink(s->unix_path);

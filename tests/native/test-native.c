@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -58,9 +59,9 @@ static int group_setup(void **state)
         return C.p ? 0 : -1;
 }
 
-static const char *const threads[] = { "t-id",   "t-fs",     "t-a",    "t-b",   "t-time", "t-cap",
-                                       "t-life", "t-adopt",  "t-bomb", "t-mem", "t-read", "t-conc",
-                                       "t-env",  "t-cancel", "t-rel",  "t-deny" };
+static const char *const threads[] = { "t-id",   "t-fs",     "t-a",    "t-b",    "t-time", "t-cap",
+                                       "t-life", "t-adopt",  "t-bomb", "t-mem",  "t-read", "t-conc",
+                                       "t-env",  "t-cancel", "t-rel",  "t-deny", "t-tree" };
 
 /* Keeper records left after every thread was destroyed: a thread the test forgot. Killed
  * here so nothing outlives the run, and reported as a teardown failure. */
@@ -77,7 +78,7 @@ static int leaked_keepers(void)
         free(cmd);
         while (f && fgets(line, sizeof(line), f)) {
                 int pid = 0;
-                if (sscanf(line, "v1 %d", &pid) == 1 && pid > 1) {
+                if (sscanf(line, "v%*d %d", &pid) == 1 && pid > 1) {
                         fprintf(stderr, "# leaked keeper pid %d\n", pid);
                         (void)kill(pid, SIGKILL);
                         n++;
@@ -311,6 +312,98 @@ static void test_exit_codes_and_timeout(void **state)
         b4_policy_clear(&pol);
 }
 
+/* The host id of @thread: what its cgroups are named by. */
+static void host_id(const char *thread, char hid[SHA256_HEX_LEN + 1])
+{
+        char id[41], *nat = NULL, *key = NULL, *real;
+
+        assert_int_equal(b4_resource_id(C.scope, thread, id), 0);
+        assert_true(asprintf(&nat, "%s/native", C.state) > 0);
+        real = realpath(nat, NULL);
+        assert_non_null(real);
+        assert_true(asprintf(&key, "%s/%s", real, id) > 0);
+        sha256_hex(key, strlen(key), hid);
+        hid[40] = '\0';
+        free(nat);
+        free(real);
+        free(key);
+}
+
+/* Whether the cgroup dir @dir lists any process. */
+static bool cg_populated(const char *dir)
+{
+        char path[256];
+        int c;
+        FILE *f;
+
+        (void)snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+        f = fopen(path, "r");
+        if (!f)
+                return false;
+        c = fgetc(f);
+        fclose(f);
+        return c != EOF;
+}
+
+/* Command cgroups of @thread that still exist (v1 freezer layout; only those with processes
+ * in them when @populated), or -1 when the host has no v1 freezer hierarchy. */
+static int command_cgroups(const char *thread, bool populated)
+{
+        char pat[160], hid[SHA256_HEX_LEN + 1];
+        glob_t g;
+        int n = 0;
+
+        if (access("/sys/fs/cgroup/freezer/cgroup.procs", F_OK) < 0)
+                return -1;
+        host_id(thread, hid);
+        (void)snprintf(pat, sizeof(pat), "/sys/fs/cgroup/freezer/b4box/%s/c*", hid);
+        if (glob(pat, GLOB_ONLYDIR, NULL, &g) != 0)
+                return 0;
+        for (size_t i = 0; i < g.gl_pathc; i++)
+                n += !populated || cg_populated(g.gl_pathv[i]);
+        globfree(&g);
+        return n;
+}
+
+#define COUNT_PROCS(args)                                                                   \
+ "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' <$f; echo; done | grep -c '^" args " $'; " \
+ "exit 0"
+
+static void test_kill_tree(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_error err = { 0 };
+        struct b4_exec_result res = { 0 };
+        struct b4_sandbox *sb = acquire("t-tree", NULL);
+        struct b4_exec_req req = { .command = "setsid sh -c 'sleep 1111' & sleep 60",
+                                   .timeout_ms = 700 };
+
+        /* the escapee leaves the command's session and process group: its cgroup kills it */
+        assert_int_equal(run_req(sb, &req, &res), 124);
+        b4_exec_result_clear(&res);
+        assert_int_equal(run(sb, COUNT_PROCS("sleep 1111"), &res), 0);
+        assert_string_equal(res.out, "0\n");
+        b4_exec_result_clear(&res);
+        /* a command that finished normally leaves its background jobs running */
+        assert_int_equal(
+                run(sb, "setsid sleep 2222 >/dev/null 2>&1 & sleep 3333 >/dev/null &", &res), 0);
+        b4_exec_result_clear(&res);
+        assert_int_equal(run(sb, COUNT_PROCS("sleep [23]\\{4\\}"), &res), 0);
+        assert_string_equal(res.out, "2\n");
+        b4_exec_result_clear(&res);
+        /* that command's cgroup holds its jobs; the others were removed or are one empty
+         * spare kept for reuse; release removes them all */
+        int n = command_cgroups("t-tree", true);
+        if (n >= 0) {
+                assert_int_equal(n, 1);
+                n = command_cgroups("t-tree", false);
+                assert_true(n == 1 || n == 2);
+        }
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_release(C.p, "t-tree", &err), 0);
+        assert_true(command_cgroups("t-tree", false) <= 0);
+}
+
 static void *fire_later(void *arg)
 {
         usleep(300 * 1000);
@@ -527,10 +620,30 @@ static pid_t keeper_pid(const char *thread)
         free(p);
         if (!f)
                 return 0;
-        if (fscanf(f, "v1 %d", &pid) != 1)
+        if (fscanf(f, "v%*d %d", &pid) != 1)
                 pid = 0;
         fclose(f);
         return pid;
+}
+
+/* Rewrite a thread's keeper record as an older build wrote it ("v1 ..."). */
+static void mark_record_v1(const char *thread)
+{
+        char id[41], *p = NULL, buf[256];
+        FILE *f;
+        size_t n;
+
+        assert_int_equal(b4_resource_id(C.scope, thread, id), 0);
+        assert_true(asprintf(&p, "%s/native/run/%s.keeper", C.state, id) > 0);
+        f = fopen(p, "re");
+        assert_non_null(f);
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        assert_true(n > 3 && buf[0] == 'v' && buf[1] == '2');
+        buf[1] = '1';
+        assert_int_equal(b4_test_write(p, buf), 0);
+        free(p);
 }
 
 static void test_release_and_destroy(void **state)
@@ -589,6 +702,18 @@ static void test_adoption(void **state)
         b4_exec_result_clear(&res);
         b4_sandbox_unref(sb);
         b4_provider_free(p2);
+        /* a keeper recorded by an older build (record v1, no command cgroups) is replaced */
+        mark_record_v1("t-adopt");
+        C.p = new_provider();
+        sb = acquire("t-adopt", NULL);
+        assert_int_not_equal(keeper_pid("t-adopt"), first);
+        assert_int_equal(kill(first, 0), -1);
+        first = keeper_pid("t-adopt");
+        assert_int_equal(run(sb, "cat /workspace/v", &res), 0);
+        assert_string_equal(res.out, "v\n");
+        b4_exec_result_clear(&res);
+        b4_sandbox_unref(sb);
+        b4_provider_free(C.p);
         /* a third with a different identity replaces it, keeping the workspace */
         C.p = new_provider();
         b4_policy_init(&pol);
@@ -864,6 +989,7 @@ int main(void)
                 cmocka_unit_test(test_environment),
                 cmocka_unit_test(test_exit_codes_and_timeout),
                 cmocka_unit_test(test_cancel),
+                cmocka_unit_test(test_kill_tree),
                 cmocka_unit_test(test_output_cap),
                 cmocka_unit_test(test_fs_ops),
                 cmocka_unit_test(test_walk_and_read_files),

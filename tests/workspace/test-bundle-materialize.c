@@ -243,11 +243,17 @@ static void test_fake_git(void **state)
         b4_provider_free(p);
 }
 
-/* The real thing: native provider, real git in the sandbox, deterministic commit id. */
+/* The real thing: native provider, real git in the sandbox, deterministic commit id; the
+ * executable bit and an environment link as a symlink, host-side (openat2 beneath the root). */
 static void test_native_git(void **state)
 {
+        static const struct b4_captured_link links[] = { { (char *)"deps", (char *)"/usr/share" } };
         struct b4_bundle_input in[] = { { .path = "main.txt", .data = "x", .len = 1 },
-                                        { .path = "sub/b.txt", .data = "b\n", .len = 2 } };
+                                        { .path = "sub/b.txt", .data = "b\n", .len = 2 },
+                                        { .path = "bin/run.sh",
+                                          .data = "#!/bin/sh\necho hi\n",
+                                          .len = 18,
+                                          .executable = true } };
         char *dir = NULL, scope[64];
         struct b4_provider *p = NULL;
         struct b4_bundle *b = NULL;
@@ -265,17 +271,31 @@ static void test_native_git(void **state)
                                           .state_dir = dir };
         if (b4_provider_new(&cfg, &p, &err) < 0)
                 fail_msg("native: %s", err.msg);
-        assert_int_equal(b4_bundle_create(in, 2, &b, NULL), 0);
-        assert_int_equal(b4_captured_workspace_make(&b, NULL, 0, true, &w, NULL), 0);
+        assert_int_equal(b4_bundle_create(in, ELEMENTSOF(in), &b, NULL), 0);
+        assert_int_equal(b4_captured_workspace_make(&b, links, 1, true, &w, NULL), 0);
         for (int i = 0; i < 2; i++) {
-                char t[32];
+                struct b4_exec_req req = {
+                        .command =
+                                "bin/run.sh; readlink deps; ls deps/doc >/dev/null && echo listed"
+                };
+                struct b4_exec_result res = { 0 };
+                struct b4_stat st = { 0 };
                 struct b4_sandbox *sb;
+                char t[32];
 
                 snprintf(t, sizeof(t), "git-%d", i);
                 sb = acquire(p, t);
                 if (b4_workspace_materialize(sb, w, NULL, i ? &c2 : &c1, &err) < 0)
                         fail_msg("materialise: %s", err.msg);
                 expect_file(sb, "/workspace/sub/b.txt", "b\n", false);
+                expect_file(sb, "/workspace/bin/run.sh", "#!/bin/sh\necho hi\n", true);
+                assert_int_equal(b4_fs_lstat(b4_sandbox_fs(sb), "/workspace/deps", &st, NULL), 0);
+                assert_int_equal(st.kind, B4_FILE_SYMLINK);
+                assert_string_equal(st.target, "/usr/share");
+                b4_stat_clear(&st);
+                assert_int_equal(b4_sandbox_exec(sb, &req, &res, NULL), 0);
+                assert_string_equal(res.out, "hi\n/usr/share\nlisted\n");
+                b4_exec_result_clear(&res);
                 b4_sandbox_unref(sb);
                 assert_int_equal(b4_provider_destroy(p, t, NULL), 0);
         }

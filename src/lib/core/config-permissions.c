@@ -142,7 +142,7 @@ void config_parse_tool_map(struct cfg *c,
                 if (!m[n++].tool)
                         cfg_fail(c, -ENOMEM);
         }
-        qsort(m, n, sizeof(*m), tool_cmp);
+        qsort_safe(m, n, sizeof(*m), tool_cmp);
         config_tool_map_free(*ret, *ret_n);
         *ret = m;
         *ret_n = n;

@@ -33,6 +33,8 @@ struct fake_ws {
         bool destroyed;                /* removed from the provider by destroy */
         struct fake_sandbox *instance; /* the live compute (a handle reference); NULL = released */
         unsigned instances;            /* instances started and not released/destroyed since */
+        bool frozen;                   /* between freeze(true) and freeze(false) */
+        unsigned freezes;              /* freeze(true) calls (consistent reads) */
         struct fake_ws *next;          /* provider list */
 };
 

@@ -454,6 +454,56 @@ static int do_touch(struct fsctx *c, const char *rel)
         return RET_NERRNO(utimensat(AT_FDCWD, p, NULL, 0));
 }
 
+/* The parent of @rel, created (mkdir -p) when missing. */
+static int open_parent_p(struct fsctx *c, const char *rel, int *ret_fd, const char **ret_leaf)
+{
+        cleanup_free char *parent = NULL;
+        const char *slash = strrchr(rel, '/');
+        int r;
+
+        if (slash && slash != rel) {
+                parent = b4_strndup(rel, (size_t)(slash - rel));
+                if (!parent)
+                        return -ENOMEM;
+                r = do_mkdir_p(c, parent);
+                if (r < 0)
+                        return r;
+        }
+        return open_parent(c, rel, ret_fd, ret_leaf);
+}
+
+static int do_symlink(struct fsctx *c, const char *target, const char *rel)
+{
+        cleanup_close int dfd = -EBADF;
+        const char *leaf;
+        int r;
+
+        r = open_parent_p(c, rel, &dfd, &leaf);
+        if (r < 0)
+                return r;
+        if (symlinkat(target, dfd, leaf) < 0)
+                return -errno;
+        return own(c, dfd, leaf);
+}
+
+/* chmod through an O_PATH fd of the leaf, never following a symlink leaf. */
+static int do_chmod(struct fsctx *c, const char *rel, uint32_t mode)
+{
+        cleanup_close int fd = open_in(c, rel, O_PATH | O_NOFOLLOW, 0);
+        cleanup_free char *p = NULL;
+        struct stat st;
+
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (S_ISLNK(st.st_mode))
+                return -ELOOP;
+        if (b4_asprintf(&p, "/proc/self/fd/%d", fd) < 0)
+                return -ENOMEM;
+        return RET_NERRNO(fchmodat(AT_FDCWD, p, (mode_t)(mode & 07777), 0));
+}
+
 /* ---- the b4_fs_ops members: enter the owner's context, map the path, run, leave ---- */
 
 struct op {
@@ -589,6 +639,26 @@ static int fs_touch(struct b4_fs *fs, const char *path, struct b4_error *err)
         if (r >= 0)
                 r = do_touch(&o.c, o.rel);
         return op_end(&o, r, err, "touchFile", path);
+}
+
+static int fs_symlink(struct b4_fs *fs, const char *target, const char *path, struct b4_error *err)
+{
+        struct op o;
+        int r = op_begin(&o, fs, path, err);
+
+        if (r >= 0)
+                r = do_symlink(&o.c, target, o.rel);
+        return op_end(&o, r, err, "symlink", path);
+}
+
+static int fs_chmod(struct b4_fs *fs, const char *path, uint32_t mode, struct b4_error *err)
+{
+        struct op o;
+        int r = op_begin(&o, fs, path, err);
+
+        if (r >= 0)
+                r = do_chmod(&o.c, o.rel, mode);
+        return op_end(&o, r, err, "chmod", path);
 }
 
 /* ---- walk: one pass over dirfds, lstat only, never following a link ---- */
@@ -759,6 +829,8 @@ const struct b4_fs_ops native_fs_ops = {
         .touch = fs_touch,
         .walk = fs_walk,
         .read_files = fs_read_files,
+        .symlink = fs_symlink,
+        .chmod = fs_chmod,
 };
 
 const struct b4_fs_ops native_fs_read_ops = {

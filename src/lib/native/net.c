@@ -53,6 +53,8 @@ int net_available(const char **ret_why)
         cleanup_free char *fwd = NULL;
         size_t len;
 
+        if (geteuid() != 0)
+                return *ret_why = "rootless mode (not root) cannot create them", -EPERM;
         if (!find_exe(ip_paths, ELEMENTSOF(ip_paths)))
                 return *ret_why = "the ip tool (iproute2) is not installed", -ENOENT;
         if (!find_exe(ipt_paths, ELEMENTSOF(ipt_paths)))

@@ -24,6 +24,7 @@ struct box {
 
 struct slot {
         struct b4_cancel *cancel; /* fired by b4_runtime_thread_cancel() */
+        bool borrowed;            /* cancel belongs to the slot's holder (a read) */
 };
 
 struct b4_runtime {

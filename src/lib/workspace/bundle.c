@@ -273,7 +273,7 @@ int b4_bundle_check_paths(const char *const *paths, size_t n, struct b4_error *e
                 pkeys_free(keys, nk);
                 return b4_error_set(err, r, "out of memory");
         }
-        qsort(keys, nk, sizeof(*keys), pkey_cmp);
+        qsort_safe(keys, nk, sizeof(*keys), pkey_cmp);
         for (size_t i = 1; i < nk && r >= 0; i++)
                 if (strcmp(keys[i - 1].lower, keys[i].lower) == 0)
                         r = collision(&keys[i - 1], &keys[i], err);
@@ -363,7 +363,7 @@ static int verify_files(struct b4_bundle *b, bool sorted_input, struct b4_error 
         if (r < 0)
                 return r;
         if (!sorted_input)
-                qsort(b->files, b->n_files, sizeof(*b->files), file_cmp);
+                qsort_safe(b->files, b->n_files, sizeof(*b->files), file_cmp);
         for (size_t i = 1; i < b->n_files; i++)
                 if (strcmp(b->files[i - 1].path, b->files[i].path) >= 0)
                         return b4_error_set(err, -EINVAL,
@@ -669,7 +669,7 @@ int b4_captured_workspace_make(struct b4_bundle **source,
                 if (!w->links[i].path || !w->links[i].target)
                         return b4_error_set(err, -ENOMEM, "out of memory");
         }
-        qsort(w->links, w->n_links, sizeof(*w->links), link_cmp);
+        qsort_safe(w->links, w->n_links, sizeof(*w->links), link_cmp);
         w->baseline_git = baseline_git;
         w->source = *source;
         r = check_leaves(w, err);

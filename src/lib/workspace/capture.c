@@ -399,8 +399,7 @@ static int capture_scan(struct capture *c, const struct b4_workspace_def *def, s
         r = scan_dir(&c->scan, c->src_fd, "", err);
         if (r < 0)
                 return r;
-        if (c->scan.n) /* an empty source has no array at all */
-                qsort(c->scan.files, c->scan.n, sizeof(*c->scan.files), found_cmp);
+        qsort_safe(c->scan.files, c->scan.n, sizeof(*c->scan.files), found_cmp);
         if (!def->include)
                 return 0; /* b4box bundle create without --include-from: take everything */
         return check_inventory(&c->scan, include, err);
