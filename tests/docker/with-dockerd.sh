@@ -18,6 +18,7 @@ run="b4box-test-$$-$RANDOM"
 image="$run:latest"
 started=""
 sock=""
+had_bridge=""
 
 skip() {
         echo "1..0 # SKIP $*"
@@ -39,6 +40,7 @@ start_dockerd() {
         command -v dockerd >/dev/null || skip "dockerd is not installed (scripts/install-deps)"
         [ "$(id -u)" -eq 0 ] || skip "dockerd needs root here and none is running"
         sock="$tmp/docker.sock"
+        ip link show docker0 >/dev/null 2>&1 && had_bridge=1
         dockerd --data-root "$tmp/root" --exec-root "$tmp/exec" --pidfile "$tmp/dockerd.pid" \
                 -H "unix://$sock" --iptables=false --ip-masq=false \
                 >"$tmp/dockerd.log" 2>&1 &
@@ -107,6 +109,8 @@ cleanup() {
                         kill -KILL "$started" 2>/dev/null
                 fi
                 wait "$started" 2>/dev/null
+                # the default bridge dockerd made, unless it was there before
+                [ -n "$had_bridge" ] || ip link delete docker0 2>/dev/null
                 findmnt -rn -o TARGET | grep "^$tmp" | sort -r | xargs -r -n1 umount -l 2>/dev/null
         fi
         rm -rf "$tmp"
