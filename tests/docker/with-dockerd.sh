@@ -116,6 +116,7 @@ cleanup() {
         rm -rf "$tmp"
 }
 
+trap 'cleanup; exit 143' TERM INT
 if [ -n "${DOCKER_HOST:-}" ] && reachable "${DOCKER_HOST#unix://}"; then
         sock=${DOCKER_HOST#unix://}
 elif reachable /var/run/docker.sock; then

@@ -39,6 +39,12 @@
 #define FS_OUTPUT_CAP    (64u * 1024 * 1024)
 #define BATCH_SCRIPT_MAX (96u * 1024)
 
+/* A tar entry's text: the UTF-8 form (pax records), else the raw bytes. */
+static const char *entry_text(const char *utf8, const char *raw)
+{
+        return utf8 ? utf8 : raw;
+}
+
 /* ---- errors ---- */
 
 static bool plain_errno(int r)
@@ -78,7 +84,7 @@ static int raw_link_target(struct docker_fs_target *t,
         struct archive *a = NULL;
         struct archive_entry *e;
         const char *target;
-        int r;
+        int r, ar;
 
         r = docker_archive_get(t->d, t->container, path, &s, err);
         if (r < 0)
@@ -86,7 +92,11 @@ static int raw_link_target(struct docker_fs_target *t,
         r = tar_reader_open(s, &a, err);
         if (r < 0)
                 return r;
-        if (archive_read_next_header(a, &e) != ARCHIVE_OK || !(target = archive_entry_symlink(e))) {
+        ar = archive_read_next_header(a, &e);
+        target = ar == ARCHIVE_OK || ar == ARCHIVE_WARN
+                         ? entry_text(archive_entry_symlink_utf8(e), archive_entry_symlink(e))
+                         : NULL;
+        if (!target) {
                 tar_reader_free(a);
                 return b4_error_set(err, -EPROTO, "no link entry for '%s'", path);
         }
@@ -205,7 +215,7 @@ static int read_once(struct docker_fs_target *t,
         struct archive *a = NULL;
         struct archive_entry *e;
         const char *h;
-        int r;
+        int r, ar;
 
         r = docker_archive_get(t->d, t->container, path, &s, err);
         if (r < 0)
@@ -224,7 +234,8 @@ static int read_once(struct docker_fs_target *t,
         r = tar_reader_open(s, &a, err);
         if (r < 0)
                 return r;
-        if (archive_read_next_header(a, &e) != ARCHIVE_OK)
+        ar = archive_read_next_header(a, &e);
+        if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN) /* WARN: a name not in the locale */
                 r = b4_error_set(err, -EIO, "unreadable archive: %s", archive_error_string(a));
         else if (archive_entry_filetype(e) == AE_IFDIR)
                 r = -EISDIR;
@@ -306,7 +317,7 @@ static bool pruned_below(const struct walk *w, const char *rel)
 static int walk_add(struct walk *w, const char *rel, struct archive_entry *e)
 {
         struct b4_walk_entry *x;
-        const char *hard = archive_entry_hardlink(e);
+        const char *hard = entry_text(archive_entry_hardlink_utf8(e), archive_entry_hardlink(e));
         mode_t type = archive_entry_filetype(e);
 
         if (w->n >= w->max)
@@ -333,7 +344,8 @@ static int walk_add(struct walk *w, const char *rel, struct archive_entry *e)
         x->st.mtime_ms =
                 (int64_t)archive_entry_mtime(e) * 1000 + archive_entry_mtime_nsec(e) / 1000000;
         if (x->st.kind == B4_FILE_SYMLINK) {
-                x->st.target = b4_strdup(archive_entry_symlink(e) ?: "");
+                x->st.target = b4_strdup(
+                        entry_text(archive_entry_symlink_utf8(e), archive_entry_symlink(e)) ?: "");
                 if (!x->st.target)
                         return -ENOMEM;
                 x->st.size = strlen(x->st.target);
@@ -345,7 +357,7 @@ static int walk_add(struct walk *w, const char *rel, struct archive_entry *e)
 /* A hard link entry carries no size: take it from the entry it links to. */
 static void walk_fix_hardlink(struct walk *w, const char *prefix, struct archive_entry *e)
 {
-        const char *hard = archive_entry_hardlink(e);
+        const char *hard = entry_text(archive_entry_hardlink_utf8(e), archive_entry_hardlink(e));
         size_t plen = strlen(prefix);
 
         if (!hard || strncmp(hard, prefix, plen) != 0)
@@ -373,7 +385,7 @@ static int walk_archive(struct archive *a, const char *prefix, struct walk *w, s
                 if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN)
                         return b4_error_set(err, -EIO, "unreadable archive: %s",
                                             archive_error_string(a));
-                name = archive_entry_pathname(e);
+                name = entry_text(archive_entry_pathname_utf8(e), archive_entry_pathname(e));
                 if (!name || strncmp(name, prefix, plen) != 0 || name[plen] == '\0')
                         continue; /* the base itself */
                 free(rel);

@@ -2,7 +2,9 @@
 /*
  * libarchive glue. Reading pulls the tar straight from the HTTP stream, so a caller that
  * stops (a bounded read past its cap, a walk past its entry limit) stops the transfer too.
- * Writing builds a small ustar/pax archive in memory for PUT /archive.
+ * Writing builds a small pax archive in memory for PUT /archive; names are written as their
+ * raw bytes (hdrcharset=BINARY), so no locale is involved, and read back as UTF-8 (Docker's
+ * Go writer puts non-ASCII names in pax records, which are UTF-8).
  */
 
 #include <archive.h>
@@ -99,6 +101,7 @@ int tar_builder_new(struct tar_builder **ret)
         strbuf_init(&t->out, STRBUF_UNLIMITED);
         t->a = archive_write_new();
         if (!t->a || archive_write_set_format_pax_restricted(t->a) != ARCHIVE_OK ||
+            archive_write_set_options(t->a, "hdrcharset=BINARY") != ARCHIVE_OK ||
             archive_write_set_bytes_in_last_block(t->a, 1) != ARCHIVE_OK ||
             archive_write_open(t->a, t, NULL, build_write, NULL) != ARCHIVE_OK) {
                 tar_builder_free(t);
@@ -122,7 +125,7 @@ static int add(struct tar_builder *t,
 
         if (!e)
                 return -ENOMEM;
-        archive_entry_set_pathname(e, name);
+        archive_entry_copy_pathname(e, name); /* raw bytes: hdrcharset=BINARY */
         archive_entry_set_filetype(e, type);
         archive_entry_set_perm(e, mode);
         archive_entry_set_uid(e, uid);
