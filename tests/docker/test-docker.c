@@ -447,6 +447,33 @@ static void test_fs_batch(void **state)
         assert_int_equal(blobs[4].error, 0);
         assert_string_equal(blobs[4].data, "two\n");
         b4_blobs_free(blobs, 5);
+        /* eight or more: one archive of the common directory (links read one by one) */
+        {
+                struct b4_read_req many[] = {
+                        { "/workspace/d/f1", 100 },           { "/workspace/d/missing", 100 },
+                        { "/workspace/d/big", 10 },           { "/workspace/d/e", 100 },
+                        { "/workspace/d/f2", 100 },           { "/workspace/d/l", 100 },
+                        { "/workspace/d/hard", 100 },         { "/workspace/d/e/g", 100 },
+                        { "/workspace/d/sp ace", 5 },         { "/workspace/d/f1", 2 },
+                        { "/workspace/d/big", B4_UNBOUNDED },
+                };
+                size_t nm = sizeof(many) / sizeof(many[0]);
+
+                assert_int_equal(b4_fs_read_files(fs, many, nm, &blobs, &err), 0);
+                assert_string_equal(blobs[0].data, "one");
+                assert_int_equal(blobs[1].error, -ENOENT);
+                assert_int_equal(blobs[2].error, -EFBIG);
+                assert_int_equal(blobs[3].error, -EISDIR);
+                assert_string_equal(blobs[4].data, "two\n");
+                assert_string_equal(blobs[5].data, "one");
+                assert_string_equal(blobs[6].data, "two\n");
+                assert_int_equal(blobs[7].error, 0);
+                assert_int_equal(blobs[7].len, 0);
+                assert_int_equal(blobs[8].len, 0);
+                assert_int_equal(blobs[9].error, -EFBIG);
+                assert_int_equal(blobs[10].len, 292);
+                b4_blobs_free(blobs, nm);
+        }
         b4_sandbox_unref(sb);
         destroy(p, "batch");
         b4_provider_free(p);

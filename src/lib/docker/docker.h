@@ -117,6 +117,11 @@ struct archive;
 
 /* A libarchive reader pulling from @s (borrowed; it must outlive the reader). */
 int tar_reader_open(struct http_stream *s, struct archive **ret, struct b4_error *err);
+/* The same, failing (archive error E2BIG) once more than @budget bytes were pulled. */
+int tar_reader_open_budget(struct http_stream *s,
+                           uint64_t budget,
+                           struct archive **ret,
+                           struct b4_error *err);
 void tar_reader_free(struct archive *a);
 
 struct tar_builder;

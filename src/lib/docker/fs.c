@@ -921,6 +921,181 @@ static int run_batch(struct docker_fs_target *t,
         return 0;
 }
 
+/* ---- read_files through one archive of the requests' common directory ---- */
+
+#define ARCHIVE_BATCH_MIN   8
+#define ARCHIVE_BATCH_SLACK (32u << 20) /* bytes of other files we accept to stream past */
+#define ARCHIVE_PER_FILE    (16u << 20)
+
+struct areq {
+        const char *rel; /* the request's path below the common directory */
+        size_t idx;
+};
+
+static int areq_cmp(const void *a, const void *b)
+{
+        return strcmp(((const struct areq *)a)->rel, ((const struct areq *)b)->rel);
+}
+
+/* The deepest directory holding every request, or NULL when that is "/" (never archive the
+ * whole container). */
+static char *common_dir(const struct b4_read_req *reqs, size_t n)
+{
+        const char *slash = strrchr(reqs[0].path, '/');
+        char *dir;
+        size_t len;
+
+        if (!slash || slash == reqs[0].path)
+                return NULL;
+        dir = b4_strndup(reqs[0].path, (size_t)(slash - reqs[0].path));
+        for (size_t i = 1; dir && i < n; i++) {
+                for (;;) {
+                        len = strlen(dir);
+                        if (strncmp(reqs[i].path, dir, len) == 0 && reqs[i].path[len] == '/')
+                                break;
+                        slash = strrchr(dir, '/');
+                        if (!slash || slash == dir) {
+                                free(dir);
+                                return NULL;
+                        }
+                        dir[slash - dir] = '\0';
+                }
+        }
+        return dir;
+}
+
+/* One tar entry against the requests it answers; *follow marks links (read one by one). */
+static int batch_entry(struct archive *a,
+                       struct archive_entry *e,
+                       const struct b4_read_req *q,
+                       struct b4_blob *b,
+                       bool *follow)
+{
+        mode_t type = archive_entry_filetype(e);
+        uint64_t size = (uint64_t)archive_entry_size(e);
+        int r;
+
+        *b = (struct b4_blob){ 0 };
+        if (type == AE_IFDIR)
+                return (b->error = -EISDIR), 0;
+        if (type == AE_IFLNK || archive_entry_hardlink(e) || type != AE_IFREG)
+                return (*follow = true), 0;
+        if (q->max_bytes != B4_UNBOUNDED && size > q->max_bytes)
+                return (b->error = -EFBIG), 0;
+        r = read_entry(a, size, &b->data, &b->len);
+        return r;
+}
+
+static int batch_walk(struct archive *a,
+                      const char *prefix,
+                      struct areq *idx,
+                      size_t n,
+                      const struct b4_read_req *reqs,
+                      struct b4_blob *out,
+                      bool *seen,
+                      bool *follow)
+{
+        size_t plen = strlen(prefix);
+        struct archive_entry *e;
+        int r;
+
+        for (;;) {
+                int ar = archive_read_next_header(a, &e);
+                struct areq key, *hit;
+                char *rel;
+
+                if (ar == ARCHIVE_EOF)
+                        return 0;
+                if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN)
+                        return archive_errno(a) == E2BIG ? -E2BIG : -EIO;
+                key.rel = entry_text(archive_entry_pathname_utf8(e), archive_entry_pathname(e));
+                if (!key.rel || strncmp(key.rel, prefix, plen) != 0)
+                        continue;
+                rel = b4_strdup(key.rel + plen);
+                if (!rel)
+                        return -ENOMEM;
+                for (size_t k = strlen(rel); k > 0 && rel[k - 1] == '/'; k--)
+                        rel[k - 1] = '\0';
+                key.rel = rel;
+                hit = bsearch(&key, idx, n, sizeof(*idx), areq_cmp);
+                while (hit && hit > idx && strcmp(hit[-1].rel, rel) == 0)
+                        hit--;
+                for (r = 0; hit && hit < idx + n && strcmp(hit->rel, rel) == 0 && r >= 0; hit++) {
+                        size_t i = hit->idx;
+                        seen[i] = true;
+                        r = batch_entry(a, e, &reqs[i], &out[i], &follow[i]);
+                        if (r >= 0 && out[i].data && hit + 1 < idx + n &&
+                            strcmp(hit[1].rel, rel) == 0)
+                                follow[hit[1].idx] = true; /* the data is consumed: re-read */
+                }
+                free(rel);
+                if (r < 0)
+                        return r;
+        }
+}
+
+/* Return: 0 (done), 1 (not applicable or over budget: use the exec batch), -errno. */
+static int archive_batch(struct docker_fs_target *t,
+                         const struct b4_read_req *reqs,
+                         size_t n,
+                         struct b4_blob *out,
+                         struct b4_error *err)
+{
+        cleanup_(http_stream_freep) struct http_stream *s = NULL;
+        cleanup_free char *dir = NULL, *prefix = NULL;
+        cleanup_free struct areq *idx = NULL;
+        cleanup_free bool *seen = NULL, *follow = NULL;
+        struct archive *a = NULL;
+        uint64_t budget = ARCHIVE_BATCH_SLACK;
+        size_t dlen;
+        int r;
+
+        if (n < ARCHIVE_BATCH_MIN || !(dir = common_dir(reqs, n)))
+                return 1;
+        dlen = strlen(dir);
+        idx = b4_calloc(n, sizeof(*idx));
+        seen = b4_calloc(n, sizeof(*seen));
+        follow = b4_calloc(n, sizeof(*follow));
+        if (!idx || !seen || !follow || b4_asprintf(&prefix, "%s/", strrchr(dir, '/') + 1) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+                idx[i] = (struct areq){ .rel = reqs[i].path + dlen + 1, .idx = i };
+                budget += 1024 + (reqs[i].max_bytes < ARCHIVE_PER_FILE ? reqs[i].max_bytes
+                                                                       : ARCHIVE_PER_FILE);
+        }
+        qsort(idx, n, sizeof(*idx), areq_cmp);
+        r = docker_archive_get(t->d, t->container, dir, &s, err);
+        if (r == -ENOENT)
+                return 1;
+        if (r >= 0)
+                r = tar_reader_open_budget(s, budget, &a, err);
+        if (r >= 0)
+                r = batch_walk(a, prefix, idx, n, reqs, out, seen, follow);
+        tar_reader_free(a);
+        if (r == -E2BIG || r == -EIO) {
+                for (size_t i = 0; i < n; i++) {
+                        free(out[i].data);
+                        out[i] = (struct b4_blob){ 0 };
+                }
+                return 1;
+        }
+        if (r < 0)
+                return b4_error_set(err, r, "readBinaryFiles failed");
+        for (size_t i = 0; i < n; i++) {
+                if (!seen[i])
+                        out[i].error = -ENOENT;
+                else if (follow[i]) {
+                        free(out[i].data);
+                        out[i] = (struct b4_blob){ 0 };
+                        out[i].error = dfs_read_file(t, reqs[i].path, reqs[i].max_bytes,
+                                                     &out[i].data, &out[i].len, NULL);
+                        if (out[i].error > 0)
+                                out[i].error = 0;
+                }
+        }
+        return 0;
+}
+
 int dfs_read_files(struct docker_fs_target *t,
                    const struct b4_read_req *reqs,
                    size_t n,
@@ -931,6 +1106,14 @@ int dfs_read_files(struct docker_fs_target *t,
         struct strbuf sb;
         int r = out ? 0 : -ENOMEM;
 
+        if (r >= 0) {
+                r = archive_batch(t, reqs, n, out, err);
+                if (r == 0) {
+                        *ret = out;
+                        return 0;
+                }
+                r = r > 0 ? 0 : r;
+        }
         strbuf_init(&sb, STRBUF_UNLIMITED);
         for (size_t i = 0; r >= 0 && i < n;) {
                 size_t first = i;

@@ -23,6 +23,7 @@
 
 struct pull {
         struct http_stream *s;
+        uint64_t budget; /* bytes left before the transfer is refused; UINT64_MAX = none */
         char buf[READ_CHUNK];
 };
 
@@ -36,6 +37,12 @@ static la_ssize_t pull_read(struct archive *a, void *userdata, const void **ret)
                 archive_set_error(a, (int)-n, "%s", err.msg);
                 return -1;
         }
+        if ((uint64_t)n > p->budget) {
+                archive_set_error(a, E2BIG, "archive larger than its budget");
+                return -1;
+        }
+        if (p->budget != UINT64_MAX)
+                p->budget -= (uint64_t)n;
         *ret = p->buf;
         return n;
 }
@@ -48,6 +55,14 @@ static int pull_close(struct archive *a, void *userdata)
 
 int tar_reader_open(struct http_stream *s, struct archive **ret, struct b4_error *err)
 {
+        return tar_reader_open_budget(s, UINT64_MAX, ret, err);
+}
+
+int tar_reader_open_budget(struct http_stream *s,
+                           uint64_t budget,
+                           struct archive **ret,
+                           struct b4_error *err)
+{
         struct archive *a = archive_read_new();
         struct pull *p;
 
@@ -59,6 +74,7 @@ int tar_reader_open(struct http_stream *s, struct archive **ret, struct b4_error
                 return b4_error_set(err, -ENOMEM, "out of memory");
         }
         p->s = s;
+        p->budget = budget;
         (void)archive_read_support_format_tar(a);
         if (archive_read_open(a, p, NULL, pull_read, pull_close) != ARCHIVE_OK) {
                 int r = b4_error_set(err, -EIO, "cannot read the archive: %s",
