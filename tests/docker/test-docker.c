@@ -229,6 +229,16 @@ static void test_exec(void **state)
         assert_non_null(strstr(x.out, "bytes truncated ...]"));
         assert_non_null(strstr(x.out, "19999\n20000\n"));
         b4_exec_result_clear(&x);
+        /* a background job holding the pipes does not hold the call up */
+        {
+                uint64_t t0 = now_msec();
+                req = (struct b4_exec_req){ .command = "sleep 4 & echo bg" };
+                assert_int_equal(b4_sandbox_exec(sb, &req, &x, &err), 0);
+                assert_int_equal(x.exit_code, 0);
+                assert_string_equal(x.out, "bg\n");
+                assert_true(now_msec() - t0 < 3000);
+                b4_exec_result_clear(&x);
+        }
         req = (struct b4_exec_req){ .command = "true", .env = bad, .n_env = 1 };
         assert_int_equal(b4_sandbox_exec(sb, &req, &x, &err), -EINVAL);
         assert_string_equal(err.msg, "Invalid environment variable name \"1X\": keys must match "
