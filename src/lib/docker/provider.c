@@ -346,10 +346,10 @@ static int reuse_or_replace(struct dk_core *c,
         return 0;
 }
 
+/* Under the exclusive lease: make the keeper live and record its state. */
 static int acquire_locked(struct dk_core *c,
                           const struct b4_acquire_req *req,
                           const char *image,
-                          struct dk_state **ret,
                           struct b4_error *err)
 {
         struct dk_state *want = NULL, *have;
@@ -391,10 +391,7 @@ static int acquire_locked(struct dk_core *c,
         }
         (void)pthread_mutex_unlock(&c->lock);
         dk_state_unref(want);
-        if (r < 0)
-                return r;
-        *ret = NULL;
-        return 0;
+        return r < 0 ? r : 0;
 }
 
 static struct dk_core *core_of(struct b4_provider *p)
@@ -424,7 +421,7 @@ static int dk_acquire(struct b4_provider *p,
         if (r < 0)
                 return b4_error_set(err, r, "acquire of thread \"%s\" %s", req->thread_id,
                                     r == -ECANCELED ? "cancelled" : "failed");
-        r = acquire_locked(c, req, image, &st, err);
+        r = acquire_locked(c, req, image, err);
         if (r < 0)
                 return r;
         (void)pthread_mutex_lock(&c->lock);
