@@ -243,6 +243,13 @@ static void test_exec(void **state)
         assert_int_equal(b4_sandbox_exec(sb, &req, &x, &err), -EINVAL);
         assert_string_equal(err.msg, "Invalid environment variable name \"1X\": keys must match "
                                      "/^[A-Za-z_][A-Za-z0-9_]*$/");
+        /* a released keeper: the handle's command cannot run (B4_E2001) */
+        assert_int_equal(b4_provider_release(p, "exec", NULL), 0);
+        req = (struct b4_exec_req){ .command = "true" };
+        assert_int_equal(b4_sandbox_exec(sb, &req, &x, &err), -ENOENT);
+        assert_int_equal(err.code, B4_CODE_SANDBOX_UNAVAILABLE);
+        assert_non_null(strstr(err.msg, "Sandbox unavailable: a command for thread \"exec\" "
+                                        "could not run: "));
         b4_sandbox_unref(sb);
         destroy(p, "exec");
         b4_provider_free(p);

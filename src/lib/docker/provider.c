@@ -474,7 +474,7 @@ static int dk_preflight(struct b4_provider *p, struct b4_preflight *ret, struct 
         if (r < 0) {
                 ret->ok = false;
                 r = b4_asprintf(&ret->detail,
-                                "Docker daemon not reachable (`GET /version` on %s failed: %s).",
+                                "Docker daemon not reachable (`GET /version` on %s failed: %s)",
                                 docker_client_socket(c->d), e.msg);
                 return r < 0 ? b4_error_set(err, -ENOMEM, "out of memory") : 0;
         }

@@ -379,6 +379,19 @@ static int append_timeout(struct b4_exec_result *ret, uint64_t ms)
         return 0;
 }
 
+/* The daemon or the keeper could not run the command at all: B4_E2001. */
+static int exec_unavailable(const char *thread_id, int r, struct b4_error *err)
+{
+        struct b4_error inner = { 0 };
+
+        if (err)
+                inner = *err;
+        return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
+                                 "Sandbox unavailable: a command for thread \"%s\" could not run: "
+                                 "%s. Run `b4box check`.",
+                                 thread_id, inner.msg);
+}
+
 static int sandbox_exec(struct b4_sandbox *sb,
                         const struct b4_exec_req *req,
                         struct b4_exec_result *ret,
@@ -401,7 +414,11 @@ static int sandbox_exec(struct b4_sandbox *sb,
         strv_free(a.env);
         if (r < 0) {
                 b4_exec_result_clear(&a.res);
-                return r == -ENOMEM ? b4_error_set(err, r, "out of memory") : r;
+                if (r == -ENOMEM)
+                        return b4_error_set(err, r, "out of memory");
+                if (r == -EINVAL || r == -ECANCELED || (err && err->code != B4_CODE_NONE))
+                        return r;
+                return exec_unavailable(sb->thread_id, r, err);
         }
         a.res.duration_ms = now_msec() - start;
         *ret = a.res;
