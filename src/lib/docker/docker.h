@@ -72,6 +72,9 @@ int docker_server_version(struct docker_client *d, char **ret, struct b4_error *
 int docker_base64_decode(const char *in, size_t n, char **ret, size_t *ret_len);
 /* Reference §3.6 admission failure: the exec never started because runc could not fork. */
 bool docker_admission_failure(const char *text);
+/* Reference §3.6 started-shell fork failure: every non-empty line of @errout is a shell's
+ * "can't fork" (sh: [line ]<N>: ...). */
+bool docker_shell_fork_failure(const char *errout);
 /* URL-encode @s for a query value. */
 int docker_urlencode(const char *s, char **ret);
 

@@ -668,7 +668,7 @@ static const char *const fork_failures[] = {
 
 /* Reference §3.6: every non-empty stderr line is "sh: [<digits>: ]<fork failure>" (busybox
  * ash writes "sh: line <digits>: "). */
-static bool shell_fork_failure(const char *errout)
+bool docker_shell_fork_failure(const char *errout)
 {
         bool any = false;
 
@@ -740,7 +740,7 @@ static int fs_exec(struct docker_fs_target *t,
         r = docker_exec_run_marked(t->d, &s, FS_MARKER, &started, &x, err);
         if (r < 0)
                 return r;
-        if (x.exit_code != 0 && ((started && shell_fork_failure(x.errout)) ||
+        if (x.exit_code != 0 && ((started && docker_shell_fork_failure(x.errout)) ||
                                  (!started && (docker_admission_failure(x.out) ||
                                                docker_admission_failure(x.errout))))) {
                 r = b4_error_set(err, -EAGAIN, "%s", started ? x.errout : x.out);
