@@ -567,11 +567,18 @@ static void test_stale_keeper(void **state)
         assert_int_equal(b4_provider_acquire(p1, &req, &sb, &err), -EEXIST);
         assert_int_equal(err.code, B4_CODE_SANDBOX_UNAVAILABLE);
         assert_non_null(strstr(err.msg, "already has a different keeper configuration"));
-        /* the same instance and config reuses the keeper */
+        /* the same instance and config reuses the keeper, starting it when stopped */
+        {
+                char path[128];
+                snprintf(path, sizeof(path), "/containers/%s/stop?t=0", name);
+                assert_int_equal(
+                        docker_call(docker_provider_client(p1), "POST", path, NULL, NULL, NULL), 0);
+        }
         sb = acquire(p1, "stale", &a);
         b4_sandbox_unref(sb);
         v2 = inspect(p1, "containers", name);
         assert_string_equal(jv_string(jv_object_get(v1, "Id")), jv_string(jv_object_get(v2, "Id")));
+        assert_true(jv_is_true(jv_object_get(jv_object_get(v2, "State"), "Running")));
         /* a fresh provider with another identity replaces it and keeps the volume */
         sb = acquire(p2, "stale", &b);
         v3 = inspect(p2, "containers", name);

@@ -8,7 +8,8 @@
 # bomb) through the Engine API's import endpoint, runs PROGRAM with
 #   B4BOX_TEST_DOCKER_HOST, B4BOX_TEST_DOCKER_IMAGE, B4BOX_TEST_DOCKER_SCOPE
 # in its environment (the program must use that scope), then removes every container made
-# from the image, every volume labelled b4.sandbox.scope=<that scope>, and the image.
+# from the image, every volume labelled b4.sandbox.scope=<that scope>, and every image
+# labelled b4box.test=<this run>.
 # Where no daemon can run it prints "1..0 # SKIP <reason>" and exits 77 (meson's skip).
 set -uo pipefail
 
@@ -93,7 +94,11 @@ remove_ours() {
         for id in $ids; do
                 api DELETE "/volumes/$id" >/dev/null
         done
-        api DELETE "/images/$run:latest?force=1" >/dev/null
+        ids=$(api GET "/images/json?filters=%7B%22label%22%3A%5B%22b4box.test%3D$run%22%5D%7D" |
+                grep -o '"Id":"sha256:[0-9a-f]*"' | cut -d'"' -f4)
+        for id in $ids; do
+                api DELETE "/images/$id?force=1" >/dev/null
+        done
 }
 
 cleanup() {
