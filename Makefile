@@ -22,6 +22,10 @@ $(ASAN_BUILD)/build.ninja:
 		-Dc_args=-fno-sanitize-recover=all -Dfault_injection=true
 
 run: build
+	@echo "b4box: serving on $(LISTEN) with state in $(STATE) (Ctrl-C stops it). Try:"
+	@echo "  curl -s -X POST $(LISTEN)/threads -d '{\"thread_id\": \"demo\"}'"
+	@echo "  curl -s -X POST $(LISTEN)/threads/demo/tools/runBash -d '{\"command\": \"id\"}'"
+	@echo "(more in README.md)"
 	$(BUILD)/src/cli/b4box --state $(STATE) serve --listen $(LISTEN)
 
 # Everything CI runs: style and layering checks, the sanitizer build, every test suite.
@@ -35,6 +39,7 @@ test: build
 
 bench: build
 	bench/run $(BUILD)
+	bench/http.sh $(BUILD)
 
 fuzz: deps
 	CC=clang meson setup build-fuzz -Dfuzz=true -Db_lundef=false --buildtype=debug 2>/dev/null || true

@@ -39,6 +39,7 @@ B4_PUBLIC void b4_provider_config_clear(struct b4_provider_config *c);
 #define B4_DEFAULT_LISTEN              "127.0.0.1:4100"
 #define B4_DEFAULT_SCOPE               "b4box"
 #define B4_DEFAULT_MAX_BODY_BYTES      (1024u * 1024u)
+#define B4_DEFAULT_MAX_TOOL_BODY_BYTES (32u * 1024u * 1024u)
 #define B4_DEFAULT_MAX_CONNECTIONS     64u
 #define B4_DEFAULT_REQUEST_TIMEOUT_MS  30000u
 #define B4_DEFAULT_RESOLVER_TIMEOUT_MS 30000u
@@ -46,10 +47,11 @@ B4_PUBLIC void b4_provider_config_clear(struct b4_provider_config *c);
 
 /* `server`: where and how the HTTP API listens. */
 struct b4_server_config {
-        char *listen;                /* owned; "host:port", "[v6]:port" or "unix:/abs/path" */
-        uint64_t max_body_bytes;     /* JSON request bodies; default 1 MiB */
-        uint32_t max_connections;    /* concurrent connections; default 64 */
-        uint64_t request_timeout_ms; /* per connection inactivity; default 30000 */
+        char *listen;                 /* owned; "host:port", "[v6]:port" or "unix:/abs/path" */
+        uint64_t max_body_bytes;      /* JSON request bodies; default 1 MiB */
+        uint64_t max_tool_body_bytes; /* tool calls and runs; default 32 MiB */
+        uint32_t max_connections;     /* concurrent connections; default 64 */
+        uint64_t request_timeout_ms;  /* per connection inactivity; default 30000 */
 };
 
 /* An external resolver: run @argv, JSON on stdin, JSON on stdout. */
@@ -178,6 +180,8 @@ enum b4_permission_key {
 };
 
 struct b4_permissions_config {
+        bool present; /* the block exists; without it no permission gate applies (the
+                         sandbox is the boundary), as in the reference without a store */
         enum b4_permission_mode mode;
         char **allow[B4_PERM__COUNT]; /* owned strvs of patterns, NULL = none */
         char **deny[B4_PERM__COUNT];

@@ -130,6 +130,16 @@ struct b4_fs_ops {
         int (*remove)(struct b4_fs *fs, const char *path, struct b4_error *err);
         /* Set the mtime to now, creating an empty file if missing. */
         int (*touch)(struct b4_fs *fs, const char *path, struct b4_error *err);
+        /* Optional write members (NULL = unsupported: the wrappers give -EOPNOTSUPP). */
+        /* Make @path a symlink whose text is @target (never resolved here); parents are
+         * created; an existing @path fails -EEXIST. */
+        int (*symlink)(struct b4_fs *fs,
+                       const char *target,
+                       const char *path,
+                       struct b4_error *err);
+        /* Set the permission bits (07777) of the file or directory at @path; a symlink leaf
+         * is never followed (-ELOOP). */
+        int (*chmod)(struct b4_fs *fs, const char *path, uint32_t mode, struct b4_error *err);
 };
 
 struct b4_fs {
@@ -177,6 +187,11 @@ B4_PUBLIC int b4_fs_write_file(
 B4_PUBLIC int b4_fs_mkdir_p(struct b4_fs *fs, const char *path, struct b4_error *err);
 B4_PUBLIC int b4_fs_remove(struct b4_fs *fs, const char *path, struct b4_error *err);
 B4_PUBLIC int b4_fs_touch(struct b4_fs *fs, const char *path, struct b4_error *err);
+B4_PUBLIC int b4_fs_symlink(struct b4_fs *fs,
+                            const char *target,
+                            const char *path,
+                            struct b4_error *err);
+B4_PUBLIC int b4_fs_chmod(struct b4_fs *fs, const char *path, uint32_t mode, struct b4_error *err);
 
 /* ---- exec ------------------------------------------------------------------------------ */
 
@@ -337,6 +352,13 @@ struct b4_provider_ops {
                              const char *reference,
                              char **ret_identity,
                              struct b4_error *err);
+        /* Optional: stop (frozen) or resume every process of the thread's sandbox, for
+         * consistent reads (b4_provider_freeze(), docs/inspect.md). A thread with no live
+         * compute is success. */
+        int (*freeze)(struct b4_provider *p,
+                      const char *thread_id,
+                      bool frozen,
+                      struct b4_error *err);
         void (*free)(struct b4_provider *p);
 };
 

@@ -20,6 +20,7 @@
 
 struct b4_runtime;
 struct b4_run;
+struct b4_config;
 
 /* What a tool call needs from the runtime; implemented by the tools layer. */
 typedef int b4_tool_dispatch_fn(struct b4_sandbox *sb,
@@ -38,6 +39,8 @@ struct b4_runtime_options {
         uint64_t idle_timeout_ms;       /* 0 = B4_DEFAULT_IDLE_TIMEOUT_MS */
         b4_tool_dispatch_fn *dispatch;  /* runs one tool call */
         void *dispatch_userdata;        /* borrowed; passed to @dispatch */
+        const struct b4_config *config; /* borrowed; managed workspaces (sandbox.workspace /
+                                           sandbox.thread) when set; NULL = provider storage */
 };
 
 struct b4_runtime_stats {
@@ -108,6 +111,29 @@ B4_PUBLIC struct b4_sandbox *b4_run_sandbox(struct b4_run *run);
 B4_PUBLIC struct b4_cancel *b4_run_cancel_token(struct b4_run *run);
 /** b4_run_end() - free the slot (NULL ok). Return: NULL. */
 B4_PUBLIC struct b4_run *b4_run_end(struct b4_run *run);
+
+/* ---- workspace reads: the slot without the sandbox ---- */
+
+struct b4_read;
+
+/**
+ * b4_runtime_read_begin() - take the thread's run slot for a workspace read, without
+ * acquiring (or touching) its sandbox: a run started meanwhile, a deletion and a release of
+ * the thread get -EBUSY, and b4_runtime_thread_cancel() fires @cancel
+ * @cancel: the caller's token, borrowed until b4_read_end(); it may outlive the slot
+ * Return: 0, -ENOENT (no thread), -EBUSY (run in flight), -ESHUTDOWN, -ENOMEM.
+ */
+B4_PUBLIC int b4_runtime_read_begin(struct b4_runtime *rt,
+                                    const char *id,
+                                    struct b4_cancel *cancel,
+                                    struct b4_read **ret,
+                                    struct b4_error *err);
+/** b4_read_sandbox_key() - whose workspace to read: the thread's root ancestor. Borrowed. */
+B4_PUBLIC const char *b4_read_sandbox_key(const struct b4_read *rd);
+/** b4_read_end() - free the slot (NULL ok); the cancel token is not touched. Return: NULL. */
+B4_PUBLIC struct b4_read *b4_read_end(struct b4_read *rd);
+/** b4_runtime_provider() - the runtime's provider; borrowed. */
+B4_PUBLIC struct b4_provider *b4_runtime_provider(struct b4_runtime *rt);
 
 /** b4_runtime_reap_idle() - release sandboxes idle longer than the timeout. Return: count. */
 B4_PUBLIC int b4_runtime_reap_idle(struct b4_runtime *rt, uint64_t now_ms);

@@ -10,6 +10,7 @@
  * Thread-safe: every call is serialised on the store's own mutex.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -98,3 +99,98 @@ B4_PUBLIC int b4_store_grant_list(struct b4_store *s,
                                   const char *tool,
                                   char ***ret_patterns,
                                   struct b4_error *err);
+
+/* ---- managed workspaces: sources, associations, admissions (src/lib/store/sources.c) ---- */
+
+/* A thread's workspace association (reference §9.3): created at first admission. */
+struct b4_association {
+        char *thread_id;     /* owned */
+        char *source_digest; /* owned; the bundle the workspace was made from */
+        char *intent_digest; /* owned */
+        char *state;         /* owned: "creating" (not materialised yet) or "ready" */
+        int64_t revision;    /* optimistic CAS counter, 1 at creation */
+        char *payload;       /* owned JSON: what the admission decided (links, image, ...) */
+};
+
+/** b4_association_clear() - free what @a owns. */
+B4_PUBLIC void b4_association_clear(struct b4_association *a);
+
+/* Everything a first admission writes, in one transaction. */
+struct b4_admission_rows {
+        const char *thread_id;
+        const char *source_digest;
+        const char *source_payload; /* the bundle's canonical JSON; kept if already held */
+        size_t source_len;
+        const char *intent_digest;
+        const char *association_payload;
+        const char *record_digest;  /* NULL: no sandbox record (workspace mode) */
+        const char *record_payload; /* with record_digest */
+};
+
+/**
+ * b4_store_admit() - write the source (if not held), the association in state "creating"
+ * and the sandbox record, all or nothing
+ * Return: 0; -EEXIST (the thread already has an association); -ENOENT (no thread); -EIO.
+ */
+B4_PUBLIC int b4_store_admit(struct b4_store *s,
+                             const struct b4_admission_rows *rows,
+                             struct b4_error *err);
+/** b4_store_association_get() - Return: 0 (@ret filled, caller clears), -ENOENT, -EIO. */
+B4_PUBLIC int b4_store_association_get(struct b4_store *s,
+                                       const char *thread_id,
+                                       struct b4_association *ret,
+                                       struct b4_error *err);
+/**
+ * b4_store_association_update() - set state and payload when the revision still is @revision
+ * (then revision + 1). Return: 0, -ESTALE (someone else changed it), -ENOENT, -EIO.
+ */
+B4_PUBLIC int b4_store_association_update(struct b4_store *s,
+                                          const char *thread_id,
+                                          int64_t revision,
+                                          const char *state,
+                                          const char *payload,
+                                          struct b4_error *err);
+
+/**
+ * b4_store_source_get() - the stored payload (a bundle's canonical JSON) of @digest
+ * @ret: heap copy, NUL-terminated past @ret_len; @ret_uploaded_ms 0 when never uploaded
+ * Return: 0, -ENOENT, -EIO.
+ */
+B4_PUBLIC int b4_store_source_get(struct b4_store *s,
+                                  const char *digest,
+                                  char **ret,
+                                  size_t *ret_len,
+                                  int64_t *ret_uploaded_ms,
+                                  struct b4_error *err);
+
+/**
+ * b4_store_source_upload() - keep an uploaded bundle (its canonical JSON) under @digest
+ * @uploader:   recorded as an uploader of the digest (principal name); NULL = none
+ * @now_ms:     the upload time (refreshes the retention window of a held source)
+ * @max_staged: quota on the sum of uploaded payload bytes
+ * @ret_created: true when the digest was not held as an upload before
+ * Return: 0; -ENOSPC when the new bytes would exceed @max_staged (nothing changed); -EIO.
+ */
+B4_PUBLIC int b4_store_source_upload(struct b4_store *s,
+                                     const char *digest,
+                                     const char *payload,
+                                     size_t len,
+                                     const char *uploader,
+                                     int64_t now_ms,
+                                     uint64_t max_staged,
+                                     bool *ret_created,
+                                     struct b4_error *err);
+/**
+ * b4_store_sources_reclaim() - delete every held source no association references that was
+ * never uploaded, or was last uploaded before @now_ms - @retention_ms (reference §6.5)
+ * Return: the number deleted, or -EIO.
+ */
+B4_PUBLIC int b4_store_sources_reclaim(struct b4_store *s,
+                                       int64_t now_ms,
+                                       uint64_t retention_ms,
+                                       struct b4_error *err);
+/** b4_store_source_uploaders() - principals that uploaded @digest, sorted. Return: 0, -EIO. */
+B4_PUBLIC int b4_store_source_uploaders(struct b4_store *s,
+                                        const char *digest,
+                                        char ***ret,
+                                        struct b4_error *err);

@@ -127,6 +127,14 @@ B4_PUBLIC enum b4_permission_decision b4_permissions_match(const struct b4_permi
                                                            const char *key,
                                                            const char *candidate);
 
+/**
+ * b4_permissions_from_config() - an app store from the `permissions` block of b4box.json
+ * Return: 0 with *ret owned by the caller, -EINVAL (a bad pattern; message set), -ENOMEM.
+ */
+B4_PUBLIC int b4_permissions_from_config(const struct b4_permissions_config *pc,
+                                         struct b4_permissions **ret,
+                                         struct b4_error *err);
+
 /* ---- per-thread grant storage ---------------------------------------------------------- */
 
 /*
@@ -259,6 +267,12 @@ B4_PUBLIC int b4_tools_last_request(struct b4_tools *t,
                                     const char **ret_kind,
                                     const char **ret_subject,
                                     const char **ret_pattern);
+
+/**
+ * b4_tools_result_is_ok() - whether a result document from b4_tools_call() is a success,
+ * without parsing it (its first member is always "ok").
+ */
+B4_PUBLIC bool b4_tools_result_is_ok(const char *result_json);
 
 /* ---- host: the runtime's dispatch hook ---------------------------------------------- */
 

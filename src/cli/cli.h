@@ -40,6 +40,20 @@ struct b4_config;
  */
 int cli_load_config(const struct cli_ctx *ctx, struct b4_config **ret, const char **ret_path);
 
+/* What a local command (no server) works with: the state dir is locked shared, so it
+ * refuses while a server owns the dir, and a server refuses while it runs. */
+struct cli_local {
+        struct b4_config *cfg;
+        struct b4_store *store;
+        struct b4_provider *provider;
+};
+
+/* Load the config, lock the state dir and build the provider. Return: 0 or an exit code. */
+int cli_local_open(const struct cli_ctx *ctx, struct cli_local *ret);
+/* The same with the provider type replaced by @type (NULL = as configured). */
+int cli_local_open_as(const struct cli_ctx *ctx, const char *type, struct cli_local *ret);
+void cli_local_close(struct cli_local *l);
+
 /* Subcommands (one file each). */
 int cmd_version(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_help(int argc, char **argv, const struct cli_ctx *ctx);
@@ -47,3 +61,9 @@ int cmd_conformance(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_check(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_tool(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_serve(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_threads(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_exec(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_release(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_destroy(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_bundle(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_read(int argc, char **argv, const struct cli_ctx *ctx);

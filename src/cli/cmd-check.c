@@ -122,12 +122,25 @@ static int run_preflight(const struct b4_config *cfg, struct b4_provider *p)
 }
 
 /**
- * check_config() - construct the provider of @cfg and report its preflight
- * @cfg: validated configuration, provider state_dir set
+ * check_provider() - the provider-dependent checks of a validated config
+ * @cfg: validated configuration; borrowed
+ * @p:   its provider; borrowed
  *
  * Return: an exit code (CLI_EXIT_OK or CLI_EXIT_FAILED).
  */
-static int check_config(struct b4_config *cfg, const struct cli_ctx *ctx)
+static int check_provider(const struct b4_config *cfg, struct b4_provider *p)
+{
+        if (cfg->sandbox.workspace_read && !b4_provider_has_reader(p)) {
+                cli_error("sandbox.workspaceRead needs a provider whose managed workspaces can "
+                          "be read (open_reader); \"%s\" cannot",
+                          b4_provider_name(p));
+                return CLI_EXIT_FAILED;
+        }
+        return run_preflight(cfg, p);
+}
+
+/* Construct the provider of @cfg (state dir set) and check it. Returns an exit code. */
+static int check_config(struct b4_config *cfg)
 {
         cleanup_(b4_provider_freep) struct b4_provider *p = NULL;
         struct b4_error err = { 0 };
@@ -136,13 +149,7 @@ static int check_config(struct b4_config *cfg, const struct cli_ctx *ctx)
         r = b4_provider_new(&cfg->sandbox.provider, &p, &err);
         if (r < 0)
                 return cli_fail(&err);
-        if (cfg->sandbox.workspace_read && !b4_provider_has_reader(p)) {
-                cli_error("sandbox.workspaceRead needs a provider whose managed workspaces can "
-                          "be read (open_reader); \"%s\" cannot",
-                          b4_provider_name(p));
-                return CLI_EXIT_FAILED;
-        }
-        return run_preflight(cfg, p);
+        return check_provider(cfg, p);
 }
 
 int cmd_check(int argc, char **argv, const struct cli_ctx *ctx)
@@ -159,5 +166,5 @@ int cmd_check(int argc, char **argv, const struct cli_ctx *ctx)
         if (r != 0)
                 return r;
         printf("config: %s\n", path ? path : "none (defaults)");
-        return check_config(cfg, ctx);
+        return check_config(cfg);
 }

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -15,8 +16,6 @@
 
 #include "base/alloc.h"
 #include "cli.h"
-
-#define CONFORMANCE_SCOPE "b4box-conformance"
 
 struct conformance_args {
         const char *provider; /* --provider; NULL = the default type */
@@ -52,52 +51,29 @@ static int parse_args(int argc, char **argv, struct conformance_args *a)
 }
 
 /* The absolute state directory the provider may use. */
-static int state_dir_abs(const struct cli_ctx *ctx, char **ret, struct b4_error *err)
+/* The configured provider (-c FILE, ./b4box.json or the defaults), its type replaced by
+ * --provider when given. Return: 0, or an exit code after printing why. */
+static int load_config(const struct cli_ctx *ctx,
+                       const struct conformance_args *a,
+                       struct b4_config **ret)
 {
-        const char *dir = cli_state_dir(ctx);
-        char cwd[4096];
+        struct b4_config *cfg = NULL;
+        int r = cli_load_config(ctx, &cfg, NULL);
 
-        if (dir[0] == '/') {
-                *ret = b4_strdup(dir);
-                return *ret ? 0 : b4_error_set(err, -ENOMEM, "out of memory");
+        if (r != 0)
+                return r;
+        if (a->provider) {
+                char *t = b4_strdup(a->provider);
+                if (!t) {
+                        b4_config_free(cfg);
+                        cli_error("out of memory");
+                        return CLI_EXIT_FAILED;
+                }
+                free(cfg->sandbox.provider.type);
+                cfg->sandbox.provider.type = t;
         }
-        if (!getcwd(cwd, sizeof(cwd)))
-                return b4_error_set(err, -errno, "cannot get the working directory");
-        if (b4_asprintf(ret, "%s/%s", cwd, dir) < 0)
-                return b4_error_set(err, -ENOMEM, "out of memory");
+        *ret = cfg;
         return 0;
-}
-
-/*
- * The provider configuration to test. The config-file API (b4box.json) is being written
- * separately: until it lands, no config file is read here, and rather than silently ignore
- * one, a -c/--config option or a ./b4box.json is refused. The provider type comes from
- * --provider (default native, the embedded default of DESIGN.md) and the scope is
- * "b4box-conformance". TODO(config API): load -c / ./b4box.json and take
- * sandbox.provider from it, --provider then overriding the type.
- */
-static int load_provider_config(const struct cli_ctx *ctx,
-                                const struct conformance_args *a,
-                                struct b4_provider_config *cfg,
-                                struct b4_error *err)
-{
-        const char *path = ctx->config_path;
-
-        if (!path && access("b4box.json", F_OK) == 0)
-                path = "b4box.json";
-        if (path)
-                return b4_error_set(err, -EOPNOTSUPP,
-                                    "conformance cannot read config file '%s' yet; run it "
-                                    "without one and choose the provider with --provider",
-                                    path);
-        *cfg = (struct b4_provider_config){ 0 };
-        cfg->type = b4_strdup(a->provider ? a->provider : "native");
-        cfg->scope = b4_strdup(CONFORMANCE_SCOPE);
-        if (!cfg->type || !cfg->scope) {
-                b4_provider_config_clear(cfg);
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        }
-        return state_dir_abs(ctx, &cfg->state_dir, err);
 }
 
 static int make_provider(void *userdata, struct b4_provider **ret, struct b4_error *err)
@@ -144,25 +120,26 @@ static int check_provider(struct b4_provider_config *cfg, struct b4_error *err)
 int cmd_conformance(int argc, char **argv, const struct cli_ctx *ctx)
 {
         struct conformance_args a = { 0 };
-        struct b4_provider_config cfg = { 0 };
+        struct b4_config *cfg = NULL;
         struct b4_conformance_summary sum = { 0 };
         struct b4_error err = { 0 };
         int r;
 
         if (parse_args(argc, argv, &a) < 0)
                 return CLI_EXIT_USAGE;
-        r = load_provider_config(ctx, &a, &cfg, &err);
-        if (r >= 0)
-                r = check_provider(&cfg, &err);
+        r = load_config(ctx, &a, &cfg);
+        if (r != 0)
+                return r;
+        r = check_provider(&cfg->sandbox.provider, &err);
         if (r < 0) {
-                b4_provider_config_clear(&cfg);
+                b4_config_free(cfg);
                 return cli_fail(&err);
         }
         struct b4_conformance_opts o = { .make_provider = make_provider,
                                          .report = print_case,
-                                         .userdata = &cfg };
+                                         .userdata = &cfg->sandbox.provider };
         r = b4_conformance_run(&o, &sum, &err);
-        b4_provider_config_clear(&cfg);
+        b4_config_free(cfg);
         if (r < 0 && r != -EPROTO)
                 return cli_fail(&err);
         printf("%u passed, %u failed\n", sum.passed, sum.failed);

@@ -108,7 +108,8 @@ static int serve_open(struct serve_state *st,
                                           .policy = b4_config_policy(st->cfg),
                                           .idle_timeout_ms = st->cfg->sandbox.idle_timeout_ms,
                                           .dispatch = b4_tools_host_dispatch,
-                                          .dispatch_userdata = b4_toolbox_host(st->tools) };
+                                          .dispatch_userdata = b4_toolbox_host(st->tools),
+                                          .config = st->cfg };
         r = b4_runtime_new(&ro, &st->rt, err);
         if (r < 0)
                 return r;

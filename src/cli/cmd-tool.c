@@ -19,6 +19,7 @@
 #include "b4box/b4.h"
 #include "b4box/tools.h"
 
+#include "base/macro.h"
 #include "base/parse.h"
 #include "cli.h"
 
@@ -27,6 +28,7 @@
 struct tool_args {
         const char *thread;
         const char *provider;
+        bool perm_flags; /* --mode, --allow or --deny given: they replace the config's */
         enum b4_permission_mode mode;
         uint64_t read_cap;
         const char *rules[MAX_RULES]; /* "allow:key:pattern" / "deny:key:pattern" */
@@ -85,15 +87,18 @@ static int parse_tool_args(int argc, char **argv, struct tool_args *a)
                         a->provider = optarg;
                         break;
                 case 'm':
+                        a->perm_flags = true;
                         if (b4_permission_mode_from_string(optarg, &a->mode) < 0) {
                                 cli_error("unknown permission mode '%s'", optarg);
                                 r = -EINVAL;
                         }
                         break;
                 case 'a':
+                        a->perm_flags = true;
                         r = add_rule(a, "allow", optarg);
                         break;
                 case 'd':
+                        a->perm_flags = true;
                         r = add_rule(a, "deny", optarg);
                         break;
                 case 'r':
@@ -150,44 +155,23 @@ static int make_permissions(const struct tool_args *a,
         return 0;
 }
 
+/* The thread's sandbox from the configured provider (--provider overrides its type). */
 static int open_sandbox(const struct cli_ctx *ctx,
                         const struct tool_args *a,
-                        struct b4_provider **ret_p,
+                        struct cli_local *l,
                         struct b4_sandbox **ret_sb,
                         struct b4_error *err)
 {
-        struct b4_provider_config cfg = { 0 };
-        struct b4_policy pol;
-        char state[PATH_MAX];
+        struct cli_ctx c = *ctx;
         int r;
 
-        if (!realpath(cli_state_dir(ctx), state)) {
-                if (mkdir(cli_state_dir(ctx), 0700) < 0 && errno != EEXIST)
-                        return b4_error_set(err, -errno, "cannot create state dir '%s'",
-                                            cli_state_dir(ctx));
-                if (!realpath(cli_state_dir(ctx), state))
-                        return b4_error_set(err, -errno, "cannot resolve state dir '%s'",
-                                            cli_state_dir(ctx));
-        }
-        cfg.type = strdup(a->provider ? a->provider : "native");
-        cfg.scope = strdup("local");
-        cfg.state_dir = strdup(state);
-        if (!cfg.type || !cfg.scope || !cfg.state_dir) {
-                b4_provider_config_clear(&cfg);
-                return -ENOMEM;
-        }
-        r = b4_provider_new(&cfg, ret_p, err);
-        b4_provider_config_clear(&cfg);
-        if (r < 0)
-                return r;
-        b4_policy_init(&pol);
-        r = b4_provider_acquire(*ret_p,
-                                &(struct b4_acquire_req){ .thread_id = a->thread, .policy = &pol },
-                                ret_sb, err);
-        b4_policy_clear(&pol);
-        if (r < 0)
-                *ret_p = b4_provider_free(*ret_p);
-        return r;
+        r = cli_local_open_as(&c, a->provider, l);
+        if (r != 0)
+                return b4_error_set(err, -EINVAL, "cannot open the local provider");
+        return b4_provider_acquire(l->provider,
+                                   &(struct b4_acquire_req){ .thread_id = a->thread,
+                                                             .policy = b4_config_policy(l->cfg) },
+                                   ret_sb, err);
 }
 
 /* Ask on the terminal; returns "once", "always" or "deny". */
@@ -234,11 +218,25 @@ static int run_tool(struct b4_tools *t, const struct tool_args *a, struct b4_err
         return r;
 }
 
+/* Permissions from the flags when any is given, else from the config (none: no gate). */
+static int permissions_for(const struct tool_args *a,
+                           const struct b4_config *cfg,
+                           struct b4_permissions **ret,
+                           struct b4_error *err)
+{
+        *ret = NULL;
+        if (a->perm_flags)
+                return make_permissions(a, ret, err);
+        if (!cfg->permissions.present)
+                return 0;
+        return b4_permissions_from_config(&cfg->permissions, ret, err);
+}
+
 int cmd_tool(int argc, char **argv, const struct cli_ctx *ctx)
 {
         struct tool_args a = { .mode = B4_PERMISSION_NON_INTERACTIVE };
+        cleanup_(cli_local_close) struct cli_local l = { 0 };
         struct b4_permissions *perms = NULL;
-        struct b4_provider *prov = NULL;
         struct b4_sandbox *sb = NULL;
         struct b4_tools *t = NULL;
         struct b4_error err = { 0 };
@@ -250,9 +248,9 @@ int cmd_tool(int argc, char **argv, const struct cli_ctx *ctx)
                         free((char *)a.rules[i]);
                 return r > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
         }
-        r = make_permissions(&a, &perms, &err);
+        r = open_sandbox(ctx, &a, &l, &sb, &err);
         if (r >= 0)
-                r = open_sandbox(ctx, &a, &prov, &sb, &err);
+                r = permissions_for(&a, l.cfg, &perms, &err);
         if (r >= 0)
                 r = b4_tools_new(sb,
                                  &(struct b4_tools_options){ .app = perms, .read_cap = a.read_cap },
@@ -261,9 +259,8 @@ int cmd_tool(int argc, char **argv, const struct cli_ctx *ctx)
                 r = run_tool(t, &a, &err);
         b4_tools_free(t);
         b4_sandbox_unref(sb);
-        if (prov)
-                (void)b4_provider_release(prov, a.thread, NULL);
-        b4_provider_free(prov);
+        if (l.provider)
+                (void)b4_provider_release(l.provider, a.thread, NULL);
         b4_permissions_free(perms);
         for (size_t i = 0; i < a.n_rules; i++)
                 free((char *)a.rules[i]);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "b4box/b4.h"
+#include "b4box/store.h"
 
 #include "base/alloc.h"
 #include "base/macro.h"
@@ -77,4 +78,49 @@ int cli_load_config(const struct cli_ctx *ctx, struct b4_config **ret, const cha
         if (ret_path)
                 *ret_path = path;
         return 0;
+}
+
+int cli_local_open(const struct cli_ctx *ctx, struct cli_local *ret)
+{
+        return cli_local_open_as(ctx, NULL, ret);
+}
+
+int cli_local_open_as(const struct cli_ctx *ctx, const char *type, struct cli_local *ret)
+{
+        struct b4_error err = { 0 };
+        struct cli_local l = { 0 };
+        int r;
+
+        r = cli_load_config(ctx, &l.cfg, NULL);
+        if (r != 0)
+                return r;
+        if (type) {
+                char *t = strdup(type);
+                if (!t) {
+                        cli_local_close(&l);
+                        return CLI_EXIT_FAILED;
+                }
+                free(l.cfg->sandbox.provider.type);
+                l.cfg->sandbox.provider.type = t;
+        }
+        if (b4_store_open(l.cfg->sandbox.provider.state_dir, B4_STORE_SHARED, &l.store, &err) < 0 ||
+            b4_provider_new(&l.cfg->sandbox.provider, &l.provider, &err) < 0) {
+                cli_local_close(&l);
+                if (err.error == -EBUSY)
+                        cli_error(
+                                "%s: a running b4box server owns it; use --server, or stop the server",
+                                err.msg);
+                else
+                        (void)cli_fail(&err);
+                return CLI_EXIT_FAILED;
+        }
+        *ret = l;
+        return 0;
+}
+
+void cli_local_close(struct cli_local *l)
+{
+        l->provider = b4_provider_free(l->provider);
+        l->store = b4_store_close(l->store);
+        l->cfg = b4_config_free(l->cfg);
 }

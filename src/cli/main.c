@@ -18,10 +18,16 @@ static const struct {
         const char *summary;
 } commands[] = {
         { "serve", cmd_serve, "serve the HTTP API" },
+        { "threads", cmd_threads, "create|ls|show|rm|release threads through a server" },
+        { "exec", cmd_exec, "run a command in a thread's sandbox (--thread ID -- CMD...)" },
+        { "tool", cmd_tool, "run one workspace tool locally: tool --thread ID NAME [ARGS_JSON]" },
+        { "read", cmd_read, "a thread's workspace inventory: read THREAD [--root R] [--json]" },
+        { "release", cmd_release, "release a thread's sandbox, keeping its workspace" },
+        { "destroy", cmd_destroy, "destroy a thread's sandbox and workspace" },
+        { "bundle", cmd_bundle, "bundle create DIR -o OUT | bundle verify FILE" },
         { "check", cmd_check, "validate the configuration and run the provider's preflight" },
         { "conformance", cmd_conformance, "run the provider conformance suite" },
         { "help", cmd_help, "show this help" },
-        { "tool", cmd_tool, "run one workspace tool locally: tool --thread ID NAME [ARGS_JSON]" },
         { "version", cmd_version, "print the version" },
 };
 

@@ -14,9 +14,43 @@
 #include "base/time-util.h"
 #include "server-internal.h"
 
-void reply_json(struct request *rq, unsigned status, struct jv *body)
+static void queue(struct request *rq, unsigned status, char *text, size_t len)
 {
         struct MHD_Response *resp;
+
+        if (!text)
+                resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        else
+                resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+                free(text);
+                return;
+        }
+        (void)MHD_add_response_header(resp, "Content-Type", "application/json");
+        if (status == 401)
+                (void)MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+        if (status == 429)
+                (void)MHD_add_response_header(resp, "Retry-After", "1");
+        (void)MHD_queue_response(rq->conn, status, resp);
+        MHD_destroy_response(resp);
+        rq->replied = true;
+        rq->status = status;
+}
+
+void reply_text(struct request *rq, unsigned status, struct strbuf *sb)
+{
+        char *text = NULL;
+        size_t len = 0;
+
+        if (rq->replied)
+                return;
+        if (strbuf_detach(sb, &text, &len) < 0)
+                status = 500;
+        queue(rq, status, text, len);
+}
+
+void reply_json(struct request *rq, unsigned status, struct jv *body)
+{
         char *text = NULL;
 
         if (rq->replied)
@@ -26,21 +60,7 @@ void reply_json(struct request *rq, unsigned status, struct jv *body)
                 status = 500;
         }
         jv_unref(body);
-        if (!text)
-                resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-        else
-                resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-        if (!resp) {
-                free(text);
-                return;
-        }
-        (void)MHD_add_response_header(resp, "Content-Type", "application/json");
-        if (status == 401)
-                (void)MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
-        (void)MHD_queue_response(rq->conn, status, resp);
-        MHD_destroy_response(resp);
-        rq->replied = true;
-        rq->status = status;
+        queue(rq, status, text, text ? strlen(text) : 0);
 }
 
 static struct jv *error_body(const char *code, const char *message, enum b4_code reg)

@@ -18,41 +18,31 @@
 
 #define MAX_CALLS_PER_RUN 256
 
-static struct jv *cancelled_result(void)
-{
-        struct jv *r = jv_object_new(), *e = jv_object_new();
+#define CANCELLED_RESULT \
+ "{\"ok\":false,\"error\":{\"code\":\"cancelled\",\"message\":\"the run was cancelled\"}}"
 
-        (void)jv_object_set_new(e, "code", jv_string_new("cancelled"));
-        (void)jv_object_set_new(e, "message", jv_string_new("the run was cancelled"));
-        (void)jv_object_set_new(r, "ok", jv_bool_new(false));
-        (void)jv_object_set_new(r, "error", e);
-        return r;
-}
-
-/* One call: its result object, or NULL with a reply queued (an internal failure). */
-static struct jv *run_one(struct request *rq,
-                          struct b4_run *run,
-                          const char *tool,
-                          const struct jv *args)
+/*
+ * One call: its result document (JSON text, the tools layer's own, passed through without
+ * re-parsing), or NULL with a reply queued (an internal failure).
+ */
+static char *run_one(struct request *rq,
+                     struct b4_run *run,
+                     const char *tool,
+                     const struct jv *args)
 {
-        cleanup_free char *args_json = NULL, *result_json = NULL;
+        cleanup_free char *args_json = NULL;
         struct b4_error err = { 0 };
-        struct jv *result = NULL;
+        char *result = NULL;
         uint64_t t0 = now_usec();
 
         if (b4_cancel_is_set(b4_run_cancel_token(run)))
-                return cancelled_result();
+                return strdup(CANCELLED_RESULT);
         if (jv_dump(args, 0, &args_json) < 0 ||
-            b4_run_call(run, tool, args_json, &result_json, &err) < 0) {
+            b4_run_call(run, tool, args_json, &result, &err) < 0) {
                 reply_b4_error(rq, &err);
                 return NULL;
         }
-        if (jv_parse(result_json, strlen(result_json), &result, &err) < 0) {
-                reply_error(rq, 500, "internal_error", "tool '%s' returned malformed JSON", tool);
-                return NULL;
-        }
-        metrics_tool_call(rq->srv->metrics, tool, jv_is_true(jv_object_get(result, "ok")),
-                          now_usec() - t0);
+        metrics_tool_call(rq->srv->metrics, tool, b4_tools_result_is_ok(result), now_usec() - t0);
         return result;
 }
 
@@ -91,52 +81,71 @@ static bool calls_valid(struct request *rq, const struct jv *calls)
         return true;
 }
 
+/* Run every call of @calls, appending results to @out ("[r1,r2,...]"). */
+static bool run_calls(struct request *rq,
+                      struct b4_run *run,
+                      const struct jv *calls,
+                      struct strbuf *out)
+{
+        bool ok = strbuf_addc(out, '[') >= 0;
+
+        for (size_t i = 0; ok && i < jv_array_size(calls); i++) {
+                struct jv *c = jv_array_get(calls, i);
+                cleanup_(jv_unrefp) struct jv *empty = jv_object_new();
+                struct jv *args = jv_object_get(c, "args");
+                cleanup_free char *res =
+                        run_one(rq, run, jv_string(jv_object_get(c, "tool")), args ? args : empty);
+                if (!res)
+                        return false;
+                ok = (i == 0 || strbuf_addc(out, ',') >= 0) && strbuf_adds(out, res) >= 0;
+        }
+        if (!ok || strbuf_addc(out, ']') < 0) {
+                reply_error(rq, 500, "internal_error", "results too large");
+                return false;
+        }
+        return true;
+}
+
 void route_runs(struct request *rq)
 {
         static const char *const known[] = { "calls", NULL };
         cleanup_(jv_unrefp) struct jv *body = request_json_object(rq);
         struct b4_run *run = NULL;
-        struct jv *results, *root;
+        struct strbuf out;
+        bool ok;
 
         if (!body || !request_known_keys(rq, body, known))
                 return;
         struct jv *calls = jv_object_get(body, "calls");
         if (!calls_valid(rq, calls) || !begin(rq, &run))
                 return;
-        results = jv_array_new();
-        for (size_t i = 0; results && i < jv_array_size(calls); i++) {
-                struct jv *c = jv_array_get(calls, i);
-                struct jv *args = jv_object_get(c, "args");
-                struct jv *empty = args ? NULL : jv_object_new();
-                struct jv *res =
-                        run_one(rq, run, jv_string(jv_object_get(c, "tool")), args ? args : empty);
-                jv_unref(empty);
-                if (!res) {
-                        jv_unref(results);
-                        b4_run_end(run);
-                        return;
-                }
-                (void)jv_array_append_new(results, res);
-        }
+        strbuf_init(&out, RESPONSE_MAX_BYTES);
+        ok = strbuf_adds(&out, "{\"results\":") >= 0 && run_calls(rq, run, calls, &out) &&
+             strbuf_addc(&out, '}') >= 0;
         b4_run_end(run);
-        root = jv_object_new();
-        (void)jv_object_set_new(root, "results", results);
-        reply_json(rq, 200, root);
+        if (ok)
+                reply_text(rq, 200, &out);
+        strbuf_release(&out);
 }
 
 void route_tool(struct request *rq)
 {
         cleanup_(jv_unrefp) struct jv *args =
                 rq->body.len ? request_json_object(rq) : jv_object_new();
+        cleanup_free char *res = NULL;
         struct b4_run *run = NULL;
-        struct jv *res;
+        struct strbuf out;
 
         if (!args || !begin(rq, &run))
                 return;
         res = run_one(rq, run, rq->params[1], args);
         b4_run_end(run);
-        if (res)
-                reply_json(rq, 200, res);
+        if (!res)
+                return;
+        out = (struct strbuf){ .buf = TAKE_PTR(res), .max = RESPONSE_MAX_BYTES };
+        out.len = out.cap = strlen(out.buf);
+        reply_text(rq, 200, &out);
+        strbuf_release(&out);
 }
 
 /*
@@ -151,7 +160,6 @@ void route_permissions(struct request *rq)
         cleanup_free char *result_json = NULL;
         struct b4_error err = { 0 };
         struct b4_run *run = NULL;
-        struct jv *res = NULL;
         int r;
 
         if (!body || !request_known_keys(rq, body, known))
@@ -176,9 +184,8 @@ void route_permissions(struct request *rq)
                 reply_b4_error(rq, &err);
                 return;
         }
-        if (jv_parse(result_json, strlen(result_json), &res, &err) < 0) {
-                reply_error(rq, 500, "internal_error", "malformed tool result");
-                return;
-        }
-        reply_json(rq, 200, res);
+        struct strbuf out = { .buf = TAKE_PTR(result_json), .max = RESPONSE_MAX_BYTES };
+        out.len = out.cap = strlen(out.buf);
+        reply_text(rq, 200, &out);
+        strbuf_release(&out);
 }

@@ -12,8 +12,9 @@
 #include "json/json.h"
 #include "server.h"
 
-#define TOOL_BODY_MAX_BYTES (32u * 1024u * 1024u)
-#define MAX_PATH_PARAMS     2
+#define RESPONSE_MAX_BYTES     (256u * 1024u * 1024u) /* a run's results, all calls */
+#define INSPECT_BODY_MAX_BYTES (64u * 1024u)          /* reference INSPECT_BODY_MAX_BYTES */
+#define MAX_PATH_PARAMS        2
 
 struct principal;
 struct metrics;
@@ -33,15 +34,25 @@ struct server {
 struct request;
 typedef void route_fn(struct request *rq);
 
+enum route_body {
+        ROUTE_BODY_DEFAULT = 0, /* server.maxBodyBytes */
+        ROUTE_BODY_TOOL,        /* server.maxToolBodyBytes */
+        ROUTE_BODY_UPLOAD,      /* sandbox.stagedWorkspaces.maxUploadBytes */
+        ROUTE_BODY_INSPECT,     /* INSPECT_BODY_MAX_BYTES (reference §6.2: 64 KiB) */
+};
+
 struct route {
         const char *method;
-        const char *pattern; /* "/threads/{}/tools/{}": {} matches one segment */
-        unsigned op;         /* enum b4_access_op bit, 0 = no policy check */
-        bool thread_scoped;  /* the first parameter is a thread id to authorise */
-        bool read_op;        /* a refusal answers 404, never 403 */
-        uint64_t max_body;   /* 0 = the server's max_body_bytes */
+        const char *pattern;  /* "/threads/{}/tools/{}": {} matches one segment */
+        unsigned op;          /* enum b4_access_op bit, 0 = no policy check */
+        bool thread_scoped;   /* the first parameter is a thread id to authorise */
+        bool read_op;         /* a refusal answers 404, never 403 */
+        enum route_body body; /* which configured cap bounds the request body */
         route_fn *handler;
-        const char *name; /* for metrics and logs */
+        const char *name;                  /* for metrics and logs */
+        bool (*begin)(struct request *rq); /* optional headers-phase check after the policy;
+                                              false = it replied */
+        void (*end)(struct request *rq);   /* optional; when the request is freed */
 };
 
 struct request {
@@ -54,12 +65,17 @@ struct request {
         struct b4_thread_row thread;       /* loaded for thread-scoped routes */
         struct strbuf body;
         bool body_too_large;
+        bool holds_upload_slot; /* routes-staged.c */
         bool replied;
         uint64_t started_us;
+        char method[8]; /* for the request log */
+        char path[256]; /* for the request log, truncated */
         unsigned status;
 };
 
 /* ---- replies (http-status.c) ---- */
+/* Reply with JSON text already built in @sb (its buffer is taken). */
+void reply_text(struct request *rq, unsigned status, struct strbuf *sb);
 /* Reply with @body (reference taken). */
 void reply_json(struct request *rq, unsigned status, struct jv *body);
 /* {"error":{"message","kind":"request_error","details":{"code"}}}; counted in metrics. */
@@ -94,6 +110,16 @@ void route_thread_cancel(struct request *rq);
 void route_runs(struct request *rq);
 void route_tool(struct request *rq);
 void route_permissions(struct request *rq);
+/* routes-staged.c */
+void route_source_put(struct request *rq);
+bool staged_put_begin(struct request *rq);
+void staged_put_end(struct request *rq);
+uint64_t staged_upload_cap(const struct request *rq);
+void route_workspace_inspect(struct request *rq);
+/* The inspect route's headers-phase checks (its .begin hook); replies and returns false. */
+bool route_inspect_admit(struct request *rq);
+/* Wait (at most @timeout_ms) for workspace reads abandoned at their deadline to finish. */
+void inspect_workers_drain(uint64_t timeout_ms);
 /* The JSON view of a thread row. */
 struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row);
 

@@ -25,6 +25,9 @@
 #include "base/time-util.h"
 #include "server-internal.h"
 
+/* How long server_free() waits for abandoned workspace reads (their tokens are fired). */
+#define INSPECT_DRAIN_MS 30000u
+
 /* ---- listening ---- */
 
 static int listen_unix(struct server *s, const char *path, struct b4_error *err)
@@ -198,6 +201,8 @@ static void request_free(struct request *rq)
 {
         if (!rq)
                 return;
+        if (rq->route && rq->route->end)
+                rq->route->end(rq);
         for (size_t i = 0; i < MAX_PATH_PARAMS; i++)
                 free(rq->params[i]);
         b4_thread_row_clear(&rq->thread);
@@ -232,7 +237,19 @@ static bool find_route(struct request *rq, const char *url, const char *method)
 
 static uint64_t route_body_cap(const struct request *rq)
 {
-        return rq->route->max_body ? rq->route->max_body : rq->srv->config->server.max_body_bytes;
+        const struct b4_server_config *sc = &rq->srv->config->server;
+
+        switch (rq->route->body) {
+        case ROUTE_BODY_UPLOAD:
+                return staged_upload_cap(rq);
+        case ROUTE_BODY_TOOL:
+                return sc->max_tool_body_bytes;
+        case ROUTE_BODY_INSPECT:
+                return INSPECT_BODY_MAX_BYTES;
+        case ROUTE_BODY_DEFAULT:
+                break;
+        }
+        return sc->max_body_bytes;
 }
 
 /* Phase 1. Returns false when a reply was queued. */
@@ -244,6 +261,8 @@ static bool request_begin(struct request *rq, const char *url, const char *metho
         if (!find_route(rq, url, method))
                 return false;
         if (!access_check(rq))
+                return false;
+        if (rq->route->begin && !rq->route->begin(rq))
                 return false;
         cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && safe_atou64(cl, &n) >= 0 && n > route_body_cap(rq)) {
@@ -274,6 +293,11 @@ static enum MHD_Result on_request(void *cls,
                 rq->srv = cls;
                 rq->conn = conn;
                 rq->started_us = now_usec();
+                (void)snprintf(rq->method, sizeof(rq->method), "%s", method);
+                (void)snprintf(rq->path, sizeof(rq->path), "%s", url);
+                for (char *c = rq->path; *c; c++) /* no log injection */
+                        if ((unsigned char)*c < 0x20 || *c == '"' || *c == '\\' || *c == 0x7f)
+                                *c = '?';
                 *con_cls = rq;
                 (void)request_begin(rq, url, method);
                 return MHD_YES;
@@ -300,6 +324,19 @@ static enum MHD_Result on_request(void *cls,
         return MHD_YES;
 }
 
+/* One structured line per request on stderr (the daemon is the logging layer). */
+static void log_request(const struct request *rq, enum MHD_RequestTerminationCode toe)
+{
+        double ms = (double)(now_usec() - rq->started_us) / 1000.0;
+
+        fprintf(stderr,
+                "level=info msg=request method=%s path=\"%s\" route=%s status=%u ms=%.2f "
+                "principal=%s%s\n",
+                rq->method, rq->path, rq->route ? rq->route->name : "-", rq->status, ms,
+                rq->principal_name ? rq->principal_name : "-",
+                toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=true");
+}
+
 static void on_completed(void *cls,
                          struct MHD_Connection *conn,
                          void **con_cls,
@@ -307,9 +344,11 @@ static void on_completed(void *cls,
 {
         struct request *rq = *con_cls;
 
-        if (rq)
+        if (rq) {
                 metrics_request(rq->srv->metrics, rq->route ? rq->route->name : "unmatched",
                                 rq->status);
+                log_request(rq, toe);
+        }
         request_free(rq);
         *con_cls = NULL;
 }
@@ -360,6 +399,7 @@ struct server *server_free(struct server *s)
                 return NULL;
         if (s->mhd)
                 MHD_stop_daemon(s->mhd);
+        inspect_workers_drain(INSPECT_DRAIN_MS);
         safe_close(s->listen_fd);
         if (s->unix_path)
                 (void)unlink(s->unix_path);

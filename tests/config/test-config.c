@@ -21,6 +21,7 @@
 #include "b4box/b4.h"
 
 #include "b4-test.h"
+#include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strv.h"
 
@@ -313,6 +314,70 @@ static void test_config_error_cap(void **state)
         strv_free(errors);
 }
 
+#ifdef B4_FAULT_INJECTION
+/* Fail allocation 1, 2, ... N: every run returns 0, -EINVAL or -ENOMEM and leaks nothing. */
+static void torture(const char *json, int want)
+{
+        int r = -ENOMEM;
+
+        for (long n = 0; r == -ENOMEM && n < 100000; n++) {
+                struct b4_config *cfg = NULL;
+                char **errors = NULL;
+
+                alloc_fail_after(n);
+                r = parse(json, &cfg, &errors);
+                alloc_fail_after(-1);
+                assert_true(r == want || r == -ENOMEM);
+                if (r == -ENOMEM) {
+                        assert_null(cfg);
+                        assert_null(errors);
+                }
+                b4_config_free(cfg);
+                strv_free(errors);
+        }
+        assert_int_equal(r, want);
+}
+
+static void test_config_alloc_failures(void **state)
+{
+        torture("{\"server\": {\"listen\": \"unix:s\"}, \"sandbox\": {\"provider\": {\"type\": "
+                "\"kubernetes\", \"scope\": \"s\", \"image\": \"i\", \"images\": [\"a\"]},"
+                " \"env\": {\"A\": \"1\"}, \"network\": {\"mode\": \"allow\", \"denylist\": [\"x\"]},"
+                " \"thread\": {\"targets\": {\"key\": \"k\", \"values\": {\"v\": {\"workspace\":"
+                " {\"source\": {\"directory\": \".\", \"include\": [\"a\", \"b\"], \"files\":"
+                " [{\"path\": \"c\", \"text\": \"x\"}]}, \"environmentLinks\": [{\"path\": \"l\","
+                " \"target\": \"/t\"}]}, \"policy\": {\"env\": {\"B\": \"2\"}}, \"permissions\":"
+                " {\"allow\": {\"bash\": [\"ls\"]}}}}, \"default\": {\"workspace\": {\"source\":"
+                " {\"directory\": \".\", \"include\": []}}}}}, \"stagedWorkspaces\": true},"
+                " \"permissions\": {\"allow\": {\"bash\": [\"git \"]}},"
+                " \"threadAccess\": {\"principals\": [{\"name\": \"a\", \"tokenFile\": \"t\","
+                " \"operations\": [\"thread.run\"]}]}}",
+                0);
+        torture("{\"sandbox\": {\"provider\": {\"type\": \"x\"}, \"a\": 1, \"b\": 2,"
+                " \"workspace\": {\"command\": [\"bin/x\"]}}, \"c\": 3}",
+                -EINVAL);
+}
+#endif
+
+static void test_config_examples(void **state)
+{
+        static const char *const names[] = { "fake.json", "native.json" };
+        const char *src = getenv("B4BOX_SRCDIR");
+
+        assert_non_null(src);
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                cleanup_free char *path = NULL;
+                struct b4_error err = { 0 };
+                struct b4_config *cfg = NULL;
+                char **errors = NULL;
+
+                assert_true(asprintf(&path, "%s/examples/%s", src, names[i]) > 0);
+                assert_int_equal(b4_config_load(path, &cfg, &errors, &err), 0);
+                assert_string_equal(cfg->sandbox.provider.scope, "example");
+                b4_config_free(cfg);
+        }
+}
+
 /* ---- data-driven cases ---- */
 
 struct tcase {
@@ -457,6 +522,10 @@ int main(void)
                 cmocka_unit_test(test_config_number_quoting),
                 cmocka_unit_test(test_config_load),
                 cmocka_unit_test(test_config_error_cap),
+#ifdef B4_FAULT_INJECTION /* cmocka's TAP skip reads as a failure to meson */
+                cmocka_unit_test(test_config_alloc_failures),
+#endif
+                cmocka_unit_test(test_config_examples),
                 cmocka_unit_test(test_config_data_files),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,6 +14,7 @@ done_testing() { echo "1..$TAP_N"; [ "$TAP_FAILED" -eq 0 ]; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/b4it.XXXXXX")
 SERVER_PID=
 cleanup() {
+        [ -n "${KEEP_LOG:-}" ] && cp "$WORK/server.log" "$KEEP_LOG" 2>/dev/null
         [ -n "$SERVER_PID" ] && kill -TERM "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
         rm -rf "$WORK"
 }

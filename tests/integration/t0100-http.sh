@@ -4,12 +4,15 @@
 B4BOX=${B4BOX:?}
 . "$(dirname "$0")/lib.sh"
 
-start_server '{"sandbox": {"provider": {"type": "fake", "scope": "it"}}, "permissions": {"mode": "bypass"}}' ||
+start_server '{"server": {"maxToolBodyBytes": 65536}, "sandbox": {"provider": {"type": "fake", "scope": "it"}}, "permissions": {"mode": "bypass"}}' ||
         { not_ok "server starts"; done_testing; exit 1; }
 ok "server starts on a unix socket"
 
 req GET /healthz
 check "healthz answers 200" [ "$STATUS" = 200 ]
+"$B4BOX" -c "$WORK/b4box.json" --state "$WORK/state" serve --listen "unix:$WORK/sock2" 2>"$WORK/second.err"; rc=$?
+check "a second server on the same state dir fails at once" \
+        [ "$rc" = 1 ] && grep -q "is in use by another b4box process (pid $SERVER_PID)" "$WORK/second.err"
 
 req POST /threads '{}'
 check "create without an id generates one" [ "$STATUS" = 201 ]
@@ -35,6 +38,10 @@ check "create body over 1 MiB is 413" [ "$STATUS" = 413 ]
 
 req POST /threads "@$WORK/big.json" -H 'Transfer-Encoding: chunked'
 check "a chunked body over the cap is 413 too" [ "$STATUS" = 413 ]
+
+{ printf '{"path": "big", "content": "'; head -c 70000 /dev/zero | tr '\0' a; printf '"}'; } > "$WORK/big-tool.json"
+req POST /threads/a/tools/writeFile "@$WORK/big-tool.json"
+check "a tool call over server.maxToolBodyBytes is 413" [ "$STATUS" = 413 ]
 
 req POST /threads/a/tools/writeFile '{"path": "x.txt", "content": "hi"}'
 check "writeFile succeeds" [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" ok)" = true ]
@@ -78,6 +85,18 @@ req POST /threads '{"thread_id": "a"}'
 check "the id can be reused" [ "$STATUS" = 201 ]
 req POST /threads/a/tools/readFile '{"path": "x.txt"}'
 check "and starts with an empty workspace" [ "$(json_get "$BODY" ok)" = false ]
+
+out=$("$B4BOX" threads --server "unix:$SOCK" create --id cli-made --metadata '{"k":"v"}')
+check "b4box threads create through the server" [ "$(json_get "$out" metadata.k)" = v ]
+out=$(B4BOX_URL="unix:$SOCK" "$B4BOX" threads ls)
+check "b4box threads ls (B4BOX_URL)" grep -q cli-made <<<"$out"
+out=$("$B4BOX" threads --server "unix:$SOCK" show cli-made)
+check "b4box threads show" [ "$(json_get "$out" thread_id)" = cli-made ]
+"$B4BOX" threads --server "unix:$SOCK" show nope 2>"$WORK/err"; rc=$?
+check "b4box threads show of a missing thread fails with the server's message" \
+        [ "$rc" = 1 ] && grep -q "thread_not_found" "$WORK/err"
+out=$("$B4BOX" threads --server "unix:$SOCK" rm cli-made)
+check "b4box threads rm" [ "$(json_get "$out" deleted)" = true ]
 
 req GET /metrics
 check "metrics count tool calls" grep -q 'b4box_tool_calls_total{tool="writeFile",ok="true"} 2' <<<"$BODY"

@@ -7,17 +7,20 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "b4box/b4.h"
 
 #include "b4-test.h"
+#include "base/hash.h"
 
 struct ctx {
         char *state;
@@ -56,9 +59,35 @@ static int group_setup(void **state)
         return C.p ? 0 : -1;
 }
 
-static const char *const threads[] = { "t-id",   "t-fs",   "t-a",     "t-b",     "t-time",
-                                       "t-cap",  "t-life", "t-adopt", "t-bomb",  "t-mem",
-                                       "t-read", "t-conc", "t-env",   "t-cancel" };
+static const char *const threads[] = { "t-id",   "t-fs",     "t-a",    "t-b",    "t-time", "t-cap",
+                                       "t-life", "t-adopt",  "t-bomb", "t-mem",  "t-read", "t-conc",
+                                       "t-env",  "t-cancel", "t-rel",  "t-deny", "t-tree" };
+
+/* Keeper records left after every thread was destroyed: a thread the test forgot. Killed
+ * here so nothing outlives the run, and reported as a teardown failure. */
+static int leaked_keepers(void)
+{
+        char *cmd = NULL;
+        int n = 0;
+        FILE *f;
+        char line[256];
+
+        if (asprintf(&cmd, "cat %s/native/run/*.keeper 2>/dev/null", C.state) < 0)
+                return 0;
+        f = popen(cmd, "r"); /* checksrc: allow (test) */
+        free(cmd);
+        while (f && fgets(line, sizeof(line), f)) {
+                int pid = 0;
+                if (sscanf(line, "v%*d %d", &pid) == 1 && pid > 1) {
+                        fprintf(stderr, "# leaked keeper pid %d\n", pid);
+                        (void)kill(pid, SIGKILL);
+                        n++;
+                }
+        }
+        if (f)
+                pclose(f);
+        return n;
+}
 
 static int group_teardown(void **state)
 {
@@ -70,9 +99,10 @@ static int group_teardown(void **state)
                 if (b4_provider_destroy(C.p, threads[i], &err) < 0)
                         fprintf(stderr, "# destroy %s: %s\n", threads[i], err.msg);
         C.p = b4_provider_free(C.p);
+        int leaked = leaked_keepers();
         b4_test_rmrf(C.state);
         free(C.state);
-        return 0;
+        return leaked ? -1 : 0;
 }
 
 #define REQUIRE_ROOT()                        \
@@ -189,6 +219,14 @@ static void test_filesystem_inside(void **state)
         assert_non_null(strstr(out, "urandom"));
         assert_non_null(strstr(out, "ptmx"));
         free(out);
+        out = out_of(sb, "grep -o '^ *[a-z0-9]*:' /proc/net/dev | tr -d ' '", &code);
+        assert_string_equal(out, "lo:\neth0:\n"); /* allow: the veth, nothing else */
+        free(out);
+        b4_sandbox_unref(sb);
+        struct b4_policy deny;
+        b4_policy_init(&deny);
+        deny.network = B4_NETWORK_DENY;
+        sb = acquire("t-deny", &deny);
         out = out_of(sb, "grep -c : /proc/net/dev; grep -o '^ *[a-z0-9]*:' /proc/net/dev", &code);
         assert_string_equal(out, "1\n    lo:\n");
         free(out);
@@ -272,6 +310,98 @@ static void test_exit_codes_and_timeout(void **state)
         b4_exec_result_clear(&res);
         b4_sandbox_unref(sb);
         b4_policy_clear(&pol);
+}
+
+/* The host id of @thread: what its cgroups are named by. */
+static void host_id(const char *thread, char hid[SHA256_HEX_LEN + 1])
+{
+        char id[41], *nat = NULL, *key = NULL, *real;
+
+        assert_int_equal(b4_resource_id(C.scope, thread, id), 0);
+        assert_true(asprintf(&nat, "%s/native", C.state) > 0);
+        real = realpath(nat, NULL);
+        assert_non_null(real);
+        assert_true(asprintf(&key, "%s/%s", real, id) > 0);
+        sha256_hex(key, strlen(key), hid);
+        hid[40] = '\0';
+        free(nat);
+        free(real);
+        free(key);
+}
+
+/* Whether the cgroup dir @dir lists any process. */
+static bool cg_populated(const char *dir)
+{
+        char path[256];
+        int c;
+        FILE *f;
+
+        (void)snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+        f = fopen(path, "r");
+        if (!f)
+                return false;
+        c = fgetc(f);
+        fclose(f);
+        return c != EOF;
+}
+
+/* Command cgroups of @thread that still exist (v1 freezer layout; only those with processes
+ * in them when @populated), or -1 when the host has no v1 freezer hierarchy. */
+static int command_cgroups(const char *thread, bool populated)
+{
+        char pat[160], hid[SHA256_HEX_LEN + 1];
+        glob_t g;
+        int n = 0;
+
+        if (access("/sys/fs/cgroup/freezer/cgroup.procs", F_OK) < 0)
+                return -1;
+        host_id(thread, hid);
+        (void)snprintf(pat, sizeof(pat), "/sys/fs/cgroup/freezer/b4box/%s/c*", hid);
+        if (glob(pat, GLOB_ONLYDIR, NULL, &g) != 0)
+                return 0;
+        for (size_t i = 0; i < g.gl_pathc; i++)
+                n += !populated || cg_populated(g.gl_pathv[i]);
+        globfree(&g);
+        return n;
+}
+
+#define COUNT_PROCS(args)                                                                   \
+ "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' <$f; echo; done | grep -c '^" args " $'; " \
+ "exit 0"
+
+static void test_kill_tree(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_error err = { 0 };
+        struct b4_exec_result res = { 0 };
+        struct b4_sandbox *sb = acquire("t-tree", NULL);
+        struct b4_exec_req req = { .command = "setsid sh -c 'sleep 1111' & sleep 60",
+                                   .timeout_ms = 700 };
+
+        /* the escapee leaves the command's session and process group: its cgroup kills it */
+        assert_int_equal(run_req(sb, &req, &res), 124);
+        b4_exec_result_clear(&res);
+        assert_int_equal(run(sb, COUNT_PROCS("sleep 1111"), &res), 0);
+        assert_string_equal(res.out, "0\n");
+        b4_exec_result_clear(&res);
+        /* a command that finished normally leaves its background jobs running */
+        assert_int_equal(
+                run(sb, "setsid sleep 2222 >/dev/null 2>&1 & sleep 3333 >/dev/null &", &res), 0);
+        b4_exec_result_clear(&res);
+        assert_int_equal(run(sb, COUNT_PROCS("sleep [23]\\{4\\}"), &res), 0);
+        assert_string_equal(res.out, "2\n");
+        b4_exec_result_clear(&res);
+        /* that command's cgroup holds its jobs; the others were removed or are one empty
+         * spare kept for reuse; release removes them all */
+        int n = command_cgroups("t-tree", true);
+        if (n >= 0) {
+                assert_int_equal(n, 1);
+                n = command_cgroups("t-tree", false);
+                assert_true(n == 1 || n == 2);
+        }
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_release(C.p, "t-tree", &err), 0);
+        assert_true(command_cgroups("t-tree", false) <= 0);
 }
 
 static void *fire_later(void *arg)
@@ -431,6 +561,53 @@ static void test_fs_ops(void **state)
         b4_sandbox_unref(sb);
 }
 
+static void test_walk_and_read_files(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_sandbox *sb = acquire("t-fs", NULL);
+        struct b4_fs *fs = b4_sandbox_fs(sb);
+        struct b4_exec_result res = { 0 };
+        struct b4_error err = { 0 };
+        struct b4_walk_entry *e = NULL;
+        struct b4_blob *b = NULL;
+        size_t n = 0;
+        char *prune[] = { (char *)"node_modules", NULL };
+
+        assert_int_equal(
+                run(sb,
+                    "mkdir -p /workspace/w/a/b /workspace/w/node_modules/x && "
+                    "echo 12 > /workspace/w/a/b/f && ln -s ../a /workspace/w/l && "
+                    "echo z > /workspace/w/node_modules/x/y && chmod +x /workspace/w/a/b/f",
+                    &res),
+                0);
+        b4_exec_result_clear(&res);
+        assert_int_equal(b4_fs_walk(fs, "/workspace/w", 100, prune, &e, &n, &err), 0);
+        assert_int_equal(n, 5);
+        assert_string_equal(e[0].path, "a");
+        assert_int_equal(e[0].st.kind, B4_FILE_DIRECTORY);
+        assert_string_equal(e[1].path, "a/b");
+        assert_string_equal(e[2].path, "a/b/f");
+        assert_int_equal(e[2].st.size, 3);
+        assert_true(e[2].st.executable);
+        assert_string_equal(e[3].path, "l");
+        assert_int_equal(e[3].st.kind, B4_FILE_SYMLINK);
+        assert_string_equal(e[3].st.target, "../a");
+        assert_string_equal(e[4].path, "node_modules"); /* reported, not descended */
+        b4_walk_entries_free(e, n);
+        assert_int_equal(b4_fs_walk(fs, "/workspace/w", 3, NULL, &e, &n, &err), -E2BIG);
+        struct b4_read_req reqs[] = { { "/workspace/w/a/b/f", 10 },
+                                      { "/workspace/w/missing", 10 },
+                                      { "/workspace/w/a/b/f", 2 },
+                                      { "/workspace/w/a", 10 } };
+        assert_int_equal(b4_fs_read_files(fs, reqs, 4, &b, &err), 0);
+        assert_string_equal(b[0].data, "12\n");
+        assert_int_equal(b[1].error, -ENOENT);
+        assert_int_equal(b[2].error, -EFBIG);
+        assert_int_equal(b[3].error, -EISDIR);
+        b4_blobs_free(b, 4);
+        b4_sandbox_unref(sb);
+}
+
 static pid_t keeper_pid(const char *thread)
 {
         char id[41], *p = NULL;
@@ -443,10 +620,30 @@ static pid_t keeper_pid(const char *thread)
         free(p);
         if (!f)
                 return 0;
-        if (fscanf(f, "v1 %d", &pid) != 1)
+        if (fscanf(f, "v%*d %d", &pid) != 1)
                 pid = 0;
         fclose(f);
         return pid;
+}
+
+/* Rewrite a thread's keeper record as an older build wrote it ("v1 ..."). */
+static void mark_record_v1(const char *thread)
+{
+        char id[41], *p = NULL, buf[256];
+        FILE *f;
+        size_t n;
+
+        assert_int_equal(b4_resource_id(C.scope, thread, id), 0);
+        assert_true(asprintf(&p, "%s/native/run/%s.keeper", C.state, id) > 0);
+        f = fopen(p, "re");
+        assert_non_null(f);
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        assert_true(n > 3 && buf[0] == 'v' && buf[1] == '2');
+        buf[1] = '1';
+        assert_int_equal(b4_test_write(p, buf), 0);
+        free(p);
 }
 
 static void test_release_and_destroy(void **state)
@@ -505,6 +702,18 @@ static void test_adoption(void **state)
         b4_exec_result_clear(&res);
         b4_sandbox_unref(sb);
         b4_provider_free(p2);
+        /* a keeper recorded by an older build (record v1, no command cgroups) is replaced */
+        mark_record_v1("t-adopt");
+        C.p = new_provider();
+        sb = acquire("t-adopt", NULL);
+        assert_int_not_equal(keeper_pid("t-adopt"), first);
+        assert_int_equal(kill(first, 0), -1);
+        first = keeper_pid("t-adopt");
+        assert_int_equal(run(sb, "cat /workspace/v", &res), 0);
+        assert_string_equal(res.out, "v\n");
+        b4_exec_result_clear(&res);
+        b4_sandbox_unref(sb);
+        b4_provider_free(C.p);
         /* a third with a different identity replaces it, keeping the workspace */
         C.p = new_provider();
         b4_policy_init(&pol);
@@ -543,6 +752,28 @@ static void test_fork_bomb_and_memory(void **state)
         assert_int_equal(run(sb, "echo ok", &res), 0);
         assert_string_equal(res.out, "ok\n");
         b4_exec_result_clear(&res);
+        /* a keeper that can no longer fork (pids.max reached) is replaced, the thread lives on */
+        char id[41], hid[SHA256_HEX_LEN + 1], *knob = NULL, *key = NULL, *nat = NULL, *real;
+        assert_int_equal(b4_resource_id(C.scope, "t-bomb", id), 0);
+        assert_true(asprintf(&nat, "%s/native", C.state) > 0);
+        real = realpath(nat, NULL);
+        assert_non_null(real);
+        assert_true(asprintf(&key, "%s/%s", real, id) > 0);
+        sha256_hex(key, strlen(key), hid); /* the cgroup is named by the host id */
+        hid[40] = '\0';
+        assert_true(asprintf(&knob, "/sys/fs/cgroup/pids/b4box/%s/pids.max", hid) > 0);
+        free(nat);
+        free(real);
+        free(key);
+        if (access(knob, W_OK) == 0) {
+                pid_t before = keeper_pid("t-bomb");
+                assert_int_equal(b4_test_write(knob, "1"), 0);
+                assert_int_equal(run(sb, "echo recovered", &res), 0);
+                assert_string_equal(res.out, "recovered\n");
+                b4_exec_result_clear(&res);
+                assert_int_not_equal(keeper_pid("t-bomb"), before);
+        }
+        free(knob);
         /* exceeding the memory limit kills the command, not the keeper or the host */
         assert_int_not_equal(
                 run(sb, "v=$(head -c 300000000 /dev/zero | tr '\\0' a); echo ${#v}", &res), 0);
@@ -625,12 +856,112 @@ static void test_concurrent_acquire(void **state)
         assert_true(keeper_pid("t-conc") > 0);
 }
 
+static void copy_file(const char *from, const char *root, const char *rel)
+{
+        char *dst = NULL, *cmd = NULL;
+
+        assert_true(asprintf(&dst, "%s/%s", root, rel) > 0);
+        assert_true(asprintf(&cmd, "mkdir -p \"$(dirname '%s')\" && cp -L '%s' '%s'", dst, from,
+                             dst) > 0);
+        assert_int_equal(system(cmd), 0); /* checksrc: allow (test setup) */
+        free(dst);
+        free(cmd);
+}
+
+static void test_dir_image(void **state)
+{
+        REQUIRE_ROOT();
+        char *root = b4_test_tmpdir(), *image = NULL, *p = NULL;
+        struct b4_provider_config cfg = { .type = (char *)"native",
+                                          .scope = (char *)"dir-img",
+                                          .state_dir = C.state };
+        struct b4_provider *dp = NULL;
+        struct b4_error err = { 0 };
+        struct b4_exec_result res = { 0 };
+
+        copy_file("/usr/bin/dash", root, "bin/sh");
+        copy_file("/lib/x86_64-linux-gnu/libc.so.6", root, "lib/x86_64-linux-gnu/libc.so.6");
+        copy_file("/lib64/ld-linux-x86-64.so.2", root, "lib64/ld-linux-x86-64.so.2");
+        assert_true(asprintf(&p, "%s/etc", root) > 0);
+        assert_int_equal(mkdir(p, 0755), 0);
+        free(p);
+        assert_true(asprintf(&p, "%s/etc/shadow", root) > 0);
+        assert_int_equal(b4_test_write(p, "root:secret\n"), 0);
+        free(p);
+        assert_true(asprintf(&image, "dir:%s", root) > 0);
+        cfg.image = image;
+        if (b4_provider_new(&cfg, &dp, &err) < 0)
+                fail_msg("dir provider: %s", err.msg);
+        struct b4_provider *saved = C.p;
+        C.p = dp;
+        struct b4_sandbox *sb = acquire("t-dir", NULL);
+        assert_int_equal(run(sb,
+                             "echo /*; read l < /etc/shadow; echo \"[$l]\"; "
+                             "echo x > /bin/y || echo ro",
+                             &res),
+                         0);
+        assert_non_null(strstr(res.out, "/bin /dev /etc /lib /lib64 /proc /run /tmp /workspace"));
+        assert_null(strstr(res.out, "secret"));
+        assert_non_null(strstr(res.out, "ro\n"));
+        b4_exec_result_clear(&res);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_destroy(dp, "t-dir", &err), 0);
+        b4_provider_free(dp);
+        C.p = saved;
+        b4_test_rmrf(root);
+        free(root);
+        free(image);
+}
+
+struct long_run {
+        struct b4_sandbox *sb;
+        int r;
+        uint64_t ms;
+};
+
+static void *long_exec(void *arg)
+{
+        struct long_run *lr = arg;
+        struct b4_exec_req req = { .command = "sleep 60" };
+        struct b4_exec_result res = { 0 };
+        struct b4_error err = { 0 };
+        struct timespec a, b;
+
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        lr->r = b4_sandbox_exec(lr->sb, &req, &res, &err);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        lr->ms = (uint64_t)((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000);
+        b4_exec_result_clear(&res);
+        return NULL;
+}
+
+static void test_release_during_exec(void **state)
+{
+        REQUIRE_ROOT();
+        struct long_run lr = { .sb = acquire("t-rel", NULL) };
+        struct b4_error err = { 0 };
+        pthread_t th;
+
+        assert_int_equal(pthread_create(&th, NULL, long_exec, &lr), 0);
+        usleep(300 * 1000);
+        assert_int_equal(b4_provider_release(C.p, "t-rel", &err), 0);
+        pthread_join(th, NULL);
+        assert_int_equal(lr.r, -EIO); /* the command died with its keeper, release did not wait */
+        assert_true(lr.ms < 10000);
+        b4_sandbox_unref(lr.sb);
+}
+
 static void test_preflight(void **state)
 {
         REQUIRE_ROOT();
         struct b4_preflight pf = { 0 };
         struct b4_error err = { 0 };
         bool seen_seccomp = false, seen_allow = false;
+        FILE *f = fopen("/proc/sys/net/ipv4/ip_forward", "re");
+        bool fwd = f && fgetc(f) == '1';
+
+        if (f)
+                fclose(f);
 
         assert_int_equal(b4_provider_preflight(C.p, &pf, &err), 0);
         assert_true(pf.ok);
@@ -638,7 +969,10 @@ static void test_preflight(void **state)
                 if (strcmp(pf.controls[i].name, "seccomp") == 0)
                         seen_seccomp = pf.controls[i].state == B4_ENFORCED;
                 if (strcmp(pf.controls[i].name, "network allow") == 0)
-                        seen_allow = pf.controls[i].state == B4_NOT_ENFORCED;
+                        seen_allow =
+                                pf.controls[i].state ==
+                                (fwd && access("/usr/sbin/iptables", X_OK) == 0 ? B4_ENFORCED
+                                                                                : B4_NOT_ENFORCED);
         }
         assert_true(seen_seccomp);
         assert_true(seen_allow);
@@ -655,13 +989,17 @@ int main(void)
                 cmocka_unit_test(test_environment),
                 cmocka_unit_test(test_exit_codes_and_timeout),
                 cmocka_unit_test(test_cancel),
+                cmocka_unit_test(test_kill_tree),
                 cmocka_unit_test(test_output_cap),
                 cmocka_unit_test(test_fs_ops),
+                cmocka_unit_test(test_walk_and_read_files),
                 cmocka_unit_test(test_release_and_destroy),
                 cmocka_unit_test(test_adoption),
                 cmocka_unit_test(test_fork_bomb_and_memory),
                 cmocka_unit_test(test_reader),
                 cmocka_unit_test(test_concurrent_acquire),
+                cmocka_unit_test(test_release_during_exec),
+                cmocka_unit_test(test_dir_image),
                 cmocka_unit_test(test_preflight),
         };
 

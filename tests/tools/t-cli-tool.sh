@@ -26,9 +26,9 @@ check "writeFile" 0 '{"ok":true,"result":"wrote 2 bytes to x"}' \
         "${T[@]}" writeFile '{"path":"x","content":"hi"}'
 check "outside fails closed" 1 \
         '{"ok":false,"error":{"code":"B4_E3001","message":"Permission denied (fail-closed): /etc/passwd"}}' \
-        "${T[@]}" readFile '{"path":"../etc/passwd"}'
+        "${T[@]}" --mode non-interactive readFile '{"path":"../etc/passwd"}'
 check "allow rule" 0 \
-        '{"ok":true,"result":{"stdout":"hi\n","stderr":"","exitCode":0,"timedOut":false,"truncated":false,"durationMs":0}}' \
+        '{"ok":true,"result":{"stdout":"hi\n","stderr":"","exitCode":0,"timedOut":false,"cancelled":false,"truncated":false,"durationMs":0}}' \
         "${T[@]}" --allow 'bash:echo' runBash '{"command":"echo hi"}'
 check "deny rule" 1 \
         '{"ok":false,"error":{"code":"B4_E3001","message":"Permission denied by user: echo hi"}}' \

@@ -17,6 +17,14 @@ static void test_resource_id_vectors(void **state)
                 { "sandbox-test", "abc", "2b15794eccdd038fd62a47fecd25562bace17167" },
                 { "sandbox-test", "t", "f4d51473b06dae3d6b54cf4e19b525b611857dc2" },
                 { "sandbox-test", "t/1:x", "41a00726f986d0157225d6a0fa110c51019be3e4" },
+                /* ours, computed with node's JSON.stringify + sha256: escapes and UTF-8 */
+                { "app",
+                  "a\x1f"
+                  "b",
+                  "eb4e612a96b58697ced59ebfb281faa8e630e2b0" },
+                { "app", "tab\there", "ba35d2ae7c36384ced5860617ef0dd1d7e5fa189" },
+                { "app", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80",
+                  "b81ec5afe01dab186b1b8f8f4e64386caa1e2293" },
         };
 
         char id[41];

@@ -6,6 +6,7 @@
 
 #include "b4-test.h"
 #include "base/macro.h"
+#include "base/strbuf.h"
 #include "json/json.h"
 
 static void test_parse_rejects_duplicates(void **state)
@@ -52,6 +53,34 @@ static void test_quote_controls(void **state)
         assert_int_equal(jv_quote("\xff", &s), -EINVAL);
 }
 
+/* The fast writer escapes as JSON.stringify does (lowercase \u00xx, 0x7f and UTF-8 raw). */
+static void test_append_string_escapes(void **state)
+{
+        static const struct {
+                const char *in, *want;
+        } cases[] = {
+                { "", "\"\"" },
+                { "plain", "\"plain\"" },
+                { "q\"b\\s/", "\"q\\\"b\\\\s/\"" },
+                { "\x01\x1f\b\f\n\r\t", "\"\\u0001\\u001f\\b\\f\\n\\r\\t\"" },
+                { "h\xc3\xa9 \xf0\x9f\x98\x80\x7f", "\"h\xc3\xa9 \xf0\x9f\x98\x80\x7f\"" },
+        };
+        struct strbuf sb;
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                strbuf_init(&sb, STRBUF_UNLIMITED);
+                assert_int_equal(jv_append_string(&sb, cases[i].in, strlen(cases[i].in)), 0);
+                assert_string_equal(sb.buf, cases[i].want);
+                strbuf_release(&sb);
+        }
+        strbuf_init(&sb, STRBUF_UNLIMITED);
+        assert_int_equal(jv_append_string(&sb, "\xff", 1), -EINVAL);
+        assert_int_equal(sb.len, 0);
+        assert_int_equal(jv_append_string(&sb, "a\0b", 3), 0);
+        assert_string_equal(sb.buf, "\"a\\u0000b\"");
+        strbuf_release(&sb);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -59,6 +88,7 @@ int main(void)
                 cmocka_unit_test(test_safe_integer),
                 cmocka_unit_test(test_dump_sorted_compact),
                 cmocka_unit_test(test_quote_controls),
+                cmocka_unit_test(test_append_string_escapes),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static void set_msg(struct b4_error *err, const char *fmt, va_list ap)
+B4_PRINTF(2, 0) static void set_msg(struct b4_error *err, const char *fmt, va_list ap)
 {
         (void)vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 }

@@ -78,3 +78,13 @@ static inline void fclosep(FILE **f)
                 (void)fclose(*f);
         *f = NULL;
 }
+
+/* Sorting that accepts (NULL, 0): the C library's base pointer must never be NULL. */
+static inline void qsort_safe(void *base,
+                              size_t n,
+                              size_t size,
+                              int (*cmp)(const void *, const void *))
+{
+        if (n > 1)
+                qsort(base, n, size, cmp); /* checksrc: allow */
+}

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "macro.h"
 
 char **strv_free(char **l)
 {
@@ -81,5 +82,5 @@ void strv_sort(char **l)
         size_t n = strv_length(l);
 
         if (n > 1)
-                qsort(l, n, sizeof(char *), cmp);
+                qsort_safe(l, n, sizeof(char *), cmp);
 }

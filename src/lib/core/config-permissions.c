@@ -142,7 +142,7 @@ void config_parse_tool_map(struct cfg *c,
                 if (!m[n++].tool)
                         cfg_fail(c, -ENOMEM);
         }
-        qsort(m, n, sizeof(*m), tool_cmp);
+        qsort_safe(m, n, sizeof(*m), tool_cmp);
         config_tool_map_free(*ret, *ret_n);
         *ret = m;
         *ret_n = n;
@@ -190,6 +190,7 @@ void config_parse_permissions(struct cfg *c, const struct jv *v, struct b4_permi
                 return;
         }
         cfg_known_keys(c, v, "permissions", "a permissions option", permissions_keys);
+        p->present = true;
         if ((x = jv_object_get(v, "mode")))
                 parse_mode(c, x, p);
         if ((x = jv_object_get(v, "allow")))

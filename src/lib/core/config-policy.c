@@ -164,7 +164,7 @@ void config_parse_env(
                 if (!env[n - 1].name || !env[n - 1].value)
                         cfg_fail(c, -ENOMEM);
         }
-        qsort(env, n, sizeof(*env), env_cmp);
+        qsort_safe(env, n, sizeof(*env), env_cmp);
         config_env_free(*ret, *ret_n);
         *ret = env;
         *ret_n = n;

@@ -103,7 +103,7 @@ static void check_unique(struct cfg *c, char **l, const char *path)
                 cfg_fail(c, -ENOMEM);
                 return;
         }
-        qsort(s, n, sizeof(char *), strcmpp);
+        qsort_safe(s, n, sizeof(char *), strcmpp);
         for (size_t i = 1; i < n; i++)
                 if (strcmp(s[i - 1], s[i]) == 0 && (i < 2 || strcmp(s[i - 2], s[i]) != 0))
                         cfg_refuse(c, "b4box.json %s lists \"%s\" more than once.", path, s[i]);

@@ -24,13 +24,14 @@
 #define UNIX_PATH_MAX_BYTES 107
 
 static const char *const top_keys[] = { "server", "sandbox", "permissions", "threadAccess", NULL };
-static const char *const server_keys[] = { "listen", "maxBodyBytes", "maxConnections",
-                                           "requestTimeoutMs", NULL };
+static const char *const server_keys[] = { "listen",         "maxBodyBytes",     "maxToolBodyBytes",
+                                           "maxConnections", "requestTimeoutMs", NULL };
 
 void config_server_init(struct b4_server_config *s)
 {
         *s = (struct b4_server_config){
                 .max_body_bytes = B4_DEFAULT_MAX_BODY_BYTES,
+                .max_tool_body_bytes = B4_DEFAULT_MAX_TOOL_BODY_BYTES,
                 .max_connections = B4_DEFAULT_MAX_CONNECTIONS,
                 .request_timeout_ms = B4_DEFAULT_REQUEST_TIMEOUT_MS,
         };
@@ -103,6 +104,9 @@ void config_parse_server(struct cfg *c, const struct jv *v, struct b4_server_con
         if ((x = jv_object_get(v, "maxBodyBytes")))
                 (void)cfg_uint_range(c, x, "server.maxBodyBytes", 1024, 64u * 1024 * 1024,
                                      &s->max_body_bytes);
+        if ((x = jv_object_get(v, "maxToolBodyBytes")))
+                (void)cfg_uint_range(c, x, "server.maxToolBodyBytes", 1024, 256u * 1024 * 1024,
+                                     &s->max_tool_body_bytes);
         if ((x = jv_object_get(v, "maxConnections")) &&
             cfg_uint_range(c, x, "server.maxConnections", 1, 4096, &n))
                 s->max_connections = (uint32_t)n;

@@ -106,6 +106,16 @@ int b4_fs_touch(struct b4_fs *fs, const char *path, struct b4_error *err)
         return FS_CALL(fs, touch, err, path);
 }
 
+int b4_fs_symlink(struct b4_fs *fs, const char *target, const char *path, struct b4_error *err)
+{
+        return FS_CALL(fs, symlink, err, target, path);
+}
+
+int b4_fs_chmod(struct b4_fs *fs, const char *path, uint32_t mode, struct b4_error *err)
+{
+        return FS_CALL(fs, chmod, err, path, mode);
+}
+
 /* Generic walk over list_dir + lstat, for backends without a batched one. */
 struct walk_state {
         struct b4_fs *fs;

@@ -434,7 +434,7 @@ int dfs_walk(struct docker_fs_target *t,
                 return r == -E2BIG ? r : op_error(err, r, "walkTree", path);
         }
         if (w.n > 1)
-                qsort(w.v, w.n, sizeof(*w.v), walk_cmp);
+                qsort_safe(w.v, w.n, sizeof(*w.v), walk_cmp);
         *ret = w.v;
         *ret_n = w.n;
         return 0;
@@ -1063,7 +1063,7 @@ static int archive_batch(struct docker_fs_target *t,
                 budget += 1024 + (reqs[i].max_bytes < ARCHIVE_PER_FILE ? reqs[i].max_bytes
                                                                        : ARCHIVE_PER_FILE);
         }
-        qsort(idx, n, sizeof(*idx), areq_cmp);
+        qsort_safe(idx, n, sizeof(*idx), areq_cmp);
         r = docker_archive_get(t->d, t->container, dir, &s, err);
         if (r == -ENOENT)
                 return 1;

@@ -36,7 +36,7 @@ static struct jv *env_json(const struct b4_policy *p)
         if (non_root)
                 v[n++] = (struct b4_env_var){ .name = (char *)"HOME",
                                               .value = (char *)"/workspace" };
-        qsort(v, n, sizeof(*v), cmp_env);
+        qsort_safe(v, n, sizeof(*v), cmp_env);
         for (size_t i = 0; i < n; i++) {
                 struct jv *pair = jv_array_new();
                 if (!pair || jv_array_append_new(arr, pair) < 0 ||

@@ -202,7 +202,10 @@ int fakefs_lstat(struct fake_ws *ws, const char *path, struct b4_stat *ret, stru
                 break;
         }
         e = entry_find(ws, p);
-        *ret = (struct b4_stat){ .kind = B4_FILE_REGULAR, .size = e->len, .mtime_ms = e->mtime_ms };
+        *ret = (struct b4_stat){ .kind = B4_FILE_REGULAR,
+                                 .size = e->len,
+                                 .executable = e->executable,
+                                 .mtime_ms = e->mtime_ms };
         return 0;
 }
 
@@ -352,4 +355,26 @@ int fakefs_touch(struct fake_ws *ws, const char *path, struct b4_error *err)
                 return 0;
         }
         return fakefs_write(ws, p, "", 0, err);
+}
+
+int fakefs_chmod(struct fake_ws *ws, const char *path, uint32_t mode, struct b4_error *err)
+{
+        cleanup_free char *p = NULL;
+        struct fake_entry *e;
+        int r;
+
+        r = fakefs_normalize(path, &p, err);
+        if (r < 0)
+                return r;
+        switch (kind_of(ws, p)) {
+        case KIND_NONE:
+                return b4_error_set(err, -ENOENT, "ENOENT: %s", path);
+        case KIND_DIR:
+                return 0; /* directories carry no mode in the fake */
+        case KIND_FILE:
+                break;
+        }
+        e = entry_find(ws, p);
+        e->executable = (mode & 0111) != 0;
+        return 0;
 }

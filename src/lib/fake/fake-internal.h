@@ -21,6 +21,7 @@ struct fake_entry {
         char *data;       /* owned file content, NUL-terminated past len; NULL for a dir */
         size_t len;       /* content bytes */
         bool is_dir;      /* an explicitly created directory */
+        bool executable;  /* chmod gave the file an 0111 bit (kept across writes) */
         int64_t mtime_ms; /* last write or touch */
 };
 
@@ -32,6 +33,8 @@ struct fake_ws {
         bool destroyed;                /* removed from the provider by destroy */
         struct fake_sandbox *instance; /* the live compute (a handle reference); NULL = released */
         unsigned instances;            /* instances started and not released/destroyed since */
+        bool frozen;                   /* between freeze(true) and freeze(false) */
+        unsigned freezes;              /* freeze(true) calls (consistent reads) */
         struct fake_ws *next;          /* provider list */
 };
 
@@ -52,3 +55,5 @@ int fakefs_write(
 int fakefs_mkdir(struct fake_ws *ws, const char *path, struct b4_error *err);
 int fakefs_remove(struct fake_ws *ws, const char *path, struct b4_error *err);
 int fakefs_touch(struct fake_ws *ws, const char *path, struct b4_error *err);
+/* Only the executable bits are kept (files only); no symlinks exist in the fake. */
+int fakefs_chmod(struct fake_ws *ws, const char *path, uint32_t mode, struct b4_error *err);

@@ -17,12 +17,15 @@
 #include "fake.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/alloc.h"
 #include "base/macro.h"
+#include "base/parse.h"
 #include "core/gate.h"
 #include "fake-internal.h"
 #include "providers.h"
@@ -35,7 +38,8 @@ struct fake_core {
         struct fake_ws *threads; /* workspace maps, one per thread id */
         fake_exec_fn *exec;      /* never NULL */
         void *exec_userdata;
-        unsigned refs; /* the provider, every handle and every reader */
+        unsigned refs;          /* the provider, every handle and every reader */
+        uint64_t read_delay_ms; /* B4BOX_FAKE_READ_DELAY_MS: a slow reader open, for tests */
 };
 
 struct fake_provider {
@@ -253,7 +257,17 @@ static int fs_touch(struct b4_fs *fs, const char *path, struct b4_error *err)
         return r < 0 ? r : view_unlock(c, fakefs_touch(ws, path, err));
 }
 
-/* No symlinks, so stat and lstat agree; walk and read_files use the generic fallbacks. */
+static int fs_chmod(struct b4_fs *fs, const char *path, uint32_t mode, struct b4_error *err)
+{
+        struct fake_core *c;
+        struct fake_ws *ws;
+        int r = view_lock(fs, &c, &ws, err);
+
+        return r < 0 ? r : view_unlock(c, fakefs_chmod(ws, path, mode, err));
+}
+
+/* No symlinks (symlink is absent: -EOPNOTSUPP), so stat and lstat agree; walk and read_files
+ * use the generic fallbacks. */
 static const struct b4_fs_ops sandbox_fs_ops = {
         .read_file = fs_read_file,
         .lstat = fs_lstat,
@@ -264,6 +278,7 @@ static const struct b4_fs_ops sandbox_fs_ops = {
         .mkdir_p = fs_mkdir_p,
         .remove = fs_remove,
         .touch = fs_touch,
+        .chmod = fs_chmod,
 };
 
 static const struct b4_fs_ops reader_fs_ops = {
@@ -487,6 +502,12 @@ static int fake_open_reader(struct b4_provider *p,
         struct fake_ws *ws;
         int r;
 
+        if (c->read_delay_ms > 0) {
+                struct pollfd pfd = { .fd = b4_cancel_fd(req->cancel), .events = POLLIN };
+                (void)poll(&pfd, pfd.fd >= 0 ? 1 : 0, (int)c->read_delay_ms);
+                if (b4_cancel_is_set(req->cancel))
+                        return b4_error_set(err, -ECANCELED, "reader open cancelled");
+        }
         (void)pthread_mutex_lock(&c->lock);
         ws = ws_find(c, req->thread_id);
         r = ws ? reader_new_locked(c, ws, ret) : -ENOENT;
@@ -497,6 +518,25 @@ static int fake_open_reader(struct b4_provider *p,
                         "Sandbox unavailable: no workspace storage for thread \"%s\".",
                         req->thread_id);
         return r;
+}
+
+/* A no-op that records: the fake has no processes to stop. */
+static int fake_freeze(struct b4_provider *p,
+                       const char *thread_id,
+                       bool frozen,
+                       struct b4_error *err)
+{
+        struct fake_core *c = core_of(p);
+        struct fake_ws *ws;
+
+        (void)pthread_mutex_lock(&c->lock);
+        ws = ws_find(c, thread_id);
+        if (ws) {
+                ws->frozen = frozen;
+                ws->freezes += frozen;
+        }
+        (void)pthread_mutex_unlock(&c->lock);
+        return 0;
 }
 
 static void fake_free(struct b4_provider *p)
@@ -528,6 +568,7 @@ static const struct b4_provider_ops fake_provider_ops = {
         .destroy = fake_destroy,
         .preflight = fake_preflight,
         .open_reader = fake_open_reader,
+        .freeze = fake_freeze,
         .free = fake_free,
 };
 
@@ -545,6 +586,9 @@ static struct fake_core *core_new(void)
         }
         c->exec = fake_exec_builtin;
         c->refs = 1;
+        const char *delay = secure_getenv("B4BOX_FAKE_READ_DELAY_MS");
+        if (delay && safe_atou64(delay, &c->read_delay_ms) < 0)
+                c->read_delay_ms = 0;
         return c;
 }
 
@@ -616,6 +660,23 @@ int fake_provider_n_workspaces(struct b4_provider *p)
         (void)pthread_mutex_lock(&c->lock);
         for (struct fake_ws *ws = c->threads; ws; ws = ws->next)
                 n++;
+        (void)pthread_mutex_unlock(&c->lock);
+        return n;
+}
+
+int fake_provider_freezes(struct b4_provider *p, const char *thread_id, bool *ret_frozen)
+{
+        struct fake_core *c = fake_core_of(p);
+        struct fake_ws *ws;
+        int n;
+
+        if (!c || !thread_id)
+                return -EINVAL;
+        (void)pthread_mutex_lock(&c->lock);
+        ws = ws_find(c, thread_id);
+        n = ws ? (int)ws->freezes : 0;
+        if (ret_frozen)
+                *ret_frozen = ws && ws->frozen;
         (void)pthread_mutex_unlock(&c->lock);
         return n;
 }

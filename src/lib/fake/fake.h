@@ -11,6 +11,9 @@
  * `printf FORMAT [ARGS...]` (words split on blanks, '...' and "..." quoting, no expansion,
  * no operators); anything else exits 127 with "fake: command not supported: <cmd>" on
  * stderr. fake_exec_noop() is the reference fake's default: empty output, exit 0.
+ *
+ * B4BOX_FAKE_READ_DELAY_MS (read at construction) makes every reader open wait that long
+ * (cancellable through the request's token), so tests can hold a workspace read in flight.
  */
 
 #include "b4box/provider.h"
@@ -53,3 +56,10 @@ int fake_provider_instances(struct b4_provider *p, const char *thread_id);
 
 /** fake_provider_n_workspaces() - workspace maps alive. Return: count or -EINVAL. */
 int fake_provider_n_workspaces(struct b4_provider *p);
+
+/**
+ * fake_provider_freezes() - how many times the thread was frozen (b4_provider_freeze()), and
+ * whether it is frozen now (@ret_frozen, optional). The fake's freeze is a no-op that records.
+ * Return: the count, or -EINVAL when @p is not a fake provider.
+ */
+int fake_provider_freezes(struct b4_provider *p, const char *thread_id, bool *ret_frozen);

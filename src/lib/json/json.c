@@ -6,9 +6,12 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/strbuf.h"
+#include "base/utf8.h"
 
 #define J(v)  ((json_t *)(v))
 #define JC(v) ((const json_t *)(v))
@@ -270,4 +273,54 @@ int jv_quote(const char *s, char **ret)
         r = jv_dump(V(j), 0, ret);
         json_decref(j);
         return r;
+}
+
+static const char *escape_of(unsigned char c, char tmp[7])
+{
+        switch (c) {
+        case '"':
+                return "\\\"";
+        case '\\':
+                return "\\\\";
+        case '\b':
+                return "\\b";
+        case '\f':
+                return "\\f";
+        case '\n':
+                return "\\n";
+        case '\r':
+                return "\\r";
+        case '\t':
+                return "\\t";
+        default:
+                break;
+        }
+        if (c >= 0x20)
+                return NULL;
+        (void)snprintf(tmp, 7, "\\u%04x", c);
+        return tmp;
+}
+
+int jv_append_string(struct strbuf *sb, const char *s, size_t len)
+{
+        size_t run = 0;
+        char tmp[7];
+        int r;
+
+        if (!utf8_is_valid(s, len))
+                return -EINVAL;
+        r = strbuf_addc(sb, '"');
+        for (size_t i = 0; r >= 0 && i < len; i++) {
+                unsigned char c = (unsigned char)s[i];
+                if (c >= 0x20 && c != '"' && c != '\\')
+                        continue; /* the common case: copied in runs */
+                const char *esc = escape_of(c, tmp);
+                r = strbuf_add(sb, s + run, i - run);
+                if (r >= 0)
+                        r = strbuf_adds(sb, esc);
+                run = i + 1;
+        }
+        if (r >= 0)
+                r = strbuf_add(sb, s + run, len - run);
+        return r < 0 ? r : strbuf_addc(sb, '"');
 }

@@ -92,3 +92,12 @@ int jv_object_del(struct jv *o, const char *key);
 int jv_dump(const struct jv *v, unsigned flags, char **ret);
 /* Compact JSON of one string, with JSON.stringify's escaping. Return: 0, -EINVAL, -ENOMEM. */
 int jv_quote(const char *s, char **ret);
+
+struct strbuf;
+/*
+ * Append @s (@len bytes of UTF-8) to @sb as a quoted JSON string, escaped as JSON.stringify
+ * does (quote, backslash, \b \f \n \r \t, other controls as \u00XX; everything else raw).
+ * A fast path for large documents built without a tree.
+ * Return: 0, -EINVAL (not valid UTF-8: nothing appended), -E2BIG/-ENOMEM from the buffer.
+ */
+int jv_append_string(struct strbuf *sb, const char *s, size_t len);

@@ -7,13 +7,18 @@
  *   v1: <root>/<ctrl>/b4box/<id> for ctrl in pids, memory, cpu, freezer (those present).
  * Limits: pids.max; memory.max / memory.limit_in_bytes (swap pinned to the same budget);
  * cpu.max / cfs quota. Killing freezes first (v1 freezer) or uses cgroup.kill (v2) so a fork
- * bomb cannot outrun the loop.
+ * bomb cannot outrun the loop. Each command gets its own child cgroup (<id>/c<pid>-<n>: v2 in
+ * the thread's dir, v1 in the freezer hierarchy, else pids) so a timeout or cancel kills
+ * everything it started, including processes that left its session; limits stay the
+ * thread's (hierarchical). The children are swept and removed with the thread's cgroup.
  */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,6 +28,7 @@
 #include "base/alloc.h"
 #include "base/fd-util.h"
 #include "base/macro.h"
+#include "keeper-proto.h"
 #include "native.h"
 
 const char *const cgroup_v1_names[CGROUP_V1_MAX] = { "pids", "memory", "cpu", "freezer" };
@@ -87,6 +93,38 @@ void cgroup_host_probe(int root_fd, struct cgroup_host *ret)
         *ret = h;
 }
 
+/* Whether the invoking user may create and fill cgroups under @hier/b4box. */
+static bool delegated(int hier)
+{
+        return faccessat(hier, PARENT, W_OK | X_OK, AT_EACCESS) == 0 &&
+               faccessat(hier, PARENT "/cgroup.procs", W_OK, AT_EACCESS) == 0;
+}
+
+void cgroup_host_restrict_to_delegated(struct cgroup_host *h)
+{
+        bool any = false;
+
+        h->rootless = true;
+        if (h->mode == CGROUP_V2) {
+                /* moving the keeper in needs the common ancestor (the root) writable too */
+                if (!delegated(h->v2_fd) ||
+                    faccessat(h->v2_fd, "cgroup.procs", W_OK, AT_EACCESS) < 0)
+                        memset(h->has, 0, sizeof(h->has));
+        } else {
+                for (size_t i = 0; i < CGROUP_V1_MAX; i++) {
+                        cleanup_close int hier = -EBADF;
+                        if (!h->has[i])
+                                continue;
+                        hier = openat(h->root_fd, cgroup_v1_names[i], O_DIRECTORY | O_CLOEXEC);
+                        h->has[i] = hier >= 0 && delegated(hier);
+                }
+        }
+        for (size_t i = 0; i < CGROUP_V1_MAX; i++)
+                any = any || h->has[i];
+        if (!any)
+                h->mode = CGROUP_NONE;
+}
+
 void cgroup_host_release(struct cgroup_host *h)
 {
         safe_close(h->root_fd);
@@ -124,9 +162,24 @@ static int mkdir_open(int dirfd, const char *name, bool create)
         return fd < 0 ? -errno : fd;
 }
 
+/* "+pids +memory +cpu", limited to the controllers the hierarchy offers. */
+static void v2_enable_string(const struct cgroup_host *h, char *buf, size_t size)
+{
+        size_t off = 0;
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < CGROUP_V1_MAX && off < size; i++)
+                if (v2_ctrls[i] && h->has[i])
+                        off += (size_t)snprintf(buf + off, size - off, "%s+%s", off ? " " : "",
+                                                v2_ctrls[i]);
+}
+
 static int open_all(const struct cgroup_host *h, const char *id, bool create, struct cgroup *cg)
 {
         size_t n = h->mode == CGROUP_V2 ? 1 : CGROUP_V1_MAX;
+        char enable[64];
+
+        v2_enable_string(h, enable, sizeof(enable));
 
         cgroup_reset(cg, id, h->mode);
         for (size_t i = 0; i < n; i++) {
@@ -137,13 +190,12 @@ static int open_all(const struct cgroup_host *h, const char *id, bool create, st
                 if (hier < 0)
                         return -errno;
                 if (create && h->mode == CGROUP_V2)
-                        (void)write_string_at(hier, "cgroup.subtree_control", "+pids +memory +cpu");
+                        (void)write_string_at(hier, "cgroup.subtree_control", enable);
                 parent = mkdir_open(hier, PARENT, create);
                 if (parent < 0)
                         return parent;
                 if (create && h->mode == CGROUP_V2)
-                        (void)write_string_at(parent, "cgroup.subtree_control",
-                                              "+pids +memory +cpu");
+                        (void)write_string_at(parent, "cgroup.subtree_control", enable);
                 cg->dirfd[i] = mkdir_open(parent, id, create);
                 if (cg->dirfd[i] < 0)
                         return cg->dirfd[i];
@@ -261,6 +313,36 @@ static int procs_fd(const struct cgroup *cg)
         return -EBADF;
 }
 
+static void closedirp(DIR **d)
+{
+        if (*d)
+                (void)closedir(*d);
+}
+
+/* @fn on @dirfd, then on each child cgroup dir (one level: the commands' own cgroups, which
+ * nothing inside a sandbox can nest further); the results are summed. */
+static int for_tree(int dirfd, int (*fn)(int fd))
+{
+        __attribute__((cleanup(closedirp))) DIR *d = NULL;
+        int fd, n = fn(dirfd);
+        struct dirent *de;
+
+        fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || !(d = fdopendir(fd))) {
+                safe_close(fd);
+                return n;
+        }
+        while ((de = readdir(d))) {
+                if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                        continue;
+                cleanup_close int sub =
+                        openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (sub >= 0)
+                        n += fn(sub);
+        }
+        return n;
+}
+
 /* Kill every pid listed; return how many were listed. */
 static int kill_listed(int dirfd)
 {
@@ -286,15 +368,22 @@ static int kill_listed(int dirfd)
         return n;
 }
 
-bool cgroup_is_empty(const struct cgroup *cg)
+/* 1 when @dirfd's cgroup.procs lists anything. */
+static int populated(int dirfd)
 {
         cleanup_free char *procs = NULL;
         size_t len = 0;
+
+        if (read_file_at(dirfd, "cgroup.procs", 16u << 20, &procs, &len) < 0)
+                return 0;
+        return len > 0;
+}
+
+bool cgroup_is_empty(const struct cgroup *cg)
+{
         int fd = procs_fd(cg);
 
-        if (fd < 0 || read_file_at(fd, "cgroup.procs", 16u << 20, &procs, &len) < 0)
-                return true;
-        return len == 0;
+        return fd < 0 || for_tree(fd, populated) == 0;
 }
 
 int cgroup_kill_all(const struct cgroup *cg)
@@ -309,7 +398,7 @@ int cgroup_kill_all(const struct cgroup *cg)
         for (int i = 0; i < 400; i++) {
                 if (freezer >= 0)
                         (void)write_string_at(freezer, "freezer.state", "FROZEN");
-                int n = kill_listed(fd);
+                int n = for_tree(fd, kill_listed);
                 if (freezer >= 0)
                         (void)write_string_at(freezer, "freezer.state", "THAWED");
                 if (n == 0 && cgroup_is_empty(cg))
@@ -319,20 +408,92 @@ int cgroup_kill_all(const struct cgroup *cg)
         return -EBUSY;
 }
 
-static int remove_one(int hier, const char *id)
+/* rmdir @name under @dirfd, waiting out EBUSY while its last processes exit (bounded). */
+static int rmdir_wait(int dirfd, const char *name)
 {
-        cleanup_close int parent = openat(hier, PARENT, O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-
-        if (parent < 0)
-                return errno == ENOENT ? 0 : -errno;
         for (int i = 0; i < 200; i++) {
-                if (unlinkat(parent, id, AT_REMOVEDIR) == 0 || errno == ENOENT)
+                if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
                         return 0;
                 if (errno != EBUSY)
                         return -errno;
                 (void)nanosleep(&(struct timespec){ .tv_nsec = 5 * 1000 * 1000 }, NULL);
         }
         return -EBUSY;
+}
+
+/* Remove the commands' cgroups under @dirfd (they must be empty). */
+static int remove_children(int dirfd)
+{
+        __attribute__((cleanup(closedirp))) DIR *d = NULL;
+        int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        struct dirent *de;
+
+        if (fd < 0 || !(d = fdopendir(fd))) {
+                safe_close(fd);
+                return 0;
+        }
+        while ((de = readdir(d)))
+                if (de->d_type == DT_DIR && de->d_name[0] != '.')
+                        (void)rmdir_wait(dirfd, de->d_name);
+        return 0;
+}
+
+static int remove_one(int hier, const char *id)
+{
+        cleanup_close int parent = openat(hier, PARENT, O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        cleanup_close int self = -EBADF;
+
+        if (parent < 0)
+                return errno == ENOENT ? 0 : -errno;
+        self = openat(parent, id, O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (self >= 0)
+                (void)remove_children(self);
+        return rmdir_wait(parent, id);
+}
+
+int cgroup_exec_parent(const struct cgroup_host *h,
+                       const char *id,
+                       int *ret_fd,
+                       uint32_t *ret_flags)
+{
+        cleanup_close int hier = -EBADF, parent = -EBADF;
+        size_t slot = h->mode == CGROUP_V2 ? 0 : h->has[CG_FREEZER] ? CG_FREEZER : CG_PIDS;
+        int fd;
+
+        if (h->mode == CGROUP_NONE || (h->mode == CGROUP_V1 && !h->has[slot]))
+                return -EOPNOTSUPP;
+        hier = hier_open(h, slot);
+        if (hier < 0)
+                return -errno;
+        parent = mkdir_open(hier, PARENT, false);
+        if (parent < 0)
+                return parent;
+        fd = mkdir_open(parent, id, false);
+        if (fd < 0)
+                return fd;
+        *ret_flags = h->mode == CGROUP_V2 ? (file_exists_at(fd, "cgroup.kill") ? KEEPER_CG_KILL : 0)
+                     : slot == CG_FREEZER ? KEEPER_CG_FREEZER
+                                          : 0;
+        *ret_fd = fd;
+        return 0;
+}
+
+int cgroup_exec_create(int parent_fd, char name[32], int *ret_fd)
+{
+        static atomic_uint seq;
+        int fd;
+
+        (void)snprintf(name, 32, "c%d-%u", (int)getpid(), atomic_fetch_add(&seq, 1));
+        fd = mkdir_open(parent_fd, name, true);
+        if (fd < 0)
+                return fd;
+        *ret_fd = fd;
+        return 0;
+}
+
+void cgroup_exec_remove(int parent_fd, const char *name)
+{
+        (void)unlinkat(parent_fd, name, AT_REMOVEDIR); /* EBUSY: background jobs live on */
 }
 
 int cgroup_remove(const struct cgroup_host *h, const char *id)

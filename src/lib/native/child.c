@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -105,6 +106,17 @@ static int lift(const struct child_plan *p, int fd)
         return n;
 }
 
+/* Rootless: the keeper runs as a non-zero uid and loses its capabilities at exec, so the
+ * bounding and ambient sets are emptied here, while CAP_SETPCAP is still held. */
+static void drop_bounding(const struct child_plan *p)
+{
+        for (int cap = 0; cap < 64; cap++)
+                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+                        fail(p, (int)p->n_ops, errno);
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+                fail(p, (int)p->n_ops, errno);
+}
+
 _Noreturn void child_main(const struct child_plan *plan)
 {
         struct child_plan p = *plan;
@@ -135,6 +147,8 @@ _Noreturn void child_main(const struct child_plan *plan)
                 if (dup3(null_fd, fd, 0) < 0)
                         fail(&p, (int)p.n_ops, errno);
         (void)setsid();
+        if (p.drop_bounding)
+                drop_bounding(&p);
         syscall(SYS_execveat, p.exe_fd, "", argv, envp, AT_EMPTY_PATH);
         fail(&p, (int)p.n_ops, errno);
 }

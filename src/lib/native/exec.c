@@ -3,10 +3,10 @@
  * The keeper client: one command per connection (keeper-proto.h). The supervisor loop polls
  * stdout, stderr, the keeper connection and the cancel token with the command's deadline; it
  * never blocks on a pipe. On timeout or cancel it asks the keeper to SIGKILL the command's
- * session and waits for the exit report. Each stream is captured up to its cap, keeping the
- * head and the tail around a "[... N bytes truncated ...]" marker. Once the command's main
- * process has exited, what is already in the pipes is drained and the call returns: a
- * background job that keeps the pipes open does not hold it up.
+ * session and everything in the command's own cgroup, and waits for the exit report. Each stream is
+ * captured up to its cap, keeping the head and the tail around a "[... N bytes truncated ...]"
+ * marker. Once the command's main process has exited, what is already in the pipes is drained and
+ * the call returns: a background job that keeps the pipes open does not hold it up.
  */
 
 #include <errno.h>
@@ -125,6 +125,21 @@ static int build_body(const struct exec_spec *s, struct strbuf *sb, uint32_t *re
         return r;
 }
 
+/* write_all() for a socket, without SIGPIPE when the keeper has gone away. */
+static int send_all(int sock, const char *p, size_t len)
+{
+        while (len > 0) {
+                ssize_t n = send(sock, p, len, MSG_NOSIGNAL);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                p += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
 static int send_request(int sock, const struct exec_spec *s, int out_w, int err_w)
 {
         struct strbuf body;
@@ -135,14 +150,15 @@ static int send_request(int sock, const struct exec_spec *s, int out_w, int err_
                                     .gid = s->gid,
                                     .n_argv = 3,
                                     .bpf_len = (uint32_t)(s->bpf_len / 8) };
-        char cbuf[CMSG_SPACE(2 * sizeof(int))] = { 0 };
+        char cbuf[CMSG_SPACE(3 * sizeof(int))] = { 0 };
         struct iovec iov = { .iov_base = &h, .iov_len = sizeof(h) };
         struct msghdr mh = { .msg_iov = &iov,
                              .msg_iovlen = 1,
                              .msg_control = cbuf,
                              .msg_controllen = sizeof(cbuf) };
         struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        int fds[2] = { out_w, err_w };
+        int fds[3] = { out_w, err_w, s->cg_fd };
+        size_t nfd = s->cg_fd >= 0 ? 3 : 2;
         int r;
 
         strbuf_init(&body, KEEPER_REQ_MAX);
@@ -154,12 +170,13 @@ static int send_request(int sock, const struct exec_spec *s, int out_w, int err_
         h.data_len = (uint32_t)body.len;
         c->cmsg_level = SOL_SOCKET;
         c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(fds));
-        memcpy(CMSG_DATA(c), fds, sizeof(fds));
+        c->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+        mh.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, nfd * sizeof(int));
         if (sendmsg(sock, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(h))
                 r = -EIO;
         if (r >= 0)
-                r = write_all(sock, body.buf, body.len);
+                r = send_all(sock, body.buf, body.len);
         strbuf_release(&body);
         return r;
 }

@@ -454,6 +454,56 @@ static int do_touch(struct fsctx *c, const char *rel)
         return RET_NERRNO(utimensat(AT_FDCWD, p, NULL, 0));
 }
 
+/* The parent of @rel, created (mkdir -p) when missing. */
+static int open_parent_p(struct fsctx *c, const char *rel, int *ret_fd, const char **ret_leaf)
+{
+        cleanup_free char *parent = NULL;
+        const char *slash = strrchr(rel, '/');
+        int r;
+
+        if (slash && slash != rel) {
+                parent = b4_strndup(rel, (size_t)(slash - rel));
+                if (!parent)
+                        return -ENOMEM;
+                r = do_mkdir_p(c, parent);
+                if (r < 0)
+                        return r;
+        }
+        return open_parent(c, rel, ret_fd, ret_leaf);
+}
+
+static int do_symlink(struct fsctx *c, const char *target, const char *rel)
+{
+        cleanup_close int dfd = -EBADF;
+        const char *leaf;
+        int r;
+
+        r = open_parent_p(c, rel, &dfd, &leaf);
+        if (r < 0)
+                return r;
+        if (symlinkat(target, dfd, leaf) < 0)
+                return -errno;
+        return own(c, dfd, leaf);
+}
+
+/* chmod through an O_PATH fd of the leaf, never following a symlink leaf. */
+static int do_chmod(struct fsctx *c, const char *rel, uint32_t mode)
+{
+        cleanup_close int fd = open_in(c, rel, O_PATH | O_NOFOLLOW, 0);
+        cleanup_free char *p = NULL;
+        struct stat st;
+
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (S_ISLNK(st.st_mode))
+                return -ELOOP;
+        if (b4_asprintf(&p, "/proc/self/fd/%d", fd) < 0)
+                return -ENOMEM;
+        return RET_NERRNO(fchmodat(AT_FDCWD, p, (mode_t)(mode & 07777), 0));
+}
+
 /* ---- the b4_fs_ops members: enter the owner's context, map the path, run, leave ---- */
 
 struct op {
@@ -591,6 +641,182 @@ static int fs_touch(struct b4_fs *fs, const char *path, struct b4_error *err)
         return op_end(&o, r, err, "touchFile", path);
 }
 
+static int fs_symlink(struct b4_fs *fs, const char *target, const char *path, struct b4_error *err)
+{
+        struct op o;
+        int r = op_begin(&o, fs, path, err);
+
+        if (r >= 0)
+                r = do_symlink(&o.c, target, o.rel);
+        return op_end(&o, r, err, "symlink", path);
+}
+
+static int fs_chmod(struct b4_fs *fs, const char *path, uint32_t mode, struct b4_error *err)
+{
+        struct op o;
+        int r = op_begin(&o, fs, path, err);
+
+        if (r >= 0)
+                r = do_chmod(&o.c, o.rel, mode);
+        return op_end(&o, r, err, "chmod", path);
+}
+
+/* ---- walk: one pass over dirfds, lstat only, never following a link ---- */
+
+struct walker {
+        size_t max;
+        struct b4_walk_entry *v;
+        size_t n, cap;
+};
+
+static int walker_push(struct walker *w, const char *rel, const char *name, struct b4_stat *st)
+{
+        struct b4_walk_entry *nv;
+
+        if (w->n >= w->max)
+                return -E2BIG;
+        if (w->n == w->cap) {
+                nv = b4_reallocarray(w->v, w->cap ? w->cap * 2 : 64, sizeof(*nv));
+                if (!nv)
+                        return -ENOMEM;
+                w->v = nv;
+                w->cap = w->cap ? w->cap * 2 : 64;
+        }
+        if (b4_asprintf(&w->v[w->n].path, "%s%s%s", rel, *rel ? "/" : "", name) < 0)
+                return -ENOMEM;
+        w->v[w->n].st = *st;
+        *st = (struct b4_stat){ 0 };
+        w->n++;
+        return 0;
+}
+
+static int walk_fd(struct walker *w, int dfd, const char *rel, char *const *prune, int depth);
+
+static int walk_entry(
+        struct walker *w, int dfd, const char *rel, const char *name, char *const *prune, int depth)
+{
+        struct b4_stat bst = { 0 };
+        struct stat st;
+        int r;
+
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        fill_stat(&st, &bst);
+        if (S_ISLNK(st.st_mode)) {
+                r = read_link_at(dfd, name, &bst.target);
+                if (r < 0)
+                        return r;
+        }
+        r = walker_push(w, rel, name, &bst);
+        b4_stat_clear(&bst);
+        if (r < 0 || !S_ISDIR(st.st_mode) || (depth == 0 && strv_contains(prune, name)))
+                return r;
+        cleanup_free char *crel = b4_strdup(w->v[w->n - 1].path);
+        int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (!crel) {
+                safe_close(cfd);
+                return -ENOMEM;
+        }
+        if (cfd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        return walk_fd(w, cfd, crel, prune, depth + 1); /* takes cfd */
+}
+
+static int walk_fd(struct walker *w, int dfd, const char *rel, char *const *prune, int depth)
+{
+        cleanup_(closedirp) DIR *d = fdopendir(dfd);
+        cleanup_strv char **names = NULL;
+        struct dirent *de;
+        int r;
+
+        if (!d) {
+                r = -errno;
+                safe_close(dfd);
+                return r;
+        }
+        if (depth > 256)
+                return -ELOOP;
+        while ((de = readdir(d)))
+                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
+                    strv_extend(&names, de->d_name) < 0)
+                        return -ENOMEM;
+        strv_sort(names);
+        STRV_FOREACH (name, names) {
+                r = walk_entry(w, dirfd(d), rel, *name, prune, depth);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int fs_walk(struct b4_fs *fs,
+                   const char *path,
+                   size_t max,
+                   char *const *prune,
+                   struct b4_walk_entry **ret,
+                   size_t *ret_n,
+                   struct b4_error *err)
+{
+        struct walker w = { .max = max };
+        struct op o;
+        int r = op_begin(&o, fs, path, err);
+
+        if (r >= 0) {
+                int fd = open_in(&o.c, o.rel, O_RDONLY | O_DIRECTORY, 0);
+                r = fd < 0 ? fd : walk_fd(&w, fd, "", prune, 0);
+        }
+        if (r == -E2BIG) {
+                (void)op_end(&o, 0, err, "", "");
+                b4_walk_entries_free(w.v, w.n);
+                return b4_error_set(err, r, "Workspace entries limit exceeded");
+        }
+        r = op_end(&o, r, err, "walk", path);
+        if (r < 0) {
+                b4_walk_entries_free(w.v, w.n);
+                return r;
+        }
+        *ret = w.v;
+        *ret_n = w.n;
+        return 0;
+}
+
+/* Batched bounded reads under one enter/leave; per-file errors stay in the blobs. */
+static int fs_read_files(struct b4_fs *fs,
+                         const struct b4_read_req *reqs,
+                         size_t n,
+                         struct b4_blob **ret,
+                         struct b4_error *err)
+{
+        struct b4_blob *b = b4_calloc(n ? n : 1, sizeof(*b));
+        struct fsctx c;
+        int r;
+
+        if (!b)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = native_fs_enter(fs, &c, err);
+        if (r < 0) {
+                free(b);
+                return r;
+        }
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                cleanup_free char *rel = NULL;
+                int k = reqs[i].path && reqs[i].path[0] == '/' ? to_root(&c, reqs[i].path, &rel)
+                                                               : -EINVAL;
+                if (k >= 0)
+                        k = do_read(&c, rel, reqs[i].max_bytes, &b[i].data, &b[i].len);
+                if (k == -ENOMEM)
+                        r = k;
+                b[i].error = k < 0 ? k : 0;
+        }
+        native_fs_leave(fs, &c);
+        if (r < 0) {
+                b4_blobs_free(b, n);
+                return b4_error_set(err, r, "out of memory");
+        }
+        *ret = b;
+        return 0;
+}
+
 const struct b4_fs_ops native_fs_ops = {
         .read_file = fs_read_file,
         .lstat = fs_lstat,
@@ -601,6 +827,10 @@ const struct b4_fs_ops native_fs_ops = {
         .mkdir_p = fs_mkdir_p,
         .remove = fs_remove,
         .touch = fs_touch,
+        .walk = fs_walk,
+        .read_files = fs_read_files,
+        .symlink = fs_symlink,
+        .chmod = fs_chmod,
 };
 
 const struct b4_fs_ops native_fs_read_ops = {
@@ -609,4 +839,6 @@ const struct b4_fs_ops native_fs_read_ops = {
         .stat = fs_stat,
         .list_dir = fs_list_dir,
         .realpath = fs_realpath,
+        .walk = fs_walk,
+        .read_files = fs_read_files,
 };

@@ -6,7 +6,9 @@
  *   - reaps every process of the sandbox (orphans included),
  *   - on request, forks a command with the identity, capabilities, no_new_privs and seccomp
  *     filter the request carries (see keeper-proto.h), and reports its wait status,
- *   - kills a command's session when asked or when its client goes away.
+ *   - kills a command's session, and everything in the command's own cgroup when the request
+ *     gave it one (so a process that setsid()s away dies too), when asked or when its client
+ *     goes away; background jobs of a command that exited normally are left alone.
  * It links only against libc (statically) and allocates nothing between requests, so an idle
  * keeper stays well under 1 MiB of RSS. It never exits on its own.
  */
@@ -39,15 +41,17 @@
 #define CMDS_MAX 256
 
 struct cmd {
-        pid_t pid; /* 0 = free slot */
-        int conn;  /* client connection, -1 once gone */
+        pid_t pid;      /* 0 = free slot */
+        int conn;       /* client connection, -1 once gone */
+        int cg_fd;      /* the command's own cgroup dir, -1 = none */
+        uint32_t flags; /* KEEPER_CG_* of the request */
 };
 
 static struct cmd cmds[CMDS_MAX];
 
 struct req {
         struct keeper_req_hdr h;
-        int out_fd, err_fd;
+        int out_fd, err_fd, cg_fd;
         char *mem; /* mmap'ed: data, then the pointer arrays */
         size_t mem_len;
         struct sock_fprog prog;
@@ -85,7 +89,8 @@ static void child_drop_caps(void)
 static void child_drop_bounding(void)
 {
         for (int cap = 0; cap < 64; cap++)
-                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+                if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1 &&
+                    prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
                         child_fail("PR_CAPBSET_DROP");
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
                 child_fail("PR_CAP_AMBIENT_CLEAR_ALL");
@@ -124,11 +129,25 @@ static void child_oom_adj(void)
         }
 }
 
+/* Join the command's own cgroup before anything else runs, so every descendant is in it. */
+static void child_join_cgroup(const struct req *r)
+{
+        int fd;
+
+        if (r->cg_fd < 0)
+                return;
+        fd = openat(r->cg_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, "0", 1) != 1)
+                child_fail("joining the command cgroup");
+        (void)close(fd);
+}
+
 /* The forked command: never returns. */
 static void run_child(const struct req *r)
 {
         uint32_t f = r->h.flags;
 
+        child_join_cgroup(r);
         (void)setsid();
         child_reset_signals();
         child_setup_fds(r);
@@ -139,7 +158,7 @@ static void run_child(const struct req *r)
         if (f & KEEPER_DROP_CAPS)
                 child_drop_bounding();
         if (f & KEEPER_SETUID) {
-                if (setgroups(0, NULL) < 0)
+                if (!(f & KEEPER_NO_SETGROUPS) && setgroups(0, NULL) < 0)
                         child_fail("setgroups");
                 if (setresgid(r->h.gid, r->h.gid, r->h.gid) < 0)
                         child_fail("setresgid");
@@ -158,7 +177,8 @@ static void run_child(const struct req *r)
 
 static int recv_header(int conn, struct req *r)
 {
-        char cbuf[CMSG_SPACE(2 * sizeof(int))];
+        char cbuf[CMSG_SPACE(3 * sizeof(int))];
+        size_t nfd;
         struct iovec iov = { .iov_base = &r->h, .iov_len = sizeof(r->h) };
         struct msghdr mh = { .msg_iov = &iov,
                              .msg_iovlen = 1,
@@ -171,11 +191,23 @@ static int recv_header(int conn, struct req *r)
         if (n != (ssize_t)sizeof(r->h))
                 return -EPROTO;
         c = CMSG_FIRSTHDR(&mh);
-        if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-            c->cmsg_len != CMSG_LEN(2 * sizeof(int)))
+        if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
                 return -EPROTO;
-        memcpy(&r->out_fd, CMSG_DATA(c), sizeof(int));
-        memcpy(&r->err_fd, CMSG_DATA(c) + sizeof(int), sizeof(int));
+        nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < nfd; i++) {
+                int fd;
+                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                if (i == 0)
+                        r->out_fd = fd;
+                else if (i == 1)
+                        r->err_fd = fd;
+                else if (i == 2)
+                        r->cg_fd = fd;
+                else
+                        (void)close(fd);
+        }
+        if (nfd != ((r->h.flags & KEEPER_CGROUP) ? 3u : 2u))
+                return -EPROTO;
         if (r->h.magic != KEEPER_MAGIC || r->h.version != KEEPER_PROTO_VERSION ||
             r->h.data_len > KEEPER_REQ_MAX || r->h.bpf_len > KEEPER_BPF_MAX || r->h.n_argv < 1 ||
             r->h.n_argv + r->h.n_env > KEEPER_ARGS_MAX ||
@@ -252,6 +284,8 @@ static void req_release(struct req *r)
                 (void)close(r->out_fd);
         if (r->err_fd >= 0)
                 (void)close(r->err_fd);
+        if (r->cg_fd >= 0)
+                (void)close(r->cg_fd);
         if (r->mem)
                 (void)munmap(r->mem, r->mem_len);
 }
@@ -268,7 +302,7 @@ static struct cmd *cmd_free_slot(void)
 static void handle_accept(int listen_fd)
 {
         struct timeval tv = { .tv_sec = 5 };
-        struct req r = { .out_fd = -1, .err_fd = -1 };
+        struct req r = { .out_fd = -1, .err_fd = -1, .cg_fd = -1 };
         struct cmd *slot;
         int conn, e;
         pid_t pid;
@@ -282,19 +316,24 @@ static void handle_accept(int listen_fd)
                 e = read_body(conn, &r);
         slot = cmd_free_slot();
         if (e == 0 && !slot)
-                e = -EAGAIN;
+                e = -EBUSY; /* too many commands at once; EAGAIN means "cannot fork" */
         pid = e == 0 ? fork() : -1;
         if (pid == 0)
                 run_child(&r);
         if (e == 0 && pid < 0)
                 e = -errno;
+        if (e == 0) {
+                *slot = (struct cmd){
+                        .pid = pid, .conn = conn, .cg_fd = r.cg_fd, .flags = r.h.flags
+                };
+                r.cg_fd = -1;
+        }
         req_release(&r);
         if (e < 0) {
                 send_msg(conn, KEEPER_MSG_FAILED, -e);
                 (void)close(conn);
                 return;
         }
-        *slot = (struct cmd){ .pid = pid, .conn = conn };
         send_msg(conn, KEEPER_MSG_STARTED, pid);
 }
 
@@ -341,6 +380,72 @@ static void kill_session(pid_t leader, int sig)
         (void)closedir(d);
 }
 
+/* SIGKILL every pid listed in @dirfd's cgroup.procs; return how many were listed. */
+static int kill_procs(int dirfd)
+{
+        static char buf[65536];
+        ssize_t n;
+        int fd, count = 0;
+
+        fd = openat(dirfd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return 0;
+        n = read(fd, buf, sizeof(buf) - 1);
+        (void)close(fd);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        for (char *p = buf, *end; *p; p = end) {
+                long pid = strtol(p, &end, 10);
+                if (end == p)
+                        break;
+                if (pid > 1) {
+                        (void)kill((pid_t)pid, SIGKILL);
+                        count++;
+                }
+        }
+        return count;
+}
+
+static void write_at(int dirfd, const char *file, const char *s)
+{
+        int fd = openat(dirfd, file, O_WRONLY | O_CLOEXEC);
+
+        if (fd >= 0) {
+                (void)!write(fd, s, strlen(s));
+                (void)close(fd);
+        }
+}
+
+/* Kill everything in the command's cgroup: cgroup.kill (v2), or freeze, kill, thaw until
+ * empty (v1; a frozen fork bomb cannot outrun the loop). Bounded: ~200 ms at most. */
+static void kill_cgroup(const struct cmd *c)
+{
+        if (c->cg_fd < 0)
+                return;
+        if (c->flags & KEEPER_CG_KILL) {
+                write_at(c->cg_fd, "cgroup.kill", "1");
+                return;
+        }
+        for (int i = 0; i < 200; i++) {
+                if (c->flags & KEEPER_CG_FREEZER)
+                        write_at(c->cg_fd, "freezer.state", "FROZEN");
+                int n = kill_procs(c->cg_fd);
+                if (c->flags & KEEPER_CG_FREEZER)
+                        write_at(c->cg_fd, "freezer.state", "THAWED");
+                if (n == 0)
+                        return;
+                (void)usleep(1000);
+        }
+}
+
+static void kill_cmd(const struct cmd *c, int sig)
+{
+        kill_session(c->pid, sig);
+        if (sig == SIGKILL)
+                kill_cgroup(c);
+}
+
 static void reap(void)
 {
         int status;
@@ -353,7 +458,9 @@ static void reap(void)
                         send_msg(cmds[i].conn, KEEPER_MSG_EXITED, status);
                         if (cmds[i].conn >= 0)
                                 (void)close(cmds[i].conn);
-                        cmds[i] = (struct cmd){ .conn = -1 };
+                        if (cmds[i].cg_fd >= 0)
+                                (void)close(cmds[i].cg_fd);
+                        cmds[i] = (struct cmd){ .conn = -1, .cg_fd = -1 };
                         break;
                 }
         }
@@ -367,13 +474,13 @@ static void handle_conn(struct cmd *c, short revents)
         if (revents & POLLIN)
                 n = recv(c->conn, &m, sizeof(m), MSG_DONTWAIT);
         if (n == (ssize_t)sizeof(m) && m.type == KEEPER_MSG_KILL) {
-                kill_session(c->pid, m.value > 0 && m.value < NSIG ? m.value : SIGKILL);
+                kill_cmd(c, m.value > 0 && m.value < NSIG ? m.value : SIGKILL);
                 return;
         }
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 return;
         /* The client went away (or spoke nonsense): the command dies with it. */
-        kill_session(c->pid, SIGKILL);
+        kill_cmd(c, SIGKILL);
         (void)close(c->conn);
         c->conn = -1;
 }
@@ -426,8 +533,11 @@ int main(void)
 
         if (sfd < 0)
                 return 1;
+        /* Not dumpable: a command running as the keeper's own uid (rootless) cannot open
+         * /proc/1/mem and take over the unfiltered keeper. */
+        (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
         for (size_t i = 0; i < CMDS_MAX; i++)
-                cmds[i].conn = -1;
+                cmds[i] = (struct cmd){ .conn = -1, .cg_fd = -1 };
         for (;;)
                 loop_once(sfd);
 }

@@ -6,11 +6,13 @@
  * sandbox). Both ends are built from this tree, so the layout is native-endian and fixed.
  *
  * One connection per command on the keeper's listening unix socket:
- *   client -> keeper: struct keeper_req_hdr + data, with SCM_RIGHTS [stdout, stderr]
+ *   client -> keeper: struct keeper_req_hdr + data, with SCM_RIGHTS [stdout, stderr] or,
+ *                     with KEEPER_CGROUP, [stdout, stderr, the command's own cgroup dir]
  *   keeper -> client: struct keeper_msg STARTED(pid), then EXITED(wait status),
  *                     or FAILED(errno) when the command could not be started
  *   client -> keeper: struct keeper_msg KILL(signal) at any time; closing the connection
- *                     before EXITED also kills the command's process group.
+ *                     before EXITED also kills the command's process group and session,
+ *                     and everything in its cgroup when it has one.
  *
  * data = seccomp BPF (bpf_len struct sock_filter), then cwd, argv[] and envp[] as
  * NUL-terminated strings, back to back.
@@ -29,7 +31,11 @@ enum keeper_req_flags {
         KEEPER_SETUID = 1u << 0,    /* setgroups(0) + setresgid/setresuid to gid/uid */
         KEEPER_DROP_CAPS = 1u << 1, /* clear bounding, ambient, eff/perm/inh sets */
         KEEPER_NO_NEW_PRIVS = 1u << 2,
-        KEEPER_SECCOMP = 1u << 3, /* load the BPF in the request (implies no_new_privs) */
+        KEEPER_SECCOMP = 1u << 3,      /* load the BPF in the request (implies no_new_privs) */
+        KEEPER_NO_SETGROUPS = 1u << 4, /* rootless: setgroups() is denied in the user ns */
+        KEEPER_CGROUP = 1u << 5,       /* a third fd: an empty cgroup dir the command joins */
+        KEEPER_CG_FREEZER = 1u << 6,   /* ... a v1 freezer cgroup: freeze, kill, thaw */
+        KEEPER_CG_KILL = 1u << 7,      /* ... a v2 cgroup: write cgroup.kill */
 };
 
 struct keeper_req_hdr {

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Keeper records and handles. A keeper outlives the process that started it, so the state
- * dir's run/<id>.keeper records "v1 <pid> <starttime> <identity>". A later process adopts
- * the keeper only if a pidfd opened on that pid names a process whose /proc start time is
- * the recorded one (checked after pidfd_open, so pid reuse cannot fool it) and the identity
+ * dir's run/<id>.keeper records "v2 <pid> <starttime> <identity>" (v2: the keeper speaks the
+ * protocol with command cgroups; a v1 keeper of an older build is replaced, never adopted). A later
+ * process adopts the keeper only if a pidfd opened on that pid names a process whose /proc start
+ * time is the recorded one (checked after pidfd_open, so pid reuse cannot fool it) and the identity
  * matches; otherwise the keeper is killed and replaced. The control socket is
  * run/<id>.sock, reached through /proc/self/fd/<dirfd>/ when the path is too long.
  */
@@ -35,8 +36,8 @@ int keeper_record_write(int dirfd, const char *id, const struct keeper_record *r
 
         (void)snprintf(name, sizeof(name), "%s.keeper", id);
         (void)snprintf(tmp, sizeof(tmp), ".%s.%d.tmp", name, (int)getpid());
-        (void)snprintf(buf, sizeof(buf), "v1 %d %" PRIu64 " %s\n", (int)rec->pid, rec->starttime,
-                       rec->identity);
+        (void)snprintf(buf, sizeof(buf), "v%d %d %" PRIu64 " %s\n", KEEPER_RECORD_VERSION,
+                       (int)rec->pid, rec->starttime, rec->identity);
         fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return -errno;
@@ -53,7 +54,7 @@ int keeper_record_read(int dirfd, const char *id, struct keeper_record *ret)
         cleanup_free char *buf = NULL;
         char name[64];
         size_t len;
-        int pid, r;
+        int version, pid, r;
         unsigned long long st;
 
         (void)snprintf(name, sizeof(name), "%s.keeper", id);
@@ -61,8 +62,10 @@ int keeper_record_read(int dirfd, const char *id, struct keeper_record *ret)
         if (r < 0)
                 return r;
         *ret = (struct keeper_record){ 0 };
-        if (sscanf(buf, "v1 %d %llu %64s", &pid, &st, ret->identity) != 3 || pid <= 1)
+        if (sscanf(buf, "v%d %d %llu %64s", &version, &pid, &st, ret->identity) != 4 ||
+            version < 1 || version > KEEPER_RECORD_VERSION || pid <= 1)
                 return -EINVAL;
+        ret->version = version;
         ret->pid = pid;
         ret->starttime = st;
         return 0;

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -136,6 +137,27 @@ static int read_mountinfo(char ***ret)
         return 0;
 }
 
+/* The flags of the mount at @path a read-only remount must keep: inside a user namespace
+ * (rootless) the kernel locks noexec and the atime mode of mounts it inherited, and a
+ * remount that drops them fails with EPERM. Keeping them as root changes nothing. */
+static unsigned long kept_flags(const char *path)
+{
+        struct statvfs v;
+        unsigned long f = 0;
+
+        if (statvfs(path, &v) < 0)
+                return 0;
+        if (v.f_flag & ST_NOEXEC)
+                f |= MS_NOEXEC;
+        if (v.f_flag & ST_NOATIME)
+                f |= MS_NOATIME;
+        if (v.f_flag & ST_NODIRATIME)
+                f |= MS_NODIRATIME;
+        if (v.f_flag & ST_RELATIME)
+                f |= MS_RELATIME;
+        return f;
+}
+
 /* Read-only bind of host @src at stage-relative @rel, and every submount below it. */
 static int add_ro_bind(struct builder *b, const char *src, const char *rel)
 {
@@ -148,11 +170,11 @@ static int add_ro_bind(struct builder *b, const char *src, const char *rel)
                 return -ENOMEM;
         r = add_mount(b, copy, dst, NULL, MS_BIND | MS_REC, NULL);
         if (r >= 0)
-                r = add_mount(b, NULL, dst, NULL, RO_BIND, NULL);
+                r = add_mount(b, NULL, dst, NULL, RO_BIND | kept_flags(src), NULL);
         STRV_FOREACH (m, b->mountinfo) {
                 if (r < 0 || strncmp(*m, src, n) != 0 || (*m)[n] != '/')
                         continue;
-                r = add_mount(b, NULL, fmt(b, dst, *m + n), NULL, RO_BIND, NULL);
+                r = add_mount(b, NULL, fmt(b, dst, *m + n), NULL, RO_BIND | kept_flags(*m), NULL);
         }
         return r;
 }

@@ -51,10 +51,11 @@ struct child_op {
 struct child_plan {
         const struct child_op *ops;
         size_t n_ops;
-        int sync_fd;   /* read end: one byte arrives once the cgroups hold the child */
-        int err_fd;    /* write end: struct child_failure on failure, EOF on exec */
-        int listen_fd; /* the keeper's socket, becomes KEEPER_LISTEN_FD */
-        int exe_fd;    /* the keeper binary, exec'd with AT_EMPTY_PATH */
+        int sync_fd;        /* read end: one byte arrives once the cgroups hold the child */
+        int err_fd;         /* write end: struct child_failure on failure, EOF on exec */
+        int listen_fd;      /* the keeper's socket, becomes KEEPER_LISTEN_FD */
+        int exe_fd;         /* the keeper binary, exec'd with AT_EMPTY_PATH */
+        bool drop_bounding; /* rootless, non-root inside: empty the bounding set before exec */
 };
 
 struct child_failure {
@@ -87,6 +88,9 @@ void mount_plan_release(struct mount_plan *p);
 /* A human description of op @i for error messages ("mount /usr on ..."). */
 int mount_plan_describe(const struct mount_plan *p, int step, char **ret);
 
+/* ---- freeze.c: stop or resume a thread's processes (consistent reads) ---- */
+int native_freeze(struct b4_provider *p, const char *thread_id, bool frozen, struct b4_error *err);
+
 /* ---- cgroup.c --------------------------------------------------------------------------- */
 
 enum cgroup_mode {
@@ -116,12 +120,16 @@ struct cgroup_host {
         int root_fd;             /* owned; the cgroupfs root */
         int v2_fd;               /* owned; the unified hierarchy (v2 mode), else -EBADF */
         bool has[CGROUP_V1_MAX]; /* v1 pids/memory/cpu/freezer, or v2 pids/memory/cpu/(kill) */
+        bool rootless;           /* has[] was narrowed to what is delegated to us */
 };
 
 extern const char *const cgroup_v1_names[CGROUP_V1_MAX];
 
 /* Probe @root_fd (taken). Never fails: CGROUP_NONE when nothing usable. */
 void cgroup_host_probe(int root_fd, struct cgroup_host *ret);
+/* Rootless: keep only the controllers whose <hierarchy>/b4box the invoking user may write
+ * (delegated by an admin); CGROUP_NONE when nothing is. */
+void cgroup_host_restrict_to_delegated(struct cgroup_host *h);
 void cgroup_host_release(struct cgroup_host *h);
 int cgroup_create(const struct cgroup_host *h,
                   const char *id,
@@ -134,7 +142,18 @@ int cgroup_attach(const struct cgroup *cg, pid_t pid);
 /* SIGKILL everything in the cgroup until it is empty (bounded wait). */
 int cgroup_kill_all(const struct cgroup *cg);
 bool cgroup_is_empty(const struct cgroup *cg);
-/* Remove the cgroup dirs (they must be empty). */
+/* Each command's own cgroup: the thread's dir it is created in (v2: the thread's cgroup; v1:
+ * freezer, else pids) and the KEEPER_CG_* flags that say how to kill one. -EOPNOTSUPP when
+ * there is none (no cgroups, e.g. rootless without delegation). */
+int cgroup_exec_parent(const struct cgroup_host *h,
+                       const char *id,
+                       int *ret_fd,
+                       uint32_t *ret_flags);
+/* mkdir a fresh command cgroup under @parent_fd; @name receives its name. */
+int cgroup_exec_create(int parent_fd, char name[32], int *ret_fd);
+/* rmdir it when empty; a command's background jobs keep it alive until release. */
+void cgroup_exec_remove(int parent_fd, const char *name);
+/* Remove the cgroup dirs (they must be empty; the commands' child cgroups go first). */
 int cgroup_remove(const struct cgroup_host *h, const char *id);
 void cgroup_close(struct cgroup *cg);
 
@@ -151,10 +170,18 @@ struct keeper_proc {
         uint64_t starttime; /* /proc/<pid>/stat field 22 */
 };
 
+/* Rootless mode: the one uid/gid the sandbox sees, mapped to the invoking user's. */
+struct userns_map {
+        uint32_t inside_uid, inside_gid;
+        uint32_t outside_uid, outside_gid;
+};
+
+/* @um: NULL as root; else clone a user namespace too and map it (rootless). */
 int spawn_keeper(const struct mount_plan *plan,
                  int exe_fd,
                  int listen_fd,
                  const struct cgroup *cg,
+                 const struct userns_map *um,
                  struct keeper_proc *ret,
                  struct b4_error *err);
 /* /proc/<pid>/stat start time. Return: 0, -ESRCH, -EIO. */
@@ -162,7 +189,10 @@ int proc_starttime(pid_t pid, uint64_t *ret);
 
 /* ---- keeper.c --------------------------------------------------------------------------- */
 
+#define KEEPER_RECORD_VERSION 2 /* only keepers of this version are adopted */
+
 struct keeper_record {
+        int version;
         pid_t pid;
         uint64_t starttime;
         char identity[65];
@@ -189,6 +219,7 @@ struct exec_spec {
         char **env; /* "K=V" strv, exactly the command's environment */
         uint32_t uid, gid;
         uint32_t flags; /* enum keeper_req_flags */
+        int cg_fd;      /* the command's own cgroup dir (KEEPER_CGROUP), else -EBADF */
         const void *bpf;
         size_t bpf_len; /* bytes */
         uint64_t timeout_ms;
@@ -241,6 +272,9 @@ void native_fs_leave(struct b4_fs *fs, struct fsctx *c);
 
 /* ---- preflight.c ------------------------------------------------------------------------ */
 
+/* Rootless mode can run here: user namespaces are not switched off by sysctl. @ret_why:
+ * which knob is 0 (static string). */
+bool native_userns_allowed(const char **ret_why);
 int native_preflight_run(const struct cgroup_host *cg,
                          struct b4_preflight *ret,
                          struct b4_error *err);
@@ -271,9 +305,12 @@ struct native_provider {
         char *run_dir;    /* .../run: sockets, records, locks */
         char *ws_dir;     /* .../workspaces */
         char *stage_dir;  /* .../root: where each new root is assembled (own mount ns) */
+        char *real_dir;   /* realpath of native_dir: keys the host-global names */
         int run_fd, ws_fd;
         int exe_fd; /* the keeper binary */
         struct cgroup_host cg;
+        bool rootless; /* not root: a user namespace maps the sandbox user to us */
+        uint32_t host_uid, host_gid;
         void *bpf;
         size_t bpf_len;
         pthread_mutex_t lock; /* protects the thread list */
@@ -290,11 +327,19 @@ struct thread {
         char identity[65];
         struct keeper_proc kp;
         int root_fd;             /* /proc/<keeper>/root */
+        int cg_fd;               /* where each command's own cgroup is made, or -EBADF */
+        uint32_t cg_flags;       /* KEEPER_CG_* for those cgroups */
+        pthread_mutex_t cg_lock; /* the spare: an empty command cgroup ready for reuse */
+        int cg_spare_fd;
+        char cg_spare_name[32];
         uint64_t generation;     /* bumped on every new keeper */
         struct b4_policy policy; /* the launch policy (for recovery) */
 };
 
 struct native_provider *native_provider_ref(struct native_provider *np);
+/* The name of a thread's host-global objects (cgroup dirs, veth, firewall tag), unique per
+ * state dir: the first 40 hex of sha256(realpath(<state>/native) + "/" + id). */
+void native_host_id(const struct native_provider *np, const char *id, char ret[41]);
 void native_provider_unref(struct native_provider *np);
 
 /* Find or add the thread's entry; a new reference. */
@@ -324,3 +369,16 @@ int native_reader_open(struct native_provider *np,
                        struct b4_error *err);
 /* rm -rf @name under @dirfd without following symlinks. */
 int rm_rf_at(int dirfd, const char *name);
+
+/* ---- net.c ------------------------------------------------------------------------------ */
+
+/* Whether veth + NAT can be set up here; @ret_why says why not (static string). */
+int net_available(const char **ret_why);
+/* Give the keeper @pid's namespace eth0 + default route + NAT (network "allow"). */
+int net_setup(struct native_provider *np,
+              const char *id,
+              const char *hid,
+              pid_t pid,
+              struct b4_error *err);
+/* Remove what net_setup() made for @id / host id @hid (no-op when nothing was). */
+void net_teardown(struct native_provider *np, const char *id, const char *hid);

@@ -17,26 +17,62 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/fd-util.h"
 #include "base/macro.h"
 #include "native.h"
 
-static bool probe_namespaces(void)
+static bool wait_ok(pid_t pid)
 {
         int status;
+
+        return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+               WEXITSTATUS(status) == 0;
+}
+
+/* The namespaces of a keeper (plus a user namespace when @userns); then a tmpfs and a procfs
+ * mount, in a child inside the new PID namespace as the keeper will be. */
+static bool probe_namespaces(bool userns)
+{
         pid_t pid = fork();
 
         if (pid < 0)
                 return false;
         if (pid == 0) {
-                if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
-                            CLONE_NEWUTS | CLONE_NEWCGROUP) < 0)
+                if (unshare((userns ? CLONE_NEWUSER : 0) | CLONE_NEWNS | CLONE_NEWPID |
+                            CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP) < 0)
                         _exit(1);
-                if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-                    mount("tmpfs", "/tmp", "tmpfs", 0, "size=4k") < 0)
-                        _exit(2);
-                _exit(0);
+                pid = fork();
+                if (pid == 0) {
+                        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                            mount("tmpfs", "/tmp", "tmpfs", 0, "size=4k") < 0 ||
+                            mount("proc", "/tmp", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) <
+                                    0)
+                                _exit(2);
+                        _exit(0);
+                }
+                _exit(wait_ok(pid) ? 0 : 2);
         }
-        return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        return wait_ok(pid);
+}
+
+/* A sysctl that reads "0". */
+static bool sysctl_zero(const char *path)
+{
+        cleanup_free char *v = NULL;
+        size_t len;
+
+        return read_file_at(AT_FDCWD, path, 64, &v, &len) >= 0 && v[0] == '0' &&
+               (len == 1 || v[1] == '\n');
+}
+
+bool native_userns_allowed(const char **ret_why)
+{
+        if (sysctl_zero("/proc/sys/kernel/unprivileged_userns_clone"))
+                return *ret_why = "kernel.unprivileged_userns_clone = 0", false;
+        if (sysctl_zero("/proc/sys/user/max_user_namespaces"))
+                return *ret_why = "user.max_user_namespaces = 0", false;
+        *ret_why = NULL;
+        return true;
 }
 
 static bool probe_openat2(void)
@@ -62,12 +98,46 @@ static int cgroup_rows(const struct cgroup_host *cg, struct b4_preflight *p)
         int r = 0;
 
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(rows); i++)
-                r = cg->has[i] ? b4_preflight_control(p, rows[i], B4_ENFORCED, "%s %s controller",
-                                                      mode_name(cg->mode), cgroup_v1_names[i])
-                               : b4_preflight_control(p, rows[i], B4_NOT_ENFORCED,
-                                                      "no usable %s controller (%s)",
-                                                      cgroup_v1_names[i], mode_name(cg->mode));
-        return r;
+                if (cg->has[i])
+                        r = b4_preflight_control(p, rows[i], B4_ENFORCED, "%s %s controller",
+                                                 mode_name(cg->mode), cgroup_v1_names[i]);
+                else if (cg->rootless)
+                        r = b4_preflight_control(
+                                p, rows[i], B4_NOT_ENFORCED,
+                                "rootless without a delegated %s cgroup: an admin can delegate "
+                                "one by making /sys/fs/cgroup/%s/b4box (v1) or the cgroup2 "
+                                "b4box dir writable by uid %u",
+                                cgroup_v1_names[i], cgroup_v1_names[i], (unsigned)geteuid());
+                else
+                        r = b4_preflight_control(p, rows[i], B4_NOT_ENFORCED,
+                                                 "no usable %s controller (%s)", cgroup_v1_names[i],
+                                                 mode_name(cg->mode));
+        if (r < 0)
+                return r;
+        if (cg->mode == CGROUP_V2 || (cg->mode == CGROUP_V1 && (cg->has[3] || cg->has[0])))
+                return b4_preflight_control(p, "kill on timeout", B4_ENFORCED,
+                                            "each command in its own cgroup (%s): everything "
+                                            "it started dies, setsid() escapees included",
+                                            cg->mode == CGROUP_V2 ? "cgroup.kill"
+                                            : cg->has[3]          ? "v1 freezer, then SIGKILL"
+                                                                  : "v1 pids, SIGKILL loop");
+        return b4_preflight_control(p, "kill on timeout", B4_NOT_ENFORCED,
+                                    "no cgroup for commands%s: the process group and session "
+                                    "are killed, a process that calls setsid() and leaves them "
+                                    "survives until release",
+                                    cg->rootless ? " (rootless, none delegated)" : "");
+}
+
+static int allow_row(struct b4_preflight *p)
+{
+        const char *why = NULL;
+
+        if (net_available(&why) >= 0)
+                return b4_preflight_control(p, "network allow", B4_ENFORCED,
+                                            "per-thread veth + NAT; 169.254.0.0/16, the host's "
+                                            "own addresses and other sandboxes unreachable");
+        return b4_preflight_control(p, "network allow", B4_NOT_ENFORCED,
+                                    "%s: allow-mode sandboxes cannot start here", why);
 }
 
 static int fixed_rows(struct b4_preflight *p)
@@ -86,14 +156,47 @@ static int fixed_rows(struct b4_preflight *p)
                 r = b4_preflight_control(p, "network deny", B4_ENFORCED,
                                          "empty network namespace, loopback only");
         if (r >= 0)
-                r = b4_preflight_control(
-                        p, "network allow", B4_NOT_ENFORCED,
-                        "outbound connectivity is not provided yet: allow-mode "
-                        "sandboxes get an empty network namespace (loopback only)");
+                r = allow_row(p);
         if (r >= 0)
                 r = b4_preflight_control(p, "network lists", B4_NOT_ENFORCED,
                                          "allowlist/denylist are not enforced");
         return r;
+}
+
+static int privilege_rows(struct b4_preflight *p, bool root, bool userns, const char *why, bool ns)
+{
+        int r;
+
+        if (root)
+                r = b4_preflight_control(p, "privileges", B4_ENFORCED, "root");
+        else if (userns)
+                r = b4_preflight_control(p, "privileges", B4_ENFORCED,
+                                         "rootless (user namespaces): the sandbox user is "
+                                         "mapped to uid %u / gid %u, nothing else is mapped; "
+                                         "the caller's supplementary groups stay (as nogroup)",
+                                         (unsigned)geteuid(), (unsigned)getegid());
+        else
+                r = b4_preflight_control(p, "privileges", B4_NOT_ENFORCED,
+                                         "not root and user namespaces are disabled (%s): "
+                                         "rootless mode cannot run here",
+                                         why);
+        if (r >= 0)
+                r = b4_preflight_control(p, "namespaces", ns ? B4_ENFORCED : B4_NOT_ENFORCED,
+                                         ns ? "%spid, mount, net, ipc, uts, cgroup; tmpfs and "
+                                              "proc mounts ok"
+                                            : "cannot create the %spid, mount, net, ipc, uts and "
+                                              "cgroup namespaces, or mount tmpfs/proc in them",
+                                         root ? "" : "user, ");
+        return r;
+}
+
+static const char *not_ok(bool root, bool userns, bool ns, bool o2)
+{
+        if (!root && !userns)
+                return "not root and user namespaces are disabled";
+        if (!ns)
+                return "namespaces/mounts refused";
+        return !o2 ? "no openat2()" : "no seccomp";
 }
 
 int native_preflight_run(const struct cgroup_host *cg,
@@ -101,19 +204,14 @@ int native_preflight_run(const struct cgroup_host *cg,
                          struct b4_error *err)
 {
         struct b4_preflight p = { .ok = true };
-        bool root = geteuid() == 0, ns = root && probe_namespaces(), o2 = probe_openat2();
+        const char *why = NULL;
+        bool root = geteuid() == 0, userns = root || native_userns_allowed(&why);
+        bool ns = userns && probe_namespaces(!root), o2 = probe_openat2();
         void *bpf = NULL;
         size_t len;
         int r;
 
-        r = b4_preflight_control(&p, "privileges", root ? B4_ENFORCED : B4_NOT_ENFORCED,
-                                 root ? "running as root"
-                                      : "not root: rootless (user namespace) mode is not "
-                                        "implemented");
-        if (r >= 0)
-                r = b4_preflight_control(&p, "namespaces", ns ? B4_ENFORCED : B4_NOT_ENFORCED,
-                                         ns ? "pid, mount, net, ipc, uts, cgroup; tmpfs mounts ok"
-                                            : "cannot create namespaces or mount");
+        r = privilege_rows(&p, root, userns, why, ns);
         if (r >= 0)
                 r = b4_preflight_control(&p, "openat2", o2 ? B4_ENFORCED : B4_NOT_ENFORCED,
                                          o2 ? "RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS"
@@ -132,15 +230,14 @@ int native_preflight_run(const struct cgroup_host *cg,
                 b4_preflight_clear(&p);
                 return b4_error_set(err, r, "out of memory");
         }
-        p.ok = root && ns && o2 && sc;
+        p.ok = userns && ns && o2 && sc;
         if (!p.ok)
                 (void)b4_asprintf(&p.detail, "the native provider cannot run here: %s",
-                                  !root ? "needs root"
-                                  : !ns ? "namespaces/mounts refused"
-                                  : !o2 ? "no openat2()"
-                                        : "no seccomp");
+                                  not_ok(root, userns, ns, o2));
         else
-                (void)b4_asprintf(&p.detail, "native sandbox (%s)", mode_name(cg->mode));
+                (void)b4_asprintf(&p.detail, "native sandbox (%s, %s)",
+                                  root ? "root" : "rootless (user namespaces)",
+                                  mode_name(cg->mode));
         *ret = p;
         return 0;
 }

@@ -19,6 +19,7 @@
 #include "b4box/config.h"
 
 #include "base/alloc.h"
+#include "base/hash.h"
 #include "base/macro.h"
 #include "native.h"
 #include "providers.h"
@@ -30,6 +31,23 @@
 # define B4_KEEPER_BUILD_PATH ""
 #endif
 
+void native_host_id(const struct native_provider *np, const char *id, char ret[41])
+{
+        char hex[SHA256_HEX_LEN + 1];
+        struct sha256_ctx *c = sha256_new();
+
+        if (!c) { /* OOM: fall back to the id itself, still deterministic */
+                (void)snprintf(ret, 41, "%s", id);
+                return;
+        }
+        sha256_update(c, np->real_dir, strlen(np->real_dir));
+        sha256_update(c, "/", 1);
+        sha256_update(c, id, strlen(id));
+        sha256_final_hex(c, hex);
+        memcpy(ret, hex, 40);
+        ret[40] = '\0';
+}
+
 struct native_provider *native_provider_ref(struct native_provider *np)
 {
         atomic_fetch_add(&np->refs, 1);
@@ -39,7 +57,10 @@ struct native_provider *native_provider_ref(struct native_provider *np)
 static void thread_free(struct thread *t)
 {
         safe_close(t->root_fd);
+        safe_close(t->cg_fd);
+        safe_close(t->cg_spare_fd);
         safe_close(t->kp.pidfd);
+        (void)pthread_mutex_destroy(&t->cg_lock);
         b4_policy_clear(&t->policy);
         (void)pthread_rwlock_destroy(&t->lock);
         free(t->thread_id);
@@ -65,6 +86,7 @@ void native_provider_unref(struct native_provider *np)
         free(np->run_dir);
         free(np->ws_dir);
         free(np->stage_dir);
+        free(np->real_dir);
         free(np->p.scope);
         free(np);
 }
@@ -89,7 +111,8 @@ int thread_get(struct native_provider *np, const char *thread_id, struct thread 
                         free(t);
                 }
                 if (r >= 0) {
-                        t->root_fd = t->kp.pidfd = -EBADF;
+                        t->root_fd = t->kp.pidfd = t->cg_fd = t->cg_spare_fd = -EBADF;
+                        (void)pthread_mutex_init(&t->cg_lock, NULL);
                         b4_policy_init(&t->policy);
                         (void)pthread_rwlock_init(&t->lock, NULL);
                         atomic_init(&t->refs, 1);
@@ -117,18 +140,39 @@ static struct native_provider *np_of(struct b4_provider *p)
         return (struct native_provider *)p;
 }
 
+static int check_rootless(const struct b4_policy *policy, struct b4_error *err)
+{
+        const char *why = NULL;
+
+        if (!native_userns_allowed(&why))
+                return b4_error_set_code(err, -EPERM, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: not root and user namespaces are "
+                                         "disabled (%s), so rootless mode cannot run. Run as "
+                                         "root or enable them. Run `b4box check`.",
+                                         why);
+        if (policy->network == B4_NETWORK_ALLOW && net_available(&why) < 0)
+                return b4_error_set_code(err, -EPERM, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: network \"allow\" needs a veth and "
+                                         "NAT but %s. Use network \"deny\" or run as root. Run "
+                                         "`b4box check`.",
+                                         why);
+        return 0;
+}
+
 static int check_acquire(struct native_provider *np,
                          const struct b4_acquire_req *req,
+                         const struct b4_policy *policy,
                          struct b4_error *err)
 {
         if (req->image && strcmp(req->image, np->image) != 0)
                 return b4_error_set(err, -EINVAL,
                                     "image '%s' is not available: this native provider runs '%s'",
                                     req->image, np->image);
-        if (geteuid() != 0)
-                return b4_error_set_code(err, -EPERM, B4_CODE_SANDBOX_UNAVAILABLE,
-                                         "Sandbox unavailable: the native provider needs root "
-                                         "(rootless mode is not implemented). Run `b4box check`.");
+        if (np->rootless) {
+                int r = check_rootless(policy, err);
+                if (r < 0)
+                        return r;
+        }
         if (np->exe_fd < 0)
                 return b4_error_set_code(err, -ENOENT, B4_CODE_SANDBOX_UNAVAILABLE,
                                          "Sandbox unavailable: the b4box-keeper binary was not "
@@ -152,7 +196,7 @@ static int np_acquire(struct b4_provider *p,
         b4_policy_init(&defaults);
         if (!policy)
                 policy = &defaults;
-        r = check_acquire(np, req, err);
+        r = check_acquire(np, req, policy, err);
         if (r < 0)
                 return r;
         if (b4_cancel_is_set(req->cancel))
@@ -254,6 +298,7 @@ static const struct b4_provider_ops native_ops = {
         .destroy = np_destroy,
         .preflight = np_preflight,
         .open_reader = np_open_reader,
+        .freeze = native_freeze,
         .free = np_free,
 };
 
@@ -307,6 +352,9 @@ static int setup_dirs(struct native_provider *np, const char *state_dir, struct 
             b4_asprintf(&np->ws_dir, "%s/workspaces", np->native_dir) < 0 ||
             b4_asprintf(&np->stage_dir, "%s/root", np->native_dir) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
+        np->real_dir = realpath(np->native_dir, NULL); /* checksrc: allow (libc allocates) */
+        if (!np->real_dir)
+                return b4_error_set(err, -errno, "cannot resolve '%s'", np->native_dir);
         return 0;
 }
 
@@ -366,7 +414,12 @@ int native_provider_new(const struct b4_provider_config *cfg,
                 return err && err->error ? err->error : b4_error_set(err, r, "out of memory");
         }
         np->exe_fd = open_keeper_exe();
+        np->rootless = geteuid() != 0;
+        np->host_uid = (uint32_t)geteuid();
+        np->host_gid = (uint32_t)getegid();
         cgroup_host_probe(open("/sys/fs/cgroup", O_RDONLY | O_DIRECTORY | O_CLOEXEC), &np->cg);
+        if (np->rootless)
+                cgroup_host_restrict_to_delegated(&np->cg);
         *ret = &np->p;
         return 0;
 }

@@ -55,7 +55,7 @@ int native_fs_enter(struct b4_fs *fs, struct fsctx *ret, struct b4_error *err)
                 *ret = (struct fsctx){ .root_fd = s->t->root_fd,
                                        .uid = sec->run_as_non_root ? sec->uid : 0,
                                        .gid = sec->run_as_non_root ? sec->gid : 0,
-                                       .chown = true,
+                                       .chown = !s->np->rootless, /* ours = theirs */
                                        .hold = s->t };
                 return 0;
         }
@@ -88,7 +88,73 @@ static uint32_t keeper_flags(const struct b4_security *s)
         return f;
 }
 
-/* One attempt under the read lock. -ENOTCONN: no keeper to talk to. */
+/* A command's own cgroup: the thread's spare (an empty one a finished command left) or a
+ * fresh one; after the command it becomes the spare again when empty, else it stays with
+ * the background jobs in it until release. */
+struct exec_cg {
+        int parent_fd, fd;
+        uint32_t flags;
+        char name[32];
+};
+
+#define KEEPER_CG_MASK (KEEPER_CGROUP | KEEPER_CG_FREEZER | KEEPER_CG_KILL)
+
+/* With t->lock held. Without one the keeper still kills the session (reported in preflight). */
+static void exec_cg_make(struct thread *t, struct exec_cg *cg)
+{
+        if (t->cg_fd < 0)
+                return;
+        cg->parent_fd = fcntl(t->cg_fd, F_DUPFD_CLOEXEC, 3);
+        if (cg->parent_fd < 0)
+                return;
+        (void)pthread_mutex_lock(&t->cg_lock);
+        cg->fd = TAKE_FD(t->cg_spare_fd);
+        memcpy(cg->name, t->cg_spare_name, sizeof(cg->name));
+        (void)pthread_mutex_unlock(&t->cg_lock);
+        if (cg->fd < 0 && cgroup_exec_create(cg->parent_fd, cg->name, &cg->fd) < 0) {
+                cg->parent_fd = safe_close(cg->parent_fd);
+                cg->fd = -EBADF;
+                return;
+        }
+        cg->flags = KEEPER_CGROUP | t->cg_flags;
+}
+
+static bool cg_empty(int fd)
+{
+        cleanup_close int procs = openat(fd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+        char c;
+
+        return procs >= 0 && read(procs, &c, 1) == 0;
+}
+
+/* Keep @cg as the spare when it is empty and still belongs to keeper generation @gen. */
+static void exec_cg_done(struct thread *t, uint64_t gen, struct exec_cg *cg)
+{
+        bool kept = false;
+
+        if (cg->fd < 0)
+                return;
+        if (cg_empty(cg->fd)) {
+                (void)pthread_rwlock_rdlock(&t->lock);
+                (void)pthread_mutex_lock(&t->cg_lock);
+                if (t->live && t->generation == gen && t->cg_spare_fd < 0) {
+                        t->cg_spare_fd = TAKE_FD(cg->fd);
+                        memcpy(t->cg_spare_name, cg->name, sizeof(cg->name));
+                        kept = true;
+                }
+                (void)pthread_mutex_unlock(&t->cg_lock);
+                (void)pthread_rwlock_unlock(&t->lock);
+        }
+        if (!kept) {
+                cg->fd = safe_close(cg->fd);
+                cgroup_exec_remove(cg->parent_fd, cg->name); /* EBUSY: jobs live on */
+        }
+        cg->parent_fd = safe_close(cg->parent_fd);
+}
+
+/* One attempt: connect under the read lock (a stable keeper), run without it, so release
+ * never waits for a long command (killing the keeper ends the command with -EIO).
+ * -ENOTCONN: no keeper to talk to. */
 static int exec_once(struct native_sandbox *s,
                      struct exec_spec *spec,
                      uint64_t *ret_gen,
@@ -96,6 +162,7 @@ static int exec_once(struct native_sandbox *s,
                      struct b4_error *err)
 {
         struct thread *t = s->t;
+        struct exec_cg cg = { .parent_fd = -EBADF, .fd = -EBADF };
         int sock = -EBADF;
         int r;
 
@@ -106,12 +173,17 @@ static int exec_once(struct native_sandbox *s,
                 return unavailable(err, t);
         }
         r = keeper_connect(s->np->run_fd, s->np->run_dir, t->id, &sock);
-        if (r < 0)
-                r = b4_error_set(err, -ENOTCONN, "cannot reach the keeper of thread '%s'",
-                                 t->thread_id);
-        else
-                r = exec_run(sock, spec, ret, err);
+        if (r >= 0)
+                exec_cg_make(t, &cg);
         (void)pthread_rwlock_unlock(&t->lock);
+        if (r < 0)
+                return b4_error_set(err, -ENOTCONN, "cannot reach the keeper of thread '%s'",
+                                    t->thread_id);
+        spec->cg_fd = cg.fd;
+        spec->flags = (spec->flags & ~(uint32_t)KEEPER_CG_MASK) | cg.flags;
+        r = exec_run(sock, spec, ret, err);
+        exec_cg_done(t, *ret_gen, &cg);
+        spec->cg_fd = -EBADF;
         return r;
 }
 
@@ -152,7 +224,8 @@ static int sb_exec(struct b4_sandbox *sb,
                 .env = env,
                 .uid = p->security.run_as_non_root ? p->security.uid : 0,
                 .gid = p->security.run_as_non_root ? p->security.gid : 0,
-                .flags = keeper_flags(&p->security),
+                .flags = keeper_flags(&p->security) | (s->np->rootless ? KEEPER_NO_SETGROUPS : 0),
+                .cg_fd = -EBADF,
                 .bpf = s->np->bpf,
                 .bpf_len = s->np->bpf_len,
                 .timeout_ms = req->timeout_ms ? req->timeout_ms : p->resources.timeout_ms,
@@ -240,12 +313,21 @@ static const struct b4_reader_ops reader_ops = {
         .free = rd_free,
 };
 
-static int open_ro_clone(int ws_fd, const char *id, int *ret)
+/* Rootless: open_tree() needs CAP_SYS_ADMIN, so the view is the workspace dir itself; the
+ * reader's ops have no write member, reads resolve inside it all the same. */
+static int open_ro_clone(int ws_fd, const char *id, bool rootless, int *ret)
 {
         struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
                                                MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC };
         int fd = open_tree(ws_fd, id, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
 
+        if (fd < 0 && errno == EPERM && rootless) {
+                fd = openat(ws_fd, id, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0)
+                        return -errno;
+                *ret = fd;
+                return 0;
+        }
         if (fd < 0)
                 return -errno;
         if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
@@ -269,7 +351,7 @@ int native_reader_open(struct native_provider *np,
 
         if (b4_resource_id(np->p.scope, req->thread_id, id) < 0)
                 return b4_error_set(err, -EINVAL, "invalid thread id");
-        r = open_ro_clone(np->ws_fd, id, &fd);
+        r = open_ro_clone(np->ws_fd, id, np->rootless, &fd);
         if (r == -ENOENT)
                 return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
                                          "Sandbox unavailable: no workspace storage for thread "

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Start a keeper: clone3(CLONE_PIDFD) into new PID, mount, network, IPC and UTS namespaces;
- * while the child waits on a pipe the parent moves it into the thread's cgroup and shields it
- * from the OOM killer; then the child (child.c) unshares its cgroup namespace, builds the
+ * Start a keeper: clone3(CLONE_PIDFD) into new PID, mount, network, IPC and UTS namespaces
+ * (plus a user namespace in rootless mode); while the child waits on a pipe the parent writes
+ * its uid/gid maps (rootless), moves it into the thread's cgroup and shields it from the OOM
+ * killer; then the child (child.c) unshares its cgroup namespace, builds the
  * root filesystem from the precomputed plan and execs the keeper binary from an fd. The
  * error pipe is CLOEXEC: EOF means the exec happened, a struct child_failure means it did not.
  */
@@ -15,6 +16,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -69,10 +71,10 @@ static int report_failure(const struct mount_plan *plan,
                             strerror(f->error));
 }
 
-static pid_t do_clone(int *ret_pidfd)
+static pid_t do_clone(bool userns, int *ret_pidfd)
 {
         struct clone_args args = {
-                .flags = NS_FLAGS | CLONE_PIDFD,
+                .flags = NS_FLAGS | CLONE_PIDFD | (userns ? CLONE_NEWUSER : 0),
                 .pidfd = (uint64_t)(uintptr_t)ret_pidfd,
                 .exit_signal = SIGCHLD,
         };
@@ -80,9 +82,30 @@ static pid_t do_clone(int *ret_pidfd)
         return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
 }
 
-/* Parent side after the clone: cgroup, OOM shield, go, wait for exec or failure. */
+/* Rootless: the sandbox's one uid and gid are the invoking user's; setgroups is denied. */
+static int write_maps(pid_t pid, const struct userns_map *um)
+{
+        char path[64], buf[64];
+        int r;
+
+        (void)snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
+        r = write_string_at(AT_FDCWD, path, "deny");
+        if (r < 0)
+                return r;
+        (void)snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+        (void)snprintf(buf, sizeof(buf), "%u %u 1\n", um->inside_uid, um->outside_uid);
+        r = write_string_at(AT_FDCWD, path, buf);
+        if (r < 0)
+                return r;
+        (void)snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+        (void)snprintf(buf, sizeof(buf), "%u %u 1\n", um->inside_gid, um->outside_gid);
+        return write_string_at(AT_FDCWD, path, buf);
+}
+
+/* Parent side after the clone: id maps, cgroup, OOM shield, go, wait for exec or failure. */
 static int parent_side(const struct mount_plan *plan,
                        const struct cgroup *cg,
+                       const struct userns_map *um,
                        pid_t pid,
                        int sync_w,
                        int err_r,
@@ -92,11 +115,13 @@ static int parent_side(const struct mount_plan *plan,
         ssize_t n;
         int r;
 
+        if (um && (r = write_maps(pid, um)) < 0)
+                return b4_error_set(err, r, "cannot write the user namespace id maps");
         r = cgroup_attach(cg, pid);
         if (r < 0)
                 return b4_error_set(err, r, "cannot move the keeper into its cgroup");
         (void)oom_protect(pid); /* best effort: needs CAP_SYS_RESOURCE; commands run at 500 */
-        if (write(sync_w, "g", 1) != 1)
+        if (send(sync_w, "g", 1, MSG_NOSIGNAL) != 1)
                 return b4_error_set(err, -EIO, "keeper vanished before setup");
         do
                 n = read(err_r, &f, sizeof(f));
@@ -112,6 +137,7 @@ int spawn_keeper(const struct mount_plan *plan,
                  int exe_fd,
                  int listen_fd,
                  const struct cgroup *cg,
+                 const struct userns_map *um,
                  struct keeper_proc *ret,
                  struct b4_error *err)
 {
@@ -120,11 +146,13 @@ int spawn_keeper(const struct mount_plan *plan,
         pid_t pid;
         int r;
 
-        if (pipe2(sync_p, O_CLOEXEC) < 0 || pipe2(err_p, O_CLOEXEC) < 0) {
+        /* sync is a socketpair so a child that died cannot SIGPIPE us (send + NOSIGNAL) */
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync_p) < 0 ||
+            pipe2(err_p, O_CLOEXEC) < 0) {
                 r = b4_error_set(err, -errno, "cannot create keeper pipes");
                 goto out;
         }
-        pid = do_clone(&pidfd);
+        pid = do_clone(um != NULL, &pidfd);
         if (pid < 0) {
                 r = b4_error_set(err, -errno, "cannot clone the keeper into new namespaces");
                 goto out;
@@ -135,12 +163,13 @@ int spawn_keeper(const struct mount_plan *plan,
                                          .sync_fd = sync_p[0],
                                          .err_fd = err_p[1],
                                          .listen_fd = listen_fd,
-                                         .exe_fd = exe_fd };
+                                         .exe_fd = exe_fd,
+                                         .drop_bounding = um && um->inside_uid != 0 };
                 child_main(&cp);
         }
         err_p[1] = safe_close(err_p[1]);
         sync_p[0] = safe_close(sync_p[0]);
-        r = parent_side(plan, cg, pid, sync_p[1], err_p[0], err);
+        r = parent_side(plan, cg, um, pid, sync_p[1], err_p[0], err);
         if (r >= 0)
                 r = proc_starttime(pid, &ret->starttime);
         if (r < 0) {

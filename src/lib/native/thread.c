@@ -43,6 +43,11 @@ int thread_flock(struct native_provider *np, const char *id, int *ret_fd)
 static void forget(struct thread *t)
 {
         t->root_fd = safe_close(t->root_fd);
+        t->cg_fd = safe_close(t->cg_fd);
+        t->cg_flags = 0;
+        (void)pthread_mutex_lock(&t->cg_lock);
+        t->cg_spare_fd = safe_close(t->cg_spare_fd); /* its dir goes with the thread's */
+        (void)pthread_mutex_unlock(&t->cg_lock);
         t->kp.pidfd = safe_close(t->kp.pidfd);
         t->kp = (struct keeper_proc){ .pidfd = -EBADF };
         t->live = false;
@@ -64,6 +69,9 @@ static void stop_id(struct native_provider *np, const char *id, int pidfd)
         struct keeper_record rec;
         struct cgroup cg;
         int rec_fd = -EBADF;
+        char hid[41];
+
+        native_host_id(np, id, hid);
 
         if (pidfd >= 0)
                 keeper_kill(pidfd);
@@ -72,11 +80,12 @@ static void stop_id(struct native_provider *np, const char *id, int pidfd)
                 keeper_kill(rec_fd);
                 safe_close(rec_fd);
         }
-        if (cgroup_open(&np->cg, id, &cg) >= 0) {
+        if (cgroup_open(&np->cg, hid, &cg) >= 0) {
                 (void)cgroup_kill_all(&cg);
                 cgroup_close(&cg);
         }
-        (void)cgroup_remove(&np->cg, id);
+        (void)cgroup_remove(&np->cg, hid);
+        net_teardown(np, id, hid);
         unlink_run_files(np, id);
 }
 
@@ -98,10 +107,24 @@ static int ensure_workspace(struct native_provider *np,
                 return b4_error_set(err, -errno, "cannot create the workspace of thread '%s'",
                                     t->thread_id);
         }
+        if (np->rootless)
+                return 0; /* ours already: the sandbox user is mapped to us */
         if (fchownat(np->ws_fd, t->id, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
                 return b4_error_set(err, -errno, "cannot chown the workspace of thread '%s'",
                                     t->thread_id);
         return 0;
+}
+
+/* Where each command's own cgroup goes; none (process-group kill only) when unavailable. */
+static void open_exec_cgroup(struct native_provider *np, struct thread *t)
+{
+        char hid[41];
+
+        native_host_id(np, t->id, hid);
+        t->cg_fd = safe_close(t->cg_fd);
+        t->cg_flags = 0;
+        if (cgroup_exec_parent(&np->cg, hid, &t->cg_fd, &t->cg_flags) < 0)
+                t->cg_fd = -EBADF;
 }
 
 static int open_root(pid_t pid, int *ret)
@@ -168,7 +191,10 @@ static int launch(struct native_provider *np,
         cleanup_close int lfd = -EBADF;
         int r;
 
-        r = cgroup_create(&np->cg, t->id, &lim, &cg, err);
+        char hid[41];
+
+        native_host_id(np, t->id, hid);
+        r = cgroup_create(&np->cg, hid, &lim, &cg, err);
         if (r < 0)
                 return r;
         r = build_plan(np, t, p, &plan, err);
@@ -178,8 +204,14 @@ static int launch(struct native_provider *np,
                         b4_error_set(err, r, "cannot create the keeper socket in '%s'",
                                      np->run_dir);
         }
+        bool non_root = p->security.run_as_non_root;
+        struct userns_map um = { .inside_uid = non_root ? p->security.uid : 0,
+                                 .inside_gid = non_root ? p->security.gid : 0,
+                                 .outside_uid = np->host_uid,
+                                 .outside_gid = np->host_gid };
+
         if (r >= 0)
-                r = spawn_keeper(&plan, np->exe_fd, lfd, &cg, kp, err);
+                r = spawn_keeper(&plan, np->exe_fd, lfd, &cg, np->rootless ? &um : NULL, kp, err);
         mount_plan_release(&plan);
         cgroup_close(&cg);
         return r;
@@ -201,7 +233,12 @@ static int start_keeper(struct native_provider *np,
                              err);
         if (r < 0)
                 return r;
+        char hid[41];
+
+        native_host_id(np, t->id, hid);
         r = launch(np, t, p, &kp, err);
+        if (r >= 0 && p->network == B4_NETWORK_ALLOW)
+                r = net_setup(np, t->id, hid, kp.pid, err);
         if (r >= 0) {
                 rec = (struct keeper_record){ .pid = kp.pid, .starttime = kp.starttime };
                 memcpy(rec.identity, identity, sizeof(rec.identity));
@@ -222,6 +259,7 @@ static int start_keeper(struct native_provider *np,
         }
         t->kp = kp;
         t->root_fd = root_fd;
+        open_exec_cgroup(np, t);
         t->live = true;
         t->generation++;
         return 0;
@@ -238,7 +276,8 @@ static bool try_adopt(struct native_provider *np,
 
         if (keeper_record_read(np->run_fd, t->id, &rec) < 0 || keeper_verify(&rec, &pidfd) < 0)
                 return false;
-        if (strcmp(rec.identity, identity) != 0 || open_root(rec.pid, &root_fd) < 0 ||
+        if (rec.version != KEEPER_RECORD_VERSION || strcmp(rec.identity, identity) != 0 ||
+            open_root(rec.pid, &root_fd) < 0 ||
             keeper_connect(np->run_fd, np->run_dir, t->id, &sock) < 0 ||
             set_policy(t, identity, p) < 0) {
                 stop_id(np, t->id, pidfd);
@@ -248,6 +287,7 @@ static bool try_adopt(struct native_provider *np,
                                       .pidfd = TAKE_FD(pidfd),
                                       .starttime = rec.starttime };
         t->root_fd = TAKE_FD(root_fd);
+        open_exec_cgroup(np, t);
         t->live = true;
         t->generation++;
         return true;

@@ -37,8 +37,7 @@ static int box_get_locked(struct b4_runtime *rt,
         }
         b->acquiring = true;
         (void)pthread_mutex_unlock(&rt->lock);
-        struct b4_acquire_req req = { .thread_id = key, .policy = &rt->policy, .cancel = cancel };
-        r = b4_provider_acquire(rt->opts.provider, &req, &sb, err);
+        r = admission_acquire(rt, key, cancel, &sb, err);
         (void)pthread_mutex_lock(&rt->lock);
         b->acquiring = false;
         (void)pthread_cond_broadcast(&rt->cond);

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "b4box/config.h"
 #include "b4box/runtime.h"
 
 #include "base/hashmap.h"
@@ -23,6 +24,7 @@ struct box {
 
 struct slot {
         struct b4_cancel *cancel; /* fired by b4_runtime_thread_cancel() */
+        bool borrowed;            /* cancel belongs to the slot's holder (a read) */
 };
 
 struct b4_runtime {
@@ -50,3 +52,38 @@ int runtime_sandbox_key(struct b4_runtime *rt, const char *id, char **ret, struc
 int slot_take_locked(struct b4_runtime *rt, const char *id, bool cancellable, struct slot **ret);
 /* Free @id's slot and wake waiters. Lock held. */
 void slot_drop_locked(struct b4_runtime *rt, const char *id);
+
+/* Managed admission (admission.c): whether sandbox.workspace or sandbox.thread is set. */
+bool runtime_is_managed(const struct b4_runtime *rt);
+/*
+ * Acquire @key's sandbox, resolving and recording it at its first admission and materialising
+ * its workspace when not yet made (managed mode); a plain acquire otherwise. Called with the
+ * runtime lock released while @key's box is marked acquiring.
+ */
+int admission_acquire(struct b4_runtime *rt,
+                      const char *key,
+                      struct b4_cancel *cancel,
+                      struct b4_sandbox **ret,
+                      struct b4_error *err);
+
+/* External resolvers (resolver.c): stdout is capped at RESOLVER_MAX_OUTPUT. */
+#define RESOLVER_MAX_OUTPUT (4u * 1024u * 1024u)
+struct b4_resolver;
+int resolver_run(const struct b4_resolver *res,
+                 const char *cwd,
+                 const char *input,
+                 struct b4_cancel *cancel,
+                 char **ret_out,
+                 size_t *ret_len,
+                 struct b4_error *err);
+
+/*
+ * The thread's own permission lists from its sandbox record (its root ancestor's), for the
+ * tools host's thread_permissions callback: *ret NULL when the record names none.
+ */
+struct b4_permissions;
+int admission_thread_permissions(struct b4_store *store,
+                                 enum b4_permission_mode mode,
+                                 const char *thread_id,
+                                 struct b4_permissions **ret,
+                                 struct b4_error *err);

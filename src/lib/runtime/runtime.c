@@ -71,7 +71,8 @@ static int free_slot_cb(const char *key, void *value, void *ud)
 {
         struct slot *s = value;
 
-        b4_cancel_free(s->cancel);
+        if (!s->borrowed)
+                b4_cancel_free(s->cancel);
         free(s);
         return 0;
 }
@@ -243,7 +244,8 @@ void slot_drop_locked(struct b4_runtime *rt, const char *id)
         struct slot *s = hashmap_remove(rt->slots, id);
 
         if (s) {
-                b4_cancel_free(s->cancel);
+                if (!s->borrowed)
+                        b4_cancel_free(s->cancel);
                 free(s);
         }
         (void)pthread_cond_broadcast(&rt->cond);

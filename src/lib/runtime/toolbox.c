@@ -15,6 +15,7 @@
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strv.h"
+#include "runtime-internal.h"
 
 /* ---- grants in the SQLite store ---- */
 
@@ -73,38 +74,21 @@ static const struct b4_grant_store_ops store_grants_ops = {
 /* ---- the toolbox ---- */
 
 struct b4_toolbox {
+        struct b4_store *store;
+        enum b4_permission_mode mode;
         struct b4_permissions *app;
         struct b4_grant_store *grants;
         struct b4_tools_host *host;
 };
 
-static int app_permissions(const struct b4_permissions_config *pc,
-                           struct b4_permissions **ret,
-                           struct b4_error *err)
+static int thread_permissions(void *userdata,
+                              const char *thread_id,
+                              struct b4_permissions **ret,
+                              struct b4_error *err)
 {
-        struct b4_permissions *p = NULL;
-        int r;
+        struct b4_toolbox *tb = userdata;
 
-        r = b4_permissions_new(pc->mode, &p);
-        if (r < 0)
-                return r;
-        for (int k = 0; k < B4_PERM__COUNT; k++) {
-                const char *key = b4_permission_key_name((enum b4_permission_key)k);
-                STRV_FOREACH (pat, pc->allow[k])
-                        if ((r = b4_permissions_add(p, B4_PERMISSION_LIST_ALLOW, key, *pat, err)) <
-                            0)
-                                goto out_free;
-                STRV_FOREACH (pat, pc->deny[k])
-                        if ((r = b4_permissions_add(p, B4_PERMISSION_LIST_DENY, key, *pat, err)) <
-                            0)
-                                goto out_free;
-        }
-        *ret = p;
-        return 0;
-
-out_free:
-        b4_permissions_free(p);
-        return r;
+        return admission_thread_permissions(tb->store, tb->mode, thread_id, ret, err);
 }
 
 int b4_toolbox_new(const struct b4_config *cfg,
@@ -123,10 +107,16 @@ int b4_toolbox_new(const struct b4_config *cfg,
         }
         g->base.ops = &store_grants_ops;
         g->store = store;
+        tb->store = store;
+        tb->mode = cfg->permissions.mode;
         tb->grants = &g->base;
-        r = app_permissions(&cfg->permissions, &tb->app, err);
+        r = cfg->permissions.present ? b4_permissions_from_config(&cfg->permissions, &tb->app, err)
+                                     : 0;
         if (r >= 0) {
-                struct b4_tools_host_options o = { .app = tb->app, .grants = tb->grants };
+                struct b4_tools_host_options o = { .app = tb->app,
+                                                   .grants = tb->grants,
+                                                   .thread_permissions = thread_permissions,
+                                                   .userdata = tb };
                 r = b4_tools_host_new(&o, &tb->host);
         }
         if (r < 0) {

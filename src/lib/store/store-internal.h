@@ -8,8 +8,16 @@
 
 #include "b4box/store.h"
 
+#define STORE_STMT_CACHE 16
+
 struct b4_store {
-        sqlite3 *db;          /* the only connection */
+        sqlite3 *db; /* the only connection */
+
+        struct {
+                const char *sql;    /* a static string: the cache key is its address */
+                sqlite3_stmt *stmt; /* prepared once, reset after each use */
+        } cache[STORE_STMT_CACHE];
+
         pthread_mutex_t lock; /* serialises every call */
         int lock_fd;          /* flock()ed <state>/b4box.lock */
 };
@@ -18,6 +26,24 @@ struct b4_store {
 int store_error(struct b4_store *s, int rc, struct b4_error *err, const char *what);
 /* Prepare @sql; on failure sets @err. */
 int store_prepare(struct b4_store *s, const char *sql, sqlite3_stmt **ret, struct b4_error *err);
+/*
+ * A cached statement for a hot query (@sql must be a string literal). The caller holds the
+ * store lock and resets it when done (cleanup_(store_resetp)); never finalize it.
+ */
+int store_prepare_cached(struct b4_store *s,
+                         const char *sql,
+                         sqlite3_stmt **ret,
+                         struct b4_error *err);
+
+static inline void store_resetp(sqlite3_stmt **st)
+{
+        if (*st) {
+                (void)sqlite3_reset(*st);
+                (void)sqlite3_clear_bindings(*st);
+        }
+        *st = NULL;
+}
+
 /* Run a statement that returns no rows to completion, then finalize it. */
 int store_step_done(struct b4_store *s, sqlite3_stmt *st, struct b4_error *err, const char *what);
 /* Duplicate a column as a heap string (NULL for SQL NULL). -ENOMEM on failure. */

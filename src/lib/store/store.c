@@ -53,6 +53,29 @@ int store_prepare(struct b4_store *s, const char *sql, sqlite3_stmt **ret, struc
         return rc == SQLITE_OK ? 0 : store_error(s, rc, err, "prepare");
 }
 
+int store_prepare_cached(struct b4_store *s,
+                         const char *sql,
+                         sqlite3_stmt **ret,
+                         struct b4_error *err)
+{
+        size_t i;
+        int rc;
+
+        for (i = 0; i < STORE_STMT_CACHE && s->cache[i].sql; i++)
+                if (s->cache[i].sql == sql) {
+                        *ret = s->cache[i].stmt;
+                        return 0;
+                }
+        if (i == STORE_STMT_CACHE)
+                return store_prepare(s, sql, ret, err); /* NEVER: more hot queries than slots */
+        rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s->cache[i].stmt, NULL);
+        if (rc != SQLITE_OK)
+                return store_error(s, rc, err, "prepare");
+        s->cache[i].sql = sql;
+        *ret = s->cache[i].stmt;
+        return 0;
+}
+
 int store_step_done(struct b4_store *s, sqlite3_stmt *st, struct b4_error *err, const char *what)
 {
         int rc = sqlite3_step(st);
@@ -205,6 +228,9 @@ struct b4_store *b4_store_close(struct b4_store *s)
 {
         if (!s)
                 return NULL;
+        for (size_t i = 0; i < STORE_STMT_CACHE; i++)
+                if (s->cache[i].stmt)
+                        (void)sqlite3_finalize(s->cache[i].stmt);
         if (s->db)
                 (void)sqlite3_close(s->db);
         safe_close(s->lock_fd);

@@ -76,16 +76,18 @@ static int row_from_stmt(sqlite3_stmt *st, struct b4_thread_row *ret)
 
 #define THREAD_COLUMNS "id, metadata, owner, parent_id, created_ms"
 
+static const char sql_thread_get[] = "SELECT " THREAD_COLUMNS " FROM threads WHERE id = ?1";
+
 int b4_store_thread_get(struct b4_store *s,
                         const char *id,
                         struct b4_thread_row *ret,
                         struct b4_error *err)
 {
-        cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
         STORE_LOCKED(s);
+        cleanup_(store_resetp) sqlite3_stmt *st = NULL;
         int rc, r;
 
-        r = store_prepare(s, "SELECT " THREAD_COLUMNS " FROM threads WHERE id = ?1", &st, err);
+        r = store_prepare_cached(s, sql_thread_get, &st, err);
         if (r < 0)
                 return r;
         (void)sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);

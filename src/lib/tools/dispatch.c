@@ -512,3 +512,11 @@ int b4_tools_last_request(struct b4_tools *t,
                 *ret_pattern = p->ask.pattern;
         return 0;
 }
+
+bool b4_tools_result_is_ok(const char *result_json)
+{
+        static const char prefix[] = "{\"ok\":true";
+
+        /* dump() writes members in insertion order and "ok" is always set first. */
+        return result_json && strncmp(result_json, prefix, sizeof(prefix) - 1) == 0;
+}

@@ -464,3 +464,32 @@ int perm_view_add_allow(const struct perm_view *v,
         }
         return r < 0 ? r : 1;
 }
+
+int b4_permissions_from_config(const struct b4_permissions_config *pc,
+                               struct b4_permissions **ret,
+                               struct b4_error *err)
+{
+        struct b4_permissions *p = NULL;
+        int r;
+
+        r = b4_permissions_new(pc->mode, &p);
+        if (r < 0)
+                return r;
+        for (int k = 0; k < B4_PERM__COUNT; k++) {
+                const char *key = b4_permission_key_name((enum b4_permission_key)k);
+                STRV_FOREACH (pat, pc->allow[k])
+                        if ((r = b4_permissions_add(p, B4_PERMISSION_LIST_ALLOW, key, *pat, err)) <
+                            0)
+                                goto out_free;
+                STRV_FOREACH (pat, pc->deny[k])
+                        if ((r = b4_permissions_add(p, B4_PERMISSION_LIST_DENY, key, *pat, err)) <
+                            0)
+                                goto out_free;
+        }
+        *ret = p;
+        return 0;
+
+out_free:
+        b4_permissions_free(p);
+        return r;
+}

@@ -283,6 +283,8 @@ static int exec_result(const struct b4_exec_result *x, struct jv **ret)
         if (r >= 0)
                 r = jv_object_set_new(o, "timedOut", jv_bool_new(x->timed_out));
         if (r >= 0)
+                r = jv_object_set_new(o, "cancelled", jv_bool_new(x->cancelled));
+        if (r >= 0)
                 r = jv_object_set_new(o, "truncated", jv_bool_new(x->truncated));
         if (r >= 0)
                 r = jv_object_set_new(o, "durationMs", jv_integer_new((int64_t)x->duration_ms));

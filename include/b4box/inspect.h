@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Workspace inspection (reference §5.1): a bounded, read-only inventory of a workspace seen
+ * through a struct b4_fs (a reader's or a sandbox handle's), refused loudly when it holds
+ * anything but plain UTF-8 text files and directories (plus the root symlinks the caller
+ * expects). One walk (b4_fs_walk) and one batched read (b4_fs_read_files) per inspection.
+ *
+ *   b4_inspect_options_init(&o);  o.root = "draft";  ...
+ *   r = b4_inspect_workspace(fs, &o, &insp, &fail, &err);
+ *   r == -EPROTO: a refusal, fail.code says which (invalid_options / root_missing / refused /
+ *                 changed) and err.msg carries the reference's exact text.
+ *
+ * docs/inspect.md describes the JSON shapes and the HTTP endpoint built on top.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "b4box/cancel.h"
+#include "b4box/error.h"
+#include "b4box/provider.h"
+
+#define B4_INSPECT_DEFAULT_MAX_ENTRIES     10000u
+#define B4_INSPECT_DEFAULT_MAX_FILE_BYTES  (2u * 1024u * 1024u)
+#define B4_INSPECT_DEFAULT_MAX_TOTAL_BYTES (16u * 1024u * 1024u)
+#define B4_INSPECT_MAX_SAFE_INTEGER        9007199254740991ull /* 2^53 - 1 */
+#define B4_INSPECT_ROOT_MAX_CHARS          1024u
+
+enum b4_inspect_code {
+        B4_INSPECT_NONE = 0,
+        B4_INSPECT_INVALID_OPTIONS = 1, /* nothing was read */
+        B4_INSPECT_ROOT_MISSING = 2,    /* see b4_inspect_failure.kind */
+        B4_INSPECT_REFUSED = 3,         /* the workspace holds something not admitted */
+        B4_INSPECT_CHANGED = 4,         /* the workspace changed during the read */
+};
+
+enum b4_root_missing_kind {
+        B4_ROOT_ABSENT = 0,
+        B4_ROOT_NOT_DIRECTORY = 1,
+};
+
+/* Why an inspection was refused; filled when b4_inspect_workspace() returns -EPROTO. */
+struct b4_inspect_failure {
+        enum b4_inspect_code code;
+        enum b4_root_missing_kind kind; /* with B4_INSPECT_ROOT_MISSING */
+};
+
+struct b4_root_symlink {
+        const char *name;   /* a root leaf name */
+        const char *target; /* exact, unnormalised readlink text */
+};
+
+struct b4_inspect_options {
+        struct b4_cancel *cancel;  /* optional; checked before and after every backend call */
+        uint64_t max_entries;      /* every entry, directories and excluded roots included */
+        uint64_t max_file_bytes;   /* per file */
+        uint64_t max_total_bytes;  /* sum of the file bytes read */
+        char *const *exclude_root; /* strv (may be NULL): root directories skipped */
+        const struct b4_root_symlink *expected; /* root symlinks that must exist, exactly */
+        size_t n_expected;
+        const char *root; /* NULL = the workspace root; else a canonical relative path */
+};
+
+/** b4_inspect_options_init() - the reference's defaults (10,000 entries, 2 MiB, 16 MiB). */
+B4_PUBLIC void b4_inspect_options_init(struct b4_inspect_options *o);
+
+struct b4_inspected_file {
+        char *path; /* owned; relative to the inspection root, '/'-separated */
+        char *text; /* owned UTF-8 (BOM kept), NUL-terminated past len */
+        size_t len;
+};
+
+struct b4_inspected_link {
+        char *name;   /* owned root leaf name */
+        char *target; /* owned readlink text */
+};
+
+/* The result (reference WorkspaceInspection). Files are in depth-first, bytewise order. */
+struct b4_inspection {
+        struct b4_inspected_file *files;
+        size_t n_files;
+        struct b4_inspected_link *links; /* in the order of b4_inspect_options.expected */
+        size_t n_links;
+        uint64_t total_bytes; /* sum of the files' bytes */
+        uint64_t entries;     /* entries seen below the root (the root itself excluded) */
+};
+
+/** b4_inspection_clear() - free what @insp owns and zero it. */
+B4_PUBLIC void b4_inspection_clear(struct b4_inspection *insp);
+
+/**
+ * b4_inspect_workspace() - inspect the workspace behind @fs
+ * @fs:       a reader's or handle's filesystem; fs->root is the workspace root
+ * @o:        options (b4_inspect_options_init() first); NULL = defaults
+ * @ret:      on success, the inventory; the caller clears it
+ * @ret_fail: optional; on -EPROTO, which refusal
+ * @err:      the message (the reference's exact text for refusals)
+ *
+ * Return: 0; -EPROTO (a refusal, see @ret_fail); -ECANCELED; -ENOMEM; any other backend
+ * error as the backend reported it (untyped).
+ */
+B4_PUBLIC int b4_inspect_workspace(struct b4_fs *fs,
+                                   const struct b4_inspect_options *o,
+                                   struct b4_inspection *ret,
+                                   struct b4_inspect_failure *ret_fail,
+                                   struct b4_error *err);
+
+/**
+ * b4_inspect_root_is_canonical() - the reference's isCanonicalWorkspaceRoot: 1 to 1024
+ * chars, '/'-separated non-empty segments, none "." or "..", no '\\', no char < 32 or 127.
+ */
+B4_PUBLIC bool b4_inspect_root_is_canonical(const char *root);
+
+/** b4_inspect_code_name() - "invalid_options", "root_missing", "refused", "changed". */
+B4_PUBLIC const char *b4_inspect_code_name(enum b4_inspect_code code);
+
+/**
+ * b4_inspection_to_json() - the inspection object {files, symlinks, totalBytes, entries}
+ * @ignore: strv of key prefixes left out of files (they still count); may be NULL
+ * @ret:    compact JSON, heap
+ * Return: 0, -ENOMEM.
+ */
+B4_PUBLIC int b4_inspection_to_json(const struct b4_inspection *insp,
+                                    char *const *ignore,
+                                    char **ret);
+
+/* ---- consistent reads ---- */
+
+/**
+ * b4_provider_freeze() - stop (@frozen) or resume every process of the thread's sandbox, so a
+ * read sees one instant of its workspace (docs/inspect.md)
+ * Return: 0; -EOPNOTSUPP when the provider cannot freeze; -errno.
+ */
+B4_PUBLIC int b4_provider_freeze(struct b4_provider *p,
+                                 const char *thread_id,
+                                 bool frozen,
+                                 struct b4_error *err);
+
+/**
+ * b4_inspect_thread() - open a reader of @thread_id's workspace, inspect it, always close
+ * (b4_with_reader()); with @consistent, the thread's processes are frozen around the
+ * inspection (b4_provider_freeze()) so it sees one instant
+ * @thread_id: the sandbox key (a child thread reads its root ancestor's workspace)
+ * Return: as b4_inspect_workspace(), plus the reader's errors (-ENOENT with B4_E2001 when
+ * the thread has no storage, -EOPNOTSUPP without a reader or, for @consistent, a freeze).
+ */
+B4_PUBLIC int b4_inspect_thread(struct b4_provider *p,
+                                const char *thread_id,
+                                const struct b4_inspect_options *o,
+                                bool consistent,
+                                struct b4_inspection *ret,
+                                struct b4_inspect_failure *ret_fail,
+                                struct b4_error *err);
+
+/* ---- the client side of POST /threads/{id}/workspace/inspect ---- */
+
+#define B4_INSPECT_RESPONSE_MAX_BYTES (64u * 1024u * 1024u)
+
+struct b4_inspect_response {
+        char *thread_id;
+        char *source_digest;   /* NULL when the server recorded none (provider storage) */
+        char *intent_digest;   /* NULL likewise */
+        char *root;            /* NULL when the request named none */
+        char *inspection_json; /* the inspection object, compact JSON */
+        char **paths;          /* strv: the keys of inspection.files, in order */
+        uint64_t n_files, total_bytes, entries;
+};
+
+B4_PUBLIC void b4_inspect_response_clear(struct b4_inspect_response *r);
+
+/**
+ * b4_inspect_response_parse() - strictly check a 200 answer (reference readThreadWorkspace):
+ * exact keys, 64-hex digests or null, file keys relative paths, symlink keys single leaves,
+ * counts safe integers; then the thread and (when @expect_source) the source digest.
+ * Return: 0; -EBADMSG (malformed_response); -ESRCH (thread_mismatch); -EXDEV
+ * (source_mismatch); -ENOMEM. The message names the refusal code first.
+ */
+B4_PUBLIC int b4_inspect_response_parse(const char *text,
+                                        size_t len,
+                                        const char *expect_thread,
+                                        const char *expect_source,
+                                        struct b4_inspect_response *ret,
+                                        struct b4_error *err);
+
+/**
+ * b4_inspect_error_parse() - the details.code and message of a refusal body, for clients.
+ * Return: 0 (both heap), -EBADMSG when @text is not the error shape, -ENOMEM.
+ */
+B4_PUBLIC int b4_inspect_error_parse(const char *text,
+                                     size_t len,
+                                     char **ret_code,
+                                     char **ret_message);

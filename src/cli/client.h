@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The CLI's HTTP client for `--server URL` (or $B4BOX_URL, token in $B4BOX_TOKEN):
+ * "http://host:port" or "unix:/path/to.sock". Bodies are JSON; responses are bounded.
+ */
+
+#include <stddef.h>
+
+#include "b4box/error.h"
+
+#define CLIENT_MAX_RESPONSE (64u * 1024 * 1024)
+
+struct cli_client {
+        const char *url;   /* borrowed */
+        const char *token; /* borrowed; NULL = no Authorization header */
+};
+
+/* The server to talk to: @flag (--server), else $B4BOX_URL, else NULL (run locally). */
+const char *cli_server_url(const char *flag);
+
+/**
+ * cli_http() - one request
+ * @body:       JSON text or NULL
+ * @ret_status: the HTTP status
+ * @ret_body:   the response body (heap, NUL-terminated)
+ * Return: 0 (any status), -ECONNREFUSED/-EIO (transport, message set), -EFBIG, -ENOMEM.
+ */
+int cli_http(const struct cli_client *c,
+             const char *method,
+             const char *path,
+             const char *body,
+             long *ret_status,
+             char **ret_body,
+             struct b4_error *err);
+
+/* Print a JSON error body as "b4box: <message> (<code>)"; returns CLI_EXIT_FAILED. */
+int cli_http_fail(long status, const char *body);
+/* Percent-encode @s for a path segment (heap). */
+char *cli_path_escape(const char *s);

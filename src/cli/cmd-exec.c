@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Local use without a server, in-process against the state dir:
+ *   b4box exec --thread ID [--timeout MS] -- CMD...   run CMD in the thread's sandbox
+ *   b4box release ID                                 drop its compute, keep the workspace
+ *   b4box destroy ID                                 drop compute and workspace
+ * The provider and policy come from the configuration (-c FILE, ./b4box.json, else the
+ * defaults: native, scope "b4box"). One CMD argument is a shell command line; several are
+ * quoted and joined, so `-- sh -c 'echo $HOME'` means what it says. stdout and stderr are
+ * passed through and exec exits with the command's own code (124 on timeout, 128+N when
+ * killed by signal N). SIGINT/SIGTERM cancel the command.
+ */
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "b4box/b4.h"
+
+#include "base/alloc.h"
+#include "base/fd-util.h"
+#include "base/macro.h"
+#include "base/parse.h"
+#include "base/strbuf.h"
+#include "base/strv.h"
+#include "cli.h"
+
+DEFINE_CLEANUP_FUNC(struct b4_config, b4_config_free)
+DEFINE_CLEANUP_FUNC(struct b4_provider, b4_provider_free)
+
+struct exec_args {
+        const char *thread;
+        uint64_t timeout_ms;
+        char **cmd; /* borrowed from argv */
+        int n_cmd;
+};
+
+static struct b4_cancel *arg_cancel;
+
+static void on_signal(int sig)
+{
+        b4_cancel_fire(arg_cancel);
+}
+
+/* Return: 0, or -1 after printing a usage error. */
+static int parse_exec(int argc, char **argv, struct exec_args *a)
+{
+        int i;
+
+        for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+                const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+                if (strcmp(argv[i], "--thread") == 0 && v)
+                        a->thread = v;
+                else if (strcmp(argv[i], "--timeout") == 0 && v) {
+                        if (safe_atou64(v, &a->timeout_ms) < 0 || a->timeout_ms == 0) {
+                                cli_error("exec: --timeout needs a positive number of ms");
+                                return -1;
+                        }
+                } else {
+                        cli_error("exec: unexpected argument '%s' (usage: b4box exec --thread ID "
+                                  "[--timeout MS] -- CMD...)",
+                                  argv[i]);
+                        return -1;
+                }
+                i++;
+        }
+        if (!a->thread || !*a->thread || i + 1 >= argc) {
+                cli_error("exec: needs --thread ID and a command after '--'");
+                return -1;
+        }
+        a->cmd = argv + i + 1;
+        a->n_cmd = argc - i - 1;
+        return 0;
+}
+
+static int join_command(const struct exec_args *a, char **ret)
+{
+        struct strbuf sb;
+        int r = 0;
+
+        if (a->n_cmd == 1) {
+                *ret = b4_strdup(a->cmd[0]);
+                return *ret ? 0 : -ENOMEM;
+        }
+        strbuf_init(&sb, STRBUF_UNLIMITED);
+        for (int i = 0; r >= 0 && i < a->n_cmd; i++) {
+                r = strbuf_adds(&sb, i ? " '" : "'");
+                for (const char *p = a->cmd[i]; r >= 0 && *p; p++)
+                        r = *p == '\'' ? strbuf_adds(&sb, "'\\''") : strbuf_addc(&sb, *p);
+                if (r >= 0)
+                        r = strbuf_addc(&sb, '\'');
+        }
+        if (r >= 0)
+                r = strbuf_detach(&sb, ret, NULL);
+        strbuf_release(&sb);
+        return r;
+}
+
+static int run_exec(struct b4_provider *p,
+                    const struct b4_policy *pol,
+                    const struct exec_args *a,
+                    const char *command)
+{
+        struct b4_acquire_req areq = { .thread_id = a->thread,
+                                       .policy = pol,
+                                       .cancel = arg_cancel };
+        struct b4_exec_req req = { .command = command,
+                                   .timeout_ms = a->timeout_ms,
+                                   .cancel = arg_cancel };
+        struct b4_exec_result res = { 0 };
+        struct b4_sandbox *sb = NULL;
+        struct b4_error err = { 0 };
+        int r;
+
+        r = b4_provider_acquire(p, &areq, &sb, &err);
+        if (r < 0)
+                return cli_fail(&err);
+        r = b4_sandbox_exec(sb, &req, &res, &err);
+        b4_sandbox_unref(sb);
+        if (r < 0)
+                return cli_fail(&err);
+        (void)fflush(stdout);
+        (void)write_all(STDOUT_FILENO, res.out, res.out_len);
+        (void)write_all(STDERR_FILENO, res.errout, res.errout_len);
+        if (res.timed_out)
+                (void)write_all(STDERR_FILENO, "\n", 1);
+        r = res.exit_code;
+        b4_exec_result_clear(&res);
+        return r;
+}
+
+int cmd_exec(int argc, char **argv, const struct cli_ctx *ctx)
+{
+        cleanup_(cli_local_close) struct cli_local l = { 0 };
+        cleanup_free char *command = NULL;
+        struct exec_args a = { 0 };
+        struct sigaction sa = { .sa_handler = on_signal };
+        int r;
+
+        if (parse_exec(argc, argv, &a) < 0)
+                return CLI_EXIT_USAGE;
+        if (join_command(&a, &command) < 0)
+                return cli_error("out of memory"), CLI_EXIT_FAILED;
+        r = cli_local_open(ctx, &l);
+        if (r != 0)
+                return r;
+        arg_cancel = b4_cancel_new();
+        if (!arg_cancel)
+                return cli_error("out of memory"), CLI_EXIT_FAILED;
+        (void)sigaction(SIGINT, &sa, NULL);
+        (void)sigaction(SIGTERM, &sa, NULL);
+        r = run_exec(l.provider, b4_config_policy(l.cfg), &a, command);
+        sa.sa_handler = SIG_DFL;
+        (void)sigaction(SIGINT, &sa, NULL);
+        (void)sigaction(SIGTERM, &sa, NULL);
+        arg_cancel = b4_cancel_free(arg_cancel);
+        return r;
+}
+
+static int lifecycle(int argc, char **argv, const struct cli_ctx *ctx, bool destroy)
+{
+        cleanup_(cli_local_close) struct cli_local l = { 0 };
+        struct b4_error err = { 0 };
+        int r;
+
+        if (argc != 2 || !*argv[1]) {
+                cli_error("%s: needs exactly one thread id (usage: b4box %s ID)", argv[0], argv[0]);
+                return CLI_EXIT_USAGE;
+        }
+        r = cli_local_open(ctx, &l);
+        if (r != 0)
+                return r;
+        r = destroy ? b4_provider_destroy(l.provider, argv[1], &err)
+                    : b4_provider_release(l.provider, argv[1], &err);
+        return r < 0 ? cli_fail(&err) : CLI_EXIT_OK;
+}
+
+int cmd_release(int argc, char **argv, const struct cli_ctx *ctx)
+{
+        return lifecycle(argc, argv, ctx, false);
+}
+
+int cmd_destroy(int argc, char **argv, const struct cli_ctx *ctx)
+{
+        return lifecycle(argc, argv, ctx, true);
+}

@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Network "allow": a per-thread veth pair and NAT, set up by the provider after the keeper's
+ * (empty) network namespace exists and torn down at release.
+ *   host side  b4h<12 hex of hid>  10.233.<n>.1/30     sandbox side  eth0  10.233.<n>.2/30,
+ *   default route via the host side (hid = native_host_id(), unique per state dir). The /30
+ *   is claimed with an O_EXCL file /run/b4box/net-<n> (linear probing from the hid), and
+ *   remembered in run/<id>.net.
+ *   iptables (each rule tagged "--comment b4box:<hid>", removed by that tag):
+ *     nat POSTROUTING -s <subnet> ! -o b4h.. -j MASQUERADE
+ *     INPUT  -i b4h.. -j DROP                       the host's own addresses, all of them
+ *     FORWARD -i b4h.. -d 169.254.0.0/16 -j DROP    cloud metadata and link-local
+ *     FORWARD -i b4h.. -o b4h+ -j DROP               other sandboxes
+ *     FORWARD -i b4h.. -j ACCEPT, FORWARD -o b4h.. ESTABLISHED,RELATED -j ACCEPT
+ * `ip` and `iptables` are exec'd (fixed paths, empty environment but PATH); the in-sandbox
+ * half runs `ip` in a forked child that setns()es into the keeper's network namespace.
+ * Needs net.ipv4.ip_forward=1 in the provider's namespace: it is checked, never changed.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/fd-util.h"
+#include "base/macro.h"
+#include "native.h"
+
+#define SUBNETS    16384 /* /30s in 10.233.0.0/16 */
+#define OUT_MAX    (1u << 20)
+#define TAG_PREFIX "b4box:"
+
+static const char *const ip_paths[] = { "/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip" };
+static const char *const ipt_paths[] = { "/usr/sbin/iptables", "/sbin/iptables",
+                                         "/usr/bin/iptables" };
+
+static const char *find_exe(const char *const *paths, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (access(paths[i], X_OK) == 0)
+                        return paths[i];
+        return NULL;
+}
+
+int net_available(const char **ret_why)
+{
+        cleanup_free char *fwd = NULL;
+        size_t len;
+
+        if (geteuid() != 0)
+                return *ret_why = "rootless mode (not root) cannot create them", -EPERM;
+        if (!find_exe(ip_paths, ELEMENTSOF(ip_paths)))
+                return *ret_why = "the ip tool (iproute2) is not installed", -ENOENT;
+        if (!find_exe(ipt_paths, ELEMENTSOF(ipt_paths)))
+                return *ret_why = "iptables is not installed", -ENOENT;
+        if (read_file_at(AT_FDCWD, "/proc/sys/net/ipv4/ip_forward", 16, &fwd, &len) < 0 ||
+            fwd[0] != '1')
+                return *ret_why = "net.ipv4.ip_forward is not 1", -ENETDOWN;
+        *ret_why = NULL;
+        return 0;
+}
+
+/* Run argv (in @netns_fd's network namespace when >= 0); capture stdout when asked. */
+static int run(int netns_fd, const char *const argv[], char **ret_out)
+{
+        char *const envp[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+        int p[2] = { -EBADF, -EBADF };
+        size_t len;
+        int status, r = 0;
+        pid_t pid;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        pid = fork();
+        if (pid < 0) {
+                r = -errno;
+                safe_close(p[0]);
+                safe_close(p[1]);
+                return r;
+        }
+        if (pid == 0) {
+                int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if ((netns_fd >= 0 && setns(netns_fd, CLONE_NEWNET) < 0) || null_fd < 0 ||
+                    dup3(null_fd, STDIN_FILENO, 0) < 0 || dup3(p[1], STDOUT_FILENO, 0) < 0 ||
+                    dup3(null_fd, STDERR_FILENO, 0) < 0)
+                        _exit(126);
+                execve(argv[0], (char *const *)argv, envp);
+                _exit(127);
+        }
+        p[1] = safe_close(p[1]);
+        if (ret_out)
+                r = read_full_fd(p[0], OUT_MAX, ret_out, &len);
+        else
+                while (read(p[0], &status, sizeof(status)) > 0)
+                        ;
+        safe_close(p[0]);
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        if (r >= 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+                r = -EIO;
+        return r;
+}
+
+#define RUN(fd, ...) run((fd), (const char *const[]){ __VA_ARGS__, NULL }, NULL)
+
+/* Subnets are host-wide (several state dirs may share a network namespace): their O_EXCL
+ * claims live in /run/b4box, or in the state dir when /run is not writable. */
+static int alloc_dir(struct native_provider *np)
+{
+        int fd;
+
+        if (mkdir("/run/b4box", 0700) < 0 && errno != EEXIST)
+                return fcntl(np->run_fd, F_DUPFD_CLOEXEC, 3);
+        fd = open("/run/b4box", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        return fd >= 0 ? fd : fcntl(np->run_fd, F_DUPFD_CLOEXEC, 3);
+}
+
+static int alloc_subnet(struct native_provider *np, const char *hid, unsigned *ret)
+{
+        unsigned start =
+                (unsigned)strtoul((char[5]){ hid[0], hid[1], hid[2], hid[3], 0 }, NULL, 16);
+        cleanup_close int dfd = alloc_dir(np);
+
+        if (dfd < 0)
+                return -errno;
+        for (unsigned k = 0; k < SUBNETS; k++) {
+                unsigned n = (start + k) % SUBNETS;
+                char name[32];
+                (void)snprintf(name, sizeof(name), "net-%u", n);
+                int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+                if (fd < 0 && errno == EEXIST)
+                        continue;
+                if (fd < 0)
+                        return -errno;
+                int r = write_all(fd, hid, strlen(hid));
+                safe_close(fd);
+                if (r < 0)
+                        return r;
+                *ret = n;
+                return 0;
+        }
+        return -ENOSPC;
+}
+
+static void addr(unsigned n, unsigned host, char *buf, size_t size)
+{
+        unsigned v = n * 4 + host;
+
+        (void)snprintf(buf, size, "10.233.%u.%u", v >> 8, v & 255);
+}
+
+/* The iptables rules of one thread, in insertion order (each -I goes on top). */
+static int add_rules(const char *ipt, const char *veth, const char *subnet, const char *tag)
+{
+        int r;
+
+        r = RUN(-1, ipt, "-w", "-t", "nat", "-A", "POSTROUTING", "-s", subnet, "!", "-o", veth,
+                "-m", "comment", "--comment", tag, "-j", "MASQUERADE");
+        if (r >= 0)
+                r = RUN(-1, ipt, "-w", "-I", "FORWARD", "-o", veth, "-m", "conntrack", "--ctstate",
+                        "ESTABLISHED,RELATED", "-m", "comment", "--comment", tag, "-j", "ACCEPT");
+        if (r >= 0)
+                r = RUN(-1, ipt, "-w", "-I", "FORWARD", "-i", veth, "-m", "comment", "--comment",
+                        tag, "-j", "ACCEPT");
+        if (r >= 0)
+                r = RUN(-1, ipt, "-w", "-I", "FORWARD", "-i", veth, "-o", "b4h+", "-m", "comment",
+                        "--comment", tag, "-j", "DROP");
+        if (r >= 0)
+                r = RUN(-1, ipt, "-w", "-I", "FORWARD", "-i", veth, "-d", "169.254.0.0/16", "-m",
+                        "comment", "--comment", tag, "-j", "DROP");
+        if (r >= 0)
+                r = RUN(-1, ipt, "-w", "-I", "INPUT", "-i", veth, "-m", "comment", "--comment", tag,
+                        "-j", "DROP");
+        return r;
+}
+
+static void names(const char *id, char host[16], char peer[16])
+{
+        (void)snprintf(host, 16, "b4h%.12s", id);
+        (void)snprintf(peer, 16, "b4s%.12s", id);
+}
+
+/* Whether an `iptables -S` line carries the comment @tag (printed quoted or not). */
+static bool has_tag(const char *line, const char *tag)
+{
+        char plain[96], quoted[96];
+
+        (void)snprintf(plain, sizeof(plain), "--comment %s", tag);
+        (void)snprintf(quoted, sizeof(quoted), "--comment \"%s\"", tag);
+        for (const char *n = plain; n; n = n == plain ? quoted : NULL) {
+                const char *hit = strstr(line, n);
+                if (hit && (hit[strlen(n)] == ' ' || hit[strlen(n)] == '\0'))
+                        return true;
+        }
+        return false;
+}
+
+/* Delete every rule of @table whose comment is exactly @tag. */
+static void drop_rules(const char *ipt, const char *table, const char *tag)
+{
+        cleanup_free char *out = NULL;
+
+        if (run(-1, (const char *const[]){ ipt, "-w", "-t", table, "-S", NULL }, &out) < 0)
+                return;
+        for (char *line = out, *next; line && *line; line = next) {
+                const char *argv[72] = { ipt, "-w", "-t", table };
+                size_t n = 4;
+                char *save = NULL;
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                if (strncmp(line, "-A ", 3) != 0 || !has_tag(line, tag))
+                        continue;
+                line[1] = 'D';
+                for (char *tok = strtok_r(line, " ", &save); tok && n < ELEMENTSOF(argv) - 1;
+                     tok = strtok_r(NULL, " ", &save)) {
+                        size_t len = strlen(tok);
+                        if (len >= 2 && tok[0] == '"' && tok[len - 1] == '"') {
+                                tok[len - 1] = '\0';
+                                tok++;
+                        }
+                        argv[n++] = tok;
+                }
+                argv[n] = NULL;
+                (void)run(-1, (const char *const *)argv, NULL);
+        }
+}
+
+void net_teardown(struct native_provider *np, const char *id, const char *hid)
+{
+        cleanup_free char *buf = NULL;
+        const char *ip = find_exe(ip_paths, ELEMENTSOF(ip_paths));
+        const char *ipt = find_exe(ipt_paths, ELEMENTSOF(ipt_paths));
+        char name[64], host[16], peer[16], tag[64];
+        size_t len;
+
+        (void)snprintf(name, sizeof(name), "%s.net", id);
+        if (read_file_at(np->run_fd, name, 32, &buf, &len) < 0)
+                return;
+        names(hid, host, peer);
+        (void)snprintf(tag, sizeof(tag), TAG_PREFIX "%s", hid);
+        if (ip)
+                (void)RUN(-1, ip, "link", "del", host);
+        if (ipt) {
+                drop_rules(ipt, "filter", tag);
+                drop_rules(ipt, "nat", tag);
+        }
+        char sub[32];
+        cleanup_close int dfd = alloc_dir(np);
+        (void)snprintf(sub, sizeof(sub), "net-%lu", strtoul(buf, NULL, 10));
+        if (dfd >= 0)
+                (void)unlinkat(dfd, sub, 0);
+        (void)unlinkat(np->run_fd, name, 0);
+}
+
+static int configure(const char *ip, const char *ipt, const char *hid, pid_t pid, unsigned n)
+{
+        char host[16], peer[16], tag[64], pids[16], hip[32], hcidr[40], scidr[40], subnet[40];
+        char nspath[64];
+        cleanup_close int nsfd = -EBADF;
+        int r;
+
+        names(hid, host, peer);
+        (void)snprintf(tag, sizeof(tag), TAG_PREFIX "%s", hid);
+        (void)snprintf(pids, sizeof(pids), "%d", (int)pid);
+        addr(n, 1, hip, sizeof(hip));
+        (void)snprintf(hcidr, sizeof(hcidr), "%s/30", hip);
+        addr(n, 2, scidr, sizeof(scidr));
+        (void)strncat(scidr, "/30", sizeof(scidr) - strlen(scidr) - 1);
+        addr(n, 0, subnet, sizeof(subnet));
+        (void)strncat(subnet, "/30", sizeof(subnet) - strlen(subnet) - 1);
+        (void)snprintf(nspath, sizeof(nspath), "/proc/%d/ns/net", (int)pid);
+        nsfd = open(nspath, O_RDONLY | O_CLOEXEC);
+        if (nsfd < 0)
+                return -errno;
+        r = RUN(-1, ip, "link", "add", host, "type", "veth", "peer", "name", peer);
+        if (r >= 0)
+                r = RUN(-1, ip, "link", "set", peer, "netns", pids);
+        if (r >= 0)
+                r = RUN(-1, ip, "addr", "add", hcidr, "dev", host);
+        if (r >= 0)
+                r = RUN(-1, ip, "link", "set", host, "up");
+        if (r >= 0)
+                r = RUN(nsfd, ip, "link", "set", peer, "name", "eth0");
+        if (r >= 0)
+                r = RUN(nsfd, ip, "addr", "add", scidr, "dev", "eth0");
+        if (r >= 0)
+                r = RUN(nsfd, ip, "link", "set", "eth0", "up");
+        if (r >= 0)
+                r = RUN(nsfd, ip, "route", "add", "default", "via", hip);
+        if (r >= 0)
+                r = add_rules(ipt, host, subnet, tag);
+        return r;
+}
+
+int net_setup(struct native_provider *np,
+              const char *id,
+              const char *hid,
+              pid_t pid,
+              struct b4_error *err)
+{
+        const char *why = NULL;
+        char name[64], num[16];
+        unsigned n = 0;
+        int r;
+
+        r = net_available(&why);
+        if (r < 0)
+                return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: network \"allow\" needs a veth and "
+                                         "NAT but %s. Use network \"deny\" or fix the host. Run "
+                                         "`b4box check`.",
+                                         why);
+        r = alloc_subnet(np, hid, &n);
+        if (r < 0)
+                return b4_error_set(err, r, "cannot allocate a sandbox subnet");
+        (void)snprintf(name, sizeof(name), "%s.net", id);
+        (void)snprintf(num, sizeof(num), "%u", n);
+        r = write_string_at(np->run_fd, name, num);
+        if (r == -ENOENT) {
+                int fd = openat(np->run_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                r = fd < 0 ? -errno : write_all(fd, num, strlen(num));
+                safe_close(fd);
+        }
+        if (r >= 0)
+                r = configure(find_exe(ip_paths, ELEMENTSOF(ip_paths)),
+                              find_exe(ipt_paths, ELEMENTSOF(ipt_paths)), hid, pid, n);
+        if (r < 0) {
+                net_teardown(np, id, hid);
+                return b4_error_set(err, r, "cannot set up the veth and NAT of sandbox %s", id);
+        }
+        return 0;
+}

@@ -1,0 +1,750 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Managed admission (reference §9.3): the first run of a thread with `sandbox.workspace` or
+ * `sandbox.thread` resolves its sandbox exactly once — static definition, resolver command
+ * or declarative targets — and writes the source, the association and the sandbox record in
+ * one transaction before any provider side effect beyond image resolution. Every later
+ * acquire (after a release or a restart) uses the stored rows and never resolves again.
+ *
+ * The caller (run.c's box_get_locked) holds the sandbox key's acquiring flag, which is the
+ * per-thread admission critical section: concurrent first runs wait for one resolution.
+ *
+ * States: no association -> resolve + admit ("creating") -> materialise into an emptied
+ * workspace -> "ready" (with the baseline commit). A "creating" row found later (a crash
+ * mid-way) is materialised again from the held source, after destroying partial storage.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "b4box/bundle.h"
+#include "b4box/config.h"
+#include "b4box/tools.h"
+
+#include "base/alloc.h"
+#include "base/hash.h"
+#include "base/macro.h"
+#include "base/strv.h"
+#include "core/config-internal.h"
+#include "json/json.h"
+#include "runtime-internal.h"
+
+#define RECORD_MAX_BYTES (256u * 1024u)
+
+/* What one admission decided. */
+struct admission {
+        struct b4_policy policy;          /* effective policy */
+        char *image;                      /* resolved identity, or NULL */
+        struct b4_captured_workspace *ws; /* to materialise, or NULL (ready) */
+        struct b4_association assoc;
+        struct jv *record; /* the parsed sandbox record, or NULL */
+};
+
+static void admission_release(struct admission *a)
+{
+        b4_policy_clear(&a->policy);
+        free(a->image);
+        b4_captured_workspace_free(a->ws);
+        b4_association_clear(&a->assoc);
+        jv_unref(a->record);
+}
+
+bool runtime_is_managed(const struct b4_runtime *rt)
+{
+        const struct b4_config *c = rt->opts.config;
+
+        return c && (c->sandbox.workspace_kind != B4_WORKSPACE_NONE ||
+                     c->sandbox.thread_kind != B4_THREAD_NONE);
+}
+
+static bool thread_mode(const struct b4_runtime *rt)
+{
+        return rt->opts.config->sandbox.thread_kind != B4_THREAD_NONE;
+}
+
+/* ---- the resolver's input and output ------------------------------------------------- */
+
+static int resolver_input(struct b4_runtime *rt, const char *id, char **ret, struct b4_error *err)
+{
+        struct b4_thread_row row = { 0 };
+        cleanup_(jv_unrefp) struct jv *in = jv_object_new(), *meta = NULL;
+        int r;
+
+        r = b4_store_thread_get(rt->opts.store, id, &row, err);
+        if (r < 0)
+                return r;
+        r = jv_parse(row.metadata_json, strlen(row.metadata_json), &meta, err);
+        b4_thread_row_clear(&row);
+        if (r < 0 || !in)
+                return r < 0 ? r : -ENOMEM;
+        r = jv_object_set_new(in, "threadId", jv_string_new(id));
+        if (r >= 0)
+                r = jv_object_set_new(in, "metadata", jv_ref(meta));
+        if (r >= 0)
+                r = jv_object_set_new(in, "staged", jv_null_new());
+        return r < 0 ? r : jv_dump(in, 0, ret);
+}
+
+/* Run the parse of a config fragment; the first refusal becomes the error. */
+static int cfg_result(struct cfg *c, struct b4_error *err)
+{
+        int r = c->r < 0 ? c->r : c->n_errors ? -EINVAL : 0;
+
+        if (r == -EINVAL)
+                b4_error_set(err, r, "%s", c->errors[0]);
+        strv_free(c->errors);
+        return r;
+}
+
+static int parse_output(struct b4_runtime *rt,
+                        const char *out,
+                        size_t len,
+                        bool thread,
+                        struct b4_thread_sandbox *t,
+                        struct b4_error *err)
+{
+        cleanup_(jv_unrefp) struct jv *v = NULL;
+        struct cfg c = { .base_dir = rt->opts.config->base_dir };
+        int r;
+
+        r = jv_parse(out, len, &v, err);
+        if (r < 0)
+                return b4_error_wrap(err, r, "printed no JSON");
+        if (thread)
+                config_parse_thread_sandbox(&c, v, "sandbox.thread result", t);
+        else
+                config_parse_workspace_def(&c, v, "sandbox.workspace result", &t->workspace);
+        return cfg_result(&c, err);
+}
+
+static int run_resolver(struct b4_runtime *rt,
+                        const char *id,
+                        struct b4_cancel *cancel,
+                        struct b4_thread_sandbox *t,
+                        struct b4_error *err)
+{
+        const struct b4_sandbox_config *s = &rt->opts.config->sandbox;
+        bool thread = s->thread_kind == B4_THREAD_RESOLVER;
+        const struct b4_resolver *res = thread ? &s->thread_resolver : &s->workspace_resolver;
+        cleanup_free char *input = NULL, *out = NULL;
+        size_t len = 0;
+        int r;
+
+        r = resolver_input(rt, id, &input, err);
+        if (r >= 0)
+                r = resolver_run(res, rt->opts.config->base_dir, input, cancel, &out, &len, err);
+        if (r >= 0)
+                r = parse_output(rt, out, len, thread, t, err);
+        if (r < 0 && r != -ECANCELED)
+                return b4_error_wrap(err, r, "%s for thread %s",
+                                     thread ? "Thread sandbox resolver" : "Workspace resolver", id);
+        return r;
+}
+
+/* Declarative targets: metadata[key] picks a value's sandbox, else the default. */
+static int pick_target(struct b4_runtime *rt,
+                       const char *id,
+                       const struct b4_thread_sandbox **ret,
+                       struct b4_error *err)
+{
+        const struct b4_thread_targets *t = &rt->opts.config->sandbox.thread_targets;
+        struct b4_thread_row row = { 0 };
+        cleanup_(jv_unrefp) struct jv *meta = NULL;
+        const char *v;
+        int r;
+
+        r = b4_store_thread_get(rt->opts.store, id, &row, err);
+        if (r >= 0)
+                r = jv_parse(row.metadata_json, strlen(row.metadata_json), &meta, err);
+        b4_thread_row_clear(&row);
+        if (r < 0)
+                return r;
+        v = jv_string(jv_object_get(meta, t->key));
+        for (size_t i = 0; v && i < t->n_values; i++)
+                if (strcmp(t->values[i].value, v) == 0) {
+                        *ret = &t->values[i].sandbox;
+                        return 0;
+                }
+        if (!t->fallback)
+                return b4_error_set(err, -EINVAL,
+                                    "Thread %s: metadata \"%s\" selects no sandbox target and "
+                                    "there is no default",
+                                    id, t->key);
+        *ret = t->fallback;
+        return 0;
+}
+
+/* ---- the sandbox record ---------------------------------------------------------------- */
+
+static struct jv *tool_map(const struct b4_tool_patterns *m, size_t n)
+{
+        struct jv *o = jv_object_new();
+
+        for (size_t i = 0; o && i < n; i++) {
+                struct jv *a = jv_array_new();
+
+                STRV_FOREACH (p, m[i].patterns)
+                        if (a && jv_array_append_new(a, jv_string_new(*p)) < 0)
+                                a = jv_unref(a);
+                if (!a || jv_object_set_new(o, m[i].tool, a) < 0)
+                        o = jv_unref(o);
+        }
+        return o;
+}
+
+static struct jv *network_json(const struct b4_thread_policy *p)
+{
+        struct jv *net = jv_object_new();
+        const char *mode = p->network == B4_NETWORK_DENY ? "deny" : "allow";
+
+        if (net && jv_object_set_new(net, "mode", jv_string_new(mode)) < 0)
+                net = jv_unref(net);
+        return net;
+}
+
+static struct jv *env_json(const struct b4_thread_policy *p)
+{
+        struct jv *env = jv_object_new();
+
+        for (size_t i = 0; env && i < p->n_env; i++)
+                if (jv_object_set_new(env, p->env[i].name, jv_string_new(p->env[i].value)) < 0)
+                        env = jv_unref(env);
+        return env;
+}
+
+static struct jv *resources_json(const struct b4_thread_policy *p)
+{
+        struct jv *res = jv_object_new();
+        int r = res ? 0 : -ENOMEM;
+
+        if (r >= 0 && p->memory_mb)
+                r = jv_object_set_new(res, "memoryMb", jv_integer_new((int64_t)p->memory_mb));
+        if (r >= 0 && p->cpus > 0)
+                r = jv_object_set_new(res, "cpus", jv_real_new(p->cpus));
+        if (r >= 0 && p->timeout_ms)
+                r = jv_object_set_new(res, "timeoutMs", jv_integer_new((int64_t)p->timeout_ms));
+        return r < 0 ? jv_unref(res) : res;
+}
+
+static struct jv *policy_json(const struct b4_thread_policy *p)
+{
+        struct jv *o = jv_object_new();
+        int r = o ? 0 : -ENOMEM;
+
+        if (r >= 0 && p->has_network)
+                r = jv_object_set_new(o, "network", network_json(p));
+        if (r >= 0 && p->has_env)
+                r = jv_object_set_new(o, "env", env_json(p));
+        if (r >= 0 && (p->memory_mb || p->cpus > 0 || p->timeout_ms))
+                r = jv_object_set_new(o, "resources", resources_json(p));
+        return r < 0 ? jv_unref(o) : o;
+}
+
+static int record_json(const struct b4_thread_sandbox *t, struct jv **ret)
+{
+        cleanup_(jv_unrefp) struct jv *rec = jv_object_new();
+        int r = rec ? jv_object_set_new(rec, "version", jv_integer_new(1)) : -ENOMEM;
+
+        if (r >= 0 && t->image)
+                r = jv_object_set_new(rec, "image", jv_string_new(t->image));
+        if (r >= 0)
+                r = jv_object_set_new(rec, "policy", policy_json(&t->policy));
+        if (r >= 0 && (t->n_allow || t->n_deny)) {
+                struct jv *perm = jv_object_new();
+
+                if (perm && t->n_allow)
+                        r = jv_object_set_new(perm, "allow", tool_map(t->allow, t->n_allow));
+                if (perm && r >= 0 && t->n_deny)
+                        r = jv_object_set_new(perm, "deny", tool_map(t->deny, t->n_deny));
+                r = r < 0 ? r : jv_object_set_new(rec, "permissions", perm);
+        }
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(rec);
+        return 0;
+}
+
+/* ---- effective policy (§2.4) ------------------------------------------------------------ */
+
+static int merge_env(struct b4_policy *p, const struct jv *env)
+{
+        for (size_t i = 0; i < p->n_env; i++) {
+                free(p->env[i].name);
+                free(p->env[i].value);
+        }
+        p->n_env = 0;
+        for (void *it = jv_object_iter(env); it; it = jv_object_next(env, it)) {
+                int r = b4_policy_set_env(p, jv_iter_key(it), jv_string(jv_iter_value(it)));
+
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int apply_record_policy(const struct b4_policy *app,
+                               const struct jv *pol,
+                               struct b4_policy *p,
+                               struct b4_error *err)
+{
+        const char *mode = jv_string(jv_object_get(jv_object_get(pol, "network"), "mode"));
+        const struct jv *res = jv_object_get(pol, "resources"), *x;
+        int r = b4_policy_copy(p, app);
+
+        if (r < 0)
+                return r;
+        if (mode && strcmp(mode, "allow") == 0 && app->network == B4_NETWORK_DENY)
+                return b4_error_set(err, -EPERM,
+                                    "A thread's sandbox policy may not open the network the "
+                                    "app's policy denies");
+        if (mode && strcmp(mode, "deny") == 0 && app->network == B4_NETWORK_ALLOW) {
+                p->network = B4_NETWORK_DENY;
+                p->network_list = strv_free(p->network_list);
+        }
+        if ((x = jv_object_get(pol, "env")) && (r = merge_env(p, x)) < 0)
+                return r;
+        if ((x = jv_object_get(res, "memoryMb")))
+                p->resources.memory_mb = (uint64_t)jv_integer(x);
+        if ((x = jv_object_get(res, "cpus")))
+                p->resources.cpus = jv_number(x);
+        if ((x = jv_object_get(res, "timeoutMs")))
+                p->resources.timeout_ms = (uint64_t)jv_integer(x);
+        return 0;
+}
+
+/* ---- first admission ------------------------------------------------------------------- */
+
+static int uuid_v4(char ret[37])
+{
+        unsigned char b[16];
+
+        if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+                return -EIO;
+        b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+        b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+        (void)snprintf(ret, 37,
+                       "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                       b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+                       b[13], b[14], b[15]);
+        return 0;
+}
+
+/* The association payload: what the workspace is made of and where it runs. */
+static int association_json(const struct b4_captured_workspace *ws,
+                            const char *image,
+                            struct jv **ret)
+{
+        cleanup_(jv_unrefp) struct jv *o = jv_object_new(), *links = jv_array_new();
+        char op[37];
+        int r = o && links ? uuid_v4(op) : -ENOMEM;
+
+        for (size_t i = 0; r >= 0 && i < ws->n_links; i++) {
+                struct jv *l = jv_object_new();
+
+                r = l ? jv_object_set_new(l, "path", jv_string_new(ws->links[i].path)) : -ENOMEM;
+                if (r >= 0)
+                        r = jv_object_set_new(l, "target", jv_string_new(ws->links[i].target));
+                r = r < 0 ? (jv_unref(l), r) : jv_array_append_new(links, l);
+        }
+        if (r >= 0)
+                r = jv_object_set_new(o, "version", jv_integer_new(1));
+        if (r >= 0)
+                r = jv_object_set_new(o, "operationId", jv_string_new(op));
+        if (r >= 0)
+                r = jv_object_set_new(o, "sourceDigest", jv_string_new(ws->source->digest));
+        if (r >= 0)
+                r = jv_object_set_new(o, "environmentLinks", jv_ref(links));
+        if (r >= 0 && ws->baseline_git)
+                r = jv_object_set_new(o, "baseline", jv_string_new("git"));
+        if (r >= 0 && image)
+                r = jv_object_set_new(o, "image", jv_string_new(image));
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+static void digest_of(const char *tag, const char *json, char ret[SHA256_HEX_LEN + 1])
+{
+        struct sha256_ctx *c = sha256_new();
+
+        if (!c) {
+                sha256_hex(json, strlen(json), ret);
+                return;
+        }
+        sha256_update(c, "[\"", 2);
+        sha256_update(c, tag, strlen(tag));
+        sha256_update(c, "\",", 2);
+        sha256_update(c, json, strlen(json));
+        sha256_update(c, "]", 1);
+        sha256_final_hex(c, ret);
+}
+
+/* Resolve the thread's sandbox: a definition to capture, and (thread mode) its record. */
+static int resolve(struct b4_runtime *rt,
+                   const char *id,
+                   struct b4_cancel *cancel,
+                   struct b4_thread_sandbox *owned,
+                   const struct b4_thread_sandbox **ret,
+                   struct b4_error *err)
+{
+        const struct b4_sandbox_config *s = &rt->opts.config->sandbox;
+        int r;
+
+        if (s->thread_kind == B4_THREAD_TARGETS)
+                return pick_target(rt, id, ret, err);
+        if (s->workspace_kind == B4_WORKSPACE_STATIC) {
+                owned->workspace = s->workspace; /* borrowed: see first_admission */
+                *ret = owned;
+                return 0;
+        }
+        r = run_resolver(rt, id, cancel, owned, err);
+        if (r < 0)
+                return r;
+        *ret = owned;
+        return 0;
+}
+
+static int check_record(struct b4_runtime *rt,
+                        const char *id,
+                        const struct jv *rec,
+                        char **ret_json,
+                        struct b4_error *err)
+{
+        struct b4_policy probe;
+        int r;
+
+        r = jv_dump(rec, JV_SORT_KEYS, ret_json);
+        if (r < 0)
+                return r;
+        if (strlen(*ret_json) > RECORD_MAX_BYTES)
+                return b4_error_set(err, -E2BIG,
+                                    "Thread %s's sandbox record exceeds %u bytes: narrow its "
+                                    "env or permissions",
+                                    id, RECORD_MAX_BYTES);
+        b4_policy_init(&probe);
+        r = apply_record_policy(&rt->policy, jv_object_get(rec, "policy"), &probe, err);
+        b4_policy_clear(&probe);
+        return r;
+}
+
+static int admit(struct b4_runtime *rt,
+                 const char *id,
+                 const struct b4_captured_workspace *ws,
+                 const char *image,
+                 const char *record,
+                 struct b4_error *err)
+{
+        cleanup_(jv_unrefp) struct jv *assoc = NULL;
+        cleanup_free char *assoc_json = NULL, *source = NULL;
+        char intent[SHA256_HEX_LEN + 1], rdigest[SHA256_HEX_LEN + 1];
+        size_t len = 0;
+        int r;
+
+        r = association_json(ws, image, &assoc);
+        if (r >= 0)
+                r = jv_dump(assoc, JV_SORT_KEYS, &assoc_json);
+        if (r >= 0)
+                r = b4_bundle_format(ws->source, &source, &len, err);
+        if (r < 0)
+                return r;
+        digest_of("b4-workspace-intent-v1", assoc_json, intent);
+        if (record)
+                digest_of("b4-thread-sandbox-v1", record, rdigest);
+        struct b4_admission_rows rows = {
+                .thread_id = id,
+                .source_digest = ws->source->digest,
+                .source_payload = source,
+                .source_len = len,
+                .intent_digest = intent,
+                .association_payload = assoc_json,
+                .record_digest = record ? rdigest : NULL,
+                .record_payload = record,
+        };
+        return b4_store_admit(rt->opts.store, &rows, err);
+}
+
+static int first_admission(struct b4_runtime *rt,
+                           const char *id,
+                           struct b4_cancel *cancel,
+                           struct b4_captured_workspace **ret_ws,
+                           struct b4_error *err)
+{
+        struct b4_thread_sandbox owned = { 0 };
+        const struct b4_thread_sandbox *t = NULL;
+        struct b4_captured_workspace *ws = NULL;
+        cleanup_(jv_unrefp) struct jv *rec = NULL;
+        cleanup_free char *record = NULL, *image = NULL;
+        bool borrowed = rt->opts.config->sandbox.workspace_kind == B4_WORKSPACE_STATIC;
+        int r;
+
+        r = resolve(rt, id, cancel, &owned, &t, err);
+        if (r >= 0 && thread_mode(rt) && (r = record_json(t, &rec)) >= 0)
+                r = check_record(rt, id, rec, &record, err);
+        if (r >= 0 && t->image) /* refused before any side effect */
+                r = b4_provider_resolve_image(rt->opts.provider, t->image, &image, err);
+        if (r >= 0)
+                r = b4_workspace_capture(rt->opts.config->base_dir, &t->workspace, cancel, &ws,
+                                         err);
+        if (r >= 0)
+                r = admit(rt, id, ws, image, record, err);
+        if (!borrowed)
+                config_thread_sandbox_clear(&owned);
+        if (r >= 0)
+                *ret_ws = TAKE_PTR(ws);
+        b4_captured_workspace_free(ws);
+        if (r < 0 && r != -ENOMEM && r != -ECANCELED && err)
+                err->code = B4_CODE_SANDBOX_UNAVAILABLE;
+        return r;
+}
+
+/* ---- later admissions: the stored rows ------------------------------------------------- */
+
+static int load_record(struct b4_runtime *rt,
+                       const char *id,
+                       struct admission *a,
+                       struct b4_error *err)
+{
+        cleanup_free char *digest = NULL, *payload = NULL;
+        int r;
+
+        if (!thread_mode(rt))
+                return b4_policy_copy(&a->policy, &rt->policy);
+        r = b4_store_record_get(rt->opts.store, id, &digest, &payload, err);
+        if (r == -ENOENT)
+                return b4_error_set(err, -ENOTRECOVERABLE,
+                                    "Thread %s has no sandbox record: its workspace exists but "
+                                    "what its resolver chose is unknown. Delete the thread to "
+                                    "resolve its sandbox again.",
+                                    id);
+        if (r >= 0)
+                r = jv_parse(payload, strlen(payload), &a->record, err);
+        if (r >= 0)
+                r = apply_record_policy(&rt->policy, jv_object_get(a->record, "policy"), &a->policy,
+                                        err);
+        return r;
+}
+
+/* A "creating" association found on a later admission: rebuild its workspace from the rows. */
+static int load_workspace(struct b4_runtime *rt,
+                          const struct jv *assoc,
+                          struct admission *a,
+                          struct b4_error *err)
+{
+        const struct jv *links = jv_object_get(assoc, "environmentLinks");
+        size_t n = jv_array_size(links), len = 0;
+        cleanup_free struct b4_captured_link *l = b4_calloc(n + 1, sizeof(*l));
+        cleanup_free char *payload = NULL;
+        struct b4_bundle *b = NULL;
+        int r;
+
+        if (!l)
+                return -ENOMEM;
+        r = b4_store_source_get(rt->opts.store, a->assoc.source_digest, &payload, &len, NULL, err);
+        if (r >= 0)
+                r = b4_bundle_parse(payload, len, &b, err);
+        if (r < 0)
+                return b4_error_wrap(err, r, "workspace source of thread %s", a->assoc.thread_id);
+        for (size_t i = 0; i < n; i++) {
+                const struct jv *e = jv_array_get(links, i);
+
+                l[i] = (struct b4_captured_link){
+                        .path = (char *)jv_string(jv_object_get(e, "path")),
+                        .target = (char *)jv_string(jv_object_get(e, "target")),
+                };
+        }
+        r = b4_captured_workspace_make(&b, l, n, jv_object_get(assoc, "baseline") != NULL, &a->ws,
+                                       err);
+        b4_bundle_free(b);
+        return r;
+}
+
+static int load(struct b4_runtime *rt,
+                const char *id,
+                struct b4_cancel *cancel,
+                struct admission *a,
+                struct b4_error *err)
+{
+        cleanup_(jv_unrefp) struct jv *assoc = NULL;
+        const char *image;
+        int r;
+
+        r = b4_store_association_get(rt->opts.store, id, &a->assoc, err);
+        if (r == -ENOENT) {
+                r = first_admission(rt, id, cancel, &a->ws, err);
+                if (r >= 0)
+                        r = b4_store_association_get(rt->opts.store, id, &a->assoc, err);
+        }
+        if (r >= 0)
+                r = load_record(rt, id, a, err);
+        if (r >= 0)
+                r = jv_parse(a->assoc.payload, strlen(a->assoc.payload), &assoc, err);
+        if (r < 0)
+                return r;
+        image = jv_string(jv_object_get(assoc, "image"));
+        if (image && !(a->image = b4_strdup(image)))
+                return -ENOMEM;
+        if (strcmp(a->assoc.state, "creating") == 0 && !a->ws)
+                return load_workspace(rt, assoc, a, err);
+        return 0;
+}
+
+static int mark_ready(struct b4_runtime *rt,
+                      struct admission *a,
+                      const char *commit,
+                      struct b4_error *err)
+{
+        cleanup_(jv_unrefp) struct jv *assoc = NULL;
+        cleanup_free char *json = NULL;
+        int r;
+
+        r = jv_parse(a->assoc.payload, strlen(a->assoc.payload), &assoc, err);
+        if (r >= 0 && commit)
+                r = jv_object_set_new(assoc, "baselineCommit", jv_string_new(commit));
+        if (r >= 0)
+                r = jv_dump(assoc, JV_SORT_KEYS, &json);
+        if (r >= 0)
+                r = b4_store_association_update(rt->opts.store, a->assoc.thread_id,
+                                                a->assoc.revision, "ready", json, err);
+        return r;
+}
+
+/* Materialise into emptied storage, then mark the association ready. */
+static int make_workspace(struct b4_runtime *rt,
+                          struct admission *a,
+                          struct b4_sandbox *sb,
+                          struct b4_cancel *cancel,
+                          struct b4_error *err)
+{
+        cleanup_free char *commit = NULL;
+        int r;
+
+        r = b4_workspace_materialize(sb, a->ws, cancel, &commit, err);
+        if (r >= 0)
+                r = mark_ready(rt, a, commit, err);
+        return r;
+}
+
+int admission_acquire(struct b4_runtime *rt,
+                      const char *key,
+                      struct b4_cancel *cancel,
+                      struct b4_sandbox **ret,
+                      struct b4_error *err)
+{
+        struct b4_acquire_req req = { .thread_id = key, .policy = &rt->policy, .cancel = cancel };
+        struct admission a = { 0 };
+        struct b4_sandbox *sb = NULL;
+        int r;
+
+        if (!runtime_is_managed(rt))
+                return b4_provider_acquire(rt->opts.provider, &req, ret, err);
+        b4_policy_init(&a.policy);
+        r = load(rt, key, cancel, &a, err);
+        if (r >= 0 && a.ws) /* never materialise over what a crashed attempt left */
+                r = b4_provider_destroy(rt->opts.provider, key, err);
+        if (r >= 0) {
+                req.policy = &a.policy;
+                req.image = a.image;
+                r = b4_provider_acquire(rt->opts.provider, &req, &sb, err);
+        }
+        if (r >= 0 && a.ws)
+                r = make_workspace(rt, &a, sb, cancel, err);
+        if (r < 0 && sb) {
+                sb = b4_sandbox_unref(sb);
+                (void)b4_provider_release(rt->opts.provider, key, NULL);
+        }
+        admission_release(&a);
+        if (r >= 0)
+                *ret = sb;
+        return r;
+}
+
+/* ---- per-thread permissions (§9.4) ------------------------------------------------------ */
+
+/* The thread whose sandbox (and record) @id uses: its root ancestor. */
+static int record_owner(struct b4_store *store, const char *id, char **ret, struct b4_error *err)
+{
+        cleanup_free char *cur = b4_strdup(id);
+
+        for (int depth = 0; cur && depth <= MAX_PARENT_DEPTH; depth++) {
+                struct b4_thread_row row = { 0 };
+                int r = b4_store_thread_get(store, cur, &row, err);
+
+                if (r < 0)
+                        return r;
+                if (!row.parent_id) {
+                        b4_thread_row_clear(&row);
+                        *ret = TAKE_PTR(cur);
+                        return 0;
+                }
+                free(cur);
+                cur = TAKE_PTR(row.parent_id);
+                b4_thread_row_clear(&row);
+        }
+        return cur ? b4_error_set(err, -ELOOP, "thread '%s' nests too deeply", id) : -ENOMEM;
+}
+
+static int add_tool_map(struct b4_permissions *p,
+                        enum b4_permission_list list,
+                        const struct jv *map,
+                        struct b4_error *err)
+{
+        for (void *it = jv_object_iter(map); it; it = jv_object_next(map, it)) {
+                const struct jv *pats = jv_iter_value(it);
+                const char *key = jv_iter_key(it);
+                bool known = false;
+
+                for (int k = 0; k < B4_PERM__COUNT; k++)
+                        known |=
+                                strcmp(key, b4_permission_key_name((enum b4_permission_key)k)) == 0;
+                if (!known) /* no gate asks about it: nothing can match */
+                        continue;
+                for (size_t i = 0; i < jv_array_size(pats); i++) {
+                        int r = b4_permissions_add(p, list, key, jv_string(jv_array_get(pats, i)),
+                                                   err);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+int admission_thread_permissions(struct b4_store *store,
+                                 enum b4_permission_mode mode,
+                                 const char *thread_id,
+                                 struct b4_permissions **ret,
+                                 struct b4_error *err)
+{
+        cleanup_free char *owner = NULL, *digest = NULL, *payload = NULL;
+        cleanup_(jv_unrefp) struct jv *rec = NULL;
+        struct b4_permissions *p = NULL;
+        const struct jv *perm;
+        int r;
+
+        *ret = NULL;
+        r = record_owner(store, thread_id, &owner, err);
+        if (r >= 0)
+                r = b4_store_record_get(store, owner, &digest, &payload, NULL);
+        if (r == -ENOENT)
+                return 0; /* no record: the app's lists apply */
+        if (r >= 0)
+                r = jv_parse(payload, strlen(payload), &rec, err);
+        if (r < 0)
+                return r;
+        perm = jv_object_get(rec, "permissions");
+        if (!perm)
+                return 0;
+        r = b4_permissions_new(mode, &p);
+        if (r >= 0)
+                r = add_tool_map(p, B4_PERMISSION_LIST_ALLOW, jv_object_get(perm, "allow"), err);
+        if (r >= 0)
+                r = add_tool_map(p, B4_PERMISSION_LIST_DENY, jv_object_get(perm, "deny"), err);
+        if (r < 0) {
+                b4_permissions_free(p);
+                return r;
+        }
+        *ret = p;
+        return 0;
+}

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The provider half of `b4box check`, against an in-test provider whose preflight we choose:
+ * warnings, the controls table, network lists reported as not enforced, resolver lines, and
+ * the preflight failed/threw and reader refusals. cmd-check.c is compiled in directly so its
+ * static functions can be called; cli_error() is replaced to collect messages.
+ */
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "b4box/b4.h"
+
+#include "../../src/cli/cmd-check.c"
+#include "../../src/cli/config-load.c"
+#include "b4-test.h"
+
+static char **messages;
+
+void cli_error(const char *fmt, ...)
+{
+        char *s = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        assert_true(vasprintf(&s, fmt, ap) >= 0);
+        va_end(ap);
+        assert_int_equal(strv_consume(&messages, s), 0);
+}
+
+int cli_fail(const struct b4_error *err)
+{
+        cli_error("%s", err->msg);
+        return CLI_EXIT_FAILED;
+}
+
+const char *cli_state_dir(const struct cli_ctx *ctx)
+{
+        return ctx->state_dir ? ctx->state_dir : ".b4box";
+}
+
+enum mode {
+        MODE_OK,
+        MODE_FAIL,
+        MODE_THROW,
+};
+
+static enum mode mode;
+
+static int tp_preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_error *err)
+{
+        if (mode == MODE_THROW)
+                return b4_error_set(err, -EIO, "boom");
+        if (mode == MODE_FAIL) {
+                ret->ok = false;
+                ret->detail = strdup("daemon down");
+                return 0;
+        }
+        ret->detail = strdup("all good");
+        assert_int_equal(b4_preflight_control(ret, "seccomp", B4_ENFORCED, "filter loaded"), 0);
+        assert_int_equal(b4_preflight_control(ret, "memory limit", B4_NOT_ENFORCED, "no cgroup v2"),
+                         0);
+        assert_int_equal(b4_preflight_control(ret, "pids limit", B4_NOT_APPLICABLE, "-"), 0);
+        return 0;
+}
+
+static int tp_unsupported(struct b4_provider *p, const char *thread_id, struct b4_error *err)
+{
+        return -EOPNOTSUPP;
+}
+
+static const struct b4_provider_ops tp_ops = {
+        .name = "testprov",
+        .release = tp_unsupported,
+        .destroy = tp_unsupported,
+        .preflight = tp_preflight,
+};
+
+static struct b4_provider tp = { .ops = &tp_ops };
+
+/* Run check_provider() on @json with stdout captured into @out. Returns the exit code. */
+static int run_check(const char *json, char *out, size_t out_size)
+{
+        struct b4_config *cfg = NULL;
+        char **errors = NULL;
+        char path[] = "/tmp/b4check-out.XXXXXX";
+        int fd = mkstemp(path), saved, code;
+        ssize_t n;
+
+        assert_true(fd >= 0);
+        assert_int_equal(b4_config_parse(json, strlen(json), "/app", &cfg, &errors, NULL), 0);
+        messages = strv_free(messages);
+        fflush(stdout);
+        saved = dup(STDOUT_FILENO);
+        assert_true(dup2(fd, STDOUT_FILENO) >= 0);
+        code = check_provider(cfg, &tp);
+        fflush(stdout);
+        assert_true(dup2(saved, STDOUT_FILENO) >= 0);
+        close(saved);
+        n = pread(fd, out, out_size - 1, 0);
+        assert_true(n >= 0);
+        out[n] = 0;
+        close(fd);
+        unlink(path);
+        b4_config_free(cfg);
+        return code;
+}
+
+#define FAKE_SANDBOX "{\"sandbox\": {\"provider\": {\"type\": \"fake\", \"scope\": \"s\"}"
+
+static void test_check_table_and_warnings(void **state)
+{
+        char out[4096];
+
+        mode = MODE_OK;
+        assert_int_equal(run_check(FAKE_SANDBOX ", \"network\": {\"mode\": \"deny\", "
+                                                "\"allowlist\": [\"10.0.0.0/8\"]}}}",
+                                   out, sizeof(out)),
+                         CLI_EXIT_OK);
+        assert_string_equal(out, "provider: testprov, scope \"s\": all good\n"
+                                 "CONTROL                  STATE         DETAIL\n"
+                                 "seccomp                  enforced      filter loaded\n"
+                                 "memory limit             NOT ENFORCED  no cgroup v2\n"
+                                 "pids limit               n/a           -\n"
+                                 "network allowlist        NOT ENFORCED  1 entry configured; "
+                                 "b4box does not filter by host\n"
+                                 "ok: 1 enforced, 2 not enforced, 1 n/a\n");
+        assert_string_equal(messages[0], "warning: memory limit: no cgroup v2");
+        assert_string_equal(messages[1], "warning: network allowlist: 1 entry configured; b4box "
+                                         "does not filter by host");
+        assert_null(messages[2]);
+}
+
+static void test_check_resolver_lines(void **state)
+{
+        char out[4096];
+
+        mode = MODE_OK;
+        assert_int_equal(run_check(FAKE_SANDBOX ", \"workspace\": {\"command\": [\"w\"]}}}", out,
+                                   sizeof(out)),
+                         CLI_EXIT_OK);
+        assert_non_null(strstr(out, "\nworkspace: managed workspace is resolved per thread\n"));
+        assert_int_equal(
+                run_check(FAKE_SANDBOX ", \"thread\": {\"command\": [\"t\"]}}}", out, sizeof(out)),
+                CLI_EXIT_OK);
+        assert_non_null(
+                strstr(out, "\nthread: workspace, image and policy are resolved per thread\n"));
+        assert_null(strstr(out, "workspace: managed"));
+}
+
+static void test_check_preflight_failed(void **state)
+{
+        char out[4096];
+
+        mode = MODE_FAIL;
+        assert_int_equal(run_check(FAKE_SANDBOX "}}", out, sizeof(out)), CLI_EXIT_FAILED);
+        assert_string_equal(messages[0], "Sandbox provider \"testprov\" preflight failed: daemon "
+                                         "down.");
+        assert_null(messages[1]);
+        assert_string_equal(out, "");
+}
+
+static void test_check_preflight_threw(void **state)
+{
+        char out[4096];
+
+        mode = MODE_THROW;
+        assert_int_equal(run_check(FAKE_SANDBOX "}}", out, sizeof(out)), CLI_EXIT_FAILED);
+        assert_string_equal(messages[0], "Sandbox provider \"testprov\" preflight threw: boom.");
+}
+
+static void test_check_reader_needed(void **state)
+{
+        char out[4096];
+
+        mode = MODE_OK;
+        assert_int_equal(run_check(FAKE_SANDBOX ", \"thread\": {\"command\": [\"t\"]}, "
+                                                "\"workspaceRead\": \"http\"}, "
+                                                "\"threadAccess\": {\"principals\": []}}",
+                                   out, sizeof(out)),
+                         CLI_EXIT_FAILED);
+        assert_string_equal(messages[0],
+                            "sandbox.workspaceRead needs a provider whose managed workspaces can "
+                            "be read (open_reader); \"testprov\" cannot");
+}
+
+static int teardown(void **state)
+{
+        messages = strv_free(messages);
+        return 0;
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_check_table_and_warnings),
+                cmocka_unit_test(test_check_resolver_lines),
+                cmocka_unit_test(test_check_preflight_failed),
+                cmocka_unit_test(test_check_preflight_threw),
+                cmocka_unit_test(test_check_reader_needed),
+        };
+        return cmocka_run_group_tests(tests, NULL, teardown);
+}

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The HTTP API over the native provider: a real sandbox per thread, the run slot under a
+# long command (409), cancel, the configured timeout, and a server killed with SIGKILL in the
+# middle of a run, then restarted on the same state dir.
+B4BOX=${B4BOX:?}
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" = 0 ] || skip_all "native sandboxes need root here"
+
+CFG='{"sandbox": {"provider": {"type": "native", "scope": "it-native"}, "network": {"mode": "deny"},
+      "resources": {"timeoutMs": 2000}}}'
+start_server "$CFG" || { not_ok "server starts"; done_testing; exit 1; }
+
+req POST /threads '{"thread_id": "n1"}'
+check "create" [ "$STATUS" = 201 ]
+req POST /threads/n1/tools/runBash '{"command": "id -u"}'
+check "runs as uid 1000" [ "$(json_get "$BODY" result.stdout)" = 1000 ]
+req POST /threads/n1/tools/writeFile '{"path": "keep.txt", "content": "kept"}'
+check "writeFile" [ "$(json_get "$BODY" ok)" = true ]
+
+# a long command holds the run slot
+curl -s --unix-socket "$SOCK" -X POST -d '{"command": "sleep 1.5; echo done"}' \
+        http://b4/threads/n1/tools/runBash > "$WORK/long.json" &
+LONG=$!
+sleep 0.4
+req POST /threads/n1/tools/runBash '{"command": "true"}'
+check "a second run while one is in flight is 409 run_in_flight" \
+        [ "$STATUS" = 409 ] && [ "$(json_get "$BODY" error.details.code)" = run_in_flight ]
+req DELETE /threads/n1
+check "deleting a thread in a run is 409" [ "$STATUS" = 409 ]
+wait $LONG
+check "the long command finished" [ "$(json_get "$(cat "$WORK/long.json")" result.stdout)" = done ]
+
+# cancel kills the command
+curl -s --unix-socket "$SOCK" -X POST -d '{"command": "sleep 30"}' \
+        http://b4/threads/n1/tools/runBash > "$WORK/cancelled.json" &
+LONG=$!
+sleep 0.4
+req POST /threads/n1/cancel
+check "cancel is 202" [ "$STATUS" = 202 ]
+t0=$(date +%s)
+wait $LONG
+check "the cancelled command returns at once" [ $(( $(date +%s) - t0 )) -lt 5 ]
+check "and reports it was cancelled" glob "$(cat "$WORK/cancelled.json")" '*"cancelled":true*'
+req POST /threads/n1/tools/runBash '{"command": "echo free"}'
+check "the slot is free after a cancel" [ "$(json_get "$BODY" result.stdout)" = free ]
+
+req POST /threads/n1/tools/runBash '{"command": "sleep 10"}'
+check "resources.timeoutMs gives exit 124" [ "$(json_get "$BODY" result.exitCode)" = 124 ]
+check "with the seeds' message" \
+        glob "$(json_get "$BODY" result.stderr)" "*Command timed out after 2s (resources.timeoutMs: 2000ms).*"
+
+# SIGKILL mid-run, then restart on the same state dir
+curl -s --unix-socket "$SOCK" -X POST -d '{"command": "sleep 30"}' \
+        http://b4/threads/n1/tools/runBash > /dev/null 2>&1 &
+LONG=$!
+sleep 0.4
+kill -KILL "$SERVER_PID"
+wait "$SERVER_PID" 2>/dev/null
+SERVER_PID=
+wait $LONG 2>/dev/null
+start_server "$CFG" || { not_ok "server restarts"; done_testing; exit 1; }
+ok "the server restarts on the same state dir after SIGKILL"
+req GET /threads/n1
+check "the thread survived" [ "$STATUS" = 200 ]
+req POST /threads/n1/tools/readFile '{"path": "keep.txt"}'
+check "its workspace survived" [ "$(json_get "$BODY" result)" = kept ]
+req POST /threads/n1/tools/runBash '{"command": "echo again"}'
+check "its run slot is free" [ "$(json_get "$BODY" result.stdout)" = again ]
+
+req DELETE /threads/n1
+check "delete" [ "$STATUS" = 200 ]
+stop_server
+done_testing

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Network allow/deny end to end (TAP, root only). Everything happens in namespaces this test
+# creates: a "host" namespace where b4box runs, and an "internet" namespace (192.0.2.2, plus a
+# fake metadata address 169.254.169.254) joined to it by a veth; no route to a real network.
+set -uo pipefail
+b4box=$(realpath "$1")
+if [ "$(id -u)" -ne 0 ] || ! command -v curl >/dev/null || ! command -v python3 >/dev/null ||
+        ! command -v iptables >/dev/null; then
+        echo "1..0 # SKIP needs root, curl, python3 and iptables"
+        exit 0
+fi
+if [ -z "${B4_NET_INNER:-}" ]; then
+        exec env B4_NET_INNER=1 unshare --net -- "$0" "$@"
+fi
+dir=$(mktemp -d)
+pids=()
+cleanup() {
+        "$b4box" --state "$dir/st" destroy net-a >/dev/null 2>&1
+        (cd "$dir/deny" && "$b4box" --state "$dir/st" destroy net-d >/dev/null 2>&1)
+        for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+        rm -rf "$dir"
+}
+trap cleanup EXIT
+cd "$dir" || exit 1
+ip link set lo up
+echo 1 >/proc/sys/net/ipv4/ip_forward
+unshare --net -- sleep 600 &
+inet=$!
+pids+=("$inet")
+sleep 0.2
+ip link add inet0 type veth peer name inet1
+ip link set inet1 netns "$inet"
+ip addr add 192.0.2.1/24 dev inet0
+ip link set inet0 up
+ip route add 169.254.169.254/32 via 192.0.2.2
+in_inet() { nsenter -t "$inet" -n "$@"; }
+in_inet ip link set lo up
+in_inet ip addr add 192.0.2.2/24 dev inet1
+in_inet ip addr add 169.254.169.254/32 dev inet1
+in_inet ip link set inet1 up
+in_inet ip route add default via 192.0.2.1
+mkdir -p "$dir/www" && echo hello-internet >"$dir/www/hello"
+(cd "$dir/www" && exec nsenter -t "$inet" -n python3 -m http.server 8080 --bind 0.0.0.0) \
+        >/dev/null 2>&1 &
+pids+=($!)
+(cd "$dir/www" && exec python3 -m http.server 8081 --bind 0.0.0.0) >/dev/null 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do
+        curl -s -m 1 http://192.0.2.2:8080/hello >/dev/null && curl -s -m 1 http://192.0.2.1:8081/hello >/dev/null && break
+        sleep 0.1
+done
+
+echo "1..6"
+n=0
+check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
+x() { "$b4box" --state "$dir/st" "$@"; }
+
+out=$(x exec --thread net-a -- curl -s -m 5 http://192.0.2.2:8080/hello 2>&1)
+check "allow: the sandbox reaches the internet through NAT" '[ "$out" = hello-internet ]'
+x exec --thread net-a -- curl -s -m 2 http://169.254.169.254:8080/hello >/dev/null 2>&1; rc=$?
+check "allow: the metadata address is unreachable" '[ $rc -ne 0 ]'
+x exec --thread net-a -- curl -s -m 2 http://192.0.2.1:8081/hello >/dev/null 2>&1; rc=$?
+check "allow: the host's own addresses are unreachable" '[ $rc -ne 0 ]'
+x destroy net-a
+check "release removes the veth and every tagged rule" \
+        '! ip -br link | grep -q "^b4h" && ! iptables -S | grep -q b4box: && ! iptables -t nat -S | grep -q b4box:'
+mkdir -p "$dir/deny"
+echo '{"sandbox":{"provider":{"type":"native","scope":"net-test"},"network":{"mode":"deny"}}}' \
+        >"$dir/deny/b4box.json"
+out=$(cd "$dir/deny" && "$b4box" --state "$dir/st" exec --thread net-d -- \
+        'curl -s -m 2 http://192.0.2.2:8080/hello; echo rc=$?; ip -br link | cut -d" " -f1 | tr "\n" " "' 2>&1)
+check "deny: no route out" 'grep -q "rc=[1-9]" <<<"$out"'
+check "deny: only lo" 'grep -q "^rc=[0-9]*$(printf "\n")*lo $" <<<"$out" || [ "$(tail -n1 <<<"$out")" = "lo " ]'

@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unprivileged unit tests of native internals: cgroup v2 and v1 logic against fake cgroupfs
+ * trees (this machine's v2 has no controllers, so the fake tree is where v2 is proven), the
+ * output capture, the mount plan and the launch identity.
+ */
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "b4box/b4.h"
+
+#include "b4-test.h"
+#include "base/alloc.h"
+#include "native/native.h"
+
+#define ID "0123456789abcdef0123456789abcdef01234567"
+
+static void put(const char *dir, const char *rel, const char *content)
+{
+        char p[4096];
+
+        (void)snprintf(p, sizeof(p), "%s/%s", dir, rel);
+        assert_int_equal(b4_test_write(p, content), 0);
+}
+
+static void mk(const char *dir, const char *rel)
+{
+        char p[4096];
+
+        (void)snprintf(p, sizeof(p), "%s/%s", dir, rel);
+        assert_int_equal(mkdir(p, 0755), 0);
+}
+
+static void expect(const char *dir, const char *rel, const char *content)
+{
+        char p[4096], buf[256] = { 0 };
+        FILE *f;
+
+        (void)snprintf(p, sizeof(p), "%s/%s", dir, rel);
+        f = fopen(p, "re");
+        assert_non_null(f);
+        assert_true(fread(buf, 1, sizeof(buf) - 1, f) > 0);
+        fclose(f);
+        assert_string_equal(buf, content);
+}
+
+static void test_cgroup_v2_fake_tree(void **state)
+{
+        char *t = b4_test_tmpdir();
+        struct cgroup_host h;
+        struct cgroup cg;
+        struct cgroup_limits lim = { .memory_bytes = 64u << 20, .cpus = 1.5, .pids = 99 };
+        static const char *const files[] = {
+                "pids.max",     "memory.max",  "memory.swap.max",       "cpu.max",
+                "cgroup.procs", "cgroup.kill", "cgroup.subtree_control"
+        };
+
+        put(t, "cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n");
+        put(t, "cgroup.subtree_control", "");
+        mk(t, "b4box");
+        put(t, "b4box/cgroup.subtree_control", "");
+        mk(t, "b4box/" ID);
+        for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+                char rel[128];
+                (void)snprintf(rel, sizeof(rel), "b4box/" ID "/%s", files[i]);
+                put(t, rel, "");
+        }
+        cgroup_host_probe(open(t, O_RDONLY | O_DIRECTORY | O_CLOEXEC), &h);
+        assert_int_equal(h.mode, CGROUP_V2);
+        assert_true(h.has[0] && h.has[1] && h.has[2]);
+        assert_int_equal(cgroup_create(&h, ID, &lim, &cg, NULL), 0);
+        expect(t, "b4box/" ID "/pids.max", "99");
+        expect(t, "b4box/" ID "/memory.max", "67108864");
+        expect(t, "b4box/" ID "/memory.swap.max", "0");
+        expect(t, "b4box/" ID "/cpu.max", "150000 100000");
+        expect(t, "cgroup.subtree_control", "+pids +memory +cpu");
+        expect(t, "b4box/cgroup.subtree_control", "+pids +memory +cpu");
+        assert_int_equal(cgroup_attach(&cg, 4242), 0);
+        expect(t, "b4box/" ID "/cgroup.procs", "4242");
+        cgroup_close(&cg);
+        cgroup_host_release(&h);
+        b4_test_rmrf(t);
+        free(t);
+}
+
+static void test_cgroup_v1_fake_tree(void **state)
+{
+        char *t = b4_test_tmpdir();
+        struct cgroup_host h;
+        struct cgroup cg;
+        struct cgroup_limits lim = { .memory_bytes = 1u << 20, .cpus = 0.5, .pids = 7 };
+
+        mk(t, "unified");
+        put(t, "unified/cgroup.controllers", "\n"); /* v2 mounted, nothing delegated */
+        mk(t, "pids");
+        put(t, "pids/cgroup.procs", "");
+        mk(t, "pids/b4box");
+        mk(t, "pids/b4box/" ID);
+        put(t, "pids/b4box/" ID "/pids.max", "");
+        put(t, "pids/b4box/" ID "/cgroup.procs", "");
+        mk(t, "memory");
+        put(t, "memory/cgroup.procs", "");
+        mk(t, "memory/b4box");
+        mk(t, "memory/b4box/" ID);
+        put(t, "memory/b4box/" ID "/memory.limit_in_bytes", "");
+        put(t, "memory/b4box/" ID "/cgroup.procs", "");
+        mk(t, "cpu");
+        put(t, "cpu/cgroup.procs", "");
+        mk(t, "cpu/b4box");
+        mk(t, "cpu/b4box/" ID);
+        put(t, "cpu/b4box/" ID "/cpu.cfs_period_us", "");
+        put(t, "cpu/b4box/" ID "/cpu.cfs_quota_us", "");
+        put(t, "cpu/b4box/" ID "/cgroup.procs", "");
+        cgroup_host_probe(open(t, O_RDONLY | O_DIRECTORY | O_CLOEXEC), &h);
+        assert_int_equal(h.mode, CGROUP_V1);
+        assert_true(h.has[0] && h.has[1] && h.has[2]);
+        assert_false(h.has[3]); /* no freezer here */
+        assert_int_equal(cgroup_create(&h, ID, &lim, &cg, NULL), 0);
+        expect(t, "pids/b4box/" ID "/pids.max", "7");
+        expect(t, "memory/b4box/" ID "/memory.limit_in_bytes", "1048576");
+        expect(t, "cpu/b4box/" ID "/cpu.cfs_quota_us", "50000");
+        assert_int_equal(cgroup_attach(&cg, 77), 0);
+        expect(t, "memory/b4box/" ID "/cgroup.procs", "77");
+        cgroup_close(&cg);
+        cgroup_host_release(&h);
+        b4_test_rmrf(t);
+        free(t);
+}
+
+static void test_cgroup_none(void **state)
+{
+        char *t = b4_test_tmpdir();
+        struct cgroup_host h;
+        struct cgroup cg;
+        struct cgroup_limits lim = { .pids = 1 };
+
+        cgroup_host_probe(open(t, O_RDONLY | O_DIRECTORY | O_CLOEXEC), &h);
+        assert_int_equal(h.mode, CGROUP_NONE);
+        assert_int_equal(cgroup_create(&h, ID, &lim, &cg, NULL), 0);
+        assert_true(cgroup_is_empty(&cg));
+        cgroup_host_release(&h);
+        b4_test_rmrf(t);
+        free(t);
+}
+
+static void test_capture_head_tail(void **state)
+{
+        struct capture c;
+        char *out = NULL;
+        size_t len;
+        bool trunc = false;
+
+        assert_int_equal(capture_init(&c, 10), 0);
+        capture_add(&c, "0123", 4);
+        capture_add(&c, "456789abcdefghij", 16);
+        assert_int_equal(capture_finish(&c, &out, &len, &trunc), 0);
+        assert_true(trunc);
+        assert_string_equal(out, "01234\n[... 10 bytes truncated ...]\nfghij");
+        free(out);
+        capture_release(&c);
+        assert_int_equal(capture_init(&c, 10), 0);
+        trunc = false;
+        capture_add(&c, "short", 5);
+        assert_int_equal(capture_finish(&c, &out, &len, &trunc), 0);
+        assert_false(trunc);
+        assert_string_equal(out, "short");
+        free(out);
+        capture_release(&c);
+}
+
+static bool plan_has(const struct mount_plan *p, enum child_op_type t, const char *dst_suffix)
+{
+        size_t n = strlen(dst_suffix);
+
+        for (size_t i = 0; i < p->n_ops; i++) {
+                const char *d = p->ops[i].dst;
+                if (p->ops[i].type == t && d && strlen(d) >= n &&
+                    strcmp(d + strlen(d) - n, dst_suffix) == 0)
+                        return true;
+        }
+        return false;
+}
+
+static void test_mount_plan_host(void **state)
+{
+        struct mount_spec spec = { .stage = "/st",
+                                   .image = "/",
+                                   .host_image = true,
+                                   .workspace = "/ws",
+                                   .read_only_root = true,
+                                   .network_lo_only = true };
+        struct mount_plan p = { 0 };
+
+        assert_int_equal(mount_plan_build(&spec, &p, NULL), 0);
+        assert_true(plan_has(&p, CHILD_OP_MOUNT, "/st/etc"));
+        assert_true(plan_has(&p, CHILD_OP_MOUNT, "/st/workspace"));
+        assert_true(plan_has(&p, CHILD_OP_MOUNT, "/st/proc"));
+        assert_true(plan_has(&p, CHILD_OP_MOUNT, "/st/tmp"));
+        assert_true(plan_has(&p, CHILD_OP_MOUNT, "/st/dev/pts"));
+        if (access("/etc/shadow", F_OK) == 0)
+                assert_true(plan_has(&p, CHILD_OP_MOUNT, "/st/etc/shadow"));
+        assert_false(plan_has(&p, CHILD_OP_MOUNT, "/st/home"));
+        assert_false(plan_has(&p, CHILD_OP_MOUNT, "/st/root"));
+        assert_false(plan_has(&p, CHILD_OP_MOUNT, "/st/var"));
+        assert_int_equal(p.ops[p.n_ops - 1].type, CHILD_OP_PIVOT);
+        /* the root goes read-only right before the pivot */
+        assert_int_equal(p.ops[p.n_ops - 2].type, CHILD_OP_MOUNT);
+        assert_true(p.ops[p.n_ops - 2].flags & MS_RDONLY);
+        mount_plan_release(&p);
+}
+
+static void test_identity(void **state)
+{
+        struct b4_policy a, b;
+        char ia[65], ib[65];
+
+        b4_policy_init(&a);
+        b4_policy_init(&b);
+        b.resources.timeout_ms = 5000; /* excluded from the identity */
+        assert_int_equal(launch_identity("host", &a, ia), 0);
+        assert_int_equal(launch_identity("host", &b, ib), 0);
+        assert_string_equal(ia, ib);
+        b.resources.memory_mb = 128;
+        assert_int_equal(launch_identity("host", &b, ib), 0);
+        assert_string_not_equal(ia, ib);
+        assert_int_equal(launch_identity("dir:/x", &a, ib), 0);
+        assert_string_not_equal(ia, ib);
+}
+
+#ifdef B4_FAULT_INJECTION
+
+/* Every native helper that allocates, once; each must fail cleanly (ASan sees leaks). */
+static void oom_scenario(void)
+{
+        struct mount_spec spec = { .stage = "/st",
+                                   .image = "/",
+                                   .host_image = true,
+                                   .workspace = "/ws",
+                                   .read_only_root = true };
+        struct mount_plan p = { 0 };
+        struct b4_policy pol;
+        struct b4_env_var extra = { .name = (char *)"A", .value = (char *)"b" };
+        struct capture c;
+        char id[65], **env = NULL, *out = NULL;
+        size_t len;
+        bool trunc = false;
+
+        if (mount_plan_build(&spec, &p, NULL) == 0)
+                mount_plan_release(&p);
+        b4_policy_init(&pol);
+        if (b4_policy_set_env(&pol, "K", "v") == 0) {
+                (void)launch_identity("host", &pol, id);
+                if (build_env(&pol, &extra, 1, &env, NULL) == 0) {
+                        for (char **e = env; *e; e++)
+                                free(*e);
+                        free(env);
+                }
+        }
+        b4_policy_clear(&pol);
+        if (capture_init(&c, 8) == 0) {
+                capture_add(&c, "0123456789abcdef", 16);
+                if (capture_finish(&c, &out, &len, &trunc) == 0)
+                        free(out);
+                capture_release(&c);
+        }
+}
+
+static void test_oom(void **state)
+{
+        for (long i = 0; i < 20000; i++) {
+                alloc_fail_after(i);
+                oom_scenario();
+                void *probe = b4_malloc(1);
+                alloc_fail_after(-1);
+                if (probe) {
+                        free(probe);
+                        assert_true(i > 10);
+                        return;
+                }
+        }
+        fail_msg("the scenario never completed");
+}
+#endif
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_cgroup_v2_fake_tree),
+                cmocka_unit_test(test_cgroup_v1_fake_tree),
+                cmocka_unit_test(test_cgroup_none),
+                cmocka_unit_test(test_capture_head_tail),
+                cmocka_unit_test(test_mount_plan_host),
+                cmocka_unit_test(test_identity),
+#ifdef B4_FAULT_INJECTION
+                cmocka_unit_test(test_oom),
+#endif
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
