@@ -19,6 +19,7 @@ static const struct {
         const char *type;
         provider_ctor *ctor;
 } registry[] = {
+        { "docker", docker_provider_new },
         { "fake", fake_provider_new },
         { "native", native_provider_new },
 };

@@ -13,3 +13,6 @@ int fake_provider_new(const struct b4_provider_config *cfg,
 int native_provider_new(const struct b4_provider_config *cfg,
                         struct b4_provider **ret,
                         struct b4_error *err);
+int docker_provider_new(const struct b4_provider_config *cfg,
+                        struct b4_provider **ret,
+                        struct b4_error *err);

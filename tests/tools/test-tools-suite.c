@@ -2,8 +2,9 @@
 /*
  * The tool suite: one table of tool calls with their exact result documents, plus the
  * editFile case files (tests/data/editfile/NAME.test) and the permission-request flows, run
- * against every provider available here (fake always, native when it can start) so that
- * the results are proven identical. runBash's durationMs is the only field dropped.
+ * against every provider available here (fake always, native when it can start; docker when
+ * tests/docker runs it under a daemon) so that the results are proven identical. runBash's
+ * durationMs is the only field dropped.
  */
 
 #include <errno.h>
@@ -1016,6 +1017,12 @@ static struct env *env_open(const char *type)
         cfg.type = strdup(type);
         cfg.scope = strdup("b4-tools-test");
         cfg.state_dir = strdup(e->state);
+        if (strcmp(type, "docker") == 0) { /* under tests/docker/with-dockerd.sh */
+                free(cfg.scope);
+                cfg.scope = strdup(getenv("B4BOX_TEST_DOCKER_SCOPE"));
+                cfg.image = strdup(getenv("B4BOX_TEST_DOCKER_IMAGE"));
+                cfg.docker_host = strdup(getenv("B4BOX_TEST_DOCKER_HOST"));
+        }
         r = b4_provider_new(&cfg, &e->prov, &err);
         b4_provider_config_clear(&cfg);
         if (r >= 0) {
@@ -1087,16 +1094,21 @@ static const struct {
 
 int main(void)
 {
-        static const char *const types[] = { "fake", "native" };
-        struct CMUnitTest tests[2 * N_SUITE];
-        char names[2 * N_SUITE][64];
-        struct env *envs[2];
+        static const char *const types[] = { "fake", "native", "docker" };
+        struct CMUnitTest tests[3 * N_SUITE];
+        char names[3 * N_SUITE][64];
+        struct env *envs[3] = { NULL };
+        /* tests/docker runs this binary against docker alone, with a daemon and an image */
+        bool docker = getenv("B4BOX_TEST_DOCKER_IMAGE") && getenv("B4BOX_TEST_DOCKER_SCOPE") &&
+                      getenv("B4BOX_TEST_DOCKER_HOST");
         size_t k = 0;
         int r;
 
         /* Tests that cannot run here are not registered (cmocka 1.1's TAP prints a skip as
          * "not ok"); the reason is printed as a TAP comment. */
-        for (size_t p = 0; p < 2; p++) {
+        for (size_t p = 0; p < 3; p++) {
+                if (docker != (strcmp(types[p], "docker") == 0))
+                        continue;
                 envs[p] = env_open(types[p]);
                 for (size_t i = 0; envs[p]->sb && i < N_SUITE; i++) {
                         if (suite[i].only && strcmp(suite[i].only, types[p]) != 0)
@@ -1109,7 +1121,8 @@ int main(void)
                 }
         }
         r = _cmocka_run_group_tests("tools over every provider", tests, k, NULL, NULL);
-        for (size_t p = 0; p < 2; p++)
-                env_close(envs[p]);
+        for (size_t p = 0; p < 3; p++)
+                if (envs[p])
+                        env_close(envs[p]);
         return r;
 }

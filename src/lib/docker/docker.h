@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Internals of the Docker provider, one section per module:
+ *   api.c       the Engine API client: version negotiation, error mapping, the calls we use
+ *   tar.c       libarchive glue: pull a tar from an HTTP stream, build one in memory
+ *   exec.c      commands through the exec API: demultiplexing, caps, timeout, cancel
+ *   fs.c        struct b4_fs over the archive endpoints (plus one exec for list/remove/touch)
+ *   identity.c  the launch configuration, its JSON and the keeper identity (reference §3.3)
+ *   provider.c  the provider object: acquire/release/destroy, recovery, preflight, images
+ *   reader.c    read-only reader containers (reference §3.8)
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "b4box/error.h"
+#include "b4box/policy.h"
+#include "b4box/provider.h"
+
+struct jv;
+struct http_stream;
+
+/* ---- api.c ------------------------------------------------------------------------------ */
+
+#define DOCKER_DEFAULT_SOCKET "/var/run/docker.sock"
+#define DOCKER_API_MAX        "1.41" /* the newest API version we speak */
+#define DOCKER_API_MIN_MINOR  40     /* 1.40: PidsLimit/Init/NanoCpus/WorkingDir all exist */
+
+struct docker_client;
+
+/* @host: "unix:///path", a bare absolute path, or NULL ($DOCKER_HOST, else the default). */
+int docker_client_new(const char *host, struct docker_client **ret, struct b4_error *err);
+struct docker_client *docker_client_free(struct docker_client *d);
+const char *docker_client_socket(const struct docker_client *d);
+
+/*
+ * One JSON exchange with the versioned API: @path without the "/vX.Y" prefix, @body borrowed
+ * (NULL = none), *ret_json the parsed response (NULL allowed, or when the body is empty).
+ * Non-2xx: 404 -ENOENT, 409 -EEXIST, 401/403 -EACCES, 400 -EINVAL, 5xx -EIO, with the
+ * daemon's own message in @err. 304 (already started/stopped) counts as success.
+ */
+int docker_call(struct docker_client *d,
+                const char *method,
+                const char *path,
+                const struct jv *body,
+                struct jv **ret_json,
+                struct b4_error *err);
+/* Raw form: @ctype/@body/@len for non-JSON bodies; response body discarded. */
+int docker_call_raw(struct docker_client *d,
+                    const char *method,
+                    const char *path,
+                    const char *ctype,
+                    const void *body,
+                    size_t len,
+                    uint64_t timeout_ms,
+                    struct b4_error *err);
+/* Open a streaming request; a non-2xx status is mapped as for docker_call(). */
+int docker_stream(struct docker_client *d,
+                  const char *method,
+                  const char *path,
+                  const struct jv *body,
+                  int cancel_fd,
+                  struct http_stream **ret,
+                  struct b4_error *err);
+/* GET /version: the daemon's version string ("20.10.24"). */
+int docker_server_version(struct docker_client *d, char **ret, struct b4_error *err);
+/* Decode base64 (standard or URL alphabet), skipping whitespace. Return: 0, -EPROTO, -ENOMEM. */
+int docker_base64_decode(const char *in, size_t n, char **ret, size_t *ret_len);
+/* Reference §3.6 admission failure: the exec never started because runc could not fork. */
+bool docker_admission_failure(const char *text);
+/* Reference §3.6 started-shell fork failure: every non-empty line of @errout is a shell's
+ * "can't fork" (sh: [line ]<N>: ...). */
+bool docker_shell_fork_failure(const char *errout);
+/* URL-encode @s for a query value. */
+int docker_urlencode(const char *s, char **ret);
+
+struct docker_path_stat {
+        char *name; /* owned */
+        uint64_t size;
+        uint32_t mode; /* Go os.FileMode bits */
+        int64_t mtime_ms;
+        char *link_target; /* owned; for links: the resolved in-container path; else NULL */
+};
+
+#define GO_MODE_DIR     (1u << 31)
+#define GO_MODE_SYMLINK (1u << 27)
+#define GO_MODE_TYPE \
+ (GO_MODE_DIR | GO_MODE_SYMLINK | (1u << 26) | (1u << 25) | (1u << 24) | (1u << 21) | (1u << 19))
+
+void docker_path_stat_clear(struct docker_path_stat *st);
+/* Decode an X-Docker-Container-Path-Stat header. Return: 0, -EPROTO. */
+int docker_path_stat_parse(const char *header, struct docker_path_stat *ret);
+/* HEAD /containers/{c}/archive: lstat of @path. Missing -ENOENT. */
+int docker_archive_stat(struct docker_client *d,
+                        const char *container,
+                        const char *path,
+                        struct docker_path_stat *ret,
+                        struct b4_error *err);
+/* GET /containers/{c}/archive as a stream. */
+int docker_archive_get(struct docker_client *d,
+                       const char *container,
+                       const char *path,
+                       struct http_stream **ret,
+                       struct b4_error *err);
+/* PUT /containers/{c}/archive: extract @tar into the existing directory @dir. */
+int docker_archive_put(struct docker_client *d,
+                       const char *container,
+                       const char *dir,
+                       const void *tar,
+                       size_t len,
+                       struct b4_error *err);
+
+/* ---- tar.c ------------------------------------------------------------------------------ */
+
+struct archive;
+
+/* A libarchive reader pulling from @s (borrowed; it must outlive the reader). */
+int tar_reader_open(struct http_stream *s, struct archive **ret, struct b4_error *err);
+/* The same, failing (archive error E2BIG) once more than @budget bytes were pulled. */
+int tar_reader_open_budget(struct http_stream *s,
+                           uint64_t budget,
+                           struct archive **ret,
+                           struct b4_error *err);
+void tar_reader_free(struct archive *a);
+
+struct tar_builder;
+int tar_builder_new(struct tar_builder **ret);
+/* Add a directory (mode 0755) or a regular file. @name relative, '/'-separated. */
+int tar_builder_dir(struct tar_builder *t, const char *name, uid_t uid, gid_t gid);
+int tar_builder_file(struct tar_builder *t,
+                     const char *name,
+                     const void *data,
+                     size_t len,
+                     unsigned mode,
+                     uid_t uid,
+                     gid_t gid);
+/* Finish; the archive (ret, ret_len) points into @t. */
+int tar_builder_finish(struct tar_builder *t, const void **ret, size_t *ret_len);
+struct tar_builder *tar_builder_free(struct tar_builder *t);
+
+/* ---- exec.c ----------------------------------------------------------------------------- */
+
+struct docker_exec_spec {
+        const char *container;
+        char **argv;              /* borrowed */
+        char **env;               /* borrowed "K=V" list; NULL = none */
+        const char *user;         /* NULL = the container's */
+        uint64_t timeout_ms;      /* 0 = none */
+        size_t output_cap;        /* per stream */
+        struct b4_cancel *cancel; /* optional */
+};
+
+/* Run one command; ret like b4_exec_result (timed_out/cancelled set, exit 124 on timeout
+ * without the seeds' line: callers add it). Return: 0, or -errno when it could not run. */
+int docker_exec_run(struct docker_client *d,
+                    const struct docker_exec_spec *s,
+                    struct b4_exec_result *ret,
+                    struct b4_error *err);
+/* The same, for a command that prints @marker + "\n" first: it is stripped from stdout and
+ * *ret_started says whether it was seen (the command provably started in the container). */
+int docker_exec_run_marked(struct docker_client *d,
+                           const struct docker_exec_spec *s,
+                           const char *marker,
+                           bool *ret_started,
+                           struct b4_exec_result *ret,
+                           struct b4_error *err);
+/* POSIX single-quote @s onto a heap string. */
+int docker_shell_quote(const char *s, char **ret);
+
+/* ---- fs.c ------------------------------------------------------------------------------- */
+
+/* Which container a filesystem view talks to; embedded by handles and readers. */
+struct docker_fs_target {
+        struct docker_client *d; /* borrowed */
+        const char *container;   /* borrowed name */
+        uid_t uid;               /* owner of written files */
+        gid_t gid;
+};
+
+int dfs_read_file(struct docker_fs_target *t,
+                  const char *path,
+                  uint64_t max_bytes,
+                  char **ret,
+                  size_t *ret_len,
+                  struct b4_error *err);
+int dfs_lstat(struct docker_fs_target *t,
+              const char *path,
+              struct b4_stat *ret,
+              struct b4_error *err);
+int dfs_stat(struct docker_fs_target *t,
+             const char *path,
+             struct b4_stat *ret,
+             struct b4_error *err);
+int dfs_list_dir(struct docker_fs_target *t, const char *path, char ***ret, struct b4_error *err);
+int dfs_realpath(struct docker_fs_target *t, const char *path, char **ret, struct b4_error *err);
+int dfs_walk(struct docker_fs_target *t,
+             const char *path,
+             size_t max_entries,
+             char *const *prune,
+             struct b4_walk_entry **ret,
+             size_t *ret_n,
+             struct b4_error *err);
+int dfs_read_files(struct docker_fs_target *t,
+                   const struct b4_read_req *reqs,
+                   size_t n,
+                   struct b4_blob **ret,
+                   struct b4_error *err);
+int dfs_write_file(struct docker_fs_target *t,
+                   const char *path,
+                   const void *data,
+                   size_t len,
+                   struct b4_error *err);
+int dfs_mkdir_p(struct docker_fs_target *t, const char *path, struct b4_error *err);
+int dfs_remove(struct docker_fs_target *t, const char *path, struct b4_error *err);
+int dfs_touch(struct docker_fs_target *t, const char *path, struct b4_error *err);
+
+/* ---- identity.c ------------------------------------------------------------------------- */
+
+/* The §3.3 launch config as compact JSON (field order fixed). */
+int docker_launch_config_json(const struct b4_policy *p, char **ret);
+/* sha256 hex of {"image":…,"launchConfig":…}. */
+int docker_launch_identity(const char *image, const struct b4_policy *p, char ret[65]);
+/* The container-create body of a keeper (reference §3.4 step 5 as Engine API fields). */
+int docker_keeper_body(const char *image,
+                       const struct b4_policy *p,
+                       const char *id,
+                       const char *identity,
+                       struct jv **ret);
+/* The docker "User" value of @p, or NULL for the image default. */
+int docker_policy_user(const struct b4_policy *p, char **ret);
+
+/* ---- reader.c --------------------------------------------------------------------------- */
+
+struct docker_reader_spec {
+        struct docker_client *d; /* borrowed; must outlive the reader */
+        const char *image;
+        const char *volume;
+        const char *resource_id;
+        const char *thread_id;
+        const char *name_prefix; /* "b4-sbx-rdr-" */
+        bool run_as_non_root;
+        uint32_t uid, gid;
+};
+
+int docker_reader_open(const struct docker_reader_spec *s,
+                       struct b4_reader **ret,
+                       struct b4_error *err);
+
+/* ---- provider.c ------------------------------------------------------------------------- */
+
+/* Test hook: the docker client of a docker provider, or NULL. */
+struct docker_client *docker_provider_client(struct b4_provider *p);

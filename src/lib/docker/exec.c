@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Commands through the exec API: create, start with the multiplexed stdout/stderr stream
+ * (8-byte frame headers: stream id, 3 zero bytes, big-endian length) decoded as it arrives,
+ * then inspect for the exit code. Each stream is captured up to its cap, keeping the head and
+ * the tail around a "[... N bytes truncated ...]" marker, as the native provider does.
+ *
+ * Timeout and cancel are b4box's, not the image's: the exec's process (a session leader, as
+ * runc makes every exec process) is looked up with exec inspect and its process group is
+ * SIGKILLed from the host, which is what GNU timeout does inside the sandbox. No `timeout`
+ * binary is needed in the image.
+ */
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/macro.h"
+#include "base/strbuf.h"
+#include "base/time-util.h"
+#include "docker/docker.h"
+#include "http/http.h"
+#include "json/json.h"
+
+#define KILL_DRAIN_MS 10000
+#define FRAME_MAX     (1u << 20)
+
+struct capture {
+        size_t cap;
+        char *head;
+        size_t head_len;
+        char *tail; /* ring of cap/2 bytes */
+        size_t tail_len, tail_pos;
+        uint64_t dropped;
+};
+
+static int capture_init(struct capture *c, size_t cap)
+{
+        *c = (struct capture){ .cap = cap };
+        c->head = b4_malloc(cap - cap / 2 + 1);
+        c->tail = b4_malloc(cap / 2 + 1);
+        return c->head && c->tail ? 0 : -ENOMEM;
+}
+
+static void capture_release(struct capture *c)
+{
+        free(c->head);
+        free(c->tail);
+        *c = (struct capture){ 0 };
+}
+
+static void capture_add(struct capture *c, const char *p, size_t n)
+{
+        size_t head_cap = c->cap - c->cap / 2, tail_cap = c->cap / 2;
+        size_t k = head_cap - c->head_len < n ? head_cap - c->head_len : n;
+
+        memcpy(c->head + c->head_len, p, k);
+        c->head_len += k;
+        p += k;
+        n -= k;
+        for (; n > 0 && tail_cap > 0; p++, n--) {
+                if (c->tail_len == tail_cap)
+                        c->dropped++;
+                else
+                        c->tail_len++;
+                c->tail[c->tail_pos] = *p;
+                c->tail_pos = (c->tail_pos + 1) % tail_cap;
+        }
+        c->dropped += n;
+}
+
+static int capture_finish(struct capture *c, char **ret, size_t *ret_len, bool *truncated)
+{
+        size_t tail_cap = c->cap / 2;
+        size_t start = c->tail_len == tail_cap ? c->tail_pos : 0;
+        struct strbuf sb;
+        int r;
+
+        strbuf_init(&sb, STRBUF_UNLIMITED);
+        r = strbuf_add(&sb, c->head, c->head_len);
+        if (r >= 0 && c->dropped > 0) {
+                r = strbuf_addf(&sb, "\n[... %llu bytes truncated ...]\n",
+                                (unsigned long long)c->dropped);
+                *truncated = true;
+        }
+        for (size_t i = 0; r >= 0 && i < c->tail_len; i++)
+                r = strbuf_addc(&sb, c->tail[(start + i) % tail_cap]);
+        if (r >= 0)
+                r = strbuf_detach(&sb, ret, ret_len);
+        strbuf_release(&sb);
+        return r;
+}
+
+int docker_shell_quote(const char *s, char **ret)
+{
+        struct strbuf sb;
+        int r;
+
+        strbuf_init(&sb, STRBUF_UNLIMITED);
+        r = strbuf_addc(&sb, '\'');
+        for (; r >= 0 && *s; s++)
+                r = *s == '\'' ? strbuf_adds(&sb, "'\\''") : strbuf_addc(&sb, *s);
+        if (r >= 0)
+                r = strbuf_addc(&sb, '\'');
+        if (r >= 0)
+                r = strbuf_detach(&sb, ret, NULL);
+        strbuf_release(&sb);
+        return r;
+}
+
+/* ---- the exec object ---- */
+
+static struct jv *strv_json(char **l)
+{
+        struct jv *a = jv_array_new();
+
+        for (char **p = l; a && p && *p; p++)
+                if (jv_array_append_new(a, jv_string_new(*p)) < 0)
+                        return jv_unref(a);
+        return a;
+}
+
+static int exec_create(struct docker_client *d,
+                       const struct docker_exec_spec *s,
+                       char **ret_id,
+                       struct b4_error *err)
+{
+        cleanup_(jv_unrefp) struct jv *body = jv_object_new();
+        cleanup_(jv_unrefp) struct jv *resp = NULL;
+        cleanup_free char *path = NULL;
+        const char *id;
+        int r;
+
+        if (!body)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = jv_object_set_new(body, "AttachStdin", jv_bool_new(false));
+        if (r >= 0)
+                r = jv_object_set_new(body, "AttachStdout", jv_bool_new(true));
+        if (r >= 0)
+                r = jv_object_set_new(body, "AttachStderr", jv_bool_new(true));
+        if (r >= 0)
+                r = jv_object_set_new(body, "Tty", jv_bool_new(false));
+        if (r >= 0)
+                r = jv_object_set_new(body, "Cmd", strv_json(s->argv));
+        if (r >= 0 && s->env)
+                r = jv_object_set_new(body, "Env", strv_json(s->env));
+        if (r >= 0 && s->user)
+                r = jv_object_set_new(body, "User", jv_string_new(s->user));
+        if (r < 0 || b4_asprintf(&path, "/containers/%s/exec", s->container) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = docker_call(d, "POST", path, body, &resp, err);
+        if (r < 0)
+                return r;
+        id = jv_string(jv_object_get(resp, "Id"));
+        if (!id)
+                return b4_error_set(err, -EPROTO, "Docker returned no exec id");
+        *ret_id = b4_strdup(id);
+        return *ret_id ? 0 : b4_error_set(err, -ENOMEM, "out of memory");
+}
+
+struct exec_state {
+        int exit_code; /* -1 = not known */
+        bool running;
+        pid_t pid;
+};
+
+static int exec_inspect(struct docker_client *d,
+                        const char *id,
+                        struct exec_state *ret,
+                        struct b4_error *err)
+{
+        cleanup_(jv_unrefp) struct jv *v = NULL;
+        cleanup_free char *path = NULL;
+        struct jv *code;
+        int r;
+
+        if (b4_asprintf(&path, "/exec/%s/json", id) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = docker_call(d, "GET", path, NULL, &v, err);
+        if (r < 0)
+                return r;
+        code = jv_object_get(v, "ExitCode");
+        ret->exit_code = code && jv_is_number(code) ? (int)jv_integer(code) : -1;
+        ret->running = jv_is_true(jv_object_get(v, "Running"));
+        ret->pid = (pid_t)jv_integer(jv_object_get(v, "Pid"));
+        return 0;
+}
+
+/* SIGKILL the exec's process group (runc makes each exec process a session leader). */
+static void exec_kill(struct docker_client *d, const char *id)
+{
+        struct exec_state st = { 0 };
+
+        if (exec_inspect(d, id, &st, NULL) < 0 || !st.running || st.pid <= 1)
+                return;
+        (void)kill(-st.pid, SIGKILL);
+        (void)kill(st.pid, SIGKILL);
+}
+
+/* ---- the stream ---- */
+
+struct demux {
+        unsigned char hdr[8];
+        size_t hdr_len;
+        size_t left; /* payload bytes left in the current frame */
+        int stream;  /* 1 stdout, 2 stderr */
+        struct capture out, errc;
+        const char *marker; /* to strip from the start of stdout; NULL when done */
+        size_t marker_off;
+        bool started;
+};
+
+static void feed_stdout(struct demux *m, const char *p, size_t n)
+{
+        while (m->marker && n > 0) {
+                if (m->marker[m->marker_off] == '\0') {
+                        m->started = true;
+                        m->marker = NULL;
+                        break;
+                }
+                if (*p != m->marker[m->marker_off]) {
+                        /* not the marker: what matched so far is output */
+                        capture_add(&m->out, m->marker, m->marker_off);
+                        m->marker = NULL;
+                        break;
+                }
+                m->marker_off++;
+                p++;
+                n--;
+        }
+        if (m->marker && m->marker[m->marker_off] == '\0') {
+                m->started = true;
+                m->marker = NULL;
+        }
+        capture_add(&m->out, p, n);
+}
+
+static int demux_feed(struct demux *m, const char *p, size_t n)
+{
+        while (n > 0) {
+                if (m->left == 0) {
+                        size_t k = 8 - m->hdr_len < n ? 8 - m->hdr_len : n;
+                        memcpy(m->hdr + m->hdr_len, p, k);
+                        m->hdr_len += k;
+                        p += k;
+                        n -= k;
+                        if (m->hdr_len < 8)
+                                return 0;
+                        m->hdr_len = 0;
+                        m->stream = m->hdr[0];
+                        m->left = (size_t)m->hdr[4] << 24 | (size_t)m->hdr[5] << 16 |
+                                  (size_t)m->hdr[6] << 8 | m->hdr[7];
+                        if (m->stream > 2)
+                                return -EPROTO;
+                        continue;
+                }
+                size_t k = m->left < n ? m->left : n;
+                if (m->stream == 2)
+                        capture_add(&m->errc, p, k);
+                else
+                        feed_stdout(m, p, k);
+                m->left -= k;
+                p += k;
+                n -= k;
+        }
+        return 0;
+}
+
+struct run {
+        bool timed_out, cancelled;
+};
+
+static int pump_stream(struct docker_client *d,
+                       const char *id,
+                       struct http_stream *s,
+                       const struct docker_exec_spec *spec,
+                       struct demux *m,
+                       struct run *u,
+                       struct b4_error *err)
+{
+        uint64_t deadline = spec->timeout_ms ? now_msec() + spec->timeout_ms : 0;
+        int cancel_fd = spec->cancel ? b4_cancel_fd(spec->cancel) : -EBADF;
+        char buf[16384];
+
+        for (;;) {
+                ssize_t n = http_stream_read(s, buf, sizeof(buf), deadline, cancel_fd, err);
+
+                if (n == 0)
+                        return 0;
+                if (n > 0) {
+                        if (demux_feed(m, buf, (size_t)n) < 0)
+                                return b4_error_set(err, -EPROTO, "invalid exec stream frame");
+                        continue;
+                }
+                if (n == -ETIMEDOUT && !u->timed_out && !u->cancelled) {
+                        u->timed_out = true;
+                } else if (n == -ECANCELED && !u->timed_out && !u->cancelled) {
+                        u->cancelled = true;
+                        cancel_fd = -EBADF;
+                } else {
+                        return (int)n;
+                }
+                exec_kill(d, id);
+                deadline = now_msec() + KILL_DRAIN_MS;
+        }
+}
+
+static int wait_exit(struct docker_client *d, const char *id, int *ret, struct b4_error *err)
+{
+        struct exec_state st = { 0 };
+        int r;
+
+        for (int i = 0; i < 200; i++) {
+                r = exec_inspect(d, id, &st, err);
+                if (r < 0)
+                        return r;
+                if (!st.running && st.exit_code >= 0) {
+                        *ret = st.exit_code;
+                        return 0;
+                }
+                (void)usleep(10000);
+        }
+        return b4_error_set(err, -EIO, "the command's exit code never became known");
+}
+
+static int finish(struct demux *m, const struct run *u, int code, struct b4_exec_result *ret)
+{
+        struct b4_exec_result res = { 0 };
+        int r;
+
+        r = capture_finish(&m->out, &res.out, &res.out_len, &res.truncated);
+        if (r >= 0)
+                r = capture_finish(&m->errc, &res.errout, &res.errout_len, &res.truncated);
+        if (r < 0) {
+                b4_exec_result_clear(&res);
+                return r;
+        }
+        res.exit_code = u->timed_out ? 124 : code;
+        res.timed_out = u->timed_out;
+        res.cancelled = u->cancelled;
+        *ret = res;
+        return 0;
+}
+
+int docker_exec_run_marked(struct docker_client *d,
+                           const struct docker_exec_spec *s,
+                           const char *marker,
+                           bool *ret_started,
+                           struct b4_exec_result *ret,
+                           struct b4_error *err)
+{
+        cleanup_(http_stream_freep) struct http_stream *st = NULL;
+        cleanup_(jv_unrefp) struct jv *body = jv_object_new();
+        cleanup_free char *id = NULL;
+        cleanup_free char *path = NULL;
+        struct demux m = { .marker = marker };
+        struct run u = { 0 };
+        int code = -1, r;
+
+        if (b4_cancel_is_set(s->cancel))
+                return b4_error_set(err, -ECANCELED, "cancelled before the command started");
+        r = exec_create(d, s, &id, err);
+        if (r < 0)
+                return r;
+        if (!body || jv_object_set_new(body, "Detach", jv_bool_new(false)) < 0 ||
+            jv_object_set_new(body, "Tty", jv_bool_new(false)) < 0 ||
+            b4_asprintf(&path, "/exec/%s/start", id) < 0 ||
+            capture_init(&m.out, s->output_cap) < 0 || capture_init(&m.errc, s->output_cap) < 0) {
+                r = b4_error_set(err, -ENOMEM, "out of memory");
+                goto out;
+        }
+        r = docker_stream(d, "POST", path, body, -EBADF, &st, err);
+        if (r >= 0)
+                r = pump_stream(d, id, st, s, &m, &u, err);
+        if (r >= 0)
+                r = wait_exit(d, id, &code, err);
+        if (r >= 0)
+                r = finish(&m, &u, code, ret);
+        if (r >= 0 && ret_started)
+                *ret_started = m.started;
+out:
+        capture_release(&m.out);
+        capture_release(&m.errc);
+        return r;
+}
+
+int docker_exec_run(struct docker_client *d,
+                    const struct docker_exec_spec *s,
+                    struct b4_exec_result *ret,
+                    struct b4_error *err)
+{
+        return docker_exec_run_marked(d, s, NULL, NULL, ret, err);
+}

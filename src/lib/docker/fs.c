@@ -1,0 +1,1141 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * struct b4_fs over a container, without the docker CLI and without one request per file:
+ *
+ *   read_file   GET /archive, one tar entry: the tar header carries the size, so a file over
+ *               max_bytes is refused after the header and the transfer is dropped
+ *   lstat/stat  HEAD /archive (X-Docker-Container-Path-Stat); a link's raw target from the
+ *               link's own tar entry
+ *   walk        GET /archive of the directory, streamed through libarchive: names, types,
+ *               sizes, modes and link targets of the whole subtree in one request
+ *   write_file  PUT /archive of a one-file tar owned by the sandbox uid/gid (parents that are
+ *               missing are part of the same tar)
+ *   realpath    HEAD per path component (Docker resolves each link inside the container)
+ *   list_dir, remove, touch, read_files
+ *               one exec each (read_files batches every request into one script)
+ *
+ * Exec-based members report PID exhaustion (reference §3.6, "started shell fork failure")
+ * as -EAGAIN with the shell's message so the provider can recover and retry.
+ */
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "base/alloc.h"
+#include "base/macro.h"
+#include "base/strbuf.h"
+#include "base/strv.h"
+#include "docker/docker.h"
+#include "http/http.h"
+
+#define MAX_LINKS        40
+#define FS_MARKER_WORD   "__B4_FILESYSTEM_STARTED__"
+#define FS_MARKER        FS_MARKER_WORD "\n"
+#define FS_OUTPUT_CAP    (64u * 1024 * 1024)
+#define BATCH_SCRIPT_MAX (96u * 1024)
+
+/* A tar entry's text: the UTF-8 form (pax records), else the raw bytes. */
+static const char *entry_text(const char *utf8, const char *raw)
+{
+        return utf8 ? utf8 : raw;
+}
+
+/* ---- errors ---- */
+
+static bool plain_errno(int r)
+{
+        return r == -ENOENT || r == -EISDIR || r == -ENOTDIR || r == -EACCES || r == -ENOTEMPTY ||
+               r == -EEXIST || r == -ELOOP;
+}
+
+/* "<op> <path>: <strerror>" for file errors (as native says them), else the Docker text. */
+static int op_error(struct b4_error *err, int r, const char *op, const char *path)
+{
+        if (plain_errno(r))
+                return b4_error_set(err, r, "%s %s: %s", op, path, strerror(-r));
+        return b4_error_wrap(err, r, "%s %s", op, path);
+}
+
+/* ---- stat ---- */
+
+static enum b4_file_kind go_kind(uint32_t mode)
+{
+        if (mode & GO_MODE_DIR)
+                return B4_FILE_DIRECTORY;
+        if (mode & GO_MODE_SYMLINK)
+                return B4_FILE_SYMLINK;
+        if (mode & GO_MODE_TYPE)
+                return B4_FILE_OTHER;
+        return B4_FILE_REGULAR;
+}
+
+/* The raw readlink text of @path, from its own tar entry. */
+static int raw_link_target(struct docker_fs_target *t,
+                           const char *path,
+                           char **ret,
+                           struct b4_error *err)
+{
+        cleanup_(http_stream_freep) struct http_stream *s = NULL;
+        struct archive *a = NULL;
+        struct archive_entry *e;
+        const char *target;
+        int r, ar;
+
+        r = docker_archive_get(t->d, t->container, path, &s, err);
+        if (r < 0)
+                return r;
+        r = tar_reader_open(s, &a, err);
+        if (r < 0)
+                return r;
+        ar = archive_read_next_header(a, &e);
+        target = ar == ARCHIVE_OK || ar == ARCHIVE_WARN
+                         ? entry_text(archive_entry_symlink_utf8(e), archive_entry_symlink(e))
+                         : NULL;
+        if (!target) {
+                tar_reader_free(a);
+                return b4_error_set(err, -EPROTO, "no link entry for '%s'", path);
+        }
+        *ret = b4_strdup(target);
+        tar_reader_free(a);
+        return *ret ? 0 : b4_error_set(err, -ENOMEM, "out of memory");
+}
+
+static int lstat_raw(struct docker_fs_target *t,
+                     const char *path,
+                     struct b4_stat *ret,
+                     char **ret_resolved,
+                     struct b4_error *err)
+{
+        struct docker_path_stat ps = { 0 };
+        struct b4_stat st = { 0 };
+        int r;
+
+        r = docker_archive_stat(t->d, t->container, path, &ps, err);
+        if (r < 0)
+                return r;
+        st.kind = go_kind(ps.mode);
+        st.size = ps.size;
+        st.executable = (ps.mode & 0111) != 0;
+        st.mtime_ms = ps.mtime_ms;
+        if (st.kind == B4_FILE_SYMLINK && ret_resolved)
+                *ret_resolved = TAKE_PTR(ps.link_target);
+        docker_path_stat_clear(&ps);
+        *ret = st;
+        return 0;
+}
+
+int dfs_lstat(struct docker_fs_target *t,
+              const char *path,
+              struct b4_stat *ret,
+              struct b4_error *err)
+{
+        struct b4_stat st = { 0 };
+        int r;
+
+        r = lstat_raw(t, path, &st, NULL, err);
+        if (r >= 0 && st.kind == B4_FILE_SYMLINK) {
+                r = raw_link_target(t, path, &st.target, err);
+                if (r >= 0)
+                        st.size = strlen(st.target);
+        }
+        if (r < 0)
+                return op_error(err, r, "lstat", path);
+        *ret = st;
+        return 0;
+}
+
+int dfs_stat(struct docker_fs_target *t,
+             const char *path,
+             struct b4_stat *ret,
+             struct b4_error *err)
+{
+        cleanup_free char *cur = b4_strdup(path);
+        int r;
+
+        if (!cur)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        for (int i = 0; i < MAX_LINKS; i++) {
+                char *next = NULL;
+                struct b4_stat st = { 0 };
+
+                r = lstat_raw(t, cur, &st, &next, err);
+                if (r < 0)
+                        return op_error(err, r, "stat", path);
+                if (st.kind != B4_FILE_SYMLINK) {
+                        *ret = st;
+                        return 0;
+                }
+                if (!next)
+                        return b4_error_set(err, -EPROTO, "stat %s: link without a target", path);
+                free(cur);
+                cur = next;
+        }
+        return op_error(err, -ELOOP, "stat", path);
+}
+
+/* ---- read_file ---- */
+
+static int read_entry(struct archive *a, uint64_t size, char **ret, size_t *ret_len)
+{
+        cleanup_free char *buf = b4_malloc(size + 1);
+        size_t len = 0;
+
+        if (!buf)
+                return -ENOMEM;
+        while (len < size) {
+                la_ssize_t n = archive_read_data(a, buf + len, size - len);
+                if (n < 0)
+                        return -EIO;
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+        }
+        buf[len] = '\0';
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+/* One GET: follows a link leaf (via the stat header) and refuses directories. */
+static int read_once(struct docker_fs_target *t,
+                     const char *path,
+                     uint64_t max,
+                     char **ret,
+                     size_t *ret_len,
+                     char **ret_follow,
+                     struct b4_error *err)
+{
+        cleanup_(http_stream_freep) struct http_stream *s = NULL;
+        struct docker_path_stat ps = { 0 };
+        struct archive *a = NULL;
+        struct archive_entry *e;
+        const char *h;
+        int r, ar;
+
+        r = docker_archive_get(t->d, t->container, path, &s, err);
+        if (r < 0)
+                return r;
+        h = http_stream_header(s, "X-Docker-Container-Path-Stat");
+        if (h && docker_path_stat_parse(h, &ps) >= 0) {
+                enum b4_file_kind k = go_kind(ps.mode);
+                if (k == B4_FILE_SYMLINK && ps.link_target)
+                        *ret_follow = TAKE_PTR(ps.link_target);
+                docker_path_stat_clear(&ps);
+                if (*ret_follow)
+                        return 0;
+                if (k == B4_FILE_DIRECTORY)
+                        return -EISDIR;
+        }
+        r = tar_reader_open(s, &a, err);
+        if (r < 0)
+                return r;
+        ar = archive_read_next_header(a, &e);
+        if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN) /* WARN: a name not in the locale */
+                r = b4_error_set(err, -EIO, "unreadable archive: %s", archive_error_string(a));
+        else if (archive_entry_filetype(e) == AE_IFDIR)
+                r = -EISDIR;
+        else if (max != B4_UNBOUNDED && (uint64_t)archive_entry_size(e) > max)
+                r = -EFBIG;
+        else
+                r = read_entry(a, (uint64_t)archive_entry_size(e), ret, ret_len);
+        tar_reader_free(a);
+        return r;
+}
+
+int dfs_read_file(struct docker_fs_target *t,
+                  const char *path,
+                  uint64_t max,
+                  char **ret,
+                  size_t *ret_len,
+                  struct b4_error *err)
+{
+        cleanup_free char *cur = b4_strdup(path);
+        int r;
+
+        if (!cur)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        for (int i = 0; i < MAX_LINKS; i++) {
+                char *next = NULL;
+
+                r = read_once(t, cur, max, ret, ret_len, &next, err);
+                if (r == -EFBIG)
+                        return b4_error_set(err, r, "readFile %s: content exceeds maxBytes (%llu).",
+                                            path, (unsigned long long)max);
+                if (r < 0)
+                        return op_error(err, r, "readFile", path);
+                if (!next)
+                        return 0;
+                free(cur);
+                cur = next;
+        }
+        return op_error(err, -ELOOP, "readFile", path);
+}
+
+/* ---- walk ---- */
+
+/* Depth-first order: compare component by component ('/' sorts before everything). */
+static int walk_cmp(const void *a, const void *b)
+{
+        const unsigned char *x = (const unsigned char *)((const struct b4_walk_entry *)a)->path;
+        const unsigned char *y = (const unsigned char *)((const struct b4_walk_entry *)b)->path;
+
+        for (; *x && *x == *y; x++, y++)
+                ;
+        if (*x == *y)
+                return 0;
+        if (*x == '/' || *x == '\0')
+                return *y == '\0' ? 1 : -1;
+        if (*y == '/' || *y == '\0')
+                return *x == '\0' ? -1 : 1;
+        return *x < *y ? -1 : 1;
+}
+
+struct walk {
+        struct b4_walk_entry *v;
+        size_t n, cap, max;
+        char *const *prune;
+};
+
+static bool pruned_below(const struct walk *w, const char *rel)
+{
+        const char *slash = strchr(rel, '/');
+
+        if (!slash)
+                return false;
+        STRV_FOREACH (p, w->prune)
+                if (strlen(*p) == (size_t)(slash - rel) &&
+                    strncmp(*p, rel, (size_t)(slash - rel)) == 0)
+                        return true;
+        return false;
+}
+
+static int walk_add(struct walk *w, const char *rel, struct archive_entry *e)
+{
+        struct b4_walk_entry *x;
+        const char *hard = entry_text(archive_entry_hardlink_utf8(e), archive_entry_hardlink(e));
+        mode_t type = archive_entry_filetype(e);
+
+        if (w->n >= w->max)
+                return -E2BIG;
+        if (w->n == w->cap) {
+                size_t cap = w->cap ? w->cap * 2 : 64;
+                x = b4_reallocarray(w->v, cap, sizeof(*x));
+                if (!x)
+                        return -ENOMEM;
+                w->v = x;
+                w->cap = cap;
+        }
+        x = &w->v[w->n];
+        *x = (struct b4_walk_entry){ 0 };
+        x->path = b4_strdup(rel);
+        if (!x->path)
+                return -ENOMEM;
+        x->st.kind = type == AE_IFDIR           ? B4_FILE_DIRECTORY
+                     : type == AE_IFLNK         ? B4_FILE_SYMLINK
+                     : type == AE_IFREG || hard ? B4_FILE_REGULAR
+                                                : B4_FILE_OTHER;
+        x->st.size = (uint64_t)archive_entry_size(e);
+        x->st.executable = (archive_entry_perm(e) & 0111) != 0;
+        x->st.mtime_ms =
+                (int64_t)archive_entry_mtime(e) * 1000 + archive_entry_mtime_nsec(e) / 1000000;
+        if (x->st.kind == B4_FILE_SYMLINK) {
+                x->st.target = b4_strdup(
+                        entry_text(archive_entry_symlink_utf8(e), archive_entry_symlink(e)) ?: "");
+                if (!x->st.target)
+                        return -ENOMEM;
+                x->st.size = strlen(x->st.target);
+        }
+        w->n++;
+        return 0;
+}
+
+/* A hard link entry carries no size: take it from the entry it links to. */
+static void walk_fix_hardlink(struct walk *w, const char *prefix, struct archive_entry *e)
+{
+        const char *hard = entry_text(archive_entry_hardlink_utf8(e), archive_entry_hardlink(e));
+        size_t plen = strlen(prefix);
+
+        if (!hard || strncmp(hard, prefix, plen) != 0)
+                return;
+        for (size_t i = 0; i + 1 < w->n; i++)
+                if (strcmp(w->v[i].path, hard + plen) == 0) {
+                        w->v[w->n - 1].st.size = w->v[i].st.size;
+                        return;
+                }
+}
+
+static int walk_archive(struct archive *a, const char *prefix, struct walk *w, struct b4_error *err)
+{
+        cleanup_free char *rel = NULL;
+        struct archive_entry *e;
+        size_t plen = strlen(prefix);
+        int r;
+
+        for (;;) {
+                int ar = archive_read_next_header(a, &e);
+                const char *name;
+
+                if (ar == ARCHIVE_EOF)
+                        return 0;
+                if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN)
+                        return b4_error_set(err, -EIO, "unreadable archive: %s",
+                                            archive_error_string(a));
+                name = entry_text(archive_entry_pathname_utf8(e), archive_entry_pathname(e));
+                if (!name || strncmp(name, prefix, plen) != 0 || name[plen] == '\0')
+                        continue; /* the base itself */
+                free(rel);
+                rel = b4_strdup(name + plen);
+                if (!rel)
+                        return b4_error_set(err, -ENOMEM, "out of memory");
+                for (size_t n = strlen(rel); n > 0 && rel[n - 1] == '/'; n--)
+                        rel[n - 1] = '\0'; /* directories come as "d/" */
+                if (pruned_below(w, rel))
+                        continue;
+                r = walk_add(w, rel, e);
+                if (r == -E2BIG)
+                        return b4_error_set(err, r, "Workspace entries limit exceeded");
+                if (r < 0)
+                        return b4_error_set(err, r, "out of memory");
+                walk_fix_hardlink(w, prefix, e);
+        }
+}
+
+int dfs_walk(struct docker_fs_target *t,
+             const char *path,
+             size_t max_entries,
+             char *const *prune,
+             struct b4_walk_entry **ret,
+             size_t *ret_n,
+             struct b4_error *err)
+{
+        cleanup_(http_stream_freep) struct http_stream *s = NULL;
+        cleanup_free char *prefix = NULL;
+        struct walk w = { .max = max_entries, .prune = prune };
+        struct archive *a = NULL;
+        const char *base = strrchr(path, '/');
+        int r;
+
+        base = base && base[1] ? base + 1 : "";
+        if (b4_asprintf(&prefix, "%s/", base) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = docker_archive_get(t->d, t->container, path, &s, err);
+        if (r >= 0)
+                r = tar_reader_open(s, &a, err);
+        if (r >= 0)
+                r = walk_archive(a, prefix, &w, err);
+        tar_reader_free(a);
+        if (r < 0) {
+                b4_walk_entries_free(w.v, w.n);
+                return r == -E2BIG ? r : op_error(err, r, "walkTree", path);
+        }
+        if (w.n > 1)
+                qsort_safe(w.v, w.n, sizeof(*w.v), walk_cmp);
+        *ret = w.v;
+        *ret_n = w.n;
+        return 0;
+}
+
+/* ---- write_file, mkdir_p ---- */
+
+/* The longest existing directory prefix of @dir and the components missing below it. */
+static int existing_base(struct docker_fs_target *t,
+                         const char *dir,
+                         char **ret_base,
+                         char ***ret_missing,
+                         struct b4_error *err)
+{
+        cleanup_free char *cur = b4_strdup(dir);
+        cleanup_strv char **missing = NULL;
+        int r;
+
+        if (!cur)
+                return -ENOMEM;
+        for (;;) {
+                struct b4_stat st = { 0 };
+                char *slash;
+
+                r = lstat_raw(t, *cur ? cur : "/", &st, NULL, err);
+                if (r >= 0 && st.kind != B4_FILE_DIRECTORY && st.kind != B4_FILE_SYMLINK)
+                        return -ENOTDIR;
+                if (r >= 0)
+                        break;
+                if (r != -ENOENT)
+                        return r;
+                slash = strrchr(cur, '/');
+                if (!slash)
+                        return -ENOENT;
+                if (strv_extend(&missing, slash + 1) < 0)
+                        return -ENOMEM;
+                *slash = '\0';
+        }
+        *ret_base = *cur ? TAKE_PTR(cur) : b4_strdup("/");
+        *ret_missing = TAKE_PTR(missing);
+        return *ret_base ? 0 : -ENOMEM;
+}
+
+/* PUT a tar of @missing dirs (innermost last in reverse order) plus an optional file. */
+static int put_tree(struct docker_fs_target *t,
+                    const char *base,
+                    char **missing,
+                    const char *file,
+                    const void *data,
+                    size_t len,
+                    unsigned mode,
+                    struct b4_error *err)
+{
+        struct tar_builder *tb = NULL;
+        struct strbuf rel;
+        size_t n = strv_length(missing);
+        const void *tar;
+        size_t tar_len;
+        int r;
+
+        strbuf_init(&rel, STRBUF_UNLIMITED);
+        r = tar_builder_new(&tb);
+        for (size_t i = n; r >= 0 && i > 0; i--) {
+                r = strbuf_addf(&rel, "%s%s", rel.len ? "/" : "", missing[i - 1]);
+                if (r >= 0)
+                        r = tar_builder_dir(tb, rel.buf, t->uid, t->gid);
+        }
+        if (r >= 0 && file) {
+                size_t dlen = rel.len;
+                r = strbuf_addf(&rel, "%s%s", dlen ? "/" : "", file);
+                if (r >= 0)
+                        r = tar_builder_file(tb, rel.buf, data, len, mode, t->uid, t->gid);
+        }
+        if (r >= 0)
+                r = tar_builder_finish(tb, &tar, &tar_len);
+        if (r < 0)
+                r = b4_error_set(err, r, "cannot build the archive");
+        else
+                r = docker_archive_put(t->d, t->container, base, tar, tar_len, err);
+        tar_builder_free(tb);
+        strbuf_release(&rel);
+        return r;
+}
+
+static int split_parent(const char *path, char **ret_dir, const char **ret_leaf)
+{
+        const char *slash = strrchr(path, '/');
+
+        if (!slash || !slash[1])
+                return -EINVAL;
+        *ret_dir = slash == path ? b4_strdup("/") : b4_strndup(path, (size_t)(slash - path));
+        *ret_leaf = slash + 1;
+        return *ret_dir ? 0 : -ENOMEM;
+}
+
+int dfs_write_file(struct docker_fs_target *t,
+                   const char *path,
+                   const void *data,
+                   size_t len,
+                   struct b4_error *err)
+{
+        cleanup_free char *dir = NULL;
+        cleanup_free char *base = NULL;
+        cleanup_strv char **missing = NULL;
+        struct docker_path_stat ps = { 0 };
+        const char *leaf;
+        unsigned mode = 0644;
+        int r;
+
+        r = split_parent(path, &dir, &leaf);
+        if (r < 0)
+                return op_error(err, r, "writeFile", path);
+        r = docker_archive_stat(t->d, t->container, path, &ps, NULL);
+        if (r >= 0) {
+                if (go_kind(ps.mode) == B4_FILE_DIRECTORY)
+                        r = -EISDIR;
+                else if (go_kind(ps.mode) == B4_FILE_REGULAR)
+                        mode = ps.mode & 07777;
+                docker_path_stat_clear(&ps);
+                if (r == -EISDIR)
+                        return op_error(err, r, "writeFile", path);
+        }
+        r = put_tree(t, dir, NULL, leaf, data, len, mode, err);
+        if (r != -ENOENT)
+                return r < 0 ? op_error(err, r, "writeFile", path) : 0;
+        r = existing_base(t, dir, &base, &missing, err);
+        if (r >= 0)
+                r = put_tree(t, base, missing, leaf, data, len, mode, err);
+        return r < 0 ? op_error(err, r, "writeFile", path) : 0;
+}
+
+int dfs_mkdir_p(struct docker_fs_target *t, const char *path, struct b4_error *err)
+{
+        cleanup_free char *p = b4_strdup(path);
+        cleanup_free char *base = NULL;
+        cleanup_strv char **missing = NULL;
+        size_t n;
+        int r;
+
+        if (!p)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        n = strlen(p);
+        while (n > 1 && p[n - 1] == '/')
+                p[--n] = '\0';
+        r = existing_base(t, p, &base, &missing, err);
+        if (r >= 0 && missing)
+                r = put_tree(t, base, missing, NULL, NULL, 0, 0, err);
+        return r < 0 ? op_error(err, r, "mkdir", path) : 0;
+}
+
+/* ---- realpath ---- */
+
+static int push_component(struct strbuf *sb, const char *c, size_t n)
+{
+        if (n == 0 || (n == 1 && c[0] == '.'))
+                return 0;
+        if (n == 2 && c[0] == '.' && c[1] == '.') {
+                char *slash = sb->len ? strrchr(sb->buf, '/') : NULL;
+                if (slash) {
+                        sb->len = (size_t)(slash - sb->buf);
+                        sb->buf[sb->len] = '\0';
+                }
+                return 0;
+        }
+        return strbuf_addc(sb, '/') < 0 ? -ENOMEM : strbuf_add(sb, c, n);
+}
+
+static int resolve(struct docker_fs_target *t, const char *path, char **ret, struct b4_error *err)
+{
+        struct strbuf sb;
+        const char *p = path;
+        int links = 0, r = 0;
+
+        strbuf_init(&sb, STRBUF_UNLIMITED);
+        while (*p && r >= 0) {
+                const char *end = strchrnul(p, '/');
+                size_t n = (size_t)(end - p);
+                char *target = NULL;
+                struct b4_stat st = { 0 };
+                size_t before = sb.len;
+
+                r = push_component(&sb, p, n);
+                p = *end ? end + 1 : end;
+                if (r < 0 || sb.len <= before)
+                        continue;
+                r = lstat_raw(t, sb.buf, &st, &target, err);
+                if (r == -ENOENT) {
+                        for (r = 0; *p && r >= 0; p = *p ? p + 1 : p) {
+                                end = strchrnul(p, '/');
+                                r = push_component(&sb, p, (size_t)(end - p));
+                                p = end;
+                        }
+                        break;
+                }
+                if (r >= 0 && target) {
+                        if (++links > MAX_LINKS)
+                                r = -ELOOP;
+                        strbuf_reset(&sb);
+                        if (r >= 0 && strcmp(target, "/") != 0)
+                                r = strbuf_adds(&sb, target);
+                        free(target);
+                }
+        }
+        if (r >= 0)
+                r = sb.len ? strbuf_detach(&sb, ret, NULL)
+                           : ((*ret = b4_strdup("/")) ? 0 : -ENOMEM);
+        strbuf_release(&sb);
+        return r;
+}
+
+int dfs_realpath(struct docker_fs_target *t, const char *path, char **ret, struct b4_error *err)
+{
+        struct b4_error ignored = { 0 };
+
+        if (resolve(t, path, ret, &ignored) >= 0)
+                return 0;
+        *ret = b4_strdup(path); /* the contract: on failure return the input unchanged */
+        return *ret ? 0 : b4_error_set(err, -ENOMEM, "out of memory");
+}
+
+/* ---- exec-based members ---- */
+
+static const char *const fork_failures[] = {
+        "cannot fork",
+        "can't fork",
+        "cannot fork: resource temporarily unavailable",
+        "can't fork: resource temporarily unavailable",
+        "fork: resource temporarily unavailable",
+        "fork: retry: resource temporarily unavailable",
+};
+
+/* Reference §3.6: every non-empty stderr line is "sh: [<digits>: ]<fork failure>" (busybox
+ * ash writes "sh: line <digits>: "). */
+bool docker_shell_fork_failure(const char *errout)
+{
+        bool any = false;
+
+        for (const char *l = errout; *l;) {
+                const char *end = strchrnul(l, '\n');
+                const char *d = l;
+                bool ok = false;
+
+                if (end == l) {
+                        l = *end ? end + 1 : end;
+                        continue;
+                }
+                if (strncmp(d, "sh: ", 4) != 0)
+                        return false;
+                d += 4;
+                if (strncmp(d, "line ", 5) == 0) /* busybox ash: "sh: line 0: can't fork..." */
+                        d += 5;
+                if (*d >= '0' && *d <= '9') {
+                        while (*d >= '0' && *d <= '9')
+                                d++;
+                        if (strncmp(d, ": ", 2) != 0)
+                                return false;
+                        d += 2;
+                }
+                for (size_t i = 0; i < ELEMENTSOF(fork_failures); i++)
+                        ok = ok || ((size_t)(end - d) == strlen(fork_failures[i]) &&
+                                    strncasecmp(d, fork_failures[i], (size_t)(end - d)) == 0);
+                if (!ok)
+                        return false;
+                any = true;
+                l = *end ? end + 1 : end;
+        }
+        return any;
+}
+
+/* Reference §3.6: the exec never started (no marker) because runc could not fork. */
+bool docker_admission_failure(const char *text)
+{
+        if (!strstr(text, "OCI runtime exec failed"))
+                return false;
+        return strstr(text, "Resource temporarily unavailable") ||
+               strstr(text, "read init-p: connection reset by peer") ||
+               (strstr(text, "unable to start container process") &&
+                strstr(text, "procReady not received"));
+}
+
+/* Run @script (sh -c) with @args; -EAGAIN when PID exhaustion stopped it. */
+static int fs_exec(struct docker_fs_target *t,
+                   const char *script,
+                   char **args,
+                   struct b4_exec_result *ret,
+                   struct b4_error *err)
+{
+        cleanup_strv char **argv = NULL;
+        cleanup_free char *full = NULL;
+        struct docker_exec_spec s = { .container = t->container, .output_cap = FS_OUTPUT_CAP };
+        struct b4_exec_result x = { 0 };
+        bool started = false;
+        int r;
+
+        if (b4_asprintf(&full, "printf '%%s\\n' '%s'; %s", FS_MARKER_WORD, script) < 0 ||
+            strv_extend(&argv, "sh") < 0 || strv_extend(&argv, "-c") < 0 ||
+            strv_extend(&argv, full) < 0 || strv_extend(&argv, "sh") < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        STRV_FOREACH (a, args)
+                if (strv_extend(&argv, *a) < 0)
+                        return b4_error_set(err, -ENOMEM, "out of memory");
+        s.argv = argv;
+        r = docker_exec_run_marked(t->d, &s, FS_MARKER, &started, &x, err);
+        if (r < 0)
+                return r;
+        if (x.exit_code != 0 && ((started && docker_shell_fork_failure(x.errout)) ||
+                                 (!started && (docker_admission_failure(x.out) ||
+                                               docker_admission_failure(x.errout))))) {
+                r = b4_error_set(err, -EAGAIN, "%s", started ? x.errout : x.out);
+                b4_exec_result_clear(&x);
+                return r;
+        }
+        *ret = x;
+        return 0;
+}
+
+int dfs_list_dir(struct docker_fs_target *t, const char *path, char ***ret, struct b4_error *err)
+{
+        static const char script[] =
+                "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 2; [ -d \"$1\" ] || exit 20; "
+                "cd -- \"$1\" || exit 13; "
+                "for f in * .*; do case $f in .|..) continue;; esac; "
+                "if [ -e \"$f\" ] || [ -L \"$f\" ]; then printf '%s\\0' \"$f\"; fi; done";
+        struct b4_exec_result x = { 0 };
+        cleanup_strv char **names = NULL;
+        int r;
+
+        r = fs_exec(t, script, (char *[]){ (char *)path, NULL }, &x, err);
+        if (r < 0)
+                return r == -EAGAIN ? r : op_error(err, r, "listDir", path);
+        r = x.exit_code == 0    ? 0
+            : x.exit_code == 2  ? -ENOENT
+            : x.exit_code == 20 ? -ENOTDIR
+            : x.exit_code == 13 ? -EACCES
+                                : -EIO;
+        if (r == -EIO)
+                (void)b4_error_set(err, r, "listDir %s: %s", path, x.errout);
+        for (size_t i = 0; r == 0 && i < x.out_len; i += strlen(x.out + i) + 1)
+                if (x.out[i] && strv_extend(&names, x.out + i) < 0)
+                        r = -ENOMEM;
+        b4_exec_result_clear(&x);
+        if (r < 0)
+                return r == -EIO ? r : op_error(err, r, "listDir", path);
+        if (!names && !(names = b4_calloc(1, sizeof(char *))))
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        strv_sort(names);
+        *ret = TAKE_PTR(names);
+        return 0;
+}
+
+static int simple_exec(struct docker_fs_target *t,
+                       const char *op,
+                       const char *script,
+                       const char *path,
+                       struct b4_error *err)
+{
+        struct b4_exec_result x = { 0 };
+        int r;
+
+        r = fs_exec(t, script, (char *[]){ (char *)path, NULL }, &x, err);
+        if (r < 0)
+                return r == -EAGAIN ? r : op_error(err, r, op, path);
+        if (x.exit_code != 0) {
+                size_t n = x.errout_len;
+                while (n > 0 && x.errout[n - 1] == '\n')
+                        n--;
+                r = b4_error_set(err,
+                                 x.exit_code == 2    ? -ENOENT
+                                 : x.exit_code == 20 ? -ENOTEMPTY
+                                                     : -EIO,
+                                 "%s %s: %.*s", op, path, (int)n, x.errout);
+        }
+        b4_exec_result_clear(&x);
+        return r;
+}
+
+int dfs_remove(struct docker_fs_target *t, const char *path, struct b4_error *err)
+{
+        return simple_exec(t, "removeFile",
+                           "if [ -d \"$1\" ] && [ ! -L \"$1\" ]; then rmdir -- \"$1\" 2>/dev/null "
+                           "|| exit 20; else rm -f -- \"$1\"; fi",
+                           path, err);
+}
+
+int dfs_touch(struct docker_fs_target *t, const char *path, struct b4_error *err)
+{
+        return simple_exec(t, "touchFile", "touch -- \"$1\"", path, err);
+}
+
+/* ---- read_files: one batched script per ~96 KiB ---- */
+
+static int batch_line(struct strbuf *sb, const struct b4_read_req *q)
+{
+        cleanup_free char *qp = NULL;
+
+        if (docker_shell_quote(q->path, &qp) < 0)
+                return -ENOMEM;
+        if (q->max_bytes == B4_UNBOUNDED)
+                return strbuf_addf(
+                        sb,
+                        "p=%s; if [ -d \"$p\" ]; then echo D; elif [ ! -e \"$p\" ]; then "
+                        "echo N; else echo F; { cat -- \"$p\"; printf '\\nB4_READ_STATUS_%%s\\n' "
+                        "$?; } </dev/null | base64; fi; echo '#'\n",
+                        qp);
+        return strbuf_addf(
+                sb,
+                "p=%s; if [ -d \"$p\" ]; then echo D; elif [ ! -e \"$p\" ]; then echo N; "
+                "else echo F; { head -c %llu -- \"$p\"; printf '\\nB4_READ_STATUS_%%s\\n' "
+                "$?; } </dev/null | base64; fi; echo '#'\n",
+                qp, (unsigned long long)q->max_bytes + 1);
+}
+
+static int decode_blob(const char *s, size_t n, const struct b4_read_req *q, struct b4_blob *b)
+{
+        static const char footer[] = "\nB4_READ_STATUS_";
+        char *data = NULL;
+        size_t len;
+        char *f;
+
+        if (n < 2 || s[1] != '\n')
+                return -EPROTO;
+        if (s[0] == 'D')
+                return (b->error = -EISDIR), 0;
+        if (s[0] == 'N')
+                return (b->error = -ENOENT), 0;
+        if (s[0] != 'F' || docker_base64_decode(s + 2, n - 2, &data, &len) < 0)
+                return -EPROTO;
+        f = len >= 40 ? memmem(data + len - 40, 40, footer, sizeof(footer) - 1)
+                      : memmem(data, len, footer, sizeof(footer) - 1);
+        if (!f || strcmp(f + sizeof(footer) - 1, "0\n") != 0) {
+                free(data);
+                return (b->error = -EIO), 0;
+        }
+        len = (size_t)(f - data);
+        data[len] = '\0';
+        if (q->max_bytes != B4_UNBOUNDED && len > q->max_bytes) {
+                free(data);
+                return (b->error = -EFBIG), 0;
+        }
+        b->data = data;
+        b->len = len;
+        return 0;
+}
+
+static int run_batch(struct docker_fs_target *t,
+                     const char *script,
+                     const struct b4_read_req *reqs,
+                     size_t n,
+                     struct b4_blob *out,
+                     struct b4_error *err)
+{
+        struct b4_exec_result x = { 0 };
+        const char *p;
+        size_t i = 0;
+        int r;
+
+        r = fs_exec(t, script, NULL, &x, err);
+        if (r < 0)
+                return r;
+        if (x.exit_code != 0 || x.truncated) {
+                r = b4_error_set(err, -EIO, "readBinaryFiles failed: %s",
+                                 x.errout_len ? x.errout : "invalid read status");
+                b4_exec_result_clear(&x);
+                return r;
+        }
+        p = x.out;
+        for (i = 0; r >= 0 && i < n; i++) {
+                const char *q = p, *term = NULL;
+
+                while (*q && !term) {
+                        const char *e = strchrnul(q, '\n');
+                        if (e - q == 1 && *q == '#')
+                                term = q;
+                        q = *e ? e + 1 : e;
+                }
+                if (!term)
+                        break;
+                r = decode_blob(p, (size_t)(term - p), &reqs[i], &out[i]);
+                p = q;
+        }
+        b4_exec_result_clear(&x);
+        if (r < 0 || i != n)
+                return b4_error_set(err, -EPROTO, "Invalid readBinaryFiles response");
+        return 0;
+}
+
+/* ---- read_files through one archive of the requests' common directory ---- */
+
+#define ARCHIVE_BATCH_MIN   8
+#define ARCHIVE_BATCH_SLACK (32u << 20) /* bytes of other files we accept to stream past */
+#define ARCHIVE_PER_FILE    (16u << 20)
+
+struct areq {
+        const char *rel; /* the request's path below the common directory */
+        size_t idx;
+};
+
+static int areq_cmp(const void *a, const void *b)
+{
+        return strcmp(((const struct areq *)a)->rel, ((const struct areq *)b)->rel);
+}
+
+/* The deepest directory holding every request, or NULL when that is "/" (never archive the
+ * whole container). */
+static char *common_dir(const struct b4_read_req *reqs, size_t n)
+{
+        const char *slash = strrchr(reqs[0].path, '/');
+        char *dir;
+        size_t len;
+
+        if (!slash || slash == reqs[0].path)
+                return NULL;
+        dir = b4_strndup(reqs[0].path, (size_t)(slash - reqs[0].path));
+        for (size_t i = 1; dir && i < n; i++) {
+                for (;;) {
+                        len = strlen(dir);
+                        if (strncmp(reqs[i].path, dir, len) == 0 && reqs[i].path[len] == '/')
+                                break;
+                        slash = strrchr(dir, '/');
+                        if (!slash || slash == dir) {
+                                free(dir);
+                                return NULL;
+                        }
+                        dir[slash - dir] = '\0';
+                }
+        }
+        return dir;
+}
+
+/* One tar entry against the requests it answers; *follow marks links (read one by one). */
+static int batch_entry(struct archive *a,
+                       struct archive_entry *e,
+                       const struct b4_read_req *q,
+                       struct b4_blob *b,
+                       bool *follow)
+{
+        mode_t type = archive_entry_filetype(e);
+        uint64_t size = (uint64_t)archive_entry_size(e);
+        int r;
+
+        *b = (struct b4_blob){ 0 };
+        if (type == AE_IFDIR)
+                return (b->error = -EISDIR), 0;
+        if (type == AE_IFLNK || archive_entry_hardlink(e) || type != AE_IFREG)
+                return (*follow = true), 0;
+        if (q->max_bytes != B4_UNBOUNDED && size > q->max_bytes)
+                return (b->error = -EFBIG), 0;
+        r = read_entry(a, size, &b->data, &b->len);
+        return r;
+}
+
+static int batch_walk(struct archive *a,
+                      const char *prefix,
+                      struct areq *idx,
+                      size_t n,
+                      const struct b4_read_req *reqs,
+                      struct b4_blob *out,
+                      bool *seen,
+                      bool *follow)
+{
+        size_t plen = strlen(prefix);
+        struct archive_entry *e;
+        int r;
+
+        for (;;) {
+                int ar = archive_read_next_header(a, &e);
+                struct areq key, *hit;
+                char *rel;
+
+                if (ar == ARCHIVE_EOF)
+                        return 0;
+                if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN)
+                        return archive_errno(a) == E2BIG ? -E2BIG : -EIO;
+                key.rel = entry_text(archive_entry_pathname_utf8(e), archive_entry_pathname(e));
+                if (!key.rel || strncmp(key.rel, prefix, plen) != 0)
+                        continue;
+                rel = b4_strdup(key.rel + plen);
+                if (!rel)
+                        return -ENOMEM;
+                for (size_t k = strlen(rel); k > 0 && rel[k - 1] == '/'; k--)
+                        rel[k - 1] = '\0';
+                key.rel = rel;
+                hit = bsearch(&key, idx, n, sizeof(*idx), areq_cmp);
+                while (hit && hit > idx && strcmp(hit[-1].rel, rel) == 0)
+                        hit--;
+                for (r = 0; hit && hit < idx + n && strcmp(hit->rel, rel) == 0 && r >= 0; hit++) {
+                        size_t i = hit->idx;
+                        seen[i] = true;
+                        r = batch_entry(a, e, &reqs[i], &out[i], &follow[i]);
+                        if (r >= 0 && out[i].data && hit + 1 < idx + n &&
+                            strcmp(hit[1].rel, rel) == 0)
+                                follow[hit[1].idx] = true; /* the data is consumed: re-read */
+                }
+                free(rel);
+                if (r < 0)
+                        return r;
+        }
+}
+
+/* Return: 0 (done), 1 (not applicable or over budget: use the exec batch), -errno. */
+static int archive_batch(struct docker_fs_target *t,
+                         const struct b4_read_req *reqs,
+                         size_t n,
+                         struct b4_blob *out,
+                         struct b4_error *err)
+{
+        cleanup_(http_stream_freep) struct http_stream *s = NULL;
+        cleanup_free char *dir = NULL, *prefix = NULL;
+        cleanup_free struct areq *idx = NULL;
+        cleanup_free bool *seen = NULL, *follow = NULL;
+        struct archive *a = NULL;
+        uint64_t budget = ARCHIVE_BATCH_SLACK;
+        size_t dlen;
+        int r;
+
+        if (n < ARCHIVE_BATCH_MIN || !(dir = common_dir(reqs, n)))
+                return 1;
+        dlen = strlen(dir);
+        idx = b4_calloc(n, sizeof(*idx));
+        seen = b4_calloc(n, sizeof(*seen));
+        follow = b4_calloc(n, sizeof(*follow));
+        if (!idx || !seen || !follow || b4_asprintf(&prefix, "%s/", strrchr(dir, '/') + 1) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+                idx[i] = (struct areq){ .rel = reqs[i].path + dlen + 1, .idx = i };
+                budget += 1024 + (reqs[i].max_bytes < ARCHIVE_PER_FILE ? reqs[i].max_bytes
+                                                                       : ARCHIVE_PER_FILE);
+        }
+        qsort_safe(idx, n, sizeof(*idx), areq_cmp);
+        r = docker_archive_get(t->d, t->container, dir, &s, err);
+        if (r == -ENOENT)
+                return 1;
+        if (r >= 0)
+                r = tar_reader_open_budget(s, budget, &a, err);
+        if (r >= 0)
+                r = batch_walk(a, prefix, idx, n, reqs, out, seen, follow);
+        tar_reader_free(a);
+        if (r == -E2BIG || r == -EIO) {
+                for (size_t i = 0; i < n; i++) {
+                        free(out[i].data);
+                        out[i] = (struct b4_blob){ 0 };
+                }
+                return 1;
+        }
+        if (r < 0)
+                return b4_error_set(err, r, "readBinaryFiles failed");
+        for (size_t i = 0; i < n; i++) {
+                if (!seen[i])
+                        out[i].error = -ENOENT;
+                else if (follow[i]) {
+                        free(out[i].data);
+                        out[i] = (struct b4_blob){ 0 };
+                        out[i].error = dfs_read_file(t, reqs[i].path, reqs[i].max_bytes,
+                                                     &out[i].data, &out[i].len, NULL);
+                        if (out[i].error > 0)
+                                out[i].error = 0;
+                }
+        }
+        return 0;
+}
+
+int dfs_read_files(struct docker_fs_target *t,
+                   const struct b4_read_req *reqs,
+                   size_t n,
+                   struct b4_blob **ret,
+                   struct b4_error *err)
+{
+        struct b4_blob *out = b4_calloc(n ? n : 1, sizeof(*out));
+        struct strbuf sb;
+        int r = out ? 0 : -ENOMEM;
+
+        if (r >= 0) {
+                r = archive_batch(t, reqs, n, out, err);
+                if (r == 0) {
+                        *ret = out;
+                        return 0;
+                }
+                r = r > 0 ? 0 : r;
+        }
+        strbuf_init(&sb, STRBUF_UNLIMITED);
+        for (size_t i = 0; r >= 0 && i < n;) {
+                size_t first = i;
+
+                strbuf_reset(&sb);
+                for (; r >= 0 && i < n; i++) {
+                        size_t before = sb.len;
+                        r = batch_line(&sb, &reqs[i]);
+                        if (r >= 0 && sb.len > BATCH_SCRIPT_MAX && i > first) {
+                                sb.len = before;
+                                sb.buf[before] = '\0';
+                                break;
+                        }
+                }
+                if (r >= 0)
+                        r = run_batch(t, sb.buf, reqs + first, i - first, out + first, err);
+        }
+        strbuf_release(&sb);
+        if (r < 0) {
+                b4_blobs_free(out, n);
+                return r == -ENOMEM ? b4_error_set(err, r, "out of memory") : r;
+        }
+        *ret = out;
+        return 0;
+}

@@ -1,0 +1,679 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The Docker provider (reference §3) over the Engine API.
+ *
+ *   provider ─ core (lock, gate, API client, lifecycle states; refcounted) ─ state per thread
+ *   handle   ─ holds a core reference; its fs/exec talk to the keeper b4-sbx-<id>
+ *
+ * acquire/release/destroy and PID recovery are exclusive on the thread's lifecycle gate,
+ * every handle operation is shared (reference §3.5). The per-thread state {launch config,
+ * identity, image, generation} exists only for keepers this provider instance created, so a
+ * fresh provider never adopts a keeper it finds (it replaces it; the volume is kept).
+ */
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <regex.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/macro.h"
+#include "base/strv.h"
+#include "core/gate.h"
+#include "docker/docker.h"
+#include "docker/internal.h"
+#include "json/json.h"
+#include "providers.h"
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+static const struct b4_provider_ops docker_provider_ops;
+
+/* ---- core and lifecycle states ---- */
+
+void dk_state_unref(struct dk_state *s)
+{
+        if (!s || --s->refs > 0)
+                return;
+        free(s->thread_id);
+        free(s->image);
+        free(s->launch_json);
+        b4_policy_clear(&s->policy);
+        free(s);
+}
+
+void dk_core_unref(struct dk_core *c)
+{
+        bool last;
+
+        (void)pthread_mutex_lock(&c->lock);
+        last = --c->refs == 0;
+        (void)pthread_mutex_unlock(&c->lock);
+        if (!last)
+                return;
+        while (c->states) {
+                struct dk_state *s = c->states;
+                c->states = s->next;
+                dk_state_unref(s);
+        }
+        gate_free(c->gate);
+        docker_client_free(c->d);
+        free(c->scope);
+        free(c->image);
+        strv_free(c->images);
+        (void)pthread_mutex_destroy(&c->lock);
+        free(c);
+}
+
+static struct dk_state *state_find(struct dk_core *c, const char *thread_id)
+{
+        for (struct dk_state *s = c->states; s; s = s->next)
+                if (strcmp(s->thread_id, thread_id) == 0)
+                        return s;
+        return NULL;
+}
+
+/* Unlink @thread_id's state (under the lock). */
+static void state_forget_locked(struct dk_core *c, const char *thread_id)
+{
+        for (struct dk_state **pp = &c->states; *pp; pp = &(*pp)->next)
+                if (strcmp((*pp)->thread_id, thread_id) == 0) {
+                        struct dk_state *s = *pp;
+                        *pp = s->next;
+                        s->next = NULL;
+                        dk_state_unref(s);
+                        return;
+                }
+}
+
+void dk_state_forget(struct dk_core *c, const char *thread_id)
+{
+        (void)pthread_mutex_lock(&c->lock);
+        state_forget_locked(c, thread_id);
+        (void)pthread_mutex_unlock(&c->lock);
+}
+
+/* ---- docker helpers ---- */
+
+int dk_remove_container(struct dk_core *c, const char *name, struct b4_error *err)
+{
+        cleanup_free char *path = NULL;
+        int r;
+
+        if (b4_asprintf(&path, "/containers/%s?force=1", name) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = docker_call(c->d, "DELETE", path, NULL, NULL, err);
+        return r == -ENOENT ? 0 : r;
+}
+
+static int start_container(struct dk_core *c, const char *name, struct b4_error *err)
+{
+        cleanup_free char *path = NULL;
+
+        if (b4_asprintf(&path, "/containers/%s/start", name) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        return docker_call(c->d, "POST", path, NULL, NULL, err);
+}
+
+static int create_container(struct dk_core *c,
+                            const char *name,
+                            const struct jv *body,
+                            struct b4_error *err)
+{
+        cleanup_free char *path = NULL;
+
+        if (b4_asprintf(&path, "/containers/create?name=%s", name) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        return docker_call(c->d, "POST", path, body, NULL, err);
+}
+
+static int labels_json(const char *key, const char *value, struct jv **ret)
+{
+        struct jv *o = jv_object_new();
+
+        if (!o || jv_object_set_new(o, key, jv_string_new(value)) < 0) {
+                jv_unref(o);
+                return -ENOMEM;
+        }
+        *ret = o;
+        return 0;
+}
+
+/* One-time ownership init of a new volume (reference §3.4 step 4), as root, then removed. */
+static int init_volume(struct dk_core *c,
+                       const char *id,
+                       const char *image,
+                       const struct b4_policy *p,
+                       struct b4_error *err)
+{
+        cleanup_(jv_unrefp) struct jv *body = NULL;
+        cleanup_(jv_unrefp) struct jv *resp = NULL;
+        cleanup_free char *json = NULL, *img = NULL, *name = NULL, *path = NULL;
+        int status, r;
+
+        if (jv_quote(image, &img) < 0 || b4_asprintf(&name, "b4-sbx-init-%s", id) < 0 ||
+            b4_asprintf(&json,
+                        "{\"Image\":%s,\"User\":\"0:0\",\"Entrypoint\":[\"sh\"],"
+                        "\"Cmd\":[\"-c\",\"mkdir -p /workspace && chown %u:%u /workspace\"],"
+                        "\"Labels\":{\"b4.sandbox.init\":\"%s\"},"
+                        "\"HostConfig\":{\"Binds\":[\"b4-sbx-vol-%s:/workspace\"],"
+                        "\"NetworkMode\":\"none\"}}",
+                        img, p->security.uid, p->security.gid, id, id) < 0 ||
+            jv_parse(json, strlen(json), &body, NULL) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        (void)dk_remove_container(c, name, NULL);
+        r = create_container(c, name, body, err);
+        if (r >= 0)
+                r = start_container(c, name, err);
+        if (r >= 0 && b4_asprintf(&path, "/containers/%s/wait", name) < 0)
+                r = b4_error_set(err, -ENOMEM, "out of memory");
+        if (r >= 0)
+                r = docker_call(c->d, "POST", path, NULL, &resp, err);
+        status = r >= 0 ? (int)jv_integer(jv_object_get(resp, "StatusCode")) : -1;
+        if (r >= 0 && status != 0)
+                r = b4_error_set(err, -EIO, "the ownership init exited %d", status);
+        (void)dk_remove_container(c, name, NULL);
+        return r;
+}
+
+/* Create the labelled volume when absent; chown it once when running non-root. */
+static int ensure_volume(struct dk_core *c, const struct dk_state *s, struct b4_error *err)
+{
+        cleanup_(jv_unrefp) struct jv *body = jv_object_new();
+        cleanup_(jv_unrefp) struct jv *labels = NULL;
+        cleanup_free char *path = NULL, *vol = NULL;
+        struct b4_error e = { 0 };
+        int r;
+
+        if (!body || b4_asprintf(&vol, "b4-sbx-vol-%s", s->id) < 0 ||
+            b4_asprintf(&path, "/volumes/%s", vol) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = docker_call(c->d, "GET", path, NULL, NULL, &e);
+        if (r == -ENOENT) {
+                if (labels_json("b4.sandbox", s->id, &labels) < 0 ||
+                    jv_object_set_new(labels, "b4.sandbox.scope", jv_string_new(c->scope)) < 0 ||
+                    jv_object_set_new(body, "Name", jv_string_new(vol)) < 0 ||
+                    jv_object_set_new(body, "Labels", TAKE_PTR(labels)) < 0)
+                        return b4_error_set(err, -ENOMEM, "out of memory");
+                r = docker_call(c->d, "POST", "/volumes/create", body, NULL, &e);
+                if (r >= 0 && s->policy.security.run_as_non_root) {
+                        r = init_volume(c, s->id, s->image, &s->policy, &e);
+                        if (r < 0)
+                                return b4_error_set_code(
+                                        err, r, B4_CODE_SANDBOX_UNAVAILABLE,
+                                        "Sandbox unavailable: could not initialize workspace "
+                                        "ownership for thread \"%s\": %s. Run `b4box check`.",
+                                        s->thread_id, e.msg);
+                }
+        }
+        if (r < 0)
+                return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: docker volume %s for thread \"%s\" "
+                                         "failed: %s. Run `b4box check`.",
+                                         vol, s->thread_id, e.msg);
+        return 0;
+}
+
+int dk_create_keeper(struct dk_core *c, const struct dk_state *s, struct b4_error *err)
+{
+        cleanup_(jv_unrefp) struct jv *body = NULL;
+        struct b4_error e = { 0 };
+        int r;
+
+        r = docker_keeper_body(s->image, &s->policy, s->id, s->identity, &body);
+        if (r < 0)
+                return b4_error_set(err, r, "out of memory");
+        r = create_container(c, s->name, body, &e);
+        if (r >= 0)
+                r = start_container(c, s->name, &e);
+        if (r < 0) {
+                (void)dk_remove_container(c, s->name, NULL);
+                return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: docker run failed for thread "
+                                         "\"%s\": %s. Run `b4box check`.",
+                                         s->thread_id, e.msg);
+        }
+        return 0;
+}
+
+/* ---- acquire ---- */
+
+static int state_new(const struct b4_acquire_req *req,
+                     const char *scope,
+                     const char *image,
+                     struct dk_state **ret,
+                     struct b4_error *err)
+{
+        struct dk_state *s = b4_calloc(1, sizeof(*s));
+        int r;
+
+        if (!s)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        s->refs = 1;
+        b4_policy_init(&s->policy);
+        r = b4_resource_id(scope, req->thread_id, s->id);
+        if (r < 0) {
+                dk_state_unref(s);
+                return b4_error_set(err, r, "invalid thread id or scope");
+        }
+        (void)snprintf(s->name, sizeof(s->name), "b4-sbx-%s", s->id);
+        s->thread_id = b4_strdup(req->thread_id);
+        s->image = b4_strdup(image);
+        r = !s->thread_id || !s->image ? -ENOMEM : b4_policy_copy(&s->policy, req->policy);
+        if (r >= 0)
+                r = docker_launch_config_json(&s->policy, &s->launch_json);
+        if (r >= 0)
+                r = docker_launch_identity(s->image, &s->policy, s->identity);
+        if (r < 0) {
+                dk_state_unref(s);
+                return b4_error_set(err, r, "out of memory");
+        }
+        *ret = s;
+        return 0;
+}
+
+struct keeper_info {
+        bool exists, running;
+        char *identity; /* the label */
+};
+
+static int inspect_keeper(struct dk_core *c,
+                          const char *name,
+                          struct keeper_info *ret,
+                          struct b4_error *err)
+{
+        cleanup_(jv_unrefp) struct jv *v = NULL;
+        cleanup_free char *path = NULL;
+        const char *label;
+        int r;
+
+        *ret = (struct keeper_info){ 0 };
+        if (b4_asprintf(&path, "/containers/%s/json", name) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = docker_call(c->d, "GET", path, NULL, &v, err);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        ret->exists = true;
+        ret->running = jv_is_true(jv_object_get(jv_object_get(v, "State"), "Running"));
+        label = jv_string(jv_object_get(jv_object_get(jv_object_get(v, "Config"), "Labels"),
+                                        "b4.sandbox.identity"));
+        if (label && !(ret->identity = b4_strdup(label)))
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        return 0;
+}
+
+/* Steps 2-3: reuse (only a keeper this instance made, same identity), start, or replace. */
+static int reuse_or_replace(struct dk_core *c,
+                            const struct dk_state *s,
+                            bool had_state,
+                            bool *ret_ready,
+                            struct b4_error *err)
+{
+        struct keeper_info k;
+        struct b4_error e = { 0 };
+        int r;
+
+        *ret_ready = false;
+        r = inspect_keeper(c, s->name, &k, &e);
+        if (r < 0)
+                return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: %s. Run `b4box check`.", e.msg);
+        if (!k.exists)
+                return 0;
+        if (had_state && k.identity && strcmp(k.identity, s->identity) == 0) {
+                free(k.identity);
+                r = k.running ? 0 : start_container(c, s->name, &e);
+                if (r < 0)
+                        return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
+                                                 "Sandbox unavailable: could not start keeper for "
+                                                 "thread \"%s\": %s. Run `b4box check`.",
+                                                 s->thread_id, e.msg);
+                *ret_ready = true;
+                return 0;
+        }
+        free(k.identity);
+        r = dk_remove_container(c, s->name, &e);
+        if (r < 0)
+                return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: could not replace stale keeper for "
+                                         "thread \"%s\": %s. Run `b4box check`.",
+                                         s->thread_id, e.msg);
+        return 0;
+}
+
+/* Under the exclusive lease: make the keeper live and record its state. */
+static int acquire_locked(struct dk_core *c,
+                          const struct b4_acquire_req *req,
+                          const char *image,
+                          struct b4_error *err)
+{
+        struct dk_state *want = NULL, *have;
+        bool ready = false;
+        int r;
+
+        r = state_new(req, c->scope, image, &want, err);
+        if (r < 0)
+                return r;
+        (void)pthread_mutex_lock(&c->lock);
+        have = state_find(c, req->thread_id);
+        if (have)
+                have->refs++;
+        (void)pthread_mutex_unlock(&c->lock);
+        if (have && strcmp(have->launch_json, want->launch_json) != 0) {
+                dk_state_unref(want);
+                (void)pthread_mutex_lock(&c->lock);
+                dk_state_unref(have);
+                (void)pthread_mutex_unlock(&c->lock);
+                return b4_error_set_code(err, -EEXIST, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: thread \"%s\" already has a "
+                                         "different keeper configuration. Release the thread "
+                                         "sandbox first, then acquire it with a different policy.",
+                                         req->thread_id);
+        }
+        r = reuse_or_replace(c, want, have != NULL, &ready, err);
+        if (r >= 0 && !ready)
+                r = ensure_volume(c, want, err);
+        if (r >= 0 && !ready)
+                r = dk_create_keeper(c, want, err);
+        (void)pthread_mutex_lock(&c->lock);
+        if (have)
+                dk_state_unref(have);
+        if (r >= 0 && (!have || !ready)) {
+                state_forget_locked(c, req->thread_id);
+                want->next = c->states;
+                c->states = want;
+                want = NULL;
+        }
+        (void)pthread_mutex_unlock(&c->lock);
+        dk_state_unref(want);
+        return r < 0 ? r : 0;
+}
+
+static struct dk_core *core_of(struct b4_provider *p)
+{
+        return container_of(p, struct dk_provider, base)->core;
+}
+
+static int dk_acquire(struct b4_provider *p,
+                      const struct b4_acquire_req *req,
+                      struct b4_sandbox **ret,
+                      struct b4_error *err)
+{
+        struct dk_core *c = core_of(p);
+        cleanup_(gate_leavep) struct gate_lease *lease = NULL;
+        const char *image = req->image ? req->image : c->image;
+        struct dk_state *st = NULL;
+        int r;
+
+        if (!req->policy)
+                return b4_error_set(err, -EINVAL, "acquire needs a policy");
+        if (!image)
+                return b4_error_set_code(err, -EINVAL, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: this Docker provider has no default "
+                                         "image. Configure sandbox.thread so each thread names "
+                                         "one.");
+        r = gate_enter(c->gate, req->thread_id, GATE_EXCLUSIVE, req->cancel, &lease);
+        if (r < 0)
+                return b4_error_set(err, r, "acquire of thread \"%s\" %s", req->thread_id,
+                                    r == -ECANCELED ? "cancelled" : "failed");
+        r = acquire_locked(c, req, image, err);
+        if (r < 0)
+                return r;
+        (void)pthread_mutex_lock(&c->lock);
+        st = state_find(c, req->thread_id);
+        r = st ? dk_sandbox_new(c, st, ret) : -ENOENT;
+        (void)pthread_mutex_unlock(&c->lock);
+        return r < 0 ? b4_error_set(err, r, "acquire of thread \"%s\" failed", req->thread_id) : 0;
+}
+
+/* ---- release, destroy ---- */
+
+static int forget_and_remove(struct dk_core *c, const char *thread_id, bool volume)
+{
+        cleanup_(gate_leavep) struct gate_lease *lease = NULL;
+        cleanup_free char *path = NULL;
+        char id[41], name[64];
+
+        if (gate_enter(c->gate, thread_id, GATE_EXCLUSIVE, NULL, &lease) < 0)
+                return 0;
+        dk_state_forget(c, thread_id);
+        if (b4_resource_id(c->scope, thread_id, id) < 0)
+                return 0;
+        (void)snprintf(name, sizeof(name), "b4-sbx-%s", id);
+        (void)dk_remove_container(c, name, NULL);
+        if (volume && b4_asprintf(&path, "/volumes/b4-sbx-vol-%s", id) >= 0)
+                (void)docker_call(c->d, "DELETE", path, NULL, NULL, NULL);
+        return 0;
+}
+
+static int dk_release(struct b4_provider *p, const char *thread_id, struct b4_error *err)
+{
+        return forget_and_remove(core_of(p), thread_id, false);
+}
+
+static int dk_destroy(struct b4_provider *p, const char *thread_id, struct b4_error *err)
+{
+        return forget_and_remove(core_of(p), thread_id, true);
+}
+
+/* ---- preflight ---- */
+
+static int dk_preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_error *err)
+{
+        struct dk_core *c = core_of(p);
+        cleanup_free char *ver = NULL;
+        struct b4_error e = { 0 };
+        int r;
+
+        r = docker_server_version(c->d, &ver, &e);
+        if (r < 0) {
+                ret->ok = false;
+                r = b4_asprintf(&ret->detail,
+                                "Docker daemon not reachable (`GET /version` on %s failed: %s)",
+                                docker_client_socket(c->d), e.msg);
+                return r < 0 ? b4_error_set(err, -ENOMEM, "out of memory") : 0;
+        }
+        ret->ok = true;
+        if (b4_asprintf(&ret->detail, "Docker %s", ver) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = b4_preflight_control(ret, "network deny", B4_ENFORCED, "NetworkMode none");
+        if (r >= 0)
+                r = b4_preflight_control(ret, "network allow", B4_NOT_ENFORCED,
+                                         "bridge network: allowlist/denylist are not enforced");
+        if (r >= 0)
+                r = b4_preflight_control(ret, "capabilities", B4_ENFORCED, "CapDrop ALL");
+        if (r >= 0)
+                r = b4_preflight_control(ret, "no_new_privs", B4_ENFORCED, "no-new-privileges");
+        if (r >= 0)
+                r = b4_preflight_control(ret, "read-only root", B4_ENFORCED,
+                                         "ReadonlyRootfs with tmpfs /tmp and /run");
+        if (r >= 0)
+                r = b4_preflight_control(ret, "pids limit", B4_ENFORCED, "PidsLimit");
+        if (r >= 0)
+                r = b4_preflight_control(ret, "memory limit", B4_ENFORCED, "HostConfig.Memory");
+        if (r >= 0)
+                r = b4_preflight_control(ret, "seccomp", B4_ENFORCED, "Docker's default profile");
+        return r < 0 ? b4_error_set(err, -ENOMEM, "out of memory") : 0;
+}
+
+/* ---- readers and images ---- */
+
+static int dk_open_reader(struct b4_provider *p,
+                          const struct b4_reader_req *req,
+                          struct b4_reader **ret,
+                          struct b4_error *err)
+{
+        struct dk_core *c = core_of(p);
+        char id[41], vol[64];
+        struct docker_reader_spec s;
+
+        if (b4_cancel_is_set(req->cancel))
+                return b4_error_set(err, -ECANCELED, "cancelled");
+        if (!c->image)
+                return b4_error_set_code(err, -EINVAL, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: this Docker provider has no default "
+                                         "image. Configure sandbox.thread so each thread names "
+                                         "one.");
+        if (b4_resource_id(c->scope, req->thread_id, id) < 0)
+                return b4_error_set(err, -EINVAL, "invalid thread id");
+        (void)snprintf(vol, sizeof(vol), "b4-sbx-vol-%s", id);
+        s = (struct docker_reader_spec){ .d = c->d,
+                                         .image = c->image,
+                                         .volume = vol,
+                                         .resource_id = id,
+                                         .thread_id = req->thread_id,
+                                         .name_prefix = "b4-sbx-rdr-",
+                                         .run_as_non_root = req->run_as_non_root,
+                                         .uid = req->uid,
+                                         .gid = req->gid };
+        return docker_reader_open(&s, ret, err);
+}
+
+static bool image_allowed(const struct dk_core *c, const char *ref)
+{
+        if (c->image && strcmp(c->image, ref) == 0)
+                return true;
+        STRV_FOREACH (pat, c->images)
+                if (strcmp(*pat, ref) == 0 || fnmatch(*pat, ref, 0) == 0)
+                        return true;
+        return false;
+}
+
+static int dk_resolve_image(struct b4_provider *p,
+                            const char *ref,
+                            char **ret_identity,
+                            struct b4_error *err)
+{
+        struct dk_core *c = core_of(p);
+        cleanup_(jv_unrefp) struct jv *v = NULL;
+        cleanup_free char *enc = NULL, *path = NULL;
+        regex_t re;
+        const char *id;
+        bool ok;
+        int r;
+
+        if (!ref || !*ref || !image_allowed(c, ref))
+                return b4_error_set_code(err, -EACCES, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Image %s is not one this provider may run: allow it with "
+                                         "sandbox.provider.images",
+                                         ref ? ref : "");
+        if (docker_urlencode(ref, &enc) < 0 || b4_asprintf(&path, "/images/%s/json", enc) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = docker_call(c->d, "GET", path, NULL, &v, err);
+        if (r < 0)
+                return b4_error_wrap(err, r, "Docker daemon/image identity unavailable for '%s'",
+                                     ref);
+        id = jv_string(jv_object_get(v, "Id"));
+        if (regcomp(&re, "^sha256:[0-9a-f]{64}$", REG_EXTENDED | REG_NOSUB) != 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        ok = id && regexec(&re, id, 0, NULL, 0) == 0;
+        regfree(&re);
+        if (!ok)
+                return b4_error_set(err, -EPROTO, "Docker daemon/image identity unavailable");
+        *ret_identity = b4_strdup(id);
+        return *ret_identity ? 0 : b4_error_set(err, -ENOMEM, "out of memory");
+}
+
+static void dk_free(struct b4_provider *p)
+{
+        struct dk_provider *dp = container_of(p, struct dk_provider, base);
+
+        free(p->scope);
+        dk_core_unref(dp->core);
+        free(dp);
+}
+
+static const struct b4_provider_ops docker_provider_ops = {
+        .name = "docker",
+        .acquire = dk_acquire,
+        .release = dk_release,
+        .destroy = dk_destroy,
+        .preflight = dk_preflight,
+        .open_reader = dk_open_reader,
+        .resolve_image = dk_resolve_image,
+        .free = dk_free,
+};
+
+/* ---- construction ---- */
+
+static int check_config(const struct b4_provider_config *cfg, struct b4_error *err)
+{
+        const char *s = cfg ? cfg->scope : NULL;
+
+        while (s && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r'))
+                s++;
+        if (!s || !*s)
+                return b4_error_set(err, -EINVAL,
+                                    "Sandbox scope must be a non-empty application/environment "
+                                    "identifier");
+        if (cfg->image && !*cfg->image)
+                return b4_error_set(err, -EINVAL, "docker provider image must be non-empty");
+        if (!cfg->image && !cfg->images)
+                return b4_error_set(err, -EINVAL,
+                                    "dockerSandbox needs an image, or an images predicate when "
+                                    "every thread names its own image");
+        return 0;
+}
+
+static struct dk_core *core_new(const struct b4_provider_config *cfg, struct b4_error *err)
+{
+        struct dk_core *c = b4_calloc(1, sizeof(*c));
+
+        if (!c) {
+                (void)b4_error_set(err, -ENOMEM, "out of memory");
+                return NULL;
+        }
+        c->refs = 1;
+        (void)pthread_mutex_init(&c->lock, NULL);
+        c->gate = gate_new();
+        c->scope = b4_strdup(cfg->scope);
+        c->image = cfg->image ? b4_strdup(cfg->image) : NULL;
+        c->images = cfg->images ? strv_copy(cfg->images) : NULL;
+        if (!c->gate || !c->scope || (cfg->image && !c->image) || (cfg->images && !c->images)) {
+                (void)b4_error_set(err, -ENOMEM, "out of memory");
+                dk_core_unref(c);
+                return NULL;
+        }
+        if (docker_client_new(cfg->docker_host, &c->d, err) < 0) {
+                dk_core_unref(c);
+                return NULL;
+        }
+        return c;
+}
+
+int docker_provider_new(const struct b4_provider_config *cfg,
+                        struct b4_provider **ret,
+                        struct b4_error *err)
+{
+        struct dk_provider *dp;
+        int r;
+
+        if (!ret)
+                return b4_error_set(err, -EINVAL, "docker provider needs a result pointer");
+        r = check_config(cfg, err);
+        if (r < 0)
+                return r;
+        dp = b4_calloc(1, sizeof(*dp));
+        if (!dp)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        dp->base.ops = &docker_provider_ops;
+        dp->base.scope = b4_strdup(cfg->scope);
+        dp->core = dp->base.scope ? core_new(cfg, err) : NULL;
+        if (!dp->core) {
+                free(dp->base.scope);
+                free(dp);
+                return err && err->error ? err->error : -ENOMEM;
+        }
+        *ret = &dp->base;
+        return 0;
+}
+
+struct docker_client *docker_provider_client(struct b4_provider *p)
+{
+        return p && p->ops == &docker_provider_ops ? core_of(p)->d : NULL;
+}

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Workspace readers (reference §3.8): a throwaway container with the volume's host directory
+ * bind-mounted read-only at /workspace (a bind, never the named volume, so a destroyed volume
+ * is not silently recreated), no network, every capability dropped, no_new_privs, a read-only
+ * root, pids 128, labelled b4.sandbox.reader=<id>. It never touches the thread's keeper and
+ * takes no lifecycle lease. The reader owns its own API client, so it may outlive the
+ * provider.
+ */
+
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "base/alloc.h"
+#include "base/macro.h"
+#include "base/time-util.h"
+#include "docker/docker.h"
+#include "json/json.h"
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+struct dk_reader {
+        struct b4_reader base;
+        struct docker_client *d; /* owned */
+        char name[96];
+        struct docker_fs_target t;
+        pthread_mutex_t lock;
+        bool closed;
+};
+
+static const struct b4_fs_ops reader_fs_ops;
+
+static int enter(struct b4_fs *fs, struct dk_reader **ret, struct b4_error *err)
+{
+        struct dk_reader *rd = container_of(fs, struct dk_reader, base.fs);
+        bool closed;
+
+        (void)pthread_mutex_lock(&rd->lock);
+        closed = rd->closed;
+        (void)pthread_mutex_unlock(&rd->lock);
+        if (closed)
+                return b4_error_set(err, -EBADF, "Workspace reader for thread \"%s\" is closed",
+                                    rd->base.thread_id);
+        *ret = rd;
+        return 0;
+}
+
+static int r_read_file(struct b4_fs *fs,
+                       const char *path,
+                       uint64_t max,
+                       char **ret,
+                       size_t *ret_len,
+                       struct b4_error *err)
+{
+        struct dk_reader *rd = NULL;
+        int r = enter(fs, &rd, err);
+
+        return r < 0 ? r : dfs_read_file(&rd->t, path, max, ret, ret_len, err);
+}
+
+static int r_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
+{
+        struct dk_reader *rd = NULL;
+        int r = enter(fs, &rd, err);
+
+        return r < 0 ? r : dfs_lstat(&rd->t, path, ret, err);
+}
+
+static int r_stat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
+{
+        struct dk_reader *rd = NULL;
+        int r = enter(fs, &rd, err);
+
+        return r < 0 ? r : dfs_stat(&rd->t, path, ret, err);
+}
+
+static int r_list_dir(struct b4_fs *fs, const char *path, char ***ret, struct b4_error *err)
+{
+        struct dk_reader *rd = NULL;
+        int r = enter(fs, &rd, err);
+
+        return r < 0 ? r : dfs_list_dir(&rd->t, path, ret, err);
+}
+
+static int r_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err)
+{
+        struct dk_reader *rd = NULL;
+        int r = enter(fs, &rd, err);
+
+        return r < 0 ? r : dfs_realpath(&rd->t, path, ret, err);
+}
+
+static int r_walk(struct b4_fs *fs,
+                  const char *path,
+                  size_t max,
+                  char *const *prune,
+                  struct b4_walk_entry **ret,
+                  size_t *ret_n,
+                  struct b4_error *err)
+{
+        struct dk_reader *rd = NULL;
+        int r = enter(fs, &rd, err);
+
+        return r < 0 ? r : dfs_walk(&rd->t, path, max, prune, ret, ret_n, err);
+}
+
+static int r_read_files(struct b4_fs *fs,
+                        const struct b4_read_req *reqs,
+                        size_t n,
+                        struct b4_blob **ret,
+                        struct b4_error *err)
+{
+        struct dk_reader *rd = NULL;
+        int r = enter(fs, &rd, err);
+
+        return r < 0 ? r : dfs_read_files(&rd->t, reqs, n, ret, err);
+}
+
+static const struct b4_fs_ops reader_fs_ops = {
+        .read_file = r_read_file,
+        .lstat = r_lstat,
+        .stat = r_stat,
+        .list_dir = r_list_dir,
+        .realpath = r_realpath,
+        .walk = r_walk,
+        .read_files = r_read_files,
+};
+
+static int remove_container(struct docker_client *d, const char *name, struct b4_error *err)
+{
+        cleanup_free char *path = NULL;
+        int r;
+
+        if (b4_asprintf(&path, "/containers/%s?force=1", name) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = docker_call(d, "DELETE", path, NULL, NULL, err);
+        /* gone already, or AutoRemove is removing it ("removal ... already in progress") */
+        return r == -ENOENT || r == -EEXIST ? 0 : r;
+}
+
+static int reader_close(struct b4_reader *r, struct b4_error *err)
+{
+        struct dk_reader *rd = container_of(r, struct dk_reader, base);
+        struct b4_error e = { 0 };
+        int ret = 0;
+
+        (void)pthread_mutex_lock(&rd->lock);
+        if (!rd->closed) {
+                ret = remove_container(rd->d, rd->name, &e);
+                if (ret < 0)
+                        ret = b4_error_set_code(
+                                err, ret, B4_CODE_SANDBOX_UNAVAILABLE,
+                                "Sandbox unavailable: could not remove the workspace reader for "
+                                "thread \"%s\": %s. Container \"%s\" may still be running.",
+                                r->thread_id, e.msg, rd->name);
+                else
+                        rd->closed = true;
+        }
+        (void)pthread_mutex_unlock(&rd->lock);
+        return ret;
+}
+
+static void reader_free(struct b4_reader *r)
+{
+        struct dk_reader *rd = container_of(r, struct dk_reader, base);
+
+        docker_client_free(rd->d);
+        (void)pthread_mutex_destroy(&rd->lock);
+        free(rd);
+}
+
+static const struct b4_reader_ops reader_ops = {
+        .close = reader_close,
+        .free = reader_free,
+};
+
+static int volume_mountpoint(struct docker_client *d,
+                             const struct docker_reader_spec *s,
+                             char **ret,
+                             struct b4_error *err)
+{
+        cleanup_(jv_unrefp) struct jv *v = NULL;
+        cleanup_free char *path = NULL;
+        const char *mp;
+        int r;
+
+        if (b4_asprintf(&path, "/volumes/%s", s->volume) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = docker_call(d, "GET", path, NULL, &v, err);
+        mp = r >= 0 ? jv_string(jv_object_get(v, "Mountpoint")) : NULL;
+        if (r < 0 || !mp || !*mp)
+                return b4_error_set_code(err, r < 0 && r != -ENOENT ? r : -ENOENT,
+                                         B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: no workspace storage for thread "
+                                         "\"%s\". It was never created, or it was destroyed.",
+                                         s->thread_id);
+        if (mp[0] != '/' || strchr(mp, ','))
+                return b4_error_set_code(err, -EOPNOTSUPP, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: no workspace storage for thread "
+                                         "\"%s\" has no readable host path (\"%s\"). Reading a "
+                                         "thread workspace needs a local-driver volume.",
+                                         s->thread_id, mp);
+        *ret = b4_strdup(mp);
+        return *ret ? 0 : b4_error_set(err, -ENOMEM, "out of memory");
+}
+
+static struct jv *reader_body(const struct docker_reader_spec *s, const char *mountpoint)
+{
+        cleanup_free char *json = NULL;
+        cleanup_free char *user = NULL;
+        cleanup_free char *id = NULL;
+        struct jv *v = NULL;
+
+        if (s->run_as_non_root && b4_asprintf(&user, ",\"User\":\"%u:%u\"", s->uid, s->gid) < 0)
+                return NULL;
+        if (jv_quote(s->resource_id, &id) < 0)
+                return NULL;
+        {
+                cleanup_free char *img = NULL;
+                cleanup_free char *mp = NULL;
+                if (jv_quote(s->image, &img) < 0 || jv_quote(mountpoint, &mp) < 0)
+                        return NULL;
+                if (b4_asprintf(&json,
+                                "{\"Image\":%s,\"Cmd\":[\"sleep\",\"infinity\"]%s,"
+                                "\"Labels\":{\"b4.sandbox.reader\":%s},"
+                                "\"HostConfig\":{\"Mounts\":[{\"Type\":\"bind\",\"Source\":%s,"
+                                "\"Target\":\"/workspace\",\"ReadOnly\":true}],"
+                                "\"NetworkMode\":\"none\",\"CapDrop\":[\"ALL\"],"
+                                "\"SecurityOpt\":[\"no-new-privileges\"],\"PidsLimit\":128,"
+                                "\"ReadonlyRootfs\":true,\"Tmpfs\":{\"/tmp\":\"\",\"/run\":\"\"},"
+                                "\"AutoRemove\":true}}",
+                                img, user ? user : "", id, mp) < 0)
+                        return NULL;
+        }
+        if (jv_parse(json, strlen(json), &v, NULL) < 0)
+                return NULL;
+        return v;
+}
+
+static int start_reader(struct dk_reader *rd,
+                        const struct docker_reader_spec *s,
+                        const char *mountpoint,
+                        struct b4_error *err)
+{
+        cleanup_(jv_unrefp) struct jv *body = reader_body(s, mountpoint);
+        cleanup_free char *path = NULL;
+        struct b4_error e = { 0 };
+        int r;
+
+        if (!body || b4_asprintf(&path, "/containers/create?name=%s", rd->name) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = docker_call(rd->d, "POST", path, body, NULL, &e);
+        free(path);
+        path = NULL;
+        if (r >= 0 && b4_asprintf(&path, "/containers/%s/start", rd->name) < 0)
+                r = b4_error_set(&e, -ENOMEM, "out of memory");
+        if (r >= 0)
+                r = docker_call(rd->d, "POST", path, NULL, NULL, &e);
+        if (r < 0) {
+                (void)remove_container(rd->d, rd->name, NULL);
+                return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: could not open a workspace reader "
+                                         "for thread \"%s\": %s",
+                                         s->thread_id, e.msg);
+        }
+        return 0;
+}
+
+int docker_reader_open(const struct docker_reader_spec *s,
+                       struct b4_reader **ret,
+                       struct b4_error *err)
+{
+        cleanup_free char *mp = NULL;
+        struct dk_reader *rd = NULL;
+        uint32_t rnd = 0;
+        int r;
+
+        rd = b4_calloc(1, sizeof(*rd));
+        if (!rd)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        (void)pthread_mutex_init(&rd->lock, NULL);
+        r = docker_client_new(docker_client_socket(s->d), &rd->d, err);
+        if (r >= 0 && b4_reader_init(&rd->base, &reader_ops, &reader_fs_ops, s->thread_id) < 0)
+                r = b4_error_set(err, -ENOMEM, "out of memory");
+        if (r < 0) {
+                docker_client_free(rd->d);
+                free(rd);
+                return r;
+        }
+        if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+                rnd = (uint32_t)now_usec();
+        (void)snprintf(rd->name, sizeof(rd->name), "%s%s-%08x", s->name_prefix, s->resource_id,
+                       rnd);
+        rd->t = (struct docker_fs_target){ .d = rd->d, .container = rd->name };
+        r = volume_mountpoint(rd->d, s, &mp, err);
+        if (r >= 0)
+                r = start_reader(rd, s, mp, err);
+        if (r < 0) {
+                rd->closed = true;
+                b4_reader_free(&rd->base);
+                return r;
+        }
+        *ret = &rd->base;
+        return 0;
+}

@@ -1,0 +1,820 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The Docker provider against a real dockerd (run under with-dockerd.sh, which provides the
+ * daemon, a local test image and the scope, and removes everything by label afterwards):
+ * the conformance suite, the hardening seen from inside the keeper, the exec and filesystem
+ * fast paths, PID-exhaustion recovery with a real fork bomb, keeper replacement and readers.
+ */
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "b4box/b4.h"
+
+#include "b4-test.h"
+#include "base/time-util.h"
+#include "docker/docker.h"
+#include "json/json.h"
+
+static const char *E_HOST, *E_IMAGE, *E_SCOPE;
+
+static int make_provider_with(const char *image, struct b4_provider **ret, struct b4_error *err)
+{
+        struct b4_provider_config cfg = { .type = (char *)"docker",
+                                          .scope = (char *)E_SCOPE,
+                                          .image = (char *)image,
+                                          .docker_host = (char *)E_HOST };
+
+        return b4_provider_new(&cfg, ret, err);
+}
+
+static struct b4_provider *provider(void)
+{
+        struct b4_provider *p = NULL;
+        struct b4_error err = { 0 };
+
+        if (make_provider_with(E_IMAGE, &p, &err) < 0)
+                fail_msg("provider: %s", err.msg);
+        return p;
+}
+
+static struct b4_sandbox *acquire(struct b4_provider *p, const char *thread, struct b4_policy *pol)
+{
+        struct b4_acquire_req req = { .thread_id = thread, .policy = pol };
+        struct b4_sandbox *sb = NULL;
+        struct b4_error err = { 0 };
+
+        if (b4_provider_acquire(p, &req, &sb, &err) < 0)
+                fail_msg("acquire %s: %s", thread, err.msg);
+        return sb;
+}
+
+/* Run @cmd; returns stdout (caller frees), asserts the exit code. */
+static char *run(struct b4_sandbox *sb, const char *cmd, int want_exit)
+{
+        struct b4_exec_req req = { .command = cmd };
+        struct b4_exec_result x = { 0 };
+        struct b4_error err = { 0 };
+        char *out;
+
+        if (b4_sandbox_exec(sb, &req, &x, &err) < 0)
+                fail_msg("exec '%s': %s", cmd, err.msg);
+        if (x.exit_code != want_exit)
+                fail_msg("'%s' exited %d (stdout '%s', stderr '%s')", cmd, x.exit_code, x.out,
+                         x.errout);
+        out = x.out;
+        x.out = NULL;
+        b4_exec_result_clear(&x);
+        return out;
+}
+
+static void destroy(struct b4_provider *p, const char *thread)
+{
+        (void)b4_provider_destroy(p, thread, NULL);
+}
+
+static struct jv *inspect(struct b4_provider *p, const char *what, const char *name)
+{
+        struct jv *v = NULL;
+        char path[256];
+
+        snprintf(path, sizeof(path), "/%s/%s%s", what, name,
+                 strcmp(what, "containers") == 0 ? "/json" : "");
+        if (docker_call(docker_provider_client(p), "GET", path, NULL, &v, NULL) < 0)
+                return NULL;
+        return v;
+}
+
+static void keeper_name(const char *thread, char name[64])
+{
+        char id[41];
+
+        assert_int_equal(b4_resource_id(E_SCOPE, thread, id), 0);
+        snprintf(name, 64, "b4-sbx-%s", id);
+}
+
+/* ---- conformance ---- */
+
+static int factory(void *userdata, struct b4_provider **ret, struct b4_error *err)
+{
+        return make_provider_with(E_IMAGE, ret, err);
+}
+
+static void test_conformance(void **state)
+{
+        size_t i = (size_t)(uintptr_t)*state;
+        struct b4_conformance_opts o = { .make_provider = factory, .concurrency = 4 };
+        struct b4_conformance_report rep = { 0 };
+
+        assert_int_equal(b4_conformance_run_case(&o, i, &rep, NULL), 0);
+        if (rep.result != B4_CONFORMANCE_PASS)
+                fail_msg("%s: %s", rep.result == B4_CONFORMANCE_SKIP ? "skipped" : "failed",
+                         rep.message);
+}
+
+/* ---- hardening, from inside ---- */
+
+static void test_hardening(void **state)
+{
+        struct b4_provider *p = provider();
+        struct b4_policy pol;
+        struct b4_sandbox *sb;
+        char name[64];
+        char *out;
+        struct jv *v;
+
+        b4_policy_init(&pol);
+        pol.network = B4_NETWORK_DENY;
+        pol.security.pids_limit = 77;
+        pol.resources.memory_mb = 256;
+        sb = acquire(p, "hard", &pol);
+        out = run(sb,
+                  "id -u; id -g; grep -E '^(CapEff|CapPrm|NoNewPrivs)' /proc/self/status; "
+                  "echo \"home=$HOME\"",
+                  0);
+        assert_string_equal(out, "1000\n1000\nCapPrm:\t0000000000000000\n"
+                                 "CapEff:\t0000000000000000\nNoNewPrivs:\t1\nhome=/workspace\n");
+        free(out);
+        out = run(sb, "touch /etc/x 2>&1; echo rc=$?; touch /tmp/x && echo tmp-ok", 0);
+        assert_non_null(strstr(out, "Read-only file system"));
+        assert_non_null(strstr(out, "tmp-ok"));
+        free(out);
+        out = run(sb, "cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max",
+                  0);
+        assert_string_equal(out, "77\n");
+        free(out);
+        out = run(sb, "ls /sys/class/net", 0);
+        assert_string_equal(out, "lo\n");
+        free(out);
+        out = run(sb, "stat -c '%u:%g %a' /workspace", 0);
+        assert_string_equal(out, "1000:1000 755\n");
+        free(out);
+        /* the Engine view agrees: init, labels, caps, no_new_privs, memory */
+        keeper_name("hard", name);
+        v = inspect(p, "containers", name);
+        assert_non_null(v);
+        {
+                struct jv *h = jv_object_get(v, "HostConfig");
+                assert_true(jv_is_true(jv_object_get(h, "Init")));
+                assert_true(jv_is_true(jv_object_get(h, "ReadonlyRootfs")));
+                assert_string_equal(jv_string(jv_object_get(h, "NetworkMode")), "none");
+                assert_string_equal(jv_string(jv_array_get(jv_object_get(h, "CapDrop"), 0)), "ALL");
+                assert_string_equal(jv_string(jv_array_get(jv_object_get(h, "SecurityOpt"), 0)),
+                                    "no-new-privileges");
+                assert_int_equal(jv_integer(jv_object_get(h, "Memory")), 256 << 20);
+                assert_int_equal(jv_integer(jv_object_get(h, "PidsLimit")), 77);
+                assert_string_equal(jv_string(jv_object_get(jv_object_get(v, "Config"), "User")),
+                                    "1000:1000");
+        }
+        jv_unref(v);
+        b4_sandbox_unref(sb);
+        destroy(p, "hard");
+        b4_provider_free(p);
+        b4_policy_clear(&pol);
+}
+
+static void test_network_allow(void **state)
+{
+        struct b4_provider *p = provider();
+        struct b4_policy pol;
+        struct b4_sandbox *sb;
+        char *out;
+
+        b4_policy_init(&pol);
+        sb = acquire(p, "net-allow", &pol);
+        out = run(sb, "ls /sys/class/net | tr '\\n' ' '", 0);
+        assert_string_equal(out, "eth0 lo ");
+        free(out);
+        b4_sandbox_unref(sb);
+        destroy(p, "net-allow");
+        b4_provider_free(p);
+        b4_policy_clear(&pol);
+}
+
+/* ---- exec ---- */
+
+static void test_exec(void **state)
+{
+        struct b4_provider *p = provider();
+        struct b4_policy pol;
+        struct b4_sandbox *sb;
+        struct b4_env_var env[] = { { (char *)"GREETING", (char *)"it's" } };
+        struct b4_exec_req req = { .command = "echo out; echo err >&2; printf %s \"$GREETING\"; "
+                                              "pwd; exit 3",
+                                   .cwd = "/workspace/sub",
+                                   .env = env,
+                                   .n_env = 1 };
+        struct b4_exec_result x = { 0 };
+        struct b4_env_var bad[] = { { (char *)"1X", (char *)"v" } };
+        struct b4_error err = { 0 };
+
+        b4_policy_init(&pol);
+        sb = acquire(p, "exec", &pol);
+        assert_int_equal(b4_fs_mkdir_p(b4_sandbox_fs(sb), "/workspace/sub", NULL), 0);
+        assert_int_equal(b4_sandbox_exec(sb, &req, &x, &err), 0);
+        assert_int_equal(x.exit_code, 3);
+        assert_string_equal(x.out, "out\nit's/workspace/sub\n");
+        assert_string_equal(x.errout, "err\n");
+        assert_false(x.truncated);
+        b4_exec_result_clear(&x);
+        /* capped output keeps head and tail */
+        req = (struct b4_exec_req){ .command = "seq 1 20000", .output_cap = 1000 };
+        assert_int_equal(b4_sandbox_exec(sb, &req, &x, &err), 0);
+        assert_true(x.truncated);
+        assert_int_equal(strncmp(x.out, "1\n2\n3\n", 6), 0);
+        assert_non_null(strstr(x.out, "bytes truncated ...]"));
+        assert_non_null(strstr(x.out, "19999\n20000\n"));
+        b4_exec_result_clear(&x);
+        /* a background job holding the pipes does not hold the call up */
+        {
+                uint64_t t0 = now_msec();
+                req = (struct b4_exec_req){ .command = "sleep 4 & echo bg" };
+                assert_int_equal(b4_sandbox_exec(sb, &req, &x, &err), 0);
+                assert_int_equal(x.exit_code, 0);
+                assert_string_equal(x.out, "bg\n");
+                assert_true(now_msec() - t0 < 3000);
+                b4_exec_result_clear(&x);
+        }
+        req = (struct b4_exec_req){ .command = "true", .env = bad, .n_env = 1 };
+        assert_int_equal(b4_sandbox_exec(sb, &req, &x, &err), -EINVAL);
+        assert_string_equal(err.msg, "Invalid environment variable name \"1X\": keys must match "
+                                     "/^[A-Za-z_][A-Za-z0-9_]*$/");
+        /* a released keeper: the handle's command cannot run (B4_E2001) */
+        assert_int_equal(b4_provider_release(p, "exec", NULL), 0);
+        req = (struct b4_exec_req){ .command = "true" };
+        assert_int_equal(b4_sandbox_exec(sb, &req, &x, &err), -ENOENT);
+        assert_int_equal(err.code, B4_CODE_SANDBOX_UNAVAILABLE);
+        assert_non_null(strstr(err.msg, "Sandbox unavailable: a command for thread \"exec\" "
+                                        "could not run: "));
+        b4_sandbox_unref(sb);
+        destroy(p, "exec");
+        b4_provider_free(p);
+        b4_policy_clear(&pol);
+}
+
+static void test_timeout(void **state)
+{
+        struct b4_provider *p = provider();
+        struct b4_policy pol;
+        struct b4_sandbox *sb;
+        struct b4_exec_req req = { .command = "echo started; sleep 30 & sleep 30; echo never" };
+        struct b4_exec_result x = { 0 };
+        uint64_t t0;
+        char *out;
+
+        b4_policy_init(&pol);
+        pol.resources.timeout_ms = 1500;
+        sb = acquire(p, "timeout", &pol);
+        t0 = now_msec();
+        assert_int_equal(b4_sandbox_exec(sb, &req, &x, NULL), 0);
+        assert_true(now_msec() - t0 < 8000);
+        assert_int_equal(x.exit_code, 124);
+        assert_true(x.timed_out);
+        assert_string_equal(x.out, "started\n");
+        assert_string_equal(x.errout, "Command timed out after 2s (resources.timeoutMs: 1500ms).");
+        b4_exec_result_clear(&x);
+        /* the whole process group died: no sleep is left */
+        out = run(sb, "ps -o comm | grep -c '^sleep' || true", 0);
+        assert_string_equal(out, "1\n"); /* the keeper's own "sleep infinity" */
+        free(out);
+        b4_sandbox_unref(sb);
+        destroy(p, "timeout");
+        b4_provider_free(p);
+        b4_policy_clear(&pol);
+}
+
+static void *fire_later(void *arg)
+{
+        usleep(400000);
+        b4_cancel_fire(arg);
+        return NULL;
+}
+
+static void test_cancel(void **state)
+{
+        struct b4_provider *p = provider();
+        struct b4_policy pol;
+        struct b4_sandbox *sb;
+        struct b4_cancel *c = b4_cancel_new();
+        struct b4_exec_req req = { .command = "sleep 30", .cancel = c };
+        struct b4_exec_result x = { 0 };
+        pthread_t th;
+        uint64_t t0;
+
+        b4_policy_init(&pol);
+        sb = acquire(p, "cancel", &pol);
+        pthread_create(&th, NULL, fire_later, c);
+        t0 = now_msec();
+        assert_int_equal(b4_sandbox_exec(sb, &req, &x, NULL), 0);
+        pthread_join(th, NULL);
+        assert_true(now_msec() - t0 < 8000);
+        assert_true(x.cancelled);
+        assert_int_equal(x.exit_code, 137);
+        b4_exec_result_clear(&x);
+        b4_cancel_free(c);
+        b4_sandbox_unref(sb);
+        destroy(p, "cancel");
+        b4_provider_free(p);
+        b4_policy_clear(&pol);
+}
+
+/* ---- filesystem ---- */
+
+static void test_fs_files(void **state)
+{
+        struct b4_provider *p = provider();
+        struct b4_policy pol;
+        struct b4_sandbox *sb;
+        struct b4_fs *fs;
+        struct b4_error err = { 0 };
+        struct b4_stat st = { 0 };
+        char *s = NULL, *out;
+        size_t len;
+
+        b4_policy_init(&pol);
+        sb = acquire(p, "fs", &pol);
+        fs = b4_sandbox_fs(sb);
+        assert_int_equal(b4_fs_write_file(fs, "/workspace/a/b/c.txt", "hello", 5, &err), 0);
+        out = run(sb, "stat -c '%u:%g %a %s' /workspace/a /workspace/a/b /workspace/a/b/c.txt", 0);
+        assert_string_equal(out, "1000:1000 755 4096\n1000:1000 755 4096\n1000:1000 644 5\n");
+        free(out);
+        /* an existing file keeps its mode */
+        free(run(sb, "chmod 755 /workspace/a/b/c.txt", 0));
+        assert_int_equal(b4_fs_write_file(fs, "/workspace/a/b/c.txt", "hello!", 6, &err), 0);
+        out = run(sb, "stat -c '%a' /workspace/a/b/c.txt; cat /workspace/a/b/c.txt", 0);
+        assert_string_equal(out, "755\nhello!");
+        free(out);
+        /* bounded reads: at the cap, over it, uncapped */
+        assert_int_equal(b4_fs_read_file(fs, "/workspace/a/b/c.txt", 6, &s, &len, &err), 0);
+        assert_int_equal(len, 6);
+        assert_string_equal(s, "hello!");
+        free(s);
+        assert_int_equal(b4_fs_read_file(fs, "/workspace/a/b/c.txt", 5, &s, &len, &err), -EFBIG);
+        assert_string_equal(err.msg,
+                            "readFile /workspace/a/b/c.txt: content exceeds maxBytes (5).");
+        assert_int_equal(b4_fs_read_file(fs, "/workspace/nope", B4_UNBOUNDED, &s, &len, &err),
+                         -ENOENT);
+        assert_int_equal(b4_fs_read_file(fs, "/workspace/a", B4_UNBOUNDED, &s, &len, &err),
+                         -EISDIR);
+        /* links: lstat reports the raw target; stat and read follow */
+        free(run(sb, "ln -s b/c.txt /workspace/a/link; ln -s /nowhere /workspace/a/dangling", 0));
+        assert_int_equal(b4_fs_lstat(fs, "/workspace/a/link", &st, &err), 0);
+        assert_int_equal(st.kind, B4_FILE_SYMLINK);
+        assert_string_equal(st.target, "b/c.txt");
+        b4_stat_clear(&st);
+        assert_int_equal(b4_fs_stat(fs, "/workspace/a/link", &st, &err), 0);
+        assert_int_equal(st.kind, B4_FILE_REGULAR);
+        assert_int_equal(st.size, 6);
+        assert_true(st.executable);
+        assert_true(st.mtime_ms > 1000000000000LL);
+        b4_stat_clear(&st);
+        assert_int_equal(b4_fs_read_file(fs, "/workspace/a/link", 100, &s, &len, &err), 0);
+        assert_string_equal(s, "hello!");
+        free(s);
+        assert_int_equal(b4_fs_realpath(fs, "/workspace/a/link", &s, &err), 0);
+        assert_string_equal(s, "/workspace/a/b/c.txt");
+        free(s);
+        assert_int_equal(b4_fs_realpath(fs, "/workspace/a/./b/../b/new/x", &s, &err), 0);
+        assert_string_equal(s, "/workspace/a/b/new/x");
+        free(s);
+        /* mkdir, touch, remove */
+        assert_int_equal(b4_fs_mkdir_p(fs, "/workspace/m/n/o", &err), 0);
+        assert_int_equal(b4_fs_touch(fs, "/workspace/m/n/o/t", &err), 0);
+        out = run(sb, "stat -c '%u %F' /workspace/m/n/o /workspace/m/n/o/t", 0);
+        assert_string_equal(out, "1000 directory\n1000 regular empty file\n");
+        free(out);
+        assert_int_equal(b4_fs_remove(fs, "/workspace/m/n/o/t", &err), 0);
+        assert_int_equal(b4_fs_remove(fs, "/workspace/m/n/o/t", &err), 0);
+        assert_int_equal(b4_fs_remove(fs, "/workspace/m/n/o", &err), 0);
+        assert_int_equal(b4_fs_lstat(fs, "/workspace/m/n/o", &st, &err), -ENOENT);
+        b4_sandbox_unref(sb);
+        destroy(p, "fs");
+        b4_provider_free(p);
+        b4_policy_clear(&pol);
+}
+
+static void test_fs_batch(void **state)
+{
+        struct b4_provider *p = provider();
+        struct b4_policy pol;
+        struct b4_sandbox *sb;
+        struct b4_fs *fs;
+        struct b4_error err = { 0 };
+        struct b4_walk_entry *w = NULL;
+        size_t n = 0;
+        char **names = NULL;
+        char *const prune[] = { (char *)"node_modules", NULL };
+        struct b4_read_req reqs[] = { { "/workspace/d/f1", 100 },
+                                      { "/workspace/missing", 100 },
+                                      { "/workspace/d/big", 10 },
+                                      { "/workspace/d", 100 },
+                                      { "/workspace/d/f2", B4_UNBOUNDED } };
+        struct b4_blob *blobs = NULL;
+
+        b4_policy_init(&pol);
+        sb = acquire(p, "batch", &pol);
+        fs = b4_sandbox_fs(sb);
+        free(run(sb,
+                 "cd /workspace && mkdir -p d/e node_modules/x && printf one > d/f1 && "
+                 "printf 'two\\n' > d/f2 && seq 1 100 > d/big && touch d/e/g 'd/sp ace' "
+                 "node_modules/x/y && ln -s f1 d/l && chmod +x d/f1 && ln d/f2 d/hard",
+                 0));
+        assert_int_equal(b4_fs_list_dir(fs, "/workspace/d", &names, &err), 0);
+        {
+                const char *want[] = { "big", "e", "f1", "f2", "hard", "l", "sp ace", NULL };
+                for (size_t i = 0; want[i]; i++)
+                        assert_string_equal(names[i], want[i]);
+                assert_null(names[7]);
+        }
+        for (char **q = names; *q; q++)
+                free(*q);
+        free(names);
+        assert_int_equal(b4_fs_list_dir(fs, "/workspace/none", &names, &err), -ENOENT);
+        assert_int_equal(b4_fs_walk(fs, "/workspace", 100, prune, &w, &n, &err), 0);
+        {
+                const char *want[] = { "d",        "d/big",        "d/e",    "d/e/g",
+                                       "d/f1",     "d/f2",         "d/hard", "d/l",
+                                       "d/sp ace", "node_modules", NULL };
+                for (size_t i = 0; want[i]; i++) {
+                        assert_true(i < n);
+                        assert_string_equal(w[i].path, want[i]);
+                }
+                assert_int_equal(n, 10);
+                assert_int_equal(w[4].st.kind, B4_FILE_REGULAR);
+                assert_true(w[4].st.executable);
+                assert_int_equal(w[4].st.size, 3);
+                assert_int_equal(w[6].st.size, 4); /* a hard link reports its size too */
+                assert_int_equal(w[7].st.kind, B4_FILE_SYMLINK);
+                assert_string_equal(w[7].st.target, "f1");
+                assert_int_equal(w[2].st.kind, B4_FILE_DIRECTORY);
+        }
+        b4_walk_entries_free(w, n);
+        assert_int_equal(b4_fs_walk(fs, "/workspace", 5, prune, &w, &n, &err), -E2BIG);
+        assert_string_equal(err.msg, "Workspace entries limit exceeded");
+        assert_int_equal(b4_fs_read_files(fs, reqs, 5, &blobs, &err), 0);
+        assert_int_equal(blobs[0].error, 0);
+        assert_string_equal(blobs[0].data, "one");
+        assert_int_equal(blobs[1].error, -ENOENT);
+        assert_int_equal(blobs[2].error, -EFBIG);
+        assert_int_equal(blobs[3].error, -EISDIR);
+        assert_int_equal(blobs[4].error, 0);
+        assert_string_equal(blobs[4].data, "two\n");
+        b4_blobs_free(blobs, 5);
+        /* eight or more: one archive of the common directory (links read one by one) */
+        {
+                struct b4_read_req many[] = {
+                        { "/workspace/d/f1", 100 },           { "/workspace/d/missing", 100 },
+                        { "/workspace/d/big", 10 },           { "/workspace/d/e", 100 },
+                        { "/workspace/d/f2", 100 },           { "/workspace/d/l", 100 },
+                        { "/workspace/d/hard", 100 },         { "/workspace/d/e/g", 100 },
+                        { "/workspace/d/sp ace", 5 },         { "/workspace/d/f1", 2 },
+                        { "/workspace/d/big", B4_UNBOUNDED },
+                };
+                size_t nm = sizeof(many) / sizeof(many[0]);
+
+                assert_int_equal(b4_fs_read_files(fs, many, nm, &blobs, &err), 0);
+                assert_string_equal(blobs[0].data, "one");
+                assert_int_equal(blobs[1].error, -ENOENT);
+                assert_int_equal(blobs[2].error, -EFBIG);
+                assert_int_equal(blobs[3].error, -EISDIR);
+                assert_string_equal(blobs[4].data, "two\n");
+                assert_string_equal(blobs[5].data, "one");
+                assert_string_equal(blobs[6].data, "two\n");
+                assert_int_equal(blobs[7].error, 0);
+                assert_int_equal(blobs[7].len, 0);
+                assert_int_equal(blobs[8].len, 0);
+                assert_int_equal(blobs[9].error, -EFBIG);
+                assert_int_equal(blobs[10].len, 292);
+                b4_blobs_free(blobs, nm);
+        }
+        b4_sandbox_unref(sb);
+        destroy(p, "batch");
+        b4_provider_free(p);
+        b4_policy_clear(&pol);
+}
+
+/* ---- PID exhaustion ---- */
+
+static void test_fork_bomb(void **state)
+{
+        struct b4_provider *p = provider();
+        struct b4_policy pol;
+        struct b4_sandbox *sb;
+        struct b4_fs *fs;
+        struct b4_error err = { 0 };
+        struct b4_read_req req = { "/workspace/keep", 100 };
+        struct b4_blob *blobs = NULL;
+        char name[64];
+        struct jv *before, *after;
+        char *out;
+
+        b4_policy_init(&pol);
+        pol.security.pids_limit = 48;
+        sb = acquire(p, "bomb", &pol);
+        fs = b4_sandbox_fs(sb);
+        assert_int_equal(b4_fs_write_file(fs, "/workspace/keep", "kept", 4, &err), 0);
+        keeper_name("bomb", name);
+        before = inspect(p, "containers", name);
+        free(run(sb, "bash -c ':(){ :|:& };:' >/dev/null 2>&1 & sleep 3; echo bombed", 0));
+        /* a forking filesystem operation now fails with "can't fork": recover and retry */
+        if (b4_fs_read_files(fs, &req, 1, &blobs, &err) < 0)
+                fail_msg("read_files after the bomb: %s", err.msg);
+        assert_int_equal(blobs[0].error, 0);
+        assert_string_equal(blobs[0].data, "kept");
+        b4_blobs_free(blobs, 1);
+        after = inspect(p, "containers", name);
+        assert_non_null(before);
+        assert_non_null(after);
+        assert_string_not_equal(jv_string(jv_object_get(before, "Id")),
+                                jv_string(jv_object_get(after, "Id")));
+        out = run(sb, "cat /workspace/keep; ps -o comm | grep -c bash || true", 0);
+        assert_string_equal(out, "kept0\n");
+        free(out);
+        jv_unref(before);
+        jv_unref(after);
+        b4_sandbox_unref(sb);
+        destroy(p, "bomb");
+        b4_provider_free(p);
+        b4_policy_clear(&pol);
+}
+
+/* ---- keepers ---- */
+
+static void test_stale_keeper(void **state)
+{
+        struct b4_provider *p1 = provider(), *p2 = provider();
+        struct b4_policy a, b;
+        struct b4_sandbox *sb;
+        struct b4_acquire_req req = { .thread_id = "stale", .policy = &b };
+        struct b4_error err = { 0 };
+        char name[64];
+        struct jv *v1, *v2, *v3;
+        char *out;
+
+        b4_policy_init(&a);
+        b4_policy_init(&b);
+        b.network = B4_NETWORK_DENY;
+        keeper_name("stale", name);
+        sb = acquire(p1, "stale", &a);
+        assert_int_equal(b4_fs_write_file(b4_sandbox_fs(sb), "/workspace/f", "x", 1, NULL), 0);
+        b4_sandbox_unref(sb);
+        v1 = inspect(p1, "containers", name);
+        /* the same instance with another launch config is refused */
+        assert_int_equal(b4_provider_acquire(p1, &req, &sb, &err), -EEXIST);
+        assert_int_equal(err.code, B4_CODE_SANDBOX_UNAVAILABLE);
+        assert_non_null(strstr(err.msg, "already has a different keeper configuration"));
+        /* the same instance and config reuses the keeper, starting it when stopped */
+        {
+                char path[128];
+                snprintf(path, sizeof(path), "/containers/%s/stop?t=0", name);
+                assert_int_equal(
+                        docker_call(docker_provider_client(p1), "POST", path, NULL, NULL, NULL), 0);
+        }
+        sb = acquire(p1, "stale", &a);
+        b4_sandbox_unref(sb);
+        v2 = inspect(p1, "containers", name);
+        assert_string_equal(jv_string(jv_object_get(v1, "Id")), jv_string(jv_object_get(v2, "Id")));
+        assert_true(jv_is_true(jv_object_get(jv_object_get(v2, "State"), "Running")));
+        /* a fresh provider with another identity replaces it and keeps the volume */
+        sb = acquire(p2, "stale", &b);
+        v3 = inspect(p2, "containers", name);
+        assert_string_not_equal(jv_string(jv_object_get(v1, "Id")),
+                                jv_string(jv_object_get(v3, "Id")));
+        assert_string_not_equal(
+                jv_string(jv_object_get(jv_object_get(jv_object_get(v1, "Config"), "Labels"),
+                                        "b4.sandbox.identity")),
+                jv_string(jv_object_get(jv_object_get(jv_object_get(v3, "Config"), "Labels"),
+                                        "b4.sandbox.identity")));
+        out = run(sb, "cat /workspace/f", 0);
+        assert_string_equal(out, "x");
+        free(out);
+        b4_sandbox_unref(sb);
+        jv_unref(v1);
+        jv_unref(v2);
+        jv_unref(v3);
+        /* a fresh provider never adopts, even with the same identity */
+        sb = acquire(p1, "stale", &a);
+        b4_sandbox_unref(sb);
+        v1 = inspect(p1, "containers", name);
+        sb = acquire(p2, "stale", &b);
+        (void)sb;
+        b4_sandbox_unref(sb);
+        destroy(p2, "stale");
+        destroy(p1, "stale");
+        jv_unref(v1);
+        b4_provider_free(p1);
+        b4_provider_free(p2);
+        b4_policy_clear(&a);
+        b4_policy_clear(&b);
+}
+
+static void test_fresh_never_adopts(void **state)
+{
+        struct b4_provider *p1 = provider(), *p2 = provider();
+        struct b4_policy a;
+        struct b4_sandbox *sb;
+        char name[64];
+        struct jv *v1, *v2;
+
+        b4_policy_init(&a);
+        keeper_name("adopt", name);
+        sb = acquire(p1, "adopt", &a);
+        b4_sandbox_unref(sb);
+        v1 = inspect(p1, "containers", name);
+        sb = acquire(p2, "adopt", &a);
+        b4_sandbox_unref(sb);
+        v2 = inspect(p2, "containers", name);
+        assert_string_not_equal(jv_string(jv_object_get(v1, "Id")),
+                                jv_string(jv_object_get(v2, "Id")));
+        jv_unref(v1);
+        jv_unref(v2);
+        destroy(p2, "adopt");
+        b4_provider_free(p1);
+        b4_provider_free(p2);
+        b4_policy_clear(&a);
+}
+
+/* ---- readers ---- */
+
+static void test_reader(void **state)
+{
+        struct b4_provider *p = provider();
+        struct b4_policy pol;
+        struct b4_sandbox *sb;
+        struct b4_reader *rd = NULL;
+        struct b4_reader_req rq = {
+                .thread_id = "rdr", .run_as_non_root = true, .uid = 1000, .gid = 1000
+        };
+        struct b4_error err = { 0 };
+        char name[64], vol[80];
+        struct jv *k1, *k2, *rv;
+        char *s = NULL;
+        size_t len;
+        char filter[256];
+        struct jv *list = NULL;
+
+        b4_policy_init(&pol);
+        sb = acquire(p, "rdr", &pol);
+        assert_int_equal(b4_fs_write_file(b4_sandbox_fs(sb), "/workspace/r.txt", "seen", 4, NULL),
+                         0);
+        keeper_name("rdr", name);
+        k1 = inspect(p, "containers", name);
+        assert_int_equal(b4_provider_open_reader(p, &rq, &rd, &err), 0);
+        assert_null(b4_reader_fs(rd)->ops->write_file);
+        assert_int_equal(b4_fs_read_file(b4_reader_fs(rd), "/workspace/r.txt", 100, &s, &len, &err),
+                         0);
+        assert_string_equal(s, "seen");
+        free(s);
+        /* the reader container: labelled, read-only bind, no network, caps dropped */
+        snprintf(
+                filter, sizeof(filter),
+                "/containers/json?filters=%%7B%%22label%%22%%3A%%5B%%22b4.sandbox.reader%%3D%s%%22%%5D%%7D",
+                name + 7);
+        assert_int_equal(docker_call(docker_provider_client(p), "GET", filter, NULL, &list, NULL),
+                         0);
+        assert_int_equal(jv_array_size(list), 1);
+        rv = inspect(p, "containers", jv_string(jv_object_get(jv_array_get(list, 0), "Id")));
+        jv_unref(list);
+        {
+                struct jv *h = jv_object_get(rv, "HostConfig");
+                struct jv *m = jv_array_get(jv_object_get(rv, "Mounts"), 0);
+                assert_string_equal(jv_string(jv_object_get(h, "NetworkMode")), "none");
+                assert_string_equal(jv_string(jv_array_get(jv_object_get(h, "CapDrop"), 0)), "ALL");
+                assert_true(jv_is_true(jv_object_get(h, "ReadonlyRootfs")));
+                assert_string_equal(jv_string(jv_object_get(m, "Type")), "bind");
+                assert_false(jv_is_true(jv_object_get(m, "RW")));
+                assert_string_equal(jv_string(jv_object_get(m, "Destination")), "/workspace");
+        }
+        jv_unref(rv);
+        assert_int_equal(b4_reader_close(rd, &err), 0);
+        assert_int_equal(b4_reader_close(rd, &err), 0);
+        assert_int_equal(b4_fs_read_file(b4_reader_fs(rd), "/workspace/r.txt", 100, &s, &len, &err),
+                         -EBADF);
+        assert_string_equal(err.msg, "Workspace reader for thread \"rdr\" is closed");
+        b4_reader_free(rd);
+        /* the keeper is untouched: same container, same start, still usable */
+        k2 = inspect(p, "containers", name);
+        assert_string_equal(jv_string(jv_object_get(k1, "Id")), jv_string(jv_object_get(k2, "Id")));
+        assert_string_equal(jv_string(jv_object_get(jv_object_get(k1, "State"), "StartedAt")),
+                            jv_string(jv_object_get(jv_object_get(k2, "State"), "StartedAt")));
+        free(run(sb, "true", 0));
+        jv_unref(k1);
+        jv_unref(k2);
+        b4_sandbox_unref(sb);
+        /* after destroy: refused, and no volume is created by trying */
+        destroy(p, "rdr");
+        assert_int_equal(b4_provider_open_reader(p, &rq, &rd, &err), -ENOENT);
+        assert_int_equal(err.code, B4_CODE_SANDBOX_UNAVAILABLE);
+        assert_non_null(strstr(err.msg, "no workspace storage for thread \"rdr\""));
+        snprintf(vol, sizeof(vol), "b4-sbx-vol-%s", name + 7);
+        assert_null(inspect(p, "volumes", vol));
+        b4_provider_free(p);
+        b4_policy_clear(&pol);
+}
+
+/* ---- preflight, images, options ---- */
+
+static void test_preflight(void **state)
+{
+        struct b4_provider *p = provider(), *bad = NULL;
+        struct b4_provider_config cfg = { .type = (char *)"docker",
+                                          .scope = (char *)E_SCOPE,
+                                          .image = (char *)E_IMAGE,
+                                          .docker_host = (char *)"unix:///nonexistent.sock" };
+        struct b4_preflight pf = { 0 };
+
+        assert_int_equal(b4_provider_preflight(p, &pf, NULL), 0);
+        assert_true(pf.ok);
+        assert_int_equal(strncmp(pf.detail, "Docker ", 7), 0);
+        b4_preflight_clear(&pf);
+        assert_int_equal(b4_provider_new(&cfg, &bad, NULL), 0);
+        assert_int_equal(b4_provider_preflight(bad, &pf, NULL), 0);
+        assert_false(pf.ok);
+        assert_int_equal(strncmp(pf.detail, "Docker daemon not reachable (", 29), 0);
+        b4_preflight_clear(&pf);
+        b4_provider_free(bad);
+        b4_provider_free(p);
+}
+
+static void test_images(void **state)
+{
+        struct b4_provider *p = NULL;
+        struct b4_provider_config cfg = { .type = (char *)"docker",
+                                          .scope = (char *)E_SCOPE,
+                                          .docker_host = (char *)E_HOST };
+        char *pats[] = { (char *)"b4box-test-*", NULL };
+        struct b4_policy pol;
+        struct b4_acquire_req req = { .thread_id = "img" };
+        struct b4_sandbox *sb = NULL;
+        struct b4_error err = { 0 };
+        char *id = NULL;
+        char name[64];
+        struct jv *v;
+
+        assert_int_equal(b4_provider_new(&cfg, &p, &err), -EINVAL);
+        assert_string_equal(err.msg, "dockerSandbox needs an image, or an images predicate when "
+                                     "every thread names its own image");
+        cfg.scope = (char *)"  ";
+        cfg.images = pats;
+        assert_int_equal(b4_provider_new(&cfg, &p, &err), -EINVAL);
+        cfg.scope = (char *)E_SCOPE;
+        assert_int_equal(b4_provider_new(&cfg, &p, &err), 0);
+        assert_int_equal(b4_provider_resolve_image(p, "busybox:latest", &id, &err), -EACCES);
+        assert_int_equal(b4_provider_resolve_image(p, E_IMAGE, &id, &err), 0);
+        assert_int_equal(strncmp(id, "sha256:", 7), 0);
+        assert_int_equal(strlen(id), 71);
+        b4_policy_init(&pol);
+        req.policy = &pol;
+        assert_int_equal(b4_provider_acquire(p, &req, &sb, &err), -EINVAL);
+        assert_non_null(strstr(err.msg, "has no default image"));
+        req.image = id;
+        assert_int_equal(b4_provider_acquire(p, &req, &sb, &err), 0);
+        keeper_name("img", name);
+        v = inspect(p, "containers", name);
+        assert_string_equal(jv_string(jv_object_get(v, "Image")), id);
+        jv_unref(v);
+        b4_sandbox_unref(sb);
+        destroy(p, "img");
+        free(id);
+        b4_provider_free(p);
+        b4_policy_clear(&pol);
+}
+
+int main(void)
+{
+        size_t nc = b4_conformance_n_cases();
+        struct CMUnitTest tests[64];
+        char names[32][96];
+        size_t k = 0;
+        static const struct CMUnitTest rest[] = {
+                cmocka_unit_test(test_hardening),    cmocka_unit_test(test_network_allow),
+                cmocka_unit_test(test_exec),         cmocka_unit_test(test_timeout),
+                cmocka_unit_test(test_cancel),       cmocka_unit_test(test_fs_files),
+                cmocka_unit_test(test_fs_batch),     cmocka_unit_test(test_fork_bomb),
+                cmocka_unit_test(test_stale_keeper), cmocka_unit_test(test_fresh_never_adopts),
+                cmocka_unit_test(test_reader),       cmocka_unit_test(test_preflight),
+                cmocka_unit_test(test_images),
+        };
+
+        E_HOST = getenv("B4BOX_TEST_DOCKER_HOST");
+        E_IMAGE = getenv("B4BOX_TEST_DOCKER_IMAGE");
+        E_SCOPE = getenv("B4BOX_TEST_DOCKER_SCOPE");
+        if (!E_HOST || !E_IMAGE || !E_SCOPE) {
+                printf("1..0 # SKIP run me through tests/docker/with-dockerd.sh\n");
+                return 77;
+        }
+        for (size_t i = 0; i < nc && k < 32; i++, k++) {
+                snprintf(names[k], sizeof(names[k]), "conformance: %s",
+                         b4_conformance_case_name(i));
+                tests[k] = (struct CMUnitTest){ .name = names[k],
+                                                .test_func = test_conformance,
+                                                .initial_state = (void *)(uintptr_t)i };
+        }
+        for (size_t i = 0; i < sizeof(rest) / sizeof(rest[0]); i++)
+                tests[k++] = rest[i];
+        return _cmocka_run_group_tests("docker provider", tests, k, NULL, NULL);
+}
