@@ -146,3 +146,27 @@ char *cli_path_escape(const char *s)
         curl_free(e);
         return r;
 }
+
+int cli_remote_tool(const char *url,
+                    const char *thread,
+                    const char *tool,
+                    const char *args_json,
+                    char **ret_json)
+{
+        struct cli_client c = { .url = url, .token = secure_getenv("B4BOX_TOKEN") };
+        cleanup_free char *et = cli_path_escape(thread), *en = cli_path_escape(tool);
+        cleanup_free char *path = NULL, *resp = NULL;
+        struct b4_error err = { 0 };
+        long status = 0;
+
+        if (!et || !en || asprintf(&path, "/threads/%s/tools/%s", et, en) < 0) {
+                cli_error("out of memory");
+                return CLI_EXIT_FAILED;
+        }
+        if (cli_http(&c, "POST", path, args_json, &status, &resp, &err) < 0)
+                return cli_fail(&err);
+        if (status != 200)
+                return cli_http_fail(status, resp);
+        *ret_json = TAKE_PTR(resp);
+        return 0;
+}

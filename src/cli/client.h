@@ -63,3 +63,14 @@ int cli_http_request(const struct cli_client *c,
 int cli_http_fail(long status, const char *body);
 /* Percent-encode @s for a path segment (heap). */
 char *cli_path_escape(const char *s);
+
+/**
+ * cli_remote_tool() - POST /threads/{thread}/tools/{tool} with @args_json on the server at
+ * @url (token from $B4BOX_TOKEN); the result document on success
+ * Return: 0 with *ret_json (heap), or an exit code after printing why (transport or refusal).
+ */
+int cli_remote_tool(const char *url,
+                    const char *thread,
+                    const char *tool,
+                    const char *args_json,
+                    char **ret_json);

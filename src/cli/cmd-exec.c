@@ -2,6 +2,7 @@
 /*
  * Local use without a server, in-process against the state dir:
  *   b4box exec --thread ID [--timeout MS] -- CMD...   run CMD in the thread's sandbox
+ * With --server URL (or $B4BOX_URL) exec goes through the HTTP API instead (runBash).
  *   b4box release ID                                 drop its compute, keep the workspace
  *   b4box destroy ID                                 drop compute and workspace
  * The provider and policy come from the configuration (-c FILE, ./b4box.json, else the
@@ -27,12 +28,15 @@
 #include "base/strbuf.h"
 #include "base/strv.h"
 #include "cli.h"
+#include "client.h"
+#include "json/json.h"
 
 DEFINE_CLEANUP_FUNC(struct b4_config, b4_config_free)
 DEFINE_CLEANUP_FUNC(struct b4_provider, b4_provider_free)
 
 struct exec_args {
         const char *thread;
+        const char *server; /* --server URL; else $B4BOX_URL; else local */
         uint64_t timeout_ms;
         char **cmd; /* borrowed from argv */
         int n_cmd;
@@ -54,6 +58,8 @@ static int parse_exec(int argc, char **argv, struct exec_args *a)
                 const char *v = i + 1 < argc ? argv[i + 1] : NULL;
                 if (strcmp(argv[i], "--thread") == 0 && v)
                         a->thread = v;
+                else if (strcmp(argv[i], "--server") == 0 && v)
+                        a->server = v;
                 else if (strcmp(argv[i], "--timeout") == 0 && v) {
                         if (safe_atou64(v, &a->timeout_ms) < 0 || a->timeout_ms == 0) {
                                 cli_error("exec: --timeout needs a positive number of ms");
@@ -61,7 +67,7 @@ static int parse_exec(int argc, char **argv, struct exec_args *a)
                         }
                 } else {
                         cli_error("exec: unexpected argument '%s' (usage: b4box exec --thread ID "
-                                  "[--timeout MS] -- CMD...)",
+                                  "[--timeout MS] [--server URL] -- CMD...)",
                                   argv[i]);
                         return -1;
                 }
@@ -132,6 +138,39 @@ static int run_exec(struct b4_provider *p,
         return r;
 }
 
+/* Through a server: runBash, stdout/stderr passed through, the command's exit code. */
+static int remote_exec(const char *url, const struct exec_args *a, const char *command)
+{
+        cleanup_(jv_unrefp) struct jv *args = jv_object_new(), *res = NULL;
+        cleanup_free char *args_json = NULL, *json = NULL;
+        int r;
+
+        if (a->timeout_ms) {
+                cli_error("exec: --timeout applies only locally; a server uses its configured "
+                          "resources.timeoutMs");
+                return CLI_EXIT_USAGE;
+        }
+        if (!args || jv_object_set_new(args, "command", jv_string_new(command)) < 0 ||
+            jv_dump(args, 0, &args_json) < 0)
+                return cli_error("out of memory"), CLI_EXIT_FAILED;
+        r = cli_remote_tool(url, a->thread, "runBash", args_json, &json);
+        if (r != 0)
+                return r;
+        if (jv_parse(json, strlen(json), &res, NULL) < 0)
+                return cli_error("malformed answer from the server"), CLI_EXIT_FAILED;
+        if (!jv_is_true(jv_object_get(res, "ok"))) {
+                const char *m = jv_string(jv_object_get(jv_object_get(res, "error"), "message"));
+                cli_error("%s", m ? m : "runBash failed");
+                return CLI_EXIT_FAILED;
+        }
+        struct jv *out = jv_object_get(res, "result");
+        (void)write_all(STDOUT_FILENO, jv_string(jv_object_get(out, "stdout")),
+                        jv_string_length(jv_object_get(out, "stdout")));
+        (void)write_all(STDERR_FILENO, jv_string(jv_object_get(out, "stderr")),
+                        jv_string_length(jv_object_get(out, "stderr")));
+        return (int)jv_integer(jv_object_get(out, "exitCode"));
+}
+
 int cmd_exec(int argc, char **argv, const struct cli_ctx *ctx)
 {
         cleanup_(cli_local_close) struct cli_local l = { 0 };
@@ -144,6 +183,8 @@ int cmd_exec(int argc, char **argv, const struct cli_ctx *ctx)
                 return CLI_EXIT_USAGE;
         if (join_command(&a, &command) < 0)
                 return cli_error("out of memory"), CLI_EXIT_FAILED;
+        if (cli_server_url(a.server))
+                return remote_exec(cli_server_url(a.server), &a, command);
         r = cli_local_open(ctx, &l);
         if (r != 0)
                 return r;

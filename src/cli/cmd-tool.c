@@ -22,13 +22,15 @@
 #include "base/macro.h"
 #include "base/parse.h"
 #include "cli.h"
+#include "client.h"
 
 #define MAX_RULES 64
 
 struct tool_args {
         const char *thread;
         const char *provider;
-        bool perm_flags; /* --mode, --allow or --deny given: they replace the config's */
+        const char *server; /* --server URL; else $B4BOX_URL; else local */
+        bool perm_flags;    /* --mode, --allow or --deny given: they replace the config's */
         enum b4_permission_mode mode;
         uint64_t read_cap;
         const char *rules[MAX_RULES]; /* "allow:key:pattern" / "deny:key:pattern" */
@@ -40,7 +42,7 @@ struct tool_args {
 static void tool_usage(void)
 {
         fprintf(stderr,
-                "Usage: b4box tool --thread ID [--provider native|fake] [--mode MODE]\n"
+                "Usage: b4box tool --thread ID [--server URL] [--provider native|fake] [--mode MODE]\n"
                 "                  [--allow KEY:PATTERN]... [--deny KEY:PATTERN]... [--read-cap BYTES]\n"
                 "                  TOOL [ARGS_JSON]\n"
                 "TOOL: readFile writeFile editFile listDir runBash; ARGS_JSON defaults to {}.\n"
@@ -62,11 +64,50 @@ static int add_rule(struct tool_args *a, const char *list, const char *v)
         return 0;
 }
 
+/* One option of b4box tool. Return: 0, 1 (help printed), -EINVAL (message printed). */
+static int take_option(int c, const char *v, struct tool_args *a)
+{
+        switch (c) {
+        case 't':
+                a->thread = v;
+                return 0;
+        case 'p':
+                a->provider = v;
+                return 0;
+        case 's':
+                a->server = v;
+                return 0;
+        case 'm':
+                a->perm_flags = true;
+                if (b4_permission_mode_from_string(v, &a->mode) < 0) {
+                        cli_error("unknown permission mode '%s'", v);
+                        return -EINVAL;
+                }
+                return 0;
+        case 'a':
+        case 'd':
+                a->perm_flags = true;
+                return add_rule(a, c == 'a' ? "allow" : "deny", v);
+        case 'r':
+                if (safe_atou64(v, &a->read_cap) < 0 || a->read_cap == 0) {
+                        cli_error("--read-cap needs a positive number of bytes");
+                        return -EINVAL;
+                }
+                return 0;
+        case 'h':
+                tool_usage();
+                return 1;
+        default:
+                return -EINVAL;
+        }
+}
+
 static int parse_tool_args(int argc, char **argv, struct tool_args *a)
 {
         static const struct option opts[] = {
                 { "thread", required_argument, NULL, 't' },
                 { "provider", required_argument, NULL, 'p' },
+                { "server", required_argument, NULL, 's' },
                 { "mode", required_argument, NULL, 'm' },
                 { "allow", required_argument, NULL, 'a' },
                 { "deny", required_argument, NULL, 'd' },
@@ -78,43 +119,8 @@ static int parse_tool_args(int argc, char **argv, struct tool_args *a)
 
         optind = 1;
         while ((c = getopt_long(argc, argv, "+t:p:m:h", opts, NULL)) >= 0) {
-                int r = 0;
-                switch (c) {
-                case 't':
-                        a->thread = optarg;
-                        break;
-                case 'p':
-                        a->provider = optarg;
-                        break;
-                case 'm':
-                        a->perm_flags = true;
-                        if (b4_permission_mode_from_string(optarg, &a->mode) < 0) {
-                                cli_error("unknown permission mode '%s'", optarg);
-                                r = -EINVAL;
-                        }
-                        break;
-                case 'a':
-                        a->perm_flags = true;
-                        r = add_rule(a, "allow", optarg);
-                        break;
-                case 'd':
-                        a->perm_flags = true;
-                        r = add_rule(a, "deny", optarg);
-                        break;
-                case 'r':
-                        if (safe_atou64(optarg, &a->read_cap) < 0 || a->read_cap == 0) {
-                                cli_error("--read-cap needs a positive number of bytes");
-                                r = -EINVAL;
-                        }
-                        break;
-                case 'h':
-                        tool_usage();
-                        return 1;
-                default:
-                        r = -EINVAL;
-                        break;
-                }
-                if (r < 0)
+                int r = take_option(c, optarg, a);
+                if (r != 0)
                         return r;
         }
         if (!a->thread || !*a->thread) {
@@ -232,6 +238,27 @@ static int permissions_for(const struct tool_args *a,
         return b4_permissions_from_config(&cfg->permissions, ret, err);
 }
 
+/* Through a server: the server's permissions apply; the flags that shape them locally are
+ * refused rather than ignored. */
+static int remote_tool(const char *url, const struct tool_args *a)
+{
+        char *json = NULL;
+        int r;
+
+        if (a->perm_flags || a->provider || a->read_cap) {
+                cli_error("tool: --mode, --allow, --deny, --provider and --read-cap apply only "
+                          "locally; the server uses its own configuration");
+                return CLI_EXIT_USAGE;
+        }
+        r = cli_remote_tool(url, a->thread, a->name, a->json, &json);
+        if (r != 0)
+                return r;
+        puts(json);
+        r = b4_tools_result_is_ok(json) ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+        free(json);
+        return r;
+}
+
 int cmd_tool(int argc, char **argv, const struct cli_ctx *ctx)
 {
         struct tool_args a = { .mode = B4_PERMISSION_NON_INTERACTIVE };
@@ -247,6 +274,12 @@ int cmd_tool(int argc, char **argv, const struct cli_ctx *ctx)
                 for (size_t i = 0; i < a.n_rules; i++)
                         free((char *)a.rules[i]);
                 return r > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+        }
+        if (cli_server_url(a.server)) {
+                r = remote_tool(cli_server_url(a.server), &a);
+                for (size_t i = 0; i < a.n_rules; i++)
+                        free((char *)a.rules[i]);
+                return r;
         }
         r = open_sandbox(ctx, &a, &l, &sb, &err);
         if (r >= 0)

@@ -98,8 +98,22 @@ check "b4box threads show of a missing thread fails with the server's message" \
 out=$("$B4BOX" threads --server "unix:$SOCK" rm cli-made)
 check "b4box threads rm" [ "$(json_get "$out" deleted)" = true ]
 
+out=$("$B4BOX" exec --server "unix:$SOCK" --thread a -- echo through the server)
+check "b4box exec --server runs the command there" [ "$out" = "through the server" ]
+"$B4BOX" exec --server "unix:$SOCK" --thread a -- exit 7; rc=$?
+check "b4box exec --server exits with the command's code" [ "$rc" = 7 ]
+"$B4BOX" exec --server "unix:$SOCK" --timeout 5 --thread a -- true 2>/dev/null; rc=$?
+check "b4box exec --server refuses --timeout (the server's own applies)" [ "$rc" = 2 ]
+out=$(B4BOX_URL="unix:$SOCK" "$B4BOX" tool --thread a writeFile '{"path": "cli.txt", "content": "c"}')
+check "b4box tool through B4BOX_URL" [ "$(json_get "$out" ok)" = true ]
+out=$("$B4BOX" tool --server "unix:$SOCK" --thread a readFile '{"path": "cli.txt"}')
+check "b4box tool --server reads it back" [ "$(json_get "$out" result)" = c ]
+"$B4BOX" tool --server "unix:$SOCK" --thread nope readFile '{"path": "x"}' 2>"$WORK/err"; rc=$?
+check "b4box tool --server on a missing thread fails with the server's refusal" \
+        [ "$rc" = 1 ] && grep -q thread_not_found "$WORK/err"
+
 req GET /metrics
-check "metrics count tool calls" grep -q 'b4box_tool_calls_total{tool="writeFile",ok="true"} 2' <<<"$BODY"
+check "metrics count tool calls" grep -q 'b4box_tool_calls_total{tool="writeFile",ok="true"} 3' <<<"$BODY"
 check "metrics count refusals" grep -q 'b4box_refusals_total{code="thread_not_found"}' <<<"$BODY"
 stop_server
 
