@@ -205,32 +205,40 @@ req POST /threads "$(ws t4 "{\"sourceDigest\": \"$DIGEST\"}")" "${BO[@]}"
 check "own: now bob is an uploader too, 201" [ "$STATUS" = 201 ]
 
 # At most 4 creates naming a workspace at once: hold the store's write lock from outside so
-# four creates wait inside their slot, then a fifth is told to retry.
-python3 - "$WORK/s1/b4box.db" 3 <<'EOF' &
-import sqlite3, sys, time
+# creates that got a slot wait inside it, start five at once, and expect exactly one to be told
+# to retry (whichever arrived last), then release the lock before the store's busy timeout.
+python3 - "$WORK/s1/b4box.db" "$WORK/release" <<'EOF' &
+import os, sqlite3, sys, time
 c = sqlite3.connect(sys.argv[1], isolation_level=None)
 c.execute("BEGIN IMMEDIATE")
 open(sys.argv[1] + ".held", "w").close()
-time.sleep(float(sys.argv[2]))
+for _ in range(400):
+    if os.path.exists(sys.argv[2]):
+        break
+    time.sleep(0.01)
 c.execute("ROLLBACK")
 EOF
 LOCKER=$!
-for _ in $(seq 50); do [ -e "$WORK/s1/b4box.db.held" ] && break; sleep 0.05; done
+for _ in $(seq 400); do [ -e "$WORK/s1/b4box.db.held" ] && break; sleep 0.01; done
 HELD=()
-for i in 1 2 3 4; do
-        curl -s --unix-socket "$SOCK" -X POST -o /dev/null -w '%{http_code}\n' "${AL[@]}" \
+for i in 1 2 3 4 5; do
+        curl -s -i --unix-socket "$SOCK" -X POST "${AL[@]}" \
                 --data-binary "$(ws "h$i" "{\"sourceDigest\": \"$DIGEST\"}")" http://b4/threads \
-                > "$WORK/held-$i.status" &
+                > "$WORK/held-$i.out" &
         HELD+=($!)
 done
-sleep 1
-out=$(curl -s -i --unix-socket "$SOCK" -X POST "${AL[@]}" \
-        --data-binary "$(ws h5 "{\"sourceDigest\": \"$DIGEST\"}")" http://b4/threads)
-check "a fifth create in flight: 429 workspace_create_in_flight" glob "$out" "*429*workspace_create_in_flight*"
-check "with retry-after: 1" glob "$out" "*[Rr]etry-[Aa]fter: 1*"
+for _ in $(seq 300); do
+        grep -l "workspace_create_in_flight" "$WORK"/held-*.out >/dev/null 2>&1 && break
+        sleep 0.01
+done
+touch "$WORK/release"
 wait "$LOCKER" "${HELD[@]}"
-check "the four held creates complete" [ "$(cat "$WORK"/held-*.status | sort -u)" = 201 ]
-req POST /threads "$(ws h5 "{\"sourceDigest\": \"$DIGEST\"}")" "${AL[@]}"
+REFUSED=$(grep -l "workspace_create_in_flight" "$WORK"/held-*.out)
+check "five creates at once: exactly one 429 workspace_create_in_flight" [ "$(echo $REFUSED | wc -w)" = 1 ]
+check "with retry-after: 1" grep -qi "^retry-after: 1" $REFUSED
+check "the four others complete" [ "$(grep -l "^HTTP/1.1 201" "$WORK"/held-*.out | wc -l)" = 4 ]
+h=$(basename "$REFUSED" .out)
+req POST /threads "$(ws "h${h#held-}" "{\"sourceDigest\": \"$DIGEST\"}")" "${AL[@]}"
 check "the slot is free again" [ "$STATUS" = 201 ]
 stop_server
 done_testing

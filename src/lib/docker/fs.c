@@ -21,10 +21,13 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/macro.h"
@@ -530,16 +533,66 @@ static int split_parent(const char *path, char **ret_dir, const char **ret_leaf)
         return *ret_dir ? 0 : -ENOMEM;
 }
 
+static int fs_exec(struct docker_fs_target *t,
+                   const char *script,
+                   char **args,
+                   struct b4_exec_result *ret,
+                   struct b4_error *err);
+
+/* Rename @tmp over @path inside the container: the replace is atomic (a reader sees the old or
+ * the new file, never a half-written one) and a symlink leaf is replaced, not followed. */
+static int rename_into_place(struct docker_fs_target *t,
+                             const char *tmp,
+                             const char *path,
+                             struct b4_error *err)
+{
+        struct b4_exec_result x = { 0 };
+        int r;
+
+        r = fs_exec(t, "mv -f -T -- \"$1\" \"$2\" || { rm -f -- \"$1\"; exit 1; }",
+                    (char *[]){ (char *)tmp, (char *)path, NULL }, &x, err);
+        if (r >= 0 && x.exit_code != 0)
+                r = b4_error_set(err, -EIO, "writeFile %s: %.*s", path, (int)x.errout_len,
+                                 x.errout ? x.errout : "");
+        b4_exec_result_clear(&x);
+        return r;
+}
+
+/* Write @data as @leaf under @dir, creating missing parents in the same archive. */
+static int put_file(struct docker_fs_target *t,
+                    const char *dir,
+                    const char *leaf,
+                    const void *data,
+                    size_t len,
+                    unsigned mode,
+                    struct b4_error *err)
+{
+        cleanup_free char *base = NULL;
+        cleanup_strv char **missing = NULL;
+        int r;
+
+        r = put_tree(t, dir, NULL, leaf, data, len, mode, err);
+        if (r != -ENOENT)
+                return r;
+        r = existing_base(t, dir, &base, &missing, err);
+        return r < 0 ? r : put_tree(t, base, missing, leaf, data, len, mode, err);
+}
+
+/*
+ * The archive endpoint replaces a file by removing and recreating it, so the content goes to
+ * a temporary name in the same directory first and is renamed over the target (the same
+ * temp + rename as native), keeping an existing file's mode.
+ */
 int dfs_write_file(struct docker_fs_target *t,
                    const char *path,
                    const void *data,
                    size_t len,
                    struct b4_error *err)
 {
-        cleanup_free char *dir = NULL;
-        cleanup_free char *base = NULL;
-        cleanup_strv char **missing = NULL;
+        cleanup_free char *dir = NULL, *tmp_path = NULL;
         struct docker_path_stat ps = { 0 };
+        char tmp_leaf[32];
+        uint32_t rnd = 0;
         const char *leaf;
         unsigned mode = 0644;
         int r;
@@ -557,12 +610,14 @@ int dfs_write_file(struct docker_fs_target *t,
                 if (r == -EISDIR)
                         return op_error(err, r, "writeFile", path);
         }
-        r = put_tree(t, dir, NULL, leaf, data, len, mode, err);
-        if (r != -ENOENT)
-                return r < 0 ? op_error(err, r, "writeFile", path) : 0;
-        r = existing_base(t, dir, &base, &missing, err);
+        if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+                rnd = (uint32_t)getpid(); /* only has to differ from concurrent writers */
+        (void)snprintf(tmp_leaf, sizeof(tmp_leaf), ".b4box-write-%08x", rnd);
+        if (b4_asprintf(&tmp_path, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, tmp_leaf) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = put_file(t, dir, tmp_leaf, data, len, mode, err);
         if (r >= 0)
-                r = put_tree(t, base, missing, leaf, data, len, mode, err);
+                r = rename_into_place(t, tmp_path, path, err);
         return r < 0 ? op_error(err, r, "writeFile", path) : 0;
 }
 
