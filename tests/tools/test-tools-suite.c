@@ -1027,6 +1027,7 @@ static struct env *env_open(const char *type)
         b4_provider_config_clear(&cfg);
         if (r >= 0) {
                 b4_policy_init(&pol);
+                pol.network = B4_NETWORK_DENY; /* never veth/NAT in the host's namespace */
                 req = (struct b4_acquire_req){ .thread_id = e->thread, .policy = &pol };
                 r = b4_provider_acquire(e->prov, &req, &e->sb, &err);
                 b4_policy_clear(&pol);

@@ -52,7 +52,7 @@ static struct b4_provider *fake(void)
 
 static struct b4_sandbox *acquire(struct b4_provider *p, const char *thread)
 {
-        struct b4_policy pol = { 0 };
+        struct b4_policy pol = { .network = B4_NETWORK_DENY }; /* no host veth/NAT */
         struct b4_acquire_req req = { .thread_id = thread, .policy = &pol };
         struct b4_sandbox *sb = NULL;
         struct b4_error err = { 0 };

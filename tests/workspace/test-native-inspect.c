@@ -63,6 +63,7 @@ static struct b4_sandbox *acquire(const char *thread)
                 skip();
         }
         b4_policy_init(&pol);
+        pol.network = B4_NETWORK_DENY; /* never veth/NAT in the host's namespace */
         if (b4_provider_acquire(P, &req, &sb, &err) < 0)
                 fail_msg("acquire %s: %s", thread, err.msg);
         b4_policy_clear(&pol);
