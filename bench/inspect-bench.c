@@ -95,6 +95,7 @@ static void run_provider(const char *type, const char *state)
         const char *threads[] = { "bench-1214", "bench-10000" };
 
         b4_policy_init(&pol);
+        pol.network = B4_NETWORK_DENY;
         if (b4_provider_new(&cfg, &p, &err) < 0) {
                 printf("# %s: skipped (%s)\n", type, err.msg);
                 return;

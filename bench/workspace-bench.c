@@ -109,7 +109,7 @@ static void env_up(struct env *e,
 
         if (asprintf(&json,
                      "{\"sandbox\": {\"provider\": {\"type\": \"%s\", \"scope\": "
-                     "\"wsbench\"}%s%s%s}}",
+                     "\"wsbench\"}, \"network\": {\"mode\": \"deny\"}%s%s%s}}",
                      provider, ws, include ? include : "", include ? "}}" : "") < 0)
                 die("config", "oom");
         if (b4_config_parse(json, strlen(json), dir, &e->cfg, &errors, &err) < 0)
