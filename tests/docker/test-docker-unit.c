@@ -12,6 +12,7 @@
 #include "b4box/b4.h"
 
 #include "b4-test.h"
+#include "core/launch.h"
 #include "docker/docker.h"
 #include "json/json.h"
 
@@ -22,14 +23,14 @@ static void test_identity(void **state)
         char *json = NULL;
 
         b4_policy_init(&p);
-        assert_int_equal(docker_launch_config_json(&p, &json), 0);
+        assert_int_equal(launch_config_json(&p, &json), 0);
         assert_string_equal(json, "{\"networkMode\":\"bridge\",\"env\":[[\"HOME\",\"/workspace\"]],"
                                   "\"memoryMb\":null,\"cpus\":null,\"dropAllCapabilities\":true,"
                                   "\"noNewPrivileges\":true,\"readOnlyRootFilesystem\":true,"
                                   "\"pidsLimit\":512,\"user\":{\"uid\":1000,\"gid\":1000},"
                                   "\"init\":true}");
         free(json);
-        assert_int_equal(docker_launch_identity("img", &p, id), 0);
+        assert_int_equal(launch_identity("img", &p, id), 0);
         assert_string_equal(id, "07f981092504164c29bb45d945fa3fa0ea8eb332680c2e70df22f84fd9a4ae7b");
         p.network = B4_NETWORK_DENY;
         p.resources.memory_mb = 256;
@@ -38,7 +39,7 @@ static void test_identity(void **state)
         assert_int_equal(b4_policy_set_env(&p, "Z", "x"), 0);
         assert_int_equal(b4_policy_set_env(&p, "HOME", "/elsewhere"), 0);
         assert_int_equal(b4_policy_set_env(&p, "A", "1"), 0);
-        assert_int_equal(docker_launch_identity("img", &p, id), 0);
+        assert_int_equal(launch_identity("img", &p, id), 0);
         assert_string_equal(id, "082814b1623d779cd758331e781e2808ec37b06faae9edcfec3c4d88c62ed118");
         b4_policy_clear(&p);
 }

@@ -17,6 +17,8 @@
 
 #include "b4-test.h"
 #include "base/alloc.h"
+#include "core/capture.h"
+#include "core/launch.h"
 #include "native/native.h"
 
 #define ID "0123456789abcdef0123456789abcdef01234567"

@@ -112,3 +112,12 @@ int strbuf_detach(struct strbuf *sb, char **ret, size_t *ret_len)
         sb->len = sb->cap = 0;
         return 0;
 }
+
+int strbuf_add_shell_quoted(struct strbuf *sb, const char *s)
+{
+        int r = strbuf_addc(sb, '\'');
+
+        for (; r >= 0 && *s; s++)
+                r = *s == '\'' ? strbuf_adds(sb, "'\\''") : strbuf_addc(sb, *s);
+        return r < 0 ? r : strbuf_addc(sb, '\'');
+}

@@ -31,3 +31,5 @@ int strbuf_addf(struct strbuf *sb, const char *fmt, ...) B4_PRINTF(2, 3);
 /* Take the buffer (never NULL on success: an empty buffer yields ""); resets @sb. */
 int strbuf_detach(struct strbuf *sb, char **ret, size_t *ret_len);
 void strbuf_reset(struct strbuf *sb);
+/* Append @s in POSIX single quotes (' becomes '\\''), safe as one shell word. */
+int strbuf_add_shell_quoted(struct strbuf *sb, const char *s);

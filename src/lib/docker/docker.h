@@ -220,10 +220,6 @@ int dfs_touch(struct docker_fs_target *t, const char *path, struct b4_error *err
 
 /* ---- identity.c ------------------------------------------------------------------------- */
 
-/* The §3.3 launch config as compact JSON (field order fixed). */
-int docker_launch_config_json(const struct b4_policy *p, char **ret);
-/* sha256 hex of {"image":…,"launchConfig":…}. */
-int docker_launch_identity(const char *image, const struct b4_policy *p, char ret[65]);
 /* The container-create body of a keeper (reference §3.4 step 5 as Engine API fields). */
 int docker_keeper_body(const char *image,
                        const struct b4_policy *p,

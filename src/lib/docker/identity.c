@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The launch configuration a keeper is created with (reference §3.3): its compact JSON with
- * the fields in the reference's order (timeoutMs excluded), hashed with the image into the
- * keeper identity, and the Engine API container-create body carrying every hardening flag of
- * §3.4 step 5. The JSON is the same as the native provider's (identity.c there).
+ * The Engine API container-create body of a keeper, carrying every hardening flag of §3.4
+ * step 5 (the launch configuration and identity are core/launch.c, shared with native).
  */
 
 #include <errno.h>
@@ -13,117 +11,9 @@
 #include "base/alloc.h"
 #include "base/hash.h"
 #include "base/macro.h"
+#include "core/launch.h"
 #include "docker/docker.h"
 #include "json/json.h"
-
-static int cmp_env(const void *a, const void *b)
-{
-        return strcmp(((const struct b4_env_var *)a)->name, ((const struct b4_env_var *)b)->name);
-}
-
-static struct jv *env_json(const struct b4_policy *p)
-{
-        cleanup_(jv_unrefp) struct jv *arr = jv_array_new();
-        cleanup_free struct b4_env_var *v = b4_calloc(p->n_env + 1, sizeof(*v));
-        size_t n = 0;
-        bool non_root = p->security.run_as_non_root;
-
-        if (!arr || !v)
-                return NULL;
-        for (size_t i = 0; i < p->n_env; i++)
-                if (!non_root || strcmp(p->env[i].name, "HOME") != 0)
-                        v[n++] = p->env[i];
-        if (non_root)
-                v[n++] = (struct b4_env_var){ .name = (char *)"HOME",
-                                              .value = (char *)"/workspace" };
-        qsort_safe(v, n, sizeof(*v), cmp_env);
-        for (size_t i = 0; i < n; i++) {
-                struct jv *pair = jv_array_new();
-                if (!pair || jv_array_append_new(arr, pair) < 0 ||
-                    jv_array_append_new(pair, jv_string_new(v[i].name)) < 0 ||
-                    jv_array_append_new(pair, jv_string_new(v[i].value)) < 0)
-                        return NULL;
-        }
-        return TAKE_PTR(arr);
-}
-
-static struct jv *user_json(const struct b4_policy *p)
-{
-        struct jv *u;
-
-        if (!p->security.run_as_non_root)
-                return jv_null_new();
-        u = jv_object_new();
-        if (!u || jv_object_set_new(u, "uid", jv_integer_new(p->security.uid)) < 0 ||
-            jv_object_set_new(u, "gid", jv_integer_new(p->security.gid)) < 0)
-                return jv_unref(u);
-        return u;
-}
-
-static struct jv *launch_json(const struct b4_policy *p)
-{
-        cleanup_(jv_unrefp) struct jv *o = jv_object_new();
-        const struct b4_security *s = &p->security;
-        int r;
-
-        if (!o)
-                return NULL;
-        r = jv_object_set_new(o, "networkMode",
-                              jv_string_new(p->network == B4_NETWORK_DENY ? "none" : "bridge"));
-        if (r >= 0)
-                r = jv_object_set_new(o, "env", env_json(p));
-        if (r >= 0)
-                r = jv_object_set_new(o, "memoryMb",
-                                      p->resources.memory_mb
-                                              ? jv_integer_new((int64_t)p->resources.memory_mb)
-                                              : jv_null_new());
-        if (r >= 0)
-                r = jv_object_set_new(o, "cpus",
-                                      p->resources.cpus > 0 ? jv_real_new(p->resources.cpus)
-                                                            : jv_null_new());
-        if (r >= 0)
-                r = jv_object_set_new(o, "dropAllCapabilities",
-                                      jv_bool_new(s->drop_all_capabilities));
-        if (r >= 0)
-                r = jv_object_set_new(o, "noNewPrivileges", jv_bool_new(s->no_new_privileges));
-        if (r >= 0)
-                r = jv_object_set_new(o, "readOnlyRootFilesystem", jv_bool_new(s->read_only_root));
-        if (r >= 0)
-                r = jv_object_set_new(o, "pidsLimit", jv_integer_new(s->pids_limit));
-        if (r >= 0)
-                r = jv_object_set_new(o, "user", user_json(p));
-        if (r >= 0)
-                r = jv_object_set_new(o, "init", jv_bool_new(true));
-        return r < 0 ? NULL : TAKE_PTR(o);
-}
-
-int docker_launch_config_json(const struct b4_policy *p, char **ret)
-{
-        cleanup_(jv_unrefp) struct jv *o = launch_json(p);
-
-        if (!o)
-                return -ENOMEM;
-        return jv_dump(o, 0, ret);
-}
-
-int docker_launch_identity(const char *image, const struct b4_policy *p, char ret[65])
-{
-        cleanup_(jv_unrefp) struct jv *o = jv_object_new();
-        cleanup_free char *json = NULL;
-        int r;
-
-        if (!o)
-                return -ENOMEM;
-        r = jv_object_set_new(o, "image", jv_string_new(image));
-        if (r >= 0)
-                r = jv_object_set_new(o, "launchConfig", launch_json(p));
-        if (r >= 0)
-                r = jv_dump(o, 0, &json);
-        if (r < 0)
-                return r;
-        sha256_hex(json, strlen(json), ret);
-        return 0;
-}
 
 int docker_policy_user(const struct b4_policy *p, char **ret)
 {
@@ -135,7 +25,7 @@ int docker_policy_user(const struct b4_policy *p, char **ret)
 
 static struct jv *env_list(const struct b4_policy *p)
 {
-        cleanup_(jv_unrefp) struct jv *pairs = env_json(p);
+        cleanup_(jv_unrefp) struct jv *pairs = launch_env_json(p);
         cleanup_(jv_unrefp) struct jv *out = jv_array_new();
 
         if (!pairs || !out)

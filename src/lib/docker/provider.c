@@ -23,6 +23,7 @@
 #include "base/macro.h"
 #include "base/strv.h"
 #include "core/gate.h"
+#include "core/launch.h"
 #include "docker/docker.h"
 #include "docker/internal.h"
 #include "json/json.h"
@@ -264,9 +265,9 @@ static int state_new(const struct b4_acquire_req *req,
         s->image = b4_strdup(image);
         r = !s->thread_id || !s->image ? -ENOMEM : b4_policy_copy(&s->policy, req->policy);
         if (r >= 0)
-                r = docker_launch_config_json(&s->policy, &s->launch_json);
+                r = launch_config_json(&s->policy, &s->launch_json);
         if (r >= 0)
-                r = docker_launch_identity(s->image, &s->policy, s->identity);
+                r = launch_identity(s->image, &s->policy, s->identity);
         if (r < 0) {
                 dk_state_unref(s);
                 return b4_error_set(err, r, "out of memory");

@@ -24,84 +24,13 @@
 #include "base/macro.h"
 #include "base/strbuf.h"
 #include "base/time-util.h"
+#include "core/capture.h"
 #include "keeper-proto.h"
 #include "native.h"
 
 #define KILL_GRACE_MS 10000
 
-/* ---- capture ---- */
-
-int capture_init(struct capture *c, size_t cap)
-{
-        *c = (struct capture){ .cap = cap };
-        c->head = b4_malloc(cap - cap / 2 + 1);
-        c->tail = b4_malloc(cap / 2 + 1);
-        if (!c->head || !c->tail) {
-                capture_release(c);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-void capture_release(struct capture *c)
-{
-        free(c->head);
-        free(c->tail);
-        *c = (struct capture){ 0 };
-}
-
-void capture_add(struct capture *c, const char *p, size_t n)
-{
-        size_t head_cap = c->cap - c->cap / 2, tail_cap = c->cap / 2;
-        size_t k = head_cap - c->head_len < n ? head_cap - c->head_len : n;
-
-        memcpy(c->head + c->head_len, p, k);
-        c->head_len += k;
-        p += k;
-        n -= k;
-        for (; n > 0 && tail_cap > 0; p++, n--) {
-                if (c->tail_len == tail_cap)
-                        c->dropped++;
-                else
-                        c->tail_len++;
-                c->tail[c->tail_pos] = *p;
-                c->tail_pos = (c->tail_pos + 1) % tail_cap;
-        }
-        c->dropped += n;
-}
-
-int capture_finish(struct capture *c, char **ret, size_t *ret_len, bool *truncated)
-{
-        size_t tail_cap = c->cap / 2;
-        size_t start = c->tail_len == tail_cap ? c->tail_pos : 0;
-        struct strbuf sb;
-        int r;
-
-        strbuf_init(&sb, STRBUF_UNLIMITED);
-        r = strbuf_add(&sb, c->head, c->head_len);
-        if (r >= 0 && c->dropped > 0) {
-                r = strbuf_addf(&sb, "\n[... %llu bytes truncated ...]\n",
-                                (unsigned long long)c->dropped);
-                *truncated = true;
-        }
-        for (size_t i = 0; r >= 0 && i < c->tail_len; i++)
-                r = strbuf_addc(&sb, c->tail[(start + i) % tail_cap]);
-        if (r >= 0)
-                r = strbuf_detach(&sb, ret, ret_len);
-        strbuf_release(&sb);
-        return r;
-}
-
 /* ---- request ---- */
-
-static int shell_quote(struct strbuf *sb, const char *s)
-{
-        int r = strbuf_addc(sb, '\'');
-
-        for (; r >= 0 && *s; s++)
-                r = *s == '\'' ? strbuf_adds(sb, "'\\''") : strbuf_addc(sb, *s);
-        return r < 0 ? r : strbuf_addc(sb, '\'');
-}
 
 static int build_body(const struct exec_spec *s, struct strbuf *sb, uint32_t *ret_n_env)
 {
@@ -114,7 +43,7 @@ static int build_body(const struct exec_spec *s, struct strbuf *sb, uint32_t *re
         if (r >= 0)
                 r = strbuf_add(sb, "/bin/sh\0-c\0cd ", 14);
         if (r >= 0)
-                r = shell_quote(sb, s->cwd);
+                r = strbuf_add_shell_quoted(sb, s->cwd);
         if (r >= 0)
                 r = strbuf_adds(sb, " && ");
         if (r >= 0)

@@ -235,22 +235,6 @@ int exec_run(int sock,
              struct b4_exec_result *ret,
              struct b4_error *err);
 
-/* Capped capture of one stream: the head and the tail, with the count of dropped bytes. */
-struct capture {
-        size_t cap; /* total bytes kept */
-        char *head; /* first cap - cap/2 bytes */
-        size_t head_len;
-        char *tail; /* ring of cap/2 bytes */
-        size_t tail_len, tail_pos;
-        uint64_t dropped;
-};
-
-int capture_init(struct capture *c, size_t cap);
-void capture_add(struct capture *c, const char *p, size_t n);
-/* Head + marker + tail as one owned NUL-terminated string. Return: 0 or -ENOMEM. */
-int capture_finish(struct capture *c, char **ret, size_t *ret_len, bool *truncated);
-void capture_release(struct capture *c);
-
 /* ---- fs.c ------------------------------------------------------------------------------- */
 
 /* Where a filesystem operation resolves: a root dirfd plus the in-sandbox prefix stripped. */
@@ -281,8 +265,6 @@ int native_preflight_run(const struct cgroup_host *cg,
 
 /* ---- identity.c ------------------------------------------------------------------------- */
 
-/* sha256 hex of {"image", "launchConfig"} (reference §3.3; timeoutMs excluded). */
-int launch_identity(const char *image, const struct b4_policy *p, char ret[65]);
 /* The command environment: policy env, then @extra over it, HOME (non-root), PATH default. */
 int build_env(const struct b4_policy *p,
               const struct b4_env_var *extra,

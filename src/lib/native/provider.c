@@ -21,6 +21,7 @@
 #include "base/alloc.h"
 #include "base/hash.h"
 #include "base/macro.h"
+#include "core/launch.h"
 #include "native.h"
 #include "providers.h"
 
