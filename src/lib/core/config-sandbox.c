@@ -353,5 +353,9 @@ void config_check_sandbox(struct cfg *c, const struct jv *sandbox, const struct 
                 cfg_refuse(c, "b4box.json sandbox.stagedWorkspaces needs a resolver "
                               "(sandbox.thread, or a resolver command sandbox.workspace): a "
                               "static workspace would ignore what was staged.");
+        if (s->staged.enabled && s->thread_kind == B4_THREAD_TARGETS)
+                cfg_refuse(c, "b4box.json sandbox.stagedWorkspaces needs a resolver command "
+                              "(sandbox.thread.command or sandbox.workspace.command): declarative "
+                              "sandbox.thread targets would ignore what was staged.");
         check_protocol_policy(c, cfg);
 }
