@@ -348,10 +348,15 @@ static void test_config_alloc_failures(void **state)
                 " [{\"path\": \"c\", \"text\": \"x\"}]}, \"environmentLinks\": [{\"path\": \"l\","
                 " \"target\": \"/t\"}]}, \"policy\": {\"env\": {\"B\": \"2\"}}, \"permissions\":"
                 " {\"allow\": {\"bash\": [\"ls\"]}}}}, \"default\": {\"workspace\": {\"source\":"
-                " {\"directory\": \".\", \"include\": []}}}}}, \"stagedWorkspaces\": true},"
+                " {\"directory\": \".\", \"include\": []}}}}}},"
                 " \"permissions\": {\"allow\": {\"bash\": [\"git \"]}},"
                 " \"threadAccess\": {\"principals\": [{\"name\": \"a\", \"tokenFile\": \"t\","
                 " \"operations\": [\"thread.run\"]}]}}",
+                0);
+        torture("{\"sandbox\": {\"provider\": {\"type\": \"fake\", \"scope\": \"s\"},"
+                " \"thread\": {\"command\": [\"bin/r\"], \"timeoutMs\": 5000},"
+                " \"stagedWorkspaces\": {\"maxUploadBytes\": 1000, \"retentionMs\": 60000}},"
+                " \"threadAccess\": {\"principals\": []}}",
                 0);
         torture("{\"sandbox\": {\"provider\": {\"type\": \"x\"}, \"a\": 1, \"b\": 2,"
                 " \"workspace\": {\"command\": [\"bin/x\"]}}, \"c\": 3}",
