@@ -31,9 +31,6 @@
 #include "client.h"
 #include "json/json.h"
 
-DEFINE_CLEANUP_FUNC(struct b4_config, b4_config_free)
-DEFINE_CLEANUP_FUNC(struct b4_provider, b4_provider_free)
-
 struct exec_args {
         const char *thread;
         const char *server; /* --server URL; else $B4BOX_URL; else local */
@@ -54,7 +51,7 @@ static int parse_exec(int argc, char **argv, struct exec_args *a)
 {
         int i;
 
-        for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i += 2) { /* option + value */
                 const char *v = i + 1 < argc ? argv[i + 1] : NULL;
                 if (strcmp(argv[i], "--thread") == 0 && v)
                         a->thread = v;
@@ -71,7 +68,6 @@ static int parse_exec(int argc, char **argv, struct exec_args *a)
                                   argv[i]);
                         return -1;
                 }
-                i++;
         }
         if (!a->thread || !*a->thread || i + 1 >= argc) {
                 cli_error("exec: needs --thread ID and a command after '--'");

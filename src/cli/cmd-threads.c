@@ -168,7 +168,8 @@ int cmd_threads(int argc, char **argv, const struct cli_ctx *ctx)
         int i, r;
 
         i = parse(argc, argv, &a);
-        cleanup_strv char **links = a.links;
+        cleanup_strv char **links = a.links; /* frees the --link list on every return */
+        (void)links;
         if (i < 0 || i >= argc || argc - i > 2 || ((a.links || a.baseline) && !a.source))
                 return usage();
         struct cli_client c = { .url = cli_server_url(a.server),

@@ -75,10 +75,17 @@ static int split_host_port(const char *spec, char **ret_host, char **ret_port)
 
 static bool addr_is_loopback(const struct sockaddr *sa)
 {
-        if (sa->sa_family == AF_INET)
-                return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-        if (sa->sa_family == AF_INET6)
-                return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+        struct sockaddr_in in;
+        struct sockaddr_in6 in6;
+
+        if (sa->sa_family == AF_INET) {
+                memcpy(&in, sa, sizeof(in));
+                return (ntohl(in.sin_addr.s_addr) >> 24) == 127;
+        }
+        if (sa->sa_family == AF_INET6) {
+                memcpy(&in6, sa, sizeof(in6));
+                return IN6_IS_ADDR_LOOPBACK(&in6.sin6_addr);
+        }
         return false;
 }
 

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/macro.h"
+
 enum kind {
         K_FILE,
         K_DIR,
@@ -27,7 +29,7 @@ struct memsb {
         size_t n;
 };
 
-#define MEM(fs) ((struct memsb *)((char *)(fs)-offsetof(struct memsb, sb.fs)))
+#define MEM(fs) container_of(fs, struct memsb, sb.fs)
 
 static struct node *lookup(struct memsb *m, const char *path)
 {

@@ -16,6 +16,7 @@
 #include "b4box/store.h"
 
 #include "b4-test.h"
+#include "base/macro.h"
 #include "fake/fake.h"
 
 /* ---- a stub provider whose reader's close can fail ---- */
@@ -29,7 +30,7 @@ struct stub {
 
 static struct stub *stub_of_reader(struct b4_reader *r)
 {
-        return (struct stub *)((char *)r - offsetof(struct stub, r));
+        return container_of(r, struct stub, r);
 }
 
 static int stub_close(struct b4_reader *r, struct b4_error *err)

@@ -5,6 +5,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -88,3 +89,6 @@ static inline void qsort_safe(void *base,
         if (n > 1)
                 qsort(base, n, size, cmp); /* checksrc: allow */
 }
+
+/* The struct of type @type whose member @member is at @ptr (through void *: no cast-align). */
+#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))

@@ -130,10 +130,10 @@ static int check_read_only(struct suite_ctx *c, struct b4_reader *rd)
 {
         const struct b4_fs_ops *ops = rd->fs.ops;
         struct b4_fs *fs = b4_reader_fs(rd);
-        cleanup_free char *path = NULL;
         struct b4_error err = { 0 };
 
-        if (ops->write_file || ops->mkdir_p || ops->remove || ops->touch)
+        if (ops->write_file || ops->mkdir_p || ops->remove || ops->touch || ops->symlink ||
+            ops->chmod)
                 return suite_fail(c, "reader filesystem has a write member");
         if (b4_fs_write_file(fs, "/workspace/x", "1", 1, &err) != -EOPNOTSUPP ||
             b4_fs_mkdir_p(fs, "/workspace/d", &err) != -EOPNOTSUPP ||

@@ -23,6 +23,11 @@
 static void vrecord(struct suite_ctx *c,
                     enum b4_conformance_result res,
                     const char *fmt,
+                    va_list ap) B4_PRINTF(3, 0);
+
+static void vrecord(struct suite_ctx *c,
+                    enum b4_conformance_result res,
+                    const char *fmt,
                     va_list ap)
 {
         if (c->result != B4_CONFORMANCE_PASS)

@@ -316,7 +316,8 @@ int b4_reader_init(struct b4_reader *r,
                    const struct b4_fs_ops *fs_ops,
                    const char *thread_id)
 {
-        if (NEVER(fs_ops->write_file || fs_ops->mkdir_p || fs_ops->remove || fs_ops->touch))
+        if (NEVER(fs_ops->write_file || fs_ops->mkdir_p || fs_ops->remove || fs_ops->touch ||
+                  fs_ops->symlink || fs_ops->chmod))
                 return -EINVAL;
         r->ops = ops;
         r->thread_id = b4_strdup(thread_id);

@@ -29,8 +29,6 @@
 #include "json/json.h"
 #include "providers.h"
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
-
 static const struct b4_provider_ops docker_provider_ops;
 
 /* ---- core and lifecycle states ---- */

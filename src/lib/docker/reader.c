@@ -21,8 +21,6 @@
 #include "docker/docker.h"
 #include "json/json.h"
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
-
 struct dk_reader {
         struct b4_reader base;
         struct docker_client *d; /* owned */

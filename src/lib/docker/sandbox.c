@@ -22,8 +22,7 @@
 #include "docker/docker.h"
 #include "docker/internal.h"
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
-#define EXEC_MARKER_WORD                "__B4_EXEC_STARTED__"
+#define EXEC_MARKER_WORD "__B4_EXEC_STARTED__"
 
 struct dk_sandbox {
         struct b4_sandbox base;

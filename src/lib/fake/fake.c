@@ -30,8 +30,6 @@
 #include "fake-internal.h"
 #include "providers.h"
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
-
 struct fake_core {
         pthread_mutex_t lock;
         struct gate *gate;

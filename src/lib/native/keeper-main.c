@@ -257,7 +257,7 @@ static int read_body(int conn, struct req *r)
                 r->mem = NULL;
                 return -ENOMEM;
         }
-        r->argv = (char **)r->mem;
+        r->argv = (char **)(void *)r->mem; /* mmap memory: page aligned */
         r->envp = r->argv + r->h.n_argv + 1;
         p = r->mem + ptrs;
         end = p + r->h.data_len;
@@ -265,7 +265,7 @@ static int read_body(int conn, struct req *r)
         if (e < 0)
                 return e;
         r->prog = (struct sock_fprog){ .len = (unsigned short)r->h.bpf_len,
-                                       .filter = (struct sock_filter *)p };
+                                       .filter = (struct sock_filter *)(void *)p }; /* 8-aligned */
         p += bpf_bytes;
         r->cwd = p;
         p = memchr(p, '\0', (size_t)(end - p));
