@@ -32,6 +32,7 @@ run: build
 check: deps format-check lint $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)
 	meson test -C $(ASAN_BUILD) --suite full --print-errorlogs --num-processes 2 || true
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=10
 	tools/test-summary $(ASAN_BUILD)/meson-logs/testlog.json
 
 test: build
@@ -41,10 +42,13 @@ bench: build
 	bench/run $(BUILD)
 	bench/http.sh $(BUILD)
 
+# clang build with libFuzzer (also proves the tree builds warning-free with clang), then each
+# fuzzer for FUZZ_SECONDS.
+FUZZ_SECONDS ?= 30
 fuzz: deps
-	CC=clang meson setup build-fuzz -Dfuzz=true -Db_lundef=false --buildtype=debug 2>/dev/null || true
+	@[ -f build-fuzz/build.ninja ] || CC=clang meson setup build-fuzz -Dfuzz=true -Db_lundef=false --buildtype=debug >/dev/null
 	ninja -C build-fuzz
-	tools/fuzz-smoke build-fuzz 30
+	tools/fuzz-smoke build-fuzz $(FUZZ_SECONDS)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
