@@ -28,6 +28,8 @@ struct b4_provider_config {
         char *kube_namespace;
         char *kube_token_file;
         char *kube_ca_file;
+        uint32_t id_start, id_size; /* native as root: host id range for the threads' user
+                                       namespaces (blocks of 65536); 0 = the default */
 };
 
 B4_PUBLIC void b4_provider_config_clear(struct b4_provider_config *c);

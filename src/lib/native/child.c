@@ -117,6 +117,23 @@ static void drop_bounding(const struct child_plan *p)
                 fail(p, (int)p->n_ops, errno);
 }
 
+/* As root: leave the host's user namespace for one of our own, wait for the parent to map it
+ * to the thread's block, and become its root (raw syscalls: glibc's set*id would try to
+ * signal the parent's other threads, which this copy of the process does not have). The
+ * groups inherited from the server go first, while CAP_SETGID still covers them. */
+static void enter_userns(const struct child_plan *p)
+{
+        char c;
+
+        if (unshare(CLONE_NEWUSER) < 0)
+                fail(p, CHILD_STEP_USERNS, errno);
+        if (write(p->sync_fd, "u", 1) != 1 || read(p->sync_fd, &c, 1) != 1 || c != 'm')
+                _exit(1);
+        if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, 0, 0, 0) < 0 ||
+            syscall(SYS_setresuid, 0, 0, 0) < 0)
+                fail(p, CHILD_STEP_USERNS, errno);
+}
+
 _Noreturn void child_main(const struct child_plan *plan)
 {
         struct child_plan p = *plan;
@@ -137,6 +154,8 @@ _Noreturn void child_main(const struct child_plan *plan)
                 if (r < 0 && !(p.ops[i].optional && r == -ENOENT))
                         fail(&p, (int)i, -r);
         }
+        if (p.late_userns)
+                enter_userns(&p);
         null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null_fd < 0)
                 fail(&p, (int)p.n_ops, errno);

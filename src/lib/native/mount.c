@@ -457,6 +457,8 @@ int mount_plan_describe(const struct mount_plan *p, int step, char **ret)
 {
         const struct child_op *op;
 
+        if (step == CHILD_STEP_USERNS)
+                return b4_asprintf(ret, "enter the keeper's user namespace");
         if (step < 0)
                 return b4_asprintf(ret, "unshare the cgroup namespace");
         if ((size_t)step >= p->n_ops)
