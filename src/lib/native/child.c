@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <net/if.h>
 #include <sched.h>
 #include <string.h>
@@ -117,20 +118,44 @@ static void drop_bounding(const struct child_plan *p)
                 fail(p, (int)p->n_ops, errno);
 }
 
-/* As root: leave the host's user namespace for one of our own, wait for the parent to map it
- * to the thread's block, and become its root (raw syscalls: glibc's set*id would try to
- * signal the parent's other threads, which this copy of the process does not have). The
- * groups inherited from the server go first, while CAP_SETGID still covers them. */
+/* Raise the effective set to the permitted one (a change of euid away from 0 empties it). */
+static int caps_effective(void)
+{
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct d[2];
+
+        if (syscall(SYS_capget, &h, d) < 0)
+                return -errno;
+        d[0].effective = d[0].permitted;
+        d[1].effective = d[1].permitted;
+        return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
+}
+
+/*
+ * As root: leave the host's user namespace for one of our own, wait for the parent to map it
+ * to the thread's block, and become its root. The namespace is created with the block's base
+ * as euid, so it is owned by that (otherwise unused) host uid, not by root: the kernel gives
+ * the owner of a user namespace every capability in it, and the server, whose file operations
+ * run as the sandbox user without capabilities (creds.c), must not get them back that way
+ * (e.g. CAP_SYS_PTRACE over the keeper's /proc/1). Raw syscalls: glibc's set*id would try to
+ * signal the parent's other threads, which this copy of the process does not have.
+ */
 static void enter_userns(const struct child_plan *p)
 {
         char c;
+        int r;
 
+        if (syscall(SYS_setgroups, 0, NULL) < 0 ||
+            syscall(SYS_setresuid, -1, p->userns_owner, -1) < 0)
+                fail(p, CHILD_STEP_USERNS, errno);
+        r = caps_effective();
+        if (r < 0)
+                fail(p, CHILD_STEP_USERNS, -r);
         if (unshare(CLONE_NEWUSER) < 0)
                 fail(p, CHILD_STEP_USERNS, errno);
         if (write(p->sync_fd, "u", 1) != 1 || read(p->sync_fd, &c, 1) != 1 || c != 'm')
                 _exit(1);
-        if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, 0, 0, 0) < 0 ||
-            syscall(SYS_setresuid, 0, 0, 0) < 0)
+        if (syscall(SYS_setresgid, 0, 0, 0) < 0 || syscall(SYS_setresuid, 0, 0, 0) < 0)
                 fail(p, CHILD_STEP_USERNS, errno);
 }
 

@@ -61,6 +61,7 @@ struct child_plan {
         bool drop_bounding; /* rootless, non-root inside: empty the bounding set before exec */
         bool late_userns;   /* as root: after the ops, enter a user namespace of our own, let
                                the parent map it (sync_fd both ways), become its root */
+        uint32_t userns_owner; /* the host uid that owns it: the block's base, never 0 */
 };
 
 #define CHILD_STEP_USERNS (-2) /* entering the user namespace */

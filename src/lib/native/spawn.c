@@ -211,7 +211,8 @@ int spawn_keeper(const struct mount_plan *plan,
                                          .listen_fd = listen_fd,
                                          .exe_fd = exe_fd,
                                          .drop_bounding = um && um->inside_uid != 0,
-                                         .late_userns = !um && host_base != 0 };
+                                         .late_userns = !um && host_base != 0,
+                                         .userns_owner = host_base };
                 child_main(&cp);
         }
         err_p[1] = safe_close(err_p[1]);
