@@ -719,6 +719,28 @@ static void test_m1_state_dir_verified(void **state)
         free(dir);
 }
 
+/* L2: destroy removes a tree of any depth (here 1000 levels, four times the old walk's). */
+static void test_l2_destroy_deep_tree(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_sandbox *sb = acquire("t-l2", NULL);
+        struct b4_error err = { 0 };
+        char *ws = host_ws("t-l2"), *out;
+        int code;
+
+        out = out_of(sb,
+                     "cd /workspace && for i in $(seq 1000); do mkdir a && cd a || exit 1; "
+                     "done; touch leaf; echo made",
+                     &code);
+        assert_string_equal(out, "made\n");
+        free(out);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_destroy(C.p, "t-l2", &err), 0);
+        assert_int_equal(access(ws, F_OK), -1);
+        assert_int_equal(errno, ENOENT);
+        free(ws);
+}
+
 static void test_walk_and_read_files(void **state)
 {
         REQUIRE_ROOT();
@@ -1154,6 +1176,7 @@ int main(void)
                 cmocka_unit_test(test_m6_root_inside_is_nobody),
                 cmocka_unit_test(test_l4_threads_own_uids),
                 cmocka_unit_test(test_m1_state_dir_verified),
+                cmocka_unit_test(test_l2_destroy_deep_tree),
                 cmocka_unit_test(test_walk_and_read_files),
                 cmocka_unit_test(test_release_and_destroy),
                 cmocka_unit_test(test_adoption),
