@@ -12,7 +12,6 @@
 
 #include "base/hashmap.h"
 
-#define MAX_THREAD_ID_BYTES 256
 #define MAX_PARENT_DEPTH    16
 
 struct box {
