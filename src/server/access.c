@@ -4,7 +4,8 @@
  * from a file or an environment variable at start-up, compared in constant time (both sides
  * hashed, digests compared without early exit). Each principal may perform a set of
  * operations on its own threads or on all. Checked in the headers phase, before any body
- * byte is read: a refused read answers 404 (existence is not leaked), anything else 403.
+ * byte is read. A thread the caller may not see answers exactly as a missing one, on every
+ * route (audit L1); a missing operation answers 403 (404 for reads).
  */
 
 #include <errno.h>

@@ -163,7 +163,8 @@ struct conns *conns_free(struct conns *cs)
 
 void conns_opened(struct conns *cs, struct MHD_Connection *mc, void **socket_context)
 {
-        const union MHD_ConnectionInfo *fd = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *fd =
+                MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
         const union MHD_ConnectionInfo *ad =
                 MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         struct conn *k = b4_calloc(1, sizeof(*k));
@@ -230,4 +231,3 @@ struct conn *conns_of(struct MHD_Connection *mc)
 
         return ci ? ci->socket_context : NULL;
 }
-

@@ -102,8 +102,8 @@ bool guard_browser(struct request *rq)
                             host ? host : "", s->bound_host, s->bound_port);
                 return false;
         }
-        if (origin && (strncasecmp(origin, "http://", 7) != 0 ||
-                       !authority_is_ours(s, origin + 7, true))) {
+        if (origin &&
+            (strncasecmp(origin, "http://", 7) != 0 || !authority_is_ours(s, origin + 7, true))) {
                 reply_error(rq, 403, "origin_not_allowed",
                             "requests from web pages (Origin '%s') are refused without a "
                             "threadAccess block",

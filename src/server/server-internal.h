@@ -74,12 +74,12 @@ struct request {
         const struct principal *principal; /* NULL without a policy */
         const char *principal_name;        /* NULL without a policy */
         struct b4_thread_row thread;       /* loaded for thread-scoped routes */
-        struct conn *track; /* the connection's deadlines; NULL if untracked */
-        struct MHD_Response *response; /* the reply, until the access handler queues it */
+        struct conn *track;                /* the connection's deadlines; NULL if untracked */
+        struct MHD_Response *response;     /* the reply, until the access handler queues it */
         struct strbuf body;
-        bool began;         /* the headers phase ran */
-        bool completed;     /* the body is in: phase 3 ran */
-        bool path_has_nul;  /* the raw request target has %00 */
+        bool began;        /* the headers phase ran */
+        bool completed;    /* the body is in: phase 3 ran */
+        bool path_has_nul; /* the raw request target has %00 */
         bool body_too_large;
         bool holds_upload_slot; /* routes-staged.c */
         bool replied;
@@ -121,6 +121,7 @@ enum conn_phase {
         CONN_BODY,    /* receiving its body: the given timeout */
         CONN_BUSY,    /* a handler runs or the reply is sent: no deadline */
 };
+
 int conns_new(unsigned max_per_addr, uint64_t header_timeout_ms, struct conns **ret);
 struct conns *conns_free(struct conns *cs);
 /* libmicrohttpd's connection notifications. */

@@ -461,8 +461,7 @@ static void on_completed(void *cls,
         struct request *rq = *con_cls;
 
         if (rq) {
-                metrics_request(s->metrics, rq->route ? rq->route->name : "unmatched",
-                                rq->status);
+                metrics_request(s->metrics, rq->route ? rq->route->name : "unmatched", rq->status);
                 log_request(rq, toe);
         }
         request_free(rq);
@@ -488,13 +487,12 @@ static int start_daemon(struct server *s)
         const struct b4_server_config *sc = &s->config->server;
 
         s->mhd = MHD_start_daemon(
-                MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
-                on_request, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
-                MHD_OPTION_THREAD_POOL_SIZE, (unsigned)POLL_THREADS,
-                MHD_OPTION_CONNECTION_LIMIT, (unsigned)sc->max_connections,
+                MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, on_request,
+                s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
+                (unsigned)POLL_THREADS, MHD_OPTION_CONNECTION_LIMIT, (unsigned)sc->max_connections,
                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)((sc->request_timeout_ms + 999) / 1000),
-                MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_CONNECTION,
-                on_connection, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+                MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+                s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
         return s->mhd ? 0 : -EIO;
 }
 
