@@ -134,8 +134,10 @@ static int allow_row(struct b4_preflight *p)
 
         if (net_available(&why) >= 0)
                 return b4_preflight_control(p, "network allow", B4_ENFORCED,
-                                            "per-thread veth + NAT; 169.254.0.0/16, the host's "
-                                            "own addresses and other sandboxes unreachable");
+                                            "per-thread veth + NAT, IPv4 only (IPv6 disabled on "
+                                            "the veth, ip6tables DROP); 169.254.0.0/16, the "
+                                            "host's own addresses and other sandboxes "
+                                            "unreachable");
         return b4_preflight_control(p, "network allow", B4_NOT_ENFORCED,
                                     "%s: allow-mode sandboxes cannot start here", why);
 }
