@@ -198,6 +198,21 @@ static bool plan_has(const struct mount_plan *p, enum child_op_type t, const cha
         return false;
 }
 
+/* The data of the tmpfs mounted on the plan's @dst_suffix, or NULL. */
+static const char *tmpfs_data(const struct mount_plan *p, const char *dst_suffix)
+{
+        size_t n = strlen(dst_suffix);
+
+        for (size_t i = 0; i < p->n_ops; i++) {
+                const struct child_op *op = &p->ops[i];
+                if (op->type == CHILD_OP_MOUNT && op->fstype && strcmp(op->fstype, "tmpfs") == 0 &&
+                    op->dst && strlen(op->dst) >= n &&
+                    strcmp(op->dst + strlen(op->dst) - n, dst_suffix) == 0)
+                        return op->data;
+        }
+        return NULL;
+}
+
 static void test_mount_plan_host(void **state)
 {
         struct mount_spec spec = { .stage = "/st",
@@ -214,6 +229,11 @@ static void test_mount_plan_host(void **state)
         assert_true(plan_has(&p, CHILD_OP_MOUNT, "/st/proc"));
         assert_true(plan_has(&p, CHILD_OP_MOUNT, "/st/tmp"));
         assert_true(plan_has(&p, CHILD_OP_MOUNT, "/st/dev/pts"));
+        /* what `b4box check` says about them (NATIVE_TMPFS_SIZES, audit L5) */
+        assert_string_equal(NATIVE_TMPFS_SIZES, "/tmp 256 MiB, /run 64 MiB, /dev/shm 64 MiB");
+        assert_non_null(strstr(tmpfs_data(&p, "/st/tmp"), "size=256m"));
+        assert_non_null(strstr(tmpfs_data(&p, "/st/run"), "size=64m"));
+        assert_non_null(strstr(tmpfs_data(&p, "/st/dev/shm"), "size=64m"));
         if (access("/etc/shadow", F_OK) == 0)
                 assert_true(plan_has(&p, CHILD_OP_MOUNT, "/st/etc/shadow"));
         assert_false(plan_has(&p, CHILD_OP_MOUNT, "/st/home"));
