@@ -306,6 +306,9 @@ void idmap_forget(struct native_provider *np, const char *id);
 
 /* ---- preflight.c ------------------------------------------------------------------------ */
 
+/* The per-thread tmpfs sizes of mount.c (TMP_OPTS, RUN_OPTS, SHM_OPTS), as preflight says. */
+#define NATIVE_TMPFS_SIZES "/tmp 256 MiB, /run 64 MiB, /dev/shm 64 MiB"
+
 /* Rootless mode can run here: user namespaces are not switched off by sysctl. @ret_why:
  * which knob is 0 (static string). */
 bool native_userns_allowed(const char **ret_why);
