@@ -159,8 +159,11 @@ static int m_read_file(struct b4_fs *fs,
         return 0;
 }
 
-static int m_stat(
-        struct b4_fs *fs, const char *path, unsigned flags, struct b4_stat *ret, struct b4_error *err)
+static int m_stat(struct b4_fs *fs,
+                  const char *path,
+                  unsigned flags,
+                  struct b4_stat *ret,
+                  struct b4_error *err)
 {
         struct node *n = follow(MEM(fs), path);
         int r = confine(MEM(fs), path, flags, err);

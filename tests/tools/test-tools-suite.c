@@ -1146,9 +1146,11 @@ static void test_h5_sparse_tool_output(void **state)
         double t0;
         char *json;
 
-        run_ok(e, "mkdir -p /workspace/tool-outputs && truncate -s 400M /workspace/tool-outputs/h5-sparse");
+        run_ok(e,
+               "mkdir -p /workspace/tool-outputs && truncate -s 400M /workspace/tool-outputs/h5-sparse");
         t0 = now_s();
-        json = call_open(e, "readFile", "{\"path\":\"tool-outputs/h5-sparse\",\"startLine\":1,\"endLine\":1}");
+        json = call_open(e, "readFile",
+                         "{\"path\":\"tool-outputs/h5-sparse\",\"startLine\":1,\"endLine\":1}");
         assert_string_equal(json, ERRNO("EFBIG", "File too large: 419430400 bytes (max 33554432) "
                                                  "at /workspace/tool-outputs/h5-sparse"));
         free(json);
@@ -1163,14 +1165,17 @@ static void test_h5_tool_output_symlink(void **state)
         struct env *e = need(state);
         char *json;
 
-        run_ok(e, "mkdir -p /workspace/tool-outputs && ln -sfn /proc/kallsyms /workspace/tool-outputs/h5-ks && ln -sfn /etc /workspace/tool-outputs/h5-etc");
-        json = call_open(e, "readFile", "{\"path\":\"tool-outputs/h5-ks\",\"startLine\":1,\"endLine\":3}");
+        run_ok(e,
+               "mkdir -p /workspace/tool-outputs && ln -sfn /proc/kallsyms /workspace/tool-outputs/h5-ks && ln -sfn /etc /workspace/tool-outputs/h5-etc");
+        json = call_open(e, "readFile",
+                         "{\"path\":\"tool-outputs/h5-ks\",\"startLine\":1,\"endLine\":3}");
         assert_string_equal(json, ERRNO("ELOOP", "readFile /workspace/tool-outputs/h5-ks: refused: "
                                                  "a symbolic link is in the way"));
         free(json);
         json = call_open(e, "readFile", "{\"path\":\"tool-outputs/h5-etc/hostname\"}");
-        assert_string_equal(json, ERRNO("ELOOP", "readFile /workspace/tool-outputs/h5-etc/hostname: "
-                                                 "refused: a symbolic link is in the way"));
+        assert_string_equal(json,
+                            ERRNO("ELOOP", "readFile /workspace/tool-outputs/h5-etc/hostname: "
+                                           "refused: a symbolic link is in the way"));
         free(json);
         run_ok(e, "rm -f /workspace/tool-outputs/h5-ks /workspace/tool-outputs/h5-etc");
 }
@@ -1188,10 +1193,12 @@ static void test_l10_list_dir_cap(void **state)
                         put(e, rel, "", 0);
                 }
         } else {
-                run_ok(e, "mkdir -p /workspace/l10 && cd /workspace/l10 && seq 10001 | xargs touch");
+                run_ok(e,
+                       "mkdir -p /workspace/l10 && cd /workspace/l10 && seq 10001 | xargs touch");
         }
         json = call_open(e, "listDir", "{\"path\":\"l10\"}");
-        assert_string_equal(json, ERRNO("E2BIG", "listDir /workspace/l10: more than 10000 entries"));
+        assert_string_equal(json,
+                            ERRNO("E2BIG", "listDir /workspace/l10: more than 10000 entries"));
         free(json);
         assert_int_equal(b4_fs_remove(b4_sandbox_fs(e->sb), "/workspace/l10/1", NULL), 0);
         json = call_open(e, "listDir", "{\"path\":\"l10\"}");
@@ -1207,18 +1214,20 @@ static void test_h2_unresolvable_chain(void **state)
         const struct opts o = NI;
         char *json;
 
-        run_ok(e, "cd /workspace && python3 -c '\n"
-                  "import os\n"
-                  "X = \"x\" * 200; T = (X + \"/\") * 20\n"
-                  "os.symlink(T + \"s1\", \"s0\")\n"
-                  "for hop in range(1, 18):\n"
-                  "    for i in range(20):\n"
-                  "        os.mkdir(X); os.chdir(X)\n"
-                  "    os.symlink(T + \"s%d\" % (hop + 1) if hop < 17 else \"/etc\", \"s%d\" % hop)\n"
-                  "'");
+        run_ok(e,
+               "cd /workspace && python3 -c '\n"
+               "import os\n"
+               "X = \"x\" * 200; T = (X + \"/\") * 20\n"
+               "os.symlink(T + \"s1\", \"s0\")\n"
+               "for hop in range(1, 18):\n"
+               "    for i in range(20):\n"
+               "        os.mkdir(X); os.chdir(X)\n"
+               "    os.symlink(T + \"s%d\" % (hop + 1) if hop < 17 else \"/etc\", \"s%d\" % hop)\n"
+               "'");
         json = call(e, &o, "readFile", "{\"path\":\"s0/hostname\"}");
         /* first remove the tree: deeper than the provider's destroy walks (audit L2) */
-        run_ok(e, "cd /workspace && python3 -c 'import shutil; shutil.rmtree(\"x\" * 200)' && rm s0");
+        run_ok(e,
+               "cd /workspace && python3 -c 'import shutil; shutil.rmtree(\"x\" * 200)' && rm s0");
         assert_string_equal(json, ERRNO("ENAMETOOLONG", "readFile /workspace/s0/hostname: cannot "
                                                         "resolve the path: File name too long"));
         free(json);
@@ -1232,7 +1241,8 @@ static void test_h3_swap_race(void **state)
         const struct opts o = NI;
         int outside = 0, dummy = 0, refused = 0;
 
-        run_ok(e, "cd /workspace && mkdir -p real && echo dummy > real/hostname && ln -sfn /etc lnk");
+        run_ok(e,
+               "cd /workspace && mkdir -p real && echo dummy > real/hostname && ln -sfn /etc lnk");
         run_ok(e, "cd /workspace && (setsid python3 -c '\n"
                   "import ctypes, os, time\n"
                   "libc = ctypes.CDLL(None, use_errno=True)\n"

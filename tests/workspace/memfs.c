@@ -70,8 +70,11 @@ static int cmp(const void *a, const void *b)
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int m_stat(
-        struct b4_fs *fs, const char *path, unsigned flags, struct b4_stat *ret, struct b4_error *err)
+static int m_stat(struct b4_fs *fs,
+                  const char *path,
+                  unsigned flags,
+                  struct b4_stat *ret,
+                  struct b4_error *err)
 {
         return m_lstat(fs, path, ret, err);
 }

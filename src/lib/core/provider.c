@@ -81,8 +81,11 @@ int b4_fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct 
         return FS_CALL(fs, lstat, err, path, ret);
 }
 
-int b4_fs_stat_flags(
-        struct b4_fs *fs, const char *path, unsigned flags, struct b4_stat *ret, struct b4_error *err)
+int b4_fs_stat_flags(struct b4_fs *fs,
+                     const char *path,
+                     unsigned flags,
+                     struct b4_stat *ret,
+                     struct b4_error *err)
 {
         return FS_CALL(fs, stat, err, path, flags, ret);
 }

@@ -69,8 +69,11 @@ static int r_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, stru
         return r < 0 ? r : dfs_lstat(&rd->t, path, ret, err);
 }
 
-static int r_stat(
-        struct b4_fs *fs, const char *path, unsigned flags, struct b4_stat *ret, struct b4_error *err)
+static int r_stat(struct b4_fs *fs,
+                  const char *path,
+                  unsigned flags,
+                  struct b4_stat *ret,
+                  struct b4_error *err)
 {
         struct dk_reader *rd = NULL;
         int r = enter(fs, &rd, err);

@@ -209,8 +209,11 @@ static int fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, str
         return run_op(sb_of(fs), lstat_op, &a, NULL, err);
 }
 
-static int fs_stat(
-        struct b4_fs *fs, const char *path, unsigned flags, struct b4_stat *ret, struct b4_error *err)
+static int fs_stat(struct b4_fs *fs,
+                   const char *path,
+                   unsigned flags,
+                   struct b4_stat *ret,
+                   struct b4_error *err)
 {
         struct fs_args a = { .path = path, .flags = flags, .ret_st = ret };
 

@@ -204,8 +204,11 @@ static int fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, str
         return r < 0 ? r : view_unlock(c, fakefs_lstat(ws, path, ret, err));
 }
 
-static int fs_stat(
-        struct b4_fs *fs, const char *path, unsigned flags, struct b4_stat *ret, struct b4_error *err)
+static int fs_stat(struct b4_fs *fs,
+                   const char *path,
+                   unsigned flags,
+                   struct b4_stat *ret,
+                   struct b4_error *err)
 {
         int r = fakefs_confine(path, flags, "stat", err);
 

@@ -660,8 +660,11 @@ static int fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, str
         return op_end(&o, r, err, "lstat", path);
 }
 
-static int fs_stat(
-        struct b4_fs *fs, const char *path, unsigned flags, struct b4_stat *ret, struct b4_error *err)
+static int fs_stat(struct b4_fs *fs,
+                   const char *path,
+                   unsigned flags,
+                   struct b4_stat *ret,
+                   struct b4_error *err)
 {
         struct op o;
         int r = op_begin(&o, fs, path, flags, err);

@@ -175,12 +175,32 @@ static int canonical(
 
         if (r == -ENOMEM || r >= 0)
                 return r;
-        return b4_error_set(err, r, "%s %s: cannot resolve the path: %s", key, path,
-                            strerror(-r));
+        return b4_error_set(err, r, "%s %s: cannot resolve the path: %s", key, path, strerror(-r));
 }
 
-/* The canonical path of @abs, gated when outside the workspace; with the flags that make the
- * backend use exactly it (audit H3: no second, different resolution). */
+/* Where a write to @abs goes: a symlink leaf is replaced, never written through (the fs
+ * contract), so only the parent is canonicalised and the leaf kept. */
+static int canonical_leaf(
+        struct b4_tools *t, const char *key, const char *abs, char **ret, struct b4_error *err)
+{
+        cleanup_free char *parent = NULL, *real = NULL;
+        const char *slash = strrchr(abs, '/');
+        int r;
+
+        if (!slash || slash == abs)
+                return canonical(t, key, abs, ret, err);
+        parent = b4_strndup(abs, (size_t)(slash - abs));
+        if (!parent)
+                return -ENOMEM;
+        r = canonical(t, key, parent, &real, err);
+        if (r < 0)
+                return r;
+        return b4_asprintf(ret, "%s%s", strcmp(real, "/") == 0 ? "" : real, slash);
+}
+
+/* The canonical path of @abs (for writeFile: of the place the write goes), gated when outside
+ * the workspace; with the flags that make the backend use exactly it (audit H3: no second,
+ * different resolution). */
 static int gate_canonical(struct b4_tools *t,
                           const char *key,
                           const char *abs,
@@ -197,7 +217,10 @@ static int gate_canonical(struct b4_tools *t,
                 if (r < 0)
                         return r;
         }
-        r = canonical(t, key, abs, &real, err);
+        if (strcmp(key, "writeFile") == 0)
+                r = canonical_leaf(t, key, abs, &real, err);
+        else
+                r = canonical(t, key, abs, &real, err);
         if (r < 0)
                 return r;
         if (jail_is_inside(t->real_root, real)) {
