@@ -274,6 +274,9 @@ struct fsctx {
         bool chown;        /* fchown what we create */
         void *hold;        /* the owner's lock token, for native_fs_leave() */
         struct creds_saved creds; /* the thread's identity while the operation runs */
+        /* Set by fs.c per operation, after native_fs_enter(): */
+        unsigned confine; /* enum b4_fs_flags of the operation */
+        int ws_fd;        /* owned by fs.c: the workspace dirfd, opened on first need */
 };
 
 extern const struct b4_fs_ops native_fs_ops;      /* sandbox: read + write */
