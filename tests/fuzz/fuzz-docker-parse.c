@@ -5,8 +5,9 @@
  * controls (file names, link targets, sizes, times, command output).
  *
  * The input is one X-Docker-Container-Path-Stat header value (base64 of JSON, cut at the
- * first NUL), also fed to the base64 decoder and the fork-failure detectors. The decoder must
- * agree with the bundle encoder: decode(encode(input)) == input.
+ * first NUL), also fed to the base64 decoder and the fork-failure detectors; when it starts
+ * with '{' it is also encoded first, so the fuzzer reaches the JSON and the time parser. The
+ * decoder must agree with the bundle encoder: decode(encode(input)) == input.
  */
 
 #include <stdint.h>
@@ -20,6 +21,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FUZZ_MAX_INPUT (64 * 1024)
 
+static void parse_stat(const char *header)
+{
+        struct docker_path_stat st = { 0 };
+
+        if (docker_path_stat_parse(header, &st) == 0) {
+                if (!st.name || (st.link_target && !st.link_target[0]))
+                        abort();
+                docker_path_stat_clear(&st);
+        }
+}
+
 static void roundtrip(const uint8_t *data, size_t size)
 {
         char *enc = NULL, *dec = NULL;
@@ -30,13 +42,14 @@ static void roundtrip(const uint8_t *data, size_t size)
         if (docker_base64_decode(enc, enc_len, &dec, &dec_len) < 0 || dec_len != size ||
             memcmp(dec, data, size) != 0 || dec[dec_len] != '\0')
                 abort();
+        if (size && data[0] == '{')
+                parse_stat(enc);
         free(dec);
         free(enc);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        struct docker_path_stat st = { 0 };
         char *text, *dec = NULL;
         size_t dec_len = 0;
 
@@ -47,11 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 return 0;
         memcpy(text, data, size);
         text[size] = '\0';
-        if (docker_path_stat_parse(text, &st) == 0) {
-                if (!st.name || (st.link_target && !st.link_target[0]))
-                        abort();
-                docker_path_stat_clear(&st);
-        }
+        parse_stat(text);
         if (docker_base64_decode(text, size, &dec, &dec_len) == 0) {
                 if (dec_len > size / 4 * 3 + 3)
                         abort();
