@@ -141,11 +141,17 @@ static void *daemon_thread(void *arg)
         return NULL;
 }
 
+static struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+static void remove_socket(void)
+{
+        (void)unlink(sa.sun_path);
+}
+
 static struct docker_client *client(void)
 {
         static struct docker_client *d;
         static int lfd = -1;
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
         char host[sizeof(sa.sun_path) + 8];
         pthread_t th;
 
@@ -159,6 +165,7 @@ static struct docker_client *client(void)
             pthread_create(&th, NULL, daemon_thread, &lfd) != 0)
                 abort();
         (void)pthread_detach(th);
+        (void)atexit(remove_socket);
         (void)snprintf(host, sizeof(host), "unix://%s", sa.sun_path);
         if (docker_client_new(host, &d, NULL) < 0)
                 abort();
@@ -177,11 +184,11 @@ static void read_files(struct docker_fs_target *t, bool many)
         struct b4_blob *blobs = NULL;
         struct b4_error err = { 0 };
         size_t n = many ? 8 : 3;
-        char paths[8][32];
+        char paths[8][48];
         int r;
 
         for (size_t i = 0; i < n; i++) {
-                (void)snprintf(paths[i], sizeof(paths[i]), "/workspace/d/f%zu", i);
+                (void)snprintf(paths[i], sizeof(paths[i]), "/workspace/d/f%u", (unsigned)i % 8);
                 reqs[i] = (struct b4_read_req){ .path = paths[i],
                                                 .max_bytes = i == 1 ? B4_UNBOUNDED : FUZZ_CAP };
         }
