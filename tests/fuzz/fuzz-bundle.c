@@ -82,7 +82,7 @@ static void fuzz_parse(const char *json, size_t len)
 
 static void fuzz_create(char *text)
 {
-        struct b4_bundle_input in[FUZZ_MAX_FILES];
+        struct b4_bundle_input in[FUZZ_MAX_FILES] = { 0 };
         struct b4_error err = { 0 };
         struct b4_bundle *b = NULL, *again;
         size_t n = 0;

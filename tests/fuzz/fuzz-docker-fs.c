@@ -210,24 +210,26 @@ static void run_op(struct docker_fs_target *t, uint8_t op)
         struct b4_walk_entry *w = NULL;
         char *buf = NULL, **names = NULL;
         size_t len = 0, n = 0;
+        unsigned flags = (op >> 3) & (B4_FS_BENEATH | B4_FS_NO_SYMLINKS); /* the jail's modes */
         int r;
 
         switch (op % 8) {
         case 0:
         case 1:
-                r = dfs_read_file(t, "/workspace/a", op % 8 ? B4_UNBOUNDED : FUZZ_CAP, &buf, &len,
-                                  &err);
+                r = dfs_read_file(t, "/workspace/a", flags, op % 8 ? B4_UNBOUNDED : FUZZ_CAP, &buf,
+                                  &len, &err);
                 if (r >= 0 && ((op % 8 == 0 && len > FUZZ_CAP) || buf[len] != '\0'))
                         abort();
                 free(buf);
                 break;
         case 2:
         case 3:
-                r = (op % 8 == 2 ? dfs_lstat : dfs_stat)(t, "/workspace/l", &st, &err);
+                r = op % 8 == 2 ? dfs_lstat(t, "/workspace/l", &st, &err)
+                                : dfs_stat(t, "/workspace/l", flags, &st, &err);
                 b4_stat_clear(&st);
                 break;
         case 4:
-                r = dfs_list_dir(t, "/workspace", &names, &err);
+                r = dfs_list_dir(t, "/workspace", flags, &names, &err);
                 for (size_t i = 0; r >= 0 && names[i]; i++)
                         if (!names[i][0])
                                 abort();

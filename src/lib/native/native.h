@@ -54,13 +54,13 @@ struct child_op {
 struct child_plan {
         const struct child_op *ops;
         size_t n_ops;
-        int sync_fd;        /* read end: one byte arrives once the cgroups hold the child */
-        int err_fd;         /* write end: struct child_failure on failure, EOF on exec */
-        int listen_fd;      /* the keeper's socket, becomes KEEPER_LISTEN_FD */
-        int exe_fd;         /* the keeper binary, exec'd with AT_EMPTY_PATH */
-        bool drop_bounding; /* rootless, non-root inside: empty the bounding set before exec */
-        bool late_userns;   /* as root: after the ops, enter a user namespace of our own, let
-                               the parent map it (sync_fd both ways), become its root */
+        int sync_fd;           /* read end: one byte arrives once the cgroups hold the child */
+        int err_fd;            /* write end: struct child_failure on failure, EOF on exec */
+        int listen_fd;         /* the keeper's socket, becomes KEEPER_LISTEN_FD */
+        int exe_fd;            /* the keeper binary, exec'd with AT_EMPTY_PATH */
+        bool drop_bounding;    /* rootless, non-root inside: empty the bounding set before exec */
+        bool late_userns;      /* as root: after the ops, enter a user namespace of our own, let
+                                  the parent map it (sync_fd both ways), become its root */
         uint32_t userns_owner; /* the host uid that owns it: the block's base, never 0 */
 };
 
