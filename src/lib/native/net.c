@@ -123,35 +123,36 @@ static int run(int netns_fd, const char *const argv[], char **ret_out)
 
 #define RUN(fd, ...) run((fd), (const char *const[]){ __VA_ARGS__, NULL }, NULL)
 
-/* Write "1" to /proc/sys/net/ipv6/conf/@ifname/disable_ipv6 of this network namespace. */
-static int ipv6_off_here(const char *ifname)
+/* Write "1" to @path (a disable_ipv6 sysctl); async-signal-safe. */
+static int write_one(const char *path)
 {
-        char path[96];
-        cleanup_close int fd = -EBADF;
+        int fd = open(path, O_WRONLY | O_CLOEXEC), r;
 
-        (void)snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/disable_ipv6", ifname);
-        fd = open(path, O_WRONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        return write_all(fd, "1", 1);
+        r = write_all(fd, "1", 1);
+        (void)close(fd);
+        return r;
 }
 
 /* Disable IPv6 on @ifname, in @netns_fd's namespace when >= 0 (net sysctls are those of the
  * namespace the opener is in, so a forked child joins it first). */
 static int ipv6_off(int netns_fd, const char *ifname)
 {
+        char path[96];
         int status;
         pid_t pid;
 
         if (!has_ipv6())
                 return 0;
+        (void)snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/disable_ipv6", ifname);
         if (netns_fd < 0)
-                return ipv6_off_here(ifname);
+                return write_one(path);
         pid = fork();
         if (pid < 0)
                 return -errno;
         if (pid == 0)
-                _exit(setns(netns_fd, CLONE_NEWNET) < 0 || ipv6_off_here(ifname) < 0 ? 1 : 0);
+                _exit(setns(netns_fd, CLONE_NEWNET) < 0 || write_one(path) < 0 ? 1 : 0);
         while (waitpid(pid, &status, 0) < 0)
                 if (errno != EINTR)
                         return -errno;
