@@ -309,8 +309,15 @@ void idmap_forget(struct native_provider *np, const char *id);
 
 /* ---- preflight.c ------------------------------------------------------------------------ */
 
-/* The per-thread tmpfs sizes of mount.c (TMP_OPTS, RUN_OPTS, SHM_OPTS), as preflight says. */
-#define NATIVE_TMPFS_SIZES "/tmp 256 MiB, /run 64 MiB, /dev/shm 64 MiB"
+/* The per-thread tmpfs sizes, in MiB: mount.c mounts them, preflight reports them. */
+#define NATIVE_TMP_MIB 256
+#define NATIVE_RUN_MIB 64
+#define NATIVE_SHM_MIB 64
+#define B4_STR_(x)     #x
+#define B4_STR(x)      B4_STR_(x)
+#define NATIVE_TMPFS_SIZES                                                                     \
+ "/tmp " B4_STR(NATIVE_TMP_MIB) " MiB, /run " B4_STR(NATIVE_RUN_MIB) " MiB, /dev/shm " B4_STR( \
+         NATIVE_SHM_MIB) " MiB"
 
 /* Rootless mode can run here: user namespaces are not switched off by sysctl. @ret_why:
  * which knob is 0 (static string). */

@@ -130,7 +130,7 @@ static int cgroup_rows(const struct cgroup_host *cg, struct b4_preflight *p)
 
 /*
  * Limits beyond the cgroup controllers (audit L5); `b4box check` adds what the configuration
- * sets. The tmpfs sizes are mount.c's TMP_OPTS, RUN_OPTS and SHM_OPTS (test-native-unit
+ * sets. The tmpfs sizes are native.h's, which mount.c mounts (test-native-unit
  * checks that they agree).
  */
 static int limit_rows(struct b4_preflight *p)

@@ -120,6 +120,12 @@ static void seccomp_releasep(scmp_filter_ctx *c)
 /* socket()/socketpair() with a family outside families[]: each gap below the last allowed
  * family one by one, then everything above it. The compares are 64-bit: a value with any
  * bit above 31 set (which the kernel would truncate to an int) is denied too. */
+/* SCMP_A0() with one datum leaves datum_b to the compiler's zero; say it (clang warns). */
+static struct scmp_arg_cmp arg0(enum scmp_compare op, scmp_datum_t v)
+{
+        return (struct scmp_arg_cmp){ .arg = 0, .op = op, .datum_a = v, .datum_b = 0 };
+}
+
 static int add_family_rules(scmp_filter_ctx ctx, int nr)
 {
         unsigned int last = families[ELEMENTSOF(families) - 1];
@@ -131,11 +137,11 @@ static int add_family_rules(scmp_filter_ctx ctx, int nr)
                         k++;
                         continue;
                 }
-                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, SCMP_A0(SCMP_CMP_EQ, f));
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, arg0(SCMP_CMP_EQ, f));
                 if (r < 0)
                         return r;
         }
-        return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, SCMP_A0(SCMP_CMP_GT, last));
+        return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, arg0(SCMP_CMP_GT, last));
 }
 
 /*
