@@ -605,6 +605,12 @@ static void test_h1_identity_parity(void **state)
                 free(data);
         }
         free(out);
+        /* /proc/keys lists the sandbox's keys to the tools, not the server's */
+        out = out_of(sb, "cat /proc/keys", &code);
+        assert_int_equal(b4_fs_read_file(fs, "/proc/keys", 1 << 20, &data, &len, &err), 0);
+        assert_string_equal(data, out);
+        free(data);
+        free(out);
         /* L11: the kernel log is CAP_SYSLOG's: refused, so nothing is drained from it */
         assert_true(b4_fs_read_file(fs, "/proc/kmsg", 4096, &data, &len, &err) < 0);
         /* L13: replacing a setuid file drops the bit, as a write by its user would */
