@@ -111,7 +111,7 @@ static void print_text(const struct probe *p)
 
         count(p, n);
         printf("# b4box probe: provider %s, network %s, thread %s\n", p->provider,
-               p->policy->network == B4_NETWORK_DENY ? "deny" : "allow", p->a.id);
+               p->policy->network == B4_NETWORK_DENY ? "deny" : "allow", p->thread);
         for (size_t i = 0; i < p->n_rows; i++)
                 printf("%-4s %-22s %s\n", result_names[p->rows[i].result], p->rows[i].name,
                        p->rows[i].detail ? p->rows[i].detail : "");
@@ -145,7 +145,7 @@ static int print_json(const struct probe *p)
         if (r >= 0)
                 r = jv_object_set_new(doc, "network", jv_string_new(p->policy->network == B4_NETWORK_DENY ? "deny" : "allow"));
         if (r >= 0)
-                r = jv_object_set_new(doc, "thread", jv_string_new(p->a.id));
+                r = jv_object_set_new(doc, "thread", jv_string_new(p->thread));
         if (r >= 0)
                 r = jv_object_set_new(doc, "probes", jv_ref(rows));
         if (r >= 0)
@@ -177,12 +177,11 @@ static void rows_free(struct probe *p)
 static int probe_main(struct probe *p)
 {
         struct b4_error err = { 0 };
-        char id[64];
         unsigned n[3];
         int r;
 
-        thread_id(id, sizeof(id));
-        r = probe_sandbox_open(p, &p->a, id, &err);
+        thread_id(p->thread, sizeof(p->thread));
+        r = probe_sandbox_open(p, &p->a, p->thread, &err);
         if (r >= 0)
                 run_groups(p);
         probe_sandbox_close(p, &p->b);

@@ -42,6 +42,9 @@ void probe_report(struct probe *p, const char *name, enum probe_result res, cons
         if (b4_vasprintf(&detail, fmt, ap) < 0)
                 detail = NULL;
         va_end(ap);
+        for (char *c = detail; c && *c; c++)
+                if ((unsigned char)*c < 0x20)
+                        *c = ' '; /* one line per row */
         rows[p->n_rows] = (struct probe_row){ .name = b4_strdup(name),
                                               .result = res,
                                               .detail = detail };

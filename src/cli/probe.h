@@ -42,6 +42,7 @@ struct probe {
         const char *provider;           /* "native", "docker", "fake" */
         struct b4_cancel *cancel;       /* fired by SIGINT/SIGTERM */
         const char *helper_path;        /* host path of b4box-probe-helper */
+        char thread[96];                /* thread A's id, kept after its destruction */
         struct probe_sandbox a;         /* the probe thread */
         struct probe_sandbox b;         /* a second thread, acquired on first use */
         struct probe_row *rows;
