@@ -116,17 +116,19 @@ static void parity_one(struct probe *p, const char *path)
                 return;
         }
         const char *tool = sv.dir ? "listDir" : "readFile", *sh = sv.dir ? "ls" : "cat";
-        if (ok != sv.ok)
-                probe_report(p, name, PROBE_FAIL, "%s %s but %s %s%s%.*s", tool,
-                             ok ? "succeeds" : "fails", sh, sv.ok ? "succeeds" : "fails",
-                             ok && !sv.dir ? ": readFile returned " : "", ok && !sv.dir ? SHOWN : 0,
-                             text ? text : "");
+        if (ok && !sv.ok)
+                probe_report(p, name, PROBE_FAIL, "%s succeeds but %s fails (a leak)%s%.*s", tool,
+                             sh, sv.dir ? "" : ": readFile returned ", sv.dir ? 0 : SHOWN, text);
+        else if (!ok && sv.ok)
+                probe_report(p, name, PROBE_FAIL,
+                             "%s fails but %s succeeds (stricter than the sandbox, not a leak): %.*s",
+                             tool, sh, SHOWN, text ? text : "");
         else if (ok && !sv.dir && strcmp((line = probe_first_line(text)) ? line : "", sv.first_line) != 0)
                 probe_report(p, name, PROBE_FAIL, "first lines differ: readFile '%.*s', cat '%.*s'",
                              SHOWN, line ? line : "", SHOWN, sv.first_line);
         else
                 probe_report(p, name, PROBE_PASS, "%s and %s both %s", tool, sh,
-                             ok ? "succeed (same first line)" : "fail");
+                             !ok ? "fail" : sv.dir ? "succeed" : "succeed (same first line)");
         free(sv.first_line);
 }
 
