@@ -83,7 +83,7 @@ static void thread_id(char *buf, size_t n)
 static void run_groups(struct probe *p)
 {
         void (*const groups[])(struct probe *) = {
-                probe_fs_parity, probe_syscalls,   probe_network,
+                probe_fs_parity,    probe_syscalls,  probe_network,
                 probe_cross_thread, probe_jail_race, probe_bombs,
         };
 
@@ -91,7 +91,8 @@ static void run_groups(struct probe *p)
         if (!p->a.helper_ready)
                 probe_report(p, "helper", PROBE_FAIL, "%s", p->a.helper_error);
         else
-                probe_report(p, "helper", PROBE_PASS, "./" PROBE_HELPER_NAME " runs in the sandbox");
+                probe_report(p, "helper", PROBE_PASS,
+                             "./" PROBE_HELPER_NAME " runs in the sandbox");
         for (size_t i = 0; i < ELEMENTSOF(groups) && !probe_interrupted(p); i++)
                 groups[i](p);
         if (probe_interrupted(p))
@@ -123,9 +124,10 @@ static struct jv *row_json(const struct probe_row *row)
 {
         struct jv *o = jv_object_new();
 
-        if (o && (jv_object_set_new(o, "name", jv_string_new(row->name)) < 0 ||
-                  jv_object_set_new(o, "result", jv_string_new(result_names[row->result])) < 0 ||
-                  jv_object_set_new(o, "detail", jv_string_new(row->detail ? row->detail : "")) < 0))
+        if (o &&
+            (jv_object_set_new(o, "name", jv_string_new(row->name)) < 0 ||
+             jv_object_set_new(o, "result", jv_string_new(result_names[row->result])) < 0 ||
+             jv_object_set_new(o, "detail", jv_string_new(row->detail ? row->detail : "")) < 0))
                 o = jv_unref(o);
         return o;
 }
@@ -143,7 +145,9 @@ static int print_json(const struct probe *p)
         if (r >= 0)
                 r = jv_object_set_new(doc, "provider", jv_string_new(p->provider));
         if (r >= 0)
-                r = jv_object_set_new(doc, "network", jv_string_new(p->policy->network == B4_NETWORK_DENY ? "deny" : "allow"));
+                r = jv_object_set_new(
+                        doc, "network",
+                        jv_string_new(p->policy->network == B4_NETWORK_DENY ? "deny" : "allow"));
         if (r >= 0)
                 r = jv_object_set_new(doc, "thread", jv_string_new(p->thread));
         if (r >= 0)

@@ -46,7 +46,10 @@ struct shell_view {
         char *first_line; /* owned; files that opened */
 };
 
-static int shell_view(struct probe_sandbox *s, const char *path, struct shell_view *ret, struct b4_error *err)
+static int shell_view(struct probe_sandbox *s,
+                      const char *path,
+                      struct shell_view *ret,
+                      struct b4_error *err)
 {
         struct strbuf sb;
         cleanup_free char *cmd = NULL;
@@ -84,7 +87,12 @@ static int shell_view(struct probe_sandbox *s, const char *path, struct shell_vi
         return file && ret->ok && !ret->first_line ? -ENOMEM : 0;
 }
 
-static int tool_view(struct probe_sandbox *s, const char *path, bool dir, bool *ret_ok, char **ret_text, struct b4_error *err)
+static int tool_view(struct probe_sandbox *s,
+                     const char *path,
+                     bool dir,
+                     bool *ret_ok,
+                     char **ret_text,
+                     struct b4_error *err)
 {
         cleanup_free char *q = NULL, *args = NULL;
         int r;
@@ -120,15 +128,19 @@ static void parity_one(struct probe *p, const char *path)
                 probe_report(p, name, PROBE_FAIL, "%s succeeds but %s fails (a leak)%s%.*s", tool,
                              sh, sv.dir ? "" : ": readFile returned ", sv.dir ? 0 : SHOWN, text);
         else if (!ok && sv.ok)
-                probe_report(p, name, PROBE_FAIL,
-                             "%s fails but %s succeeds (stricter than the sandbox, not a leak): %.*s",
-                             tool, sh, SHOWN, text ? text : "");
-        else if (ok && !sv.dir && strcmp((line = probe_first_line(text)) ? line : "", sv.first_line) != 0)
+                probe_report(
+                        p, name, PROBE_FAIL,
+                        "%s fails but %s succeeds (stricter than the sandbox, not a leak): %.*s",
+                        tool, sh, SHOWN, text ? text : "");
+        else if (ok && !sv.dir &&
+                 strcmp((line = probe_first_line(text)) ? line : "", sv.first_line) != 0)
                 probe_report(p, name, PROBE_FAIL, "first lines differ: readFile '%.*s', cat '%.*s'",
                              SHOWN, line ? line : "", SHOWN, sv.first_line);
         else
                 probe_report(p, name, PROBE_PASS, "%s and %s both %s", tool, sh,
-                             !ok ? "fail" : sv.dir ? "succeed" : "succeed (same first line)");
+                             !ok      ? "fail"
+                             : sv.dir ? "succeed"
+                                      : "succeed (same first line)");
         free(sv.first_line);
 }
 
@@ -139,9 +151,11 @@ static void make_secrets(struct probe *p)
         struct probe_out o = { 0 };
         static const char secret[] = "b4box-probe-secret\n";
 
-        if (probe_sh(&p->a, "printf 'b4box-probe-secret\\n' >" SECRET_SH " && chmod 000 " SECRET_SH, &o, NULL) >= 0)
+        if (probe_sh(&p->a, "printf 'b4box-probe-secret\\n' >" SECRET_SH " && chmod 000 " SECRET_SH,
+                     &o, NULL) >= 0)
                 probe_out_clear(&o);
-        if (b4_fs_write_file(fs, B4_WORKSPACE_ROOT "/" SECRET_FS, secret, sizeof(secret) - 1, NULL) < 0)
+        if (b4_fs_write_file(fs, B4_WORKSPACE_ROOT "/" SECRET_FS, secret, sizeof(secret) - 1,
+                             NULL) < 0)
                 return;
         if (b4_fs_chmod(fs, B4_WORKSPACE_ROOT "/" SECRET_FS, 0, NULL) < 0 &&
             probe_sh(&p->a, "chmod 000 " SECRET_FS, &o, NULL) >= 0)
@@ -164,8 +178,8 @@ static int sees_marker(struct probe_sandbox *s, const char *marker, bool *ret, s
         struct probe_out o = { 0 };
         int r;
 
-        if (b4_asprintf(&cmd, "grep -l '%.*s[%c]%s' /proc/[0-9]*/cmdline 2>/dev/null; echo end",
-                        4, marker, marker[4], marker + 5) < 0)
+        if (b4_asprintf(&cmd, "grep -l '%.*s[%c]%s' /proc/[0-9]*/cmdline 2>/dev/null; echo end", 4,
+                        marker, marker[4], marker + 5) < 0)
                 return -ENOMEM;
         r = probe_sh(s, cmd, &o, err);
         if (r < 0)
@@ -181,14 +195,18 @@ static int sees_marker(struct probe_sandbox *s, const char *marker, bool *ret, s
         return 0;
 }
 
-static int reads_peer_file(struct probe_sandbox *s, const char *marker, bool *ret, struct b4_error *err)
+static int reads_peer_file(struct probe_sandbox *s,
+                           const char *marker,
+                           bool *ret,
+                           struct b4_error *err)
 {
         cleanup_free char *text = NULL;
         bool ok = false;
         int r;
 
-        r = probe_tool(s->tools, "readFile", "{\"path\":\"" B4_WORKSPACE_ROOT "/" PROBE_HELPER_NAME "-peer\"}",
-                       &ok, &text, err);
+        r = probe_tool(s->tools, "readFile",
+                       "{\"path\":\"" B4_WORKSPACE_ROOT "/" PROBE_HELPER_NAME "-peer\"}", &ok,
+                       &text, err);
         if (r < 0)
                 return r;
         *ret = ok && strstr(text, marker);
@@ -212,7 +230,12 @@ static int plant_peer(struct probe_sandbox *b, const char *marker, struct b4_err
         return r;
 }
 
-static int cross_check(struct probe *p, const char *marker, char *detail, size_t n, bool *ret_isolated, struct b4_error *err)
+static int cross_check(struct probe *p,
+                       const char *marker,
+                       char *detail,
+                       size_t n,
+                       bool *ret_isolated,
+                       struct b4_error *err)
 {
         struct probe_sandbox *b = NULL;
         bool b_proc = false, b_file = false, a_proc = true, a_file = true;
@@ -267,18 +290,23 @@ struct race_count {
 static bool swapper_done(struct probe_sandbox *s)
 {
         struct b4_stat st = { 0 };
-        bool done = b4_fs_lstat(b4_sandbox_fs(s->sb), B4_WORKSPACE_ROOT "/" RACE_DIR "/done", &st, NULL) >= 0;
+        bool done = b4_fs_lstat(b4_sandbox_fs(s->sb), B4_WORKSPACE_ROOT "/" RACE_DIR "/done", &st,
+                                NULL) >= 0;
 
         b4_stat_clear(&st);
         return done;
 }
 
-static int race_reads(struct probe *p, struct b4_tools *jailed, struct race_count *c, struct b4_error *err)
+static int race_reads(struct probe *p,
+                      struct b4_tools *jailed,
+                      struct race_count *c,
+                      struct b4_error *err)
 {
         for (unsigned i = 0; i < RACE_MAX && !probe_interrupted(p); i++) {
                 cleanup_free char *text = NULL;
                 bool ok = false;
-                int r = probe_tool(jailed, "readFile", "{\"path\":\"" RACE_DIR "/real/hostname\"}", &ok, &text, err);
+                int r = probe_tool(jailed, "readFile", "{\"path\":\"" RACE_DIR "/real/hostname\"}",
+                                   &ok, &text, err);
                 if (r < 0)
                         return r;
                 c->reads++;
@@ -307,7 +335,10 @@ static int race_setup(struct probe *p, struct b4_error *err)
                 r = b4_error_set(err, -EIO, "setup exited %d: %.120s", o.exit_code, o.err);
         probe_out_clear(&o);
         if (r >= 0)
-                r = probe_helper(&p->a, "swap " RACE_DIR "/real " RACE_DIR "/lnk " RACE_SECONDS " " RACE_DIR "/done", &o, err);
+                r = probe_helper(&p->a,
+                                 "swap " RACE_DIR "/real " RACE_DIR "/lnk " RACE_SECONDS
+                                 " " RACE_DIR "/done",
+                                 &o, err);
         probe_out_clear(&o);
         return r;
 }
@@ -319,7 +350,8 @@ static int race_swaps(struct probe *p, unsigned long *ret)
 
         for (int i = 0; i < 50 && !swapper_done(&p->a); i++)
                 (void)usleep(100 * 1000);
-        if (b4_fs_read_file(b4_sandbox_fs(p->a.sb), B4_WORKSPACE_ROOT "/" RACE_DIR "/done", 64, &text, &len, NULL) < 0)
+        if (b4_fs_read_file(b4_sandbox_fs(p->a.sb), B4_WORKSPACE_ROOT "/" RACE_DIR "/done", 64,
+                            &text, &len, NULL) < 0)
                 return -ENOENT;
         *ret = strtoul(text, NULL, 10);
         return 0;
@@ -328,9 +360,10 @@ static int race_swaps(struct probe *p, unsigned long *ret)
 static void race_verdict(struct probe *p, const struct race_count *c, unsigned long swaps)
 {
         if (c->outside)
-                probe_report(p, "jail-race", PROBE_FAIL,
-                             "%u of %u reads returned a file outside the workspace (%lu swaps): '%s'",
-                             c->outside, c->reads, swaps, c->first_outside);
+                probe_report(
+                        p, "jail-race", PROBE_FAIL,
+                        "%u of %u reads returned a file outside the workspace (%lu swaps): '%s'",
+                        c->outside, c->reads, swaps, c->first_outside);
         else if (swaps == 0 || c->inside == 0)
                 probe_report(p, "jail-race", PROBE_FAIL,
                              "cannot verify: %lu swaps, %u inside reads of %u", swaps, c->inside,
@@ -354,7 +387,9 @@ void probe_jail_race(struct probe *p)
                 return;
         r = b4_permissions_new(B4_PERMISSION_NON_INTERACTIVE, &perms);
         if (r >= 0)
-                r = b4_tools_new(p->a.sb, &(struct b4_tools_options){ .app = perms, .cancel = p->cancel }, &jailed, &err);
+                r = b4_tools_new(p->a.sb,
+                                 &(struct b4_tools_options){ .app = perms, .cancel = p->cancel },
+                                 &jailed, &err);
         if (r >= 0)
                 r = race_setup(p, &err);
         if (r >= 0)

@@ -65,8 +65,8 @@ static int listen_on(const struct sockaddr *sa, socklen_t len)
 static void host_addr_open(struct host_addr *a, const struct sockaddr *sa, int port)
 {
         struct sockaddr_storage ss = { 0 };
-        socklen_t len = sa->sa_family == AF_INET ? sizeof(struct sockaddr_in)
-                                                 : sizeof(struct sockaddr_in6);
+        socklen_t len =
+                sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
 
         memcpy(&ss, sa, len);
         a->family = sa->sa_family;
@@ -84,7 +84,8 @@ static void host_addr_open(struct host_addr *a, const struct sockaddr *sa, int p
 
 static void host_net_loopback(struct host_net *h)
 {
-        struct sockaddr_in in = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        struct sockaddr_in in = { .sin_family = AF_INET,
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
         struct sockaddr_in6 in6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
 
         for (int tries = 0; tries < 20; tries++) {
@@ -127,7 +128,13 @@ static void host_net_close(struct host_net *h)
 
 /* Addresses the helper reached; loopback: only a connection counts (a refusal is the
  * sandbox's own lo answering). Return: 0 with the reached list in @ret (owned), -errno. */
-static int reach(struct probe_sandbox *s, int port, const char *const *targets, bool loopback, char **ret, size_t *ret_n, struct b4_error *err)
+static int reach(struct probe_sandbox *s,
+                 int port,
+                 const char *const *targets,
+                 bool loopback,
+                 char **ret,
+                 size_t *ret_n,
+                 struct b4_error *err)
 {
         struct strbuf args, hit;
         struct probe_out o = { 0 };
@@ -169,7 +176,12 @@ static int reach(struct probe_sandbox *s, int port, const char *const *targets, 
         return r;
 }
 
-static void reach_row(struct probe *p, struct probe_sandbox *s, const char *name, int port, const char *const *targets, bool loopback)
+static void reach_row(struct probe *p,
+                      struct probe_sandbox *s,
+                      const char *name,
+                      int port,
+                      const char *const *targets,
+                      bool loopback)
 {
         cleanup_free char *hit = NULL;
         struct b4_error err = { 0 };
@@ -228,6 +240,7 @@ static char **family_targets(const struct host_net *h, int family)
 static void host_rows(struct probe *p, const struct host_net *h)
 {
         const char *loop[] = { "127.0.0.1", "::1", NULL };
+
         const struct {
                 const char *name;
                 int family;
@@ -258,7 +271,11 @@ static void fixed_rows(struct probe *p)
 }
 
 /* Thread B listens on all its addresses; thread A must reach none of them. */
-static int peer_targets(struct probe *p, struct probe_sandbox **ret_b, char ***ret, int *ret_port, struct b4_error *err)
+static int peer_targets(struct probe *p,
+                        struct probe_sandbox **ret_b,
+                        char ***ret,
+                        int *ret_port,
+                        struct b4_error *err)
 {
         struct probe_out o = { 0 };
         char args[64];
@@ -297,13 +314,15 @@ static void peer_row(struct probe *p)
         int port = 0;
 
         if (is_deny(p)) {
-                probe_report(p, "net:other-sandbox", PROBE_SKIP, "network deny: sandboxes have only lo");
+                probe_report(p, "net:other-sandbox", PROBE_SKIP,
+                             "network deny: sandboxes have only lo");
                 return;
         }
         if (peer_targets(p, &b, &targets, &port, &err) < 0)
                 probe_report(p, "net:other-sandbox", PROBE_FAIL, "cannot verify: %s", err.msg);
         else if (!targets)
-                probe_report(p, "net:other-sandbox", PROBE_FAIL, "cannot verify: thread B has no address");
+                probe_report(p, "net:other-sandbox", PROBE_FAIL,
+                             "cannot verify: thread B has no address");
         else
                 reach_row(p, &p->a, "net:other-sandbox", port, (const char *const *)targets, false);
 }

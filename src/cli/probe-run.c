@@ -45,9 +45,8 @@ void probe_report(struct probe *p, const char *name, enum probe_result res, cons
         for (char *c = detail; c && *c; c++)
                 if ((unsigned char)*c < 0x20)
                         *c = ' '; /* one line per row */
-        rows[p->n_rows] = (struct probe_row){ .name = b4_strdup(name),
-                                              .result = res,
-                                              .detail = detail };
+        rows[p->n_rows] =
+                (struct probe_row){ .name = b4_strdup(name), .result = res, .detail = detail };
         if (!rows[p->n_rows].name) {
                 free(detail);
                 return;
@@ -60,7 +59,10 @@ bool probe_interrupted(const struct probe *p)
         return b4_cancel_is_set(p->cancel);
 }
 
-int probe_sandbox_open(struct probe *p, struct probe_sandbox *s, const char *id, struct b4_error *err)
+int probe_sandbox_open(struct probe *p,
+                       struct probe_sandbox *s,
+                       const char *id,
+                       struct b4_error *err)
 {
         struct b4_acquire_req req = { .thread_id = id, .policy = p->policy, .cancel = p->cancel };
         int r;
@@ -69,10 +71,10 @@ int probe_sandbox_open(struct probe *p, struct probe_sandbox *s, const char *id,
         r = b4_provider_acquire(p->local.provider, &req, &s->sb, err);
         if (r < 0)
                 return r;
-        return b4_tools_new(s->sb,
-                            &(struct b4_tools_options){ .cancel = p->cancel,
-                                                        .read_cap = PROBE_READ_CAP },
-                            &s->tools, err);
+        return b4_tools_new(
+                s->sb,
+                &(struct b4_tools_options){ .cancel = p->cancel, .read_cap = PROBE_READ_CAP },
+                &s->tools, err);
 }
 
 void probe_sandbox_close(struct probe *p, struct probe_sandbox *s)
@@ -138,7 +140,10 @@ static int call_json(struct b4_tools *t,
         return jv_parse(json, strlen(json), ret, err);
 }
 
-int probe_sh(struct probe_sandbox *s, const char *command, struct probe_out *ret, struct b4_error *err)
+int probe_sh(struct probe_sandbox *s,
+             const char *command,
+             struct probe_out *ret,
+             struct b4_error *err)
 {
         cleanup_(jv_unrefp) struct jv *args = jv_object_new(), *doc = NULL;
         cleanup_free char *args_json = NULL;
@@ -168,7 +173,10 @@ int probe_sh(struct probe_sandbox *s, const char *command, struct probe_out *ret
         return 0;
 }
 
-int probe_helper(struct probe_sandbox *s, const char *args, struct probe_out *ret, struct b4_error *err)
+int probe_helper(struct probe_sandbox *s,
+                 const char *args,
+                 struct probe_out *ret,
+                 struct b4_error *err)
 {
         cleanup_free char *cmd = NULL;
 
@@ -266,7 +274,9 @@ void probe_helper_install(struct probe *p, struct probe_sandbox *s)
         else if (r >= 0)
                 (void)snprintf(s->helper_error, sizeof(s->helper_error),
                                "./" PROBE_HELPER_NAME " hello exited %d: %.160s", o.exit_code,
-                               o.err && o.err[0] ? o.err : o.out ? o.out : "");
+                               o.err && o.err[0] ? o.err
+                               : o.out           ? o.out
+                                                 : "");
         else
                 (void)snprintf(s->helper_error, sizeof(s->helper_error), "%.250s", err.msg);
         probe_out_clear(&o);

@@ -17,10 +17,10 @@
 #define EXIT_SIGSYS (128 + 31)
 
 static const char *const syscall_probes[] = {
-        "mount",          "unshare-mnt",   "unshare-uts",  "unshare-ipc",     "unshare-user",
-        "unshare-pid",    "unshare-net",   "unshare-cgroup", "unshare-time",  "clone-newuser",
-        "ptrace-traceme", "ptrace-attach-1", "keyctl",     "add-key",         "bpf",
-        "io-uring",       "vsock",         "personality",  "perf-event",      "userfaultfd",
+        "mount",          "unshare-mnt",     "unshare-uts",    "unshare-ipc",  "unshare-user",
+        "unshare-pid",    "unshare-net",     "unshare-cgroup", "unshare-time", "clone-newuser",
+        "ptrace-traceme", "ptrace-attach-1", "keyctl",         "add-key",      "bpf",
+        "io-uring",       "vsock",           "personality",    "perf-event",   "userfaultfd",
 };
 
 /* The helper's last line, without its newline; borrowed from @o. */
@@ -139,7 +139,8 @@ static void fork_bomb(struct probe *p)
         bool parsed = sscanf(last_line(&o), "forked %lu %31s", &n, why) == 2;
         bool ok = parsed && strcmp(why, "EAGAIN") == 0 && n < max;
         if (parsed)
-                (void)snprintf(how, sizeof(how), "%lu forks, then %s (pidsLimit %u)", n, why, limit);
+                (void)snprintf(how, sizeof(how), "%lu forks, then %s (pidsLimit %u)", n, why,
+                               limit);
         else
                 (void)snprintf(how, sizeof(how), "the helper exited %d: %.100s", o.exit_code,
                                o.err);

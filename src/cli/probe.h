@@ -75,16 +75,25 @@ void probe_report(struct probe *p, const char *name, enum probe_result res, cons
 bool probe_interrupted(const struct probe *p);
 
 /* Acquire @s as thread @id with the configured policy and open its tools. Return: 0, -errno. */
-int probe_sandbox_open(struct probe *p, struct probe_sandbox *s, const char *id, struct b4_error *err);
+int probe_sandbox_open(struct probe *p,
+                       struct probe_sandbox *s,
+                       const char *id,
+                       struct b4_error *err);
 /* Drop the handle and destroy the thread (compute and workspace), errors printed. */
 void probe_sandbox_close(struct probe *p, struct probe_sandbox *s);
 /* The second thread, acquired (with its helper) on first use. Return: 0, -errno. */
 int probe_sandbox_b(struct probe *p, struct probe_sandbox **ret, struct b4_error *err);
 
 /* Run @command with the runBash tool of @s. Return: 0 (see @ret), -errno (tool error). */
-int probe_sh(struct probe_sandbox *s, const char *command, struct probe_out *ret, struct b4_error *err);
+int probe_sh(struct probe_sandbox *s,
+             const char *command,
+             struct probe_out *ret,
+             struct b4_error *err);
 /* Run `./.b4box-probe <args>` in @s. -ENOEXEC when the helper is not ready (message set). */
-int probe_helper(struct probe_sandbox *s, const char *args, struct probe_out *ret, struct b4_error *err);
+int probe_helper(struct probe_sandbox *s,
+                 const char *args,
+                 struct probe_out *ret,
+                 struct b4_error *err);
 /* Copy the helper into @s and check that it runs; sets s->helper_ready / helper_error. */
 void probe_helper_install(struct probe *p, struct probe_sandbox *s);
 /*

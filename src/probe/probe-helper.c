@@ -92,7 +92,7 @@ static const char *errno_name(int e)
                 { ETIMEDOUT, "ETIMEDOUT" },
                 { ESRCH, "ESRCH" },
                 { EUSERS, "EUSERS" },
-                };
+        };
 
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
                 if (names[i].e == e)
@@ -252,11 +252,12 @@ static int cmd_sys(const char *name)
                 const char *name;
                 unsigned long flag;
         } ns[] = {
-                { "unshare-mnt", CLONE_NEWNS },       { "unshare-uts", CLONE_NEWUTS },
-                { "unshare-ipc", CLONE_NEWIPC },      { "unshare-user", CLONE_NEWUSER },
-                { "unshare-pid", CLONE_NEWPID },      { "unshare-net", CLONE_NEWNET },
+                { "unshare-mnt", CLONE_NEWNS },        { "unshare-uts", CLONE_NEWUTS },
+                { "unshare-ipc", CLONE_NEWIPC },       { "unshare-user", CLONE_NEWUSER },
+                { "unshare-pid", CLONE_NEWPID },       { "unshare-net", CLONE_NEWNET },
                 { "unshare-cgroup", CLONE_NEWCGROUP }, { "unshare-time", CLONE_NEWTIME },
         };
+
         static const struct {
                 const char *name;
                 long (*fn)(void);
@@ -476,9 +477,8 @@ static int cmd_addrs(bool names_only)
                         (void)inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr,
                                         buf, sizeof(buf));
                 else if (i->ifa_addr->sa_family == AF_INET6)
-                        (void)inet_ntop(AF_INET6,
-                                        &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, buf,
-                                        sizeof(buf));
+                        (void)inet_ntop(AF_INET6, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr,
+                                        buf, sizeof(buf));
                 if (buf[0])
                         printf("%s\n", buf);
         }
@@ -642,8 +642,9 @@ int main(int argc, char **argv)
                 return cmd_swap(argv[2], argv[3], (int)num(argv[4]), argv[5]);
         if (strcmp(c, "hold") == 0 && argc == 4)
                 return cmd_hold((int)num(argv[2]));
-        fprintf(stderr, "usage: %s hello|sys|connect|listen|addrs|ifaces|forkbomb|memory|disk|"
-                        "output|swap|hold ...\n",
+        fprintf(stderr,
+                "usage: %s hello|sys|connect|listen|addrs|ifaces|forkbomb|memory|disk|"
+                "output|swap|hold ...\n",
                 argv[0]);
         return 2;
 }
