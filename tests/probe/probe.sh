@@ -58,13 +58,13 @@ printf '{"sandbox":{"provider":{"type":"%s","scope":"%s"%s},"network":{"mode":"%
 n=0 bad=0
 check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; bad=1; fi; }
 x() { "$b4box" --state "$dir/st" "$@"; }
-# no thread of the probe left: native workspaces / docker volumes of this scope
+# no thread of the probe left: native workspaces / docker workspace volumes of this scope
 leftovers() {
         case $provider in
         native) ls "$dir/st/native/workspaces" 2>/dev/null ;;
         docker) curl -s --unix-socket "${B4BOX_TEST_DOCKER_HOST#unix://}" \
-                "http://docker/v1.41/containers/json?all=1&filters=%7B%22label%22%3A%5B%22b4.sandbox.scope%3D$scope%22%5D%7D" |
-                grep -o '"Id"' ;;
+                "http://docker/v1.41/volumes?filters=%7B%22label%22%3A%5B%22b4.sandbox.scope%3D$scope%22%5D%7D" |
+                grep -o '"Name":"[^"]*"' ;;
         esac
 }
 count() { grep -c "^$1 " "$dir/out"; }
