@@ -143,6 +143,7 @@ static int shift_entry(int dirfd, const char *name, uint32_t base, int depth)
  * sandbox user's, shifted into the thread's block when it predates it. */
 static int ensure_workspace(struct native_provider *np,
                             const struct thread *t,
+                            uint64_t disk_gib,
                             uint32_t uid,
                             uint32_t gid,
                             struct b4_error *err)
@@ -157,7 +158,7 @@ static int ensure_workspace(struct native_provider *np,
                         return b4_error_set(err, -errno,
                                             "cannot chown the workspace of thread '%s'",
                                             t->thread_id);
-                return 0;
+                return disk_attach(np, t->id, disk_gib, uid, gid, err);
         }
         if (errno != EEXIST)
                 return b4_error_set(err, -errno, "cannot create the workspace of thread '%s'",
@@ -170,6 +171,12 @@ static int ensure_workspace(struct native_provider *np,
                                     "the workspace of thread '%s' (%s/%s) is not a directory; "
                                     "refusing to use it",
                                     t->thread_id, np->ws_dir, t->id);
+        r = disk_attach(np, t->id, disk_gib, uid, gid, err);
+        if (r < 0)
+                return r;
+        if (fstatat(np->ws_fd, t->id, &st, AT_SYMLINK_NOFOLLOW) < 0) /* the mounted root */
+                return b4_error_set(err, -errno, "cannot stat the workspace of thread '%s'",
+                                    t->thread_id);
         if (!t->host_base || st.st_uid >= IDMAP_BLOCK)
                 return 0; /* never re-chown a populated workspace of the right ids */
         r = shift_entry(np->ws_fd, t->id, t->host_base, 0);
@@ -296,7 +303,8 @@ static int start_keeper(struct native_provider *np,
         int root_fd = -EBADF;
         int r;
 
-        r = ensure_workspace(np, t, t->host_base + (non_root ? p->security.uid : 0),
+        r = ensure_workspace(np, t, p->resources.disk_gb,
+                             t->host_base + (non_root ? p->security.uid : 0),
                              t->host_base + (non_root ? p->security.gid : 0), err);
         if (r < 0)
                 return r;
