@@ -357,6 +357,7 @@ enum b4_enforcement {
         B4_ENFORCED = 0,
         B4_NOT_ENFORCED = 1, /* configured but cannot be enforced here: always also a warning */
         B4_NOT_APPLICABLE = 2,
+        B4_NOT_SET = 3, /* a limit the configuration does not set: nothing to enforce */
 };
 
 struct b4_control {

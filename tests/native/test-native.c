@@ -61,7 +61,8 @@ static int group_setup(void **state)
 
 static const char *const threads[] = { "t-id",   "t-fs",     "t-a",    "t-b",    "t-time", "t-cap",
                                        "t-life", "t-adopt",  "t-bomb", "t-mem",  "t-read", "t-conc",
-                                       "t-env",  "t-cancel", "t-rel",  "t-deny", "t-tree" };
+                                       "t-env",  "t-cancel", "t-rel",  "t-deny", "t-tree", "t-h1",
+                                       "t-m6",   "t-l4",     "t-l2" };
 
 /* Keeper records left after every thread was destroyed: a thread the test forgot. Killed
  * here so nothing outlives the run, and reported as a teardown failure. */
@@ -463,6 +464,12 @@ static char *host_ws(const char *thread)
         return p;
 }
 
+/* A host id of a thread's own block (2^31 and up, 65536 a thread) that is @id inside. */
+static bool in_block(uint32_t host, uint32_t id)
+{
+        return host >= 2147483648u && host % 65536u == id;
+}
+
 static void test_fs_ops(void **state)
 {
         REQUIRE_ROOT();
@@ -478,12 +485,13 @@ static void test_fs_ops(void **state)
         assert_int_equal(b4_fs_write_file(fs, "/workspace/d/e/x.txt", "hello", 5, &err), 0);
         assert_true(asprintf(&hp, "%s/d/e/x.txt", ws) > 0);
         assert_int_equal(stat(hp, &hst), 0);
-        assert_int_equal(hst.st_uid, 1000);
-        assert_int_equal(hst.st_gid, 1000);
+        /* M6/L4: the sandbox's 1000 is 1000 of the thread's own host id block */
+        assert_true(in_block(hst.st_uid, 1000));
+        assert_true(in_block(hst.st_gid, 1000));
         free(hp);
         assert_true(asprintf(&hp, "%s/d/e", ws) > 0);
         assert_int_equal(stat(hp, &hst), 0);
-        assert_int_equal(hst.st_uid, 1000);
+        assert_true(in_block(hst.st_uid, 1000));
         free(hp);
         assert_int_equal(b4_fs_read_file(fs, "/workspace/d/e/x.txt", 100, &data, &len, &err), 0);
         assert_string_equal(data, "hello");
@@ -507,6 +515,7 @@ static void test_fs_ops(void **state)
         assert_true(st.executable); /* mode kept */
         assert_int_equal(st.size, 3);
         /* symlinks resolve inside the root, never on the host */
+        data = NULL;
         if (b4_fs_read_file(fs, "/workspace/root/etc/shadow", 1 << 20, &data, &len, &err) == 0)
                 assert_null(strstr(data, "root:"));
         free(data);
@@ -559,6 +568,177 @@ static void test_fs_ops(void **state)
         assert_int_equal(b4_fs_lstat(fs, "/workspace/m/t", &st, &err), -ENOENT);
         free(ws);
         b4_sandbox_unref(sb);
+}
+
+/* H1: the file tools see exactly what a command sees. A root-only file (here one the host's
+ * root put in the workspace) is EACCES for both; /proc answers the sandbox user, not us. */
+static void test_h1_identity_parity(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_sandbox *sb = acquire("t-h1", NULL);
+        struct b4_fs *fs = b4_sandbox_fs(sb);
+        struct b4_error err = { 0 };
+        char *ws = host_ws("t-h1"), *hp = NULL, *data = NULL, *out, **names = NULL;
+        size_t len;
+        int code;
+
+        assert_true(asprintf(&hp, "%s/rootonly", ws) > 0);
+        assert_int_equal(b4_test_write(hp, "host root secret"), 0);
+        assert_int_equal(chown(hp, 0, 0), 0);
+        assert_int_equal(chmod(hp, 0600), 0);
+        out = out_of(sb, "cat /workspace/rootonly 2>&1; echo rc=$?", &code);
+        assert_non_null(strstr(out, "Permission denied"));
+        free(out);
+        assert_int_equal(b4_fs_read_file(fs, "/workspace/rootonly", 1 << 20, &data, &len, &err),
+                         -EACCES);
+        /* the keeper is not the sandbox user's to inspect, from either side */
+        out = out_of(sb, "ls /proc/1/fd >/dev/null 2>&1; echo $?", &code);
+        assert_string_not_equal(out, "0\n");
+        free(out);
+        assert_int_equal(b4_fs_list_dir(fs, "/proc/1/fd", &names, &err), -EACCES);
+        assert_int_equal(b4_fs_read_file(fs, "/proc/1/maps", 1 << 20, &data, &len, &err), -EACCES);
+        /* kernel addresses read the same as inside (zeroed unless this host shows them) */
+        out = out_of(sb, "head -c 4096 /proc/iomem", &code);
+        if (b4_fs_read_file(fs, "/proc/iomem", 1 << 20, &data, &len, &err) == 0) {
+                assert_true(strncmp(data, out, strlen(out)) == 0);
+                free(data);
+        }
+        free(out);
+        /* what the tools create is the sandbox user's, as if a command had made it */
+        assert_int_equal(b4_fs_write_file(fs, "/workspace/mine", "x", 1, &err), 0);
+        out = out_of(sb, "stat -c %u:%g /workspace/mine", &code);
+        assert_string_equal(out, "1000:1000\n");
+        free(out);
+        free(hp);
+        free(ws);
+        b4_sandbox_unref(sb);
+}
+
+/* M6: runAsNonRoot false is uid 0 of the thread's user namespace, a nobody on the host: the
+ * owner bit of a host root file does not apply, and what it makes is not the host's root's. */
+static void test_m6_root_inside_is_nobody(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_policy pol;
+        char *ws = host_ws("t-m6"), *hp = NULL, *out;
+        struct stat st;
+        int code;
+
+        b4_policy_init(&pol);
+        pol.security.run_as_non_root = false;
+        struct b4_sandbox *sb = acquire("t-m6", &pol);
+        assert_true(asprintf(&hp, "%s/rootonly", ws) > 0);
+        assert_int_equal(b4_test_write(hp, "host root secret"), 0);
+        assert_int_equal(chmod(hp, 0600), 0);
+        out = out_of(sb, "id -u; cat /workspace/rootonly 2>&1; touch /workspace/made", &code);
+        assert_true(strncmp(out, "0\n", 2) == 0);
+        assert_null(strstr(out, "host root secret"));
+        free(out);
+        free(hp);
+        assert_true(asprintf(&hp, "%s/made", ws) > 0);
+        assert_int_equal(stat(hp, &st), 0);
+        assert_true(in_block(st.st_uid, 0));
+        free(hp);
+        free(ws);
+        b4_sandbox_unref(sb);
+        b4_policy_clear(&pol);
+}
+
+/* L4: two threads never share a host uid, so per-uid kernel limits are per thread. */
+static void test_l4_threads_own_uids(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_sandbox *a = acquire("t-l4", NULL), *b = acquire("t-h1", NULL);
+        struct b4_error err = { 0 };
+        char *wa = host_ws("t-l4"), *wb = host_ws("t-h1");
+        struct stat sa, sb_;
+
+        assert_int_equal(b4_fs_write_file(b4_sandbox_fs(a), "/workspace/f", "a", 1, &err), 0);
+        assert_int_equal(b4_fs_write_file(b4_sandbox_fs(b), "/workspace/f", "b", 1, &err), 0);
+        assert_int_equal(stat(wa, &sa), 0);
+        assert_int_equal(stat(wb, &sb_), 0);
+        assert_true(in_block(sa.st_uid, 1000) && in_block(sb_.st_uid, 1000));
+        assert_int_not_equal(sa.st_uid, sb_.st_uid);
+        free(wa);
+        free(wb);
+        b4_sandbox_unref(a);
+        b4_sandbox_unref(b);
+}
+
+/* M1: a state dir someone else could have made or changed is refused, and so is a workspace
+ * that is a symlink planted in its place. */
+static void test_m1_state_dir_verified(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_provider_config cfg = { .type = (char *)"native", .scope = C.scope };
+        struct b4_provider *p = NULL;
+        struct b4_error err = { 0 };
+        char *dir = b4_test_tmpdir(), *sub = NULL, *lnk = NULL, id[41];
+
+        assert_non_null(dir);
+        cfg.state_dir = dir;
+        assert_int_equal(chmod(dir, 0777), 0);
+        assert_int_equal(b4_provider_new(&cfg, &p, &err), -EPERM);
+        assert_non_null(strstr(err.msg, "cannot be trusted"));
+        assert_int_equal(chmod(dir, 0700), 0);
+        assert_int_equal(chown(dir, 65534, 65534), 0);
+        assert_int_equal(b4_provider_new(&cfg, &p, &err), -EPERM);
+        assert_int_equal(chown(dir, 0, 0), 0);
+        /* a group-writable dir of ours on the way in */
+        assert_true(asprintf(&sub, "%s/open", dir) > 0);
+        assert_int_equal(mkdir(sub, 0770), 0);
+        assert_int_equal(chmod(sub, 0770), 0);
+        free(sub);
+        assert_true(asprintf(&sub, "%s/open/state", dir) > 0);
+        cfg.state_dir = sub;
+        assert_int_equal(b4_provider_new(&cfg, &p, &err), -EPERM);
+        cfg.state_dir = dir;
+        /* native/ made by someone else */
+        free(sub);
+        assert_true(asprintf(&sub, "%s/native", dir) > 0);
+        assert_int_equal(mkdir(sub, 0700), 0);
+        assert_int_equal(chown(sub, 65534, 65534), 0);
+        assert_int_equal(b4_provider_new(&cfg, &p, &err), -EPERM);
+        assert_int_equal(chown(sub, 0, 0), 0);
+        /* a planted workspace symlink */
+        assert_int_equal(b4_provider_new(&cfg, &p, &err), 0);
+        assert_int_equal(b4_resource_id(C.scope, "t-planted", id), 0);
+        assert_true(asprintf(&lnk, "%s/native/workspaces/%s", dir, id) > 0);
+        assert_int_equal(symlink(dir, lnk), 0);
+        struct b4_policy def;
+        struct b4_acquire_req req = { .thread_id = "t-planted", .policy = &def };
+        struct b4_sandbox *sb = NULL;
+        b4_policy_init(&def);
+        assert_true(b4_provider_acquire(p, &req, &sb, &err) < 0);
+        assert_non_null(strstr(err.msg, "not a directory"));
+        assert_int_equal(b4_provider_destroy(p, "t-planted", &err), 0);
+        p = b4_provider_free(p);
+        free(lnk);
+        free(sub);
+        b4_test_rmrf(dir);
+        free(dir);
+}
+
+/* L2: destroy removes a tree of any depth (here 1000 levels, four times the old walk's). */
+static void test_l2_destroy_deep_tree(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_sandbox *sb = acquire("t-l2", NULL);
+        struct b4_error err = { 0 };
+        char *ws = host_ws("t-l2"), *out;
+        int code;
+
+        out = out_of(sb,
+                     "cd /workspace && for i in $(seq 1000); do mkdir a && cd a || exit 1; "
+                     "done; touch leaf; echo made",
+                     &code);
+        assert_string_equal(out, "made\n");
+        free(out);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_destroy(C.p, "t-l2", &err), 0);
+        assert_int_equal(access(ws, F_OK), -1);
+        assert_int_equal(errno, ENOENT);
+        free(ws);
 }
 
 static void test_walk_and_read_files(void **state)
@@ -640,7 +820,7 @@ static void mark_record_v1(const char *thread)
         n = fread(buf, 1, sizeof(buf) - 1, f);
         fclose(f);
         buf[n] = '\0';
-        assert_true(n > 3 && buf[0] == 'v' && buf[1] == '2');
+        assert_true(n > 3 && buf[0] == 'v' && buf[1] == '3');
         buf[1] = '1';
         assert_int_equal(b4_test_write(p, buf), 0);
         free(p);
@@ -992,6 +1172,11 @@ int main(void)
                 cmocka_unit_test(test_kill_tree),
                 cmocka_unit_test(test_output_cap),
                 cmocka_unit_test(test_fs_ops),
+                cmocka_unit_test(test_h1_identity_parity),
+                cmocka_unit_test(test_m6_root_inside_is_nobody),
+                cmocka_unit_test(test_l4_threads_own_uids),
+                cmocka_unit_test(test_m1_state_dir_verified),
+                cmocka_unit_test(test_l2_destroy_deep_tree),
                 cmocka_unit_test(test_walk_and_read_files),
                 cmocka_unit_test(test_release_and_destroy),
                 cmocka_unit_test(test_adoption),

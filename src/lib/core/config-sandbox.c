@@ -38,16 +38,16 @@ static const struct {
         const char *type;
         const char *const *keys;
 } provider_types[] = {
-        { "native", (const char *const[]){ "type", "scope", "image", "images", NULL } },
+        { "native", (const char *const[]){ "type", "scope", "image", "images", "idRange", NULL } },
         { "docker", (const char *const[]){ "type", "scope", "image", "images", "host", NULL } },
         { "kubernetes", (const char *const[]){ "type", "scope", "image", "images", "apiServer",
                                                "namespace", "tokenFile", "caFile", NULL } },
         { "fake", (const char *const[]){ "type", "scope", "image", "images", NULL } },
 };
 
-static const char *const all_provider_keys[] = { "type",   "scope",     "image",     "images",
-                                                 "host",   "apiServer", "namespace", "tokenFile",
-                                                 "caFile", NULL };
+static const char *const all_provider_keys[] = { "type",      "scope",  "image",     "images",
+                                                 "idRange",   "host",   "apiServer", "namespace",
+                                                 "tokenFile", "caFile", NULL };
 
 void config_sandbox_init(struct b4_sandbox_config *s)
 {
@@ -162,8 +162,47 @@ static void opt_string(
         *ret = s;
 }
 
+/* Native as root: the host ids each thread's user namespace gets a 65536-id block of. */
+#define ID_BLOCK     65536u
+#define ID_RANGE_MAX 4294901760u /* 2^32 - 65536: (uid_t)-1 and its block stay out */
+
+static void parse_id_range(struct cfg *c, const struct jv *v, struct b4_provider_config *p)
+{
+        static const char *const keys[] = { "start", "size", NULL };
+        const struct jv *start = jv_object_get(v, "start"), *size = jv_object_get(v, "size");
+        uint64_t a = 0, n = 0;
+
+        if (!jv_is_object(v) || !start || !size) {
+                cfg_refuse(c,
+                           "b4box.json sandbox.provider.idRange must be { \"start\": <host id>, "
+                           "\"size\": <ids> }, both multiples of 65536 (got: %s).",
+                           cfg_got(c, v));
+                return;
+        }
+        cfg_known_keys(c, v, "sandbox.provider.idRange", "an option", keys);
+        if (!cfg_uint_range(c, start, "sandbox.provider.idRange.start", ID_BLOCK,
+                            ID_RANGE_MAX - ID_BLOCK, &a) ||
+            !cfg_uint_range(c, size, "sandbox.provider.idRange.size", ID_BLOCK,
+                            ID_RANGE_MAX - ID_BLOCK, &n))
+                return;
+        if (a % ID_BLOCK || n % ID_BLOCK || a + n > ID_RANGE_MAX) {
+                cfg_refuse(c,
+                           "b4box.json sandbox.provider.idRange must lie within 65536 and "
+                           "4294901760, start and size multiples of 65536 (got: start %llu, "
+                           "size %llu).",
+                           (unsigned long long)a, (unsigned long long)n);
+                return;
+        }
+        p->id_start = (uint32_t)a;
+        p->id_size = (uint32_t)n;
+}
+
 static void parse_type_options(struct cfg *c, const struct jv *v, struct b4_provider_config *p)
 {
+        const struct jv *x;
+
+        if (strcmp(p->type, "native") == 0 && (x = jv_object_get(v, "idRange")))
+                parse_id_range(c, x, p);
         bool has_image = p->image || jv_object_get(v, "image");
         bool has_images = jv_object_get(v, "images") != NULL;
 

@@ -200,15 +200,24 @@ int dfs_stat(struct docker_fs_target *t,
 
 /* ---- read_file ---- */
 
+/* The buffer grows with the bytes that arrive: @size is the member header's claim. */
 static int read_entry(struct archive *a, uint64_t size, char **ret, size_t *ret_len)
 {
-        cleanup_free char *buf = b4_malloc(size + 1);
-        size_t len = 0;
+        cleanup_free char *buf = b4_malloc(1);
+        size_t len = 0, cap = 0;
 
         if (!buf)
                 return -ENOMEM;
         while (len < size) {
-                la_ssize_t n = archive_read_data(a, buf + len, size - len);
+                if (len == cap) {
+                        size_t want = cap ? cap * 2 : 65536;
+                        char *nb = b4_realloc(buf, (want < size ? want : size) + 1);
+                        if (!nb)
+                                return -ENOMEM;
+                        buf = nb;
+                        cap = want < size ? want : (size_t)size;
+                }
+                la_ssize_t n = archive_read_data(a, buf + len, cap - len);
                 if (n < 0)
                         return -EIO;
                 if (n == 0)

@@ -491,6 +491,17 @@ int cgroup_exec_create(int parent_fd, char name[32], int *ret_fd)
         return 0;
 }
 
+int cgroup_delegate(int fd, uint32_t uid, uint32_t gid)
+{
+        static const char *const files[] = { "cgroup.procs", "cgroup.kill", "freezer.state",
+                                             "tasks" };
+
+        for (size_t i = 0; i < ELEMENTSOF(files); i++)
+                if (fchownat(fd, files[i], uid, gid, AT_SYMLINK_NOFOLLOW) < 0 && errno != ENOENT)
+                        return -errno;
+        return 0;
+}
+
 void cgroup_exec_remove(int parent_fd, const char *name)
 {
         (void)unlinkat(parent_fd, name, AT_REMOVEDIR); /* EBUSY: background jobs live on */

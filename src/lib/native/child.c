@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <net/if.h>
 #include <sched.h>
 #include <string.h>
@@ -106,6 +107,23 @@ static int lift(const struct child_plan *p, int fd)
         return n;
 }
 
+/*
+ * Audit L6: nothing the launching process inherited may reach the keeper (which outlives it).
+ * Close every fd above the listen fd except err_fd and exe_fd (both CLOEXEC: they stay
+ * usable until the exec itself). close_range() (Linux 5.9) is what commands use too.
+ */
+static void close_inherited(const struct child_plan *p)
+{
+        unsigned int a = (unsigned int)p->err_fd, b = (unsigned int)p->exe_fd;
+        unsigned int lo = a < b ? a : b, hi = a < b ? b : a;
+
+        /* both were lifted to >= 10, so lo - 1 >= KEEPER_LISTEN_FD + 1 */
+        if (syscall(SYS_close_range, KEEPER_LISTEN_FD + 1U, lo - 1, 0U) < 0 ||
+            (hi > lo + 1 && syscall(SYS_close_range, lo + 1, hi - 1, 0U) < 0) ||
+            syscall(SYS_close_range, hi + 1, ~0U, 0U) < 0)
+                fail(p, (int)p->n_ops, errno);
+}
+
 /* Rootless: the keeper runs as a non-zero uid and loses its capabilities at exec, so the
  * bounding and ambient sets are emptied here, while CAP_SETPCAP is still held. */
 static void drop_bounding(const struct child_plan *p)
@@ -115,6 +133,47 @@ static void drop_bounding(const struct child_plan *p)
                         fail(p, (int)p->n_ops, errno);
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
                 fail(p, (int)p->n_ops, errno);
+}
+
+/* Raise the effective set to the permitted one (a change of euid away from 0 empties it). */
+static int caps_effective(void)
+{
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct d[2];
+
+        if (syscall(SYS_capget, &h, d) < 0)
+                return -errno;
+        d[0].effective = d[0].permitted;
+        d[1].effective = d[1].permitted;
+        return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
+}
+
+/*
+ * As root: leave the host's user namespace for one of our own, wait for the parent to map it
+ * to the thread's block, and become its root. The namespace is created with the block's base
+ * as euid, so it is owned by that (otherwise unused) host uid, not by root: the kernel gives
+ * the owner of a user namespace every capability in it, and the server, whose file operations
+ * run as the sandbox user without capabilities (creds.c), must not get them back that way
+ * (e.g. CAP_SYS_PTRACE over the keeper's /proc/1). Raw syscalls: glibc's set*id would try to
+ * signal the parent's other threads, which this copy of the process does not have.
+ */
+static void enter_userns(const struct child_plan *p)
+{
+        char c;
+        int r;
+
+        if (syscall(SYS_setgroups, 0, NULL) < 0 ||
+            syscall(SYS_setresuid, -1, p->userns_owner, -1) < 0)
+                fail(p, CHILD_STEP_USERNS, errno);
+        r = caps_effective();
+        if (r < 0)
+                fail(p, CHILD_STEP_USERNS, -r);
+        if (unshare(CLONE_NEWUSER) < 0)
+                fail(p, CHILD_STEP_USERNS, errno);
+        if (write(p->sync_fd, "u", 1) != 1 || read(p->sync_fd, &c, 1) != 1 || c != 'm')
+                _exit(1);
+        if (syscall(SYS_setresgid, 0, 0, 0) < 0 || syscall(SYS_setresuid, 0, 0, 0) < 0)
+                fail(p, CHILD_STEP_USERNS, errno);
 }
 
 _Noreturn void child_main(const struct child_plan *plan)
@@ -137,6 +196,8 @@ _Noreturn void child_main(const struct child_plan *plan)
                 if (r < 0 && !(p.ops[i].optional && r == -ENOENT))
                         fail(&p, (int)i, -r);
         }
+        if (p.late_userns)
+                enter_userns(&p);
         null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null_fd < 0)
                 fail(&p, (int)p.n_ops, errno);
@@ -149,6 +210,7 @@ _Noreturn void child_main(const struct child_plan *plan)
         (void)setsid();
         if (p.drop_bounding)
                 drop_bounding(&p);
+        close_inherited(&p);
         syscall(SYS_execveat, p.exe_fd, "", argv, envp, AT_EMPTY_PATH);
         fail(&p, (int)p.n_ops, errno);
 }

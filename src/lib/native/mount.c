@@ -26,9 +26,9 @@
 #include "base/strv.h"
 #include "native.h"
 
-#define TMP_OPTS   "mode=1777,size=256m"
-#define RUN_OPTS   "mode=1777,size=64m"
-#define SHM_OPTS   "mode=1777,size=64m"
+#define TMP_OPTS   "mode=1777,size=" B4_STR(NATIVE_TMP_MIB) "m"
+#define RUN_OPTS   "mode=1777,size=" B4_STR(NATIVE_RUN_MIB) "m"
+#define SHM_OPTS   "mode=1777,size=" B4_STR(NATIVE_SHM_MIB) "m"
 #define DEV_OPTS   "mode=0755,size=64k"
 #define ROOT_OPTS  "mode=0755,size=1m"
 #define EMPTY_FILE "/.b4box-mask"
@@ -457,6 +457,8 @@ int mount_plan_describe(const struct mount_plan *p, int step, char **ret)
 {
         const struct child_op *op;
 
+        if (step == CHILD_STEP_USERNS)
+                return b4_asprintf(ret, "enter the keeper's user namespace");
         if (step < 0)
                 return b4_asprintf(ret, "unshare the cgroup namespace");
         if ((size_t)step >= p->n_ops)

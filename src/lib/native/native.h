@@ -13,8 +13,11 @@
  *   fs.c       host-side file operations through openat2() inside the keeper's root
  *   preflight.c  what this host can enforce
  *   provider.c the provider object: thread table, acquire/release/destroy
+ *   idmap.c    per-thread host id blocks for the user namespaces (as root)
+ *   creds.c    the sandbox's identity for host-side file operations
  */
 
+#include <linux/capability.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,15 +54,20 @@ struct child_op {
 struct child_plan {
         const struct child_op *ops;
         size_t n_ops;
-        int sync_fd;        /* read end: one byte arrives once the cgroups hold the child */
-        int err_fd;         /* write end: struct child_failure on failure, EOF on exec */
-        int listen_fd;      /* the keeper's socket, becomes KEEPER_LISTEN_FD */
-        int exe_fd;         /* the keeper binary, exec'd with AT_EMPTY_PATH */
-        bool drop_bounding; /* rootless, non-root inside: empty the bounding set before exec */
+        int sync_fd;           /* read end: one byte arrives once the cgroups hold the child */
+        int err_fd;            /* write end: struct child_failure on failure, EOF on exec */
+        int listen_fd;         /* the keeper's socket, becomes KEEPER_LISTEN_FD */
+        int exe_fd;            /* the keeper binary, exec'd with AT_EMPTY_PATH */
+        bool drop_bounding;    /* rootless, non-root inside: empty the bounding set before exec */
+        bool late_userns;      /* as root: after the ops, enter a user namespace of our own, let
+                                  the parent map it (sync_fd both ways), become its root */
+        uint32_t userns_owner; /* the host uid that owns it: the block's base, never 0 */
 };
 
+#define CHILD_STEP_USERNS (-2) /* entering the user namespace */
+
 struct child_failure {
-        int step; /* index into ops; -1 = before the ops, n_ops = the exec */
+        int step; /* index into ops; -1 = before the ops, n_ops = the exec, CHILD_STEP_USERNS */
         int error;
 };
 
@@ -151,6 +159,10 @@ int cgroup_exec_parent(const struct cgroup_host *h,
                        uint32_t *ret_flags);
 /* mkdir a fresh command cgroup under @parent_fd; @name receives its name. */
 int cgroup_exec_create(int parent_fd, char name[32], int *ret_fd);
+/* Hand the cgroup dir @fd's control files (cgroup.procs, cgroup.kill, freezer.state, tasks)
+ * to @uid:@gid, the keeper's host ids in its user namespace, so it can place and kill its
+ * commands there. Return: 0 or -errno. */
+int cgroup_delegate(int fd, uint32_t uid, uint32_t gid);
 /* rmdir it when empty; a command's background jobs keep it alive until release. */
 void cgroup_exec_remove(int parent_fd, const char *name);
 /* Remove the cgroup dirs (they must be empty; the commands' child cgroups go first). */
@@ -176,12 +188,15 @@ struct userns_map {
         uint32_t outside_uid, outside_gid;
 };
 
-/* @um: NULL as root; else clone a user namespace too and map it (rootless). */
+/* @um: NULL as root; else clone a user namespace too and map it (rootless). @host_base: as
+ * root, nonzero = the keeper enters a user namespace of its own once its root is built, ids
+ * 0..65535 mapped to @host_base.. (idmap.c); 0 = none (the kernel allows none). */
 int spawn_keeper(const struct mount_plan *plan,
                  int exe_fd,
                  int listen_fd,
                  const struct cgroup *cg,
                  const struct userns_map *um,
+                 uint32_t host_base,
                  struct keeper_proc *ret,
                  struct b4_error *err);
 /* /proc/<pid>/stat start time. Return: 0, -ESRCH, -EIO. */
@@ -189,7 +204,7 @@ int proc_starttime(pid_t pid, uint64_t *ret);
 
 /* ---- keeper.c --------------------------------------------------------------------------- */
 
-#define KEEPER_RECORD_VERSION 2 /* only keepers of this version are adopted */
+#define KEEPER_RECORD_VERSION 3 /* only keepers of this version are adopted (3: user ns) */
 
 struct keeper_record {
         int version;
@@ -235,6 +250,20 @@ int exec_run(int sock,
              struct b4_exec_result *ret,
              struct b4_error *err);
 
+/* ---- creds.c: the calling thread takes the sandbox user's identity for one operation ---- */
+
+struct creds_saved {
+        bool switched;
+        uint32_t fsuid, fsgid;
+        struct __user_cap_data_struct caps[2];
+};
+
+/* fsuid/fsgid @uid/@gid, no groups, no effective capabilities, on this thread only. On
+ * failure nothing is changed. Return: 0 or -errno. */
+int creds_enter(uint32_t uid, uint32_t gid, struct creds_saved *ret);
+/* Become the server again; aborts the process if that is impossible. */
+void creds_leave(struct creds_saved *s);
+
 /* ---- fs.c ------------------------------------------------------------------------------- */
 
 /* Where a filesystem operation resolves: a root dirfd plus the in-sandbox prefix stripped. */
@@ -244,6 +273,7 @@ struct fsctx {
         uint32_t uid, gid; /* owner of what we create */
         bool chown;        /* fchown what we create */
         void *hold;        /* the owner's lock token, for native_fs_leave() */
+        struct creds_saved creds; /* the thread's identity while the operation runs */
         /* Set by fs.c per operation, after native_fs_enter(): */
         unsigned confine; /* enum b4_fs_flags of the operation */
         int ws_fd;        /* owned by fs.c: the workspace dirfd, opened on first need */
@@ -257,7 +287,37 @@ extern const struct b4_fs_ops native_fs_read_ops; /* reader: read only */
 int native_fs_enter(struct b4_fs *fs, struct fsctx *ret, struct b4_error *err);
 void native_fs_leave(struct b4_fs *fs, struct fsctx *c);
 
+/* ---- idmap.c ---------------------------------------------------------------------------- */
+
+#define IDMAP_BLOCK          65536u
+#define IDMAP_DEFAULT_START  2147483648u /* 2^31: far above login and system ids */
+#define IDMAP_DEFAULT_BLOCKS 4096u
+struct native_provider;
+
+/* The host base of thread @id's ids (what its 0 maps to): the recorded block, or with
+ * @create a newly allocated and recorded one. -ENOENT: none recorded and !@create. */
+int idmap_get(struct native_provider *np,
+              const char *id,
+              bool create,
+              uint32_t *ret_base,
+              struct b4_error *err);
+/* As root: whether this kernel gives us user namespaces (probed once). @ret_why (may be
+ * NULL): why not, a static string. */
+bool idmap_userns_works(const char **ret_why);
+/* Destroy: drop the record and the host-wide claim. */
+void idmap_forget(struct native_provider *np, const char *id);
+
 /* ---- preflight.c ------------------------------------------------------------------------ */
+
+/* The per-thread tmpfs sizes, in MiB: mount.c mounts them, preflight reports them. */
+#define NATIVE_TMP_MIB 256
+#define NATIVE_RUN_MIB 64
+#define NATIVE_SHM_MIB 64
+#define B4_STR_(x)     #x
+#define B4_STR(x)      B4_STR_(x)
+#define NATIVE_TMPFS_SIZES                                                                     \
+ "/tmp " B4_STR(NATIVE_TMP_MIB) " MiB, /run " B4_STR(NATIVE_RUN_MIB) " MiB, /dev/shm " B4_STR( \
+         NATIVE_SHM_MIB) " MiB"
 
 /* Rootless mode can run here: user namespaces are not switched off by sysctl. @ret_why:
  * which knob is 0 (static string). */
@@ -295,6 +355,9 @@ struct native_provider {
         int exe_fd; /* the keeper binary */
         struct cgroup_host cg;
         bool rootless; /* not root: a user namespace maps the sandbox user to us */
+        bool userns;   /* root: a user namespace per thread, ids from a block of its own */
+        uint32_t id_start, id_size; /* the range blocks come from (sandbox.provider.idRange) */
+        int ids_fd;                 /* native/ids: the blocks' records */
         uint32_t host_uid, host_gid;
         void *bpf;
         size_t bpf_len;
@@ -318,6 +381,7 @@ struct thread {
         int cg_spare_fd;
         char cg_spare_name[32];
         uint64_t generation;     /* bumped on every new keeper */
+        uint32_t host_base;      /* userns: the host id the sandbox's 0 is; else 0 */
         struct b4_policy policy; /* the launch policy (for recovery) */
 };
 

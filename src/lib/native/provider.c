@@ -19,6 +19,7 @@
 #include "b4box/config.h"
 
 #include "base/alloc.h"
+#include "base/fd-util.h"
 #include "base/hash.h"
 #include "base/macro.h"
 #include "core/launch.h"
@@ -80,6 +81,7 @@ void native_provider_unref(struct native_provider *np)
         cgroup_host_release(&np->cg);
         safe_close(np->run_fd);
         safe_close(np->ws_fd);
+        safe_close(np->ids_fd);
         safe_close(np->exe_fd);
         free(np->bpf);
         free(np->image);
@@ -245,6 +247,8 @@ static int stop(struct native_provider *np,
                 thread_stop(np, t);
                 if (destroy)
                         r = rm_rf_at(np->ws_fd, t->id);
+                if (destroy && r >= 0)
+                        idmap_forget(np, t->id);
         }
         safe_close(lock_fd);
         (void)pthread_rwlock_unlock(&t->lock);
@@ -265,12 +269,35 @@ static int np_destroy(struct b4_provider *p, const char *thread_id, struct b4_er
         return stop(np_of(p), thread_id, true, err);
 }
 
+/* As root, each thread's own user namespace and host id block (idmap.c). */
+static int userns_row(const struct native_provider *np, struct b4_preflight *ret)
+{
+        cleanup_free char *what = NULL;
+        const char *why = NULL;
+
+        if (!np->userns) {
+                (void)idmap_userns_works(&why);
+                return b4_preflight_control(ret, "user namespace per thread", B4_NOT_ENFORCED,
+                                            "%s: sandboxes share host uid 1000 and uid 0 is the "
+                                            "host's root without capabilities",
+                                            why ? why : "user namespaces are unavailable");
+        }
+        if (b4_asprintf(&what,
+                        "ids 0-65535 of each thread map to a host block of its own from %u "
+                        "(%u blocks): the sandbox's root is a nobody on the host",
+                        np->id_start, np->id_size / IDMAP_BLOCK) < 0)
+                return -ENOMEM;
+        return b4_preflight_control(ret, "user namespace per thread", B4_ENFORCED, "%s", what);
+}
+
 static int np_preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_error *err)
 {
         struct native_provider *np = np_of(p);
         int r;
 
         r = native_preflight_run(&np->cg, ret, err);
+        if (r >= 0 && !np->rootless)
+                r = userns_row(np, ret);
         if (r >= 0 && np->exe_fd < 0) {
                 ret->ok = false;
                 r = b4_preflight_control(ret, "keeper binary", B4_NOT_ENFORCED,
@@ -318,36 +345,29 @@ static int open_keeper_exe(void)
         return -ENOENT;
 }
 
-static int mkdir_at(int dirfd, const char *name, mode_t mode, int *ret_fd)
-{
-        if (mkdirat(dirfd, name, mode) < 0 && errno != EEXIST)
-                return -errno;
-        int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return -errno;
-        *ret_fd = fd;
-        return 0;
-}
-
 static int setup_dirs(struct native_provider *np, const char *state_dir, struct b4_error *err)
 {
         cleanup_close int state_fd = -EBADF, native_fd = -EBADF, stage_fd = -EBADF;
         int r;
 
-        if (mkdir(state_dir, 0700) < 0 && errno != EEXIST)
-                return b4_error_set(err, -errno, "cannot create the state dir '%s'", state_dir);
-        state_fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (state_fd < 0)
-                return b4_error_set(err, -errno, "cannot open the state dir '%s'", state_dir);
-        r = mkdir_at(state_fd, "native", 0700, &native_fd);
-        if (r >= 0)
-                r = mkdir_at(native_fd, "run", 0700, &np->run_fd);
-        if (r >= 0)
-                r = mkdir_at(native_fd, "workspaces", 0711, &np->ws_fd);
-        if (r >= 0)
-                r = mkdir_at(native_fd, "root", 0700, &stage_fd);
+        r = state_dir_open(state_dir, &state_fd, err);
         if (r < 0)
-                return b4_error_set(err, r, "cannot set up '%s/native'", state_dir);
+                return r;
+        r = open_private_dir_at(state_fd, "native", 0700, &native_fd);
+        if (r >= 0)
+                r = open_private_dir_at(native_fd, "run", 0700, &np->run_fd);
+        if (r >= 0)
+                r = open_private_dir_at(native_fd, "workspaces", 0711, &np->ws_fd);
+        if (r >= 0)
+                r = open_private_dir_at(native_fd, "root", 0700, &stage_fd);
+        if (r >= 0)
+                r = open_private_dir_at(native_fd, "ids", 0700, &np->ids_fd);
+        if (r < 0)
+                return b4_error_set(err, r,
+                                    "cannot set up '%s/native' (%s): its directories must be "
+                                    "real directories owned by uid %u, not writable by group "
+                                    "or others",
+                                    state_dir, strerror(-r), (unsigned)geteuid());
         if (b4_asprintf(&np->native_dir, "%s/native", state_dir) < 0 ||
             b4_asprintf(&np->run_dir, "%s/run", np->native_dir) < 0 ||
             b4_asprintf(&np->ws_dir, "%s/workspaces", np->native_dir) < 0 ||
@@ -397,11 +417,16 @@ int native_provider_new(const struct b4_provider_config *cfg,
         np = b4_calloc(1, sizeof(*np));
         if (!np)
                 return b4_error_set(err, -ENOMEM, "out of memory");
-        *np = (struct native_provider){ .p = { .ops = &native_ops },
-                                        .run_fd = -EBADF,
-                                        .ws_fd = -EBADF,
-                                        .exe_fd = -EBADF,
-                                        .cg = { .root_fd = -EBADF, .v2_fd = -EBADF } };
+        *np = (struct native_provider){
+                .p = { .ops = &native_ops },
+                .run_fd = -EBADF,
+                .ws_fd = -EBADF,
+                .ids_fd = -EBADF,
+                .id_start = cfg->id_start ? cfg->id_start : IDMAP_DEFAULT_START,
+                .id_size = cfg->id_size ? cfg->id_size : IDMAP_DEFAULT_BLOCKS * IDMAP_BLOCK,
+                .exe_fd = -EBADF,
+                .cg = { .root_fd = -EBADF, .v2_fd = -EBADF }
+        };
         atomic_init(&np->refs, 1);
         (void)pthread_mutex_init(&np->lock, NULL);
         np->p.scope = b4_strdup(cfg->scope);
@@ -416,6 +441,7 @@ int native_provider_new(const struct b4_provider_config *cfg,
         }
         np->exe_fd = open_keeper_exe();
         np->rootless = geteuid() != 0;
+        np->userns = !np->rootless && idmap_userns_works(NULL);
         np->host_uid = (uint32_t)geteuid();
         np->host_gid = (uint32_t)getegid();
         cgroup_host_probe(open("/sys/fs/cgroup", O_RDONLY | O_DIRECTORY | O_CLOEXEC), &np->cg);

@@ -30,7 +30,8 @@ struct native_sandbox {
 struct native_reader {
         struct b4_reader r; /* first */
         struct native_provider *np;
-        int mnt_fd; /* read-only detached clone of the workspace */
+        int mnt_fd;        /* read-only detached clone of the workspace */
+        uint32_t uid, gid; /* host ids the reads run as: the thread's user's */
         bool closed;
 };
 
@@ -42,8 +43,28 @@ static int unavailable(struct b4_error *err, const struct thread *t)
                                  t->thread_id);
 }
 
+/* The identity an operation runs with: the sandbox user's host ids (audit H1). Rootless
+ * needs no switch: the sandbox user is mapped to us, and we hold no capabilities. */
+static int take_identity(struct native_provider *np,
+                         uint32_t uid,
+                         uint32_t gid,
+                         struct fsctx *c,
+                         struct b4_error *err)
+{
+        int r;
+
+        if (np->rootless)
+                return 0;
+        r = creds_enter(uid, gid, &c->creds);
+        if (r < 0)
+                return b4_error_set(err, r, "cannot take the sandbox's identity (%u:%u)", uid, gid);
+        return 0;
+}
+
 int native_fs_enter(struct b4_fs *fs, struct fsctx *ret, struct b4_error *err)
 {
+        int r;
+
         if (fs->ops == &native_fs_ops) {
                 struct native_sandbox *s = (struct native_sandbox *)fs;
                 const struct b4_security *sec = &s->t->policy.security;
@@ -52,25 +73,30 @@ int native_fs_enter(struct b4_fs *fs, struct fsctx *ret, struct b4_error *err)
                         (void)pthread_rwlock_unlock(&s->t->lock);
                         return unavailable(err, s->t);
                 }
+                uint32_t base = s->t->host_base;
                 *ret = (struct fsctx){ .root_fd = s->t->root_fd,
-                                       .uid = sec->run_as_non_root ? sec->uid : 0,
-                                       .gid = sec->run_as_non_root ? sec->gid : 0,
+                                       .uid = base + (sec->run_as_non_root ? sec->uid : 0),
+                                       .gid = base + (sec->run_as_non_root ? sec->gid : 0),
                                        .chown = !s->np->rootless, /* ours = theirs */
                                        .hold = s->t };
-                return 0;
+                r = take_identity(s->np, ret->uid, ret->gid, ret, err);
+                if (r < 0)
+                        (void)pthread_rwlock_unlock(&s->t->lock);
+                return r;
         }
         struct native_reader *rd = (struct native_reader *)fs;
         if (rd->closed)
                 return b4_error_set(err, -EBADF, "Workspace reader for thread \"%s\" is closed",
                                     rd->r.thread_id);
         *ret = (struct fsctx){ .root_fd = rd->mnt_fd, .strip = B4_WORKSPACE_ROOT };
-        return 0;
+        return take_identity(rd->np, rd->uid, rd->gid, ret, err);
 }
 
 void native_fs_leave(struct b4_fs *fs, struct fsctx *c)
 {
         struct thread *t = c->hold;
 
+        creds_leave(&c->creds);
         if (t)
                 (void)pthread_rwlock_unlock(&t->lock);
 }
@@ -111,9 +137,12 @@ static void exec_cg_make(struct thread *t, struct exec_cg *cg)
         cg->fd = TAKE_FD(t->cg_spare_fd);
         memcpy(cg->name, t->cg_spare_name, sizeof(cg->name));
         (void)pthread_mutex_unlock(&t->cg_lock);
-        if (cg->fd < 0 && cgroup_exec_create(cg->parent_fd, cg->name, &cg->fd) < 0) {
+        if (cg->fd < 0 &&
+            (cgroup_exec_create(cg->parent_fd, cg->name, &cg->fd) < 0 ||
+             (t->host_base && cgroup_delegate(cg->fd, t->host_base, t->host_base) < 0))) {
+                cg->fd = safe_close(cg->fd);
+                cgroup_exec_remove(cg->parent_fd, cg->name);
                 cg->parent_fd = safe_close(cg->parent_fd);
-                cg->fd = -EBADF;
                 return;
         }
         cg->flags = KEEPER_CGROUP | t->cg_flags;
@@ -346,11 +375,14 @@ int native_reader_open(struct native_provider *np,
 {
         char id[41];
         struct native_reader *rd;
+        uint32_t base = 0; /* no block recorded: the workspace's ids are the host's */
         int fd = -EBADF;
         int r;
 
         if (b4_resource_id(np->p.scope, req->thread_id, id) < 0)
                 return b4_error_set(err, -EINVAL, "invalid thread id");
+        if (np->userns && (r = idmap_get(np, id, false, &base, err)) < 0 && r != -ENOENT)
+                return r;
         r = open_ro_clone(np->ws_fd, id, np->rootless, &fd);
         if (r == -ENOENT)
                 return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
@@ -369,6 +401,8 @@ int native_reader_open(struct native_provider *np,
                 return b4_error_set(err, -ENOMEM, "out of memory");
         }
         rd->mnt_fd = fd;
+        rd->uid = base + (req->run_as_non_root ? req->uid : 0);
+        rd->gid = base + (req->run_as_non_root ? req->gid : 0);
         rd->np = native_provider_ref(np);
         *ret = &rd->r;
         return 0;

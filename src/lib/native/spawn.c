@@ -6,6 +6,11 @@
  * killer; then the child (child.c) unshares its cgroup namespace, builds the
  * root filesystem from the precomputed plan and execs the keeper binary from an fd. The
  * error pipe is CLOEXEC: EOF means the exec happened, a struct child_failure means it did not.
+ *
+ * As root with a host id block (idmap.c), the child builds its root as the host's root, then
+ * enters a user namespace of its own and the parent maps it to the block: the mount, PID and
+ * network namespaces stay owned by the host's user namespace, so the sandbox's root (the
+ * block's first id, a nobody on the host) holds no capability over any of them.
  */
 
 #include <errno.h>
@@ -102,10 +107,48 @@ static int write_maps(pid_t pid, const struct userns_map *um)
         return write_string_at(AT_FDCWD, path, buf);
 }
 
+/* As root: the keeper's own user namespace maps its ids 0..65535 to its block @base. Its
+ * setgroups stays allowed, so commands can shed the groups they inherited from us. */
+static int write_block_maps(pid_t pid, uint32_t base)
+{
+        char path[64], buf[64];
+        int r;
+
+        (void)snprintf(buf, sizeof(buf), "0 %u %u\n", base, IDMAP_BLOCK);
+        (void)snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+        r = write_string_at(AT_FDCWD, path, buf);
+        if (r < 0)
+                return r;
+        (void)snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+        return write_string_at(AT_FDCWD, path, buf);
+}
+
+/* The child built its root and entered its user namespace ("u"): map it, let it go on. A
+ * child that failed before says nothing and exits, so EOF sends us to its report. */
+static int map_late_userns(pid_t pid, uint32_t base, int sync_fd, struct b4_error *err)
+{
+        char c;
+        ssize_t n;
+        int r;
+
+        do
+                n = read(sync_fd, &c, 1);
+        while (n < 0 && errno == EINTR);
+        if (n != 1 || c != 'u')
+                return 1; /* read the failure report */
+        r = write_block_maps(pid, base);
+        if (r < 0)
+                return b4_error_set(err, r, "cannot write the keeper's user namespace id maps");
+        if (send(sync_fd, "m", 1, MSG_NOSIGNAL) != 1)
+                return b4_error_set(err, -EIO, "keeper vanished before its id maps");
+        return 0;
+}
+
 /* Parent side after the clone: id maps, cgroup, OOM shield, go, wait for exec or failure. */
 static int parent_side(const struct mount_plan *plan,
                        const struct cgroup *cg,
                        const struct userns_map *um,
+                       uint32_t host_base,
                        pid_t pid,
                        int sync_w,
                        int err_r,
@@ -123,6 +166,8 @@ static int parent_side(const struct mount_plan *plan,
         (void)oom_protect(pid); /* best effort: needs CAP_SYS_RESOURCE; commands run at 500 */
         if (send(sync_w, "g", 1, MSG_NOSIGNAL) != 1)
                 return b4_error_set(err, -EIO, "keeper vanished before setup");
+        if (host_base && (r = map_late_userns(pid, host_base, sync_w, err)) < 0)
+                return r;
         do
                 n = read(err_r, &f, sizeof(f));
         while (n < 0 && errno == EINTR);
@@ -138,6 +183,7 @@ int spawn_keeper(const struct mount_plan *plan,
                  int listen_fd,
                  const struct cgroup *cg,
                  const struct userns_map *um,
+                 uint32_t host_base,
                  struct keeper_proc *ret,
                  struct b4_error *err)
 {
@@ -164,12 +210,14 @@ int spawn_keeper(const struct mount_plan *plan,
                                          .err_fd = err_p[1],
                                          .listen_fd = listen_fd,
                                          .exe_fd = exe_fd,
-                                         .drop_bounding = um && um->inside_uid != 0 };
+                                         .drop_bounding = um && um->inside_uid != 0,
+                                         .late_userns = !um && host_base != 0,
+                                         .userns_owner = host_base };
                 child_main(&cp);
         }
         err_p[1] = safe_close(err_p[1]);
         sync_p[0] = safe_close(sync_p[0]);
-        r = parent_side(plan, cg, um, pid, sync_p[1], err_p[0], err);
+        r = parent_side(plan, cg, um, um ? 0 : host_base, pid, sync_p[1], err_p[0], err);
         if (r >= 0)
                 r = proc_starttime(pid, &ret->starttime);
         if (r < 0) {

@@ -8,6 +8,7 @@
  * flock, so concurrent threads and processes serialise per thread.
  */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -95,22 +96,86 @@ void thread_stop(struct native_provider *np, struct thread *t)
         forget(t);
 }
 
+/* A workspace made before this thread had a block of its own (or before b4box used user
+ * namespaces as root) belongs to host ids below 65536: move every such owner into the block,
+ * so the sandbox finds its files its own. The thread is stopped: nothing runs in the tree. */
+static int shift_entry(int dirfd, const char *name, uint32_t base, int depth);
+
+static int shift_children(int fd, uint32_t base, int depth)
+{
+        DIR *d = fdopendir(fd);
+        struct dirent *de;
+        int r = 0;
+
+        if (!d) {
+                r = -errno;
+                safe_close(fd);
+                return r;
+        }
+        while (r >= 0 && (de = readdir(d)))
+                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                        r = shift_entry(dirfd(d), de->d_name, base, depth + 1);
+        (void)closedir(d);
+        return r;
+}
+
+static int shift_entry(int dirfd, const char *name, uint32_t base, int depth)
+{
+        struct stat st;
+
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if ((st.st_uid < IDMAP_BLOCK || st.st_gid < IDMAP_BLOCK) &&
+            fchownat(dirfd, name, st.st_uid < IDMAP_BLOCK ? base + st.st_uid : st.st_uid,
+                     st.st_gid < IDMAP_BLOCK ? base + st.st_gid : st.st_gid,
+                     AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        if (!S_ISDIR(st.st_mode) || depth > 4096)
+                return 0;
+        int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return shift_children(fd, base, depth); /* takes fd */
+}
+
+/* The thread's workspace dir, made for the sandbox user's host ids @uid:@gid, or verified
+ * (audit M1): a real directory (never a symlink planted in its place) whose owner is the
+ * sandbox user's, shifted into the thread's block when it predates it. */
 static int ensure_workspace(struct native_provider *np,
                             const struct thread *t,
                             uint32_t uid,
                             uint32_t gid,
                             struct b4_error *err)
 {
-        if (mkdirat(np->ws_fd, t->id, 0755) < 0) {
-                if (errno == EEXIST)
-                        return 0; /* never re-chown a populated workspace */
+        struct stat st;
+        int r;
+
+        if (mkdirat(np->ws_fd, t->id, 0755) == 0) {
+                if (np->rootless)
+                        return 0; /* ours already: the sandbox user is mapped to us */
+                if (fchownat(np->ws_fd, t->id, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+                        return b4_error_set(err, -errno,
+                                            "cannot chown the workspace of thread '%s'",
+                                            t->thread_id);
+                return 0;
+        }
+        if (errno != EEXIST)
                 return b4_error_set(err, -errno, "cannot create the workspace of thread '%s'",
                                     t->thread_id);
-        }
-        if (np->rootless)
-                return 0; /* ours already: the sandbox user is mapped to us */
-        if (fchownat(np->ws_fd, t->id, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
-                return b4_error_set(err, -errno, "cannot chown the workspace of thread '%s'",
+        if (fstatat(np->ws_fd, t->id, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return b4_error_set(err, -errno, "cannot stat the workspace of thread '%s'",
+                                    t->thread_id);
+        if (!S_ISDIR(st.st_mode))
+                return b4_error_set(err, -ENOTDIR,
+                                    "the workspace of thread '%s' (%s/%s) is not a directory; "
+                                    "refusing to use it",
+                                    t->thread_id, np->ws_dir, t->id);
+        if (!t->host_base || st.st_uid >= IDMAP_BLOCK)
+                return 0; /* never re-chown a populated workspace of the right ids */
+        r = shift_entry(np->ws_fd, t->id, t->host_base, 0);
+        if (r < 0)
+                return b4_error_set(err, r,
+                                    "cannot move the workspace of thread '%s' to its host ids",
                                     t->thread_id);
         return 0;
 }
@@ -123,8 +188,9 @@ static void open_exec_cgroup(struct native_provider *np, struct thread *t)
         native_host_id(np, t->id, hid);
         t->cg_fd = safe_close(t->cg_fd);
         t->cg_flags = 0;
-        if (cgroup_exec_parent(&np->cg, hid, &t->cg_fd, &t->cg_flags) < 0)
-                t->cg_fd = -EBADF;
+        if (cgroup_exec_parent(&np->cg, hid, &t->cg_fd, &t->cg_flags) < 0 ||
+            (t->host_base && cgroup_delegate(t->cg_fd, t->host_base, t->host_base) < 0))
+                t->cg_fd = safe_close(t->cg_fd);
 }
 
 static int open_root(pid_t pid, int *ret)
@@ -211,7 +277,8 @@ static int launch(struct native_provider *np,
                                  .outside_gid = np->host_gid };
 
         if (r >= 0)
-                r = spawn_keeper(&plan, np->exe_fd, lfd, &cg, np->rootless ? &um : NULL, kp, err);
+                r = spawn_keeper(&plan, np->exe_fd, lfd, &cg, np->rootless ? &um : NULL,
+                                 t->host_base, kp, err);
         mount_plan_release(&plan);
         cgroup_close(&cg);
         return r;
@@ -229,8 +296,8 @@ static int start_keeper(struct native_provider *np,
         int root_fd = -EBADF;
         int r;
 
-        r = ensure_workspace(np, t, non_root ? p->security.uid : 0, non_root ? p->security.gid : 0,
-                             err);
+        r = ensure_workspace(np, t, t->host_base + (non_root ? p->security.uid : 0),
+                             t->host_base + (non_root ? p->security.gid : 0), err);
         if (r < 0)
                 return r;
         char hid[41];
@@ -310,6 +377,11 @@ int thread_ensure(struct native_provider *np,
                         t->thread_id);
         if (t->live)
                 return 0;
+        if (np->userns) {
+                int r = idmap_get(np, t->id, true, &t->host_base, err);
+                if (r < 0)
+                        return r;
+        }
         if (try_adopt(np, t, identity, policy))
                 return 0;
         stop_id(np, t->id, -EBADF);

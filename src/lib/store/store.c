@@ -193,6 +193,11 @@ static int open_db(struct b4_store *s, const char *state_dir, struct b4_error *e
 
         if (b4_asprintf(&path, "%s/b4box.db", state_dir) < 0)
                 return -ENOMEM;
+        /* SQLite would create it 0644 (its -wal and -shm take the database's mode). */
+        int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return b4_error_set(err, -errno, "cannot open '%s'", path);
+        (void)close(fd);
         rc = sqlite3_open_v2(path, &s->db,
                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW |
                                      SQLITE_OPEN_FULLMUTEX,
@@ -217,8 +222,10 @@ int b4_store_open(const char *state_dir,
 
         if (!state_dir || !(flags & (B4_STORE_EXCLUSIVE | B4_STORE_SHARED)))
                 return b4_error_set(err, -EINVAL, "store needs a state dir and a lock mode");
-        if (mkdir(state_dir, 0700) < 0 && errno != EEXIST)
-                return b4_error_set(err, -errno, "cannot create state dir '%s'", state_dir);
+        cleanup_close int dir_fd = -EBADF;
+        r = state_dir_open(state_dir, &dir_fd, err);
+        if (r < 0)
+                return r;
         s = b4_calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
