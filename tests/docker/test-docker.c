@@ -554,14 +554,16 @@ static void test_fs_user_dac(void **state)
         b4_policy_init(&pol);
         sb = acquire(p, "dac", &pol);
         fs = b4_sandbox_fs(sb);
-        free(run(sb, "chmod 777 /workspace && mkdir /workspace/pub && echo p >/workspace/pub/f", 0));
+        free(run(sb, "chmod 777 /workspace && mkdir /workspace/pub && echo p >/workspace/pub/f",
+                 0));
         exec_as(p, "dac", "0:0",
                 "cd /workspace && echo s >secret && chmod 600 secret && mkdir private rootdir && "
                 "echo n >private/note && chmod 700 private && echo r >rootdir/file && "
                 "chmod 755 rootdir");
         /* readFile fails exactly where cat does */
-        out = run(sb, "cat /workspace/secret /workspace/private/note /workspace/rootdir/file "
-                      "/etc/passwd >/dev/null 2>&1; echo $?; cat /workspace/rootdir/file",
+        out = run(sb,
+                  "cat /workspace/secret /workspace/private/note /workspace/rootdir/file "
+                  "/etc/passwd >/dev/null 2>&1; echo $?; cat /workspace/rootdir/file",
                   0);
         assert_string_equal(out, "1\nr\n");
         free(out);
@@ -613,8 +615,7 @@ static void test_fs_user_dac(void **state)
         assert_int_equal(b4_fs_write_file(fs, "/workspace/rootdir/new", "x", 1, &err), -EACCES);
         assert_string_equal(err.msg, "writeFile /workspace/rootdir/new: Permission denied");
         assert_int_equal(b4_fs_write_file(fs, "/workspace/rootdir/file", "x", 1, &err), -EACCES);
-        assert_int_equal(b4_fs_write_file(fs, "/workspace/rootdir/d/new", "x", 1, &err),
-                         -EACCES);
+        assert_int_equal(b4_fs_write_file(fs, "/workspace/rootdir/d/new", "x", 1, &err), -EACCES);
         assert_int_equal(b4_fs_write_file(fs, "/workspace/private/new", "x", 1, &err), -EACCES);
         assert_int_equal(b4_fs_mkdir_p(fs, "/workspace/rootdir/m/n", &err), -EACCES);
         out = run(sb, "ls -A /workspace/rootdir; cat /workspace/rootdir/file", 0);
@@ -627,7 +628,8 @@ static void test_fs_user_dac(void **state)
         b4_sandbox_unref(sb);
         destroy(p, "dac");
 
-        /* runAsNonRoot false: root without capabilities gets the owner bits of its own files only */
+        /* runAsNonRoot false: root without capabilities gets the owner bits of its own files only
+         */
         pol.security.run_as_non_root = false;
         sb = acquire(p, "dacroot", &pol);
         fs = b4_sandbox_fs(sb);
@@ -935,13 +937,19 @@ int main(void)
         char names[32][96];
         size_t k = 0;
         static const struct CMUnitTest rest[] = {
-                cmocka_unit_test(test_hardening),    cmocka_unit_test(test_network_allow),
-                cmocka_unit_test(test_exec),         cmocka_unit_test(test_timeout),
-                cmocka_unit_test(test_cancel),       cmocka_unit_test(test_fs_files),
-                cmocka_unit_test(test_fs_batch),     cmocka_unit_test(test_fs_user_dac),
+                cmocka_unit_test(test_hardening),
+                cmocka_unit_test(test_network_allow),
+                cmocka_unit_test(test_exec),
+                cmocka_unit_test(test_timeout),
+                cmocka_unit_test(test_cancel),
+                cmocka_unit_test(test_fs_files),
+                cmocka_unit_test(test_fs_batch),
+                cmocka_unit_test(test_fs_user_dac),
                 cmocka_unit_test(test_fork_bomb),
-                cmocka_unit_test(test_stale_keeper), cmocka_unit_test(test_fresh_never_adopts),
-                cmocka_unit_test(test_reader),       cmocka_unit_test(test_preflight),
+                cmocka_unit_test(test_stale_keeper),
+                cmocka_unit_test(test_fresh_never_adopts),
+                cmocka_unit_test(test_reader),
+                cmocka_unit_test(test_preflight),
                 cmocka_unit_test(test_images),
         };
 

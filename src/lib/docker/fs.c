@@ -373,13 +373,13 @@ static int read_entry(struct archive *a, uint64_t size, char **ret, size_t *ret_
  * O not a regular file (never opened: no FIFO or /dev/zero reads), L a link under
  * confinement, A the open was refused, or "E <strerror>" when the user's lookup fails.
  */
-#define READ_FN                                                                                \
-        "b4r() { if [ -n \"$3\" ] && [ -L \"$1\" ]; then echo L; return; fi; "                \
-        "if [ -d \"$1\" ]; then echo D; return; fi; "                                         \
-        "if ! e=$(ls -dL -- \"$1\" 2>&1 >/dev/null); then echo \"E ${e##*: }\"; return; fi; " \
-        "if [ ! -f \"$1\" ]; then echo O; return; fi; "                                       \
-        "{ echo F; if [ -n \"$2\" ]; then head -c \"$2\"; else cat; fi; "                     \
-        "printf '\\nB4_READ_STATUS_%s\\n' $?; } 2>/dev/null <\"$1\" || echo A; }\n"
+#define READ_FN                                                                        \
+ "b4r() { if [ -n \"$3\" ] && [ -L \"$1\" ]; then echo L; return; fi; "                \
+ "if [ -d \"$1\" ]; then echo D; return; fi; "                                         \
+ "if ! e=$(ls -dL -- \"$1\" 2>&1 >/dev/null); then echo \"E ${e##*: }\"; return; fi; " \
+ "if [ ! -f \"$1\" ]; then echo O; return; fi; "                                       \
+ "{ echo F; if [ -n \"$2\" ]; then head -c \"$2\"; else cat; fi; "                     \
+ "printf '\\nB4_READ_STATUS_%s\\n' $?; } 2>/dev/null <\"$1\" || echo A; }\n"
 #define READ_FOOTER "\nB4_READ_STATUS_"
 
 /* The last footer in @s (the file's own bytes may contain the text too). */
@@ -409,12 +409,18 @@ static int read_record(char *buf, size_t n, uint64_t max, struct b4_blob *b)
         if (nl - buf != 1)
                 return -EPROTO;
         switch (buf[0]) {
-        case 'D': return (b->error = -EISDIR), 0;
-        case 'O': return (b->error = -EINVAL), 0;
-        case 'L': return (b->error = -ELOOP), 0;
-        case 'A': return (b->error = -EACCES), 0;
-        case 'F': break;
-        default: return -EPROTO;
+        case 'D':
+                return (b->error = -EISDIR), 0;
+        case 'O':
+                return (b->error = -EINVAL), 0;
+        case 'L':
+                return (b->error = -ELOOP), 0;
+        case 'A':
+                return (b->error = -EACCES), 0;
+        case 'F':
+                break;
+        default:
+                return -EPROTO;
         }
         f = last_footer(nl + 1, n - (size_t)(nl + 1 - buf));
         if (!f)
@@ -456,8 +462,8 @@ static int read_exec(struct docker_fs_target *t,
 
         read_count(max, count);
         r = fs_exec_capped(t, READ_FN "b4r \"$1\" \"$2\" \"$3\"",
-                           (char *[]){ (char *)path, count, (char *)(nofollow ? "1" : ""), NULL }, cap, &x,
-                           err);
+                           (char *[]){ (char *)path, count, (char *)(nofollow ? "1" : ""), NULL },
+                           cap, &x, err);
         if (r < 0)
                 return r;
         if (x.truncated)
@@ -1306,8 +1312,8 @@ static int batch_member(struct abatch *ab, struct archive *a, struct archive_ent
 
         if (under_any(ab->hidden, rel))
                 return 0;
-        if (archive_entry_filetype(e) == AE_IFDIR &&
-            !entry_allows(ab->user, e, DOCKER_DAC_X) && strv_extend(&ab->hidden, rel) < 0)
+        if (archive_entry_filetype(e) == AE_IFDIR && !entry_allows(ab->user, e, DOCKER_DAC_X) &&
+            strv_extend(&ab->hidden, rel) < 0)
                 return -ENOMEM;
         hit = bsearch(&key, ab->idx, ab->n, sizeof(*ab->idx), areq_cmp);
         while (hit && hit > ab->idx && strcmp(hit[-1].rel, rel) == 0)
