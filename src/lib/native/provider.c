@@ -5,6 +5,7 @@
  * the per-process thread table and the contract's entry points. State dir layout:
  *   <state>/native/workspaces/<id>   the thread's workspace (kept by release)
  *   <state>/native/run/<id>.{sock,keeper,lock}  control socket, keeper record, flock
+ *   <state>/native/run/<id>.host     intent record: host-global objects may exist (sweep.c)
  *   <state>/native/root              empty dir each new root is assembled on (own mount ns)
  */
 
@@ -327,6 +328,7 @@ static const struct b4_provider_ops native_ops = {
         .preflight = np_preflight,
         .open_reader = np_open_reader,
         .freeze = native_freeze,
+        .sweep = native_sweep,
         .free = np_free,
 };
 
