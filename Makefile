@@ -23,8 +23,8 @@ $(ASAN_BUILD)/build.ninja:
 
 run: build
 	@echo "b4box: serving on $(LISTEN) with state in $(STATE) (Ctrl-C stops it). Try:"
-	@echo "  curl -s -X POST $(LISTEN)/threads -d '{\"thread_id\": \"demo\"}'"
-	@echo "  curl -s -X POST $(LISTEN)/threads/demo/tools/runBash -d '{\"command\": \"id\"}'"
+	@echo "  curl -s -X POST $(LISTEN)/threads -H 'Content-Type: application/json' -d '{\"thread_id\": \"demo\"}'"
+	@echo "  curl -s -X POST $(LISTEN)/threads/demo/tools/runBash -H 'Content-Type: application/json' -d '{\"command\": \"id\"}'"
 	@echo "(more in README.md)"
 	$(BUILD)/src/cli/b4box --state $(STATE) serve --listen $(LISTEN)
 

@@ -104,9 +104,9 @@ static void *run(void *arg)
                 snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n", token);
         snprintf(path, sizeof(path), w->path_tmpl, w->index);
         reqlen = snprintf(req, sizeof(req),
-                          "POST %s HTTP/1.1\r\nHost: b4\r\nContent-Type: application/json\r\n"
+                          "POST %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\n"
                           "%sContent-Length: %zu\r\n\r\n%s",
-                          path, auth, strlen(w->body), w->body);
+                          path, w->host, w->port, auth, strlen(w->body), w->body);
         while (fd >= 0 && resp && now_s() < end && w->n < MAX_SAMPLES) {
                 double t0 = now_s();
                 if (write(fd, req, (size_t)reqlen) != reqlen ||

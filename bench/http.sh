@@ -29,8 +29,8 @@ prepare() { # N threads with a 4 KiB file each
         local content
         content=$(head -c 4096 /dev/zero | tr '\0' x)
         for i in $(seq 0 $(($1 - 1))); do
-                curl -sf -X POST "127.0.0.1:$PORT/threads" -d "{\"thread_id\":\"t$i\"}" >/dev/null
-                curl -sf -X POST "127.0.0.1:$PORT/threads/t$i/tools/writeFile" \
+                curl -sf -H "Content-Type: application/json" -X POST "127.0.0.1:$PORT/threads" -d "{\"thread_id\":\"t$i\"}" >/dev/null
+                curl -sf -H "Content-Type: application/json" -X POST "127.0.0.1:$PORT/threads/t$i/tools/writeFile" \
                         -d "{\"path\":\"f4k\",\"content\":\"$content\"}" >/dev/null
         done
 }
@@ -66,8 +66,8 @@ if [ "$(id -u)" = 0 ]; then
         PID=$!
         for _ in $(seq 100); do curl -sf "127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.05; done
         H=(-H "Authorization: Bearer bench-token-0123456789")
-        curl -sf "${H[@]}" -X POST "127.0.0.1:$PORT/threads" -d '{"thread_id":"t0"}' >/dev/null
-        curl -sf "${H[@]}" -X POST "127.0.0.1:$PORT/threads/t0/tools/runBash" -d '{"command":"for d in $(seq 0 36); do mkdir -p d$d; for f in $(seq 0 31); do head -c $(( (d * 32 + f) % 97 * 160 + 16 )) /dev/zero | tr \"\\\\0\" x > d$d/f$f.txt; done; done; find . | wc -l; du -sh ."}' | python3 -c 'import json,sys; print("inspect workspace:", json.load(sys.stdin)["result"]["stdout"].split())'
+        curl -sf "${H[@]}" -H "Content-Type: application/json" -X POST "127.0.0.1:$PORT/threads" -d '{"thread_id":"t0"}' >/dev/null
+        curl -sf "${H[@]}" -H "Content-Type: application/json" -X POST "127.0.0.1:$PORT/threads/t0/tools/runBash" -d '{"command":"for d in $(seq 0 36); do mkdir -p d$d; for f in $(seq 0 31); do head -c $(( (d * 32 + f) % 97 * 160 + 16 )) /dev/zero | tr \"\\\\0\" x > d$d/f$f.txt; done; done; find . | wc -l; du -sh ."}' | python3 -c 'import json,sys; print("inspect workspace:", json.load(sys.stdin)["result"]["stdout"].split())'
         r=$(B4BOX_TOKEN=bench-token-0123456789 "$LOAD" 127.0.0.1 "$PORT" 1 "$SECS" '/threads/t%d/workspace/inspect' '{}')
         printf '%-8s %-14s %5s  %s\n' native "inspect 1,221 entries" 1 "$r"
         stop
@@ -75,7 +75,7 @@ fi
 
 serve fake
 for i in $(seq 0 999); do
-        curl -sf -X POST "127.0.0.1:$PORT/threads" -d "{\"thread_id\":\"r$i\"}" >/dev/null
+        curl -sf -H "Content-Type: application/json" -X POST "127.0.0.1:$PORT/threads" -d "{\"thread_id\":\"r$i\"}" >/dev/null
 done
 echo "fake: peak server RSS with 1,000 threads created: $(awk '/VmHWM/ {print $2, $3}' /proc/$PID/status)"
 stop

@@ -42,8 +42,10 @@ B4_PUBLIC void b4_provider_config_clear(struct b4_provider_config *c);
 #define B4_DEFAULT_SCOPE               "b4box"
 #define B4_DEFAULT_MAX_BODY_BYTES      (1024u * 1024u)
 #define B4_DEFAULT_MAX_TOOL_BODY_BYTES (32u * 1024u * 1024u)
-#define B4_DEFAULT_MAX_CONNECTIONS     64u
+#define B4_DEFAULT_MAX_CONNECTIONS     1024u
+#define B4_DEFAULT_MAX_CONNECTIONS_IP  256u
 #define B4_DEFAULT_REQUEST_TIMEOUT_MS  30000u
+#define B4_DEFAULT_HEADER_TIMEOUT_MS   10000u
 #define B4_DEFAULT_RESOLVER_TIMEOUT_MS 30000u
 #define B4_DEFAULT_READ_TIMEOUT_MS     120000u
 
@@ -52,8 +54,10 @@ struct b4_server_config {
         char *listen;                 /* owned; "host:port", "[v6]:port" or "unix:/abs/path" */
         uint64_t max_body_bytes;      /* JSON request bodies; default 1 MiB */
         uint64_t max_tool_body_bytes; /* tool calls and runs; default 32 MiB */
-        uint32_t max_connections;     /* concurrent connections; default 64 */
-        uint64_t request_timeout_ms;  /* per connection inactivity; default 30000 */
+        uint32_t max_connections;     /* concurrent connections; default 1024 */
+        uint32_t max_connections_ip;  /* per client address; default 256 */
+        uint64_t request_timeout_ms;  /* inactivity, and the body's deadline; default 30000 */
+        uint64_t header_timeout_ms;   /* a request's headers' deadline; default 10000 */
 };
 
 /* An external resolver: run @argv, JSON on stdin, JSON on stdout. */
@@ -196,7 +200,10 @@ enum b4_access_op {
         B4_OP_THREAD_DELETE = 1 << 3,
         B4_OP_THREAD_RUN = 1 << 4,
         B4_OP_THREAD_WORKSPACE = 1 << 5,
-        B4_OP_SOURCE_PUT = 1 << 6, /* workspace.source.put */
+        B4_OP_SOURCE_PUT = 1 << 6,     /* workspace.source.put */
+        B4_OP_THREAD_APPROVE = 1 << 7, /* thread.approve: answer permission requests; thread.run
+                                          does not imply it (a principal must not approve its
+                                          own requests) */
 };
 
 enum b4_access_threads {

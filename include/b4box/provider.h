@@ -8,9 +8,11 @@
  *   provider ── acquire(thread) ──> sandbox ── fs (struct b4_fs) + exec
  *            ── open_reader(thread) ──> reader ── fs (read members only)
  *
- * Every path handed to a struct b4_fs is an absolute in-sandbox path that the caller has
- * already jailed (tools do that, §10.2); backends do not re-jail. The workspace root is
- * B4_WORKSPACE_ROOT in every built-in provider.
+ * Every path handed to a struct b4_fs is an absolute in-sandbox path. Backends resolve it in
+ * the sandbox's own root; the members that take enum b4_fs_flags also confine the resolution
+ * itself (beneath the workspace, no symlinks), so the tools' jail (§10.2) decides on a path and
+ * the backend refuses to use anything else, even when the sandbox swaps a symlink in between.
+ * The workspace root is B4_WORKSPACE_ROOT in every built-in provider.
  *
  * Users call the b4_* functions below; provider implementations fill the ops tables and embed
  * struct b4_sandbox / struct b4_reader / struct b4_provider in their own objects.
@@ -26,7 +28,9 @@
 #include "b4box/policy.h"
 
 #define B4_WORKSPACE_ROOT "/workspace"
-#define B4_UNBOUNDED      UINT64_MAX /* max_bytes meaning "no cap" */
+#define B4_UNBOUNDED      UINT64_MAX /* max_bytes meaning "no cap"; trusted callers only */
+/* list_dir's entry cap: more names fail -E2BIG (the reference's walk maxEntries). */
+#define B4_LIST_MAX_ENTRIES 10000
 
 struct b4_fs;
 struct b4_sandbox;
@@ -72,6 +76,21 @@ struct b4_blob {
         int error; /* 0, or -ENOENT / -EFBIG (over max_bytes) / -EISDIR ... for this file */
 };
 
+/*
+ * How a path must resolve (the members that take @flags; 0 = anywhere in the sandbox root):
+ *   B4_FS_BENEATH      @path is B4_WORKSPACE_ROOT or below it, and its resolution never
+ *                      leaves the workspace: a ".." or symlink that would (an absolute
+ *                      symlink always counts as leaving) fails -EXDEV. Native resolves from a
+ *                      dirfd of the workspace with RESOLVE_BENEATH.
+ *   B4_FS_NO_SYMLINKS  no component of @path may be a symlink, the leaf included (for
+ *                      write_file: the parent's components; a symlink leaf is replaced as
+ *                      always): -ELOOP. With a canonical @path this means "exactly this path".
+ */
+enum b4_fs_flags {
+        B4_FS_BENEATH = 1 << 0,
+        B4_FS_NO_SYMLINKS = 1 << 1,
+};
+
 /** b4_blobs_free() - free @n blobs and the array. Return: NULL. */
 B4_PUBLIC struct b4_blob *b4_blobs_free(struct b4_blob *b, size_t n);
 
@@ -81,24 +100,35 @@ B4_PUBLIC struct b4_blob *b4_blobs_free(struct b4_blob *b, size_t n);
  * Ownership: every ret_* value is the caller's. Errors: negative errno, message in @err.
  */
 struct b4_fs_ops {
-        /* Bounded read: a file larger than max_bytes fails -EFBIG with the message
-         * "readFile <path>: content exceeds maxBytes (<max>)." without reading past max+1.
-         * Missing -ENOENT, a directory -EISDIR. *ret is NUL-terminated past *ret_len. */
+        /* Bounded read of a regular file: one larger than max_bytes fails -EFBIG with the
+         * message "readFile <path>: content exceeds maxBytes (<max>)." without reading past
+         * max+1 (a size known up front is checked before reading). Missing -ENOENT, a
+         * directory -EISDIR, another non-regular file -EINVAL. *ret is NUL-terminated past
+         * *ret_len. @flags: enum b4_fs_flags. */
         int (*read_file)(struct b4_fs *fs,
                          const char *path,
+                         unsigned flags,
                          uint64_t max_bytes,
                          char **ret,
                          size_t *ret_len,
                          struct b4_error *err);
         int (*lstat)(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err);
-        /* Follows links; fills kind, size, executable, mtime_ms. */
-        int (*stat)(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err);
-        /* Names of the direct children, sorted bytewise. Missing path -ENOENT. */
+        /* Follows links (within @flags); fills kind, size, executable, mtime_ms. */
+        int (*stat)(struct b4_fs *fs,
+                    const char *path,
+                    unsigned flags,
+                    struct b4_stat *ret,
+                    struct b4_error *err);
+        /* Names of the direct children, sorted bytewise. Missing path -ENOENT; more than
+         * B4_LIST_MAX_ENTRIES names -E2BIG (never a truncated list, never more held). */
         int (*list_dir)(struct b4_fs *fs,
                         const char *path,
+                        unsigned flags,
                         char ***ret_names,
                         struct b4_error *err);
-        /* Canonical path resolving links and "..", tolerating a non-existent tail (realpath -m). */
+        /* Canonical path resolving links and "..", tolerating a non-existent tail (realpath -m).
+         * A path that cannot be resolved (a loop, too long, ...) is an error, never the input
+         * returned unchanged: callers decide on the result. */
         int (*realpath)(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err);
         /* Optional. Whole subtree below @path (not @path itself), depth-first, children sorted;
          * names in @prune (direct children of @path) are reported but not descended.
@@ -122,6 +152,7 @@ struct b4_fs_ops {
          * replace (never follow) a symlink leaf. Files belong to the sandbox user. */
         int (*write_file)(struct b4_fs *fs,
                           const char *path,
+                          unsigned flags,
                           const void *data,
                           size_t len,
                           struct b4_error *err);
@@ -129,7 +160,7 @@ struct b4_fs_ops {
         /* Remove a file or empty directory; a missing path is success. */
         int (*remove)(struct b4_fs *fs, const char *path, struct b4_error *err);
         /* Set the mtime to now, creating an empty file if missing. */
-        int (*touch)(struct b4_fs *fs, const char *path, struct b4_error *err);
+        int (*touch)(struct b4_fs *fs, const char *path, unsigned flags, struct b4_error *err);
         /* Optional write members (NULL = unsupported: the wrappers give -EOPNOTSUPP). */
         /* Make @path a symlink whose text is @target (never resolved here); parents are
          * created; an existing @path fails -EEXIST. */
@@ -149,7 +180,8 @@ struct b4_fs {
 
 /*
  * Wrappers: dispatch to @fs->ops; a missing member gives -EOPNOTSUPP ("<op> is not supported
- * here"). b4_fs_walk() and b4_fs_read_files() fall back to list_dir/lstat/read_file.
+ * here"). b4_fs_walk() and b4_fs_read_files() fall back to list_dir/lstat/read_file. The
+ * plain forms pass flags 0; the *_flags forms confine the resolution (enum b4_fs_flags).
  */
 B4_PUBLIC int b4_fs_read_file(struct b4_fs *fs,
                               const char *path,
@@ -192,6 +224,33 @@ B4_PUBLIC int b4_fs_symlink(struct b4_fs *fs,
                             const char *path,
                             struct b4_error *err);
 B4_PUBLIC int b4_fs_chmod(struct b4_fs *fs, const char *path, uint32_t mode, struct b4_error *err);
+B4_PUBLIC int b4_fs_read_file_flags(struct b4_fs *fs,
+                                    const char *path,
+                                    unsigned flags,
+                                    uint64_t max_bytes,
+                                    char **ret,
+                                    size_t *ret_len,
+                                    struct b4_error *err);
+B4_PUBLIC int b4_fs_stat_flags(struct b4_fs *fs,
+                               const char *path,
+                               unsigned flags,
+                               struct b4_stat *ret,
+                               struct b4_error *err);
+B4_PUBLIC int b4_fs_list_dir_flags(struct b4_fs *fs,
+                                   const char *path,
+                                   unsigned flags,
+                                   char ***ret_names,
+                                   struct b4_error *err);
+B4_PUBLIC int b4_fs_write_file_flags(struct b4_fs *fs,
+                                     const char *path,
+                                     unsigned flags,
+                                     const void *data,
+                                     size_t len,
+                                     struct b4_error *err);
+B4_PUBLIC int b4_fs_touch_flags(struct b4_fs *fs,
+                                const char *path,
+                                unsigned flags,
+                                struct b4_error *err);
 
 /* ---- exec ------------------------------------------------------------------------------ */
 
@@ -298,6 +357,7 @@ enum b4_enforcement {
         B4_ENFORCED = 0,
         B4_NOT_ENFORCED = 1, /* configured but cannot be enforced here: always also a warning */
         B4_NOT_APPLICABLE = 2,
+        B4_NOT_SET = 3, /* a limit the configuration does not set: nothing to enforce */
 };
 
 struct b4_control {

@@ -18,6 +18,13 @@
 #include "b4box/provider.h"
 #include "b4box/store.h"
 
+/*
+ * The longest thread id, in bytes. An id is 1 to this many bytes of UTF-8 without control
+ * characters (NUL included) or '/', and is neither "." nor ".." (ids are path segments of
+ * the HTTP API; the server sizes its path parsing from this).
+ */
+#define B4_THREAD_ID_MAX_BYTES 256
+
 struct b4_runtime;
 struct b4_run;
 struct b4_config;
@@ -63,7 +70,8 @@ B4_PUBLIC struct b4_runtime *b4_runtime_free(struct b4_runtime *rt);
  * @parent:   NULL, or an existing thread whose sandbox this one shares
  * @owner:    principal name or NULL
  * @ret:      the stored row; caller clears
- * Return: 0, -EEXIST (id taken), -ENOENT (parent missing), -EINVAL (bad id), -EIO.
+ * Return: 0, -EEXIST (id taken), -ENOENT (parent missing), -EINVAL (bad id, see
+ * B4_THREAD_ID_MAX_BYTES), -EIO.
  */
 B4_PUBLIC int b4_runtime_thread_create(struct b4_runtime *rt,
                                        const char *id,

@@ -33,8 +33,11 @@ struct b4_permissions;
 struct b4_grant_store;
 struct b4_tools;
 
-#define B4_TOOLS_DEFAULT_READ_CAP  (256u * 1024) /* bytes; readFile/editFile size cap */
-#define B4_MAX_THREAD_GRANT_LENGTH 4096          /* longest recordable tool key / pattern */
+#define B4_TOOLS_DEFAULT_READ_CAP (256u * 1024) /* bytes; readFile/editFile size cap */
+/* readFile's cap under tool-outputs/ (the reference reads those uncapped): 32 MiB, so that
+ * even escaped six-fold as JSON ("\u0000") one read stays inside a run's 256 MiB response. */
+#define B4_TOOLS_TOOL_OUTPUT_CAP   (32u * 1024 * 1024)
+#define B4_MAX_THREAD_GRANT_LENGTH 4096 /* longest recordable tool key / pattern */
 
 /* ---- permissions ----------------------------------------------------------------------- */
 

@@ -42,6 +42,118 @@ static int add_config_controls(const struct b4_config *cfg, struct b4_preflight 
                 n == 1 ? "y" : "ies");
 }
 
+/*
+ * Audit L5: a provider's limit row says what it can enforce (a controller, a mechanism); the
+ * check says what THIS configuration gets. Each limit row the provider reports is rewritten:
+ * a value the config sets leads the detail, and a limit it does not set becomes "not set"
+ * (and its NOT ENFORCED warning, if any, goes: there is nothing to enforce). An n/a row stays.
+ */
+struct limit {
+        const char *row; /* the provider's control name */
+        const char *key; /* the configuration key */
+        /* the configured value as text; false when the config does not set it */
+        bool (*value)(const struct b4_policy *p, char *buf, size_t size);
+};
+
+static bool memory_value(const struct b4_policy *p, char *buf, size_t size)
+{
+        (void)snprintf(buf, size, "%llu MiB", (unsigned long long)p->resources.memory_mb);
+        return p->resources.memory_mb > 0;
+}
+
+static bool cpus_value(const struct b4_policy *p, char *buf, size_t size)
+{
+        (void)snprintf(buf, size, "%g CPUs", p->resources.cpus);
+        return p->resources.cpus > 0;
+}
+
+static bool pids_value(const struct b4_policy *p, char *buf, size_t size)
+{
+        (void)snprintf(buf, size, "%u processes", (unsigned)p->security.pids_limit);
+        return p->security.pids_limit > 0;
+}
+
+static bool disk_value(const struct b4_policy *p, char *buf, size_t size)
+{
+        (void)snprintf(buf, size, "%llu GB", (unsigned long long)p->resources.disk_gb);
+        return p->resources.disk_gb > 0;
+}
+
+static bool timeout_value(const struct b4_policy *p, char *buf, size_t size)
+{
+        (void)snprintf(buf, size, "%llu ms", (unsigned long long)p->resources.timeout_ms);
+        return p->resources.timeout_ms > 0;
+}
+
+static const struct limit limits[] = {
+        { "memory limit", "resources.memoryMb", memory_value },
+        { "cpu limit", "resources.cpus", cpus_value },
+        { "pids limit", "security.pidsLimit", pids_value },
+        { "disk quota", "resources.diskGb", disk_value },
+        { "command timeout", "resources.timeoutMs", timeout_value },
+};
+
+/* Remove the warning b4_preflight_control() added for a NOT ENFORCED row. */
+static void drop_warning(struct b4_preflight *pf, const struct b4_control *c)
+{
+        size_t n = strlen(c->name);
+
+        for (char **w = pf->warnings; w && *w; w++)
+                if (strncmp(*w, c->name, n) == 0 && strncmp(*w + n, ": ", 2) == 0 &&
+                    strcmp(*w + n + 2, c->detail ? c->detail : "") == 0) {
+                        free(*w);
+                        memmove(w, w + 1, (strv_length(w + 1) + 1) * sizeof(*w));
+                        return;
+                }
+}
+
+static int apply_limit(const struct limit *l,
+                       const struct b4_policy *p,
+                       struct b4_control *c,
+                       struct b4_preflight *pf)
+{
+        bool enforced = c->state == B4_ENFORCED;
+        char value[64], *detail = NULL;
+        bool set = l->value(p, value, sizeof(value));
+        int r;
+
+        if (set)
+                r = b4_asprintf(&detail, enforced ? "%s (%s)" : "%s configured, but %s", value,
+                                c->detail);
+        else
+                r = b4_asprintf(&detail,
+                                enforced ? "no %s; available: %s"
+                                         : "no %s; not enforceable here: %s",
+                                l->key, c->detail);
+        if (r < 0)
+                return r;
+        if (!set) {
+                if (c->state == B4_NOT_ENFORCED)
+                        drop_warning(pf, c);
+                c->state = B4_NOT_SET;
+        }
+        free(c->detail);
+        c->detail = detail;
+        return 0;
+}
+
+static int apply_limits(const struct b4_config *cfg, struct b4_preflight *pf)
+{
+        const struct b4_policy *p = b4_config_policy(cfg);
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(limits); i++)
+                for (size_t k = 0; k < pf->n_controls; k++) {
+                        const struct b4_control *c = &pf->controls[k];
+                        if (strcmp(c->name, limits[i].row) != 0 || c->state == B4_NOT_APPLICABLE)
+                                continue;
+                        r = apply_limit(&limits[i], p, &pf->controls[k], pf);
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
+}
+
 static const char *state_name(enum b4_enforcement s)
 {
         switch (s) {
@@ -49,6 +161,8 @@ static const char *state_name(enum b4_enforcement s)
                 return "enforced";
         case B4_NOT_ENFORCED:
                 return "NOT ENFORCED";
+        case B4_NOT_SET:
+                return "not set";
         case B4_NOT_APPLICABLE:
                 break;
         }
@@ -57,7 +171,7 @@ static const char *state_name(enum b4_enforcement s)
 
 static void print_table(const struct b4_preflight *pf)
 {
-        size_t counts[3] = { 0 };
+        size_t counts[4] = { 0 };
 
         printf("%-24s %-13s %s\n", "CONTROL", "STATE", "DETAIL");
         for (size_t i = 0; i < pf->n_controls; i++) {
@@ -68,8 +182,8 @@ static void print_table(const struct b4_preflight *pf)
                 if ((unsigned)c->state < ELEMENTSOF(counts))
                         counts[c->state]++;
         }
-        printf("ok: %zu enforced, %zu not enforced, %zu n/a\n", counts[B4_ENFORCED],
-               counts[B4_NOT_ENFORCED], counts[B4_NOT_APPLICABLE]);
+        printf("ok: %zu enforced, %zu not enforced, %zu n/a, %zu not set\n", counts[B4_ENFORCED],
+               counts[B4_NOT_ENFORCED], counts[B4_NOT_APPLICABLE], counts[B4_NOT_SET]);
 }
 
 static void print_managed(const struct b4_config *cfg)
@@ -104,7 +218,7 @@ static int run_preflight(const struct b4_config *cfg, struct b4_provider *p)
                 cli_error("Sandbox provider \"%s\" preflight threw: %s.", name, err.msg);
                 return CLI_EXIT_FAILED;
         }
-        if (add_config_controls(cfg, &pf) < 0) {
+        if (apply_limits(cfg, &pf) < 0 || add_config_controls(cfg, &pf) < 0) {
                 cli_error("out of memory");
                 return CLI_EXIT_FAILED;
         }

@@ -194,19 +194,32 @@ static int add_path(struct strbuf *sb, const char *thread)
         return r < 0 ? r : strbuf_adds(sb, "/workspace/inspect HTTP/1.1\r\n");
 }
 
-static int send_request(int fd, const char *thread, const char *body)
+/* The Host header: the URL's host:port (a TCP server without threadAccess checks it). */
+static void url_authority(const char *url, char *buf, size_t size)
 {
+        size_t n = strncmp(url, "http://", 7) == 0 ? strcspn(url + 7, "/") : 0;
+
+        if (n == 0 || n >= size)
+                (void)snprintf(buf, size, "localhost");
+        else
+                (void)snprintf(buf, size, "%.*s", (int)n, url + 7);
+}
+
+static int send_request(int fd, const char *url, const char *thread, const char *body)
+{
+        char host[512];
         const char *token = secure_getenv("B4BOX_TOKEN");
         struct strbuf sb;
         int r;
 
+        url_authority(url, host, sizeof(host));
         strbuf_init(&sb, STRBUF_UNLIMITED);
         r = add_path(&sb, thread);
         if (r >= 0)
                 r = strbuf_addf(&sb,
-                                "Host: b4box\r\nContent-Type: application/json\r\n"
+                                "Host: %s\r\nContent-Type: application/json\r\n"
                                 "Content-Length: %zu\r\nConnection: close\r\n",
-                                strlen(body));
+                                host, strlen(body));
         if (r >= 0 && token)
                 r = strbuf_addf(&sb, "Authorization: Bearer %s\r\n", token);
         if (r >= 0)
@@ -285,7 +298,7 @@ static int http_inspect(const char *url,
 
         if (fd < 0)
                 return fd;
-        r = send_request(fd, thread, body);
+        r = send_request(fd, url, thread, body);
         if (r >= 0)
                 (void)shutdown(fd, SHUT_WR);
         if (r >= 0)

@@ -4,7 +4,8 @@
  * from a file or an environment variable at start-up, compared in constant time (both sides
  * hashed, digests compared without early exit). Each principal may perform a set of
  * operations on its own threads or on all. Checked in the headers phase, before any body
- * byte is read: a refused read answers 404 (existence is not leaked), anything else 403.
+ * byte is read. A thread the caller may not see answers exactly as a missing one, on every
+ * route (audit L1); a missing operation answers 403 (404 for reads).
  */
 
 #include <errno.h>
@@ -122,30 +123,41 @@ bool access_may_see(const struct request *rq, const char *owner)
         return owner && strcmp(owner, rq->principal->cfg->name) == 0;
 }
 
-static bool refuse(struct request *rq, bool read_op)
+/* The one "no such thread" answer: a thread the caller may not see gets exactly this too, so
+ * status, code and text cannot tell an existing thread from a missing one (audit L1). */
+static bool thread_not_found(struct request *rq)
 {
-        if (read_op)
-                reply_error(rq, 404, "thread_not_found", "thread not found");
-        else
-                reply_error(rq, 403, "forbidden", "this principal may not %s", rq->route->name);
+        reply_error(rq, 404, "thread_not_found", "thread '%s' not found", rq->params[0]);
         return false;
 }
 
+/* An operation the principal lacks. On a thread-scoped route the answer is the missing
+ * thread's when the thread is invisible or absent, so see check_thread(). */
+static bool refuse(struct request *rq, bool read_op)
+{
+        if (read_op)
+                return thread_not_found(rq);
+        reply_error(rq, 403, "forbidden", "this principal may not %s", rq->route->name);
+        return false;
+}
+
+/*
+ * Load the route's thread. Without the right to see it, the caller is told it does not
+ * exist, whatever the route (a 403 would confirm that it does).
+ */
 static bool check_thread(struct request *rq, bool policy)
 {
         struct b4_error err = { 0 };
         int r = b4_store_thread_get(rq->srv->opts.store, rq->params[0], &rq->thread, &err);
 
-        if (r == -ENOENT) {
-                reply_error(rq, 404, "thread_not_found", "thread '%s' not found", rq->params[0]);
-                return false;
-        }
+        if (r == -ENOENT)
+                return thread_not_found(rq);
         if (r < 0) {
                 reply_b4_error(rq, &err);
                 return false;
         }
         if (policy && !access_may_see(rq, rq->thread.owner))
-                return refuse(rq, rq->route->read_op);
+                return thread_not_found(rq);
         return true;
 }
 

@@ -14,6 +14,26 @@
 #include "base/time-util.h"
 #include "server-internal.h"
 
+/*
+ * Replies are kept in the request and handed to libmicrohttpd by the access handler
+ * (request_flush() in server.c): a handler runs on a worker thread while its connection is
+ * suspended, and MHD_queue_response() may only be called from the access handler.
+ */
+void reply_response(struct request *rq, unsigned status, struct MHD_Response *resp)
+{
+        if (rq->replied) {
+                MHD_destroy_response(resp);
+                return;
+        }
+        if (status == 401)
+                (void)MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+        if (status == 429)
+                (void)MHD_add_response_header(resp, "Retry-After", "1");
+        rq->response = resp;
+        rq->replied = true;
+        rq->status = status;
+}
+
 static void queue(struct request *rq, unsigned status, char *text, size_t len)
 {
         struct MHD_Response *resp;
@@ -27,14 +47,7 @@ static void queue(struct request *rq, unsigned status, char *text, size_t len)
                 return;
         }
         (void)MHD_add_response_header(resp, "Content-Type", "application/json");
-        if (status == 401)
-                (void)MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
-        if (status == 429)
-                (void)MHD_add_response_header(resp, "Retry-After", "1");
-        (void)MHD_queue_response(rq->conn, status, resp);
-        MHD_destroy_response(resp);
-        rq->replied = true;
-        rq->status = status;
+        reply_response(rq, status, resp);
 }
 
 void reply_text(struct request *rq, unsigned status, struct strbuf *sb)

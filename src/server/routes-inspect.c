@@ -194,10 +194,7 @@ static void reply_no_store(struct request *rq, char *text)
         }
         (void)MHD_add_response_header(resp, "Content-Type", "application/json");
         (void)MHD_add_response_header(resp, "Cache-Control", "no-store");
-        (void)MHD_queue_response(rq->conn, 200, resp);
-        MHD_destroy_response(resp);
-        rq->replied = true;
-        rq->status = 200;
+        reply_response(rq, 200, resp);
 }
 
 /* ---- the body ---- */

@@ -30,8 +30,5 @@ void route_metrics(struct request *rq)
                 return;
         }
         (void)MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4");
-        (void)MHD_queue_response(rq->conn, 200, resp);
-        MHD_destroy_response(resp);
-        rq->replied = true;
-        rq->status = 200;
+        reply_response(rq, 200, resp);
 }

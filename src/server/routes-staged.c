@@ -5,7 +5,8 @@
  *   not 64 lowercase hex 400 -> a second concurrent upload 429 upload_in_flight
  *   (retry-after: 1) -> declared Content-Length over maxUploadBytes 413;
  *   body phase: at most maxUploadBytes (413), within uploadTimeoutMs (408 upload_timeout;
- *   the connection's inactivity timeout is set to it as well, so a stalled client is cut);
+ *   it is also the connection's inactivity timeout and its body deadline (conns.c), so a
+ *   stalled or trickling client is cut);
  *   complete: not JSON 400 -> reclaim expired sources -> body digest != path 400
  *   digest_mismatch -> verification 422 workspace_source_invalid -> quota 507
  *   staged_quota_exceeded -> 200 held / 201 created. The stored payload is the bundle's

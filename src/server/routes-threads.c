@@ -48,6 +48,11 @@ static const char *opt_string(struct request *rq, struct jv *body, const char *k
                 *ok = false;
                 return NULL;
         }
+        if (strlen(jv_string(v)) != jv_string_length(v)) { /* "\u0000" would cut the id */
+                reply_error(rq, 400, "invalid_request", "%s must not contain a NUL character", key);
+                *ok = false;
+                return NULL;
+        }
         return jv_string(v);
 }
 

@@ -4,6 +4,7 @@
 /* Shared by the server's files: the request context, routes, replies, access, metrics. */
 
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -18,6 +19,8 @@
 
 struct principal;
 struct metrics;
+struct conns;
+struct conn;
 
 struct server {
         struct MHD_Daemon *mhd;
@@ -26,9 +29,17 @@ struct server {
         struct principal *principals; /* loaded tokens; NULL without threadAccess */
         size_t n_principals;
         struct metrics *metrics;
+        struct conns *conns; /* deadlines and the per-address cap (conns.c) */
         char *address;
         char *unix_path; /* unlinked at free */
         int listen_fd;
+        bool tcp;          /* a TCP listener: the browser checks apply (guard.c) */
+        char *listen_host; /* the listen address's host, brackets removed */
+        char *bound_host;  /* the numeric address bound, brackets removed */
+        char *bound_port;  /* the port bound */
+        pthread_mutex_t workers_lock;
+        pthread_cond_t workers_done;
+        unsigned workers; /* handlers running on their own thread */
 };
 
 struct request;
@@ -63,7 +74,12 @@ struct request {
         const struct principal *principal; /* NULL without a policy */
         const char *principal_name;        /* NULL without a policy */
         struct b4_thread_row thread;       /* loaded for thread-scoped routes */
+        struct conn *track;                /* the connection's deadlines; NULL if untracked */
+        struct MHD_Response *response;     /* the reply, until the access handler queues it */
         struct strbuf body;
+        bool began;        /* the headers phase ran */
+        bool completed;    /* the body is in: phase 3 ran */
+        bool path_has_nul; /* the raw request target has %00 */
         bool body_too_large;
         bool holds_upload_slot; /* routes-staged.c */
         bool replied;
@@ -74,6 +90,8 @@ struct request {
 };
 
 /* ---- replies (http-status.c) ---- */
+/* Keep @resp (taken) as the reply, unless one was made already. */
+void reply_response(struct request *rq, unsigned status, struct MHD_Response *resp);
 /* Reply with JSON text already built in @sb (its buffer is taken). */
 void reply_text(struct request *rq, unsigned status, struct strbuf *sb);
 /* Reply with @body (reference taken). */
@@ -87,6 +105,32 @@ void reply_b4_error(struct request *rq, const struct b4_error *err);
 struct jv *request_json_object(struct request *rq);
 /* Refuse keys of @obj not in @known (NULL-terminated); replies 400 and returns false. */
 bool request_known_keys(struct request *rq, const struct jv *obj, const char *const *known);
+
+/* ---- browser-origin checks (guard.c) ---- */
+/* Remember the addresses the Host and Origin checks accept. Return: 0 or -ENOMEM. */
+int guard_init(struct server *s, const char *listen_host, const char *bound);
+void guard_free(struct server *s);
+/* Host and Origin (TCP without threadAccess); replies and returns false on refusal. */
+bool guard_browser(struct request *rq);
+/* A body needs Content-Type: application/json; replies 415 and returns false. */
+bool guard_content_type(struct request *rq);
+
+/* ---- connections (conns.c) ---- */
+enum conn_phase {
+        CONN_HEADERS, /* waiting for a request's headers: server.headerTimeoutMs */
+        CONN_BODY,    /* receiving its body: the given timeout */
+        CONN_BUSY,    /* a handler runs or the reply is sent: no deadline */
+};
+
+int conns_new(unsigned max_per_addr, uint64_t header_timeout_ms, struct conns **ret);
+struct conns *conns_free(struct conns *cs);
+/* libmicrohttpd's connection notifications. */
+void conns_opened(struct conns *cs, struct MHD_Connection *mc, void **socket_context);
+void conns_closed(struct conns *cs, void **socket_context);
+/* Enter @phase (@timeout_ms for CONN_BODY); @k may be NULL. */
+void conns_phase(struct conns *cs, struct conn *k, enum conn_phase phase, uint64_t timeout_ms);
+/* The record of @mc, or NULL. */
+struct conn *conns_of(struct MHD_Connection *mc);
 
 /* ---- access (access.c) ---- */
 int access_load(struct server *s, struct b4_error *err);

@@ -4,8 +4,12 @@
  *   1. headers: route, authenticate, authorise (before any body byte is read), refuse a
  *      declared Content-Length over the route's cap;
  *   2. body: accumulate up to the cap, then discard and remember it was too large;
- *   3. complete: run the route's handler, which queues exactly one reply.
- * One thread per connection: a long runBash only ties up its own connection.
+ *   3. complete: run the route's handler on a thread of its own while the connection is
+ *      suspended; it leaves exactly one reply in the request, which the access handler
+ *      queues when the connection is resumed.
+ * libmicrohttpd polls every connection with epoll on a small pool of threads, so an idle or
+ * slow connection costs a descriptor, not a thread, and a long runBash ties up only its own
+ * request. Slow clients are cut by the absolute deadlines of conns.c (audit M4).
  */
 
 #include <arpa/inet.h>
@@ -27,6 +31,10 @@
 
 /* How long server_free() waits for abandoned workspace reads (their tokens are fired). */
 #define INSPECT_DRAIN_MS 30000u
+/* libmicrohttpd's polling threads: they parse, authenticate and read bodies, never block. */
+#define POLL_THREADS 2
+/* A path segment: a thread id at most, the longest segment any route has. */
+#define SEGMENT_MAX (B4_THREAD_ID_MAX_BYTES + 1)
 
 /* ---- listening ---- */
 
@@ -145,6 +153,8 @@ static int listen_tcp(struct server *s, const char *spec, struct b4_error *err)
         }
         r = bind_tcp(s, ai, err);
         freeaddrinfo(ai);
+        if (r >= 0 && guard_init(s, host, s->address) < 0)
+                return -ENOMEM;
         return r;
 }
 
@@ -158,14 +168,14 @@ static int open_listener(struct server *s, const char *spec, struct b4_error *er
                 r = listen_tcp(s, spec, err);
         if (r < 0)
                 return r;
-        if (listen(s->listen_fd, 128) < 0)
+        if (listen(s->listen_fd, SOMAXCONN) < 0)
                 return b4_error_set(err, -errno, "listen on '%s'", spec);
         return 0;
 }
 
 /* ---- request lifecycle ---- */
 
-static size_t split_path(const char *url, char segs[][256], size_t max)
+static size_t split_path(const char *url, char segs[][SEGMENT_MAX], size_t max)
 {
         size_t n = 0;
 
@@ -174,7 +184,7 @@ static size_t split_path(const char *url, char segs[][256], size_t max)
         while (*url && n < max) {
                 const char *end = strchrnul(url, '/');
                 size_t len = (size_t)(end - url);
-                if (len >= 256)
+                if (len >= SEGMENT_MAX)
                         return max + 1;
                 memcpy(segs[n], url, len);
                 segs[n++][len] = '\0';
@@ -186,7 +196,7 @@ static size_t split_path(const char *url, char segs[][256], size_t max)
 /* Match @url against @pattern; fills rq->params. */
 static bool route_match(struct request *rq, const struct route *rt, const char *url)
 {
-        char us[6][256], ps[6][256];
+        char us[6][SEGMENT_MAX], ps[6][SEGMENT_MAX];
         size_t nu = split_path(url, us, 6), np = split_path(rt->pattern, ps, 6);
         size_t k = 0;
 
@@ -212,6 +222,8 @@ static void request_free(struct request *rq)
                 rq->route->end(rq);
         for (size_t i = 0; i < MAX_PATH_PARAMS; i++)
                 free(rq->params[i]);
+        if (rq->response)
+                MHD_destroy_response(rq->response);
         b4_thread_row_clear(&rq->thread);
         strbuf_release(&rq->body);
         free(rq);
@@ -259,15 +271,30 @@ static uint64_t route_body_cap(const struct request *rq)
         return sc->max_body_bytes;
 }
 
-/* Phase 1. Returns false when a reply was queued. */
+/* Where the body must have arrived by, counted from the end of the headers. */
+static uint64_t route_body_timeout_ms(const struct request *rq)
+{
+        if (rq->route && rq->route->body == ROUTE_BODY_UPLOAD)
+                return rq->srv->config->sandbox.staged.upload_timeout_ms;
+        return rq->srv->config->server.request_timeout_ms;
+}
+
+/* Phase 1. Returns false when a reply was made. */
 static bool request_begin(struct request *rq, const char *url, const char *method)
 {
         const char *cl;
         uint64_t n;
 
+        if (!guard_browser(rq))
+                return false;
+        if (rq->path_has_nul) { /* libmicrohttpd would decode it and cut the path there */
+                reply_error(rq, 400, "invalid_request",
+                            "the request path must not contain a NUL byte (%%00)");
+                return false;
+        }
         if (!find_route(rq, url, method))
                 return false;
-        if (!access_check(rq))
+        if (!access_check(rq) || !guard_content_type(rq))
                 return false;
         if (rq->route->begin && !rq->route->begin(rq))
                 return false;
@@ -282,6 +309,99 @@ static bool request_begin(struct request *rq, const char *url, const char *metho
         return true;
 }
 
+/* Hand a reply made by a phase or a handler to libmicrohttpd (only allowed from here). */
+static enum MHD_Result request_flush(struct request *rq)
+{
+        enum MHD_Result r = MHD_YES;
+
+        if (rq->response) {
+                r = MHD_queue_response(rq->conn, rq->status, rq->response);
+                MHD_destroy_response(rq->response);
+                rq->response = NULL;
+        }
+        return r;
+}
+
+static void *handler_main(void *arg)
+{
+        struct request *rq = arg;
+        struct server *s = rq->srv;
+        struct MHD_Connection *conn = rq->conn;
+
+        rq->route->handler(rq);
+        if (!rq->replied)
+                reply_error(rq, 500, "internal_error", "no reply");
+        /* rq belongs to libmicrohttpd's thread again once resumed: not touched after this */
+        (void)pthread_mutex_lock(&s->workers_lock);
+        MHD_resume_connection(conn);
+        s->workers--;
+        (void)pthread_cond_broadcast(&s->workers_done);
+        (void)pthread_mutex_unlock(&s->workers_lock);
+        return NULL;
+}
+
+/* Phase 3: run the handler on its own thread, so a long one blocks no other connection. */
+static void request_dispatch(struct request *rq)
+{
+        struct server *s = rq->srv;
+        pthread_attr_t attr;
+        pthread_t t;
+        int r;
+
+        (void)pthread_attr_init(&attr);
+        (void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        (void)pthread_mutex_lock(&s->workers_lock);
+        MHD_suspend_connection(rq->conn);
+        r = pthread_create(&t, &attr, handler_main, rq);
+        if (r == 0)
+                s->workers++;
+        else
+                MHD_resume_connection(rq->conn);
+        (void)pthread_mutex_unlock(&s->workers_lock);
+        (void)pthread_attr_destroy(&attr);
+        if (r != 0)
+                reply_error(rq, 503, "server_busy", "cannot start a thread for the request: %s",
+                            strerror(r));
+}
+
+/* Phase 3, once the body is in. */
+static void request_complete(struct request *rq)
+{
+        conns_phase(rq->srv->conns, rq->track, CONN_BUSY, 0);
+        if (rq->replied)
+                return;
+        if (rq->body_too_large)
+                reply_error(rq, 413, "payload_too_large",
+                            "request body exceeds the limit of %llu bytes",
+                            (unsigned long long)route_body_cap(rq));
+        else
+                request_dispatch(rq);
+}
+
+/* The request line is in (headers not yet): make the request; it becomes *con_cls. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+        struct request *rq = b4_calloc(1, sizeof(*rq));
+
+        if (!rq)
+                return NULL;
+        rq->srv = cls;
+        rq->conn = conn;
+        rq->track = conns_of(conn);
+        rq->started_us = now_usec();
+        rq->path_has_nul = strstr(uri, "%00") != NULL;
+        return rq;
+}
+
+static void request_name(struct request *rq, const char *url, const char *method)
+{
+        (void)snprintf(rq->method, sizeof(rq->method), "%s", method);
+        (void)snprintf(rq->path, sizeof(rq->path), "%s", url);
+        for (char *c = rq->path; *c; c++) /* no log injection */
+                if ((unsigned char)*c < 0x20 || *c == '"' || *c == '\\' || *c == 0x7f)
+                        *c = '?';
+}
+
 static enum MHD_Result on_request(void *cls,
                                   struct MHD_Connection *conn,
                                   const char *url,
@@ -293,42 +413,30 @@ static enum MHD_Result on_request(void *cls,
 {
         struct request *rq = *con_cls;
 
-        if (!rq) {
-                rq = b4_calloc(1, sizeof(*rq));
-                if (!rq)
-                        return MHD_NO;
-                rq->srv = cls;
-                rq->conn = conn;
-                rq->started_us = now_usec();
-                (void)snprintf(rq->method, sizeof(rq->method), "%s", method);
-                (void)snprintf(rq->path, sizeof(rq->path), "%s", url);
-                for (char *c = rq->path; *c; c++) /* no log injection */
-                        if ((unsigned char)*c < 0x20 || *c == '"' || *c == '\\' || *c == 0x7f)
-                                *c = '?';
-                *con_cls = rq;
+        (void)cls;
+        (void)conn;
+        (void)version;
+        if (!rq)
+                return MHD_NO; /* on_uri() ran out of memory */
+        if (!rq->began) {
+                rq->began = true;
+                request_name(rq, url, method);
                 (void)request_begin(rq, url, method);
-                return MHD_YES;
-        }
-        if (rq->replied) {
-                *upload_data_size = 0; /* refused before the body: discard it */
-                return MHD_YES;
+                conns_phase(rq->srv->conns, rq->track, CONN_BODY, route_body_timeout_ms(rq));
+                return request_flush(rq);
         }
         if (*upload_data_size > 0) {
-                if (!rq->body_too_large &&
+                if (!rq->replied && !rq->body_too_large &&
                     strbuf_add(&rq->body, upload_data, *upload_data_size) < 0)
                         rq->body_too_large = true;
-                *upload_data_size = 0;
+                *upload_data_size = 0; /* refused before the body: discarded */
                 return MHD_YES;
         }
-        if (rq->body_too_large)
-                reply_error(rq, 413, "payload_too_large",
-                            "request body exceeds the limit of %llu bytes",
-                            (unsigned long long)route_body_cap(rq));
-        else
-                rq->route->handler(rq);
-        if (!rq->replied)
-                reply_error(rq, 500, "internal_error", "no reply");
-        return MHD_YES;
+        if (!rq->completed) {
+                rq->completed = true;
+                request_complete(rq);
+        }
+        return request_flush(rq);
 }
 
 /* One structured line per request on stderr (the daemon is the logging layer). */
@@ -349,15 +457,43 @@ static void on_completed(void *cls,
                          void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
+        struct server *s = cls;
         struct request *rq = *con_cls;
 
         if (rq) {
-                metrics_request(rq->srv->metrics, rq->route ? rq->route->name : "unmatched",
-                                rq->status);
+                metrics_request(s->metrics, rq->route ? rq->route->name : "unmatched", rq->status);
                 log_request(rq, toe);
         }
         request_free(rq);
         *con_cls = NULL;
+        conns_phase(s->conns, conns_of(conn), CONN_HEADERS, 0); /* keep-alive: the next one */
+}
+
+static void on_connection(void *cls,
+                          struct MHD_Connection *conn,
+                          void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+        struct server *s = cls;
+
+        if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+                conns_opened(s->conns, conn, socket_context);
+        else
+                conns_closed(s->conns, socket_context);
+}
+
+static int start_daemon(struct server *s)
+{
+        const struct b4_server_config *sc = &s->config->server;
+
+        s->mhd = MHD_start_daemon(
+                MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, on_request,
+                s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
+                (unsigned)POLL_THREADS, MHD_OPTION_CONNECTION_LIMIT, (unsigned)sc->max_connections,
+                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)((sc->request_timeout_ms + 999) / 1000),
+                MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+                s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+        return s->mhd ? 0 : -EIO;
 }
 
 int server_start(const struct server_options *opts, struct server **ret, struct b4_error *err)
@@ -371,21 +507,19 @@ int server_start(const struct server_options *opts, struct server **ret, struct 
         s->opts = *opts;
         s->config = opts->config;
         s->listen_fd = -EBADF;
+        (void)pthread_mutex_init(&s->workers_lock, NULL);
+        (void)pthread_cond_init(&s->workers_done, NULL);
         s->metrics = metrics_new();
         r = s->metrics ? access_load(s, err) : -ENOMEM;
         if (r >= 0)
                 r = open_listener(s, opts->listen ? opts->listen : sc->listen, err);
+        if (r >= 0)
+                r = conns_new(sc->max_connections_ip, sc->header_timeout_ms, &s->conns);
         if (r < 0) {
                 server_free(s);
                 return r;
         }
-        s->mhd = MHD_start_daemon(
-                MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL, 0,
-                NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
-                MHD_OPTION_CONNECTION_LIMIT, (unsigned)sc->max_connections,
-                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)((sc->request_timeout_ms + 999) / 1000),
-                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
-        if (!s->mhd) {
+        if (start_daemon(s) < 0) {
                 server_free(s);
                 return b4_error_set(err, -EIO, "cannot start the HTTP server");
         }
@@ -404,14 +538,23 @@ struct server *server_free(struct server *s)
 {
         if (!s)
                 return NULL;
+        /* libmicrohttpd must not be stopped with a connection suspended: let handlers end */
+        (void)pthread_mutex_lock(&s->workers_lock);
+        while (s->workers > 0)
+                (void)pthread_cond_wait(&s->workers_done, &s->workers_lock);
+        (void)pthread_mutex_unlock(&s->workers_lock);
         if (s->mhd)
                 MHD_stop_daemon(s->mhd);
+        s->conns = conns_free(s->conns);
         inspect_workers_drain(INSPECT_DRAIN_MS);
         safe_close(s->listen_fd);
         if (s->unix_path)
                 (void)unlink(s->unix_path);
         access_free(s);
+        guard_free(s);
         metrics_free(s->metrics);
+        (void)pthread_cond_destroy(&s->workers_done);
+        (void)pthread_mutex_destroy(&s->workers_lock);
         free(s->unix_path);
         free(s->address);
         free(s);

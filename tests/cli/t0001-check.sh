@@ -147,4 +147,35 @@ expect "a symlink in the source: Invalid managed workspace" 1 \
     "b4box: Invalid managed workspace: Source may not contain symlinks: 'l'" \
     -- check -c wsapp/good.json --state "$tmp/state"
 
+# Audit L5: the native rows say what THIS configuration gets, not that a controller exists.
+mkdir -p "$tmp/nat"
+echo '{"sandbox": {"provider": {"type": "native", "scope": "check-l5"}, "network": {"mode": "deny"}}}' \
+    >"$tmp/nat/unset.json"
+echo '{"sandbox": {"provider": {"type": "native", "scope": "check-l5"}, "network": {"mode": "deny"},
+ "resources": {"memoryMb": 512, "diskGb": 1}}}' >"$tmp/nat/set.json"
+if [ "$(id -u)" -ne 0 ]; then
+    skip "L5: native limits not set are reported as not set" "needs root"
+    skip "L5: native limits set are reported with their value" "needs root"
+else
+    run check -c nat/unset.json --state "$tmp/nstate"
+    if [ "$rc" = 0 ] && grep -q '^memory limit  *not set  *no resources.memoryMb; ' "$tmp/out" &&
+        grep -q '^cpu limit  *not set  *no resources.cpus; ' "$tmp/out" &&
+        grep -q '^command timeout  *not set  *no resources.timeoutMs; ' "$tmp/out" &&
+        grep -q '^disk quota  *not set  *no resources.diskGb; ' "$tmp/out" &&
+        grep -q '^tmpfs sizes  *enforced  */tmp 256 MiB, /run 64 MiB, /dev/shm 64 MiB' "$tmp/out" &&
+        ! grep -q 'warning: disk quota' "$tmp/err"; then
+        ok "L5: native limits not set are reported as not set"
+    else
+        not_ok "L5: native limits not set are reported as not set" "rc $rc" "$err" "$out"
+    fi
+    run check -c nat/set.json --state "$tmp/nstate"
+    if [ "$rc" = 0 ] && grep -q '^memory limit  *[a-zA-Z ]*  512 MiB' "$tmp/out" &&
+        grep -q '^disk quota  *NOT ENFORCED  *1 GB configured, but ' "$tmp/out" &&
+        grep -q '^b4box: warning: disk quota: ' "$tmp/err"; then
+        ok "L5: native limits set are reported with their value"
+    else
+        not_ok "L5: native limits set are reported with their value" "rc $rc" "$err" "$out"
+    fi
+fi
+
 echo "1..$n"

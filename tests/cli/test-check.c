@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The provider half of `b4box check`, against an in-test provider whose preflight we choose:
- * warnings, the controls table, network lists reported as not enforced, resolver lines, and
- * the preflight failed/threw and reader refusals. cmd-check.c is compiled in directly so its
+ * warnings, the controls table, network lists reported as not enforced, limit rows rewritten
+ * for the configuration (audit L5), resolver lines, and the preflight failed/threw and reader
+ * refusals. cmd-check.c is compiled in directly so its
  * static functions can be called; cli_error() is replaced to collect messages.
  */
 
@@ -46,9 +47,26 @@ enum mode {
         MODE_OK,
         MODE_FAIL,
         MODE_THROW,
+        MODE_LIMITS,
 };
 
 static enum mode mode;
+
+/* Rows as the native provider reports them: what it can enforce, not what is configured. */
+static int limits_preflight(struct b4_preflight *ret)
+{
+        assert_int_equal(b4_preflight_control(ret, "memory limit", B4_ENFORCED,
+                                              "cgroup v1 memory controller"),
+                         0);
+        assert_int_equal(
+                b4_preflight_control(ret, "cpu limit", B4_ENFORCED, "cgroup v1 cpu controller"), 0);
+        assert_int_equal(b4_preflight_control(ret, "pids limit", B4_NOT_ENFORCED, "no pids cgroup"),
+                         0);
+        assert_int_equal(b4_preflight_control(ret, "disk quota", B4_NOT_ENFORCED, "no quota"), 0);
+        assert_int_equal(b4_preflight_control(ret, "command timeout", B4_ENFORCED, "supervisor"),
+                         0);
+        return 0;
+}
 
 static int tp_preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_error *err)
 {
@@ -60,6 +78,8 @@ static int tp_preflight(struct b4_provider *p, struct b4_preflight *ret, struct 
                 return 0;
         }
         ret->detail = strdup("all good");
+        if (mode == MODE_LIMITS)
+                return limits_preflight(ret);
         assert_int_equal(b4_preflight_control(ret, "seccomp", B4_ENFORCED, "filter loaded"), 0);
         assert_int_equal(b4_preflight_control(ret, "memory limit", B4_NOT_ENFORCED, "no cgroup v2"),
                          0);
@@ -123,14 +143,61 @@ static void test_check_table_and_warnings(void **state)
         assert_string_equal(out, "provider: testprov, scope \"s\": all good\n"
                                  "CONTROL                  STATE         DETAIL\n"
                                  "seccomp                  enforced      filter loaded\n"
-                                 "memory limit             NOT ENFORCED  no cgroup v2\n"
+                                 "memory limit             not set       no resources.memoryMb; "
+                                 "not enforceable here: no cgroup v2\n"
                                  "pids limit               n/a           -\n"
                                  "network allowlist        NOT ENFORCED  1 entry configured; "
                                  "b4box does not filter by host\n"
-                                 "ok: 1 enforced, 2 not enforced, 1 n/a\n");
-        assert_string_equal(messages[0], "warning: memory limit: no cgroup v2");
-        assert_string_equal(messages[1], "warning: network allowlist: 1 entry configured; b4box "
+                                 "ok: 1 enforced, 1 not enforced, 1 n/a, 1 not set\n");
+        assert_string_equal(messages[0], "warning: network allowlist: 1 entry configured; b4box "
                                          "does not filter by host");
+        assert_null(messages[1]);
+}
+
+/* Audit L5: "memory limit enforced" only when the configuration sets one. */
+static void test_check_limits_unset(void **state)
+{
+        char out[4096];
+
+        mode = MODE_LIMITS;
+        assert_int_equal(run_check(FAKE_SANDBOX "}}", out, sizeof(out)), CLI_EXIT_OK);
+        assert_non_null(strstr(out,
+                               "\nmemory limit             not set       no "
+                               "resources.memoryMb; available: cgroup v1 memory controller\n"));
+        assert_non_null(strstr(out, "\ncpu limit                not set       no resources.cpus; "
+                                    "available: cgroup v1 cpu controller\n"));
+        /* the default pidsLimit is a value: configured, not enforced here, still a warning */
+        assert_non_null(strstr(out, "\npids limit               NOT ENFORCED  512 processes "
+                                    "configured, but no pids cgroup\n"));
+        assert_non_null(strstr(out, "\ndisk quota               not set       no resources.diskGb; "
+                                    "not enforceable here: no quota\n"));
+        assert_non_null(strstr(out, "\ncommand timeout          not set       no "
+                                    "resources.timeoutMs; available: supervisor\n"));
+        assert_non_null(strstr(out, "\nok: 0 enforced, 1 not enforced, 0 n/a, 4 not set\n"));
+        /* nothing configured, nothing to warn about: the disk row's warning is gone */
+        assert_string_equal(messages[0], "warning: pids limit: no pids cgroup");
+        assert_null(messages[1]);
+}
+
+static void test_check_limits_set(void **state)
+{
+        char out[4096];
+
+        mode = MODE_LIMITS;
+        assert_int_equal(run_check(FAKE_SANDBOX ", \"resources\": {\"memoryMb\": 512, \"cpus\": "
+                                                "1.5, \"diskGb\": 10, \"timeoutMs\": 30000}}}",
+                                   out, sizeof(out)),
+                         CLI_EXIT_OK);
+        assert_non_null(strstr(out, "\nmemory limit             enforced      512 MiB (cgroup v1 "
+                                    "memory controller)\n"));
+        assert_non_null(strstr(out, "\ncpu limit                enforced      1.5 CPUs (cgroup v1 "
+                                    "cpu controller)\n"));
+        assert_non_null(strstr(out, "\ndisk quota               NOT ENFORCED  10 GB configured, "
+                                    "but no quota\n"));
+        assert_non_null(strstr(out, "\ncommand timeout          enforced      30000 ms "
+                                    "(supervisor)\n"));
+        assert_string_equal(messages[0], "warning: pids limit: no pids cgroup");
+        assert_string_equal(messages[1], "warning: disk quota: no quota");
         assert_null(messages[2]);
 }
 
@@ -197,6 +264,8 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_check_table_and_warnings),
+                cmocka_unit_test(test_check_limits_unset),
+                cmocka_unit_test(test_check_limits_set),
                 cmocka_unit_test(test_check_resolver_lines),
                 cmocka_unit_test(test_check_preflight_failed),
                 cmocka_unit_test(test_check_preflight_threw),

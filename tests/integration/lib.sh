@@ -11,6 +11,10 @@ check() { local name=$1; shift; if "$@"; then ok "$name"; else not_ok "$name"; f
 glob() { [[ $1 == $2 ]]; }
 done_testing() { echo "1..$TAP_N"; [ "$TAP_FAILED" -eq 0 ]; }
 
+# curl arguments for a JSON body: the server refuses any other Content-Type with 415 (M2),
+# and curl -d alone sends application/x-www-form-urlencoded
+JSON=(-H 'Content-Type: application/json')
+
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/b4it.XXXXXX")
 SERVER_PID=
 cleanup() {

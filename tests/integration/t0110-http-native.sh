@@ -18,7 +18,7 @@ req POST /threads/n1/tools/writeFile '{"path": "keep.txt", "content": "kept"}'
 check "writeFile" [ "$(json_get "$BODY" ok)" = true ]
 
 # a long command holds the run slot
-curl -s --unix-socket "$SOCK" -X POST -d '{"command": "sleep 1.5; echo done"}' \
+curl -s "${JSON[@]}" --unix-socket "$SOCK" -X POST -d '{"command": "sleep 1.5; echo done"}' \
         http://b4/threads/n1/tools/runBash > "$WORK/long.json" &
 LONG=$!
 sleep 0.4
@@ -31,7 +31,7 @@ wait $LONG
 check "the long command finished" [ "$(json_get "$(cat "$WORK/long.json")" result.stdout)" = done ]
 
 # cancel kills the command
-curl -s --unix-socket "$SOCK" -X POST -d '{"command": "sleep 30"}' \
+curl -s "${JSON[@]}" --unix-socket "$SOCK" -X POST -d '{"command": "sleep 30"}' \
         http://b4/threads/n1/tools/runBash > "$WORK/cancelled.json" &
 LONG=$!
 sleep 0.4
@@ -50,7 +50,7 @@ check "with the seeds' message" \
         glob "$(json_get "$BODY" result.stderr)" "*Command timed out after 2s (resources.timeoutMs: 2000ms).*"
 
 # SIGKILL mid-run, then restart on the same state dir
-curl -s --unix-socket "$SOCK" -X POST -d '{"command": "sleep 30"}' \
+curl -s "${JSON[@]}" --unix-socket "$SOCK" -X POST -d '{"command": "sleep 30"}' \
         http://b4/threads/n1/tools/runBash > /dev/null 2>&1 &
 LONG=$!
 sleep 0.4

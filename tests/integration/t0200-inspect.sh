@@ -68,7 +68,7 @@ check "UTF-8 text" [ "$(json_get "$BODY" inspection.files.notes\\.txt 2>/dev/nul
 check "entries count directories" [ "$(json_get "$BODY" inspection.entries)" = 6 ]
 check "totalBytes" [ "$(json_get "$BODY" inspection.totalBytes)" = $((5 + 5 + 13 + 29)) ]
 check "no root key without a root" [ "$(json_get "$BODY" root)" = "" ]
-H=$(curl -s -D - -o /dev/null --unix-socket "$SOCK" -X POST -d '{}' "${A[@]}" http://b4/threads/t/workspace/inspect)
+H=$(curl -s "${JSON[@]}" -D - -o /dev/null --unix-socket "$SOCK" -X POST -d '{}' "${A[@]}" http://b4/threads/t/workspace/inspect)
 check "cache-control: no-store" grep -qi '^cache-control: no-store' <<<"$H"
 check "content-type: application/json" grep -qi '^content-type: application/json' <<<"$H"
 req POST /threads/t/workspace/inspect "" "${A[@]}"

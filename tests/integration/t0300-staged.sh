@@ -69,11 +69,11 @@ req PUT "/workspace/sources/$D2" "@$WORK/b2.json" "${UP[@]}"
 check "over maxStagedBytes: 507" [ "$STATUS" = 507 ] && [ "$(json_get "$BODY" error.details.code)" = staged_quota_exceeded ]
 # One upload at a time: a slow upload holds the slot, a second one is told to retry.
 { cat "$WORK/b.json"; head -c 1400 /dev/zero | tr '\0' ' '; } > "$WORK/padded.json"
-curl -s --unix-socket "$SOCK" -X PUT --limit-rate 500 --data-binary "@$WORK/padded.json" "${UP[@]}" \
+curl -s "${JSON[@]}" --unix-socket "$SOCK" -X PUT --limit-rate 500 --data-binary "@$WORK/padded.json" "${UP[@]}" \
         -o /dev/null "http://b4/workspace/sources/$DIGEST" &
 SLOW=$!
 sleep 0.5
-out=$(curl -s -i --unix-socket "$SOCK" -X PUT --data-binary "@$WORK/b.json" "${UP[@]}" \
+out=$(curl -s "${JSON[@]}" -i --unix-socket "$SOCK" -X PUT --data-binary "@$WORK/b.json" "${UP[@]}" \
         "http://b4/workspace/sources/$DIGEST")
 check "a concurrent upload: 429 upload_in_flight" glob "$out" "*429*upload_in_flight*"
 check "with retry-after: 1" glob "$out" "*[Rr]etry-[Aa]fter: 1*"

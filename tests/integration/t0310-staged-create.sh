@@ -222,7 +222,7 @@ LOCKER=$!
 for _ in $(seq 400); do [ -e "$WORK/s1/b4box.db.held" ] && break; sleep 0.01; done
 HELD=()
 for i in 1 2 3 4 5; do
-        curl -s -i --unix-socket "$SOCK" -X POST "${AL[@]}" \
+        curl -s "${JSON[@]}" -i --unix-socket "$SOCK" -X POST "${AL[@]}" \
                 --data-binary "$(ws "h$i" "{\"sourceDigest\": \"$DIGEST\"}")" http://b4/threads \
                 > "$WORK/held-$i.out" &
         HELD+=($!)

@@ -2,11 +2,13 @@
 # Network allow/deny end to end (TAP, root only). Everything happens in namespaces this test
 # creates: a "host" namespace where b4box runs, and an "internet" namespace (192.0.2.2, plus a
 # fake metadata address 169.254.169.254) joined to it by a veth; no route to a real network.
+# Audit H4: a "host" service bound to [::] must be unreachable over IPv6 too (the host veth's
+# link-local address, the host's own global address), as it is over IPv4.
 set -uo pipefail
 b4box=$(realpath "$1")
 if [ "$(id -u)" -ne 0 ] || ! command -v curl >/dev/null || ! command -v python3 >/dev/null ||
-        ! command -v iptables >/dev/null; then
-        echo "1..0 # SKIP needs root, curl, python3 and iptables"
+        ! command -v iptables >/dev/null || ! command -v ip6tables >/dev/null; then
+        echo "1..0 # SKIP needs root, curl, python3, iptables and ip6tables"
         exit 0
 fi
 if [ -z "${B4_NET_INNER:-}" ]; then
@@ -31,6 +33,7 @@ sleep 0.2
 ip link add inet0 type veth peer name inet1
 ip link set inet1 netns "$inet"
 ip addr add 192.0.2.1/24 dev inet0
+ip addr add 2001:db8::1/64 dev inet0 nodad
 ip link set inet0 up
 ip route add 169.254.169.254/32 via 192.0.2.2
 in_inet() { nsenter -t "$inet" -n "$@"; }
@@ -45,12 +48,23 @@ mkdir -p "$dir/www" && echo hello-internet >"$dir/www/hello"
 pids+=($!)
 (cd "$dir/www" && exec python3 -m http.server 8081 --bind 0.0.0.0) >/dev/null 2>&1 &
 pids+=($!)
+(cd "$dir/www" && exec python3 -m http.server 8086 --bind ::) >/dev/null 2>&1 &
+pids+=($!)
 for _ in $(seq 50); do
-        curl -s -m 1 http://192.0.2.2:8080/hello >/dev/null && curl -s -m 1 http://192.0.2.1:8081/hello >/dev/null && break
+        curl -s -m 1 http://192.0.2.2:8080/hello >/dev/null && curl -s -m 1 http://192.0.2.1:8081/hello >/dev/null &&
+                curl -s -m 1 -g 'http://[2001:db8::1]:8086/hello' >/dev/null && break
         sleep 0.1
 done
 
-echo "1..6"
+# The link-local address a veth gets from its MAC (EUI-64), whether or not it was assigned.
+eui64_ll() {
+        local a b c d e f
+        IFS=: read -r a b c d e f <<<"$1"
+        printf 'fe80::%x:%x:%x:%x' $(((0x$a ^ 2) << 8 | 0x$b)) $((0x$c << 8 | 0xff)) \
+                $((0xfe << 8 | 0x$d)) $((0x$e << 8 | 0x$f))
+}
+
+echo "1..10"
 n=0
 check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
 x() { "$b4box" --state "$dir/st" "$@"; }
@@ -61,9 +75,24 @@ x exec --thread net-a -- curl -s -m 2 http://169.254.169.254:8080/hello >/dev/nu
 check "allow: the metadata address is unreachable" '[ $rc -ne 0 ]'
 x exec --thread net-a -- curl -s -m 2 http://192.0.2.1:8081/hello >/dev/null 2>&1; rc=$?
 check "allow: the host's own addresses are unreachable" '[ $rc -ne 0 ]'
+veth=$(ip -br link | awk '/^b4h/ { sub(/@.*/, "", $1); print $1; exit }')
+mac=$(ip -br link show dev "$veth" | awk '{ print $3 }')
+targets="$(eui64_ll "$mac") $(ip -6 -o addr show dev "$veth" | awk '{ sub(/\/.*/, "", $4); print $4 }')"
+check "H4 allow: no IPv6 on the host veth ($veth: $(ip -6 -o addr show dev "$veth" | awk '{print $4}'))" \
+        '[ "$(cat "/proc/sys/net/ipv6/conf/$veth/disable_ipv6")" = 1 ] && [ -z "$(ip -6 -o addr show dev "$veth")" ]'
+out=$(x exec --thread net-a -- 'cat /proc/sys/net/ipv6/conf/eth0/disable_ipv6; ip -6 -o addr show dev eth0' 2>&1)
+check "H4 allow: no IPv6 on the sandbox's eth0 ($(tr '\n' ' ' <<<"$out"))" '[ "$out" = 1 ]'
+cmd=""
+for t in $targets; do cmd+="curl -s -m 2 -g 'http://[$t%eth0]:8086/hello'; echo \" $t rc=\$?\"; "; done
+cmd+="curl -s -m 2 -g 'http://[2001:db8::1]:8086/hello'; echo ' 2001:db8::1 rc='\$?"
+out=$(x exec --thread net-a -- "$cmd" 2>&1)
+check "H4 allow: the host's [::] service is unreachable over IPv6 ($(tr '\n' ' ' <<<"$out"))" \
+        '! grep -q hello-internet <<<"$out" && ! grep -q " rc=0" <<<"$out" && [ -n "$targets" ]'
+check "H4 allow: tagged ip6tables DROP rules on INPUT and FORWARD" \
+        '[ "$(ip6tables -S | grep -c "b4box:.*-j DROP")" = 2 ]'
 x destroy net-a
-check "release removes the veth and every tagged rule" \
-        '! ip -br link | grep -q "^b4h" && ! iptables -S | grep -q b4box: && ! iptables -t nat -S | grep -q b4box:'
+check "release removes the veth and every tagged rule (IPv4 and IPv6)" \
+        '! ip -br link | grep -q "^b4h" && ! iptables -S | grep -q b4box: && ! iptables -t nat -S | grep -q b4box: && ! ip6tables -S | grep -q b4box:'
 mkdir -p "$dir/deny"
 echo '{"sandbox":{"provider":{"type":"native","scope":"net-test"},"network":{"mode":"deny"}}}' \
         >"$dir/deny/b4box.json"

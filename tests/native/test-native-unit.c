@@ -2,15 +2,24 @@
 /*
  * Unprivileged unit tests of native internals: cgroup v2 and v1 logic against fake cgroupfs
  * trees (this machine's v2 has no controllers, so the fake tree is where v2 is proven), the
- * output capture, the mount plan and the launch identity.
+ * output capture, the mount plan, the launch identity and the seccomp filter's argument rules
+ * (loaded in a child).
  */
 
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "b4box/b4.h"
@@ -189,6 +198,21 @@ static bool plan_has(const struct mount_plan *p, enum child_op_type t, const cha
         return false;
 }
 
+/* The data of the tmpfs mounted on the plan's @dst_suffix, or NULL. */
+static const char *tmpfs_data(const struct mount_plan *p, const char *dst_suffix)
+{
+        size_t n = strlen(dst_suffix);
+
+        for (size_t i = 0; i < p->n_ops; i++) {
+                const struct child_op *op = &p->ops[i];
+                if (op->type == CHILD_OP_MOUNT && op->fstype && strcmp(op->fstype, "tmpfs") == 0 &&
+                    op->dst && strlen(op->dst) >= n &&
+                    strcmp(op->dst + strlen(op->dst) - n, dst_suffix) == 0)
+                        return op->data;
+        }
+        return NULL;
+}
+
 static void test_mount_plan_host(void **state)
 {
         struct mount_spec spec = { .stage = "/st",
@@ -205,6 +229,11 @@ static void test_mount_plan_host(void **state)
         assert_true(plan_has(&p, CHILD_OP_MOUNT, "/st/proc"));
         assert_true(plan_has(&p, CHILD_OP_MOUNT, "/st/tmp"));
         assert_true(plan_has(&p, CHILD_OP_MOUNT, "/st/dev/pts"));
+        /* what `b4box check` says about them (NATIVE_TMPFS_SIZES, audit L5) */
+        assert_string_equal(NATIVE_TMPFS_SIZES, "/tmp 256 MiB, /run 64 MiB, /dev/shm 64 MiB");
+        assert_non_null(strstr(tmpfs_data(&p, "/st/tmp"), "size=256m"));
+        assert_non_null(strstr(tmpfs_data(&p, "/st/run"), "size=64m"));
+        assert_non_null(strstr(tmpfs_data(&p, "/st/dev/shm"), "size=64m"));
         if (access("/etc/shadow", F_OK) == 0)
                 assert_true(plan_has(&p, CHILD_OP_MOUNT, "/st/etc/shadow"));
         assert_false(plan_has(&p, CHILD_OP_MOUNT, "/st/home"));
@@ -290,6 +319,122 @@ static void test_oom(void **state)
 }
 #endif
 
+/* ---- seccomp (audit M5): argument rules, checked in a child that loads the filter ---- */
+
+static bool denied(long r)
+{
+        return r < 0 && errno == EPERM;
+}
+
+static bool persona_allowed(uint32_t v)
+{
+        return (v & ~(uint32_t)0x20008) == 0 || v == 0xffffffffu;
+}
+
+/* Every value is checked against the rule "bits within PER_LINUX32|UNAME26, or query". */
+static int persona_case(uint32_t v)
+{
+        long r = syscall(SYS_personality, (unsigned long)v);
+
+        if (denied(r) == persona_allowed(v))
+                return -1;
+        if (r >= 0 && v != 0xffffffffu)
+                (void)syscall(SYS_personality, 0ul);
+        return 0;
+}
+
+static int persona_checks(void)
+{
+        static const uint32_t edges[] = {
+                0,          8,          0x20000,    0x20008,    0xffffffff, 1,          7,
+                9,          0xf,        0x10,       0x18,       0x40000,    0x400000,   0x20009,
+                0x2000f,    0x30000,    0x7fffffff, 0x80000000, 0x80000001, 0xfffffffe, 0xfffffff7,
+                0xfffdffff, 0xfffdfff7, 0xc0000000, 0x60008
+        };
+        uint32_t x = 12345;
+
+        for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++)
+                if (persona_case(edges[i]) < 0)
+                        return -1;
+        /* the kernel reads an unsigned int: bits above 31 cannot smuggle a value past */
+        if (!denied(syscall(SYS_personality, 0x100000000ul | ADDR_NO_RANDOMIZE)))
+                return -1;
+        for (int i = 0; i < 200000; i++) {
+                x = x * 1103515245u + 12345u;
+                /* sparse values too: most set bits come from runs, like real flags */
+                if (persona_case(i & 1 ? x : x & (x >> 7) & (x >> 13)) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+static bool family_allowed(long f)
+{
+        return f == AF_UNIX || f == AF_INET || f == AF_INET6 || f == AF_NETLINK;
+}
+
+static int family_checks(void)
+{
+        static const long odd[] = { 46, 64, 255, 0x7fffffff, -1 };
+        long fd;
+        int sv[2];
+
+        for (long f = 0; f < 64; f++) {
+                fd = syscall(SYS_socket, f, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+                if (denied(fd) == family_allowed(f))
+                        return -1;
+                if (fd >= 0)
+                        (void)close((int)fd);
+        }
+        for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++)
+                if (!denied(syscall(SYS_socket, odd[i], SOCK_STREAM, 0)))
+                        return -1;
+        /* the kernel reads an int; a family with bits above 31 is refused whatever they hide */
+        if (!denied(syscall(SYS_socket, 0x100000000l | AF_VSOCK, SOCK_STREAM, 0)) ||
+            !denied(syscall(SYS_socket, 0x100000000l | AF_INET, SOCK_STREAM, 0)))
+                return -1;
+        if (!denied(syscall(SYS_socketpair, (long)AF_VSOCK, SOCK_STREAM, 0, sv)) ||
+            !denied(syscall(SYS_socketpair, (long)AF_PACKET, SOCK_DGRAM, 0, sv)))
+                return -1;
+        if (syscall(SYS_socketpair, (long)AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+                return -1;
+        return 0;
+}
+
+static int load_filter_and_probe(void *arg)
+{
+        void *bpf = NULL;
+        size_t len = 0;
+        struct sock_fprog prog;
+        char ldt[16];
+
+        if (seccomp_build(&bpf, &len, NULL) < 0)
+                return 10;
+        prog = (struct sock_fprog){ .len = (unsigned short)(len / 8), .filter = bpf };
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+            prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+                return 11;
+        if (persona_checks() < 0)
+                return 12;
+        if (family_checks() < 0)
+                return 13;
+        if (!denied(syscall(SYS_io_uring_setup, 1l, NULL)) ||
+            !denied(syscall(SYS_modify_ldt, 0l, ldt, sizeof(ldt))) ||
+            !denied(syscall(SYS_kcmp, (long)getpid(), (long)getpid(), 0l, 0l, 0l)) ||
+            !denied(syscall(SYS_set_mempolicy, 0l, NULL, 0l)))
+                return 14;
+        return 0;
+}
+
+static void test_seccomp_argument_rules(void **state)
+{
+        int status = 0;
+
+        assert_int_equal(b4_test_in_child(load_filter_and_probe, NULL, &status), 0);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -299,6 +444,7 @@ int main(void)
                 cmocka_unit_test(test_capture_head_tail),
                 cmocka_unit_test(test_mount_plan_host),
                 cmocka_unit_test(test_identity),
+                cmocka_unit_test(test_seccomp_argument_rules),
 #ifdef B4_FAULT_INJECTION
                 cmocka_unit_test(test_oom),
 #endif

@@ -59,8 +59,9 @@ static struct node *add(struct memsb *m, const char *path, enum kind k, const ch
         return n;
 }
 
-/* realpath -m: resolve links component by component, tolerating missing tails. */
-static int resolve(struct memsb *m, const char *path, char *out, size_t outsz)
+/* realpath -m: resolve links component by component, tolerating missing tails. *links:
+ * how many links were followed. */
+static int resolve_links(struct memsb *m, const char *path, char *out, size_t outsz, int *links)
 {
         char rest[4096], cur[4096] = "";
         char tmp[8300];
@@ -95,6 +96,31 @@ static int resolve(struct memsb *m, const char *path, char *out, size_t outsz)
                 snprintf(cur, sizeof(cur), "%.4000s", tmp);
         }
         snprintf(out, outsz, "%s", cur[0] ? cur : "/");
+        *links = hops;
+        return 0;
+}
+
+static int resolve(struct memsb *m, const char *path, char *out, size_t outsz)
+{
+        int links;
+
+        return resolve_links(m, path, out, outsz, &links);
+}
+
+/* enum b4_fs_flags over the double: decided on the resolution (as native's openat2 does). */
+static int confine(struct memsb *m, const char *path, unsigned flags, struct b4_error *err)
+{
+        char real[4096];
+        int links = 0;
+        int r = resolve_links(m, path, real, sizeof(real), &links);
+
+        if (r < 0)
+                return b4_error_set(err, r, "cannot resolve");
+        if ((flags & B4_FS_NO_SYMLINKS) && links > 0)
+                return b4_error_set(err, -ELOOP, "symlink in the way");
+        if ((flags & B4_FS_BENEATH) && strcmp(real, "/workspace") != 0 &&
+            strncmp(real, "/workspace/", 11) != 0)
+                return b4_error_set(err, -EXDEV, "outside the workspace");
         return 0;
 }
 
@@ -109,13 +135,17 @@ static struct node *follow(struct memsb *m, const char *path)
 
 static int m_read_file(struct b4_fs *fs,
                        const char *path,
+                       unsigned flags,
                        uint64_t max,
                        char **ret,
                        size_t *ret_len,
                        struct b4_error *err)
 {
         struct node *n = follow(MEM(fs), path);
+        int r = confine(MEM(fs), path, flags, err);
 
+        if (r < 0)
+                return r;
         if (!n)
                 return b4_error_set(err, -ENOENT, "no such file");
         if (n->kind == K_DIR)
@@ -129,10 +159,17 @@ static int m_read_file(struct b4_fs *fs,
         return 0;
 }
 
-static int m_stat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
+static int m_stat(struct b4_fs *fs,
+                  const char *path,
+                  unsigned flags,
+                  struct b4_stat *ret,
+                  struct b4_error *err)
 {
         struct node *n = follow(MEM(fs), path);
+        int r = confine(MEM(fs), path, flags, err);
 
+        if (r < 0)
+                return r;
         if (!n)
                 return b4_error_set(err, -ENOENT, "no such file");
         *ret = (struct b4_stat){ .kind = n->kind == K_DIR ? B4_FILE_DIRECTORY : B4_FILE_REGULAR,
@@ -140,14 +177,19 @@ static int m_stat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struc
         return 0;
 }
 
-static int m_list_dir(struct b4_fs *fs, const char *path, char ***ret, struct b4_error *err)
+static int m_list_dir(
+        struct b4_fs *fs, const char *path, unsigned flags, char ***ret, struct b4_error *err)
 {
         struct memsb *m = MEM(fs);
         struct node *d = follow(m, path);
         char real[4096];
-        char **names = calloc(m->n + 1, sizeof(char *));
+        char **names = NULL;
         size_t k = 0, pl;
+        int r = confine(m, path, flags, err);
 
+        if (r < 0)
+                return r;
+        names = calloc(m->n + 1, sizeof(char *));
         if (!d || d->kind != K_DIR) {
                 free(names);
                 return b4_error_set(err, d ? -ENOTDIR : -ENOENT, "cannot list");
@@ -188,11 +230,29 @@ static void mkdirs(struct memsb *m, const char *path)
         }
 }
 
-static int m_write_file(
-        struct b4_fs *fs, const char *path, const void *data, size_t len, struct b4_error *err)
+/* The leaf is replaced, never followed: confine the parent. */
+static int confine_parent(struct memsb *m, const char *path, unsigned flags, struct b4_error *err)
+{
+        char parent[4096];
+        const char *slash = strrchr(path, '/');
+
+        snprintf(parent, sizeof(parent), "%.*s", slash > path ? (int)(slash - path) : 1, path);
+        return confine(m, parent, flags, err);
+}
+
+static int m_write_file(struct b4_fs *fs,
+                        const char *path,
+                        unsigned flags,
+                        const void *data,
+                        size_t len,
+                        struct b4_error *err)
 {
         struct memsb *m = MEM(fs);
         struct node *n = lookup(m, path);
+        int r = confine_parent(m, path, flags, err);
+
+        if (r < 0)
+                return r;
 
         if (n && n->kind == K_DIR)
                 return b4_error_set(err, -EISDIR, "is a directory");
@@ -210,16 +270,25 @@ static int m_mkdir_p(struct b4_fs *fs, const char *path, struct b4_error *err)
         return 0;
 }
 
-static int m_touch(struct b4_fs *fs, const char *path, struct b4_error *err)
+static int m_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
 {
+        return m_stat(fs, path, 0, ret, err);
+}
+
+static int m_touch(struct b4_fs *fs, const char *path, unsigned flags, struct b4_error *err)
+{
+        int r = confine(MEM(fs), path, flags, err);
+
+        if (r < 0)
+                return r;
         if (!follow(MEM(fs), path))
-                return m_write_file(fs, path, "", 0, err);
+                return m_write_file(fs, path, 0, "", 0, err);
         return 0;
 }
 
 static const struct b4_fs_ops m_fs_ops = {
         .read_file = m_read_file,
-        .lstat = m_stat,
+        .lstat = m_lstat,
         .stat = m_stat,
         .list_dir = m_list_dir,
         .realpath = m_realpath,

@@ -8,10 +8,13 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "b4box/b4.h"
@@ -671,7 +674,7 @@ static void test_read_cap_default(void **state)
         json = call(e, &o, "readFile", "{\"path\":\"big.txt\",\"startLine\":1,\"endLine\":1}");
         assert_non_null(strstr(json, "File too large: 307200 bytes (max 262144)"));
         free(json);
-        /* tool-outputs/ reads uncapped */
+        /* tool-outputs/ reads go past the read cap (up to B4_TOOLS_TOOL_OUTPUT_CAP) */
         put(e, "tool-outputs/call-1.txt", big, n);
         json = call(e, &o, "readFile", "{\"path\":\"tool-outputs/call-1.txt\",\"startLine\":3840}");
         assert_string_equal(
@@ -1075,6 +1078,195 @@ static void test_symlink_escape(void **state)
         free(json);
 }
 
+/* ---- audit regressions: the jail checks what it uses, and everything is bounded ---- */
+
+static void run_ok(struct env *e, const char *command)
+{
+        struct b4_exec_req req = { .command = command };
+        struct b4_exec_result x = { 0 };
+        struct b4_error err = { 0 };
+
+        assert_int_equal(b4_sandbox_exec(e->sb, &req, &x, &err), 0);
+        if (x.exit_code != 0)
+                fail_msg("[%s] '%s' exited %d: %s", e->type, command, x.exit_code, x.errout);
+        b4_exec_result_clear(&x);
+}
+
+/* A call with no permission store: the jail's open mode (the server's default). */
+static char *call_open(struct env *e, const char *tool, const char *args)
+{
+        struct b4_tools *t = NULL;
+        char *json = NULL;
+
+        assert_int_equal(b4_tools_new(e->sb, &(struct b4_tools_options){ 0 }, &t, NULL), 0);
+        assert_int_equal(b4_tools_call(t, tool, args, &json, NULL), 0);
+        b4_tools_free(t);
+        return json;
+}
+
+static double now_s(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static long maxrss_kib(void)
+{
+        struct rusage ru;
+
+        assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
+        return ru.ru_maxrss;
+}
+
+/* H5: tool-outputs/ reads are capped (B4_TOOLS_TOOL_OUTPUT_CAP), in every mode. */
+static void test_h5_tool_output_cap(void **state)
+{
+        struct env *e = need(state);
+        size_t n = B4_TOOLS_TOOL_OUTPUT_CAP + 1;
+        char *big = malloc(n);
+        char *json;
+
+        memset(big, 'y', n);
+        put(e, "tool-outputs/h5-big", big, n);
+        free(big);
+        json = call_open(e, "readFile", "{\"path\":\"tool-outputs/h5-big\",\"endLine\":1}");
+        assert_string_equal(json, ERRNO("EFBIG", "File too large: 33554433 bytes (max 33554432) "
+                                                 "at /workspace/tool-outputs/h5-big"));
+        free(json);
+        put(e, "tool-outputs/h5-big", "", 0);
+}
+
+/* H5: a sparse 400 MiB tool output is refused from its size, without reading it. */
+static void test_h5_sparse_tool_output(void **state)
+{
+        struct env *e = need(state);
+        long rss = maxrss_kib();
+        double t0;
+        char *json;
+
+        run_ok(e,
+               "mkdir -p /workspace/tool-outputs && truncate -s 400M /workspace/tool-outputs/h5-sparse");
+        t0 = now_s();
+        json = call_open(e, "readFile",
+                         "{\"path\":\"tool-outputs/h5-sparse\",\"startLine\":1,\"endLine\":1}");
+        assert_string_equal(json, ERRNO("EFBIG", "File too large: 419430400 bytes (max 33554432) "
+                                                 "at /workspace/tool-outputs/h5-sparse"));
+        free(json);
+        assert_true(now_s() - t0 < 5.0);
+        assert_true(maxrss_kib() - rss < 64 * 1024);
+        run_ok(e, "rm -f /workspace/tool-outputs/h5-sparse");
+}
+
+/* H5: a symlink in tool-outputs/ is refused (never followed), also with no permission store. */
+static void test_h5_tool_output_symlink(void **state)
+{
+        struct env *e = need(state);
+        char *json;
+
+        run_ok(e,
+               "mkdir -p /workspace/tool-outputs && ln -sfn /proc/kallsyms /workspace/tool-outputs/h5-ks && ln -sfn /etc /workspace/tool-outputs/h5-etc");
+        json = call_open(e, "readFile",
+                         "{\"path\":\"tool-outputs/h5-ks\",\"startLine\":1,\"endLine\":3}");
+        assert_string_equal(json, ERRNO("ELOOP", "readFile /workspace/tool-outputs/h5-ks: refused: "
+                                                 "a symbolic link is in the way"));
+        free(json);
+        json = call_open(e, "readFile", "{\"path\":\"tool-outputs/h5-etc/hostname\"}");
+        assert_string_equal(json,
+                            ERRNO("ELOOP", "readFile /workspace/tool-outputs/h5-etc/hostname: "
+                                           "refused: a symbolic link is in the way"));
+        free(json);
+        run_ok(e, "rm -f /workspace/tool-outputs/h5-ks /workspace/tool-outputs/h5-etc");
+}
+
+/* L10: listDir holds at most B4_LIST_MAX_ENTRIES names. */
+static void test_l10_list_dir_cap(void **state)
+{
+        struct env *e = need(state);
+        char *json;
+
+        if (strcmp(e->type, "fake") == 0) {
+                for (int i = 1; i <= B4_LIST_MAX_ENTRIES + 1; i++) {
+                        char rel[64];
+                        snprintf(rel, sizeof(rel), "l10/%d", i);
+                        put(e, rel, "", 0);
+                }
+        } else {
+                run_ok(e,
+                       "mkdir -p /workspace/l10 && cd /workspace/l10 && seq 10001 | xargs touch");
+        }
+        json = call_open(e, "listDir", "{\"path\":\"l10\"}");
+        assert_string_equal(json,
+                            ERRNO("E2BIG", "listDir /workspace/l10: more than 10000 entries"));
+        free(json);
+        assert_int_equal(b4_fs_remove(b4_sandbox_fs(e->sb), "/workspace/l10/1", NULL), 0);
+        json = call_open(e, "listDir", "{\"path\":\"l10\"}");
+        assert_true(strncmp(json, "{\"ok\":true", 10) == 0);
+        free(json);
+}
+
+/* H2 (native): a symlink chain whose resolution passes 64 KiB (the audit's mk.py) cannot be
+ * canonicalised; the jail refuses it instead of judging the lexical path. */
+static void test_h2_unresolvable_chain(void **state)
+{
+        struct env *e = need(state);
+        const struct opts o = NI;
+        char *json;
+
+        run_ok(e,
+               "cd /workspace && python3 -c '\n"
+               "import os\n"
+               "X = \"x\" * 200; T = (X + \"/\") * 20\n"
+               "os.symlink(T + \"s1\", \"s0\")\n"
+               "for hop in range(1, 18):\n"
+               "    for i in range(20):\n"
+               "        os.mkdir(X); os.chdir(X)\n"
+               "    os.symlink(T + \"s%d\" % (hop + 1) if hop < 17 else \"/etc\", \"s%d\" % hop)\n"
+               "'");
+        json = call(e, &o, "readFile", "{\"path\":\"s0/hostname\"}");
+        /* first remove the tree: deeper than the provider's destroy walks (audit L2) */
+        run_ok(e,
+               "cd /workspace && python3 -c 'import shutil; shutil.rmtree(\"x\" * 200)' && rm s0");
+        assert_string_equal(json, ERRNO("ENAMETOOLONG", "readFile /workspace/s0/hostname: cannot "
+                                                        "resolve the path: File name too long"));
+        free(json);
+}
+
+/* H3 (native): a helper in the sandbox swaps a real directory and a symlink to /etc
+ * (renameat2 RENAME_EXCHANGE) while readFile runs; no read may return the outside file. */
+static void test_h3_swap_race(void **state)
+{
+        struct env *e = need(state);
+        const struct opts o = NI;
+        int outside = 0, dummy = 0, refused = 0;
+
+        run_ok(e,
+               "cd /workspace && mkdir -p real && echo dummy > real/hostname && ln -sfn /etc lnk");
+        run_ok(e, "cd /workspace && (setsid python3 -c '\n"
+                  "import ctypes, os, time\n"
+                  "libc = ctypes.CDLL(None, use_errno=True)\n"
+                  "open(\"swap.pid\", \"w\").write(str(os.getpid()))\n"
+                  "end = time.time() + 120\n"
+                  "while time.time() < end:\n"
+                  "    libc.renameat2(-100, b\"real\", -100, b\"lnk\", 2)\n"
+                  "' >/dev/null 2>&1 &) ; sleep 0.3");
+        for (int i = 0; i < 300; i++) {
+                char *json = call(e, &o, "readFile", "{\"path\":\"real/hostname\"}");
+                if (strcmp(json, OK("\"dummy\\n\"")) == 0)
+                        dummy++;
+                else if (strncmp(json, "{\"ok\":true", 10) == 0)
+                        outside++;
+                else
+                        refused++;
+                free(json);
+        }
+        run_ok(e, "cd /workspace && kill $(cat swap.pid) && rm -rf swap.pid real lnk");
+        print_message("# H3 race: %d dummy, %d refused, %d outside\n", dummy, refused, outside);
+        assert_int_equal(outside, 0);
+        assert_true(refused > 0); /* the swapper ran */
+}
+
 static const struct {
         const char *name;
         CMUnitTestFunction fn;
@@ -1089,6 +1281,12 @@ static const struct {
         { "interactive_tool", test_interactive_tool },
         { "host_dispatch", test_host_dispatch },
         { "symlink_escape", test_symlink_escape, "native" },
+        { "h5_tool_output_cap", test_h5_tool_output_cap },
+        { "h5_sparse_tool_output", test_h5_sparse_tool_output, "native" },
+        { "h5_tool_output_symlink", test_h5_tool_output_symlink, "native" },
+        { "l10_list_dir_cap", test_l10_list_dir_cap },
+        { "h2_unresolvable_chain", test_h2_unresolvable_chain, "native" },
+        { "h3_swap_race", test_h3_swap_race, "native" },
 };
 
 #define N_SUITE (sizeof(suite) / sizeof(suite[0]))

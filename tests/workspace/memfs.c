@@ -42,6 +42,7 @@ static int m_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, stru
 
 static int m_read(struct b4_fs *fs,
                   const char *path,
+                  unsigned flags,
                   uint64_t max,
                   char **ret,
                   size_t *ret_len,
@@ -69,7 +70,17 @@ static int cmp(const void *a, const void *b)
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int m_list(struct b4_fs *fs, const char *path, char ***ret, struct b4_error *err)
+static int m_stat(struct b4_fs *fs,
+                  const char *path,
+                  unsigned flags,
+                  struct b4_stat *ret,
+                  struct b4_error *err)
+{
+        return m_lstat(fs, path, ret, err);
+}
+
+static int m_list(
+        struct b4_fs *fs, const char *path, unsigned flags, char ***ret, struct b4_error *err)
 {
         struct memfs *m = M(fs);
         size_t pl = strlen(path), k = 0;
@@ -145,7 +156,7 @@ static int m_read_files(struct b4_fs *fs,
                 m->before_read(m, m->hook_data);
         for (size_t i = 0; i < n; i++)
                 b[i].error =
-                        m_read(fs, reqs[i].path, reqs[i].max_bytes, &b[i].data, &b[i].len, NULL);
+                        m_read(fs, reqs[i].path, 0, reqs[i].max_bytes, &b[i].data, &b[i].len, NULL);
         *ret = b;
         return 0;
 }
@@ -153,7 +164,7 @@ static int m_read_files(struct b4_fs *fs,
 static const struct b4_fs_ops batched_ops = {
         .read_file = m_read,
         .lstat = m_lstat,
-        .stat = m_lstat,
+        .stat = m_stat,
         .list_dir = m_list,
         .walk = m_walk,
         .read_files = m_read_files,
@@ -162,7 +173,7 @@ static const struct b4_fs_ops batched_ops = {
 static const struct b4_fs_ops plain_ops = {
         .read_file = m_read,
         .lstat = m_lstat,
-        .stat = m_lstat,
+        .stat = m_stat,
         .list_dir = m_list,
 };
 

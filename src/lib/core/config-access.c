@@ -33,6 +33,7 @@ static const struct {
         { "thread.run", B4_OP_THREAD_RUN },
         { "thread.workspace", B4_OP_THREAD_WORKSPACE },
         { "workspace.source.put", B4_OP_SOURCE_PUT },
+        { "thread.approve", B4_OP_THREAD_APPROVE },
 };
 
 static unsigned op_bit(const struct jv *v)
@@ -62,7 +63,7 @@ static void parse_operations(struct cfg *c, const struct jv *v, const char *path
                         cfg_refuse(c,
                                    "b4box.json %s must be one of thread.create, thread.read, "
                                    "thread.update, thread.delete, thread.run, thread.workspace, "
-                                   "workspace.source.put (got: %s).",
+                                   "workspace.source.put, thread.approve (got: %s).",
                                    p, cfg_got(c, e));
                 else if (*ret & bit)
                         cfg_refuse(c, "b4box.json %s repeats %s.", p, cfg_got(c, e));

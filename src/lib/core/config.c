@@ -24,8 +24,14 @@
 #define UNIX_PATH_MAX_BYTES 107
 
 static const char *const top_keys[] = { "server", "sandbox", "permissions", "threadAccess", NULL };
-static const char *const server_keys[] = { "listen",         "maxBodyBytes",     "maxToolBodyBytes",
-                                           "maxConnections", "requestTimeoutMs", NULL };
+static const char *const server_keys[] = { "listen",
+                                           "maxBodyBytes",
+                                           "maxToolBodyBytes",
+                                           "maxConnections",
+                                           "maxConnectionsPerIp",
+                                           "requestTimeoutMs",
+                                           "headerTimeoutMs",
+                                           NULL };
 
 void config_server_init(struct b4_server_config *s)
 {
@@ -33,7 +39,9 @@ void config_server_init(struct b4_server_config *s)
                 .max_body_bytes = B4_DEFAULT_MAX_BODY_BYTES,
                 .max_tool_body_bytes = B4_DEFAULT_MAX_TOOL_BODY_BYTES,
                 .max_connections = B4_DEFAULT_MAX_CONNECTIONS,
+                .max_connections_ip = B4_DEFAULT_MAX_CONNECTIONS_IP,
                 .request_timeout_ms = B4_DEFAULT_REQUEST_TIMEOUT_MS,
+                .header_timeout_ms = B4_DEFAULT_HEADER_TIMEOUT_MS,
         };
 }
 
@@ -41,6 +49,20 @@ void config_server_clear(struct b4_server_config *s)
 {
         free(s->listen);
         config_server_init(s);
+}
+
+/* Connections cost a descriptor, not a thread (docs/http-api.md "Limits"), hence the range. */
+static void parse_connection_limits(struct cfg *c, const struct jv *v, struct b4_server_config *s)
+{
+        const struct jv *x;
+        uint64_t n;
+
+        if ((x = jv_object_get(v, "maxConnections")) &&
+            cfg_uint_range(c, x, "server.maxConnections", 1, 65536, &n))
+                s->max_connections = (uint32_t)n;
+        if ((x = jv_object_get(v, "maxConnectionsPerIp")) &&
+            cfg_uint_range(c, x, "server.maxConnectionsPerIp", 1, 65536, &n))
+                s->max_connections_ip = (uint32_t)n;
 }
 
 static bool host_port_ok(const char *s)
@@ -92,7 +114,6 @@ static void parse_listen(struct cfg *c, const struct jv *v, struct b4_server_con
 void config_parse_server(struct cfg *c, const struct jv *v, struct b4_server_config *s)
 {
         const struct jv *x;
-        uint64_t n;
 
         if (!jv_is_object(v)) {
                 cfg_refuse(c, "b4box.json server must be an object (got: %s).", cfg_got(c, v));
@@ -107,12 +128,13 @@ void config_parse_server(struct cfg *c, const struct jv *v, struct b4_server_con
         if ((x = jv_object_get(v, "maxToolBodyBytes")))
                 (void)cfg_uint_range(c, x, "server.maxToolBodyBytes", 1024, 256u * 1024 * 1024,
                                      &s->max_tool_body_bytes);
-        if ((x = jv_object_get(v, "maxConnections")) &&
-            cfg_uint_range(c, x, "server.maxConnections", 1, 4096, &n))
-                s->max_connections = (uint32_t)n;
+        parse_connection_limits(c, v, s);
         if ((x = jv_object_get(v, "requestTimeoutMs")))
                 (void)cfg_uint_range(c, x, "server.requestTimeoutMs", 1000, 600000,
                                      &s->request_timeout_ms);
+        if ((x = jv_object_get(v, "headerTimeoutMs")))
+                (void)cfg_uint_range(c, x, "server.headerTimeoutMs", 100, 600000,
+                                     &s->header_timeout_ms);
 }
 
 static int config_new(const char *base_dir, struct b4_config **ret)

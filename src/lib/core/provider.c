@@ -55,6 +55,17 @@ static int unsupported(struct b4_error *err, const char *op)
  ((fs) && (fs)->ops->member ? (fs)->ops->member((fs), __VA_ARGS__, (err)) \
                             : unsupported((err), #member))
 
+int b4_fs_read_file_flags(struct b4_fs *fs,
+                          const char *path,
+                          unsigned flags,
+                          uint64_t max_bytes,
+                          char **ret,
+                          size_t *ret_len,
+                          struct b4_error *err)
+{
+        return FS_CALL(fs, read_file, err, path, flags, max_bytes, ret, ret_len);
+}
+
 int b4_fs_read_file(struct b4_fs *fs,
                     const char *path,
                     uint64_t max_bytes,
@@ -62,7 +73,7 @@ int b4_fs_read_file(struct b4_fs *fs,
                     size_t *ret_len,
                     struct b4_error *err)
 {
-        return FS_CALL(fs, read_file, err, path, max_bytes, ret, ret_len);
+        return b4_fs_read_file_flags(fs, path, 0, max_bytes, ret, ret_len, err);
 }
 
 int b4_fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
@@ -70,14 +81,29 @@ int b4_fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct 
         return FS_CALL(fs, lstat, err, path, ret);
 }
 
+int b4_fs_stat_flags(struct b4_fs *fs,
+                     const char *path,
+                     unsigned flags,
+                     struct b4_stat *ret,
+                     struct b4_error *err)
+{
+        return FS_CALL(fs, stat, err, path, flags, ret);
+}
+
 int b4_fs_stat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
 {
-        return FS_CALL(fs, stat, err, path, ret);
+        return b4_fs_stat_flags(fs, path, 0, ret, err);
+}
+
+int b4_fs_list_dir_flags(
+        struct b4_fs *fs, const char *path, unsigned flags, char ***ret_names, struct b4_error *err)
+{
+        return FS_CALL(fs, list_dir, err, path, flags, ret_names);
 }
 
 int b4_fs_list_dir(struct b4_fs *fs, const char *path, char ***ret_names, struct b4_error *err)
 {
-        return FS_CALL(fs, list_dir, err, path, ret_names);
+        return b4_fs_list_dir_flags(fs, path, 0, ret_names, err);
 }
 
 int b4_fs_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err)
@@ -85,10 +111,20 @@ int b4_fs_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4_err
         return FS_CALL(fs, realpath, err, path, ret);
 }
 
+int b4_fs_write_file_flags(struct b4_fs *fs,
+                           const char *path,
+                           unsigned flags,
+                           const void *data,
+                           size_t len,
+                           struct b4_error *err)
+{
+        return FS_CALL(fs, write_file, err, path, flags, data, len);
+}
+
 int b4_fs_write_file(
         struct b4_fs *fs, const char *path, const void *data, size_t len, struct b4_error *err)
 {
-        return FS_CALL(fs, write_file, err, path, data, len);
+        return b4_fs_write_file_flags(fs, path, 0, data, len, err);
 }
 
 int b4_fs_mkdir_p(struct b4_fs *fs, const char *path, struct b4_error *err)
@@ -101,9 +137,14 @@ int b4_fs_remove(struct b4_fs *fs, const char *path, struct b4_error *err)
         return FS_CALL(fs, remove, err, path);
 }
 
+int b4_fs_touch_flags(struct b4_fs *fs, const char *path, unsigned flags, struct b4_error *err)
+{
+        return FS_CALL(fs, touch, err, path, flags);
+}
+
 int b4_fs_touch(struct b4_fs *fs, const char *path, struct b4_error *err)
 {
-        return FS_CALL(fs, touch, err, path);
+        return b4_fs_touch_flags(fs, path, 0, err);
 }
 
 int b4_fs_symlink(struct b4_fs *fs, const char *target, const char *path, struct b4_error *err)
@@ -185,7 +226,7 @@ static int walk_dir(struct walk_state *w,
         cleanup_strv char **names = NULL;
         int r;
 
-        r = w->fs->ops->list_dir(w->fs, abs, &names, err);
+        r = w->fs->ops->list_dir(w->fs, abs, 0, &names, err);
         if (r < 0)
                 return r;
         STRV_FOREACH (name, names) {
@@ -238,7 +279,7 @@ int b4_fs_read_files(struct b4_fs *fs,
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
                 struct b4_error e = { 0 };
-                int r = fs->ops->read_file(fs, reqs[i].path, reqs[i].max_bytes, &b[i].data,
+                int r = fs->ops->read_file(fs, reqs[i].path, 0, reqs[i].max_bytes, &b[i].data,
                                            &b[i].len, &e);
                 if (r == -ENOMEM) {
                         b4_blobs_free(b, n);

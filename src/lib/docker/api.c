@@ -387,7 +387,8 @@ static int64_t parse_rfc3339_ms(const char *s)
         secs = (int64_t)timegm(&tm);
         if (*p == '+' || *p == '-') {
                 int hh = 0, mm = 0, sign = *p == '-' ? -1 : 1;
-                if (sscanf(p + 1, "%d:%d", &hh, &mm) == 2)
+                if (sscanf(p + 1, "%d:%d", &hh, &mm) == 2 && hh >= 0 && hh <= 23 && mm >= 0 &&
+                    mm <= 59) /* RFC 3339 offsets; larger ones overflowed */
                         secs -= sign * (hh * 3600 + mm * 60);
         }
         return secs * 1000 + ms;

@@ -183,6 +183,7 @@ struct docker_fs_target {
 
 int dfs_read_file(struct docker_fs_target *t,
                   const char *path,
+                  unsigned flags,
                   uint64_t max_bytes,
                   char **ret,
                   size_t *ret_len,
@@ -193,9 +194,14 @@ int dfs_lstat(struct docker_fs_target *t,
               struct b4_error *err);
 int dfs_stat(struct docker_fs_target *t,
              const char *path,
+             unsigned flags,
              struct b4_stat *ret,
              struct b4_error *err);
-int dfs_list_dir(struct docker_fs_target *t, const char *path, char ***ret, struct b4_error *err);
+int dfs_list_dir(struct docker_fs_target *t,
+                 const char *path,
+                 unsigned flags,
+                 char ***ret,
+                 struct b4_error *err);
 int dfs_realpath(struct docker_fs_target *t, const char *path, char **ret, struct b4_error *err);
 int dfs_walk(struct docker_fs_target *t,
              const char *path,
@@ -211,12 +217,13 @@ int dfs_read_files(struct docker_fs_target *t,
                    struct b4_error *err);
 int dfs_write_file(struct docker_fs_target *t,
                    const char *path,
+                   unsigned flags,
                    const void *data,
                    size_t len,
                    struct b4_error *err);
 int dfs_mkdir_p(struct docker_fs_target *t, const char *path, struct b4_error *err);
 int dfs_remove(struct docker_fs_target *t, const char *path, struct b4_error *err);
-int dfs_touch(struct docker_fs_target *t, const char *path, struct b4_error *err);
+int dfs_touch(struct docker_fs_target *t, const char *path, unsigned flags, struct b4_error *err);
 
 /* ---- identity.c ------------------------------------------------------------------------- */
 

@@ -10,7 +10,12 @@
  *               sizes, modes and link targets of the whole subtree in one request
  *   write_file  PUT /archive of a one-file tar owned by the sandbox uid/gid (parents that are
  *               missing are part of the same tar)
- *   realpath    HEAD per path component (Docker resolves each link inside the container)
+ *   realpath    HEAD per path component (Docker resolves each link inside the container);
+ *               a path that cannot be resolved is an error
+ *   confinement (enum b4_fs_flags) the same resolution first, refused when it followed a
+ *               link (B4_FS_NO_SYMLINKS) or ended outside the workspace (B4_FS_BENEATH), and
+ *               the operation then uses the resolved path and follows no further link. By
+ *               review: Docker offers no openat2, so this narrows a swap race, it cannot close it
  *   list_dir, remove, touch, read_files
  *               one exec each (read_files batches every request into one script)
  *
@@ -53,7 +58,7 @@ static const char *entry_text(const char *utf8, const char *raw)
 static bool plain_errno(int r)
 {
         return r == -ENOENT || r == -EISDIR || r == -ENOTDIR || r == -EACCES || r == -ENOTEMPTY ||
-               r == -EEXIST || r == -ELOOP;
+               r == -EEXIST || r == -ELOOP || r == -EXDEV;
 }
 
 /* "<op> <path>: <strerror>" for file errors (as native says them), else the Docker text. */
@@ -63,6 +68,12 @@ static int op_error(struct b4_error *err, int r, const char *op, const char *pat
                 return b4_error_set(err, r, "%s %s: %s", op, path, strerror(-r));
         return b4_error_wrap(err, r, "%s %s", op, path);
 }
+
+static int confine(struct docker_fs_target *t,
+                   const char *path,
+                   unsigned flags,
+                   char **ret,
+                   struct b4_error *err);
 
 /* ---- stat ---- */
 
@@ -154,21 +165,27 @@ int dfs_lstat(struct docker_fs_target *t,
 
 int dfs_stat(struct docker_fs_target *t,
              const char *path,
+             unsigned flags,
              struct b4_stat *ret,
              struct b4_error *err)
 {
-        cleanup_free char *cur = b4_strdup(path);
+        cleanup_free char *cur = NULL;
         int r;
 
-        if (!cur)
-                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = confine(t, path, flags, &cur, err);
+        if (r < 0)
+                return op_error(err, r, "stat", path);
         for (int i = 0; i < MAX_LINKS; i++) {
                 char *next = NULL;
                 struct b4_stat st = { 0 };
 
                 r = lstat_raw(t, cur, &st, &next, err);
-                if (r < 0)
+                if (r >= 0 && flags && st.kind == B4_FILE_SYMLINK)
+                        r = -ELOOP; /* appeared after the confinement check */
+                if (r < 0) {
+                        free(next);
                         return op_error(err, r, "stat", path);
+                }
                 if (st.kind != B4_FILE_SYMLINK) {
                         *ret = st;
                         return 0;
@@ -183,15 +200,24 @@ int dfs_stat(struct docker_fs_target *t,
 
 /* ---- read_file ---- */
 
+/* The buffer grows with the bytes that arrive: @size is the member header's claim. */
 static int read_entry(struct archive *a, uint64_t size, char **ret, size_t *ret_len)
 {
-        cleanup_free char *buf = b4_malloc(size + 1);
-        size_t len = 0;
+        cleanup_free char *buf = b4_malloc(1);
+        size_t len = 0, cap = 0;
 
         if (!buf)
                 return -ENOMEM;
         while (len < size) {
-                la_ssize_t n = archive_read_data(a, buf + len, size - len);
+                if (len == cap) {
+                        size_t want = cap ? cap * 2 : 65536;
+                        char *nb = b4_realloc(buf, (want < size ? want : size) + 1);
+                        if (!nb)
+                                return -ENOMEM;
+                        buf = nb;
+                        cap = want < size ? want : (size_t)size;
+                }
+                la_ssize_t n = archive_read_data(a, buf + len, cap - len);
                 if (n < 0)
                         return -EIO;
                 if (n == 0)
@@ -252,20 +278,26 @@ static int read_once(struct docker_fs_target *t,
 
 int dfs_read_file(struct docker_fs_target *t,
                   const char *path,
+                  unsigned flags,
                   uint64_t max,
                   char **ret,
                   size_t *ret_len,
                   struct b4_error *err)
 {
-        cleanup_free char *cur = b4_strdup(path);
+        cleanup_free char *cur = NULL;
         int r;
 
-        if (!cur)
-                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = confine(t, path, flags, &cur, err);
+        if (r < 0)
+                return op_error(err, r, "readFile", path);
         for (int i = 0; i < MAX_LINKS; i++) {
                 char *next = NULL;
 
                 r = read_once(t, cur, max, ret, ret_len, &next, err);
+                if (r >= 0 && flags && next) {
+                        free(next);
+                        r = -ELOOP; /* appeared after the confinement check */
+                }
                 if (r == -EFBIG)
                         return b4_error_set(err, r, "readFile %s: content exceeds maxBytes (%llu).",
                                             path, (unsigned long long)max);
@@ -585,11 +617,12 @@ static int put_file(struct docker_fs_target *t,
  */
 int dfs_write_file(struct docker_fs_target *t,
                    const char *path,
+                   unsigned flags,
                    const void *data,
                    size_t len,
                    struct b4_error *err)
 {
-        cleanup_free char *dir = NULL, *tmp_path = NULL;
+        cleanup_free char *dir = NULL, *tmp_path = NULL, *lexical = NULL, *confined = NULL;
         struct docker_path_stat ps = { 0 };
         char tmp_leaf[32];
         uint32_t rnd = 0;
@@ -597,9 +630,15 @@ int dfs_write_file(struct docker_fs_target *t,
         unsigned mode = 0644;
         int r;
 
-        r = split_parent(path, &dir, &leaf);
+        r = split_parent(path, &lexical, &leaf);
+        if (r >= 0) /* the leaf is replaced, never followed: confine its parent */
+                r = confine(t, lexical, flags, &dir, err);
+        if (r >= 0 && flags)
+                r = b4_asprintf(&confined, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, leaf);
         if (r < 0)
                 return op_error(err, r, "writeFile", path);
+        if (confined)
+                path = confined;
         r = docker_archive_stat(t->d, t->container, path, &ps, NULL);
         if (r >= 0) {
                 if (go_kind(ps.mode) == B4_FILE_DIRECTORY)
@@ -657,7 +696,12 @@ static int push_component(struct strbuf *sb, const char *c, size_t n)
         return strbuf_addc(sb, '/') < 0 ? -ENOMEM : strbuf_add(sb, c, n);
 }
 
-static int resolve(struct docker_fs_target *t, const char *path, char **ret, struct b4_error *err)
+/* realpath -m inside the container; *ret_links: how many links it followed. */
+static int resolve(struct docker_fs_target *t,
+                   const char *path,
+                   char **ret,
+                   int *ret_links,
+                   struct b4_error *err)
 {
         struct strbuf sb;
         const char *p = path;
@@ -697,17 +741,50 @@ static int resolve(struct docker_fs_target *t, const char *path, char **ret, str
                 r = sb.len ? strbuf_detach(&sb, ret, NULL)
                            : ((*ret = b4_strdup("/")) ? 0 : -ENOMEM);
         strbuf_release(&sb);
+        *ret_links = links;
         return r;
 }
 
+/* Fails closed: the reference returns the input unchanged, which let an unresolvable path
+ * pass the jail as if it were canonical (audit H2). */
 int dfs_realpath(struct docker_fs_target *t, const char *path, char **ret, struct b4_error *err)
 {
-        struct b4_error ignored = { 0 };
+        int links = 0;
+        int r = resolve(t, path, ret, &links, err);
 
-        if (resolve(t, path, ret, &ignored) >= 0)
-                return 0;
-        *ret = b4_strdup(path); /* the contract: on failure return the input unchanged */
-        return *ret ? 0 : b4_error_set(err, -ENOMEM, "out of memory");
+        return r < 0 ? op_error(err, r, "realPath", path) : 0;
+}
+
+static bool in_workspace(const char *p)
+{
+        size_t n = strlen(B4_WORKSPACE_ROOT);
+
+        return strncmp(p, B4_WORKSPACE_ROOT, n) == 0 && (p[n] == '\0' || p[n] == '/');
+}
+
+/* The path an operation confined by @flags uses (a copy of @path when 0; see the top). */
+static int confine(struct docker_fs_target *t,
+                   const char *path,
+                   unsigned flags,
+                   char **ret,
+                   struct b4_error *err)
+{
+        cleanup_free char *real = NULL;
+        int links = 0, r;
+
+        if (!flags) {
+                *ret = b4_strdup(path);
+                return *ret ? 0 : -ENOMEM;
+        }
+        r = resolve(t, path, &real, &links, err);
+        if (r < 0)
+                return r;
+        if ((flags & B4_FS_NO_SYMLINKS) && links > 0)
+                return -ELOOP;
+        if ((flags & B4_FS_BENEATH) && !in_workspace(real))
+                return -EXDEV;
+        *ret = TAKE_PTR(real);
+        return 0;
 }
 
 /* ---- exec-based members ---- */
@@ -806,7 +883,11 @@ static int fs_exec(struct docker_fs_target *t,
         return 0;
 }
 
-int dfs_list_dir(struct docker_fs_target *t, const char *path, char ***ret, struct b4_error *err)
+int dfs_list_dir(struct docker_fs_target *t,
+                 const char *path,
+                 unsigned flags,
+                 char ***ret,
+                 struct b4_error *err)
 {
         static const char script[] =
                 "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 2; [ -d \"$1\" ] || exit 20; "
@@ -815,9 +896,14 @@ int dfs_list_dir(struct docker_fs_target *t, const char *path, char ***ret, stru
                 "if [ -e \"$f\" ] || [ -L \"$f\" ]; then printf '%s\\0' \"$f\"; fi; done";
         struct b4_exec_result x = { 0 };
         cleanup_strv char **names = NULL;
+        cleanup_free char *use = NULL;
+        size_t n = 0;
         int r;
 
-        r = fs_exec(t, script, (char *[]){ (char *)path, NULL }, &x, err);
+        r = confine(t, path, flags, &use, err);
+        if (r < 0)
+                return op_error(err, r, "listDir", path);
+        r = fs_exec(t, script, (char *[]){ use, NULL }, &x, err);
         if (r < 0)
                 return r == -EAGAIN ? r : op_error(err, r, "listDir", path);
         r = x.exit_code == 0    ? 0
@@ -828,9 +914,14 @@ int dfs_list_dir(struct docker_fs_target *t, const char *path, char ***ret, stru
         if (r == -EIO)
                 (void)b4_error_set(err, r, "listDir %s: %s", path, x.errout);
         for (size_t i = 0; r == 0 && i < x.out_len; i += strlen(x.out + i) + 1)
-                if (x.out[i] && strv_extend(&names, x.out + i) < 0)
+                if (x.out[i] && ++n > B4_LIST_MAX_ENTRIES)
+                        r = -E2BIG;
+                else if (x.out[i] && strv_extend(&names, x.out + i) < 0)
                         r = -ENOMEM;
         b4_exec_result_clear(&x);
+        if (r == -E2BIG)
+                return b4_error_set(err, r, "listDir %s: more than %d entries", path,
+                                    B4_LIST_MAX_ENTRIES);
         if (r < 0)
                 return r == -EIO ? r : op_error(err, r, "listDir", path);
         if (!names && !(names = b4_calloc(1, sizeof(char *))))
@@ -874,9 +965,14 @@ int dfs_remove(struct docker_fs_target *t, const char *path, struct b4_error *er
                            path, err);
 }
 
-int dfs_touch(struct docker_fs_target *t, const char *path, struct b4_error *err)
+int dfs_touch(struct docker_fs_target *t, const char *path, unsigned flags, struct b4_error *err)
 {
-        return simple_exec(t, "touchFile", "touch -- \"$1\"", path, err);
+        cleanup_free char *use = NULL;
+        int r = confine(t, path, flags, &use, err);
+
+        if (r < 0)
+                return op_error(err, r, "touchFile", path);
+        return simple_exec(t, "touchFile", "touch -- \"$1\"", use, err);
 }
 
 /* ---- read_files: one batched script per ~96 KiB ---- */
@@ -1142,7 +1238,7 @@ static int archive_batch(struct docker_fs_target *t,
                 else if (follow[i]) {
                         free(out[i].data);
                         out[i] = (struct b4_blob){ 0 };
-                        out[i].error = dfs_read_file(t, reqs[i].path, reqs[i].max_bytes,
+                        out[i].error = dfs_read_file(t, reqs[i].path, 0, reqs[i].max_bytes,
                                                      &out[i].data, &out[i].len, NULL);
                         if (out[i].error > 0)
                                 out[i].error = 0;

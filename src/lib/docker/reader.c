@@ -49,6 +49,7 @@ static int enter(struct b4_fs *fs, struct dk_reader **ret, struct b4_error *err)
 
 static int r_read_file(struct b4_fs *fs,
                        const char *path,
+                       unsigned flags,
                        uint64_t max,
                        char **ret,
                        size_t *ret_len,
@@ -57,7 +58,7 @@ static int r_read_file(struct b4_fs *fs,
         struct dk_reader *rd = NULL;
         int r = enter(fs, &rd, err);
 
-        return r < 0 ? r : dfs_read_file(&rd->t, path, max, ret, ret_len, err);
+        return r < 0 ? r : dfs_read_file(&rd->t, path, flags, max, ret, ret_len, err);
 }
 
 static int r_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
@@ -68,20 +69,25 @@ static int r_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, stru
         return r < 0 ? r : dfs_lstat(&rd->t, path, ret, err);
 }
 
-static int r_stat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
+static int r_stat(struct b4_fs *fs,
+                  const char *path,
+                  unsigned flags,
+                  struct b4_stat *ret,
+                  struct b4_error *err)
 {
         struct dk_reader *rd = NULL;
         int r = enter(fs, &rd, err);
 
-        return r < 0 ? r : dfs_stat(&rd->t, path, ret, err);
+        return r < 0 ? r : dfs_stat(&rd->t, path, flags, ret, err);
 }
 
-static int r_list_dir(struct b4_fs *fs, const char *path, char ***ret, struct b4_error *err)
+static int r_list_dir(
+        struct b4_fs *fs, const char *path, unsigned flags, char ***ret, struct b4_error *err)
 {
         struct dk_reader *rd = NULL;
         int r = enter(fs, &rd, err);
 
-        return r < 0 ? r : dfs_list_dir(&rd->t, path, ret, err);
+        return r < 0 ? r : dfs_list_dir(&rd->t, path, flags, ret, err);
 }
 
 static int r_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err)

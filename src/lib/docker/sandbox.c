@@ -146,6 +146,7 @@ static int run_op(
 
 struct fs_args {
         const char *path;
+        unsigned flags; /* enum b4_fs_flags */
         uint64_t max;
         char **ret_s;
         size_t *ret_len;
@@ -169,17 +170,17 @@ struct fs_args {
   return call;                                                                \
  }
 
-FS_OP(read_file, dfs_read_file(&s->t, a->path, a->max, a->ret_s, a->ret_len, err))
+FS_OP(read_file, dfs_read_file(&s->t, a->path, a->flags, a->max, a->ret_s, a->ret_len, err))
 FS_OP(lstat, dfs_lstat(&s->t, a->path, a->ret_st, err))
-FS_OP(stat, dfs_stat(&s->t, a->path, a->ret_st, err))
-FS_OP(list_dir, dfs_list_dir(&s->t, a->path, a->ret_names, err))
+FS_OP(stat, dfs_stat(&s->t, a->path, a->flags, a->ret_st, err))
+FS_OP(list_dir, dfs_list_dir(&s->t, a->path, a->flags, a->ret_names, err))
 FS_OP(realpath, dfs_realpath(&s->t, a->path, a->ret_s, err))
 FS_OP(walk, dfs_walk(&s->t, a->path, a->max_entries, a->prune, a->ret_walk, a->ret_n, err))
 FS_OP(read_files, dfs_read_files(&s->t, a->reqs, a->n, a->ret_blobs, err))
-FS_OP(write_file, dfs_write_file(&s->t, a->path, a->data, a->len, err))
+FS_OP(write_file, dfs_write_file(&s->t, a->path, a->flags, a->data, a->len, err))
 FS_OP(mkdir_p, dfs_mkdir_p(&s->t, a->path, err))
 FS_OP(remove, dfs_remove(&s->t, a->path, err))
-FS_OP(touch, dfs_touch(&s->t, a->path, err))
+FS_OP(touch, dfs_touch(&s->t, a->path, a->flags, err))
 
 static struct dk_sandbox *sb_of(struct b4_fs *fs)
 {
@@ -188,12 +189,15 @@ static struct dk_sandbox *sb_of(struct b4_fs *fs)
 
 static int fs_read_file(struct b4_fs *fs,
                         const char *path,
+                        unsigned flags,
                         uint64_t max,
                         char **ret,
                         size_t *ret_len,
                         struct b4_error *err)
 {
-        struct fs_args a = { .path = path, .max = max, .ret_s = ret, .ret_len = ret_len };
+        struct fs_args a = {
+                .path = path, .flags = flags, .max = max, .ret_s = ret, .ret_len = ret_len
+        };
 
         return run_op(sb_of(fs), read_file_op, &a, NULL, err);
 }
@@ -205,16 +209,21 @@ static int fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, str
         return run_op(sb_of(fs), lstat_op, &a, NULL, err);
 }
 
-static int fs_stat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
+static int fs_stat(struct b4_fs *fs,
+                   const char *path,
+                   unsigned flags,
+                   struct b4_stat *ret,
+                   struct b4_error *err)
 {
-        struct fs_args a = { .path = path, .ret_st = ret };
+        struct fs_args a = { .path = path, .flags = flags, .ret_st = ret };
 
         return run_op(sb_of(fs), stat_op, &a, NULL, err);
 }
 
-static int fs_list_dir(struct b4_fs *fs, const char *path, char ***ret, struct b4_error *err)
+static int fs_list_dir(
+        struct b4_fs *fs, const char *path, unsigned flags, char ***ret, struct b4_error *err)
 {
-        struct fs_args a = { .path = path, .ret_names = ret };
+        struct fs_args a = { .path = path, .flags = flags, .ret_names = ret };
 
         return run_op(sb_of(fs), list_dir_op, &a, NULL, err);
 }
@@ -254,10 +263,14 @@ static int fs_read_files(struct b4_fs *fs,
         return run_op(sb_of(fs), read_files_op, &a, NULL, err);
 }
 
-static int fs_write_file(
-        struct b4_fs *fs, const char *path, const void *data, size_t len, struct b4_error *err)
+static int fs_write_file(struct b4_fs *fs,
+                         const char *path,
+                         unsigned flags,
+                         const void *data,
+                         size_t len,
+                         struct b4_error *err)
 {
-        struct fs_args a = { .path = path, .data = data, .len = len };
+        struct fs_args a = { .path = path, .flags = flags, .data = data, .len = len };
 
         return run_op(sb_of(fs), write_file_op, &a, NULL, err);
 }
@@ -276,9 +289,9 @@ static int fs_remove(struct b4_fs *fs, const char *path, struct b4_error *err)
         return run_op(sb_of(fs), remove_op, &a, NULL, err);
 }
 
-static int fs_touch(struct b4_fs *fs, const char *path, struct b4_error *err)
+static int fs_touch(struct b4_fs *fs, const char *path, unsigned flags, struct b4_error *err)
 {
-        struct fs_args a = { .path = path };
+        struct fs_args a = { .path = path, .flags = flags };
 
         return run_op(sb_of(fs), touch_op, &a, NULL, err);
 }

@@ -4,7 +4,8 @@
  * normalises its path lexically; a path is a file when it is stored with content, a directory
  * when it is stored as one, is the workspace root or one of its ancestors, or is a proper
  * prefix of any stored path. Missing paths are -ENOENT ("ENOENT: <path>", the reference
- * fake's text), also for list_dir (unlike the reference fake, which lists nothing).
+ * fake's text), also for list_dir (unlike the reference fake, which lists nothing). list_dir
+ * refuses more than B4_LIST_MAX_ENTRIES names, as every provider does.
  */
 
 #include <errno.h>
@@ -79,6 +80,21 @@ static bool is_below(const char *path, const char *dir)
         if (n == 1)
                 return path[0] == '/' && path[1] != '\0';
         return strncmp(path, dir, n) == 0 && path[n] == '/';
+}
+
+int fakefs_confine(const char *path, unsigned flags, const char *op, struct b4_error *err)
+{
+        cleanup_free char *p = NULL;
+        int r;
+
+        if (!(flags & B4_FS_BENEATH))
+                return 0;
+        r = fakefs_normalize(path, &p, err);
+        if (r < 0)
+                return r;
+        if (strcmp(p, B4_WORKSPACE_ROOT) != 0 && !is_below(p, B4_WORKSPACE_ROOT))
+                return b4_error_set(err, -EXDEV, "%s %s: %s", op, path, strerror(EXDEV));
+        return 0;
 }
 
 static struct fake_entry *entry_find(struct fake_ws *ws, const char *path)
@@ -209,7 +225,8 @@ int fakefs_lstat(struct fake_ws *ws, const char *path, struct b4_stat *ret, stru
         return 0;
 }
 
-/* The first component of @path below @dir, appended to @names unless already there. */
+/* The first component of @path below @dir, appended to @names unless already there.
+ * Return: 1 appended, 0 already there, -ENOMEM. */
 static int add_child(char ***names, const char *path, const char *dir)
 {
         const char *rest = path + (strlen(dir) == 1 ? 1 : strlen(dir) + 1);
@@ -219,13 +236,14 @@ static int add_child(char ***names, const char *path, const char *dir)
                 return -ENOMEM;
         if (strv_contains(*names, name))
                 return 0;
-        return strv_consume(names, TAKE_PTR(name));
+        return strv_consume(names, TAKE_PTR(name)) < 0 ? -ENOMEM : 1;
 }
 
 int fakefs_list(struct fake_ws *ws, const char *path, char ***ret, struct b4_error *err)
 {
         cleanup_free char *p = NULL;
         cleanup_strv char **names = NULL;
+        size_t n = 0;
         int r;
 
         r = fakefs_normalize(path, &p, err);
@@ -244,9 +262,17 @@ int fakefs_list(struct fake_ws *ws, const char *path, char ***ret, struct b4_err
                 return -ENOMEM;
         if (is_below(B4_WORKSPACE_ROOT, p) && add_child(&names, B4_WORKSPACE_ROOT, p) < 0)
                 return -ENOMEM;
-        for (size_t i = 0; i < ws->n; i++)
-                if (is_below(ws->v[i].path, p) && add_child(&names, ws->v[i].path, p) < 0)
-                        return -ENOMEM;
+        for (size_t i = 0; i < ws->n; i++) {
+                if (!is_below(ws->v[i].path, p))
+                        continue;
+                r = add_child(&names, ws->v[i].path, p);
+                if (r < 0)
+                        return r;
+                n += (size_t)r;
+                if (n > B4_LIST_MAX_ENTRIES)
+                        return b4_error_set(err, -E2BIG, "listDir %s: more than %d entries", path,
+                                            B4_LIST_MAX_ENTRIES);
+        }
         strv_sort(names);
         *ret = TAKE_PTR(names);
         return 0;

@@ -41,6 +41,9 @@ struct fake_ws {
 /* Lexical normalisation of an absolute path: no "", "." or ".." components, no trailing '/'. */
 int fakefs_normalize(const char *path, char **ret, struct b4_error *err);
 void fakefs_clear(struct fake_ws *ws);
+/* enum b4_fs_flags: the fake has no symlinks, so confinement is where the path lies:
+ * B4_FS_BENEATH refuses a path outside the workspace (-EXDEV). */
+int fakefs_confine(const char *path, unsigned flags, const char *op, struct b4_error *err);
 
 int fakefs_read(struct fake_ws *ws,
                 const char *path,

@@ -180,6 +180,7 @@ static int view_unlock(struct fake_core *c, int r)
 
 static int fs_read_file(struct b4_fs *fs,
                         const char *path,
+                        unsigned flags,
                         uint64_t max_bytes,
                         char **ret,
                         size_t *ret_len,
@@ -187,7 +188,10 @@ static int fs_read_file(struct b4_fs *fs,
 {
         struct fake_core *c;
         struct fake_ws *ws;
-        int r = view_lock(fs, &c, &ws, err);
+        int r = fakefs_confine(path, flags, "readFile", err);
+
+        if (r >= 0)
+                r = view_lock(fs, &c, &ws, err);
 
         return r < 0 ? r : view_unlock(c, fakefs_read(ws, path, max_bytes, ret, ret_len, err));
 }
@@ -201,11 +205,26 @@ static int fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, str
         return r < 0 ? r : view_unlock(c, fakefs_lstat(ws, path, ret, err));
 }
 
-static int fs_list_dir(struct b4_fs *fs, const char *path, char ***ret, struct b4_error *err)
+static int fs_stat(struct b4_fs *fs,
+                   const char *path,
+                   unsigned flags,
+                   struct b4_stat *ret,
+                   struct b4_error *err)
+{
+        int r = fakefs_confine(path, flags, "stat", err);
+
+        return r < 0 ? r : fs_lstat(fs, path, ret, err);
+}
+
+static int fs_list_dir(
+        struct b4_fs *fs, const char *path, unsigned flags, char ***ret, struct b4_error *err)
 {
         struct fake_core *c;
         struct fake_ws *ws;
-        int r = view_lock(fs, &c, &ws, err);
+        int r = fakefs_confine(path, flags, "listDir", err);
+
+        if (r >= 0)
+                r = view_lock(fs, &c, &ws, err);
 
         return r < 0 ? r : view_unlock(c, fakefs_list(ws, path, ret, err));
 }
@@ -219,12 +238,19 @@ static int fs_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4
         return r < 0 ? r : view_unlock(c, fakefs_normalize(path, ret, err));
 }
 
-static int fs_write_file(
-        struct b4_fs *fs, const char *path, const void *data, size_t len, struct b4_error *err)
+static int fs_write_file(struct b4_fs *fs,
+                         const char *path,
+                         unsigned flags,
+                         const void *data,
+                         size_t len,
+                         struct b4_error *err)
 {
         struct fake_core *c;
         struct fake_ws *ws;
-        int r = view_lock(fs, &c, &ws, err);
+        int r = fakefs_confine(path, flags, "writeFile", err);
+
+        if (r >= 0)
+                r = view_lock(fs, &c, &ws, err);
 
         return r < 0 ? r : view_unlock(c, fakefs_write(ws, path, data, len, err));
 }
@@ -247,11 +273,14 @@ static int fs_remove(struct b4_fs *fs, const char *path, struct b4_error *err)
         return r < 0 ? r : view_unlock(c, fakefs_remove(ws, path, err));
 }
 
-static int fs_touch(struct b4_fs *fs, const char *path, struct b4_error *err)
+static int fs_touch(struct b4_fs *fs, const char *path, unsigned flags, struct b4_error *err)
 {
         struct fake_core *c;
         struct fake_ws *ws;
-        int r = view_lock(fs, &c, &ws, err);
+        int r = fakefs_confine(path, flags, "touchFile", err);
+
+        if (r >= 0)
+                r = view_lock(fs, &c, &ws, err);
 
         return r < 0 ? r : view_unlock(c, fakefs_touch(ws, path, err));
 }
@@ -270,7 +299,7 @@ static int fs_chmod(struct b4_fs *fs, const char *path, uint32_t mode, struct b4
 static const struct b4_fs_ops sandbox_fs_ops = {
         .read_file = fs_read_file,
         .lstat = fs_lstat,
-        .stat = fs_lstat,
+        .stat = fs_stat,
         .list_dir = fs_list_dir,
         .realpath = fs_realpath,
         .write_file = fs_write_file,
@@ -283,7 +312,7 @@ static const struct b4_fs_ops sandbox_fs_ops = {
 static const struct b4_fs_ops reader_fs_ops = {
         .read_file = fs_read_file,
         .lstat = fs_lstat,
-        .stat = fs_lstat,
+        .stat = fs_stat,
         .list_dir = fs_list_dir,
         .realpath = fs_realpath,
 };

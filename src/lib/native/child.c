@@ -107,6 +107,23 @@ static int lift(const struct child_plan *p, int fd)
         return n;
 }
 
+/*
+ * Audit L6: nothing the launching process inherited may reach the keeper (which outlives it).
+ * Close every fd above the listen fd except err_fd and exe_fd (both CLOEXEC: they stay
+ * usable until the exec itself). close_range() (Linux 5.9) is what commands use too.
+ */
+static void close_inherited(const struct child_plan *p)
+{
+        unsigned int a = (unsigned int)p->err_fd, b = (unsigned int)p->exe_fd;
+        unsigned int lo = a < b ? a : b, hi = a < b ? b : a;
+
+        /* both were lifted to >= 10, so lo - 1 >= KEEPER_LISTEN_FD + 1 */
+        if (syscall(SYS_close_range, KEEPER_LISTEN_FD + 1U, lo - 1, 0U) < 0 ||
+            (hi > lo + 1 && syscall(SYS_close_range, lo + 1, hi - 1, 0U) < 0) ||
+            syscall(SYS_close_range, hi + 1, ~0U, 0U) < 0)
+                fail(p, (int)p->n_ops, errno);
+}
+
 /* Rootless: the keeper runs as a non-zero uid and loses its capabilities at exec, so the
  * bounding and ambient sets are emptied here, while CAP_SETPCAP is still held. */
 static void drop_bounding(const struct child_plan *p)
@@ -193,6 +210,7 @@ _Noreturn void child_main(const struct child_plan *plan)
         (void)setsid();
         if (p.drop_bounding)
                 drop_bounding(&p);
+        close_inherited(&p);
         syscall(SYS_execveat, p.exe_fd, "", argv, envp, AT_EMPTY_PATH);
         fail(&p, (int)p.n_ops, errno);
 }

@@ -7,6 +7,12 @@
  * through the resolved parent directory and the leaf name, so a symlink leaf is seen (lstat),
  * replaced (write_file: temp + rename) or removed, never followed. Created files and dirs are
  * fchown'ed to the sandbox user; writes into the read-only root fail EROFS as inside.
+ *
+ * Confined operations (enum b4_fs_flags) resolve from a dirfd of the workspace instead: the
+ * workspace is opened in the root with RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS (a real directory
+ * at /workspace), then the rest of the path beneath it with RESOLVE_BENEATH, plus
+ * RESOLVE_NO_SYMLINKS when asked. The check is the resolution itself, so a symlink swapped in
+ * by the sandbox makes the operation fail (EXDEV, ELOOP) instead of moving it.
  */
 
 #include <dirent.h>
@@ -27,7 +33,8 @@
 #include "base/strv.h"
 #include "native.h"
 
-#define SYMLINK_MAX 40
+#define SYMLINK_MAX  40
+#define OPEN_RETRIES 64 /* openat2 EAGAIN (a rename raced a ".." walk): bounded retries */
 
 static void closedirp(DIR **d)
 {
@@ -91,21 +98,72 @@ static int to_root(const struct fsctx *c, const char *path, char **ret)
         return *ret ? 0 : -ENOMEM;
 }
 
-static int open_in(const struct fsctx *c, const char *rel, int flags, mode_t mode)
+static int open_how(int dirfd, const char *rel, int flags, mode_t mode, uint64_t resolve)
 {
         struct open_how how = { .flags = (uint64_t)(flags | O_CLOEXEC),
                                 .mode = (flags & O_CREAT) ? mode : 0,
-                                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
-        long fd;
+                                .resolve = resolve | RESOLVE_NO_MAGICLINKS };
+        long fd = -1;
 
-        do
-                fd = syscall(SYS_openat2, c->root_fd, rel, &how, sizeof(how));
-        while (fd < 0 && errno == EAGAIN);
+        for (int i = 0; i < OPEN_RETRIES; i++) {
+                fd = syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+                if (fd >= 0 || errno != EAGAIN)
+                        break;
+        }
         return fd < 0 ? -errno : (int)fd;
 }
 
+/* @rel (normalised, root-relative) relative to the workspace: "." for the workspace itself,
+ * NULL when @rel is not in it. */
+static const char *in_workspace(const struct fsctx *c, const char *rel)
+{
+        size_t n = c->strip ? 0 : strlen(B4_WORKSPACE_ROOT);
+
+        if (n && (strncmp(rel, B4_WORKSPACE_ROOT, n) != 0 || (rel[n] != '/' && rel[n] != '\0')))
+                return NULL;
+        return rel[n] && rel[n + 1] ? rel + n + 1 : ".";
+}
+
+/* The workspace dirfd (borrowed): the root itself for a view rooted at the workspace, else
+ * the directory at /workspace, opened once per operation without following a symlink. */
+static int workspace_fd(struct fsctx *c)
+{
+        if (c->strip)
+                return c->root_fd;
+        if (c->ws_fd < 0)
+                c->ws_fd = open_how(c->root_fd, B4_WORKSPACE_ROOT, O_PATH | O_DIRECTORY, 0,
+                                    RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
+        return c->ws_fd;
+}
+
+/* Open @rel (normalised, root-relative) as the operation's confinement says. */
+static int open_in(struct fsctx *c, const char *rel, int flags, mode_t mode)
+{
+        uint64_t resolve = c->confine & B4_FS_NO_SYMLINKS ? RESOLVE_NO_SYMLINKS : 0;
+        const char *sub;
+        int wfd;
+
+        if (!(c->confine & B4_FS_BENEATH))
+                return open_how(c->root_fd, rel, flags, mode, resolve | RESOLVE_IN_ROOT);
+        sub = in_workspace(c, rel);
+        if (!sub)
+                return -EXDEV;
+        wfd = workspace_fd(c);
+        if (wfd < 0)
+                return wfd;
+        return open_how(wfd, sub, flags, mode, resolve | RESOLVE_BENEATH);
+}
+
+/* The workspace itself under a confined operation: it exists by construction. */
+static bool is_jail_root(const struct fsctx *c, const char *rel)
+{
+        const char *sub = c->confine & B4_FS_BENEATH ? in_workspace(c, rel) : NULL;
+
+        return sub && strcmp(sub, ".") == 0;
+}
+
 /* Open the parent of @rel (normalised, root-relative) and return the leaf name. */
-static int open_parent(const struct fsctx *c, const char *rel, int *ret_fd, const char **ret_leaf)
+static int open_parent(struct fsctx *c, const char *rel, int *ret_fd, const char **ret_leaf)
 {
         cleanup_free char *parent = NULL;
         const char *slash = strrchr(rel, '/');
@@ -174,6 +232,8 @@ static int do_read(struct fsctx *c, const char *rel, uint64_t max, char **ret, s
                 return -EISDIR;
         if (!S_ISREG(st.st_mode))
                 return -EINVAL;
+        if ((uint64_t)st.st_size > max)
+                return -EFBIG; /* before reading: a sparse file costs nothing */
         return read_full_fd(fd, max >= SIZE_MAX ? STRBUF_UNLIMITED : (size_t)max, ret, ret_len);
 }
 
@@ -226,9 +286,11 @@ static int do_list(struct fsctx *c, const char *rel, char ***ret)
                 safe_close(fd);
                 return -errno;
         }
-        while ((errno = 0, de = readdir(d))) {
+        for (size_t n = 0; (errno = 0, de = readdir(d));) {
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
+                if (++n > B4_LIST_MAX_ENTRIES)
+                        return -E2BIG;
                 if (strv_extend(&names, de->d_name) < 0)
                         return -ENOMEM;
         }
@@ -310,13 +372,16 @@ static int chase(struct fsctx *c, const char *rel, struct strbuf *res)
         return r;
 }
 
+/* A canonical path longer than PATH_MAX could not be opened anyway: -ENAMETOOLONG. */
 static int do_realpath(struct fsctx *c, const char *rel, char **ret)
 {
         struct strbuf res;
         int r;
 
-        strbuf_init(&res, 65536);
+        strbuf_init(&res, PATH_MAX);
         r = chase(c, rel, &res);
+        if (r == -E2BIG)
+                r = -ENAMETOOLONG;
         if (r >= 0)
                 r = b4_asprintf(ret, "%s%s", c->strip ? c->strip : "",
                                 res.len ? res.buf : (c->strip ? "" : "/"));
@@ -344,6 +409,11 @@ static int do_mkdir_p(struct fsctx *c, const char *rel)
                 char saved = *e;
                 const char *leaf;
                 *e = '\0';
+                if (is_jail_root(c, prefix)) {
+                        *e = saved;
+                        p = saved ? e + 1 : e;
+                        continue;
+                }
                 r = open_parent(c, prefix, &dfd, &leaf);
                 if (r < 0)
                         return r;
@@ -513,14 +583,33 @@ struct op {
         bool entered;
 };
 
-static int op_begin(struct op *o, struct b4_fs *fs, const char *path, struct b4_error *err)
+/* Enter @fs and set the operation's confinement. */
+static int ctx_enter(struct b4_fs *fs, unsigned flags, struct fsctx *c, struct b4_error *err)
+{
+        int r = native_fs_enter(fs, c, err);
+
+        if (r < 0)
+                return r;
+        c->confine = flags;
+        c->ws_fd = -EBADF;
+        return 0;
+}
+
+static void ctx_leave(struct b4_fs *fs, struct fsctx *c)
+{
+        c->ws_fd = safe_close(c->ws_fd);
+        native_fs_leave(fs, c);
+}
+
+static int op_begin(
+        struct op *o, struct b4_fs *fs, const char *path, unsigned flags, struct b4_error *err)
 {
         int r;
 
         *o = (struct op){ .fs = fs };
         if (!path || path[0] != '/')
                 return b4_error_set(err, -EINVAL, "path '%s' is not absolute", path ? path : "");
-        r = native_fs_enter(fs, &o->c, err);
+        r = ctx_enter(fs, flags, &o->c, err);
         if (r < 0)
                 return r;
         o->entered = true;
@@ -532,7 +621,7 @@ static int op_end(struct op *o, int r, struct b4_error *err, const char *name, c
         bool entered = o->entered;
 
         if (entered)
-                native_fs_leave(o->fs, &o->c);
+                ctx_leave(o->fs, &o->c);
         free(o->rel);
         *o = (struct op){ 0 };
         if (r < 0 && entered)
@@ -542,13 +631,14 @@ static int op_end(struct op *o, int r, struct b4_error *err, const char *name, c
 
 static int fs_read_file(struct b4_fs *fs,
                         const char *path,
+                        unsigned flags,
                         uint64_t max,
                         char **ret,
                         size_t *ret_len,
                         struct b4_error *err)
 {
         struct op o;
-        int r = op_begin(&o, fs, path, err);
+        int r = op_begin(&o, fs, path, flags, err);
 
         if (r >= 0)
                 r = do_read(&o.c, o.rel, max, ret, ret_len);
@@ -563,48 +653,62 @@ static int fs_read_file(struct b4_fs *fs,
 static int fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
 {
         struct op o;
-        int r = op_begin(&o, fs, path, err);
+        int r = op_begin(&o, fs, path, 0, err);
 
         if (r >= 0)
                 r = do_lstat(&o.c, o.rel, ret);
         return op_end(&o, r, err, "lstat", path);
 }
 
-static int fs_stat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
+static int fs_stat(struct b4_fs *fs,
+                   const char *path,
+                   unsigned flags,
+                   struct b4_stat *ret,
+                   struct b4_error *err)
 {
         struct op o;
-        int r = op_begin(&o, fs, path, err);
+        int r = op_begin(&o, fs, path, flags, err);
 
         if (r >= 0)
                 r = do_stat(&o.c, o.rel, ret);
         return op_end(&o, r, err, "stat", path);
 }
 
-static int fs_list_dir(struct b4_fs *fs, const char *path, char ***ret, struct b4_error *err)
+static int fs_list_dir(
+        struct b4_fs *fs, const char *path, unsigned flags, char ***ret, struct b4_error *err)
 {
         struct op o;
-        int r = op_begin(&o, fs, path, err);
+        int r = op_begin(&o, fs, path, flags, err);
 
         if (r >= 0)
                 r = do_list(&o.c, o.rel, ret);
+        if (r == -E2BIG) {
+                (void)op_end(&o, 0, err, "", "");
+                return b4_error_set(err, r, "listDir %s: more than %d entries", path,
+                                    B4_LIST_MAX_ENTRIES);
+        }
         return op_end(&o, r, err, "listDir", path);
 }
 
 static int fs_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err)
 {
         struct op o;
-        int r = op_begin(&o, fs, path, err);
+        int r = op_begin(&o, fs, path, 0, err);
 
         if (r >= 0)
                 r = do_realpath(&o.c, o.rel, ret);
         return op_end(&o, r, err, "realPath", path);
 }
 
-static int fs_write_file(
-        struct b4_fs *fs, const char *path, const void *data, size_t len, struct b4_error *err)
+static int fs_write_file(struct b4_fs *fs,
+                         const char *path,
+                         unsigned flags,
+                         const void *data,
+                         size_t len,
+                         struct b4_error *err)
 {
         struct op o;
-        int r = op_begin(&o, fs, path, err);
+        int r = op_begin(&o, fs, path, flags, err);
 
         if (r >= 0)
                 r = do_write(&o.c, o.rel, data, len);
@@ -614,7 +718,7 @@ static int fs_write_file(
 static int fs_mkdir_p(struct b4_fs *fs, const char *path, struct b4_error *err)
 {
         struct op o;
-        int r = op_begin(&o, fs, path, err);
+        int r = op_begin(&o, fs, path, 0, err);
 
         if (r >= 0)
                 r = strcmp(o.rel, "/") == 0 ? 0 : do_mkdir_p(&o.c, o.rel);
@@ -624,17 +728,17 @@ static int fs_mkdir_p(struct b4_fs *fs, const char *path, struct b4_error *err)
 static int fs_remove(struct b4_fs *fs, const char *path, struct b4_error *err)
 {
         struct op o;
-        int r = op_begin(&o, fs, path, err);
+        int r = op_begin(&o, fs, path, 0, err);
 
         if (r >= 0)
                 r = do_remove(&o.c, o.rel);
         return op_end(&o, r, err, "removeFile", path);
 }
 
-static int fs_touch(struct b4_fs *fs, const char *path, struct b4_error *err)
+static int fs_touch(struct b4_fs *fs, const char *path, unsigned flags, struct b4_error *err)
 {
         struct op o;
-        int r = op_begin(&o, fs, path, err);
+        int r = op_begin(&o, fs, path, flags, err);
 
         if (r >= 0)
                 r = do_touch(&o.c, o.rel);
@@ -644,7 +748,7 @@ static int fs_touch(struct b4_fs *fs, const char *path, struct b4_error *err)
 static int fs_symlink(struct b4_fs *fs, const char *target, const char *path, struct b4_error *err)
 {
         struct op o;
-        int r = op_begin(&o, fs, path, err);
+        int r = op_begin(&o, fs, path, 0, err);
 
         if (r >= 0)
                 r = do_symlink(&o.c, target, o.rel);
@@ -654,7 +758,7 @@ static int fs_symlink(struct b4_fs *fs, const char *target, const char *path, st
 static int fs_chmod(struct b4_fs *fs, const char *path, uint32_t mode, struct b4_error *err)
 {
         struct op o;
-        int r = op_begin(&o, fs, path, err);
+        int r = op_begin(&o, fs, path, 0, err);
 
         if (r >= 0)
                 r = do_chmod(&o.c, o.rel, mode);
@@ -759,7 +863,7 @@ static int fs_walk(struct b4_fs *fs,
 {
         struct walker w = { .max = max };
         struct op o;
-        int r = op_begin(&o, fs, path, err);
+        int r = op_begin(&o, fs, path, 0, err);
 
         if (r >= 0) {
                 int fd = open_in(&o.c, o.rel, O_RDONLY | O_DIRECTORY, 0);
@@ -793,7 +897,7 @@ static int fs_read_files(struct b4_fs *fs,
 
         if (!b)
                 return b4_error_set(err, -ENOMEM, "out of memory");
-        r = native_fs_enter(fs, &c, err);
+        r = ctx_enter(fs, 0, &c, err);
         if (r < 0) {
                 free(b);
                 return r;
@@ -808,7 +912,7 @@ static int fs_read_files(struct b4_fs *fs,
                         r = k;
                 b[i].error = k < 0 ? k : 0;
         }
-        native_fs_leave(fs, &c);
+        ctx_leave(fs, &c);
         if (r < 0) {
                 b4_blobs_free(b, n);
                 return b4_error_set(err, r, "out of memory");

@@ -210,7 +210,8 @@ static int recv_header(int conn, struct req *r)
                 return -EPROTO;
         if (r->h.magic != KEEPER_MAGIC || r->h.version != KEEPER_PROTO_VERSION ||
             r->h.data_len > KEEPER_REQ_MAX || r->h.bpf_len > KEEPER_BPF_MAX || r->h.n_argv < 1 ||
-            r->h.n_argv + r->h.n_env > KEEPER_ARGS_MAX ||
+            r->h.n_argv > KEEPER_ARGS_MAX ||
+            r->h.n_env > KEEPER_ARGS_MAX - r->h.n_argv || /* no uint32 wrap */
             (size_t)r->h.bpf_len * sizeof(struct sock_filter) > r->h.data_len)
                 return -EPROTO;
         return 0;

@@ -26,9 +26,9 @@
 #include "base/strv.h"
 #include "native.h"
 
-#define TMP_OPTS   "mode=1777,size=256m"
-#define RUN_OPTS   "mode=1777,size=64m"
-#define SHM_OPTS   "mode=1777,size=64m"
+#define TMP_OPTS   "mode=1777,size=" B4_STR(NATIVE_TMP_MIB) "m"
+#define RUN_OPTS   "mode=1777,size=" B4_STR(NATIVE_RUN_MIB) "m"
+#define SHM_OPTS   "mode=1777,size=" B4_STR(NATIVE_SHM_MIB) "m"
 #define DEV_OPTS   "mode=0755,size=64k"
 #define ROOT_OPTS  "mode=0755,size=1m"
 #define EMPTY_FILE "/.b4box-mask"

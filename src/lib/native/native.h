@@ -54,13 +54,13 @@ struct child_op {
 struct child_plan {
         const struct child_op *ops;
         size_t n_ops;
-        int sync_fd;        /* read end: one byte arrives once the cgroups hold the child */
-        int err_fd;         /* write end: struct child_failure on failure, EOF on exec */
-        int listen_fd;      /* the keeper's socket, becomes KEEPER_LISTEN_FD */
-        int exe_fd;         /* the keeper binary, exec'd with AT_EMPTY_PATH */
-        bool drop_bounding; /* rootless, non-root inside: empty the bounding set before exec */
-        bool late_userns;   /* as root: after the ops, enter a user namespace of our own, let
-                               the parent map it (sync_fd both ways), become its root */
+        int sync_fd;           /* read end: one byte arrives once the cgroups hold the child */
+        int err_fd;            /* write end: struct child_failure on failure, EOF on exec */
+        int listen_fd;         /* the keeper's socket, becomes KEEPER_LISTEN_FD */
+        int exe_fd;            /* the keeper binary, exec'd with AT_EMPTY_PATH */
+        bool drop_bounding;    /* rootless, non-root inside: empty the bounding set before exec */
+        bool late_userns;      /* as root: after the ops, enter a user namespace of our own, let
+                                  the parent map it (sync_fd both ways), become its root */
         uint32_t userns_owner; /* the host uid that owns it: the block's base, never 0 */
 };
 
@@ -274,6 +274,9 @@ struct fsctx {
         bool chown;        /* fchown what we create */
         void *hold;        /* the owner's lock token, for native_fs_leave() */
         struct creds_saved creds; /* the thread's identity while the operation runs */
+        /* Set by fs.c per operation, after native_fs_enter(): */
+        unsigned confine; /* enum b4_fs_flags of the operation */
+        int ws_fd;        /* owned by fs.c: the workspace dirfd, opened on first need */
 };
 
 extern const struct b4_fs_ops native_fs_ops;      /* sandbox: read + write */
@@ -308,6 +311,16 @@ void idmap_forget(struct native_provider *np, const char *id);
 int idmap_claimed_ids(struct native_provider *np, char ***ret);
 
 /* ---- preflight.c ------------------------------------------------------------------------ */
+
+/* The per-thread tmpfs sizes, in MiB: mount.c mounts them, preflight reports them. */
+#define NATIVE_TMP_MIB 256
+#define NATIVE_RUN_MIB 64
+#define NATIVE_SHM_MIB 64
+#define B4_STR_(x)     #x
+#define B4_STR(x)      B4_STR_(x)
+#define NATIVE_TMPFS_SIZES                                                                     \
+ "/tmp " B4_STR(NATIVE_TMP_MIB) " MiB, /run " B4_STR(NATIVE_RUN_MIB) " MiB, /dev/shm " B4_STR( \
+         NATIVE_SHM_MIB) " MiB"
 
 /* Rootless mode can run here: user namespaces are not switched off by sysctl. @ret_why:
  * which knob is 0 (static string). */

@@ -12,8 +12,11 @@
  *     FORWARD -i b4h.. -d 169.254.0.0/16 -j DROP    cloud metadata and link-local
  *     FORWARD -i b4h.. -o b4h+ -j DROP               other sandboxes
  *     FORWARD -i b4h.. -j ACCEPT, FORWARD -o b4h.. ESTABLISHED,RELATED -j ACCEPT
- * `ip` and `iptables` are exec'd (fixed paths, empty environment but PATH); the in-sandbox
- * half runs `ip` in a forked child that setns()es into the keeper's network namespace.
+ *   IPv6 (audit H4): allow mode is IPv4 only. disable_ipv6=1 on both ends before they go up
+ *   (no link-local address, so nothing of the host is reachable over fe80::), and as a belt
+ *   ip6tables INPUT/FORWARD -i b4h.. -j DROP, tagged and removed like the IPv4 rules.
+ * `ip`, `iptables` and `ip6tables` are exec'd (fixed paths, empty environment but PATH); the
+ * in-sandbox half runs `ip` in a forked child that setns()es into the keeper's network namespace.
  * Needs net.ipv4.ip_forward=1 in the provider's namespace: it is checked, never changed.
  */
 
@@ -39,6 +42,8 @@
 static const char *const ip_paths[] = { "/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip" };
 static const char *const ipt_paths[] = { "/usr/sbin/iptables", "/sbin/iptables",
                                          "/usr/bin/iptables" };
+static const char *const ip6t_paths[] = { "/usr/sbin/ip6tables", "/sbin/ip6tables",
+                                          "/usr/bin/ip6tables" };
 
 static const char *find_exe(const char *const *paths, size_t n)
 {
@@ -46,6 +51,12 @@ static const char *find_exe(const char *const *paths, size_t n)
                 if (access(paths[i], X_OK) == 0)
                         return paths[i];
         return NULL;
+}
+
+/* Whether this network namespace has IPv6 at all (not booted with ipv6.disable=1). */
+static bool has_ipv6(void)
+{
+        return access("/proc/sys/net/ipv6/conf", F_OK) == 0;
 }
 
 int net_available(const char **ret_why)
@@ -59,6 +70,8 @@ int net_available(const char **ret_why)
                 return *ret_why = "the ip tool (iproute2) is not installed", -ENOENT;
         if (!find_exe(ipt_paths, ELEMENTSOF(ipt_paths)))
                 return *ret_why = "iptables is not installed", -ENOENT;
+        if (has_ipv6() && !find_exe(ip6t_paths, ELEMENTSOF(ip6t_paths)))
+                return *ret_why = "ip6tables is not installed (the kernel has IPv6)", -ENOENT;
         if (read_file_at(AT_FDCWD, "/proc/sys/net/ipv4/ip_forward", 16, &fwd, &len) < 0 ||
             fwd[0] != '1')
                 return *ret_why = "net.ipv4.ip_forward is not 1", -ENETDOWN;
@@ -109,6 +122,42 @@ static int run(int netns_fd, const char *const argv[], char **ret_out)
 }
 
 #define RUN(fd, ...) run((fd), (const char *const[]){ __VA_ARGS__, NULL }, NULL)
+
+/* Write "1" to @path (a disable_ipv6 sysctl); async-signal-safe. */
+static int write_one(const char *path)
+{
+        int fd = open(path, O_WRONLY | O_CLOEXEC), r;
+
+        if (fd < 0)
+                return -errno;
+        r = write_all(fd, "1", 1);
+        (void)close(fd);
+        return r;
+}
+
+/* Disable IPv6 on @ifname, in @netns_fd's namespace when >= 0 (net sysctls are those of the
+ * namespace the opener is in, so a forked child joins it first). */
+static int ipv6_off(int netns_fd, const char *ifname)
+{
+        char path[96];
+        int status;
+        pid_t pid;
+
+        if (!has_ipv6())
+                return 0;
+        (void)snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/disable_ipv6", ifname);
+        if (netns_fd < 0)
+                return write_one(path);
+        pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0)
+                _exit(setns(netns_fd, CLONE_NEWNET) < 0 || write_one(path) < 0 ? 1 : 0);
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+}
 
 /* Subnets are host-wide (several state dirs may share a network namespace): their O_EXCL
  * claims live in /run/b4box, or in the state dir when /run is not writable. */
@@ -181,6 +230,22 @@ static int add_rules(const char *ipt, const char *veth, const char *subnet, cons
         return r;
 }
 
+/* IPv6 from the sandbox goes nowhere: not to the host, not forwarded (the belt behind
+ * disable_ipv6, should anything turn it back on). */
+static int add_rules6(const char *ip6t, const char *veth, const char *tag)
+{
+        int r;
+
+        if (!has_ipv6())
+                return 0;
+        r = RUN(-1, ip6t, "-w", "-I", "FORWARD", "-i", veth, "-m", "comment", "--comment", tag,
+                "-j", "DROP");
+        if (r >= 0)
+                r = RUN(-1, ip6t, "-w", "-I", "INPUT", "-i", veth, "-m", "comment", "--comment",
+                        tag, "-j", "DROP");
+        return r;
+}
+
 static void names(const char *id, char host[16], char peer[16])
 {
         (void)snprintf(host, 16, "b4h%.12s", id);
@@ -238,6 +303,7 @@ void net_teardown(struct native_provider *np, const char *id, const char *hid)
         cleanup_free char *buf = NULL;
         const char *ip = find_exe(ip_paths, ELEMENTSOF(ip_paths));
         const char *ipt = find_exe(ipt_paths, ELEMENTSOF(ipt_paths));
+        const char *ip6t = find_exe(ip6t_paths, ELEMENTSOF(ip6t_paths));
         char name[64], host[16], peer[16], tag[64];
         size_t len;
 
@@ -252,6 +318,8 @@ void net_teardown(struct native_provider *np, const char *id, const char *hid)
                 drop_rules(ipt, "filter", tag);
                 drop_rules(ipt, "nat", tag);
         }
+        if (ip6t)
+                drop_rules(ip6t, "filter", tag);
         char sub[32];
         cleanup_close int dfd = alloc_dir(np);
         (void)snprintf(sub, sizeof(sub), "net-%lu", strtoul(buf, NULL, 10));
@@ -260,7 +328,11 @@ void net_teardown(struct native_provider *np, const char *id, const char *hid)
         (void)unlinkat(np->run_fd, name, 0);
 }
 
-static int configure(const char *ip, const char *ipt, const char *hid, pid_t pid, unsigned n)
+struct net_tools {
+        const char *ip, *ipt, *ip6t;
+};
+
+static int configure(const struct net_tools *t, const char *hid, pid_t pid, unsigned n)
 {
         char host[16], peer[16], tag[64], pids[16], hip[32], hcidr[40], scidr[40], subnet[40];
         char nspath[64];
@@ -280,23 +352,29 @@ static int configure(const char *ip, const char *ipt, const char *hid, pid_t pid
         nsfd = open(nspath, O_RDONLY | O_CLOEXEC);
         if (nsfd < 0)
                 return -errno;
-        r = RUN(-1, ip, "link", "add", host, "type", "veth", "peer", "name", peer);
+        r = RUN(-1, t->ip, "link", "add", host, "type", "veth", "peer", "name", peer);
         if (r >= 0)
-                r = RUN(-1, ip, "link", "set", peer, "netns", pids);
+                r = RUN(-1, t->ip, "link", "set", peer, "netns", pids);
         if (r >= 0)
-                r = RUN(-1, ip, "addr", "add", hcidr, "dev", host);
+                r = ipv6_off(-1, host);
         if (r >= 0)
-                r = RUN(-1, ip, "link", "set", host, "up");
+                r = RUN(-1, t->ip, "addr", "add", hcidr, "dev", host);
         if (r >= 0)
-                r = RUN(nsfd, ip, "link", "set", peer, "name", "eth0");
+                r = RUN(-1, t->ip, "link", "set", host, "up");
         if (r >= 0)
-                r = RUN(nsfd, ip, "addr", "add", scidr, "dev", "eth0");
+                r = RUN(nsfd, t->ip, "link", "set", peer, "name", "eth0");
         if (r >= 0)
-                r = RUN(nsfd, ip, "link", "set", "eth0", "up");
+                r = ipv6_off(nsfd, "eth0");
         if (r >= 0)
-                r = RUN(nsfd, ip, "route", "add", "default", "via", hip);
+                r = RUN(nsfd, t->ip, "addr", "add", scidr, "dev", "eth0");
         if (r >= 0)
-                r = add_rules(ipt, host, subnet, tag);
+                r = RUN(nsfd, t->ip, "link", "set", "eth0", "up");
+        if (r >= 0)
+                r = RUN(nsfd, t->ip, "route", "add", "default", "via", hip);
+        if (r >= 0)
+                r = add_rules6(t->ip6t, host, tag);
+        if (r >= 0)
+                r = add_rules(t->ipt, host, subnet, tag);
         return r;
 }
 
@@ -329,9 +407,11 @@ int net_setup(struct native_provider *np,
                 r = fd < 0 ? -errno : write_all(fd, num, strlen(num));
                 safe_close(fd);
         }
+        struct net_tools t = { .ip = find_exe(ip_paths, ELEMENTSOF(ip_paths)),
+                               .ipt = find_exe(ipt_paths, ELEMENTSOF(ipt_paths)),
+                               .ip6t = find_exe(ip6t_paths, ELEMENTSOF(ip6t_paths)) };
         if (r >= 0)
-                r = configure(find_exe(ip_paths, ELEMENTSOF(ip_paths)),
-                              find_exe(ipt_paths, ELEMENTSOF(ipt_paths)), hid, pid, n);
+                r = configure(&t, hid, pid, n);
         if (r < 0) {
                 net_teardown(np, id, hid);
                 return b4_error_set(err, r, "cannot set up the veth and NAT of sandbox %s", id);

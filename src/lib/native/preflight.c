@@ -128,14 +128,40 @@ static int cgroup_rows(const struct cgroup_host *cg, struct b4_preflight *p)
                                     cg->rootless ? " (rootless, none delegated)" : "");
 }
 
+/*
+ * Limits beyond the cgroup controllers (audit L5); `b4box check` adds what the configuration
+ * sets. The tmpfs sizes are native.h's, which mount.c mounts (test-native-unit
+ * checks that they agree).
+ */
+static int limit_rows(struct b4_preflight *p)
+{
+        int r;
+
+        r = b4_preflight_control(p, "command timeout", B4_ENFORCED,
+                                 "the supervisor's kill at the deadline");
+        if (r >= 0)
+                r = b4_preflight_control(p, "disk quota", B4_NOT_ENFORCED,
+                                         "workspaces are plain directories on the host "
+                                         "filesystem: b4box sets no quota");
+        if (r >= 0)
+                r = b4_preflight_control(p, "tmpfs sizes", B4_ENFORCED,
+                                         NATIVE_TMPFS_SIZES
+                                         " per thread; their pages count against the memory "
+                                         "limit when one is set, without one only these sizes "
+                                         "bound them");
+        return r;
+}
+
 static int allow_row(struct b4_preflight *p)
 {
         const char *why = NULL;
 
         if (net_available(&why) >= 0)
                 return b4_preflight_control(p, "network allow", B4_ENFORCED,
-                                            "per-thread veth + NAT; 169.254.0.0/16, the host's "
-                                            "own addresses and other sandboxes unreachable");
+                                            "per-thread veth + NAT, IPv4 only (IPv6 disabled on "
+                                            "the veth, ip6tables DROP); 169.254.0.0/16, the "
+                                            "host's own addresses and other sandboxes "
+                                            "unreachable");
         return b4_preflight_control(p, "network allow", B4_NOT_ENFORCED,
                                     "%s: allow-mode sandboxes cannot start here", why);
 }
@@ -224,6 +250,8 @@ int native_preflight_run(const struct cgroup_host *cg,
                                             : "seccomp filters unavailable");
         if (r >= 0)
                 r = cgroup_rows(cg, &p);
+        if (r >= 0)
+                r = limit_rows(&p);
         if (r >= 0)
                 r = fixed_rows(&p);
         if (r < 0) {

@@ -12,8 +12,7 @@
 
 #include "base/hashmap.h"
 
-#define MAX_THREAD_ID_BYTES 256
-#define MAX_PARENT_DEPTH    16
+#define MAX_PARENT_DEPTH 16
 
 struct box {
         struct b4_sandbox *sb; /* NULL while acquiring */

@@ -94,11 +94,15 @@ struct b4_runtime *b4_runtime_free(struct b4_runtime *rt)
 
 /* ---- ids and ancestry ---- */
 
+/* The rule of B4_THREAD_ID_MAX_BYTES. "." and ".." are refused because an HTTP path segment
+ * of either is removed by URL normalisation, so such a thread could not be addressed. */
 static bool thread_id_is_valid(const char *id)
 {
         size_t len = strlen(id);
 
-        if (len == 0 || len > MAX_THREAD_ID_BYTES || !utf8_is_valid(id, len))
+        if (len == 0 || len > B4_THREAD_ID_MAX_BYTES || !utf8_is_valid(id, len))
+                return false;
+        if (strcmp(id, ".") == 0 || strcmp(id, "..") == 0)
                 return false;
         for (const unsigned char *c = (const unsigned char *)id; *c; c++)
                 if (*c < 0x20 || *c == 0x7f || *c == '/')
@@ -175,8 +179,9 @@ static int thread_create(struct b4_runtime *rt,
         if (!thread_id_is_valid(id))
                 return b4_error_set(
                         err, -EINVAL,
-                        "thread_id must be 1 to %d bytes of UTF-8 without control characters or '/'",
-                        MAX_THREAD_ID_BYTES);
+                        "thread_id must be 1 to %d bytes of UTF-8 without control characters or "
+                        "'/', and not '.' or '..'",
+                        B4_THREAD_ID_MAX_BYTES);
         if (parent) {
                 r = runtime_sandbox_key(rt, parent, &key, err);
                 if (r < 0)

@@ -158,45 +158,107 @@ int gate_tool(struct b4_tools *t, const char *name, struct b4_error *err)
         return gate(t, ASK_TOOL, "tool", name, shown, err);
 }
 
-/* The fs realpath, or @path itself when the backend cannot canonicalise it. */
-static int canonical(struct b4_tools *t, const char *path, char **ret)
+void jail_target_clear(struct jail_target *jt)
 {
-        int r = b4_fs_realpath(t->fs, path, ret, NULL);
+        free(jt->abs);
+        free(jt->path);
+        *jt = (struct jail_target){ 0 };
+}
 
-        if (r == -ENOMEM)
+/* The fs realpath of @path. Fails closed (audit H2): a path the backend cannot canonicalise
+ * (a link loop, a resolution past PATH_MAX, ...) is refused, never judged as written. */
+static int canonical(
+        struct b4_tools *t, const char *key, const char *path, char **ret, struct b4_error *err)
+{
+        struct b4_error inner = { 0 };
+        int r = b4_fs_realpath(t->fs, path, ret, &inner);
+
+        if (r == -ENOMEM || r >= 0)
                 return r;
-        if (r < 0) {
-                *ret = b4_strdup(path);
-                return *ret ? 0 : -ENOMEM;
+        return b4_error_set(err, r, "%s %s: cannot resolve the path: %s", key, path, strerror(-r));
+}
+
+/* Where a write to @abs goes: a symlink leaf is replaced, never written through (the fs
+ * contract), so only the parent is canonicalised and the leaf kept. */
+static int canonical_leaf(
+        struct b4_tools *t, const char *key, const char *abs, char **ret, struct b4_error *err)
+{
+        cleanup_free char *parent = NULL, *real = NULL;
+        const char *slash = strrchr(abs, '/');
+        int r;
+
+        if (!slash || slash == abs)
+                return canonical(t, key, abs, ret, err);
+        parent = b4_strndup(abs, (size_t)(slash - abs));
+        if (!parent)
+                return -ENOMEM;
+        r = canonical(t, key, parent, &real, err);
+        if (r < 0)
+                return r;
+        return b4_asprintf(ret, "%s%s", strcmp(real, "/") == 0 ? "" : real, slash);
+}
+
+/* The canonical path of @abs (for writeFile: of the place the write goes), gated when outside
+ * the workspace; with the flags that make the backend use exactly it (audit H3: no second,
+ * different resolution). */
+static int gate_canonical(struct b4_tools *t,
+                          const char *key,
+                          const char *abs,
+                          char **ret_real,
+                          unsigned *ret_flags,
+                          struct b4_error *err)
+{
+        cleanup_free char *real = NULL;
+        unsigned flags = B4_FS_NO_SYMLINKS;
+        int r;
+
+        if (!t->real_root) {
+                r = canonical(t, key, t->root, &t->real_root, err);
+                if (r < 0)
+                        return r;
         }
+        if (strcmp(key, "writeFile") == 0)
+                r = canonical_leaf(t, key, abs, &real, err);
+        else
+                r = canonical(t, key, abs, &real, err);
+        if (r < 0)
+                return r;
+        if (jail_is_inside(t->real_root, real)) {
+                flags |= B4_FS_BENEATH;
+        } else {
+                r = gate(t, ASK_PATH, key, real, real, err);
+                if (r < 0)
+                        return r;
+        }
+        *ret_real = TAKE_PTR(real);
+        *ret_flags = flags;
         return 0;
 }
 
-int gate_path(
-        struct b4_tools *t, const char *key, const char *path, char **ret_abs, struct b4_error *err)
+int gate_path(struct b4_tools *t,
+              const char *key,
+              const char *path,
+              struct jail_target *ret,
+              struct b4_error *err)
 {
-        cleanup_free char *abs = NULL;
-        cleanup_free char *real = NULL;
+        struct jail_target jt = { 0 };
         int r;
 
-        r = jail_resolve(t->root, path, &abs);
+        r = jail_resolve(t->root, path, &jt.abs);
         if (r < 0)
                 return b4_error_set(err, r, "cannot resolve '%s'", path);
-        if (!perm_view_is_open(&t->view)) {
-                if (!t->real_root) {
-                        r = canonical(t, t->root, &t->real_root);
-                        if (r < 0)
-                                return r;
-                }
-                r = canonical(t, abs, &real);
-                if (r < 0)
-                        return r;
-                if (!jail_is_inside(t->real_root, real)) {
-                        r = gate(t, ASK_PATH, key, real, real, err);
-                        if (r < 0)
-                                return r;
-                }
+        jt.tool_output = jail_is_tool_output(t->root, jt.abs);
+        if (jt.tool_output || perm_view_is_open(&t->view)) {
+                jt.flags = jt.tool_output ? B4_FS_BENEATH | B4_FS_NO_SYMLINKS : 0;
+                jt.path = b4_strdup(jt.abs);
+                r = jt.path ? 0 : -ENOMEM;
+        } else {
+                r = gate_canonical(t, key, jt.abs, &jt.path, &jt.flags, err);
         }
-        *ret_abs = TAKE_PTR(abs);
+        if (r < 0) {
+                jail_target_clear(&jt);
+                return r;
+        }
+        *ret = jt;
         return 0;
 }

@@ -155,14 +155,32 @@ struct b4_tools {
 void ask_clear(struct ask *a);
 void pending_release(struct pending *p);
 
+/* What a tool operates on, decided once by the jail (gate_path). */
+struct jail_target {
+        char *abs;        /* the lexical absolute path: what messages show */
+        char *path;       /* the path the backend is called with */
+        unsigned flags;   /* enum b4_fs_flags the backend must resolve @path under */
+        bool tool_output; /* @abs is under tool-outputs/ */
+};
+
+void jail_target_clear(struct jail_target *jt);
+
 /* Gates: 0 allowed; -EACCES denied (B4_E3001, message set); -EAGAIN ask (t->ask filled). */
 int gate_command(struct b4_tools *t, const char *command, struct b4_error *err);
 int gate_tool(struct b4_tools *t, const char *name, struct b4_error *err);
-/* The jail: lexical resolve, canonical containment, path gate. *ret_abs = lexical path. */
+/*
+ * The jail (docs/tools.md, "Path jail"): lexical resolve, then one of
+ *   - under tool-outputs/: the lexical path itself, beneath the workspace, no symlinks;
+ *   - no permission store (or bypass): the lexical path, unconfined;
+ *   - else the canonical path (the fs realpath; one that cannot be resolved is refused),
+ *     gated when outside the workspace, used with B4_FS_NO_SYMLINKS (+ B4_FS_BENEATH inside),
+ *     so the backend operates on exactly the path that was decided on or fails.
+ * Return: 0 and *ret filled; a gate's result; -ENAMETOOLONG, -ELOOP ... (unresolvable).
+ */
 int gate_path(struct b4_tools *t,
               const char *key,
               const char *path,
-              char **ret_abs,
+              struct jail_target *ret,
               struct b4_error *err);
 
 /* The five tools: @args validated by the dispatcher. *ret = the result value. */

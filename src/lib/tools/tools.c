@@ -25,6 +25,9 @@ static int fs_failed(
         const char *op, const char *abs, int r, const struct b4_error *inner, struct b4_error *err)
 {
         switch (r) {
+        case -EXDEV: /* B4_FS_BENEATH: the resolution left the workspace */
+                return b4_error_set(err, r, "%s %s: refused: the path leads out of the workspace",
+                                    op, abs);
         case -ENOENT:
         case -EISDIR:
         case -ENOTDIR:
@@ -65,9 +68,22 @@ static int string_value(const char *s, struct jv **ret)
         return *ret ? 0 : -ENOMEM;
 }
 
-/* Bounded read of @abs under @cap, with the reference's too-large text. */
+/* A failure of the backend on @jt, shown with the lexical path. */
+static int jail_failed(const char *op,
+                       const struct jail_target *jt,
+                       int r,
+                       const struct b4_error *inner,
+                       struct b4_error *err)
+{
+        if (r == -ELOOP && (jt->flags & B4_FS_NO_SYMLINKS))
+                return b4_error_set(err, r, "%s %s: refused: a symbolic link is in the way", op,
+                                    jt->abs);
+        return fs_failed(op, jt->abs, r, inner, err);
+}
+
+/* Bounded read of @jt under @cap, with the reference's too-large text. */
 static int read_capped(struct b4_tools *t,
-                       const char *abs,
+                       const struct jail_target *jt,
                        uint64_t cap,
                        char **ret,
                        size_t *ret_len,
@@ -78,16 +94,16 @@ static int read_capped(struct b4_tools *t,
         uint64_t size;
         int r;
 
-        r = b4_fs_read_file(t->fs, abs, cap, ret, ret_len, &inner);
+        r = b4_fs_read_file_flags(t->fs, jt->path, jt->flags, cap, ret, ret_len, &inner);
         if (r != -EFBIG)
-                return r < 0 ? fs_failed("readFile", abs, r, &inner, err) : 0;
+                return r < 0 ? jail_failed("readFile", jt, r, &inner, err) : 0;
         size = cap + 1;
-        if (b4_fs_stat(t->fs, abs, &st, NULL) >= 0 && st.size > cap)
+        if (b4_fs_stat_flags(t->fs, jt->path, jt->flags, &st, NULL) >= 0 && st.size > cap)
                 size = st.size;
         b4_stat_clear(&st);
         return b4_error_set(err, -EFBIG,
                             "File too large: %" PRIu64 " bytes (max %" PRIu64 ") at %s", size, cap,
-                            abs);
+                            jt->abs);
 }
 
 static int64_t line_arg(const struct jv *args, const char *name)
@@ -101,22 +117,21 @@ int tool_read_file(struct b4_tools *t, const struct jv *args, struct jv **ret, s
 {
         const char *path = jv_string(jv_object_get(args, "path"));
         int64_t start = line_arg(args, "startLine"), end = line_arg(args, "endLine");
-        cleanup_free char *abs = NULL;
+        cleanup_(jail_target_clear) struct jail_target jt = { 0 };
         cleanup_free char *data = NULL;
         cleanup_free char *sliced = NULL;
         size_t len = 0;
-        bool tool_output;
         int r;
 
-        r = gate_path(t, "readFile", path, &abs, err);
+        r = gate_path(t, "readFile", path, &jt, err);
         if (r < 0)
                 return r;
-        tool_output = jail_is_tool_output(t->root, abs);
-        r = read_capped(t, abs, tool_output ? B4_UNBOUNDED : t->read_cap, &data, &len, err);
+        r = read_capped(t, &jt, jt.tool_output ? B4_TOOLS_TOOL_OUTPUT_CAP : t->read_cap, &data,
+                        &len, err);
         if (r < 0)
                 return r;
-        if (tool_output)
-                (void)b4_fs_touch(t->fs, abs, NULL);
+        if (jt.tool_output)
+                (void)b4_fs_touch_flags(t->fs, jt.path, jt.flags, NULL);
         if (start == 0 && end == 0)
                 return text_value(data, len, ret);
         r = text_slice_lines(path, data, len, start, end, &sliced, &len, err);
@@ -132,18 +147,18 @@ int tool_write_file(struct b4_tools *t,
 {
         const struct jv *content = jv_object_get(args, "content");
         const char *path = jv_string(jv_object_get(args, "path"));
-        cleanup_free char *abs = NULL;
+        cleanup_(jail_target_clear) struct jail_target jt = { 0 };
         cleanup_free char *msg = NULL;
         struct b4_error inner = { 0 };
         size_t len = jv_string_length(content);
         int r;
 
-        r = gate_path(t, "writeFile", path, &abs, err);
+        r = gate_path(t, "writeFile", path, &jt, err);
         if (r < 0)
                 return r;
-        r = b4_fs_write_file(t->fs, abs, jv_string(content), len, &inner);
+        r = b4_fs_write_file_flags(t->fs, jt.path, jt.flags, jv_string(content), len, &inner);
         if (r < 0)
-                return fs_failed("writeFile", abs, r, &inner, err);
+                return jail_failed("writeFile", &jt, r, &inner, err);
         if (b4_asprintf(&msg, "wrote %zu bytes to %s", len, path) < 0)
                 return -ENOMEM;
         return string_value(msg, ret);
@@ -162,17 +177,17 @@ static int edit_write(struct b4_tools *t,
                       struct jv **ret,
                       struct b4_error *err)
 {
-        cleanup_free char *abs = NULL;
+        cleanup_(jail_target_clear) struct jail_target jt = { 0 };
         cleanup_free char *msg = NULL;
         struct b4_error inner = { 0 };
         int r;
 
-        r = gate_path(t, "writeFile", a->path, &abs, err);
+        r = gate_path(t, "writeFile", a->path, &jt, err);
         if (r < 0)
                 return r;
-        r = b4_fs_write_file(t->fs, abs, e->content, e->len, &inner);
+        r = b4_fs_write_file_flags(t->fs, jt.path, jt.flags, e->content, e->len, &inner);
         if (r < 0)
-                return fs_failed("writeFile", abs, r, &inner, err);
+                return jail_failed("writeFile", &jt, r, &inner, err);
         r = text_describe_edit(a->path, e->lines, e->n_lines, &msg);
         if (r < 0)
                 return r;
@@ -192,17 +207,17 @@ int tool_edit_file(struct b4_tools *t, const struct jv *args, struct jv **ret, s
                 .new_len = jv_string_length(new_v),
                 .all = all_v && jv_is_true(all_v),
         };
-        cleanup_free char *abs = NULL;
+        cleanup_(jail_target_clear) struct jail_target jt = { 0 };
         cleanup_free char *data = NULL;
         cleanup_free char *msg = NULL;
         struct text_edit e = { 0 };
         size_t len = 0;
         int r;
 
-        r = gate_path(t, "readFile", a.path, &abs, err);
+        r = gate_path(t, "readFile", a.path, &jt, err);
         if (r < 0)
                 return r;
-        r = read_capped(t, abs, t->read_cap, &data, &len, err);
+        r = read_capped(t, &jt, t->read_cap, &data, &len, err);
         if (r < 0)
                 return r;
         if (!utf8_is_valid(data, len))
@@ -232,18 +247,21 @@ int tool_list_dir(struct b4_tools *t, const struct jv *args, struct jv **ret, st
 {
         const struct jv *pv = jv_object_get(args, "path");
         const char *path = pv ? jv_string(pv) : ".";
-        cleanup_free char *abs = NULL;
+        cleanup_(jail_target_clear) struct jail_target jt = { 0 };
         cleanup_strv char **names = NULL;
         cleanup_jv struct jv *list = NULL;
         struct b4_error inner = { 0 };
         int r;
 
-        r = gate_path(t, "listDir", path, &abs, err);
+        r = gate_path(t, "listDir", path, &jt, err);
         if (r < 0)
                 return r;
-        r = b4_fs_list_dir(t->fs, abs, &names, &inner);
+        r = b4_fs_list_dir_flags(t->fs, jt.path, jt.flags, &names, &inner);
+        if (r == -E2BIG) /* every provider caps a listing (L10) */
+                return b4_error_set(err, r, "listDir %s: more than %d entries", jt.abs,
+                                    B4_LIST_MAX_ENTRIES);
         if (r < 0)
-                return fs_failed("listDir", abs, r, &inner, err);
+                return jail_failed("listDir", &jt, r, &inner, err);
         strv_sort(names);
         list = jv_array_new();
         if (!list)

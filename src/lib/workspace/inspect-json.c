@@ -113,13 +113,19 @@ static bool only_keys(const struct jv *o, const char *const *known, const char *
         return true;
 }
 
+/* A string the C copy holds whole (no NUL inside). */
+static bool is_text(const struct jv *v)
+{
+        return jv_is_string(v) && strlen(jv_string(v)) == jv_string_length(v);
+}
+
 static bool is_digest(const struct jv *v)
 {
         const char *s = jv_string(v);
 
         if (jv_is_null(v))
                 return true;
-        if (!s || strlen(s) != 64)
+        if (!is_text(v) || jv_string_length(v) != 64)
                 return false;
         for (; *s; s++)
                 if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
@@ -175,10 +181,10 @@ static int shape(const struct jv *o, struct b4_inspect_response *res)
         int r;
 
         if (!jv_is_object(o) || !only_keys(o, keys, required) ||
-            !jv_is_string(jv_object_get(o, "threadId")) ||
+            !is_text(jv_object_get(o, "threadId")) ||
             !is_digest(jv_object_get(o, "sourceDigest")) ||
             !is_digest(jv_object_get(o, "intentDigest")) ||
-            (root && !b4_inspect_root_is_canonical(jv_string(root))) ||
+            (root && (!is_text(root) || !b4_inspect_root_is_canonical(jv_string(root)))) ||
             !inspection_ok(insp, &res->n_files))
                 return -EBADMSG;
         res->total_bytes = (uint64_t)jv_integer(jv_object_get(insp, "totalBytes"));

@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# Regression tests for the HTTP findings of the security audit: browser-origin requests (M2),
+# approving one's own permission requests (M3), slow and idle connections (M4), the
+# existence oracle (L1) and thread-id validation (L3). TCP servers listen on 127.0.0.1 only.
+B4BOX=${B4BOX:?}
+. "$(dirname "$0")/lib.sh"
+
+# start_tcp CONFIG_JSON STATE: b4box serve on 127.0.0.1 (a free port); sets SERVER_PID, PORT
+start_tcp() {
+        printf '%s' "$1" > "$WORK/b4box.json"
+        : > "$WORK/server.log"
+        "$B4BOX" -c "$WORK/b4box.json" --state "$2" serve --listen 127.0.0.1:0 \
+                2>>"$WORK/server.log" &
+        SERVER_PID=$!
+        for _ in $(seq 100); do
+                PORT=$(sed -n 's/.*msg="serving" address=127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$WORK/server.log")
+                [ -n "$PORT" ] && return 0
+                sleep 0.05
+        done
+        echo "# server did not start:"; sed 's/^/# /' "$WORK/server.log"
+        return 1
+}
+
+# treq METHOD PATH [BODY] [curl args]: like req, over TCP to 127.0.0.1:$PORT
+treq() {
+        local method=$1 path=$2 body=${3-} out
+        shift 3 2>/dev/null || shift $#
+        if [ -n "$body" ]; then
+                out=$(curl -s -m 10 -X "$method" --data-binary "$body" -w '\n%{http_code}' "$@" "http://127.0.0.1:$PORT$path")
+        else
+                out=$(curl -s -m 10 -X "$method" -w '\n%{http_code}' "$@" "http://127.0.0.1:$PORT$path")
+        fi
+        STATUS=${out##*$'\n'}
+        BODY=${out%$'\n'*}
+}
+code() { json_get "$BODY" error.details.code; }
+# ctreq CONTENT_TYPE BODY: POST /threads over the unix socket with exactly that Content-Type
+ctreq() {
+        local out
+        out=$(curl -s --unix-socket "$SOCK" -X POST -H "Content-Type: $1" --data-binary "$2" \
+                -w '\n%{http_code}' http://b4/threads)
+        STATUS=${out##*$'\n'}
+        BODY=${out%$'\n'*}
+}
+
+FAKE='"sandbox": {"provider": {"type": "fake", "scope": "it"}}'
+
+# --- M2 and L3 over a unix socket (no threadAccess) ---
+start_server "{$FAKE, \"permissions\": {\"mode\": \"bypass\"}}" || { not_ok "server starts"; done_testing; exit 1; }
+ctreq text/plain '{"thread_id": "m2"}'
+check "M2: a text/plain body is 415 unsupported_media_type" [ "$STATUS" = 415 ] && [ "$(code)" = unsupported_media_type ]
+out=$(curl -s -w '\n%{http_code}' --unix-socket "$SOCK" -X POST -d '{"thread_id": "m2"}' http://b4/threads)
+check "M2: curl -d (form-urlencoded) is 415" [ "${out##*$'\n'}" = 415 ]
+ctreq 'multipart/form-data; boundary=x' '{"thread_id": "m2"}'
+check "M2: a multipart body is 415" [ "$STATUS" = 415 ]
+ctreq application/jsonx '{"thread_id": "m2"}'
+check "M2: application/jsonx is not JSON (415)" [ "$STATUS" = 415 ]
+ctreq 'Application/JSON; charset=utf-8' '{"thread_id": "m2"}'
+check "M2: application/json with parameters, any case, is accepted" [ "$STATUS" = 201 ]
+req GET /threads/m2
+check "M2: no body needs no Content-Type" [ "$STATUS" = 200 ]
+
+req POST /threads '{"thread_id": "a\u0000b"}'
+check "L3: a NUL in thread_id is 400" [ "$STATUS" = 400 ] && glob "$(json_get "$BODY" error.message)" "*NUL*"
+req GET /threads/a
+check "L3: and no truncated thread 'a' was made" [ "$STATUS" = 404 ]
+req POST /threads '{"thread_id": "x", "parent_thread_id": "m2\u0000"}'
+check "L3: a NUL in parent_thread_id is 400" [ "$STATUS" = 400 ]
+req POST /threads '{"thread_id": "m2x"}'
+req GET /threads/m2%00x
+check "L3: %00 in a path is 400, not a lookup of the truncated id" [ "$STATUS" = 400 ] && glob "$(json_get "$BODY" error.message)" "*NUL*"
+for dot in . ..; do
+        req POST /threads "{\"thread_id\": \"$dot\"}"
+        check "L3: '$dot' is refused as an id" [ "$STATUS" = 400 ]
+done
+
+long=$(printf 'é%.0s' $(seq 128)) # 256 bytes of UTF-8
+enc=$(python3 -c 'import sys,urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$long")
+req POST /threads "{\"thread_id\": \"${long}x\"}"
+check "L3: a 257-byte id is 400" [ "$STATUS" = 400 ]
+req POST /threads "{\"thread_id\": \"$long\"}"
+check "L3: a 256-byte id is created" [ "$STATUS" = 201 ]
+req GET "/threads/$enc"
+check "L3: the 256-byte id: GET" [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" thread_id)" = "$long" ]
+req POST "/threads/$enc/tools/writeFile" '{"path": "f", "content": "1"}'
+check "L3: the 256-byte id: tools" [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" ok)" = true ]
+req POST "/threads/$enc/runs" '{"calls": [{"tool": "readFile", "args": {"path": "f"}}]}'
+check "L3: the 256-byte id: runs" [ "$(json_get "$BODY" results.0.result)" = 1 ]
+req POST "/threads/$enc/permissions" '{"interruptId": "perm-x", "decision": "once"}'
+check "L3: the 256-byte id: permissions (reaches the handler)" [ "$(code)" = interrupt_not_found ]
+req POST "/threads/$enc/cancel"
+check "L3: the 256-byte id: cancel" [ "$(code)" = no_run_in_flight ]
+req POST "/threads/$enc/release"
+check "L3: the 256-byte id: release" [ "$STATUS" = 200 ]
+req POST "/threads/$enc/workspace/inspect" '{}'
+check "L3: the 256-byte id: inspect (reaches the route, which is off here)" [ "$(code)" != thread_not_found ] && [ "$STATUS" = 404 ]
+req DELETE "/threads/$enc"
+check "L3: the 256-byte id: DELETE" [ "$STATUS" = 200 ]
+stop_server
+
+# --- M2: Host and Origin on a TCP listener without threadAccess ---
+start_tcp "{$FAKE, \"permissions\": {\"mode\": \"bypass\"}}" "$WORK/st-tcp" || { not_ok "tcp server starts"; done_testing; exit 1; }
+treq POST /threads '{"thread_id": "csrf1"}' -H 'Host: attacker.example' -H 'Origin: http://attacker.example' -H 'Content-Type: text/plain'
+check "M2: the audit's CSRF/rebinding create is refused" [ "$STATUS" != 201 ]
+for h in attacker.example "attacker.example:$PORT" "localhost:1" "127.0.0.2:$PORT" "localhost.attacker.example"; do
+        treq GET /threads "" -H "Host: $h"
+        check "M2: Host '$h' is 421 host_not_allowed" [ "$STATUS" = 421 ] && [ "$(code)" = host_not_allowed ]
+done
+for h in localhost "LOCALHOST:$PORT" "127.0.0.1:$PORT" 127.0.0.1 "[::1]:$PORT" "[::1]"; do
+        treq GET /threads "" -H "Host: $h"
+        check "M2: Host '$h' is accepted" [ "$STATUS" = 200 ]
+done
+for o in http://attacker.example "http://attacker.example:$PORT" null "https://127.0.0.1:$PORT" http://127.0.0.1; do
+        treq GET /threads "" -H "Origin: $o"
+        check "M2: Origin '$o' is 403 origin_not_allowed" [ "$STATUS" = 403 ] && [ "$(code)" = origin_not_allowed ]
+done
+treq POST /threads '{"thread_id": "own-origin"}' "${JSON[@]}" -H "Origin: http://127.0.0.1:$PORT"
+check "M2: the server's own origin is accepted" [ "$STATUS" = 201 ]
+out=$("$B4BOX" threads --server "http://127.0.0.1:$PORT" create --id via-cli)
+check "M2: the CLI client passes the checks" [ "$(json_get "$out" thread_id)" = via-cli ]
+out=$("$B4BOX" tool --server "http://localhost:$PORT" --thread via-cli writeFile '{"path": "x", "content": "y"}')
+check "M2: the CLI client by name (localhost)" [ "$(json_get "$out" ok)" = true ]
+stop_server
+
+# --- with threadAccess: Host/Origin are the token's business, 415 still applies; M3; L1 ---
+printf 'alice-token-0123456789\n' > "$WORK/alice.token"
+export BOB_TOKEN=bob-token-0123456789 AGENT_TOKEN=agent-token-0123456789 APPROVER_TOKEN=approver-token-0123456789
+ALL_OPS='"thread.create", "thread.read", "thread.update", "thread.delete", "thread.run", "thread.workspace", "thread.approve"'
+start_tcp "{$FAKE, \"permissions\": {\"mode\": \"interactive\"},
+  \"threadAccess\": {\"principals\": [
+    {\"name\": \"alice\", \"tokenFile\": \"$WORK/alice.token\", \"operations\": [$ALL_OPS]},
+    {\"name\": \"bob\", \"tokenEnv\": \"BOB_TOKEN\", \"operations\": [$ALL_OPS]},
+    {\"name\": \"agent\", \"tokenEnv\": \"AGENT_TOKEN\", \"operations\": [\"thread.create\", \"thread.run\"]},
+    {\"name\": \"approver\", \"tokenEnv\": \"APPROVER_TOKEN\", \"operations\": [\"thread.approve\"], \"threads\": \"all\"}]}}" \
+        "$WORK/st-acc" || { not_ok "policy server starts"; done_testing; exit 1; }
+A=(-H "Authorization: Bearer alice-token-0123456789" "${JSON[@]}")
+B=(-H "Authorization: Bearer bob-token-0123456789" "${JSON[@]}")
+G=(-H "Authorization: Bearer agent-token-0123456789" "${JSON[@]}")
+P=(-H "Authorization: Bearer approver-token-0123456789" "${JSON[@]}")
+treq GET /healthz "" -H 'Host: b4box.example'
+check "M2: with threadAccess any Host is accepted" [ "$STATUS" = 200 ]
+treq POST /threads '{"thread_id": "t"}' -H "Authorization: Bearer alice-token-0123456789" -H 'Content-Type: text/plain'
+check "M2: with threadAccess a text/plain body is still 415" [ "$STATUS" = 415 ]
+
+treq POST /threads '{"thread_id": "ag1"}' "${G[@]}"
+treq POST /threads/ag1/tools/runBash '{"command": "ls"}' "${G[@]}"
+ID=$(json_get "$BODY" permissionRequest.interruptId)
+check "M3: the agent's call asks for permission" glob "$ID" "perm-*"
+treq POST /threads/ag1/permissions "{\"interruptId\": \"$ID\", \"decision\": \"once\"}" "${G[@]}"
+check "M3: thread.create + thread.run may not answer it (403)" [ "$STATUS" = 403 ] && [ "$(code)" = forbidden ]
+treq POST /threads/ag1/permissions "{\"interruptId\": \"$ID\", \"decision\": \"once\"}" "${P[@]}"
+check "M3: a principal with thread.approve answers it" [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" ok)" = true ]
+
+treq POST /threads '{"thread_id": "al1"}' "${A[@]}"
+L1_ROUTES=("GET /threads/ID" "DELETE /threads/ID" "POST /threads/ID/release" "POST /threads/ID/cancel"
+        "POST /threads/ID/runs {\"calls\":[{\"tool\":\"listDir\",\"args\":{}}]}" "POST /threads/ID/tools/listDir {}"
+        "POST /threads/ID/permissions {\"interruptId\":\"perm-x\",\"decision\":\"deny\"}" "POST /threads/ID/workspace/inspect {}")
+for r in "${L1_ROUTES[@]}"; do
+        read -r m p body <<<"$r"
+        treq "$m" "${p/ID/al1}" "$body" "${B[@]}"
+        theirs="$STATUS $BODY"
+        treq "$m" "${p/ID/nosuch}" "$body" "${B[@]}"
+        missing="$STATUS ${BODY//nosuch/al1}"
+        check "L1: $m ${p/ID/al1}: another's thread answers as a missing one ($STATUS)" \
+                [ "$theirs" = "$missing" ] && [ "$STATUS" = 404 ]
+done
+treq GET /threads/al1 "" "${A[@]}"
+check "L1: the owner still sees it" [ "$STATUS" = 200 ]
+stop_server
+
+# --- M4: trickling clients do not lock anyone out ---
+cat > "$WORK/slow.py" <<'EOF'
+# slow.py PORT N SECONDS: N connections that send a request's headers one line every 0.5 s
+# and reconnect when cut, for SECONDS.
+import socket, sys, time
+port, n, end = int(sys.argv[1]), int(sys.argv[2]), time.time() + float(sys.argv[3])
+def conn():
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"POST /threads HTTP/1.1\r\nHost: localhost\r\n")
+    return s
+socks = [conn() for _ in range(n)]
+while time.time() < end:
+    time.sleep(0.5)
+    for i, s in enumerate(socks):
+        try:
+            s.sendall(b"X-Slow: 1\r\n")
+        except OSError:
+            s.close()
+            try:
+                socks[i] = conn()
+            except OSError:
+                pass
+EOF
+timed() { local t0=$(date +%s%N); "$@"; ELAPSED_MS=$(( ($(date +%s%N) - t0) / 1000000 )); }
+# The old default shape: 64 connections in all; headers must arrive within 1.5 s.
+start_tcp "{\"server\": {\"maxConnections\": 64, \"headerTimeoutMs\": 1500}, $FAKE,
+  \"threadAccess\": {\"principals\": [{\"name\": \"alice\", \"tokenFile\": \"$WORK/alice.token\", \"operations\": [$ALL_OPS]}]}}" \
+        "$WORK/st-slow" || { not_ok "slowloris server starts"; done_testing; exit 1; }
+python3 "$WORK/slow.py" "$PORT" 80 8 & SLOW=$!
+sleep 1
+timed treq GET /healthz
+check "M4: 80 trickling clients over a cap of 64: /healthz answers (${ELAPSED_MS} ms)" [ "$STATUS" = 200 ] && [ "$ELAPSED_MS" -lt 5000 ]
+timed treq GET /threads "" "${A[@]}"
+check "M4: and so does an authenticated caller (${ELAPSED_MS} ms)" [ "$STATUS" = 200 ] && [ "$ELAPSED_MS" -lt 5000 ]
+kill "$SLOW" 2>/dev/null; wait "$SLOW" 2>/dev/null
+stop_server
+# A per-address cap below the global one: the address's oldest pending connection makes way.
+start_tcp "{\"server\": {\"maxConnectionsPerIp\": 16}, $FAKE}" "$WORK/st-slow2" || { not_ok "per-address server starts"; done_testing; exit 1; }
+python3 "$WORK/slow.py" "$PORT" 64 6 & SLOW=$!
+sleep 1
+timed treq GET /healthz
+check "M4: 64 trickling clients over a per-address cap of 16: /healthz answers at once (${ELAPSED_MS} ms)" [ "$STATUS" = 200 ] && [ "$ELAPSED_MS" -lt 1000 ]
+kill "$SLOW" 2>/dev/null; wait "$SLOW" 2>/dev/null
+stop_server
+
+# --- M4: idle keep-alive connections cost no thread ---
+N=10000
+[ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((N + 200)) ] && N=$(( $(ulimit -n) - 200 ))
+start_tcp "{\"server\": {\"maxConnections\": $((N + 100)), \"maxConnectionsPerIp\": $((N + 100)), \"headerTimeoutMs\": 60000}, $FAKE}" \
+        "$WORK/st-idle" || { not_ok "idle server starts"; done_testing; exit 1; }
+python3 - "$PORT" "$N" "$WORK/idle.ready" "$WORK/idle.done" <<'EOF' & IDLE=$!
+import os, socket, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(n)]
+open(sys.argv[3], "w").close()
+for _ in range(600):
+    if os.path.exists(sys.argv[4]):
+        break
+    time.sleep(0.05)
+EOF
+for _ in $(seq 300); do [ -e "$WORK/idle.ready" ] && break; sleep 0.1; done
+for _ in $(seq 100); do [ "$(ls /proc/$SERVER_PID/fd | wc -l)" -ge "$N" ] && break; sleep 0.1; done
+fds=$(ls /proc/$SERVER_PID/fd | wc -l)
+threads=$(ls /proc/$SERVER_PID/task | wc -l)
+check "M4: $N idle connections are open on the server ($fds fds)" [ "$fds" -ge "$N" ]
+check "M4: and cost no thread each ($threads threads)" [ "$threads" -lt 32 ]
+timed treq GET /healthz
+check "M4: /healthz still answers among them (${ELAPSED_MS} ms)" [ "$STATUS" = 200 ]
+touch "$WORK/idle.done"; wait "$IDLE"
+stop_server
+
+done_testing
