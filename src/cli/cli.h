@@ -64,6 +64,7 @@ int cli_local_thread_destroy(struct cli_local *l, const char *thread_id, struct 
 int cmd_version(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_help(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_conformance(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_probe(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_check(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_tool(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_serve(int argc, char **argv, const struct cli_ctx *ctx);

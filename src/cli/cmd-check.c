@@ -75,7 +75,7 @@ static bool pids_value(const struct b4_policy *p, char *buf, size_t size)
 
 static bool disk_value(const struct b4_policy *p, char *buf, size_t size)
 {
-        (void)snprintf(buf, size, "%llu GB", (unsigned long long)p->resources.disk_gb);
+        (void)snprintf(buf, size, "%llu GiB", (unsigned long long)p->resources.disk_gb);
         return p->resources.disk_gb > 0;
 }
 

@@ -170,8 +170,8 @@ else
     fi
     run check -c nat/set.json --state "$tmp/nstate"
     if [ "$rc" = 0 ] && grep -q '^memory limit  *[a-zA-Z ]*  512 MiB' "$tmp/out" &&
-        grep -q '^disk quota  *NOT ENFORCED  *1 GB configured, but ' "$tmp/out" &&
-        grep -q '^b4box: warning: disk quota: ' "$tmp/err"; then
+        grep -q '^disk quota  *enforced  *1 GiB (a filesystem of its own per workspace' "$tmp/out" &&
+        ! grep -q '^b4box: warning: disk quota: ' "$tmp/err"; then
         ok "L5: native limits set are reported with their value"
     else
         not_ok "L5: native limits set are reported with their value" "rc $rc" "$err" "$out"

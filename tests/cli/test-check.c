@@ -192,7 +192,7 @@ static void test_check_limits_set(void **state)
                                     "memory controller)\n"));
         assert_non_null(strstr(out, "\ncpu limit                enforced      1.5 CPUs (cgroup v1 "
                                     "cpu controller)\n"));
-        assert_non_null(strstr(out, "\ndisk quota               NOT ENFORCED  10 GB configured, "
+        assert_non_null(strstr(out, "\ndisk quota               NOT ENFORCED  10 GiB configured, "
                                     "but no quota\n"));
         assert_non_null(strstr(out, "\ncommand timeout          enforced      30000 ms "
                                     "(supervisor)\n"));

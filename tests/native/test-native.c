@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,7 +63,7 @@ static int group_setup(void **state)
 static const char *const threads[] = { "t-id",   "t-fs",     "t-a",    "t-b",    "t-time", "t-cap",
                                        "t-life", "t-adopt",  "t-bomb", "t-mem",  "t-read", "t-conc",
                                        "t-env",  "t-cancel", "t-rel",  "t-deny", "t-tree", "t-h1",
-                                       "t-m6",   "t-l4",     "t-l2" };
+                                       "t-m6",   "t-l4",     "t-l2",   "t-disk", "t-old" };
 
 /* Keeper records left after every thread was destroyed: a thread the test forgot. Killed
  * here so nothing outlives the run, and reported as a teardown failure. */
@@ -604,6 +605,21 @@ static void test_h1_identity_parity(void **state)
                 free(data);
         }
         free(out);
+        /* /proc/keys lists the sandbox's keys to the tools, not the server's */
+        out = out_of(sb, "cat /proc/keys", &code);
+        assert_int_equal(b4_fs_read_file(fs, "/proc/keys", 1 << 20, &data, &len, &err), 0);
+        assert_string_equal(data, out);
+        free(data);
+        free(out);
+        /* L11: the kernel log is CAP_SYSLOG's: refused, so nothing is drained from it */
+        assert_true(b4_fs_read_file(fs, "/proc/kmsg", 4096, &data, &len, &err) < 0);
+        /* L13: replacing a setuid file drops the bit, as a write by its user would */
+        out = out_of(sb, "cp /bin/true /workspace/suid && chmod 6755 /workspace/suid", &code);
+        free(out);
+        assert_int_equal(b4_fs_write_file(fs, "/workspace/suid", "x", 1, &err), 0);
+        out = out_of(sb, "stat -c %a /workspace/suid", &code);
+        assert_string_equal(out, "755\n");
+        free(out);
         /* what the tools create is the sandbox user's, as if a command had made it */
         assert_int_equal(b4_fs_write_file(fs, "/workspace/mine", "x", 1, &err), 0);
         out = out_of(sb, "stat -c %u:%g /workspace/mine", &code);
@@ -738,6 +754,94 @@ static void test_l2_destroy_deep_tree(void **state)
         assert_int_equal(b4_provider_destroy(C.p, "t-l2", &err), 0);
         assert_int_equal(access(ws, F_OK), -1);
         assert_int_equal(errno, ENOENT);
+        free(ws);
+}
+
+static int read_kept(struct b4_reader *r, void *userdata, struct b4_error *err)
+{
+        char *data = NULL;
+        size_t len;
+        int k = b4_fs_read_file(b4_reader_fs(r), "/workspace/kept", 100, &data, &len, err);
+
+        if (k == 0 && strcmp(data, "k") != 0)
+                k = -EIO;
+        free(data);
+        return k;
+}
+
+/* L5/L7: diskGb is a filesystem of the workspace's own: full at its size, empty of mkfs's
+ * lost+found, and the sandbox's mountinfo names no host path for it. It stays readable after
+ * release and is mounted again after an unmount (a reboot); destroy removes it. */
+static void test_l5_disk_quota(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_policy pol;
+        struct b4_error err = { 0 };
+        struct b4_reader_req rq = { .thread_id = "t-disk" };
+        char *ws = host_ws("t-disk"), *out, *img = NULL, id[41];
+        int code;
+
+        if (access("/dev/loop-control", W_OK) != 0)
+                skip_msg("no loop devices");
+        b4_policy_init(&pol);
+        pol.resources.disk_gb = 1;
+        struct b4_sandbox *sb = acquire("t-disk", &pol);
+        out = out_of(sb, "ls -A /workspace; df -k /workspace | awk 'NR==2 {print $2}'", &code);
+        assert_int_equal(code, 0);
+        assert_true(atol(out) > 900000 && atol(out) < 1100000); /* ~1 GiB, nothing listed */
+        free(out);
+        out = out_of(sb,
+                     "head -c 1200000000 /dev/zero > /workspace/big; echo rc=$?; rm -f "
+                     "/workspace/big",
+                     &code);
+        assert_null(strstr(out, "rc=0"));
+        free(out);
+        out = out_of(sb, "grep ' /workspace ' /proc/self/mountinfo", &code);
+        assert_null(strstr(out, C.state));
+        assert_null(strstr(out, "/native/workspaces"));
+        free(out);
+        assert_int_equal(b4_fs_write_file(b4_sandbox_fs(sb), "/workspace/kept", "k", 1, &err), 0);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_release(C.p, "t-disk", &err), 0);
+        assert_int_equal(umount2(ws, MNT_DETACH), 0); /* as a reboot would */
+        assert_int_equal(b4_with_reader(C.p, &rq, read_kept, NULL, &err), 0);
+        assert_int_equal(b4_provider_destroy(C.p, "t-disk", &err), 0);
+        assert_int_equal(b4_resource_id(C.scope, "t-disk", id), 0);
+        assert_true(asprintf(&img, "%s/native/disks/%s.img", C.state, id) > 0);
+        assert_int_equal(access(img, F_OK), -1);
+        assert_int_equal(access(ws, F_OK), -1);
+        free(img);
+        free(ws);
+        b4_policy_clear(&pol);
+}
+
+/* A workspace an older b4box made (host uid 1000, no block) moves into its block at acquire:
+ * the sandbox user still owns and can change its files. */
+static void test_legacy_workspace_shifted(void **state)
+{
+        REQUIRE_ROOT();
+        char *ws = host_ws("t-old"), *sub = NULL, *f = NULL, *out;
+        struct stat st;
+        int code;
+
+        assert_int_equal(mkdir(ws, 0755), 0);
+        assert_true(asprintf(&sub, "%s/d", ws) > 0 && asprintf(&f, "%s/d/f", ws) > 0);
+        assert_int_equal(mkdir(sub, 0755), 0);
+        assert_int_equal(b4_test_write(f, "old"), 0);
+        assert_int_equal(lchown(ws, 1000, 1000) | lchown(sub, 1000, 1000) | lchown(f, 1000, 1000),
+                         0);
+        struct b4_sandbox *sb = acquire("t-old", NULL);
+        out = out_of(sb,
+                     "stat -c %u:%g /workspace/d/f && echo new >> /workspace/d/f && cat "
+                     "/workspace/d/f",
+                     &code);
+        assert_string_equal(out, "1000:1000\noldnew\n");
+        free(out);
+        assert_int_equal(stat(f, &st), 0);
+        assert_true(in_block(st.st_uid, 1000));
+        b4_sandbox_unref(sb);
+        free(sub);
+        free(f);
         free(ws);
 }
 
@@ -1177,6 +1281,8 @@ int main(void)
                 cmocka_unit_test(test_l4_threads_own_uids),
                 cmocka_unit_test(test_m1_state_dir_verified),
                 cmocka_unit_test(test_l2_destroy_deep_tree),
+                cmocka_unit_test(test_l5_disk_quota),
+                cmocka_unit_test(test_legacy_workspace_shifted),
                 cmocka_unit_test(test_walk_and_read_files),
                 cmocka_unit_test(test_release_and_destroy),
                 cmocka_unit_test(test_adoption),

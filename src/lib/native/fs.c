@@ -475,7 +475,8 @@ static int do_write(struct fsctx *c, const char *rel, const void *data, size_t l
         if (dfd < 0)
                 return -errno;
         if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-                mode = st.st_mode & 07777;
+                mode = st.st_mode & 0777; /* L13: a write drops setuid, setgid (as the kernel
+                                             does for a writer without CAP_FSETID) */
         if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
                 rnd = (uint64_t)getpid() << 32 ^ (uint64_t)(uintptr_t)&rnd;
         (void)snprintf(tmp, sizeof(tmp), ".b4box-tmp-%016llx", (unsigned long long)rnd);

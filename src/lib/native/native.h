@@ -310,6 +310,23 @@ void idmap_forget(struct native_provider *np, const char *id);
 /* Append to @ret (a strv) the id of every host-wide claim that names this state dir. */
 int idmap_claimed_ids(struct native_provider *np, char ***ret);
 
+/* ---- disk.c: a filesystem of its own per workspace (resources.diskGb) ---- */
+
+/* Root with loop devices and mkfs.ext4. @ret_why (may be NULL): why not, a static string. */
+bool disk_available(const char **ret_why);
+/* Mount thread @id's workspace filesystem on its workspace dir unless it is mounted; first
+ * make one of @gib GiB owned by @uid:@gid when @gib is set, there is none and the dir is
+ * empty. @gib 0 (readers) only mounts an existing one. A workspace without one stays a plain
+ * directory. Return: 0 or -errno (with @err). */
+int disk_attach(struct native_provider *np,
+                const char *id,
+                uint64_t gib,
+                uint32_t uid,
+                uint32_t gid,
+                struct b4_error *err);
+/* Destroy: unmount it (detached) and remove its image. */
+void disk_remove(struct native_provider *np, const char *id);
+
 /* ---- preflight.c ------------------------------------------------------------------------ */
 
 /* The per-thread tmpfs sizes, in MiB: mount.c mounts them, preflight reports them. */
@@ -361,6 +378,7 @@ struct native_provider {
         bool userns;   /* root: a user namespace per thread, ids from a block of its own */
         uint32_t id_start, id_size; /* the range blocks come from (sandbox.provider.idRange) */
         int ids_fd;                 /* native/ids: the blocks' records */
+        int disks_fd;               /* native/disks: workspace filesystem images (diskGb) */
         uint32_t host_uid, host_gid;
         void *bpf;
         size_t bpf_len;

@@ -135,14 +135,20 @@ static int cgroup_rows(const struct cgroup_host *cg, struct b4_preflight *p)
  */
 static int limit_rows(struct b4_preflight *p)
 {
+        const char *why = NULL;
         int r;
 
         r = b4_preflight_control(p, "command timeout", B4_ENFORCED,
                                  "the supervisor's kill at the deadline");
-        if (r >= 0)
+        if (r >= 0 && disk_available(&why))
+                r = b4_preflight_control(p, "disk quota", B4_ENFORCED,
+                                         "a filesystem of its own per workspace: an ext4 image "
+                                         "of diskGb GiB on a loop device");
+        else if (r >= 0)
                 r = b4_preflight_control(p, "disk quota", B4_NOT_ENFORCED,
                                          "workspaces are plain directories on the host "
-                                         "filesystem: b4box sets no quota");
+                                         "filesystem (%s)",
+                                         why);
         if (r >= 0)
                 r = b4_preflight_control(p, "tmpfs sizes", B4_ENFORCED,
                                          NATIVE_TMPFS_SIZES

@@ -83,6 +83,7 @@ void native_provider_unref(struct native_provider *np)
         safe_close(np->run_fd);
         safe_close(np->ws_fd);
         safe_close(np->ids_fd);
+        safe_close(np->disks_fd);
         safe_close(np->exe_fd);
         free(np->bpf);
         free(np->image);
@@ -246,8 +247,10 @@ static int stop(struct native_provider *np,
         r = thread_flock(np, t->id, &lock_fd);
         if (r >= 0) {
                 thread_stop(np, t);
-                if (destroy)
+                if (destroy) {
+                        disk_remove(np, t->id);
                         r = rm_rf_at(np->ws_fd, t->id);
+                }
                 if (destroy && r >= 0)
                         idmap_forget(np, t->id);
         }
@@ -364,6 +367,8 @@ static int setup_dirs(struct native_provider *np, const char *state_dir, struct 
                 r = open_private_dir_at(native_fd, "root", 0700, &stage_fd);
         if (r >= 0)
                 r = open_private_dir_at(native_fd, "ids", 0700, &np->ids_fd);
+        if (r >= 0 && !np->rootless)
+                r = open_private_dir_at(native_fd, "disks", 0700, &np->disks_fd);
         if (r < 0)
                 return b4_error_set(err, r,
                                     "cannot set up '%s/native' (%s): its directories must be "
@@ -442,7 +447,6 @@ int native_provider_new(const struct b4_provider_config *cfg,
                 return err && err->error ? err->error : b4_error_set(err, r, "out of memory");
         }
         np->exe_fd = open_keeper_exe();
-        np->rootless = geteuid() != 0;
         np->userns = !np->rootless && idmap_userns_works(NULL);
         np->host_uid = (uint32_t)geteuid();
         np->host_gid = (uint32_t)getegid();

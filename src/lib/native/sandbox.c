@@ -383,6 +383,9 @@ int native_reader_open(struct native_provider *np,
                 return b4_error_set(err, -EINVAL, "invalid thread id");
         if (np->userns && (r = idmap_get(np, id, false, &base, err)) < 0 && r != -ENOENT)
                 return r;
+        if (faccessat(np->ws_fd, id, F_OK, AT_SYMLINK_NOFOLLOW) == 0 &&
+            (r = disk_attach(np, id, 0, 0, 0, err)) < 0) /* after a reboot: mount it again */
+                return r;
         r = open_ro_clone(np->ws_fd, id, np->rootless, &fd);
         if (r == -ENOENT)
                 return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
