@@ -447,6 +447,9 @@ int native_reader_open(struct native_provider *np,
                        const struct b4_reader_req *req,
                        struct b4_reader **ret,
                        struct b4_error *err);
+/* Destroy's storage part, with the thread stopped and its flock held: the diskGb image and
+ * mount, the workspace, then the id block record and claim. Return: 0 or -errno. */
+int native_remove_storage(struct native_provider *np, const char *id);
 /* rm -rf @name under @dirfd without following symlinks. */
 int rm_rf_at(int dirfd, const char *name);
 

@@ -231,6 +231,17 @@ static int np_acquire(struct b4_provider *p,
         return r;
 }
 
+int native_remove_storage(struct native_provider *np, const char *id)
+{
+        int r;
+
+        disk_remove(np, id);
+        r = rm_rf_at(np->ws_fd, id);
+        if (r >= 0)
+                idmap_forget(np, id);
+        return r;
+}
+
 static int stop(struct native_provider *np,
                 const char *thread_id,
                 bool destroy,
@@ -247,12 +258,8 @@ static int stop(struct native_provider *np,
         r = thread_flock(np, t->id, &lock_fd);
         if (r >= 0) {
                 thread_stop(np, t);
-                if (destroy) {
-                        disk_remove(np, t->id);
-                        r = rm_rf_at(np->ws_fd, t->id);
-                }
-                if (destroy && r >= 0)
-                        idmap_forget(np, t->id);
+                if (destroy)
+                        r = native_remove_storage(np, t->id);
         }
         safe_close(lock_fd);
         (void)pthread_rwlock_unlock(&t->lock);
@@ -432,6 +439,7 @@ int native_provider_new(const struct b4_provider_config *cfg,
                 .id_start = cfg->id_start ? cfg->id_start : IDMAP_DEFAULT_START,
                 .id_size = cfg->id_size ? cfg->id_size : IDMAP_DEFAULT_BLOCKS * IDMAP_BLOCK,
                 .exe_fd = -EBADF,
+                .rootless = geteuid() != 0,
                 .cg = { .root_fd = -EBADF, .v2_fd = -EBADF }
         };
         atomic_init(&np->refs, 1);

@@ -3,11 +3,13 @@
  * The sweep (b4_provider_sweep()): after a crash, remove what this state dir holds for
  * threads that no longer exist, found by resource id in the state dir itself:
  *   run/<id>.{host,keeper,sock,lock,net}, workspaces/<id> (and .<id>.rm* leftovers of an
- *   interrupted removal), ids/<id>, and the host-wide id claims that name this state dir.
+ *   interrupted removal), ids/<id>, disks/<id>.img, and the host-wide id claims that name
+ *   this state dir.
  * Host-global objects (cgroups, veth, rules, subnet claims) are named by the host id and so
  * cannot be told apart by scanning; they are reached through the intent record run/<id>.host
  * that thread.c writes before making any of them. A dead thread loses its keeper, cgroups,
- * network, workspace, id block and records (thread_stop_id(), rm_rf_at(), idmap_forget()). A
+ * network, disk image, workspace, id block and records (thread_stop_id(),
+ * native_remove_storage()). A
  * live thread keeps its workspace and a keeper that can be adopted; a keeper that cannot (a
  * crash between spawn and record, or one that died) is stopped and its cgroups removed.
  * Stale temp files of interrupted record writes (.<name>.tmp) go as well.
@@ -98,6 +100,8 @@ static int collect(struct native_provider *np, char ***ret)
                 r = scan_dir(np->ws_fd, &ids);
         if (r >= 0)
                 r = scan_dir(np->ids_fd, &ids);
+        if (r >= 0 && np->disks_fd >= 0)
+                r = scan_dir(np->disks_fd, &ids);
         if (r >= 0 && np->userns)
                 r = idmap_claimed_ids(np, &ids);
         if (r < 0)
@@ -177,10 +181,9 @@ static int sweep_one(struct native_provider *np, const char *id, bool dead)
         thread_stop_id(np, id, -EBADF);
         if (!dead)
                 return 1;
-        r = rm_rf_at(np->ws_fd, id);
+        r = native_remove_storage(np, id);
         if (r < 0)
                 return r;
-        idmap_forget(np, id);
         (void)snprintf(name, sizeof(name), "%s.lock", id);
         (void)unlinkat(np->run_fd, name, 0); /* held: nobody else can be waiting on it */
         return 1;
