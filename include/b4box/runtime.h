@@ -96,6 +96,7 @@ B4_PUBLIC int b4_runtime_thread_create_staged(struct b4_runtime *rt,
                                               const char *staged_json,
                                               struct b4_thread_row *ret,
                                               struct b4_error *err);
+
 struct b4_reconcile_stats {
         size_t deletions_finished; /* deletions a crash had interrupted, now done */
         size_t threads;            /* thread rows afterwards (the live set swept against) */
