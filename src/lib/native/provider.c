@@ -441,7 +441,6 @@ int native_provider_new(const struct b4_provider_config *cfg,
                 .id_start = cfg->id_start ? cfg->id_start : IDMAP_DEFAULT_START,
                 .id_size = cfg->id_size ? cfg->id_size : IDMAP_DEFAULT_BLOCKS * IDMAP_BLOCK,
                 .exe_fd = -EBADF,
-                .rootless = geteuid() != 0,
                 .cg = { .root_fd = -EBADF, .v2_fd = -EBADF }
         };
         atomic_init(&np->refs, 1);
