@@ -112,16 +112,45 @@ static int lift(const struct child_plan *p, int fd)
  * Close every fd above the listen fd except err_fd and exe_fd (both CLOEXEC: they stay
  * usable until the exec itself). close_range() (Linux 5.9) is what commands use too.
  */
+/* Close every fd from 3 up except the @n in @keep (distinct, any order). */
+static void close_all_but(const struct child_plan *p, int *keep, int n)
+{
+        unsigned int from = 3;
+
+        for (int i = 1; i < n; i++) /* insertion sort: n is at most 4 */
+                for (int k = i; k > 0 && keep[k - 1] > keep[k]; k--) {
+                        int t = keep[k];
+                        keep[k] = keep[k - 1];
+                        keep[k - 1] = t;
+                }
+        for (int i = 0; i <= n; i++) {
+                unsigned int to = i < n ? (unsigned int)keep[i] : 0U;
+                if (i < n && to < from) /* at or below a fd already passed */
+                        continue;
+                if ((i == n || to > from) &&
+                    syscall(SYS_close_range, from, i < n ? to - 1 : ~0U, 0U) < 0)
+                        fail(p, -1, errno);
+                if (i < n)
+                        from = to + 1;
+        }
+}
+
+/* Right after the clone: this copy of the server holds every fd the server had (the state
+ * dir lock, other keepers' handshake sockets, client connections); none may outlive a
+ * server that dies while we wait (audit L6). */
+static void close_early(const struct child_plan *p)
+{
+        int keep[] = { p->err_fd, p->listen_fd, p->exe_fd, p->sync_fd };
+
+        close_all_but(p, keep, 4);
+}
+
+/* Before exec: only the keeper's socket; the error pipe and the binary's fd are CLOEXEC. */
 static void close_inherited(const struct child_plan *p)
 {
-        unsigned int a = (unsigned int)p->err_fd, b = (unsigned int)p->exe_fd;
-        unsigned int lo = a < b ? a : b, hi = a < b ? b : a;
+        int keep[] = { KEEPER_LISTEN_FD, p->err_fd, p->exe_fd };
 
-        /* both were lifted to >= 10, so lo - 1 >= KEEPER_LISTEN_FD + 1 */
-        if (syscall(SYS_close_range, KEEPER_LISTEN_FD + 1U, lo - 1, 0U) < 0 ||
-            (hi > lo + 1 && syscall(SYS_close_range, lo + 1, hi - 1, 0U) < 0) ||
-            syscall(SYS_close_range, hi + 1, ~0U, 0U) < 0)
-                fail(p, (int)p->n_ops, errno);
+        close_all_but(p, keep, 3);
 }
 
 /* Rootless: the keeper runs as a non-zero uid and loses its capabilities at exec, so the
@@ -187,6 +216,8 @@ _Noreturn void child_main(const struct child_plan *plan)
         p.err_fd = lift(&p, p.err_fd);
         p.listen_fd = lift(&p, p.listen_fd);
         p.exe_fd = lift(&p, p.exe_fd);
+        p.sync_fd = lift(&p, p.sync_fd);
+        close_early(&p);
         if (read(p.sync_fd, &go, 1) != 1)
                 _exit(1);
         if (unshare(CLONE_NEWCGROUP) < 0)

@@ -204,11 +204,10 @@ int spawn_keeper(const struct mount_plan *plan,
                 goto out;
         }
         if (pid == 0) {
-                /* Drop our copies of the parent's ends: holding them, a child whose parent
-                 * was killed (a server SIGKILLed mid-spawn) would wait on the sync socket
-                 * forever, holding every fd of the dead server, its state-dir lock too. */
-                (void)close(sync_p[1]);
-                (void)close(err_p[0]);
+                /* child_main() closes every fd but its own four first: holding the parent's
+                 * ends (or anything else of the server's), a child whose parent was killed
+                 * mid-spawn would wait on the sync socket forever, holding the state-dir
+                 * lock of a dead server. */
                 struct child_plan cp = { .ops = plan->ops,
                                          .n_ops = plan->n_ops,
                                          .sync_fd = sync_p[0],
