@@ -42,6 +42,7 @@ static const char *const parity_paths[] = {
 /* What the sandbox user sees: a directory listing's or a file's first line's success. */
 struct shell_view {
         bool dir;
+        bool device; /* a character or block device (Docker masks /proc files with /dev/null) */
         bool ok;
         char *first_line; /* owned; files that opened */
 };
@@ -63,7 +64,8 @@ static int shell_view(struct probe_sandbox *s,
         if (r >= 0)
                 r = strbuf_adds(&sb,
                                 "; if [ -d \"$p\" ]; then echo dir; ls -1a -- \"$p\" >/dev/null "
-                                "2>&1; echo $?; else echo file; out=$(head -n1 -- \"$p\" "
+                                "2>&1; echo $?; elif [ -c \"$p\" ] || [ -b \"$p\" ]; then echo "
+                                "dev; echo 0; else echo file; out=$(head -n1 -- \"$p\" "
                                 "2>/dev/null); echo $?; printf '%s' \"$out\"; fi");
         if (r >= 0)
                 r = strbuf_detach(&sb, &cmd, NULL);
@@ -73,14 +75,17 @@ static int shell_view(struct probe_sandbox *s,
         if (r < 0)
                 return r;
         bool dir = strncmp(o.out, "dir\n", 4) == 0, file = strncmp(o.out, "file\n", 5) == 0;
-        if (o.exit_code != 0 || (!dir && !file)) {
+        bool device = strncmp(o.out, "dev\n", 4) == 0;
+        if (o.exit_code != 0 || (!dir && !file && !device)) {
                 r = b4_error_set(err, -EIO, "the shell check exited %d: %.120s", o.exit_code,
                                  o.err[0] ? o.err : o.out);
                 probe_out_clear(&o);
                 return r;
         }
-        const char *rest = o.out + (dir ? 4 : 5);
-        *ret = (struct shell_view){ .dir = dir, .ok = strncmp(rest, "0\n", 2) == 0 };
+        const char *rest = o.out + (file ? 5 : 4);
+        *ret = (struct shell_view){ .dir = dir,
+                                    .device = device,
+                                    .ok = strncmp(rest, "0\n", 2) == 0 };
         if (file && ret->ok)
                 ret->first_line = probe_first_line(rest + 2);
         probe_out_clear(&o);
@@ -105,6 +110,14 @@ static int tool_view(struct probe_sandbox *s,
         return probe_tool(s->tools, dir ? "listDir" : "readFile", args, ret_ok, ret_text, err);
 }
 
+/* The shell drops NUL bytes from a command substitution and the tool's text ends at the
+ * first one (/proc/<pid>/environ, cmdline): what the tool shows must begin the shell's line. */
+static bool same_first_line(const char *tool, const char *sh)
+{
+        tool = tool ? tool : "";
+        return strcmp(tool, sh) == 0 || (*tool && strncmp(sh, tool, strlen(tool)) == 0);
+}
+
 static void parity_one(struct probe *p, const char *path)
 {
         cleanup_free char *name = NULL, *text = NULL, *line = NULL;
@@ -124,7 +137,14 @@ static void parity_one(struct probe *p, const char *path)
                 return;
         }
         const char *tool = sv.dir ? "listDir" : "readFile", *sh = sv.dir ? "ls" : "cat";
-        if (ok && !sv.ok)
+        if (sv.device)
+                /* the tools read regular files only (no /dev/zero), whatever cat may do */
+                probe_report(p, name, ok ? PROBE_FAIL : PROBE_PASS,
+                             ok ? "readFile read a device"
+                                : "a device: readFile refuses it, "
+                                  "as it refuses every non-regular "
+                                  "file");
+        else if (ok && !sv.ok)
                 probe_report(p, name, PROBE_FAIL, "%s succeeds but %s fails (a leak)%s%.*s", tool,
                              sh, sv.dir ? "" : ": readFile returned ", sv.dir ? 0 : SHOWN, text);
         else if (!ok && sv.ok)
@@ -132,8 +152,7 @@ static void parity_one(struct probe *p, const char *path)
                         p, name, PROBE_FAIL,
                         "%s fails but %s succeeds (stricter than the sandbox, not a leak): %.*s",
                         tool, sh, SHOWN, text ? text : "");
-        else if (ok && !sv.dir &&
-                 strcmp((line = probe_first_line(text)) ? line : "", sv.first_line) != 0)
+        else if (ok && !sv.dir && !same_first_line((line = probe_first_line(text)), sv.first_line))
                 probe_report(p, name, PROBE_FAIL, "first lines differ: readFile '%.*s', cat '%.*s'",
                              SHOWN, line ? line : "", SHOWN, sv.first_line);
         else

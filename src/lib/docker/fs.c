@@ -367,6 +367,26 @@ static int read_entry(struct archive *a, uint64_t size, char **ret, size_t *ret_
 }
 
 /*
+ * The confinement check at the point of use (audit H3): a confined operation is handed the
+ * path the host resolved (confine()), but a name swapped for a symlink after that would move
+ * it. So the script opens first and then asks the kernel what it opened: b4c MODE PATH checks
+ * what fd 0 (b4r) or the working directory (listDir, after cd -P) really is. MODE "s": exactly
+ * PATH (no symlink anywhere on the way); "b": /workspace or below it. Nothing is read before
+ * the check, and a mismatch is reported as a link in the way.
+ */
+#define CONFINED_FN                                                                       \
+ "b4c() { if [ \"$3\" = cwd ]; then r=$(pwd -P) || return 1; "                            \
+ "else r=$(readlink /proc/self/fd/0) || return 1; fi; "                                   \
+ "if [ \"$1\" = s ]; then [ \"$r\" = \"$2\" ]; else case $r in /workspace|/workspace/*) " \
+ "return 0;; *) return 1;; esac; fi; }\n"
+
+/* The b4c mode for @flags ("" unconfined). */
+static const char *confined_mode(unsigned flags)
+{
+        return (flags & B4_FS_NO_SYMLINKS) ? "s" : (flags & B4_FS_BENEATH) ? "b" : "";
+}
+
+/*
  * One file read as the sandbox user, shared by read_file (raw) and the exec batch (base64 of
  * the same record). b4r PATH COUNT NOFOLLOW prints a status line: F (then at most COUNT
  * bytes, all when COUNT is empty, and "\nB4_READ_STATUS_<head's status>\n"), D directory,
@@ -374,12 +394,14 @@ static int read_entry(struct archive *a, uint64_t size, char **ret, size_t *ret_
  * confinement, A the open was refused, or "E <strerror>" when the user's lookup fails.
  */
 #define READ_FN                                                                        \
+ CONFINED_FN                                                                           \
  "b4r() { if [ -n \"$3\" ] && [ -L \"$1\" ]; then echo L; return; fi; "                \
  "if [ -d \"$1\" ]; then echo D; return; fi; "                                         \
  "if ! e=$(ls -dL -- \"$1\" 2>&1 >/dev/null); then echo \"E ${e##*: }\"; return; fi; " \
  "if [ ! -f \"$1\" ]; then echo O; return; fi; "                                       \
- "{ echo F; if [ -n \"$2\" ]; then head -c \"$2\"; else cat; fi; "                     \
- "printf '\\nB4_READ_STATUS_%s\\n' $?; } 2>/dev/null <\"$1\" || echo A; }\n"
+ "{ if [ -n \"$3\" ] && ! b4c \"$3\" \"$1\"; then echo L; else echo F; "               \
+ "if [ -n \"$2\" ]; then head -c \"$2\"; else cat; fi; "                               \
+ "printf '\\nB4_READ_STATUS_%s\\n' $?; fi; } 2>/dev/null <\"$1\" || echo A; }\n"
 #define READ_FOOTER "\nB4_READ_STATUS_"
 
 /* The last footer in @s (the file's own bytes may contain the text too). */
@@ -450,7 +472,7 @@ static void read_count(uint64_t max, char out[24])
 /* Read @path as the sandbox user; per-file errors in @b. */
 static int read_exec(struct docker_fs_target *t,
                      const char *path,
-                     bool nofollow,
+                     const char *mode,
                      uint64_t max,
                      struct b4_blob *b,
                      struct b4_error *err)
@@ -462,8 +484,7 @@ static int read_exec(struct docker_fs_target *t,
 
         read_count(max, count);
         r = fs_exec_capped(t, READ_FN "b4r \"$1\" \"$2\" \"$3\"",
-                           (char *[]){ (char *)path, count, (char *)(nofollow ? "1" : ""), NULL },
-                           cap, &x, err);
+                           (char *[]){ (char *)path, count, (char *)mode, NULL }, cap, &x, err);
         if (r < 0)
                 return r;
         if (x.truncated)
@@ -490,7 +511,7 @@ int dfs_read_file(struct docker_fs_target *t,
 
         r = confine(t, path, flags, &cur, err);
         if (r >= 0) /* confined: a link leaf that appeared after the check is -ELOOP */
-                r = read_exec(t, cur, flags != 0, max, &b, err);
+                r = read_exec(t, cur, confined_mode(flags), max, &b, err);
         if (r >= 0)
                 r = b.error;
         if (r == -EFBIG)
@@ -1073,9 +1094,9 @@ int dfs_list_dir(struct docker_fs_target *t,
                  char ***ret,
                  struct b4_error *err)
 {
-        static const char script[] =
+        static const char script[] = CONFINED_FN
                 "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 2; [ -d \"$1\" ] || exit 20; "
-                "cd -- \"$1\" || exit 13; "
+                "cd -P -- \"$1\" || exit 13; [ -z \"$2\" ] || b4c \"$2\" \"$1\" cwd || exit 40; "
                 "for f in * .*; do case $f in .|..) continue;; esac; "
                 "if [ -e \"$f\" ] || [ -L \"$f\" ]; then printf '%s\\0' \"$f\"; fi; done";
         struct b4_exec_result x = { 0 };
@@ -1087,13 +1108,14 @@ int dfs_list_dir(struct docker_fs_target *t,
         r = confine(t, path, flags, &use, err);
         if (r < 0)
                 return op_error(err, r, "listDir", path);
-        r = fs_exec(t, script, (char *[]){ use, NULL }, &x, err);
+        r = fs_exec(t, script, (char *[]){ use, (char *)confined_mode(flags), NULL }, &x, err);
         if (r < 0)
                 return r == -EAGAIN ? r : op_error(err, r, "listDir", path);
         r = x.exit_code == 0    ? 0
             : x.exit_code == 2  ? -ENOENT
             : x.exit_code == 20 ? -ENOTDIR
             : x.exit_code == 13 ? -EACCES
+            : x.exit_code == 40 ? -ELOOP
                                 : -EIO;
         if (r == -EIO)
                 (void)b4_error_set(err, r, "listDir %s: %s", path, x.errout);
