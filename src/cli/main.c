@@ -28,6 +28,7 @@ static const struct {
         { "upload", cmd_upload, "stage a source bundle on a server (upload BUNDLE.json)" },
         { "check", cmd_check, "validate the configuration and run the provider's preflight" },
         { "conformance", cmd_conformance, "run the provider conformance suite" },
+        { "probe", cmd_probe, "escape and abuse probes against the provider: probe [--json]" },
         { "help", cmd_help, "show this help" },
         { "version", cmd_version, "print the version" },
 };

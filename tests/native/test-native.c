@@ -63,7 +63,7 @@ static int group_setup(void **state)
 static const char *const threads[] = { "t-id",   "t-fs",     "t-a",    "t-b",    "t-time", "t-cap",
                                        "t-life", "t-adopt",  "t-bomb", "t-mem",  "t-read", "t-conc",
                                        "t-env",  "t-cancel", "t-rel",  "t-deny", "t-tree", "t-h1",
-                                       "t-m6",   "t-l4",     "t-l2",   "t-disk" };
+                                       "t-m6",   "t-l4",     "t-l2",   "t-disk", "t-old" };
 
 /* Keeper records left after every thread was destroyed: a thread the test forgot. Killed
  * here so nothing outlives the run, and reported as a teardown failure. */
@@ -605,6 +605,12 @@ static void test_h1_identity_parity(void **state)
                 free(data);
         }
         free(out);
+        /* /proc/keys lists the sandbox's keys to the tools, not the server's */
+        out = out_of(sb, "cat /proc/keys", &code);
+        assert_int_equal(b4_fs_read_file(fs, "/proc/keys", 1 << 20, &data, &len, &err), 0);
+        assert_string_equal(data, out);
+        free(data);
+        free(out);
         /* L11: the kernel log is CAP_SYSLOG's: refused, so nothing is drained from it */
         assert_true(b4_fs_read_file(fs, "/proc/kmsg", 4096, &data, &len, &err) < 0);
         /* L13: replacing a setuid file drops the bit, as a write by its user would */
@@ -807,6 +813,36 @@ static void test_l5_disk_quota(void **state)
         free(img);
         free(ws);
         b4_policy_clear(&pol);
+}
+
+/* A workspace an older b4box made (host uid 1000, no block) moves into its block at acquire:
+ * the sandbox user still owns and can change its files. */
+static void test_legacy_workspace_shifted(void **state)
+{
+        REQUIRE_ROOT();
+        char *ws = host_ws("t-old"), *sub = NULL, *f = NULL, *out;
+        struct stat st;
+        int code;
+
+        assert_int_equal(mkdir(ws, 0755), 0);
+        assert_true(asprintf(&sub, "%s/d", ws) > 0 && asprintf(&f, "%s/d/f", ws) > 0);
+        assert_int_equal(mkdir(sub, 0755), 0);
+        assert_int_equal(b4_test_write(f, "old"), 0);
+        assert_int_equal(lchown(ws, 1000, 1000) | lchown(sub, 1000, 1000) | lchown(f, 1000, 1000),
+                         0);
+        struct b4_sandbox *sb = acquire("t-old", NULL);
+        out = out_of(sb,
+                     "stat -c %u:%g /workspace/d/f && echo new >> /workspace/d/f && cat "
+                     "/workspace/d/f",
+                     &code);
+        assert_string_equal(out, "1000:1000\noldnew\n");
+        free(out);
+        assert_int_equal(stat(f, &st), 0);
+        assert_true(in_block(st.st_uid, 1000));
+        b4_sandbox_unref(sb);
+        free(sub);
+        free(f);
+        free(ws);
 }
 
 static void test_walk_and_read_files(void **state)
@@ -1246,6 +1282,7 @@ int main(void)
                 cmocka_unit_test(test_m1_state_dir_verified),
                 cmocka_unit_test(test_l2_destroy_deep_tree),
                 cmocka_unit_test(test_l5_disk_quota),
+                cmocka_unit_test(test_legacy_workspace_shifted),
                 cmocka_unit_test(test_walk_and_read_files),
                 cmocka_unit_test(test_release_and_destroy),
                 cmocka_unit_test(test_adoption),

@@ -10,8 +10,8 @@
  * glibc's setgroups() would broadcast to every thread of the server. The permitted set is
  * kept, which is what lets the thread restore its effective set afterwards.
  *
- * The thread also leaves the server's session keyring once (for /proc/keys): keys it
- * possesses would otherwise be listed to the tools.
+ * The thread also leaves the server's session keyring once, for a new one nobody may view
+ * (for /proc/keys): keys it possesses would otherwise be listed to the tools.
  */
 
 #include <errno.h>
@@ -80,8 +80,10 @@ static void leave_session_keyring(void)
 {
         if (own_keyring)
                 return;
-        /* An anonymous session keyring of this thread's own; failure leaves nothing worse. */
-        (void)syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL);
+        /* An anonymous session keyring of this thread's own, which nobody may view (we
+         * possess it, so /proc/keys would list it otherwise); failure leaves nothing worse. */
+        if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) >= 0)
+                (void)syscall(SYS_keyctl, KEYCTL_SETPERM, KEY_SPEC_SESSION_KEYRING, 0);
         own_keyring = true;
 }
 

@@ -8,9 +8,9 @@
  * flock, so concurrent threads and processes serialise per thread.
  */
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -98,44 +98,31 @@ void thread_stop(struct native_provider *np, struct thread *t)
 
 /* A workspace made before this thread had a block of its own (or before b4box used user
  * namespaces as root) belongs to host ids below 65536: move every such owner into the block,
- * so the sandbox finds its files its own. The thread is stopped: nothing runs in the tree. */
-static int shift_entry(int dirfd, const char *name, uint32_t base, int depth);
+ * so the sandbox finds its files its own. The thread is stopped, so nothing changes the tree
+ * under the walk: nftw() by path (never following a link, never leaving the filesystem)
+ * reaches any depth with a bounded number of fds. */
+static _Thread_local uint32_t shift_base;
 
-static int shift_children(int fd, uint32_t base, int depth)
+static int shift_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
-        DIR *d = fdopendir(fd);
-        struct dirent *de;
-        int r = 0;
+        uid_t uid = st->st_uid < IDMAP_BLOCK ? shift_base + st->st_uid : st->st_uid;
+        gid_t gid = st->st_gid < IDMAP_BLOCK ? shift_base + st->st_gid : st->st_gid;
 
-        if (!d) {
-                r = -errno;
-                safe_close(fd);
-                return r;
-        }
-        while (r >= 0 && (de = readdir(d)))
-                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-                        r = shift_entry(dirfd(d), de->d_name, base, depth + 1);
-        (void)closedir(d);
-        return r;
+        if ((uid != st->st_uid || gid != st->st_gid) && lchown(path, uid, gid) < 0)
+                return errno;
+        return 0;
 }
 
-static int shift_entry(int dirfd, const char *name, uint32_t base, int depth)
+static int shift_tree(struct native_provider *np, const char *id, uint32_t base)
 {
-        struct stat st;
+        cleanup_free char *path = NULL;
+        int r;
 
-        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return errno == ENOENT ? 0 : -errno;
-        if ((st.st_uid < IDMAP_BLOCK || st.st_gid < IDMAP_BLOCK) &&
-            fchownat(dirfd, name, st.st_uid < IDMAP_BLOCK ? base + st.st_uid : st.st_uid,
-                     st.st_gid < IDMAP_BLOCK ? base + st.st_gid : st.st_gid,
-                     AT_SYMLINK_NOFOLLOW) < 0)
-                return -errno;
-        if (!S_ISDIR(st.st_mode) || depth > 4096)
-                return 0;
-        int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        return shift_children(fd, base, depth); /* takes fd */
+        if (b4_asprintf(&path, "%s/%s", np->ws_dir, id) < 0)
+                return -ENOMEM;
+        shift_base = base;
+        r = nftw(path, shift_one, 16, FTW_PHYS | FTW_MOUNT);
+        return r == 0 ? 0 : r > 0 ? -r : -errno;
 }
 
 /* The thread's workspace dir, made for the sandbox user's host ids @uid:@gid, or verified
@@ -179,7 +166,7 @@ static int ensure_workspace(struct native_provider *np,
                                     t->thread_id);
         if (!t->host_base || st.st_uid >= IDMAP_BLOCK)
                 return 0; /* never re-chown a populated workspace of the right ids */
-        r = shift_entry(np->ws_fd, t->id, t->host_base, 0);
+        r = shift_tree(np, t->id, t->host_base);
         if (r < 0)
                 return b4_error_set(err, r,
                                     "cannot move the workspace of thread '%s' to its host ids",
