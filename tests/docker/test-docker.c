@@ -278,6 +278,59 @@ static void test_seccomp(void **state)
         b4_policy_clear(&pol);
 }
 
+static const char *label_of(struct jv *container, const char *key)
+{
+        return jv_string(
+                jv_object_get(jv_object_get(jv_object_get(container, "Config"), "Labels"), key));
+}
+
+/* A keeper with this instance's identity but another (here: no) seccomp profile is replaced. */
+static void test_seccomp_identity(void **state)
+{
+        struct b4_provider *p = provider();
+        struct docker_client *d = docker_provider_client(p);
+        struct b4_policy pol;
+        struct b4_sandbox *sb;
+        char name[64], path[128], *body = NULL, *fake_id = NULL;
+        struct jv *v, *req = NULL;
+
+        b4_policy_init(&pol);
+        pol.network = B4_NETWORK_DENY;
+        keeper_name("sc-ident", name);
+        sb = acquire(p, "sc-ident", &pol);
+        b4_sandbox_unref(sb);
+        v = inspect(p, "containers", name);
+        assert_non_null(v);
+        /* the same name and identity label, no profile and no seccomp label */
+        assert_true(asprintf(&body,
+                             "{\"Image\":\"%s\",\"Cmd\":[\"sleep\",\"infinity\"],\"Labels\":"
+                             "{\"b4.sandbox\":\"%s\",\"b4.sandbox.identity\":\"%s\"}}",
+                             E_IMAGE, label_of(v, "b4.sandbox"),
+                             label_of(v, "b4.sandbox.identity")) > 0);
+        jv_unref(v);
+        snprintf(path, sizeof(path), "/containers/%s?force=1", name);
+        assert_int_equal(docker_call(d, "DELETE", path, NULL, NULL, NULL), 0);
+        assert_int_equal(jv_parse(body, strlen(body), &req, NULL), 0);
+        snprintf(path, sizeof(path), "/containers/create?name=%s", name);
+        assert_int_equal(docker_call(d, "POST", path, req, NULL, NULL), 0);
+        jv_unref(req);
+        free(body);
+        v = inspect(p, "containers", name);
+        fake_id = strdup(jv_string(jv_object_get(v, "Id")));
+        jv_unref(v);
+        /* the same instance and launch config: replaced, not reused */
+        sb = acquire(p, "sc-ident", &pol);
+        b4_sandbox_unref(sb);
+        v = inspect(p, "containers", name);
+        assert_string_not_equal(jv_string(jv_object_get(v, "Id")), fake_id);
+        assert_int_equal(strlen(label_of(v, "b4.sandbox.seccomp")), 64);
+        jv_unref(v);
+        free(fake_id);
+        destroy(p, "sc-ident");
+        b4_provider_free(p);
+        b4_policy_clear(&pol);
+}
+
 /* ---- exec ---- */
 
 static void test_exec(void **state)
@@ -771,6 +824,10 @@ static void test_reader(void **state)
                 assert_string_equal(jv_string(jv_object_get(m, "Type")), "bind");
                 assert_false(jv_is_true(jv_object_get(m, "RW")));
                 assert_string_equal(jv_string(jv_object_get(m, "Destination")), "/workspace");
+                assert_int_equal(
+                        strncmp(jv_string(jv_array_get(jv_object_get(h, "SecurityOpt"), 1)),
+                                "seccomp={", 9),
+                        0);
         }
         jv_unref(rv);
         assert_int_equal(b4_reader_close(rd, &err), 0);
@@ -876,6 +933,7 @@ int main(void)
         static const struct CMUnitTest rest[] = {
                 cmocka_unit_test(test_hardening),
                 cmocka_unit_test(test_seccomp),
+                cmocka_unit_test(test_seccomp_identity),
                 cmocka_unit_test(test_network_allow),
                 cmocka_unit_test(test_exec),
                 cmocka_unit_test(test_timeout),
