@@ -419,6 +419,10 @@ struct b4_provider_ops {
                       const char *thread_id,
                       bool frozen,
                       struct b4_error *err);
+        /* Optional: remove everything this provider instance (its scope and state) holds for
+         * a thread not in @live_thread_ids (b4_provider_sweep()). Return: how many threads'
+         * leftovers were removed. */
+        int (*sweep)(struct b4_provider *p, char *const *live_thread_ids, struct b4_error *err);
         void (*free)(struct b4_provider *p);
 };
 
@@ -462,6 +466,20 @@ B4_PUBLIC int b4_provider_resolve_image(struct b4_provider *p,
                                         const char *reference,
                                         char **ret_identity,
                                         struct b4_error *err);
+/**
+ * b4_provider_sweep() - reconcile after a crash: remove the compute, workspace and every
+ * host object (processes, cgroups, network devices and rules, id claims, records) of each
+ * thread this provider instance holds that is not in @live_thread_ids, so a thread whose
+ * deletion was interrupted, or whose creation left half a sandbox, leaves nothing behind.
+ * Live threads keep their workspace; their compute is kept only where it can be reattached.
+ * Call it with no acquire, release or destroy in flight (a server calls it at start).
+ * @live_thread_ids: NULL-terminated; borrowed. Thread ids, not resource ids.
+ * Return: the number of threads whose leftovers were removed; -EOPNOTSUPP ("Sandbox
+ * provider \"<name>\" cannot sweep") without a sweep member; -EINVAL (NULL list); -errno.
+ */
+B4_PUBLIC int b4_provider_sweep(struct b4_provider *p,
+                                char *const *live_thread_ids,
+                                struct b4_error *err);
 /** b4_provider_free() - NULL ok. Does not release live sandboxes. Return: NULL. */
 B4_PUBLIC struct b4_provider *b4_provider_free(struct b4_provider *p);
 

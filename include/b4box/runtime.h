@@ -96,6 +96,25 @@ B4_PUBLIC int b4_runtime_thread_create_staged(struct b4_runtime *rt,
                                               const char *staged_json,
                                               struct b4_thread_row *ret,
                                               struct b4_error *err);
+
+struct b4_reconcile_stats {
+        size_t deletions_finished; /* deletions a crash had interrupted, now done */
+        size_t threads;            /* thread rows afterwards (the live set swept against) */
+        int swept;                 /* threads whose leftovers the provider removed; -1 when
+                                      the provider has no sweep */
+};
+
+/**
+ * b4_runtime_reconcile() - make the store and the provider agree after a crash; call it once
+ * at start, before serving: finish every deletion a crash interrupted (rows marked deleting:
+ * destroy, then delete the rows), then have the provider remove whatever it holds for a
+ * thread without a row (b4_provider_sweep(); a provider without sweep is left as it is)
+ * @ret: may be NULL; filled on success
+ * Return: 0; the first failure to finish a deletion or to sweep (-EIO, ...), nothing undone.
+ */
+B4_PUBLIC int b4_runtime_reconcile(struct b4_runtime *rt,
+                                   struct b4_reconcile_stats *ret,
+                                   struct b4_error *err);
 /** b4_runtime_thread_is_live() - whether the thread's sandbox is acquired right now. */
 B4_PUBLIC bool b4_runtime_thread_is_live(struct b4_runtime *rt, const char *id);
 /** b4_runtime_thread_busy() - whether a run or read holds the thread's slot. */
@@ -103,6 +122,9 @@ B4_PUBLIC bool b4_runtime_thread_busy(struct b4_runtime *rt, const char *id);
 /**
  * b4_runtime_thread_delete() - destroy the thread's compute and storage (when it owns its
  * sandbox) and delete its rows and those of its child threads, so the id can be reused.
+ * The row is marked deleting first: when the destroy fails (or the process dies) the thread
+ * stays listed, refuses runs, reads and children (-ENOENT), and deleting it again (or
+ * b4_runtime_reconcile()) finishes the job.
  * Return: 0, -ENOENT, -EBUSY (a run holds the slot of it or a child), -EIO.
  */
 B4_PUBLIC int b4_runtime_thread_delete(struct b4_runtime *rt, const char *id, struct b4_error *err);

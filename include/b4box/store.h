@@ -29,6 +29,7 @@ struct b4_thread_row {
         char *owner;         /* owned; principal name, NULL without an access policy */
         char *parent_id;     /* owned; NULL, or the thread whose sandbox this one shares */
         int64_t created_ms;  /* ms since the epoch */
+        bool deleting;       /* its deletion began and has not finished (b4_runtime_reconcile()) */
 };
 
 /** b4_thread_row_clear() - free what @row owns. */
@@ -71,6 +72,21 @@ B4_PUBLIC int b4_store_thread_set_metadata(struct b4_store *s,
                                            const char *id,
                                            const char *metadata_json,
                                            struct b4_error *err);
+/**
+ * b4_store_thread_mark_deleting() - record (durably) that @id's deletion has begun; the row
+ * stays readable until b4_store_thread_delete(). Return: 0, -ENOENT, -EIO.
+ */
+B4_PUBLIC int b4_store_thread_mark_deleting(struct b4_store *s,
+                                            const char *id,
+                                            struct b4_error *err);
+/**
+ * b4_store_thread_list_deleting() - ids of the threads marked deleting, oldest first
+ * @ret_ids: owned strv (possibly empty)
+ * Return: 0, -EIO, -ENOMEM.
+ */
+B4_PUBLIC int b4_store_thread_list_deleting(struct b4_store *s,
+                                            char ***ret_ids,
+                                            struct b4_error *err);
 /** Delete the thread and every row that belongs to it, in one transaction. Return: 0, -ENOENT. */
 B4_PUBLIC int b4_store_thread_delete(struct b4_store *s, const char *id, struct b4_error *err);
 

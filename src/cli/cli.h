@@ -53,6 +53,12 @@ int cli_local_open(const struct cli_ctx *ctx, struct cli_local *ret);
 /* The same with the provider type replaced by @type (NULL = as configured). */
 int cli_local_open_as(const struct cli_ctx *ctx, const char *type, struct cli_local *ret);
 void cli_local_close(struct cli_local *l);
+/* A local command's thread has a row like a server's, so a server's sweep (b4_runtime_
+ * reconcile()) keeps its sandbox: insert it unless present. -ENOENT: being deleted. */
+int cli_local_thread_register(struct cli_local *l, const char *thread_id, struct b4_error *err);
+/* Mark the row deleting, destroy the sandbox, delete the row (as b4_runtime_thread_delete()
+ * for a thread without children). */
+int cli_local_thread_destroy(struct cli_local *l, const char *thread_id, struct b4_error *err);
 
 /* Subcommands (one file each). */
 int cmd_version(int argc, char **argv, const struct cli_ctx *ctx);

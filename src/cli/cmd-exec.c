@@ -189,6 +189,9 @@ int cmd_exec(int argc, char **argv, const struct cli_ctx *ctx)
                 return cli_error("out of memory"), CLI_EXIT_FAILED;
         (void)sigaction(SIGINT, &sa, NULL);
         (void)sigaction(SIGTERM, &sa, NULL);
+        struct b4_error err = { 0 };
+        if (cli_local_thread_register(&l, a.thread, &err) < 0)
+                return cli_fail(&err);
         r = run_exec(l.provider, b4_config_policy(l.cfg), &a, command);
         sa.sa_handler = SIG_DFL;
         (void)sigaction(SIGINT, &sa, NULL);
@@ -210,7 +213,7 @@ static int lifecycle(int argc, char **argv, const struct cli_ctx *ctx, bool dest
         r = cli_local_open(ctx, &l);
         if (r != 0)
                 return r;
-        r = destroy ? b4_provider_destroy(l.provider, argv[1], &err)
+        r = destroy ? cli_local_thread_destroy(&l, argv[1], &err)
                     : b4_provider_release(l.provider, argv[1], &err);
         return r < 0 ? cli_fail(&err) : CLI_EXIT_OK;
 }

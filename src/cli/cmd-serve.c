@@ -86,6 +86,21 @@ static void serve_state_clear(struct serve_state *st)
         st->cfg = b4_config_free(st->cfg);
 }
 
+/* After a crash: finish interrupted deletions, remove what belongs to no thread. */
+static int reconcile(struct b4_runtime *rt, struct b4_error *err)
+{
+        struct b4_reconcile_stats rs = { 0 };
+        int r;
+
+        r = b4_runtime_reconcile(rt, &rs, err);
+        if (r < 0)
+                return b4_error_wrap(err, r, "cannot reconcile the state dir");
+        fprintf(stderr,
+                "level=info msg=\"reconciled\" threads=%zu deletions_finished=%zu swept=%d\n",
+                rs.threads, rs.deletions_finished, rs.swept);
+        return 0;
+}
+
 static int serve_open(struct serve_state *st,
                       const struct cli_ctx *ctx,
                       const char *listen,
@@ -111,6 +126,9 @@ static int serve_open(struct serve_state *st,
                                           .dispatch_userdata = b4_toolbox_host(st->tools),
                                           .config = st->cfg };
         r = b4_runtime_new(&ro, &st->rt, err);
+        if (r < 0)
+                return r;
+        r = reconcile(st->rt, err);
         if (r < 0)
                 return r;
         struct server_options so = { .config = st->cfg,

@@ -174,6 +174,9 @@ static int open_sandbox(const struct cli_ctx *ctx,
         r = cli_local_open_as(&c, a->provider, l);
         if (r != 0)
                 return b4_error_set(err, -EINVAL, "cannot open the local provider");
+        r = cli_local_thread_register(l, a->thread, err);
+        if (r < 0)
+                return r;
         return b4_provider_acquire(l->provider,
                                    &(struct b4_acquire_req){ .thread_id = a->thread,
                                                              .policy = b4_config_policy(l->cfg) },

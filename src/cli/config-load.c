@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "b4box/b4.h"
@@ -116,6 +117,41 @@ int cli_local_open_as(const struct cli_ctx *ctx, const char *type, struct cli_lo
         }
         *ret = l;
         return 0;
+}
+
+int cli_local_thread_register(struct cli_local *l, const char *thread_id, struct b4_error *err)
+{
+        struct b4_thread_row row = { 0 };
+        int r;
+
+        r = b4_store_thread_get(l->store, thread_id, &row, NULL);
+        if (r >= 0) {
+                bool deleting = row.deleting;
+                b4_thread_row_clear(&row);
+                return deleting ? b4_error_set(err, -ENOENT,
+                                               "thread '%s' is being deleted; run `b4box destroy "
+                                               "%s` to finish",
+                                               thread_id, thread_id)
+                                : 0;
+        }
+        row = (struct b4_thread_row){ .id = (char *)thread_id,
+                                      .metadata_json = (char *)"{}",
+                                      .created_ms = (int64_t)time(NULL) * 1000 };
+        r = b4_store_thread_insert(l->store, &row, err);
+        return r == -EEXIST ? 0 : r; /* another local command won */
+}
+
+int cli_local_thread_destroy(struct cli_local *l, const char *thread_id, struct b4_error *err)
+{
+        int r;
+
+        r = b4_store_thread_mark_deleting(l->store, thread_id, err);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        r = b4_provider_destroy(l->provider, thread_id, err);
+        if (r >= 0)
+                r = b4_store_thread_delete(l->store, thread_id, err);
+        return r == -ENOENT ? 0 : r;
 }
 
 void cli_local_close(struct cli_local *l)

@@ -473,12 +473,15 @@ static int cmd_addrs(bool names_only)
                 }
                 if (!i->ifa_addr || (i->ifa_flags & IFF_LOOPBACK))
                         continue;
-                if (i->ifa_addr->sa_family == AF_INET)
-                        (void)inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr,
-                                        buf, sizeof(buf));
-                else if (i->ifa_addr->sa_family == AF_INET6)
-                        (void)inet_ntop(AF_INET6, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr,
-                                        buf, sizeof(buf));
+                if (i->ifa_addr->sa_family == AF_INET) {
+                        struct sockaddr_in a; /* copied: ifa_addr is only sockaddr-aligned */
+                        memcpy(&a, i->ifa_addr, sizeof(a));
+                        (void)inet_ntop(AF_INET, &a.sin_addr, buf, sizeof(buf));
+                } else if (i->ifa_addr->sa_family == AF_INET6) {
+                        struct sockaddr_in6 a;
+                        memcpy(&a, i->ifa_addr, sizeof(a));
+                        (void)inet_ntop(AF_INET6, &a.sin6_addr, buf, sizeof(buf));
+                }
                 if (buf[0])
                         printf("%s\n", buf);
         }

@@ -2,8 +2,8 @@
 /*
  * The Docker provider's daemon-free parts: the keeper identity (reference §3.3 JSON, field
  * order and hash), the container-create body, the path-stat header, base64, URL encoding,
- * the PID-exhaustion detectors, the construction-time refusals and the seccomp profile made
- * from core's syscall policy.
+ * the PID-exhaustion detectors, the sandbox user's DAC, the construction-time refusals and the
+ * seccomp profile made from core's syscall policy.
  */
 
 #include <errno.h>
@@ -315,6 +315,42 @@ static void test_pid_detectors(void **state)
         assert_false(docker_admission_failure("OCI runtime exec failed: permission denied"));
 }
 
+static void test_dac(void **state)
+{
+        struct docker_dac u = { 0 };
+
+        assert_int_equal(docker_dac_parse("U 1000\nG 1000 27 \nC 0000000000000000\n", &u), 0);
+        assert_int_equal(u.uid, 1000);
+        assert_int_equal(u.n_groups, 2);
+        assert_int_equal(u.groups[1], 27);
+        assert_false(u.override || u.read_search);
+        /* owner class first, even when it grants less than the group or other class */
+        assert_true(docker_dac_allows(&u, 1000, 1000, 0600, false, DOCKER_DAC_R));
+        assert_false(docker_dac_allows(&u, 1000, 1000, 0077, false, DOCKER_DAC_R));
+        assert_true(docker_dac_allows(&u, 0, 27, 0750, true, DOCKER_DAC_R | DOCKER_DAC_X));
+        assert_false(docker_dac_allows(&u, 0, 0, 0700, true, DOCKER_DAC_X));
+        assert_false(docker_dac_allows(&u, 0, 0, 0751, true, DOCKER_DAC_R | DOCKER_DAC_X));
+        assert_true(docker_dac_allows(&u, 0, 0, 0751, true, DOCKER_DAC_X));
+        /* root without capabilities is an ordinary owner (CapDrop ALL) */
+        assert_int_equal(docker_dac_parse("U 0\nG 0\nC 0\n", &u), 0);
+        assert_false(docker_dac_allows(&u, 1000, 1000, 0600, false, DOCKER_DAC_R));
+        assert_true(docker_dac_allows(&u, 0, 0, 0600, false, DOCKER_DAC_R));
+        /* CAP_DAC_OVERRIDE: everything but executing a file without any x bit */
+        assert_int_equal(docker_dac_parse("C 2\nU 0\nG 0\n", &u), 0);
+        assert_true(docker_dac_allows(&u, 1000, 1000, 0, true, DOCKER_DAC_R | DOCKER_DAC_X));
+        assert_false(docker_dac_allows(&u, 1000, 1000, 0600, false, DOCKER_DAC_X));
+        /* CAP_DAC_READ_SEARCH: reads and searches, never writes */
+        assert_int_equal(docker_dac_parse("U 5\nG 5\nC 4\n", &u), 0);
+        assert_true(docker_dac_allows(&u, 0, 0, 0, true, DOCKER_DAC_R | DOCKER_DAC_X));
+        assert_false(docker_dac_allows(&u, 0, 0, 0, false, DOCKER_DAC_W));
+        /* malformed or incomplete */
+        assert_int_equal(docker_dac_parse("U 1000\nG 1000\n", &u), -EPROTO);
+        assert_int_equal(docker_dac_parse("U 1000\nU 1\nG 1\nC 0\n", &u), -EPROTO);
+        assert_int_equal(docker_dac_parse("U x\nG 1\nC 0\n", &u), -EPROTO);
+        assert_int_equal(docker_dac_parse("U 1\nG 1 -2\nC 0\n", &u), -EPROTO);
+        assert_int_equal(docker_dac_parse("", &u), -EPROTO);
+}
+
 static void test_refusals(void **state)
 {
         struct b4_provider_config cfg = { .type = (char *)"docker", .scope = (char *)" \t" };
@@ -342,10 +378,11 @@ static void test_refusals(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_identity),        cmocka_unit_test(test_keeper_body),
-                cmocka_unit_test(test_path_stat),       cmocka_unit_test(test_codecs),
-                cmocka_unit_test(test_pid_detectors),   cmocka_unit_test(test_refusals),
-                cmocka_unit_test(test_seccomp_profile), cmocka_unit_test(test_seccomp_opt),
+                cmocka_unit_test(test_identity),      cmocka_unit_test(test_keeper_body),
+                cmocka_unit_test(test_path_stat),     cmocka_unit_test(test_codecs),
+                cmocka_unit_test(test_pid_detectors), cmocka_unit_test(test_dac),
+                cmocka_unit_test(test_refusals),      cmocka_unit_test(test_seccomp_profile),
+                cmocka_unit_test(test_seccomp_opt),
         };
 
         return cmocka_run_group_tests_name("docker unit", tests, NULL, NULL);

@@ -633,6 +633,152 @@ static void test_fs_batch(void **state)
         b4_policy_clear(&pol);
 }
 
+/* ---- audit H1: the file members see and do what the sandbox user can, not dockerd's root ---- */
+
+/* Run @cmd in @thread's keeper as @user (bypassing the provider): the fixtures' owner. */
+static void exec_as(struct b4_provider *p, const char *thread, const char *user, const char *cmd)
+{
+        char name[64];
+        char *argv[] = { (char *)"sh", (char *)"-c", (char *)cmd, NULL };
+        struct docker_exec_spec s = { .argv = argv, .user = user, .output_cap = 4096 };
+        struct b4_exec_result x = { 0 };
+        struct b4_error err = { 0 };
+
+        keeper_name(thread, name);
+        s.container = name;
+        if (docker_exec_run(docker_provider_client(p), &s, &x, &err) < 0)
+                fail_msg("exec as %s '%s': %s", user, cmd, err.msg);
+        if (x.exit_code != 0)
+                fail_msg("'%s' as %s exited %d: %s", cmd, user, x.exit_code, x.errout);
+        b4_exec_result_clear(&x);
+}
+
+static bool walk_has(const struct b4_walk_entry *w, size_t n, const char *path)
+{
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(w[i].path, path) == 0)
+                        return true;
+        return false;
+}
+
+static void assert_read_errno(struct b4_fs *fs, const char *path, int want)
+{
+        struct b4_error err = { 0 };
+        char *s = NULL;
+        size_t len = 0;
+        int r = b4_fs_read_file(fs, path, 4096, &s, &len, &err);
+
+        if (r != want)
+                fail_msg("readFile %s: %d (%s), want %d", path, r, err.msg, want);
+        if (r >= 0)
+                free(s);
+}
+
+static void test_fs_user_dac(void **state)
+{
+        struct b4_provider *p = provider();
+        struct b4_policy pol;
+        struct b4_sandbox *sb;
+        struct b4_fs *fs;
+        struct b4_error err = { 0 };
+        struct b4_stat st = { 0 };
+        struct b4_walk_entry *w = NULL;
+        struct b4_blob *blobs = NULL;
+        size_t n = 0;
+        char *out;
+
+        b4_policy_init(&pol);
+        sb = acquire(p, "dac", &pol);
+        fs = b4_sandbox_fs(sb);
+        free(run(sb, "chmod 777 /workspace && mkdir /workspace/pub && echo p >/workspace/pub/f",
+                 0));
+        exec_as(p, "dac", "0:0",
+                "cd /workspace && echo s >secret && chmod 600 secret && mkdir private rootdir && "
+                "echo n >private/note && chmod 700 private && echo r >rootdir/file && "
+                "chmod 755 rootdir");
+        /* readFile fails exactly where cat does */
+        out = run(sb,
+                  "cat /workspace/secret /workspace/private/note /workspace/rootdir/file "
+                  "/etc/passwd >/dev/null 2>&1; echo $?; cat /workspace/rootdir/file",
+                  0);
+        assert_string_equal(out, "1\nr\n");
+        free(out);
+        assert_read_errno(fs, "/workspace/secret", -EACCES);
+        assert_read_errno(fs, "/workspace/private/note", -EACCES);
+        assert_read_errno(fs, "/workspace/private/none", -EACCES);
+        assert_read_errno(fs, "/workspace/rootdir/file", 0);
+        assert_read_errno(fs, "/workspace/rootdir/none", -ENOENT);
+        assert_int_equal(b4_fs_read_file(fs, "/workspace/secret", 4096, &out, &n, &err), -EACCES);
+        assert_string_equal(err.msg, "readFile /workspace/secret: Permission denied");
+        /* stat needs the search permission the user lacks */
+        assert_int_equal(b4_fs_stat(fs, "/workspace/private/note", &st, &err), -EACCES);
+        assert_int_equal(b4_fs_lstat(fs, "/workspace/private/note", &st, &err), -EACCES);
+        assert_int_equal(b4_fs_lstat(fs, "/workspace/secret", &st, &err), 0);
+        b4_stat_clear(&st);
+        /* the walk lists what ls -R would */
+        assert_int_equal(b4_fs_walk(fs, "/workspace", 100, NULL, &w, &n, &err), 0);
+        assert_true(walk_has(w, n, "private"));
+        assert_false(walk_has(w, n, "private/note"));
+        assert_true(walk_has(w, n, "rootdir/file"));
+        b4_walk_entries_free(w, n);
+        /* batched reads, through the exec batch and through one archive */
+        for (size_t k = 0; k < 2; k++) {
+                struct b4_read_req reqs[] = {
+                        { "/workspace/secret", 100 },       { "/workspace/private/note", 100 },
+                        { "/workspace/rootdir/file", 100 }, { "/workspace/pub/f", 100 },
+                        { "/workspace/private/x", 100 },    { "/workspace/none", 100 },
+                        { "/workspace/pub", 100 },          { "/workspace/pub/f", 1 },
+                };
+                size_t nr = k == 0 ? 4 : 8;
+
+                assert_int_equal(b4_fs_read_files(fs, reqs, nr, &blobs, &err), 0);
+                assert_int_equal(blobs[0].error, -EACCES);
+                assert_int_equal(blobs[1].error, -EACCES);
+                assert_string_equal(blobs[2].data, "r\n");
+                assert_string_equal(blobs[3].data, "p\n");
+                if (k == 1) {
+                        assert_int_equal(blobs[4].error, -EACCES);
+                        assert_int_equal(blobs[5].error, -ENOENT);
+                        assert_int_equal(blobs[6].error, -EISDIR);
+                        assert_int_equal(blobs[7].error, -EFBIG);
+                }
+                b4_blobs_free(blobs, nr);
+        }
+        /* writeFile fails where touch does, and leaves nothing behind */
+        out = run(sb, "touch /workspace/rootdir/new 2>&1; echo $?", 0);
+        assert_non_null(strstr(out, "Permission denied\n1\n"));
+        free(out);
+        assert_int_equal(b4_fs_write_file(fs, "/workspace/rootdir/new", "x", 1, &err), -EACCES);
+        assert_string_equal(err.msg, "writeFile /workspace/rootdir/new: Permission denied");
+        assert_int_equal(b4_fs_write_file(fs, "/workspace/rootdir/file", "x", 1, &err), -EACCES);
+        assert_int_equal(b4_fs_write_file(fs, "/workspace/rootdir/d/new", "x", 1, &err), -EACCES);
+        assert_int_equal(b4_fs_write_file(fs, "/workspace/private/new", "x", 1, &err), -EACCES);
+        assert_int_equal(b4_fs_mkdir_p(fs, "/workspace/rootdir/m/n", &err), -EACCES);
+        out = run(sb, "ls -A /workspace/rootdir; cat /workspace/rootdir/file", 0);
+        assert_string_equal(out, "file\nr\n");
+        free(out);
+        assert_int_equal(b4_fs_write_file(fs, "/workspace/pub/g/h", "ok", 2, &err), 0);
+        out = run(sb, "stat -c '%u %a' /workspace/pub/g /workspace/pub/g/h", 0);
+        assert_string_equal(out, "1000 755\n1000 644\n");
+        free(out);
+        b4_sandbox_unref(sb);
+        destroy(p, "dac");
+
+        /* runAsNonRoot false: root without capabilities gets the owner bits of its own files only
+         */
+        pol.security.run_as_non_root = false;
+        sb = acquire(p, "dacroot", &pol);
+        fs = b4_sandbox_fs(sb);
+        free(run(sb, "mkdir -p /workspace/u && chmod 777 /workspace/u", 0));
+        exec_as(p, "dacroot", "1000:1000", "echo u >/workspace/u/f && chmod 600 /workspace/u/f");
+        free(run(sb, "cat /workspace/u/f", 1));
+        assert_read_errno(fs, "/workspace/u/f", -EACCES);
+        b4_sandbox_unref(sb);
+        destroy(p, "dacroot");
+        b4_provider_free(p);
+        b4_policy_clear(&pol);
+}
+
 /* ---- PID exhaustion ---- */
 
 static void test_fork_bomb(void **state)
@@ -940,6 +1086,7 @@ int main(void)
                 cmocka_unit_test(test_cancel),
                 cmocka_unit_test(test_fs_files),
                 cmocka_unit_test(test_fs_batch),
+                cmocka_unit_test(test_fs_user_dac),
                 cmocka_unit_test(test_fork_bomb),
                 cmocka_unit_test(test_stale_keeper),
                 cmocka_unit_test(test_fresh_never_adopts),

@@ -176,6 +176,47 @@ static void test_delete_destroys_and_frees_id(void **state)
         b4_run_end(run);
 }
 
+/* A crash between the deletion mark and the rows' removal, and a sandbox without a row:
+ * reconcile finishes the one and sweeps the other, and a marked thread refuses runs. */
+static void test_reconcile_finishes_and_sweeps(void **state)
+{
+        struct fixture *f = *state;
+        struct b4_reconcile_stats st = { 0 };
+        struct b4_thread_row row = { 0 };
+        struct b4_sandbox *sb = NULL;
+        struct b4_run *run = NULL;
+        struct b4_error err = { 0 };
+
+        create(f, "keep", NULL);
+        create(f, "gone", NULL);
+        create(f, "gone-kid", "gone");
+        for (const char *const *id = (const char *const[]){ "keep", "gone", NULL }; *id; id++) {
+                assert_int_equal(b4_runtime_run_begin(f->rt, *id, &run, NULL), 0);
+                call(run, "file", "x");
+                b4_run_end(run);
+        }
+        assert_int_equal(b4_provider_acquire(f->provider,
+                                             &(struct b4_acquire_req){ .thread_id = "orphan",
+                                                                       .policy = &f->policy },
+                                             &sb, &err),
+                         0);
+        b4_sandbox_unref(sb);
+        assert_int_equal(fake_provider_n_workspaces(f->provider), 3);
+        assert_int_equal(b4_store_thread_mark_deleting(f->store, "gone", &err), 0);
+        assert_int_equal(b4_runtime_run_begin(f->rt, "gone-kid", &run, &err), -ENOENT);
+        assert_int_equal(b4_runtime_reconcile(f->rt, &st, &err), 0);
+        assert_int_equal(st.deletions_finished, 1);
+        assert_int_equal(st.threads, 1);
+        assert_int_equal(st.swept, 1); /* the orphan; "gone" went with its deletion */
+        assert_int_equal(fake_provider_n_workspaces(f->provider), 1);
+        assert_int_equal(b4_store_thread_get(f->store, "gone", &row, NULL), -ENOENT);
+        assert_int_equal(b4_store_thread_get(f->store, "gone-kid", &row, NULL), -ENOENT);
+        assert_int_equal(b4_runtime_run_begin(f->rt, "keep", &run, NULL), 0);
+        b4_run_end(run);
+        assert_int_equal(b4_runtime_reconcile(f->rt, &st, &err), 0);
+        assert_int_equal(st.deletions_finished + (size_t)st.swept, 0);
+}
+
 static void test_reap_idle_releases_keeps_workspace(void **state)
 {
         struct fixture *f = *state;
@@ -291,6 +332,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_run_slot_is_exclusive, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_child_shares_parent_sandbox, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_delete_destroys_and_frees_id, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reconcile_finishes_and_sweeps, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_reap_idle_releases_keeps_workspace, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_shutdown_refuses_new_runs, setup, teardown),

@@ -134,11 +134,47 @@ static void make_v1(const char *dir)
         assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
         assert_int_equal(sqlite3_exec(db,
                                       "DROP INDEX thread_staged_source; DROP TABLE thread_staged; "
+                                      "ALTER TABLE threads DROP COLUMN deleting; "
                                       "PRAGMA user_version = 1",
                                       NULL, NULL, NULL),
                          SQLITE_OK);
         sqlite3_close(db);
         free(path);
+}
+
+/* A deletion mark is durable, listed, visible on the row, and goes with the row. */
+static void test_mark_deleting(void **state)
+{
+        struct b4_store *s = NULL;
+        struct b4_error err = { 0 };
+        struct b4_thread_row a = { .id = (char *)"a", .created_ms = 1 },
+                             b = { .id = (char *)"b", .created_ms = 2 }, got = { 0 };
+        char **ids = NULL;
+
+        assert_int_equal(b4_store_open(*state, B4_STORE_EXCLUSIVE, &s, &err), 0);
+        assert_int_equal(b4_store_thread_insert(s, &a, &err), 0);
+        assert_int_equal(b4_store_thread_insert(s, &b, &err), 0);
+        assert_int_equal(b4_store_thread_mark_deleting(s, "nope", &err), -ENOENT);
+        assert_int_equal(b4_store_thread_mark_deleting(s, "b", &err), 0);
+        b4_store_close(s);
+        assert_int_equal(b4_store_open(*state, B4_STORE_EXCLUSIVE, &s, &err), 0);
+        assert_int_equal(b4_store_thread_list_deleting(s, &ids, &err), 0);
+        assert_non_null(ids);
+        assert_string_equal(ids[0], "b");
+        assert_null(ids[1]);
+        free(ids[0]);
+        free(ids);
+        assert_int_equal(b4_store_thread_get(s, "b", &got, &err), 0);
+        assert_true(got.deleting);
+        b4_thread_row_clear(&got);
+        assert_int_equal(b4_store_thread_get(s, "a", &got, &err), 0);
+        assert_false(got.deleting);
+        b4_thread_row_clear(&got);
+        assert_int_equal(b4_store_thread_delete(s, "b", &err), 0);
+        assert_int_equal(b4_store_thread_list_deleting(s, &ids, &err), 0);
+        assert_null(ids[0]);
+        free(ids);
+        b4_store_close(s);
 }
 
 static void test_v1_upgrades_to_v2(void **state)
@@ -182,6 +218,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_delete_cascades_and_survives_reopen, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_v1_upgrades_to_v2, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_mark_deleting, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -501,6 +501,16 @@ int b4_provider_destroy(struct b4_provider *p, const char *thread_id, struct b4_
         return r < 0 ? r : p->ops->destroy(p, thread_id, err);
 }
 
+int b4_provider_sweep(struct b4_provider *p, char *const *live_thread_ids, struct b4_error *err)
+{
+        if (!p || !live_thread_ids)
+                return b4_error_set(err, -EINVAL, "sweep needs a provider and a live thread list");
+        if (!p->ops->sweep)
+                return b4_error_set(err, -EOPNOTSUPP, "Sandbox provider \"%s\" cannot sweep",
+                                    p->ops->name);
+        return p->ops->sweep(p, live_thread_ids, err);
+}
+
 int b4_provider_preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_error *err)
 {
         *ret = (struct b4_preflight){ .ok = true };

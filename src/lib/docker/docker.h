@@ -6,7 +6,8 @@
  *   api.c       the Engine API client: version negotiation, error mapping, the calls we use
  *   tar.c       libarchive glue: pull a tar from an HTTP stream, build one in memory
  *   exec.c      commands through the exec API: demultiplexing, caps, timeout, cancel
- *   fs.c        struct b4_fs over the archive endpoints (plus one exec for list/remove/touch)
+ *   fs.c        struct b4_fs over the archive endpoints and execs as the sandbox user
+ *   dac.c       the sandbox user's DAC, applied to tar members that dockerd read as root
  *   identity.c  the launch configuration, its JSON and the keeper identity (reference §3.3)
  *   provider.c  the provider object: acquire/release/destroy, recovery, preflight, images
  *   reader.c    read-only reader containers (reference §3.8)
@@ -130,8 +131,7 @@ void tar_reader_free(struct archive *a);
 
 struct tar_builder;
 int tar_builder_new(struct tar_builder **ret);
-/* Add a directory (mode 0755) or a regular file. @name relative, '/'-separated. */
-int tar_builder_dir(struct tar_builder *t, const char *name, uid_t uid, gid_t gid);
+/* Add a regular file. @name relative, '/'-separated. */
 int tar_builder_file(struct tar_builder *t,
                      const char *name,
                      const void *data,
@@ -171,6 +171,33 @@ int docker_exec_run_marked(struct docker_client *d,
                            struct b4_error *err);
 /* POSIX single-quote @s onto a heap string. */
 int docker_shell_quote(const char *s, char **ret);
+
+/* ---- dac.c ------------------------------------------------------------------------------ */
+
+#define DOCKER_DAC_MAX_GROUPS 64
+#define DOCKER_DAC_R          4u
+#define DOCKER_DAC_W          2u
+#define DOCKER_DAC_X          1u
+
+/* Who the sandbox user is inside the container, as the kernel checks it. */
+struct docker_dac {
+        uid_t uid;
+        gid_t groups[DOCKER_DAC_MAX_GROUPS]; /* the egid and every supplementary group */
+        size_t n_groups;
+        bool override;    /* CAP_DAC_OVERRIDE in CapEff */
+        bool read_search; /* CAP_DAC_READ_SEARCH in CapEff */
+};
+
+/* Parse the identity probe's "U <uid>", "G <gids...>", "C <CapEff hex>" lines.
+ * Return: 0, -EPROTO (malformed or incomplete), -E2BIG (too many groups). */
+int docker_dac_parse(const char *text, struct docker_dac *ret);
+/* Would @u get @want (DOCKER_DAC_R|W|X) on an inode owned by @owner:@group with @mode? */
+bool docker_dac_allows(const struct docker_dac *u,
+                       uid_t owner,
+                       gid_t group,
+                       unsigned mode,
+                       bool is_dir,
+                       unsigned want);
 
 /* ---- fs.c ------------------------------------------------------------------------------- */
 

@@ -1,15 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * struct b4_fs over a container, without the docker CLI and without one request per file:
+ * struct b4_fs over a container, without the docker CLI and without one request per file.
+ * dockerd serves the archive endpoints as root with every capability, so nothing the sandbox
+ * user could not see or do goes through them unchecked (audit H1): what the user can do is
+ * decided inside the container by an exec as the user, or, for tar members, by the user's
+ * DAC (dac.c) from their owner, group and mode.
  *
- *   read_file   GET /archive, one tar entry: the tar header carries the size, so a file over
- *               max_bytes is refused after the header and the transfer is dropped
- *   lstat/stat  HEAD /archive (X-Docker-Container-Path-Stat); a link's raw target from the
+ *   read_file   one exec as the user (head -c max+1): EACCES where cat gets EACCES
+ *   lstat/stat  one exec as the user (ls -d, the kernel's own lookup) that must succeed, then
+ *               HEAD /archive (X-Docker-Container-Path-Stat); a link's raw target from the
  *               link's own tar entry
- *   walk        GET /archive of the directory, streamed through libarchive: names, types,
- *               sizes, modes and link targets of the whole subtree in one request
- *   write_file  PUT /archive of a one-file tar owned by the sandbox uid/gid (parents that are
- *               missing are part of the same tar)
+ *   walk        the user's identity and a search of the directory (one exec), then GET
+ *               /archive of it, streamed through libarchive: names, types, sizes, modes and
+ *               link targets of what the user could list, in one request
+ *   write_file  one exec as the user creates the missing parents and an empty temporary file
+ *               (so the user's permissions decide), PUT /archive fills it with a one-file tar
+ *               owned by the sandbox uid/gid, one exec renames it over the target
+ *   mkdir_p     one exec as the user (mkdir -p)
  *   realpath    HEAD per path component (Docker resolves each link inside the container);
  *               a path that cannot be resolved is an error
  *   confinement (enum b4_fs_flags) the same resolution first, refused when it followed a
@@ -17,7 +24,8 @@
  *               the operation then uses the resolved path and follows no further link. By
  *               review: Docker offers no openat2, so this narrows a swap race, it cannot close it
  *   list_dir, remove, touch, read_files
- *               one exec each (read_files batches every request into one script)
+ *               one exec each (read_files batches every request into one script, or answers
+ *               from one archive what the user's DAC allows and execs the rest)
  *
  * Exec-based members report PID exhaustion (reference §3.6, "started shell fork failure")
  * as -EAGAIN with the shell's message so the provider can recover and retry.
@@ -58,7 +66,44 @@ static const char *entry_text(const char *utf8, const char *raw)
 static bool plain_errno(int r)
 {
         return r == -ENOENT || r == -EISDIR || r == -ENOTDIR || r == -EACCES || r == -ENOTEMPTY ||
-               r == -EEXIST || r == -ELOOP || r == -EXDEV;
+               r == -EEXIST || r == -ELOOP || r == -EXDEV || r == -EPERM || r == -EROFS ||
+               r == -ENAMETOOLONG || r == -ENOSPC || r == -EINVAL;
+}
+
+/* strerror() texts of glibc and musl, as a shell, ls, mkdir or mv in the image print them. */
+static const struct {
+        const char *text;
+        int error;
+} errno_texts[] = {
+        { "No such file or directory", ENOENT },
+        { "Permission denied", EACCES },
+        { "Not a directory", ENOTDIR },
+        { "Is a directory", EISDIR },
+        { "Too many levels of symbolic links", ELOOP },
+        { "Symbolic link loop", ELOOP },
+        { "File name too long", ENAMETOOLONG },
+        { "Filename too long", ENAMETOOLONG },
+        { "Operation not permitted", EPERM },
+        { "Read-only file system", EROFS },
+        { "No space left on device", ENOSPC },
+        { "File exists", EEXIST },
+};
+
+/* The errno of a tool's message: the text after its last ": " (-EIO when unknown). */
+static int text_errno(const char *msg, size_t n)
+{
+        const char *t = msg;
+
+        while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+                n--;
+        for (size_t i = 0; i + 1 < n; i++)
+                if (msg[i] == ':' && msg[i + 1] == ' ')
+                        t = msg + i + 2;
+        for (size_t i = 0; i < ELEMENTSOF(errno_texts); i++)
+                if ((size_t)(msg + n - t) == strlen(errno_texts[i].text) &&
+                    memcmp(t, errno_texts[i].text, (size_t)(msg + n - t)) == 0)
+                        return -errno_texts[i].error;
+        return -EIO;
 }
 
 /* "<op> <path>: <strerror>" for file errors (as native says them), else the Docker text. */
@@ -74,6 +119,93 @@ static int confine(struct docker_fs_target *t,
                    unsigned flags,
                    char **ret,
                    struct b4_error *err);
+static int fs_exec_capped(struct docker_fs_target *t,
+                          const char *script,
+                          char **args,
+                          size_t cap,
+                          struct b4_exec_result *ret,
+                          struct b4_error *err);
+static int fs_exec(struct docker_fs_target *t,
+                   const char *script,
+                   char **args,
+                   struct b4_exec_result *ret,
+                   struct b4_error *err);
+
+static int user_step(struct docker_fs_target *t,
+                     const char *script,
+                     char **args,
+                     struct b4_exec_result *ret,
+                     struct b4_error *err);
+
+/* The errno of a failed exec-based step from its stderr; an unknown text is -EIO with it. */
+static int exec_errno(const struct b4_exec_result *x, struct b4_error *err)
+{
+        int r = text_errno(x->errout ?: "", x->errout_len);
+
+        if (r == -EIO)
+                return b4_error_set(err, r, "%.*s", (int)x->errout_len, x->errout ?: "");
+        return r;
+}
+
+/* The kernel's own lookup of @path as the sandbox user (ls -d; -L follows links). */
+static int user_lookup(struct docker_fs_target *t,
+                       const char *path,
+                       bool follow,
+                       struct b4_error *err)
+{
+        struct b4_exec_result x = { 0 };
+        int r;
+
+        r = fs_exec(t, follow ? "ls -dL -- \"$1\" >/dev/null" : "ls -d -- \"$1\" >/dev/null",
+                    (char *[]){ (char *)path, NULL }, &x, err);
+        if (r >= 0 && x.exit_code != 0)
+                r = exec_errno(&x, err);
+        b4_exec_result_clear(&x);
+        return r;
+}
+
+/* The user's identity (dac.c), once the kernel let the user search @dir and its ancestors. */
+static int user_identity(struct docker_fs_target *t,
+                         const char *dir,
+                         struct docker_dac *ret,
+                         struct b4_error *err)
+{
+        static const char script[] =
+                "ls -d -- \"$1/.\" >/dev/null || exit 3; "
+                "while read -r k v; do case $k in Uid:) set -- $v; echo \"U $4\";; "
+                "Gid:) set -- $v; g=$4;; Groups:) s=$v;; CapEff:) c=$v;; esac; "
+                "done </proc/self/status; echo \"G $g $s\"; echo \"C $c\"";
+        struct b4_exec_result x = { 0 };
+        int r;
+
+        r = user_step(t, script, (char *[]){ (char *)dir, NULL }, &x, err);
+        if (r < 0)
+                return r;
+        r = docker_dac_parse(x.out, ret);
+        if (r < 0)
+                r = b4_error_set(err, r, "invalid identity of the sandbox user");
+        b4_exec_result_clear(&x);
+        return r;
+}
+
+/* Would the user get @want on the inode of tar member @e? */
+static bool entry_allows(const struct docker_dac *u, struct archive_entry *e, unsigned want)
+{
+        return docker_dac_allows(u, (uid_t)archive_entry_uid(e), (gid_t)archive_entry_gid(e),
+                                 archive_entry_perm(e), archive_entry_filetype(e) == AE_IFDIR,
+                                 want);
+}
+
+/* Is @rel below one of @dirs ('/'-separated, relative like @rel)? */
+static bool under_any(char *const *dirs, const char *rel)
+{
+        STRV_FOREACH (d, dirs) {
+                size_t n = strlen(*d);
+                if (strncmp(rel, *d, n) == 0 && rel[n] == '/')
+                        return true;
+        }
+        return false;
+}
 
 /* ---- stat ---- */
 
@@ -151,7 +283,9 @@ int dfs_lstat(struct docker_fs_target *t,
         struct b4_stat st = { 0 };
         int r;
 
-        r = lstat_raw(t, path, &st, NULL, err);
+        r = user_lookup(t, path, false, err);
+        if (r >= 0)
+                r = lstat_raw(t, path, &st, NULL, err);
         if (r >= 0 && st.kind == B4_FILE_SYMLINK) {
                 r = raw_link_target(t, path, &st.target, err);
                 if (r >= 0)
@@ -173,6 +307,8 @@ int dfs_stat(struct docker_fs_target *t,
         int r;
 
         r = confine(t, path, flags, &cur, err);
+        if (r >= 0) /* confined: a link is refused below, so the leaf's own lookup decides */
+                r = user_lookup(t, cur, flags == 0, err);
         if (r < 0)
                 return op_error(err, r, "stat", path);
         for (int i = 0; i < MAX_LINKS; i++) {
@@ -230,49 +366,113 @@ static int read_entry(struct archive *a, uint64_t size, char **ret, size_t *ret_
         return 0;
 }
 
-/* One GET: follows a link leaf (via the stat header) and refuses directories. */
-static int read_once(struct docker_fs_target *t,
+/*
+ * One file read as the sandbox user, shared by read_file (raw) and the exec batch (base64 of
+ * the same record). b4r PATH COUNT NOFOLLOW prints a status line: F (then at most COUNT
+ * bytes, all when COUNT is empty, and "\nB4_READ_STATUS_<head's status>\n"), D directory,
+ * O not a regular file (never opened: no FIFO or /dev/zero reads), L a link under
+ * confinement, A the open was refused, or "E <strerror>" when the user's lookup fails.
+ */
+#define READ_FN                                                                        \
+ "b4r() { if [ -n \"$3\" ] && [ -L \"$1\" ]; then echo L; return; fi; "                \
+ "if [ -d \"$1\" ]; then echo D; return; fi; "                                         \
+ "if ! e=$(ls -dL -- \"$1\" 2>&1 >/dev/null); then echo \"E ${e##*: }\"; return; fi; " \
+ "if [ ! -f \"$1\" ]; then echo O; return; fi; "                                       \
+ "{ echo F; if [ -n \"$2\" ]; then head -c \"$2\"; else cat; fi; "                     \
+ "printf '\\nB4_READ_STATUS_%s\\n' $?; } 2>/dev/null <\"$1\" || echo A; }\n"
+#define READ_FOOTER "\nB4_READ_STATUS_"
+
+/* The last footer in @s (the file's own bytes may contain the text too). */
+static const char *last_footer(const char *s, size_t n)
+{
+        size_t k = sizeof(READ_FOOTER) - 1;
+
+        for (size_t i = n >= k ? n - k + 1 : 0; i-- > 0;)
+                if (memcmp(s + i, READ_FOOTER, k) == 0)
+                        return s + i;
+        return NULL;
+}
+
+/* Decode one b4r record in @buf (taken: it becomes the blob's data or is freed) against
+ * @max. Return: 0 with the per-file result in @b, or -EPROTO for a malformed record. */
+static int read_record(char *buf, size_t n, uint64_t max, struct b4_blob *b)
+{
+        cleanup_free char *owned = buf;
+        const char *nl = memchr(buf, '\n', n), *f;
+        size_t len;
+
+        *b = (struct b4_blob){ 0 };
+        if (!nl || nl == buf)
+                return -EPROTO;
+        if (buf[0] == 'E' && nl - buf > 2 && buf[1] == ' ')
+                return (b->error = text_errno(buf + 2, (size_t)(nl - buf - 2))), 0;
+        if (nl - buf != 1)
+                return -EPROTO;
+        switch (buf[0]) {
+        case 'D':
+                return (b->error = -EISDIR), 0;
+        case 'O':
+                return (b->error = -EINVAL), 0;
+        case 'L':
+                return (b->error = -ELOOP), 0;
+        case 'A':
+                return (b->error = -EACCES), 0;
+        case 'F':
+                break;
+        default:
+                return -EPROTO;
+        }
+        f = last_footer(nl + 1, n - (size_t)(nl + 1 - buf));
+        if (!f)
+                return -EPROTO;
+        if ((size_t)(buf + n - f) != sizeof(READ_FOOTER) + 1 ||
+            memcmp(f + sizeof(READ_FOOTER) - 1, "0\n", 2) != 0)
+                return (b->error = -EIO), 0; /* head or cat failed */
+        len = (size_t)(f - (nl + 1));
+        if (max != B4_UNBOUNDED && len > max)
+                return (b->error = -EFBIG), 0;
+        memmove(buf, nl + 1, len);
+        buf[len] = '\0';
+        b->data = TAKE_PTR(owned);
+        b->len = len;
+        return 0;
+}
+
+/* head's count for a cap: max + 1 bytes prove "over max" without reading further. */
+static void read_count(uint64_t max, char out[24])
+{
+        if (max == B4_UNBOUNDED)
+                out[0] = '\0';
+        else
+                (void)snprintf(out, 24, "%llu", (unsigned long long)max + 1);
+}
+
+/* Read @path as the sandbox user; per-file errors in @b. */
+static int read_exec(struct docker_fs_target *t,
                      const char *path,
+                     bool nofollow,
                      uint64_t max,
-                     char **ret,
-                     size_t *ret_len,
-                     char **ret_follow,
+                     struct b4_blob *b,
                      struct b4_error *err)
 {
-        cleanup_(http_stream_freep) struct http_stream *s = NULL;
-        struct docker_path_stat ps = { 0 };
-        struct archive *a = NULL;
-        struct archive_entry *e;
-        const char *h;
-        int r, ar;
+        struct b4_exec_result x = { 0 };
+        size_t cap = max < FS_OUTPUT_CAP - 4096 ? (size_t)max + 4096 : FS_OUTPUT_CAP;
+        char count[24];
+        int r;
 
-        r = docker_archive_get(t->d, t->container, path, &s, err);
+        read_count(max, count);
+        r = fs_exec_capped(t, READ_FN "b4r \"$1\" \"$2\" \"$3\"",
+                           (char *[]){ (char *)path, count, (char *)(nofollow ? "1" : ""), NULL },
+                           cap, &x, err);
         if (r < 0)
                 return r;
-        h = http_stream_header(s, "X-Docker-Container-Path-Stat");
-        if (h && docker_path_stat_parse(h, &ps) >= 0) {
-                enum b4_file_kind k = go_kind(ps.mode);
-                if (k == B4_FILE_SYMLINK && ps.link_target)
-                        *ret_follow = TAKE_PTR(ps.link_target);
-                docker_path_stat_clear(&ps);
-                if (*ret_follow)
-                        return 0;
-                if (k == B4_FILE_DIRECTORY)
-                        return -EISDIR;
-        }
-        r = tar_reader_open(s, &a, err);
-        if (r < 0)
-                return r;
-        ar = archive_read_next_header(a, &e);
-        if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN) /* WARN: a name not in the locale */
-                r = b4_error_set(err, -EIO, "unreadable archive: %s", archive_error_string(a));
-        else if (archive_entry_filetype(e) == AE_IFDIR)
-                r = -EISDIR;
-        else if (max != B4_UNBOUNDED && (uint64_t)archive_entry_size(e) > max)
-                r = -EFBIG;
-        else
-                r = read_entry(a, (uint64_t)archive_entry_size(e), ret, ret_len);
-        tar_reader_free(a);
+        if (x.truncated)
+                r = b4_error_set(err, -EIO, "more than %u bytes of read output", FS_OUTPUT_CAP);
+        else if (x.exit_code != 0)
+                r = b4_error_set(err, -EIO, "%.*s", (int)x.errout_len, x.errout ?: "");
+        else if (read_record(TAKE_PTR(x.out), x.out_len, max, b) < 0)
+                r = b4_error_set(err, -EPROTO, "invalid read response");
+        b4_exec_result_clear(&x);
         return r;
 }
 
@@ -285,30 +485,22 @@ int dfs_read_file(struct docker_fs_target *t,
                   struct b4_error *err)
 {
         cleanup_free char *cur = NULL;
+        struct b4_blob b = { 0 };
         int r;
 
         r = confine(t, path, flags, &cur, err);
+        if (r >= 0) /* confined: a link leaf that appeared after the check is -ELOOP */
+                r = read_exec(t, cur, flags != 0, max, &b, err);
+        if (r >= 0)
+                r = b.error;
+        if (r == -EFBIG)
+                return b4_error_set(err, r, "readFile %s: content exceeds maxBytes (%llu).", path,
+                                    (unsigned long long)max);
         if (r < 0)
                 return op_error(err, r, "readFile", path);
-        for (int i = 0; i < MAX_LINKS; i++) {
-                char *next = NULL;
-
-                r = read_once(t, cur, max, ret, ret_len, &next, err);
-                if (r >= 0 && flags && next) {
-                        free(next);
-                        r = -ELOOP; /* appeared after the confinement check */
-                }
-                if (r == -EFBIG)
-                        return b4_error_set(err, r, "readFile %s: content exceeds maxBytes (%llu).",
-                                            path, (unsigned long long)max);
-                if (r < 0)
-                        return op_error(err, r, "readFile", path);
-                if (!next)
-                        return 0;
-                free(cur);
-                cur = next;
-        }
-        return op_error(err, -ELOOP, "readFile", path);
+        *ret = b.data;
+        *ret_len = b.len;
+        return 0;
 }
 
 /* ---- walk ---- */
@@ -334,20 +526,9 @@ struct walk {
         struct b4_walk_entry *v;
         size_t n, cap, max;
         char *const *prune;
+        const struct docker_dac *user;
+        char **hidden; /* directories the user cannot list: their members are skipped */
 };
-
-static bool pruned_below(const struct walk *w, const char *rel)
-{
-        const char *slash = strchr(rel, '/');
-
-        if (!slash)
-                return false;
-        STRV_FOREACH (p, w->prune)
-                if (strlen(*p) == (size_t)(slash - rel) &&
-                    strncmp(*p, rel, (size_t)(slash - rel)) == 0)
-                        return true;
-        return false;
-}
 
 static int walk_add(struct walk *w, const char *rel, struct archive_entry *e)
 {
@@ -421,16 +602,25 @@ static int walk_archive(struct archive *a, const char *prefix, struct walk *w, s
                         return b4_error_set(err, -EIO, "unreadable archive: %s",
                                             archive_error_string(a));
                 name = entry_text(archive_entry_pathname_utf8(e), archive_entry_pathname(e));
-                if (!name || strncmp(name, prefix, plen) != 0 || name[plen] == '\0')
-                        continue; /* the base itself */
+                if (!name || strncmp(name, prefix, plen) != 0)
+                        continue;
+                if (name[plen] == '\0') { /* the base itself */
+                        if (!entry_allows(w->user, e, DOCKER_DAC_R | DOCKER_DAC_X))
+                                return -EACCES;
+                        continue;
+                }
                 free(rel);
                 rel = b4_strdup(name + plen);
                 if (!rel)
                         return b4_error_set(err, -ENOMEM, "out of memory");
                 for (size_t n = strlen(rel); n > 0 && rel[n - 1] == '/'; n--)
                         rel[n - 1] = '\0'; /* directories come as "d/" */
-                if (pruned_below(w, rel))
+                if (under_any(w->prune, rel) || under_any(w->hidden, rel))
                         continue;
+                if (archive_entry_filetype(e) == AE_IFDIR &&
+                    !entry_allows(w->user, e, DOCKER_DAC_R | DOCKER_DAC_X) &&
+                    strv_extend(&w->hidden, rel) < 0)
+                        return b4_error_set(err, -ENOMEM, "out of memory");
                 r = walk_add(w, rel, e);
                 if (r == -E2BIG)
                         return b4_error_set(err, r, "Workspace entries limit exceeded");
@@ -450,7 +640,8 @@ int dfs_walk(struct docker_fs_target *t,
 {
         cleanup_(http_stream_freep) struct http_stream *s = NULL;
         cleanup_free char *prefix = NULL;
-        struct walk w = { .max = max_entries, .prune = prune };
+        struct docker_dac user = { 0 };
+        struct walk w = { .max = max_entries, .prune = prune, .user = &user };
         struct archive *a = NULL;
         const char *base = strrchr(path, '/');
         int r;
@@ -458,15 +649,18 @@ int dfs_walk(struct docker_fs_target *t,
         base = base && base[1] ? base + 1 : "";
         if (b4_asprintf(&prefix, "%s/", base) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
-        r = docker_archive_get(t->d, t->container, path, &s, err);
+        r = user_identity(t, path, &user, err);
+        if (r >= 0)
+                r = docker_archive_get(t->d, t->container, path, &s, err);
         if (r >= 0)
                 r = tar_reader_open(s, &a, err);
         if (r >= 0)
                 r = walk_archive(a, prefix, &w, err);
         tar_reader_free(a);
+        strv_free(w.hidden);
         if (r < 0) {
                 b4_walk_entries_free(w.v, w.n);
-                return r == -E2BIG ? r : op_error(err, r, "walkTree", path);
+                return r == -E2BIG || r == -EAGAIN ? r : op_error(err, r, "walkTree", path);
         }
         if (w.n > 1)
                 qsort_safe(w.v, w.n, sizeof(*w.v), walk_cmp);
@@ -477,80 +671,30 @@ int dfs_walk(struct docker_fs_target *t,
 
 /* ---- write_file, mkdir_p ---- */
 
-/* The longest existing directory prefix of @dir and the components missing below it. */
-static int existing_base(struct docker_fs_target *t,
-                         const char *dir,
-                         char **ret_base,
-                         char ***ret_missing,
-                         struct b4_error *err)
-{
-        cleanup_free char *cur = b4_strdup(dir);
-        cleanup_strv char **missing = NULL;
-        int r;
-
-        if (!cur)
-                return -ENOMEM;
-        for (;;) {
-                struct b4_stat st = { 0 };
-                char *slash;
-
-                r = lstat_raw(t, *cur ? cur : "/", &st, NULL, err);
-                if (r >= 0 && st.kind != B4_FILE_DIRECTORY && st.kind != B4_FILE_SYMLINK)
-                        return -ENOTDIR;
-                if (r >= 0)
-                        break;
-                if (r != -ENOENT)
-                        return r;
-                slash = strrchr(cur, '/');
-                if (!slash)
-                        return -ENOENT;
-                if (strv_extend(&missing, slash + 1) < 0)
-                        return -ENOMEM;
-                *slash = '\0';
-        }
-        *ret_base = *cur ? TAKE_PTR(cur) : b4_strdup("/");
-        *ret_missing = TAKE_PTR(missing);
-        return *ret_base ? 0 : -ENOMEM;
-}
-
-/* PUT a tar of @missing dirs (innermost last in reverse order) plus an optional file. */
-static int put_tree(struct docker_fs_target *t,
-                    const char *base,
-                    char **missing,
-                    const char *file,
+/* PUT a tar of one file, owned by the sandbox uid/gid, into the existing directory @dir. */
+static int put_file(struct docker_fs_target *t,
+                    const char *dir,
+                    const char *leaf,
                     const void *data,
                     size_t len,
                     unsigned mode,
                     struct b4_error *err)
 {
         struct tar_builder *tb = NULL;
-        struct strbuf rel;
-        size_t n = strv_length(missing);
         const void *tar;
         size_t tar_len;
         int r;
 
-        strbuf_init(&rel, STRBUF_UNLIMITED);
         r = tar_builder_new(&tb);
-        for (size_t i = n; r >= 0 && i > 0; i--) {
-                r = strbuf_addf(&rel, "%s%s", rel.len ? "/" : "", missing[i - 1]);
-                if (r >= 0)
-                        r = tar_builder_dir(tb, rel.buf, t->uid, t->gid);
-        }
-        if (r >= 0 && file) {
-                size_t dlen = rel.len;
-                r = strbuf_addf(&rel, "%s%s", dlen ? "/" : "", file);
-                if (r >= 0)
-                        r = tar_builder_file(tb, rel.buf, data, len, mode, t->uid, t->gid);
-        }
+        if (r >= 0)
+                r = tar_builder_file(tb, leaf, data, len, mode, t->uid, t->gid);
         if (r >= 0)
                 r = tar_builder_finish(tb, &tar, &tar_len);
         if (r < 0)
                 r = b4_error_set(err, r, "cannot build the archive");
         else
-                r = docker_archive_put(t->d, t->container, base, tar, tar_len, err);
+                r = docker_archive_put(t->d, t->container, dir, tar, tar_len, err);
         tar_builder_free(tb);
-        strbuf_release(&rel);
         return r;
 }
 
@@ -565,55 +709,101 @@ static int split_parent(const char *path, char **ret_dir, const char **ret_leaf)
         return *ret_dir ? 0 : -ENOMEM;
 }
 
-static int fs_exec(struct docker_fs_target *t,
-                   const char *script,
-                   char **args,
-                   struct b4_exec_result *ret,
-                   struct b4_error *err);
+/* Run @script as the user; a non-zero exit is the errno of its message. */
+static int user_step(struct docker_fs_target *t,
+                     const char *script,
+                     char **args,
+                     struct b4_exec_result *ret,
+                     struct b4_error *err)
+{
+        struct b4_exec_result x = { 0 };
+        int r;
 
-/* Rename @tmp over @path inside the container: the replace is atomic (a reader sees the old or
- * the new file, never a half-written one) and a symlink leaf is replaced, not followed. */
+        r = fs_exec(t, script, args, &x, err);
+        if (r >= 0 && x.exit_code == 21)
+                r = -EISDIR;
+        else if (r >= 0 && x.exit_code != 0)
+                r = exec_errno(&x, err);
+        if (r >= 0 && ret)
+                *ret = x;
+        else
+                b4_exec_result_clear(&x);
+        return r;
+}
+
+/* Rename @tmp over @path inside the container, as the user: the replace is atomic (a reader
+ * sees the old or the new file, never a half-written one) and a symlink leaf is replaced, not
+ * followed. */
 static int rename_into_place(struct docker_fs_target *t,
                              const char *tmp,
                              const char *path,
                              struct b4_error *err)
 {
-        struct b4_exec_result x = { 0 };
-        int r;
-
-        r = fs_exec(t, "mv -f -T -- \"$1\" \"$2\" || { rm -f -- \"$1\"; exit 1; }",
-                    (char *[]){ (char *)tmp, (char *)path, NULL }, &x, err);
-        if (r >= 0 && x.exit_code != 0)
-                r = b4_error_set(err, -EIO, "writeFile %s: %.*s", path, (int)x.errout_len,
-                                 x.errout ? x.errout : "");
-        b4_exec_result_clear(&x);
-        return r;
+        return user_step(t, "mv -f -T -- \"$1\" \"$2\" || { rm -f -- \"$1\"; exit 1; }",
+                         (char *[]){ (char *)tmp, (char *)path, NULL }, NULL, err);
 }
 
-/* Write @data as @leaf under @dir, creating missing parents in the same archive. */
-static int put_file(struct docker_fs_target *t,
-                    const char *dir,
-                    const char *leaf,
-                    const void *data,
-                    size_t len,
-                    unsigned mode,
-                    struct b4_error *err)
+/* The permission bits of a regular file's `ls -l` mode field ("-rwsr-x--T"). */
+static bool ls_mode(const char *s, size_t n, unsigned *ret)
 {
-        cleanup_free char *base = NULL;
-        cleanup_strv char **missing = NULL;
+        static const char letters[] = "rwxrwxrwx";
+        static const unsigned special[] = { 04000, 02000, 01000 };
+        unsigned m = 0;
+
+        if (n < 10 || s[0] != '-')
+                return false;
+        for (int i = 0; i < 9; i++) {
+                char c = s[1 + i];
+                bool xcol = i % 3 == 2;
+
+                if (c == letters[i])
+                        m |= 0400u >> i;
+                else if (xcol && (c == 's' || c == 't'))
+                        m |= (0400u >> i) | special[i / 3];
+                else if (xcol && (c == 'S' || c == 'T'))
+                        m |= special[i / 3];
+                else if (c != '-')
+                        return false;
+        }
+        *ret = m;
+        return true;
+}
+
+/*
+ * As the user: create the missing parents and the empty temporary file (refused exactly as
+ * the user would be: EACCES in a directory the user cannot write), refuse a directory
+ * leaf, and report the mode of an existing regular leaf (kept across the replace).
+ */
+static int prepare_write(struct docker_fs_target *t,
+                         const char *dir,
+                         const char *tmp_leaf,
+                         const char *leaf,
+                         unsigned *ret_mode,
+                         struct b4_error *err)
+{
+        static const char script[] =
+                "mkdir -p -- \"$1\" || exit 3; "
+                "if [ -d \"$1/$3\" ] && [ ! -L \"$1/$3\" ]; then exit 21; fi; "
+                "(set -C; : >\"$1/$2\") || exit 3; ls -ldn -- \"$1/$3\" 2>/dev/null; exit 0";
+        struct b4_exec_result x = { 0 };
+        unsigned mode = 0644;
         int r;
 
-        r = put_tree(t, dir, NULL, leaf, data, len, mode, err);
-        if (r != -ENOENT)
+        r = user_step(t, script, (char *[]){ (char *)dir, (char *)tmp_leaf, (char *)leaf, NULL },
+                      &x, err);
+        if (r < 0)
                 return r;
-        r = existing_base(t, dir, &base, &missing, err);
-        return r < 0 ? r : put_tree(t, base, missing, leaf, data, len, mode, err);
+        if (ls_mode(x.out, x.out_len, &mode))
+                *ret_mode = mode;
+        b4_exec_result_clear(&x);
+        return 0;
 }
 
 /*
  * The archive endpoint replaces a file by removing and recreating it, so the content goes to
  * a temporary name in the same directory first and is renamed over the target (the same
- * temp + rename as native), keeping an existing file's mode.
+ * temp + rename as native), keeping an existing file's mode. dockerd writes as root, so the
+ * user first creates that name itself: the PUT only fills a file the user could create.
  */
 int dfs_write_file(struct docker_fs_target *t,
                    const char *path,
@@ -623,7 +813,6 @@ int dfs_write_file(struct docker_fs_target *t,
                    struct b4_error *err)
 {
         cleanup_free char *dir = NULL, *tmp_path = NULL, *lexical = NULL, *confined = NULL;
-        struct docker_path_stat ps = { 0 };
         char tmp_leaf[32];
         uint32_t rnd = 0;
         const char *leaf;
@@ -639,22 +828,18 @@ int dfs_write_file(struct docker_fs_target *t,
                 return op_error(err, r, "writeFile", path);
         if (confined)
                 path = confined;
-        r = docker_archive_stat(t->d, t->container, path, &ps, NULL);
-        if (r >= 0) {
-                if (go_kind(ps.mode) == B4_FILE_DIRECTORY)
-                        r = -EISDIR;
-                else if (go_kind(ps.mode) == B4_FILE_REGULAR)
-                        mode = ps.mode & 07777;
-                docker_path_stat_clear(&ps);
-                if (r == -EISDIR)
-                        return op_error(err, r, "writeFile", path);
-        }
         if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
                 rnd = (uint32_t)getpid(); /* only has to differ from concurrent writers */
         (void)snprintf(tmp_leaf, sizeof(tmp_leaf), ".b4box-write-%08x", rnd);
         if (b4_asprintf(&tmp_path, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, tmp_leaf) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
-        r = put_file(t, dir, tmp_leaf, data, len, mode, err);
+        r = prepare_write(t, dir, tmp_leaf, leaf, &mode, err);
+        if (r >= 0) {
+                r = put_file(t, dir, tmp_leaf, data, len, mode, err);
+                if (r < 0)
+                        (void)user_step(t, "rm -f -- \"$1\"", (char *[]){ tmp_path, NULL }, NULL,
+                                        NULL);
+        }
         if (r >= 0)
                 r = rename_into_place(t, tmp_path, path, err);
         return r < 0 ? op_error(err, r, "writeFile", path) : 0;
@@ -662,20 +847,8 @@ int dfs_write_file(struct docker_fs_target *t,
 
 int dfs_mkdir_p(struct docker_fs_target *t, const char *path, struct b4_error *err)
 {
-        cleanup_free char *p = b4_strdup(path);
-        cleanup_free char *base = NULL;
-        cleanup_strv char **missing = NULL;
-        size_t n;
-        int r;
+        int r = user_step(t, "mkdir -p -- \"$1\"", (char *[]){ (char *)path, NULL }, NULL, err);
 
-        if (!p)
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        n = strlen(p);
-        while (n > 1 && p[n - 1] == '/')
-                p[--n] = '\0';
-        r = existing_base(t, p, &base, &missing, err);
-        if (r >= 0 && missing)
-                r = put_tree(t, base, missing, NULL, NULL, 0, 0, err);
         return r < 0 ? op_error(err, r, "mkdir", path) : 0;
 }
 
@@ -847,16 +1020,18 @@ bool docker_admission_failure(const char *text)
                 strstr(text, "procReady not received"));
 }
 
-/* Run @script (sh -c) with @args; -EAGAIN when PID exhaustion stopped it. */
-static int fs_exec(struct docker_fs_target *t,
-                   const char *script,
-                   char **args,
-                   struct b4_exec_result *ret,
-                   struct b4_error *err)
+/* Run @script (sh -c) with @args as the container's user, keeping up to @cap bytes of each
+ * stream; -EAGAIN when PID exhaustion stopped it. */
+static int fs_exec_capped(struct docker_fs_target *t,
+                          const char *script,
+                          char **args,
+                          size_t cap,
+                          struct b4_exec_result *ret,
+                          struct b4_error *err)
 {
         cleanup_strv char **argv = NULL;
         cleanup_free char *full = NULL;
-        struct docker_exec_spec s = { .container = t->container, .output_cap = FS_OUTPUT_CAP };
+        struct docker_exec_spec s = { .container = t->container, .output_cap = cap };
         struct b4_exec_result x = { 0 };
         bool started = false;
         int r;
@@ -881,6 +1056,15 @@ static int fs_exec(struct docker_fs_target *t,
         }
         *ret = x;
         return 0;
+}
+
+static int fs_exec(struct docker_fs_target *t,
+                   const char *script,
+                   char **args,
+                   struct b4_exec_result *ret,
+                   struct b4_error *err)
+{
+        return fs_exec_capped(t, script, args, FS_OUTPUT_CAP, ret, err);
 }
 
 int dfs_list_dir(struct docker_fs_target *t,
@@ -980,59 +1164,29 @@ int dfs_touch(struct docker_fs_target *t, const char *path, unsigned flags, stru
 static int batch_line(struct strbuf *sb, const struct b4_read_req *q)
 {
         cleanup_free char *qp = NULL;
+        char count[24];
 
         if (docker_shell_quote(q->path, &qp) < 0)
                 return -ENOMEM;
-        if (q->max_bytes == B4_UNBOUNDED)
-                return strbuf_addf(
-                        sb,
-                        "p=%s; if [ -d \"$p\" ]; then echo D; elif [ ! -e \"$p\" ]; then "
-                        "echo N; else echo F; { cat -- \"$p\"; printf '\\nB4_READ_STATUS_%%s\\n' "
-                        "$?; } </dev/null | base64; fi; echo '#'\n",
-                        qp);
-        return strbuf_addf(
-                sb,
-                "p=%s; if [ -d \"$p\" ]; then echo D; elif [ ! -e \"$p\" ]; then echo N; "
-                "else echo F; { head -c %llu -- \"$p\"; printf '\\nB4_READ_STATUS_%%s\\n' "
-                "$?; } </dev/null | base64; fi; echo '#'\n",
-                qp, (unsigned long long)q->max_bytes + 1);
+        read_count(q->max_bytes, count);
+        return strbuf_addf(sb, "b4r %s '%s' '' | base64; echo '#'\n", qp, count);
 }
 
 static int decode_blob(const char *s, size_t n, const struct b4_read_req *q, struct b4_blob *b)
 {
-        static const char footer[] = "\nB4_READ_STATUS_";
         char *data = NULL;
         size_t len;
-        char *f;
 
-        if (n < 2 || s[1] != '\n')
+        if (docker_base64_decode(s, n, &data, &len) < 0)
                 return -EPROTO;
-        if (s[0] == 'D')
-                return (b->error = -EISDIR), 0;
-        if (s[0] == 'N')
-                return (b->error = -ENOENT), 0;
-        if (s[0] != 'F' || docker_base64_decode(s + 2, n - 2, &data, &len) < 0)
-                return -EPROTO;
-        f = len >= 40 ? memmem(data + len - 40, 40, footer, sizeof(footer) - 1)
-                      : memmem(data, len, footer, sizeof(footer) - 1);
-        if (!f || strcmp(f + sizeof(footer) - 1, "0\n") != 0) {
-                free(data);
-                return (b->error = -EIO), 0;
-        }
-        len = (size_t)(f - data);
-        data[len] = '\0';
-        if (q->max_bytes != B4_UNBOUNDED && len > q->max_bytes) {
-                free(data);
-                return (b->error = -EFBIG), 0;
-        }
-        b->data = data;
-        b->len = len;
-        return 0;
+        return read_record(data, len, q->max_bytes, b);
 }
 
+/* Run one batch script answering reqs[sel[0..n)] into the same slots of @out. */
 static int run_batch(struct docker_fs_target *t,
                      const char *script,
                      const struct b4_read_req *reqs,
+                     const size_t *sel,
                      size_t n,
                      struct b4_blob *out,
                      struct b4_error *err)
@@ -1063,7 +1217,7 @@ static int run_batch(struct docker_fs_target *t,
                 }
                 if (!term)
                         break;
-                r = decode_blob(p, (size_t)(term - p), &reqs[i], &out[i]);
+                r = decode_blob(p, (size_t)(term - p), &reqs[sel[i]], &out[sel[i]]);
                 p = q;
         }
         b4_exec_result_clear(&x);
@@ -1115,99 +1269,126 @@ static char *common_dir(const struct b4_read_req *reqs, size_t n)
         return dir;
 }
 
-/* One tar entry against the requests it answers; *follow marks links (read one by one). */
+/* One tar entry against a request: *pending is left set for what the archive cannot prove
+ * (links, hard links, special files, a file the user may not read): the exec batch reads
+ * those as the user. */
 static int batch_entry(struct archive *a,
                        struct archive_entry *e,
+                       const struct docker_dac *user,
                        const struct b4_read_req *q,
                        struct b4_blob *b,
-                       bool *follow)
+                       bool *pending)
 {
         mode_t type = archive_entry_filetype(e);
         uint64_t size = (uint64_t)archive_entry_size(e);
-        int r;
 
         *b = (struct b4_blob){ 0 };
         if (type == AE_IFDIR)
-                return (b->error = -EISDIR), 0;
-        if (type == AE_IFLNK || archive_entry_hardlink(e) || type != AE_IFREG)
-                return (*follow = true), 0;
+                return (b->error = -EISDIR), (*pending = false), 0;
+        if (type != AE_IFREG || archive_entry_hardlink(e) || !entry_allows(user, e, DOCKER_DAC_R))
+                return 0;
+        *pending = false;
         if (q->max_bytes != B4_UNBOUNDED && size > q->max_bytes)
                 return (b->error = -EFBIG), 0;
-        r = read_entry(a, size, &b->data, &b->len);
+        return read_entry(a, size, &b->data, &b->len);
+}
+
+struct abatch {
+        const char *prefix;
+        struct areq *idx;
+        size_t n;
+        const struct b4_read_req *reqs;
+        struct b4_blob *out;
+        bool *pending;
+        const struct docker_dac *user;
+        char **hidden; /* directories the user cannot search: their members stay pending */
+};
+
+/* The requests that tar member @rel answers (the data of a member is read once). */
+static int batch_member(struct abatch *ab, struct archive *a, struct archive_entry *e, char *rel)
+{
+        struct areq key = { .rel = rel }, *hit;
+        int r = 0;
+
+        if (under_any(ab->hidden, rel))
+                return 0;
+        if (archive_entry_filetype(e) == AE_IFDIR && !entry_allows(ab->user, e, DOCKER_DAC_X) &&
+            strv_extend(&ab->hidden, rel) < 0)
+                return -ENOMEM;
+        hit = bsearch(&key, ab->idx, ab->n, sizeof(*ab->idx), areq_cmp);
+        while (hit && hit > ab->idx && strcmp(hit[-1].rel, rel) == 0)
+                hit--;
+        for (; hit && hit < ab->idx + ab->n && strcmp(hit->rel, rel) == 0; hit++) {
+                size_t i = hit->idx;
+                r = batch_entry(a, e, ab->user, &ab->reqs[i], &ab->out[i], &ab->pending[i]);
+                if (r < 0 || ab->out[i].data)
+                        break; /* the data is consumed: a duplicate request stays pending */
+        }
         return r;
 }
 
-static int batch_walk(struct archive *a,
-                      const char *prefix,
-                      struct areq *idx,
-                      size_t n,
-                      const struct b4_read_req *reqs,
-                      struct b4_blob *out,
-                      bool *seen,
-                      bool *follow)
+static int batch_walk(struct abatch *ab, struct archive *a)
 {
-        size_t plen = strlen(prefix);
+        size_t plen = strlen(ab->prefix);
         struct archive_entry *e;
         int r;
 
         for (;;) {
                 int ar = archive_read_next_header(a, &e);
-                struct areq key, *hit;
+                const char *name;
                 char *rel;
 
                 if (ar == ARCHIVE_EOF)
                         return 0;
                 if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN)
                         return archive_errno(a) == E2BIG ? -E2BIG : -EIO;
-                key.rel = entry_text(archive_entry_pathname_utf8(e), archive_entry_pathname(e));
-                if (!key.rel || strncmp(key.rel, prefix, plen) != 0)
+                name = entry_text(archive_entry_pathname_utf8(e), archive_entry_pathname(e));
+                if (!name || strncmp(name, ab->prefix, plen) != 0)
                         continue;
-                rel = b4_strdup(key.rel + plen);
+                rel = b4_strdup(name + plen);
                 if (!rel)
                         return -ENOMEM;
                 for (size_t k = strlen(rel); k > 0 && rel[k - 1] == '/'; k--)
                         rel[k - 1] = '\0';
-                key.rel = rel;
-                hit = bsearch(&key, idx, n, sizeof(*idx), areq_cmp);
-                while (hit && hit > idx && strcmp(hit[-1].rel, rel) == 0)
-                        hit--;
-                for (r = 0; hit && hit < idx + n && strcmp(hit->rel, rel) == 0 && r >= 0; hit++) {
-                        size_t i = hit->idx;
-                        seen[i] = true;
-                        r = batch_entry(a, e, &reqs[i], &out[i], &follow[i]);
-                        if (r >= 0 && out[i].data && hit + 1 < idx + n &&
-                            strcmp(hit[1].rel, rel) == 0)
-                                follow[hit[1].idx] = true; /* the data is consumed: re-read */
-                }
+                r = batch_member(ab, a, e, rel);
                 free(rel);
                 if (r < 0)
                         return r;
         }
 }
 
-/* Return: 0 (done), 1 (not applicable or over budget: use the exec batch), -errno. */
+static void blobs_reset(struct b4_blob *out, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                free(out[i].data);
+                out[i] = (struct b4_blob){ 0 };
+        }
+}
+
+/* Answer from one archive of the common directory what the user's DAC allows; the rest stays
+ * in @pending (all of it when not applicable or over budget). Return: 0 or -errno. */
 static int archive_batch(struct docker_fs_target *t,
                          const struct b4_read_req *reqs,
                          size_t n,
                          struct b4_blob *out,
+                         bool *pending,
                          struct b4_error *err)
 {
         cleanup_(http_stream_freep) struct http_stream *s = NULL;
         cleanup_free char *dir = NULL, *prefix = NULL;
         cleanup_free struct areq *idx = NULL;
-        cleanup_free bool *seen = NULL, *follow = NULL;
+        struct docker_dac user = { 0 };
+        struct abatch ab = { .n = n, .reqs = reqs, .out = out, .pending = pending, .user = &user };
         struct archive *a = NULL;
         uint64_t budget = ARCHIVE_BATCH_SLACK;
         size_t dlen;
         int r;
 
         if (n < ARCHIVE_BATCH_MIN || !(dir = common_dir(reqs, n)))
-                return 1;
+                return 0;
         dlen = strlen(dir);
         idx = b4_calloc(n, sizeof(*idx));
-        seen = b4_calloc(n, sizeof(*seen));
-        follow = b4_calloc(n, sizeof(*follow));
-        if (!idx || !seen || !follow || b4_asprintf(&prefix, "%s/", strrchr(dir, '/') + 1) < 0)
+        if (!idx || b4_asprintf(&prefix, "%s/", strrchr(dir, '/') + 1) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
         for (size_t i = 0; i < n; i++) {
                 idx[i] = (struct areq){ .rel = reqs[i].path + dlen + 1, .idx = i };
@@ -1215,36 +1396,64 @@ static int archive_batch(struct docker_fs_target *t,
                                                                        : ARCHIVE_PER_FILE);
         }
         qsort_safe(idx, n, sizeof(*idx), areq_cmp);
-        r = docker_archive_get(t->d, t->container, dir, &s, err);
-        if (r == -ENOENT)
-                return 1;
+        ab.idx = idx;
+        ab.prefix = prefix;
+        r = user_identity(t, dir, &user, NULL);
+        if (r == -EAGAIN)
+                return b4_error_set(err, r, "readBinaryFiles: the sandbox is out of processes");
+        if (r < 0) /* not searchable (or gone): the exec batch says what the user gets */
+                return 0;
+        r = docker_archive_get(t->d, t->container, dir, &s, NULL);
         if (r >= 0)
                 r = tar_reader_open_budget(s, budget, &a, err);
         if (r >= 0)
-                r = batch_walk(a, prefix, idx, n, reqs, out, seen, follow);
+                r = batch_walk(&ab, a);
         tar_reader_free(a);
-        if (r == -E2BIG || r == -EIO) {
-                for (size_t i = 0; i < n; i++) {
-                        free(out[i].data);
-                        out[i] = (struct b4_blob){ 0 };
-                }
-                return 1;
-        }
-        if (r < 0)
-                return b4_error_set(err, r, "readBinaryFiles failed");
-        for (size_t i = 0; i < n; i++) {
-                if (!seen[i])
-                        out[i].error = -ENOENT;
-                else if (follow[i]) {
-                        free(out[i].data);
-                        out[i] = (struct b4_blob){ 0 };
-                        out[i].error = dfs_read_file(t, reqs[i].path, 0, reqs[i].max_bytes,
-                                                     &out[i].data, &out[i].len, NULL);
-                        if (out[i].error > 0)
-                                out[i].error = 0;
-                }
+        strv_free(ab.hidden);
+        if (r == -ENOMEM)
+                return b4_error_set(err, r, "out of memory");
+        if (r < 0) { /* over budget, gone or unreadable: all of it goes to the exec batch */
+                blobs_reset(out, n);
+                for (size_t i = 0; i < n; i++)
+                        pending[i] = true;
         }
         return 0;
+}
+
+/* The exec batch over the pending requests, in scripts of at most BATCH_SCRIPT_MAX bytes. */
+static int exec_batch(struct docker_fs_target *t,
+                      const struct b4_read_req *reqs,
+                      size_t n,
+                      const bool *pending,
+                      struct b4_blob *out,
+                      struct b4_error *err)
+{
+        struct strbuf sb;
+        int r = 0;
+
+        strbuf_init(&sb, STRBUF_UNLIMITED);
+        for (size_t i = 0; r >= 0 && i < n;) {
+                size_t sel[BATCH_SCRIPT_MAX / 32], m = 0;
+
+                strbuf_reset(&sb);
+                r = strbuf_adds(&sb, READ_FN);
+                for (; r >= 0 && i < n && m < ELEMENTSOF(sel); i++) {
+                        size_t before = sb.len;
+                        if (!pending[i])
+                                continue;
+                        r = batch_line(&sb, &reqs[i]);
+                        if (r >= 0 && sb.len > BATCH_SCRIPT_MAX && m > 0) {
+                                sb.len = before;
+                                sb.buf[before] = '\0';
+                                break;
+                        }
+                        sel[m++] = i;
+                }
+                if (r >= 0 && m > 0)
+                        r = run_batch(t, sb.buf, reqs, sel, m, out, err);
+        }
+        strbuf_release(&sb);
+        return r == -ENOMEM ? b4_error_set(err, r, "out of memory") : r;
 }
 
 int dfs_read_files(struct docker_fs_target *t,
@@ -1254,38 +1463,21 @@ int dfs_read_files(struct docker_fs_target *t,
                    struct b4_error *err)
 {
         struct b4_blob *out = b4_calloc(n ? n : 1, sizeof(*out));
-        struct strbuf sb;
-        int r = out ? 0 : -ENOMEM;
+        cleanup_free bool *pending = b4_calloc(n ? n : 1, sizeof(*pending));
+        int r;
 
-        if (r >= 0) {
-                r = archive_batch(t, reqs, n, out, err);
-                if (r == 0) {
-                        *ret = out;
-                        return 0;
-                }
-                r = r > 0 ? 0 : r;
+        if (!out || !pending) {
+                free(out);
+                return b4_error_set(err, -ENOMEM, "out of memory");
         }
-        strbuf_init(&sb, STRBUF_UNLIMITED);
-        for (size_t i = 0; r >= 0 && i < n;) {
-                size_t first = i;
-
-                strbuf_reset(&sb);
-                for (; r >= 0 && i < n; i++) {
-                        size_t before = sb.len;
-                        r = batch_line(&sb, &reqs[i]);
-                        if (r >= 0 && sb.len > BATCH_SCRIPT_MAX && i > first) {
-                                sb.len = before;
-                                sb.buf[before] = '\0';
-                                break;
-                        }
-                }
-                if (r >= 0)
-                        r = run_batch(t, sb.buf, reqs + first, i - first, out + first, err);
-        }
-        strbuf_release(&sb);
+        for (size_t i = 0; i < n; i++)
+                pending[i] = true;
+        r = archive_batch(t, reqs, n, out, pending, err);
+        if (r >= 0)
+                r = exec_batch(t, reqs, n, pending, out, err);
         if (r < 0) {
                 b4_blobs_free(out, n);
-                return r == -ENOMEM ? b4_error_set(err, r, "out of memory") : r;
+                return r;
         }
         *ret = out;
         return 0;

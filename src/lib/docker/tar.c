@@ -156,11 +156,6 @@ static int add(struct tar_builder *t,
         return r;
 }
 
-int tar_builder_dir(struct tar_builder *t, const char *name, uid_t uid, gid_t gid)
-{
-        return add(t, name, AE_IFDIR, 0755, NULL, 0, uid, gid);
-}
-
 int tar_builder_file(struct tar_builder *t,
                      const char *name,
                      const void *data,

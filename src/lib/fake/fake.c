@@ -26,6 +26,7 @@
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/parse.h"
+#include "base/strv.h"
 #include "core/gate.h"
 #include "fake-internal.h"
 #include "providers.h"
@@ -513,6 +514,28 @@ static int fake_destroy(struct b4_provider *p, const char *thread_id, struct b4_
         return 0;
 }
 
+/* Destroy every workspace whose thread is not in @live (what a crash would leave here). */
+static int fake_sweep(struct b4_provider *p, char *const *live, struct b4_error *err)
+{
+        struct fake_core *c = core_of(p);
+        cleanup_strv char **dead = NULL;
+        int r = 0;
+
+        (void)pthread_mutex_lock(&c->lock);
+        for (struct fake_ws *ws = c->threads; ws && r >= 0; ws = ws->next)
+                if (!strv_contains(live, ws->thread_id))
+                        r = strv_extend(&dead, ws->thread_id);
+        (void)pthread_mutex_unlock(&c->lock);
+        if (r < 0)
+                return b4_error_set(err, r, "out of memory");
+        STRV_FOREACH (id, dead) {
+                r = fake_destroy(p, *id, err);
+                if (r < 0)
+                        return r;
+        }
+        return (int)strv_length(dead);
+}
+
 static int fake_preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_error *err)
 {
         ret->ok = true;
@@ -596,6 +619,7 @@ static const struct b4_provider_ops fake_provider_ops = {
         .preflight = fake_preflight,
         .open_reader = fake_open_reader,
         .freeze = fake_freeze,
+        .sweep = fake_sweep,
         .free = fake_free,
 };
 

@@ -32,6 +32,12 @@
 #include "base/macro.h"
 #include "native.h"
 
+static void closedirp(DIR **d)
+{
+        if (*d)
+                (void)closedir(*d);
+}
+
 static const char *const mkfs_paths[] = { "/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4" };
 
 static const char *mkfs_path(void)
@@ -147,6 +153,33 @@ static int loop_attach(int img_fd, char dev[32])
         return -EBUSY; /* someone keeps taking the free one */
 }
 
+/* The loop device already backed by @img_fd's file, if any: an image must never be attached
+ * twice (two ext4 mounts of one filesystem through two devices corrupt it), e.g. after a lazy
+ * unmount whose last user has not let go yet. */
+static int loop_find(int img_fd, char dev[32])
+{
+        cleanup_(closedirp) DIR *d = opendir("/sys/block");
+        struct dirent *de;
+        struct stat st;
+
+        if (fstat(img_fd, &st) < 0)
+                return -errno;
+        while (d && (de = readdir(d))) {
+                struct loop_info64 info;
+                if (strncmp(de->d_name, "loop", 4) != 0 || strlen(de->d_name) > 20)
+                        continue;
+                (void)snprintf(dev, 32, "/dev/%.20s", de->d_name);
+                int fd = open(dev, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                if (ioctl(fd, LOOP_GET_STATUS64, &info) == 0 && info.lo_device == st.st_dev &&
+                    info.lo_inode == st.st_ino)
+                        return fd;
+                (void)close(fd);
+        }
+        return -ENOENT;
+}
+
 static bool is_mounted(int ws_fd, const char *id)
 {
         struct stat top, st;
@@ -167,7 +200,9 @@ static int mount_image(struct native_provider *np, const char *id, bool fresh)
         dir = openat(np->ws_fd, id, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dir < 0)
                 return -errno;
-        loop = loop_attach(img, dev);
+        loop = loop_find(img, dev);
+        if (loop < 0)
+                loop = loop_attach(img, dev);
         if (loop < 0)
                 return loop;
         (void)snprintf(target, sizeof(target), "/proc/self/fd/%d", dir);

@@ -31,6 +31,7 @@
 #include "base/fd-util.h"
 #include "base/macro.h"
 #include "base/parse.h"
+#include "base/strv.h"
 #include "native.h"
 
 #define CLAIM_DIR "/run/b4box/ids"
@@ -210,18 +211,82 @@ int idmap_get(struct native_provider *np,
         return 0;
 }
 
+/* The id a claim link's text names when it is one of this state dir's, else NULL. */
+static const char *claim_owner(const struct native_provider *np, const char *target)
+{
+        size_t n = strlen(np->real_dir);
+
+        if (strncmp(target, np->real_dir, n) != 0 || target[n] != '/' || !target[n + 1] ||
+            strchr(target + n + 1, '/'))
+                return NULL;
+        return target + n + 1;
+}
+
+/* Visit every claim of this state dir: @fn(claims_fd, name, id, ud); nonzero stops. */
+static int for_each_claim(const struct native_provider *np,
+                          int claims_fd,
+                          int (*fn)(int claims_fd, const char *name, const char *id, void *ud),
+                          void *ud)
+{
+        cleanup_close int fd = fcntl(claims_fd, F_DUPFD_CLOEXEC, 3);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *de;
+        char target[4096];
+        int r = 0;
+
+        if (!d)
+                return -errno;
+        fd = -EBADF; /* the DIR owns it */
+        while (r == 0 && (de = readdir(d))) {
+                ssize_t n = readlinkat(claims_fd, de->d_name, target, sizeof(target) - 1);
+                if (n <= 0)
+                        continue;
+                target[n] = '\0';
+                const char *id = claim_owner(np, target);
+                if (id)
+                        r = fn(claims_fd, de->d_name, id, ud);
+        }
+        (void)closedir(d);
+        return r < 0 ? r : 0;
+}
+
+static int unclaim_cb(int claims_fd, const char *name, const char *id, void *ud)
+{
+        if (strcmp(id, ud) == 0)
+                (void)unlinkat(claims_fd, name, 0);
+        return 0;
+}
+
 void idmap_forget(struct native_provider *np, const char *id)
 {
         cleanup_free char *key = NULL;
-        cleanup_close int claims_fd = -EBADF;
+        cleanup_close int claims_fd = claims_open();
         uint32_t base;
 
-        if (record_read(np->ids_fd, id, &base) < 0)
-                return;
+        if (record_read(np->ids_fd, id, &base) >= 0) {
+                if (claims_fd >= 0 && owner_key(np, id, &key) >= 0)
+                        unclaim(claims_fd, base, key);
+                (void)unlinkat(np->ids_fd, id, 0);
+        } else if (claims_fd >= 0) { /* a crash between claiming a block and recording it */
+                (void)for_each_claim(np, claims_fd, unclaim_cb, (void *)id);
+        }
+}
+
+static int collect_cb(int claims_fd, const char *name, const char *id, void *ud)
+{
+        return strv_extend(ud, id);
+}
+
+int idmap_claimed_ids(struct native_provider *np, char ***ret)
+{
+        cleanup_close int claims_fd = -EBADF;
+
+        if (access(CLAIM_DIR, F_OK) < 0)
+                return 0; /* never claimed anything on this boot */
         claims_fd = claims_open();
-        if (claims_fd >= 0 && owner_key(np, id, &key) >= 0)
-                unclaim(claims_fd, base, key);
-        (void)unlinkat(np->ids_fd, id, 0);
+        if (claims_fd < 0)
+                return claims_fd;
+        return for_each_claim(np, claims_fd, collect_cb, ret);
 }
 
 bool idmap_userns_works(const char **ret_why)

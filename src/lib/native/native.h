@@ -304,8 +304,11 @@ int idmap_get(struct native_provider *np,
 /* As root: whether this kernel gives us user namespaces (probed once). @ret_why (may be
  * NULL): why not, a static string. */
 bool idmap_userns_works(const char **ret_why);
-/* Destroy: drop the record and the host-wide claim. */
+/* Destroy: drop the record and the host-wide claim (also a claim whose record a crash
+ * never wrote). */
 void idmap_forget(struct native_provider *np, const char *id);
+/* Append to @ret (a strv) the id of every host-wide claim that names this state dir. */
+int idmap_claimed_ids(struct native_provider *np, char ***ret);
 
 /* ---- disk.c: a filesystem of its own per workspace (resources.diskGb) ---- */
 
@@ -420,6 +423,16 @@ int thread_ensure(struct native_provider *np,
                   const struct b4_policy *policy,
                   struct b4_error *err);
 void thread_stop(struct native_provider *np, struct thread *t);
+/* Kill whatever runs for resource id @id (our keeper @pidfd, else a recorded one that is
+ * provably the same process, and everything in its cgroup), remove its cgroups, veth and
+ * rules, its keeper record and socket; the intent record last, once the cgroups are gone.
+ * With the thread's flock held (and t->lock, when this process has an entry for it). */
+void thread_stop_id(struct native_provider *np, const char *id, int pidfd);
+/* run/<id>.host: written before a thread's host-global objects are made (thread.c). */
+#define NATIVE_INTENT_SUFFIX ".host"
+
+/* ---- sweep.c: remove what belongs to no live thread (b4_provider_sweep()) ---- */
+int native_sweep(struct b4_provider *p, char *const *live_thread_ids, struct b4_error *err);
 /* Kill the keeper and everything in the cgroup, then start a fresh one (same policy). */
 int thread_recover(struct native_provider *np, struct thread *t, struct b4_error *err);
 /* Serialise lifecycle across processes: flock on run/<id>.lock. */
@@ -434,6 +447,9 @@ int native_reader_open(struct native_provider *np,
                        const struct b4_reader_req *req,
                        struct b4_reader **ret,
                        struct b4_error *err);
+/* Destroy's storage part, with the thread stopped and its flock held: the diskGb image and
+ * mount, the workspace, then the id block record and claim. Return: 0 or -errno. */
+int native_remove_storage(struct native_provider *np, const char *id);
 /* rm -rf @name under @dirfd without following symlinks. */
 int rm_rf_at(int dirfd, const char *name);
 

@@ -5,6 +5,7 @@
  * the per-process thread table and the contract's entry points. State dir layout:
  *   <state>/native/workspaces/<id>   the thread's workspace (kept by release)
  *   <state>/native/run/<id>.{sock,keeper,lock}  control socket, keeper record, flock
+ *   <state>/native/run/<id>.host     intent record: host-global objects may exist (sweep.c)
  *   <state>/native/root              empty dir each new root is assembled on (own mount ns)
  */
 
@@ -230,6 +231,17 @@ static int np_acquire(struct b4_provider *p,
         return r;
 }
 
+int native_remove_storage(struct native_provider *np, const char *id)
+{
+        int r;
+
+        disk_remove(np, id);
+        r = rm_rf_at(np->ws_fd, id);
+        if (r >= 0)
+                idmap_forget(np, id);
+        return r;
+}
+
 static int stop(struct native_provider *np,
                 const char *thread_id,
                 bool destroy,
@@ -246,12 +258,8 @@ static int stop(struct native_provider *np,
         r = thread_flock(np, t->id, &lock_fd);
         if (r >= 0) {
                 thread_stop(np, t);
-                if (destroy) {
-                        disk_remove(np, t->id);
-                        r = rm_rf_at(np->ws_fd, t->id);
-                }
-                if (destroy && r >= 0)
-                        idmap_forget(np, t->id);
+                if (destroy)
+                        r = native_remove_storage(np, t->id);
         }
         safe_close(lock_fd);
         (void)pthread_rwlock_unlock(&t->lock);
@@ -330,6 +338,7 @@ static const struct b4_provider_ops native_ops = {
         .preflight = np_preflight,
         .open_reader = np_open_reader,
         .freeze = native_freeze,
+        .sweep = native_sweep,
         .free = np_free,
 };
 
@@ -427,6 +436,8 @@ int native_provider_new(const struct b4_provider_config *cfg,
                 .run_fd = -EBADF,
                 .ws_fd = -EBADF,
                 .ids_fd = -EBADF,
+                .disks_fd = -EBADF,
+                .rootless = geteuid() != 0,
                 .id_start = cfg->id_start ? cfg->id_start : IDMAP_DEFAULT_START,
                 .id_size = cfg->id_size ? cfg->id_size : IDMAP_DEFAULT_BLOCKS * IDMAP_BLOCK,
                 .exe_fd = -EBADF,

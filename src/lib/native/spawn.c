@@ -204,6 +204,11 @@ int spawn_keeper(const struct mount_plan *plan,
                 goto out;
         }
         if (pid == 0) {
+                /* Drop our copies of the parent's ends: holding them, a child whose parent
+                 * was killed (a server SIGKILLed mid-spawn) would wait on the sync socket
+                 * forever, holding every fd of the dead server, its state-dir lock too. */
+                (void)close(sync_p[1]);
+                (void)close(err_p[0]);
                 struct child_plan cp = { .ops = plan->ops,
                                          .n_ops = plan->n_ops,
                                          .sync_fd = sync_p[0],

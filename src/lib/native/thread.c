@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/fd-util.h"
 #include "base/macro.h"
 #include "keeper-proto.h"
 #include "native.h"
@@ -54,18 +55,27 @@ static void forget(struct thread *t)
         t->live = false;
 }
 
-static void unlink_run_files(struct native_provider *np, const char *id)
+static void unlink_run_file(struct native_provider *np, const char *id, const char *suffix)
 {
         char name[64];
 
-        (void)snprintf(name, sizeof(name), "%s.keeper", id);
-        (void)unlinkat(np->run_fd, name, 0);
-        (void)snprintf(name, sizeof(name), "%s.sock", id);
+        (void)snprintf(name, sizeof(name), "%s%s", id, suffix);
         (void)unlinkat(np->run_fd, name, 0);
 }
 
-/* Kill whatever runs for @id: our keeper, a recorded one, and the cgroup's contents. */
-static void stop_id(struct native_provider *np, const char *id, int pidfd)
+/* The intent record run/<id>.host (the host id as text) is durable before any host-global
+ * object of the thread (cgroup dirs, veth, rules, subnet) is made and goes only once they
+ * are all gone, so a crash at any point leaves a record the sweep finds (sweep.c). */
+static int write_intent(struct native_provider *np, const char *id, const char *hid)
+{
+        char name[64], text[48];
+
+        (void)snprintf(name, sizeof(name), "%s" NATIVE_INTENT_SUFFIX, id);
+        (void)snprintf(text, sizeof(text), "%s\n", hid);
+        return write_file_atomic_at(np->run_fd, name, text, strlen(text), 0600);
+}
+
+void thread_stop_id(struct native_provider *np, const char *id, int pidfd)
 {
         struct keeper_record rec;
         struct cgroup cg;
@@ -85,14 +95,17 @@ static void stop_id(struct native_provider *np, const char *id, int pidfd)
                 (void)cgroup_kill_all(&cg);
                 cgroup_close(&cg);
         }
-        (void)cgroup_remove(&np->cg, hid);
+        int r = cgroup_remove(&np->cg, hid);
         net_teardown(np, id, hid);
-        unlink_run_files(np, id);
+        unlink_run_file(np, id, ".keeper");
+        unlink_run_file(np, id, ".sock");
+        if (r >= 0) /* a cgroup still busy keeps its intent record for the next sweep */
+                unlink_run_file(np, id, NATIVE_INTENT_SUFFIX);
 }
 
 void thread_stop(struct native_provider *np, struct thread *t)
 {
-        stop_id(np, t->id, t->live ? t->kp.pidfd : -EBADF);
+        thread_stop_id(np, t->id, t->live ? t->kp.pidfd : -EBADF);
         forget(t);
 }
 
@@ -298,6 +311,10 @@ static int start_keeper(struct native_provider *np,
         char hid[41];
 
         native_host_id(np, t->id, hid);
+        r = write_intent(np, t->id, hid);
+        if (r < 0)
+                return b4_error_set(err, r, "cannot record the sandbox of thread '%s'",
+                                    t->thread_id);
         r = launch(np, t, p, &kp, err);
         if (r >= 0 && p->network == B4_NETWORK_ALLOW)
                 r = net_setup(np, t->id, hid, kp.pid, err);
@@ -315,7 +332,7 @@ static int start_keeper(struct native_provider *np,
                 r = set_policy(t, identity, p);
         if (r < 0) {
                 safe_close(root_fd);
-                stop_id(np, t->id, kp.pidfd);
+                thread_stop_id(np, t->id, kp.pidfd);
                 safe_close(kp.pidfd);
                 return r;
         }
@@ -342,7 +359,7 @@ static bool try_adopt(struct native_provider *np,
             open_root(rec.pid, &root_fd) < 0 ||
             keeper_connect(np->run_fd, np->run_dir, t->id, &sock) < 0 ||
             set_policy(t, identity, p) < 0) {
-                stop_id(np, t->id, pidfd);
+                thread_stop_id(np, t->id, pidfd);
                 return false;
         }
         t->kp = (struct keeper_proc){ .pid = rec.pid,
@@ -379,7 +396,7 @@ int thread_ensure(struct native_provider *np,
         }
         if (try_adopt(np, t, identity, policy))
                 return 0;
-        stop_id(np, t->id, -EBADF);
+        thread_stop_id(np, t->id, -EBADF);
         return start_keeper(np, t, identity, policy, err);
 }
 

@@ -267,7 +267,10 @@ int b4_runtime_thread_delete(struct b4_runtime *rt, const char *id, struct b4_er
         if (r < 0)
                 return r;
         b4_sandbox_unref(sb);
-        if (is_root)
+        /* Mark, destroy, delete: a crash in between leaves a marked row (finished by
+         * b4_runtime_reconcile()), never a row whose workspace is gone nor the reverse. */
+        r = b4_store_thread_mark_deleting(rt->opts.store, id, err);
+        if (r >= 0 && is_root)
                 r = b4_provider_destroy(rt->opts.provider, id, err);
         if (r >= 0)
                 r = delete_rows(rt, family, err);
@@ -381,4 +384,75 @@ void b4_runtime_stats(struct b4_runtime *rt, struct b4_runtime_stats *ret)
         ret->acquires = rt->acquires;
         ret->releases = rt->releases;
         (void)pthread_mutex_unlock(&rt->lock);
+}
+
+/* Finish every deletion a crash interrupted. Return: how many, or the first error. */
+static int finish_deletions(struct b4_runtime *rt, struct b4_error *err)
+{
+        cleanup_strv char **ids = NULL;
+        int n = 0, r;
+
+        r = b4_store_thread_list_deleting(rt->opts.store, &ids, err);
+        if (r < 0)
+                return r;
+        STRV_FOREACH (id, ids) {
+                r = b4_runtime_thread_delete(rt, *id, err);
+                if (r == -ENOENT) /* went with an ancestor finished before it */
+                        continue;
+                if (r < 0)
+                        return b4_error_wrap(err, r, "cannot finish deleting thread '%s'", *id);
+                n++;
+        }
+        return n;
+}
+
+static int thread_ids(struct b4_runtime *rt, char ***ret, struct b4_error *err)
+{
+        struct b4_thread_row *rows = NULL;
+        cleanup_strv char **ids = NULL;
+        size_t n = 0;
+        int r;
+
+        r = b4_store_thread_list(rt->opts.store, NULL, &rows, &n, err);
+        if (r < 0)
+                return r;
+        ids = b4_calloc(1, sizeof(char *));
+        r = ids ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = strv_extend(&ids, rows[i].id);
+        b4_thread_rows_free(rows, n);
+        if (r < 0)
+                return b4_error_set(err, r, "out of memory");
+        *ret = TAKE_PTR(ids);
+        return (int)n;
+}
+
+int b4_runtime_reconcile(struct b4_runtime *rt,
+                         struct b4_reconcile_stats *ret,
+                         struct b4_error *err)
+{
+        struct b4_reconcile_stats st = { .swept = -1 };
+        cleanup_strv char **ids = NULL;
+        int r;
+
+        r = finish_deletions(rt, err);
+        if (r < 0)
+                return r;
+        st.deletions_finished = (size_t)r;
+        r = thread_ids(rt, &ids, err);
+        if (r < 0)
+                return r;
+        st.threads = (size_t)r;
+        struct b4_error sweep_err = { 0 };
+        r = b4_provider_sweep(rt->opts.provider, ids, &sweep_err);
+        if (r < 0 && r != -EOPNOTSUPP) {
+                if (err)
+                        *err = sweep_err;
+                return r;
+        }
+        if (r >= 0)
+                st.swept = r;
+        if (ret)
+                *ret = st;
+        return 0;
 }

@@ -123,7 +123,9 @@ static int generate_id(char **ret)
                        : 0;
 }
 
-/* The sandbox key of @id: its root ancestor's id (the thread itself when it has no parent). */
+/* The sandbox key of @id: its root ancestor's id (the thread itself when it has no parent).
+ * A thread whose deletion began (or that descends from one) has none: nothing may run in,
+ * read or attach to a sandbox that a deletion is taking apart. */
 int runtime_sandbox_key(struct b4_runtime *rt, const char *id, char **ret, struct b4_error *err)
 {
         cleanup_free char *cur = b4_strdup(id);
@@ -135,6 +137,13 @@ int runtime_sandbox_key(struct b4_runtime *rt, const char *id, char **ret, struc
                 int r = b4_store_thread_get(rt->opts.store, cur, &row, err);
                 if (r < 0)
                         return r;
+                if (row.deleting) {
+                        b4_thread_row_clear(&row);
+                        return b4_error_set(err, -ENOENT,
+                                            "thread '%s' is being deleted; delete it again to "
+                                            "finish",
+                                            cur);
+                }
                 if (!row.parent_id) {
                         b4_thread_row_clear(&row);
                         *ret = TAKE_PTR(cur);

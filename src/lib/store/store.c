@@ -19,7 +19,7 @@
 
 extern const char store_schema_v1[];
 
-#define STORE_VERSION 2
+#define STORE_VERSION 3
 
 /* Version 2 (additive): a thread's staged workspace reference (reference §6.4), kept out of
  * its client metadata and deleted with the thread. */
@@ -29,6 +29,12 @@ static const char store_schema_v2[] =
         " source_digest TEXT NOT NULL,"
         " payload TEXT NOT NULL) STRICT;"
         "CREATE INDEX thread_staged_source ON thread_staged(source_digest);";
+
+/* Version 3 (additive): a deletion in progress. The mark is committed before the provider
+ * destroys the sandbox and the rows go after it, so a crash in between leaves a marked row
+ * that b4_runtime_reconcile() finishes, never a row whose workspace is gone. */
+static const char store_schema_v3[] =
+        "ALTER TABLE threads ADD COLUMN deleting INTEGER NOT NULL DEFAULT 0;";
 
 int store_error(struct b4_store *s, int rc, struct b4_error *err, const char *what)
 {
@@ -179,8 +185,10 @@ static int migrate(struct b4_store *s, struct b4_error *err)
                 r = exec_sql(s, store_schema_v1, err);
         if (r >= 0 && v < 2)
                 r = exec_sql(s, store_schema_v2, err);
+        if (r >= 0 && v < 3)
+                r = exec_sql(s, store_schema_v3, err);
         if (r >= 0)
-                r = exec_sql(s, "PRAGMA user_version = 2; COMMIT", err);
+                r = exec_sql(s, "PRAGMA user_version = 3; COMMIT", err);
         if (r < 0)
                 (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         return r;

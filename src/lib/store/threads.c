@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The threads table: insert, get, list, metadata update, delete (cascading). */
+/* The threads table: insert, get, list, metadata update, deletion mark, delete (cascading). */
 
 #include <errno.h>
 #include <string.h>
 
 #include "base/alloc.h"
 #include "base/macro.h"
+#include "base/strv.h"
 #include "store-internal.h"
 
 void b4_thread_row_clear(struct b4_thread_row *row)
@@ -70,11 +71,12 @@ static int row_from_stmt(sqlite3_stmt *st, struct b4_thread_row *ret)
                 return -ENOMEM;
         }
         row.created_ms = sqlite3_column_int64(st, 4);
+        row.deleting = sqlite3_column_int64(st, 5) != 0;
         *ret = row;
         return 0;
 }
 
-#define THREAD_COLUMNS "id, metadata, owner, parent_id, created_ms"
+#define THREAD_COLUMNS "id, metadata, owner, parent_id, created_ms, deleting"
 
 static const char sql_thread_get[] = "SELECT " THREAD_COLUMNS " FROM threads WHERE id = ?1";
 
@@ -183,4 +185,41 @@ int b4_store_thread_delete(struct b4_store *s, const char *id, struct b4_error *
         (void)sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
         r = store_step_done(s, st, err, "delete thread");
         return r < 0 ? r : changed_one(s, id, err);
+}
+
+int b4_store_thread_mark_deleting(struct b4_store *s, const char *id, struct b4_error *err)
+{
+        cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+        STORE_LOCKED(s);
+        int r;
+
+        r = store_prepare(s, "UPDATE threads SET deleting = 1 WHERE id = ?1", &st, err);
+        if (r < 0)
+                return r;
+        (void)sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+        r = store_step_done(s, st, err, "mark thread deleting");
+        return r < 0 ? r : changed_one(s, id, err);
+}
+
+int b4_store_thread_list_deleting(struct b4_store *s, char ***ret_ids, struct b4_error *err)
+{
+        cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+        cleanup_strv char **l = NULL;
+        STORE_LOCKED(s);
+        int rc, r;
+
+        r = store_prepare(s, "SELECT id FROM threads WHERE deleting != 0 ORDER BY created_ms, id",
+                          &st, err);
+        if (r < 0)
+                return r;
+        l = b4_calloc(1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+                if (strv_extend(&l, (const char *)sqlite3_column_text(st, 0)) < 0)
+                        return -ENOMEM;
+        if (rc != SQLITE_DONE)
+                return store_error(s, rc, err, "list deleting threads");
+        *ret_ids = TAKE_PTR(l);
+        return 0;
 }
