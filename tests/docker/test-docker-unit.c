@@ -2,17 +2,22 @@
 /*
  * The Docker provider's daemon-free parts: the keeper identity (reference §3.3 JSON, field
  * order and hash), the container-create body, the path-stat header, base64, URL encoding,
- * the PID-exhaustion detectors, the sandbox user's DAC and the construction-time refusals.
+ * the PID-exhaustion detectors, the sandbox user's DAC, the construction-time refusals and the
+ * seccomp profile made from core's syscall policy.
  */
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "b4box/b4.h"
 
 #include "b4-test.h"
+#include "base/hash.h"
 #include "core/launch.h"
+#include "core/syscall-policy.h"
 #include "docker/docker.h"
 #include "json/json.h"
 
@@ -49,12 +54,13 @@ static void test_keeper_body(void **state)
         struct b4_policy p;
         struct jv *b = NULL, *h;
         char *json = NULL;
+        const struct docker_seccomp sc = { "seccomp={\"x\":1}", "digest" };
 
         b4_policy_init(&p);
         p.network = B4_NETWORK_DENY;
         p.resources.memory_mb = 64;
         p.resources.cpus = 0.5;
-        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &b), 0);
+        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc, &b), 0);
         h = jv_object_get(b, "HostConfig");
         assert_string_equal(jv_string(jv_array_get(jv_object_get(h, "Binds"), 0)),
                             "b4-sbx-vol-abc:/workspace:nocopy");
@@ -69,20 +75,28 @@ static void test_keeper_body(void **state)
         assert_string_equal(
                 jv_string(jv_object_get(jv_object_get(b, "Labels"), "b4.sandbox.identity")),
                 "ident");
+        assert_string_equal(
+                jv_string(jv_object_get(jv_object_get(b, "Labels"), "b4.sandbox.seccomp")),
+                "digest");
+        assert_int_equal(jv_dump(jv_object_get(h, "SecurityOpt"), 0, &json), 0);
+        assert_string_equal(json, "[\"no-new-privileges\",\"seccomp={\\\"x\\\":1}\"]");
+        free(json);
         assert_int_equal(jv_dump(jv_object_get(b, "Cmd"), 0, &json), 0);
         assert_string_equal(json, "[\"sleep\",\"infinity\"]");
         free(json);
         jv_unref(b);
-        /* root, everything off: no user, no caps/nnp/read-only flags, a plain bind */
+        /* root, everything off: no user, no caps/nnp/read-only flags, a plain bind; the
+         * seccomp profile stays */
         p.security.run_as_non_root = false;
         p.security.drop_all_capabilities = false;
         p.security.no_new_privileges = false;
         p.security.read_only_root = false;
-        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &b), 0);
+        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc, &b), 0);
         h = jv_object_get(b, "HostConfig");
         assert_null(jv_object_get(b, "User"));
         assert_null(jv_object_get(h, "CapDrop"));
-        assert_null(jv_object_get(h, "SecurityOpt"));
+        assert_int_equal(jv_array_size(jv_object_get(h, "SecurityOpt")), 1);
+        assert_string_equal(jv_string(jv_array_get(jv_object_get(h, "SecurityOpt"), 0)), sc.opt);
         assert_null(jv_object_get(h, "ReadonlyRootfs"));
         assert_null(jv_object_get(h, "Tmpfs"));
         assert_true(jv_is_true(jv_object_get(h, "Init")));
@@ -90,6 +104,154 @@ static void test_keeper_body(void **state)
                             "b4-sbx-vol-abc:/workspace");
         jv_unref(b);
         b4_policy_clear(&p);
+}
+
+/* ---- the seccomp profile (core's syscall policy as Docker's format) ---- */
+
+static bool has_name(struct jv *entry, const char *name)
+{
+        struct jv *names = jv_object_get(entry, "names");
+
+        for (size_t i = 0; i < jv_array_size(names); i++)
+                if (strcmp(jv_string(jv_array_get(names, i)), name) == 0)
+                        return true;
+        return false;
+}
+
+static bool is_allow(struct jv *entry)
+{
+        return strcmp(jv_string(jv_object_get(entry, "action")), "SCMP_ACT_ALLOW") == 0;
+}
+
+/* The argument-0 values of the ALLOW entries for @name, each compared with @op (asserted:
+ * one argument, index 0, valueTwo 0), into @v; returns how many. */
+static size_t allowed_values(struct jv *calls, const char *name, const char *op, int64_t *v)
+{
+        size_t n = 0;
+
+        for (size_t i = 0; i < jv_array_size(calls); i++) {
+                struct jv *e = jv_array_get(calls, i), *args = jv_object_get(e, "args"), *a;
+                if (!has_name(e, name))
+                        continue;
+                assert_true(is_allow(e));
+                assert_int_equal(jv_array_size(args), 1);
+                a = jv_array_get(args, 0);
+                assert_int_equal(jv_integer(jv_object_get(a, "index")), 0);
+                assert_int_equal(jv_integer(jv_object_get(a, "valueTwo")), 0);
+                assert_string_equal(jv_string(jv_object_get(a, "op")), op);
+                v[n++] = jv_integer(jv_object_get(a, "value"));
+        }
+        return n;
+}
+
+/* The one entry listing @name without arguments: its action and errnoRet (0 when none). */
+static const char *plain_entry(struct jv *calls, const char *name, int64_t *errno_ret)
+{
+        const char *action = NULL;
+
+        for (size_t i = 0; i < jv_array_size(calls); i++) {
+                struct jv *e = jv_array_get(calls, i);
+                if (!has_name(e, name))
+                        continue;
+                assert_null(jv_object_get(e, "args"));
+                assert_null(action); /* listed once */
+                action = jv_string(jv_object_get(e, "action"));
+                *errno_ret = jv_integer(jv_object_get(e, "errnoRet"));
+        }
+        return action;
+}
+
+static void assert_denied(struct jv *calls, const char *name)
+{
+        int64_t e = -1;
+        const char *action = plain_entry(calls, name, &e);
+
+        if (!action || strcmp(action, "SCMP_ACT_ERRNO") != 0 || e != EPERM)
+                fail_msg("%s: %s errnoRet %lld, want SCMP_ACT_ERRNO 1", name,
+                         action ? action : "absent", (long long)e);
+}
+
+static void test_seccomp_profile(void **state)
+{
+        const struct syscall_policy *sp = syscall_policy();
+        struct jv *prof = NULL, *calls, *allow;
+        int64_t v[16], e = 0;
+        size_t n;
+
+        assert_int_equal(docker_seccomp_profile(&prof), 0);
+        assert_string_equal(jv_string(jv_object_get(prof, "defaultAction")), "SCMP_ACT_ERRNO");
+        assert_int_equal(jv_integer(jv_object_get(prof, "defaultErrnoRet")), EPERM);
+        assert_int_equal(jv_array_size(jv_object_get(prof, "architectures")), 1);
+#ifdef __x86_64__
+        assert_string_equal(jv_string(jv_array_get(jv_object_get(prof, "architectures"), 0)),
+                            "SCMP_ARCH_X86_64");
+#endif
+        assert_null(jv_object_get(prof, "archMap")); /* Docker refuses both */
+        calls = jv_object_get(prof, "syscalls");
+        /* the allow list: every known call but the denied and the conditional ones */
+        allow = jv_array_get(calls, 0);
+        assert_true(is_allow(allow) && !jv_object_get(allow, "args"));
+        assert_true(jv_array_size(jv_object_get(allow, "names")) > 250);
+        for (size_t i = 0; i < jv_array_size(jv_object_get(allow, "names")); i++)
+                assert_false(syscall_policy_denies(
+                        jv_string(jv_array_get(jv_object_get(allow, "names"), i))));
+        for (const char *const *k = (const char *const[]){ "read", "write", "openat", "execve",
+                                                           "wait4", "exit_group", "mmap", NULL };
+             *k; k++)
+                assert_string_equal(plain_entry(calls, *k, &e), "SCMP_ACT_ALLOW");
+        /* what the probe finds allowed under Docker's default on Docker 20.10: errno(EPERM) */
+        for (const char *const *k =
+                     (const char *const[]){ "ptrace", "io_uring_setup", "io_uring_enter",
+                                            "io_uring_register", "unshare", "mount", "keyctl",
+                                            "bpf", "setns", "kcmp", "memfd_secret",
+                                            "name_to_handle_at", "process_vm_readv", NULL };
+             *k; k++)
+                assert_denied(calls, *k);
+#ifdef __x86_64__
+        assert_denied(calls, "modify_ldt");
+        assert_denied(calls, "tuxcall");
+#endif
+        /* every denied call this architecture has is listed as errno(EPERM), never allowed */
+        for (size_t i = 0; i < sp->n_denied; i++)
+                if (plain_entry(calls, sp->denied[i], &e))
+                        assert_denied(calls, sp->denied[i]);
+        /* the argument rules */
+        n = allowed_values(calls, "socket", "SCMP_CMP_EQ", v);
+        assert_int_equal(n, 4);
+        assert_int_equal(v[0], AF_UNIX);
+        assert_int_equal(v[1], AF_INET);
+        assert_int_equal(v[2], AF_INET6);
+        assert_int_equal(v[3], AF_NETLINK);
+        assert_int_equal(allowed_values(calls, "socketpair", "SCMP_CMP_EQ", v), 4);
+        n = allowed_values(calls, "personality", "SCMP_CMP_EQ", v);
+        assert_int_equal(n, 5);
+        assert_int_equal(v[0], 0);
+        assert_int_equal(v[1], 8);
+        assert_int_equal(v[2], 0x20000);
+        assert_int_equal(v[3], 0x20008);
+        assert_int_equal(v[4], 0xffffffffll);
+        n = allowed_values(calls, "clone", "SCMP_CMP_MASKED_EQ", v);
+        assert_int_equal(n, 1);
+        assert_int_equal(v[0], CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID |
+                                       CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP);
+        assert_string_equal(plain_entry(calls, "clone3", &e), "SCMP_ACT_ERRNO");
+        assert_int_equal(e, ENOSYS);
+        jv_unref(prof);
+}
+
+static void test_seccomp_opt(void **state)
+{
+        char *opt = NULL, digest[65], want[65];
+        struct jv *v = NULL;
+
+        assert_int_equal(docker_seccomp_opt(&opt, digest), 0);
+        assert_int_equal(strncmp(opt, "seccomp={", 9), 0);
+        assert_int_equal(jv_parse(opt + 8, strlen(opt + 8), &v, NULL), 0);
+        assert_true(jv_is_array(jv_object_get(v, "syscalls")));
+        sha256_hex(opt + 8, strlen(opt + 8), want);
+        assert_string_equal(digest, want);
+        jv_unref(v);
+        free(opt);
 }
 
 static void test_path_stat(void **state)
@@ -219,7 +381,8 @@ int main(void)
                 cmocka_unit_test(test_identity),      cmocka_unit_test(test_keeper_body),
                 cmocka_unit_test(test_path_stat),     cmocka_unit_test(test_codecs),
                 cmocka_unit_test(test_pid_detectors), cmocka_unit_test(test_dac),
-                cmocka_unit_test(test_refusals),
+                cmocka_unit_test(test_refusals),      cmocka_unit_test(test_seccomp_profile),
+                cmocka_unit_test(test_seccomp_opt),
         };
 
         return cmocka_run_group_tests_name("docker unit", tests, NULL, NULL);

@@ -2,11 +2,13 @@
 /*
  * The Docker provider against a real dockerd (run under with-dockerd.sh, which provides the
  * daemon, a local test image and the scope, and removes everything by label afterwards):
- * the conformance suite, the hardening seen from inside the keeper, the exec and filesystem
+ * the conformance suite, the hardening seen from inside the keeper (the seccomp probe of
+ * tests/native among it), the exec and filesystem
  * fast paths, PID-exhaustion recovery with a real fork bomb, keeper replacement and readers.
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 #include "b4box/b4.h"
 
 #include "b4-test.h"
+#include "base/fd-util.h"
 #include "base/time-util.h"
 #include "docker/docker.h"
 #include "json/json.h"
@@ -191,6 +194,139 @@ static void test_network_allow(void **state)
         free(out);
         b4_sandbox_unref(sb);
         destroy(p, "net-allow");
+        b4_provider_free(p);
+        b4_policy_clear(&pol);
+}
+
+/* ---- seccomp: core's syscall policy, the same denials as native (audit M5) ---- */
+
+static void put_probe(struct b4_sandbox *sb)
+{
+        const char *path = getenv("B4BOX_TEST_SECCOMP_PROBE");
+        struct b4_error err = { 0 };
+        char *buf = NULL;
+        size_t len = 0;
+        int fd;
+
+        if (!path)
+                fail_msg("B4BOX_TEST_SECCOMP_PROBE is not set (tests/docker/meson.build sets it)");
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(read_full_fd(fd, 16u << 20, &buf, &len), 0);
+        (void)close(fd);
+        if (b4_fs_write_file(b4_sandbox_fs(sb), "/workspace/probe", buf, len, &err) < 0)
+                fail_msg("write the probe: %s", err.msg);
+        free(buf);
+}
+
+static void test_seccomp(void **state)
+{
+        struct b4_provider *p = provider();
+        struct b4_policy pol;
+        struct b4_sandbox *sb;
+        char name[64];
+        const char *cases, *opt;
+        size_t oks = 0;
+        struct jv *v, *h;
+        char *out;
+
+        b4_policy_init(&pol);
+        pol.network = B4_NETWORK_DENY;
+        sb = acquire(p, "seccomp", &pol);
+        put_probe(sb);
+        /* run() fails with the probe's output (its FAIL lines) unless every case passed */
+        out = run(sb, "chmod 0755 /workspace/probe && cd /workspace && ./probe", 0);
+        for (const char *l = out; l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+                oks += strncmp(l, "ok ", 3) == 0;
+        cases = strstr(out, "\ncases ");
+        assert_non_null(cases);
+        assert_int_equal(oks, strtoul(cases + 7, NULL, 10));
+        assert_true(oks >= 49);
+        for (const char *const *k =
+                     (const char *const[]){
+                             "ok ptrace(TRACEME)\n", "ok ptrace(SEIZE, 1)\n", "ok io_uring_setup\n",
+                             "ok socket(AF_VSOCK)\n", "ok personality(ADDR_NO_RANDOMIZE)\n",
+                             "ok unshare(CLONE_NEWUSER)\n", "ok mount\n", "ok keyctl\n", "ok bpf\n",
+                             "ok clone3 (ENOSYS)\n", "ok clone(fork)\n", NULL };
+             *k; k++)
+                if (!strstr(out, *k))
+                        fail_msg("no '%.*s' in:\n%s", (int)strlen(*k) - 1, *k, out);
+        free(out);
+        /* the ordinary tools still work under the profile */
+        out = run(sb,
+                  "echo x | sha256sum | cut -c1-8; ls / | grep -c workspace; sleep 0.1 && "
+                  "cat /proc/self/status | grep -c ^Seccomp:.2",
+                  0);
+        assert_string_equal(out, "73cb3858\n1\n1\n");
+        free(out);
+        /* the Engine view: the profile is the keeper's SecurityOpt, its digest a label */
+        keeper_name("seccomp", name);
+        v = inspect(p, "containers", name);
+        assert_non_null(v);
+        h = jv_object_get(v, "HostConfig");
+        opt = jv_string(jv_array_get(jv_object_get(h, "SecurityOpt"), 1));
+        assert_non_null(opt);
+        assert_int_equal(strncmp(opt, "seccomp={", 9), 0);
+        assert_int_equal(
+                strlen(jv_string(jv_object_get(jv_object_get(jv_object_get(v, "Config"), "Labels"),
+                                               "b4.sandbox.seccomp"))),
+                64);
+        jv_unref(v);
+        b4_sandbox_unref(sb);
+        destroy(p, "seccomp");
+        b4_provider_free(p);
+        b4_policy_clear(&pol);
+}
+
+static const char *label_of(struct jv *container, const char *key)
+{
+        return jv_string(
+                jv_object_get(jv_object_get(jv_object_get(container, "Config"), "Labels"), key));
+}
+
+/* A keeper with this instance's identity but another (here: no) seccomp profile is replaced. */
+static void test_seccomp_identity(void **state)
+{
+        struct b4_provider *p = provider();
+        struct docker_client *d = docker_provider_client(p);
+        struct b4_policy pol;
+        struct b4_sandbox *sb;
+        char name[64], path[128], *body = NULL, *fake_id = NULL;
+        struct jv *v, *req = NULL;
+
+        b4_policy_init(&pol);
+        pol.network = B4_NETWORK_DENY;
+        keeper_name("sc-ident", name);
+        sb = acquire(p, "sc-ident", &pol);
+        b4_sandbox_unref(sb);
+        v = inspect(p, "containers", name);
+        assert_non_null(v);
+        /* the same name and identity label, no profile and no seccomp label */
+        assert_true(asprintf(&body,
+                             "{\"Image\":\"%s\",\"Cmd\":[\"sleep\",\"infinity\"],\"Labels\":"
+                             "{\"b4.sandbox\":\"%s\",\"b4.sandbox.identity\":\"%s\"}}",
+                             E_IMAGE, label_of(v, "b4.sandbox"),
+                             label_of(v, "b4.sandbox.identity")) > 0);
+        jv_unref(v);
+        snprintf(path, sizeof(path), "/containers/%s?force=1", name);
+        assert_int_equal(docker_call(d, "DELETE", path, NULL, NULL, NULL), 0);
+        assert_int_equal(jv_parse(body, strlen(body), &req, NULL), 0);
+        snprintf(path, sizeof(path), "/containers/create?name=%s", name);
+        assert_int_equal(docker_call(d, "POST", path, req, NULL, NULL), 0);
+        jv_unref(req);
+        free(body);
+        v = inspect(p, "containers", name);
+        fake_id = strdup(jv_string(jv_object_get(v, "Id")));
+        jv_unref(v);
+        /* the same instance and launch config: replaced, not reused */
+        sb = acquire(p, "sc-ident", &pol);
+        b4_sandbox_unref(sb);
+        v = inspect(p, "containers", name);
+        assert_string_not_equal(jv_string(jv_object_get(v, "Id")), fake_id);
+        assert_int_equal(strlen(label_of(v, "b4.sandbox.seccomp")), 64);
+        jv_unref(v);
+        free(fake_id);
+        destroy(p, "sc-ident");
         b4_provider_free(p);
         b4_policy_clear(&pol);
 }
@@ -834,6 +970,10 @@ static void test_reader(void **state)
                 assert_string_equal(jv_string(jv_object_get(m, "Type")), "bind");
                 assert_false(jv_is_true(jv_object_get(m, "RW")));
                 assert_string_equal(jv_string(jv_object_get(m, "Destination")), "/workspace");
+                assert_int_equal(
+                        strncmp(jv_string(jv_array_get(jv_object_get(h, "SecurityOpt"), 1)),
+                                "seccomp={", 9),
+                        0);
         }
         jv_unref(rv);
         assert_int_equal(b4_reader_close(rd, &err), 0);
@@ -938,6 +1078,8 @@ int main(void)
         size_t k = 0;
         static const struct CMUnitTest rest[] = {
                 cmocka_unit_test(test_hardening),
+                cmocka_unit_test(test_seccomp),
+                cmocka_unit_test(test_seccomp_identity),
                 cmocka_unit_test(test_network_allow),
                 cmocka_unit_test(test_exec),
                 cmocka_unit_test(test_timeout),

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Native hardening end to end (TAP, root only), through the CLI in a deny-mode app:
 #   audit M5: a static probe copied into the workspace finds io_uring, vsock and other
-#             address families, personality flags, modify_ldt, kcmp, memfd_secret and the
-#             NUMA calls denied with EPERM, and what a sandbox keeps allowed;
+#             address families, personality flags, modify_ldt, kcmp, memfd_secret, the
+#             NUMA calls, ptrace, namespaces, mounts, keyrings and bpf denied with EPERM,
+#             clone3 ENOSYS, and what a sandbox keeps allowed;
 #   audit L6: a descriptor the launching process leaks (non-CLOEXEC) never reaches the
 #             keeper, which outlives that process.
 # Usage: hardening.sh B4BOX SECCOMP_PROBE
@@ -45,4 +46,6 @@ cp "$probe" "$ws/probe" && chown 1000:1000 "$ws/probe" && chmod 0755 "$ws/probe"
 out=$(x exec --thread hard -- ./probe 2>&1); rc=$?
 check "M5: the seccomp filter denies what Docker's default profile denies (EPERM)" '[ $rc -eq 0 ]'
 [ $rc -eq 0 ] || sed 's/^/# /' <<<"$out"
-check "M5: every probe case ran" '[ "$(grep -c "^ok " <<<"$out")" -ge 31 ]'
+cases=$(sed -n 's/^cases //p' <<<"$out")
+check "M5: every probe case ran ($cases)" \
+        '[ -n "$cases" ] && [ "$(grep -c "^ok " <<<"$out")" -eq "$cases" ] && [ "$cases" -ge 49 ]'

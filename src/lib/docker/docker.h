@@ -11,6 +11,7 @@
  *   identity.c  the launch configuration, its JSON and the keeper identity (reference §3.3)
  *   provider.c  the provider object: acquire/release/destroy, recovery, preflight, images
  *   reader.c    read-only reader containers (reference §3.8)
+ *   seccomp.c   the containers' seccomp profile, from core's syscall policy
  */
 
 #include <stdbool.h>
@@ -254,14 +255,33 @@ int dfs_touch(struct docker_fs_target *t, const char *path, unsigned flags, stru
 
 /* ---- identity.c ------------------------------------------------------------------------- */
 
-/* The container-create body of a keeper (reference §3.4 step 5 as Engine API fields). */
+/* The keeper's seccomp profile (seccomp.c): "seccomp=<json>" for SecurityOpt and the
+ * sha256 hex of the JSON, labelled b4.sandbox.seccomp so that a profile change replaces it. */
+struct docker_seccomp {
+        const char *opt;
+        const char *digest;
+};
+
+/* The container-create body of a keeper (reference §3.4 step 5 as Engine API fields) under
+ * the seccomp profile @sc. */
 int docker_keeper_body(const char *image,
                        const struct b4_policy *p,
                        const char *id,
                        const char *identity,
+                       const struct docker_seccomp *sc,
                        struct jv **ret);
 /* The docker "User" value of @p, or NULL for the image default. */
 int docker_policy_user(const struct b4_policy *p, char **ret);
+
+/* ---- seccomp.c -------------------------------------------------------------------------- */
+
+/* Core's syscall policy as a Docker seccomp profile for the native architecture (an allow
+ * list, default errno; docs/docker.md). Return: 0, -ENOMEM, or -EAFNOSUPPORT on an
+ * architecture without a profile. */
+int docker_seccomp_profile(struct jv **ret);
+/* That profile as a SecurityOpt value "seccomp=<compact json>" (heap) and the sha256 hex of
+ * the JSON. Return: as docker_seccomp_profile(). */
+int docker_seccomp_opt(char **ret_opt, char ret_digest[65]);
 
 /* ---- reader.c --------------------------------------------------------------------------- */
 
@@ -272,6 +292,7 @@ struct docker_reader_spec {
         const char *resource_id;
         const char *thread_id;
         const char *name_prefix; /* "b4-sbx-rdr-" */
+        const char *seccomp_opt; /* "seccomp=<json>" */
         bool run_as_non_root;
         uint32_t uid, gid;
 };

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The Engine API container-create body of a keeper, carrying every hardening flag of §3.4
- * step 5 (the launch configuration and identity are core/launch.c, shared with native).
+ * step 5 and the seccomp profile (seccomp.c), whose digest is a label next to the identity
+ * (the launch configuration and identity are core/launch.c, shared with native).
  */
 
 #include <errno.h>
@@ -51,7 +52,17 @@ static struct jv *string_array(const char *const *v)
         return a;
 }
 
-static struct jv *keeper_host_config(const struct b4_policy *p, const char *id)
+/* no-new-privileges when the policy asks, and always the profile */
+static struct jv *security_opt(const struct b4_policy *p, const struct docker_seccomp *sc)
+{
+        return string_array(p->security.no_new_privileges
+                                    ? (const char *const[]){ "no-new-privileges", sc->opt, NULL }
+                                    : (const char *const[]){ sc->opt, NULL });
+}
+
+static struct jv *keeper_host_config(const struct b4_policy *p,
+                                     const char *id,
+                                     const struct docker_seccomp *sc)
 {
         cleanup_(jv_unrefp) struct jv *h = jv_object_new();
         cleanup_(jv_unrefp) struct jv *tmpfs = jv_object_new();
@@ -82,10 +93,8 @@ static struct jv *keeper_host_config(const struct b4_policy *p, const char *id)
         if (r >= 0 && s->drop_all_capabilities)
                 r = jv_object_set_new(h, "CapDrop",
                                       string_array((const char *const[]){ "ALL", NULL }));
-        if (r >= 0 && s->no_new_privileges)
-                r = jv_object_set_new(
-                        h, "SecurityOpt",
-                        string_array((const char *const[]){ "no-new-privileges", NULL }));
+        if (r >= 0)
+                r = jv_object_set_new(h, "SecurityOpt", security_opt(p, sc));
         if (r >= 0)
                 r = jv_object_set_new(h, "PidsLimit", jv_integer_new(s->pids_limit));
         if (r >= 0 && s->read_only_root) {
@@ -104,6 +113,7 @@ int docker_keeper_body(const char *image,
                        const struct b4_policy *p,
                        const char *id,
                        const char *identity,
+                       const struct docker_seccomp *sc,
                        struct jv **ret)
 {
         cleanup_(jv_unrefp) struct jv *o = jv_object_new();
@@ -117,6 +127,8 @@ int docker_keeper_body(const char *image,
         if (r >= 0)
                 r = jv_object_set_new(labels, "b4.sandbox.identity", jv_string_new(identity));
         if (r >= 0)
+                r = jv_object_set_new(labels, "b4.sandbox.seccomp", jv_string_new(sc->digest));
+        if (r >= 0)
                 r = jv_object_set_new(o, "Image", jv_string_new(image));
         if (r >= 0)
                 r = jv_object_set_new(
@@ -128,7 +140,7 @@ int docker_keeper_body(const char *image,
         if (r >= 0)
                 r = jv_object_set_new(o, "Labels", TAKE_PTR(labels));
         if (r >= 0)
-                r = jv_object_set_new(o, "HostConfig", keeper_host_config(p, id));
+                r = jv_object_set_new(o, "HostConfig", keeper_host_config(p, id, sc));
         if (r < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(o);

@@ -30,8 +30,10 @@ struct dk_core {
         struct gate *gate;
         struct docker_client *d;
         char *scope;
-        char *image;   /* default image, or NULL */
-        char **images; /* allowlist: exact references or fnmatch patterns */
+        char *image;       /* default image, or NULL */
+        char **images;     /* allowlist: exact references or fnmatch patterns */
+        char *seccomp_opt; /* "seccomp=<json>": every container's profile (seccomp.c) */
+        char seccomp_digest[65];
         struct dk_state *states;
         unsigned refs; /* the provider and every handle */
 };

@@ -63,6 +63,7 @@ void dk_core_unref(struct dk_core *c)
         free(c->scope);
         free(c->image);
         strv_free(c->images);
+        free(c->seccomp_opt);
         (void)pthread_mutex_destroy(&c->lock);
         free(c);
 }
@@ -150,17 +151,18 @@ static int init_volume(struct dk_core *c,
 {
         cleanup_(jv_unrefp) struct jv *body = NULL;
         cleanup_(jv_unrefp) struct jv *resp = NULL;
-        cleanup_free char *json = NULL, *img = NULL, *name = NULL, *path = NULL;
+        cleanup_free char *json = NULL, *img = NULL, *name = NULL, *path = NULL, *sc = NULL;
         int status, r;
 
-        if (jv_quote(image, &img) < 0 || b4_asprintf(&name, "b4-sbx-init-%s", id) < 0 ||
+        if (jv_quote(image, &img) < 0 || jv_quote(c->seccomp_opt, &sc) < 0 ||
+            b4_asprintf(&name, "b4-sbx-init-%s", id) < 0 ||
             b4_asprintf(&json,
                         "{\"Image\":%s,\"User\":\"0:0\",\"Entrypoint\":[\"sh\"],"
                         "\"Cmd\":[\"-c\",\"mkdir -p /workspace && chown %u:%u /workspace\"],"
                         "\"Labels\":{\"b4.sandbox.init\":\"%s\"},"
                         "\"HostConfig\":{\"Binds\":[\"b4-sbx-vol-%s:/workspace\"],"
-                        "\"NetworkMode\":\"none\"}}",
-                        img, p->security.uid, p->security.gid, id, id) < 0 ||
+                        "\"NetworkMode\":\"none\",\"SecurityOpt\":[%s]}}",
+                        img, p->security.uid, p->security.gid, id, id, sc) < 0 ||
             jv_parse(json, strlen(json), &body, NULL) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
         (void)dk_remove_container(c, name, NULL);
@@ -222,7 +224,9 @@ int dk_create_keeper(struct dk_core *c, const struct dk_state *s, struct b4_erro
         struct b4_error e = { 0 };
         int r;
 
-        r = docker_keeper_body(s->image, &s->policy, s->id, s->identity, &body);
+        r = docker_keeper_body(s->image, &s->policy, s->id, s->identity,
+                               &(struct docker_seccomp){ c->seccomp_opt, c->seccomp_digest },
+                               &body);
         if (r < 0)
                 return b4_error_set(err, r, "out of memory");
         r = create_container(c, s->name, body, &e);
@@ -276,7 +280,8 @@ static int state_new(const struct b4_acquire_req *req,
 
 struct keeper_info {
         bool exists, running;
-        char *identity; /* the label */
+        bool same_seccomp; /* its b4.sandbox.seccomp label is this provider's profile */
+        char *identity;    /* the label */
 };
 
 static int inspect_keeper(struct dk_core *c,
@@ -286,6 +291,7 @@ static int inspect_keeper(struct dk_core *c,
 {
         cleanup_(jv_unrefp) struct jv *v = NULL;
         cleanup_free char *path = NULL;
+        struct jv *labels;
         const char *label;
         int r;
 
@@ -299,14 +305,17 @@ static int inspect_keeper(struct dk_core *c,
                 return r;
         ret->exists = true;
         ret->running = jv_is_true(jv_object_get(jv_object_get(v, "State"), "Running"));
-        label = jv_string(jv_object_get(jv_object_get(jv_object_get(v, "Config"), "Labels"),
-                                        "b4.sandbox.identity"));
+        labels = jv_object_get(jv_object_get(v, "Config"), "Labels");
+        label = jv_string(jv_object_get(labels, "b4.sandbox.seccomp"));
+        ret->same_seccomp = label && strcmp(label, c->seccomp_digest) == 0;
+        label = jv_string(jv_object_get(labels, "b4.sandbox.identity"));
         if (label && !(ret->identity = b4_strdup(label)))
                 return b4_error_set(err, -ENOMEM, "out of memory");
         return 0;
 }
 
-/* Steps 2-3: reuse (only a keeper this instance made, same identity), start, or replace. */
+/* Steps 2-3: reuse (only a keeper this instance made, same identity and seccomp profile),
+ * start, or replace. */
 static int reuse_or_replace(struct dk_core *c,
                             const struct dk_state *s,
                             bool had_state,
@@ -324,7 +333,7 @@ static int reuse_or_replace(struct dk_core *c,
                                          "Sandbox unavailable: %s. Run `b4box check`.", e.msg);
         if (!k.exists)
                 return 0;
-        if (had_state && k.identity && strcmp(k.identity, s->identity) == 0) {
+        if (had_state && k.same_seccomp && k.identity && strcmp(k.identity, s->identity) == 0) {
                 free(k.identity);
                 r = k.running ? 0 : start_container(c, s->name, &e);
                 if (r < 0)
@@ -496,7 +505,9 @@ static int dk_preflight(struct b4_provider *p, struct b4_preflight *ret, struct 
         if (r >= 0)
                 r = b4_preflight_control(ret, "memory limit", B4_ENFORCED, "HostConfig.Memory");
         if (r >= 0)
-                r = b4_preflight_control(ret, "seccomp", B4_ENFORCED, "Docker's default profile");
+                r = b4_preflight_control(ret, "seccomp", B4_ENFORCED,
+                                         "b4box's syscall policy as the profile, native arch "
+                                         "only");
         return r < 0 ? b4_error_set(err, -ENOMEM, "out of memory") : 0;
 }
 
@@ -527,6 +538,7 @@ static int dk_open_reader(struct b4_provider *p,
                                          .resource_id = id,
                                          .thread_id = req->thread_id,
                                          .name_prefix = "b4-sbx-rdr-",
+                                         .seccomp_opt = c->seccomp_opt,
                                          .run_as_non_root = req->run_as_non_root,
                                          .uid = req->uid,
                                          .gid = req->gid };
@@ -622,6 +634,7 @@ static int check_config(const struct b4_provider_config *cfg, struct b4_error *e
 static struct dk_core *core_new(const struct b4_provider_config *cfg, struct b4_error *err)
 {
         struct dk_core *c = b4_calloc(1, sizeof(*c));
+        int r;
 
         if (!c) {
                 (void)b4_error_set(err, -ENOMEM, "out of memory");
@@ -635,6 +648,13 @@ static struct dk_core *core_new(const struct b4_provider_config *cfg, struct b4_
         c->images = cfg->images ? strv_copy(cfg->images) : NULL;
         if (!c->gate || !c->scope || (cfg->image && !c->image) || (cfg->images && !c->images)) {
                 (void)b4_error_set(err, -ENOMEM, "out of memory");
+                dk_core_unref(c);
+                return NULL;
+        }
+        r = docker_seccomp_opt(&c->seccomp_opt, c->seccomp_digest);
+        if (r < 0) {
+                (void)b4_error_set(err, r, "cannot build the seccomp profile%s",
+                                   r == -EAFNOSUPPORT ? " for this architecture" : "");
                 dk_core_unref(c);
                 return NULL;
         }

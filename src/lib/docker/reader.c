@@ -217,8 +217,11 @@ static struct jv *reader_body(const struct docker_reader_spec *s, const char *mo
         cleanup_free char *json = NULL;
         cleanup_free char *user = NULL;
         cleanup_free char *id = NULL;
+        cleanup_free char *sc = NULL;
         struct jv *v = NULL;
 
+        if (jv_quote(s->seccomp_opt, &sc) < 0)
+                return NULL;
         if (s->run_as_non_root && b4_asprintf(&user, ",\"User\":\"%u:%u\"", s->uid, s->gid) < 0)
                 return NULL;
         if (jv_quote(s->resource_id, &id) < 0)
@@ -234,10 +237,10 @@ static struct jv *reader_body(const struct docker_reader_spec *s, const char *mo
                                 "\"HostConfig\":{\"Mounts\":[{\"Type\":\"bind\",\"Source\":%s,"
                                 "\"Target\":\"/workspace\",\"ReadOnly\":true}],"
                                 "\"NetworkMode\":\"none\",\"CapDrop\":[\"ALL\"],"
-                                "\"SecurityOpt\":[\"no-new-privileges\"],\"PidsLimit\":128,"
+                                "\"SecurityOpt\":[\"no-new-privileges\",%s],\"PidsLimit\":128,"
                                 "\"ReadonlyRootfs\":true,\"Tmpfs\":{\"/tmp\":\"\",\"/run\":\"\"},"
                                 "\"AutoRemove\":true}}",
-                                img, user ? user : "", id, mp) < 0)
+                                img, user ? user : "", id, mp, sc) < 0)
                         return NULL;
         }
         if (jv_parse(json, strlen(json), &v, NULL) < 0)
