@@ -12,11 +12,15 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/fd-util.h"
 #include "base/macro.h"
 #include "base/strbuf.h"
 #include "base/time-util.h"
@@ -95,6 +99,7 @@ struct exec_state {
         int exit_code; /* -1 = not known */
         bool running;
         pid_t pid;
+        char container[65]; /* ContainerID, "" when not given */
 };
 
 static int exec_inspect(struct docker_client *d,
@@ -116,18 +121,44 @@ static int exec_inspect(struct docker_client *d,
         ret->exit_code = code && jv_is_number(code) ? (int)jv_integer(code) : -1;
         ret->running = jv_is_true(jv_object_get(v, "Running"));
         ret->pid = (pid_t)jv_integer(jv_object_get(v, "Pid"));
+        const char *c = jv_string(jv_object_get(v, "ContainerID"));
+        (void)snprintf(ret->container, sizeof(ret->container), "%s", c && strlen(c) == 64 ? c : "");
         return 0;
 }
 
-/* SIGKILL the exec's process group (runc makes each exec process a session leader). */
+/* Whether the process behind @pidfd (pid @pid) is one of container @container's: its cgroup
+ * path names the container (cgroupfs and systemd drivers both put the id in it). Read after
+ * the pidfd is open, so the answer is about the process the pidfd holds (audit L9). */
+static bool in_container(pid_t pid, const char *container)
+{
+        cleanup_free char *cg = NULL;
+        char path[64];
+        size_t len;
+
+        (void)snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+        return *container && read_file_at(AT_FDCWD, path, 65536, &cg, &len) >= 0 &&
+               strstr(cg, container) != NULL;
+}
+
+/*
+ * SIGKILL the exec's process group (runc makes each exec process a session leader). The host
+ * pid Docker reports may have been reused by the time we act, and means nothing when b4box
+ * runs in another PID namespace (audit L9): the process is pinned with a pidfd first and
+ * killed only when it is still one of the container's; while it lives its pid (and so its
+ * process group id) cannot be reused.
+ */
 static void exec_kill(struct docker_client *d, const char *id)
 {
         struct exec_state st = { 0 };
+        cleanup_close int pidfd = -EBADF;
 
         if (exec_inspect(d, id, &st, NULL) < 0 || !st.running || st.pid <= 1)
                 return;
+        pidfd = (int)syscall(SYS_pidfd_open, st.pid, 0);
+        if (pidfd < 0 || !in_container(st.pid, st.container))
+                return; /* gone, or not ours to kill */
         (void)kill(-st.pid, SIGKILL);
-        (void)kill(st.pid, SIGKILL);
+        (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 }
 
 /* ---- the stream ---- */
