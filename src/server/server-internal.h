@@ -22,6 +22,27 @@ struct metrics;
 struct conns;
 struct conn;
 
+/* ---- workers.c: the handlers' threads (a pool that grows with demand, shrinks when idle) ---- */
+struct worker_job {
+        struct worker_job *next;
+        void (*fn)(struct worker_job *job); /* runs on a pool thread; may free the job */
+};
+
+struct workers {
+        pthread_mutex_t lock;
+        pthread_cond_t work, gone;
+        struct worker_job *head, *tail; /* FIFO of jobs no thread took yet */
+        unsigned threads, idle, queued;
+        bool stopping;
+};
+
+void workers_init(struct workers *w);
+/* Run @job->fn on a pool thread (an idle one, else a new one). -ESHUTDOWN after stop;
+ * -errno when no thread exists and none can be made (the job was not queued). */
+int workers_submit(struct workers *w, struct worker_job *job);
+/* Let every thread finish its job and exit; then the pool is gone. */
+void workers_stop(struct workers *w);
+
 struct server {
         struct MHD_Daemon *mhd;
         struct server_options opts;
@@ -39,7 +60,8 @@ struct server {
         char *bound_port;  /* the port bound */
         pthread_mutex_t workers_lock;
         pthread_cond_t workers_done;
-        unsigned workers; /* handlers running on their own thread */
+        unsigned workers;    /* handlers in flight (their connections suspended) */
+        struct workers pool; /* the threads they run on */
 };
 
 struct request;
@@ -75,6 +97,7 @@ struct request {
         const char *principal_name;        /* NULL without a policy */
         struct b4_thread_row thread;       /* loaded for thread-scoped routes */
         struct conn *track;                /* the connection's deadlines; NULL if untracked */
+        struct worker_job job;             /* its handler's turn on the pool */
         struct MHD_Response *response;     /* the reply, until the access handler queues it */
         struct strbuf body;
         bool began;        /* the headers phase ran */

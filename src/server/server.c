@@ -322,9 +322,9 @@ static enum MHD_Result request_flush(struct request *rq)
         return r;
 }
 
-static void *handler_main(void *arg)
+static void handler_main(struct worker_job *job)
 {
-        struct request *rq = arg;
+        struct request *rq = container_of(job, struct request, job);
         struct server *s = rq->srv;
         struct MHD_Connection *conn = rq->conn;
 
@@ -337,31 +337,26 @@ static void *handler_main(void *arg)
         s->workers--;
         (void)pthread_cond_broadcast(&s->workers_done);
         (void)pthread_mutex_unlock(&s->workers_lock);
-        return NULL;
 }
 
-/* Phase 3: run the handler on its own thread, so a long one blocks no other connection. */
+/* Phase 3: run the handler on a pool thread, so a long one blocks no other connection. */
 static void request_dispatch(struct request *rq)
 {
         struct server *s = rq->srv;
-        pthread_attr_t attr;
-        pthread_t t;
         int r;
 
-        (void)pthread_attr_init(&attr);
-        (void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        rq->job.fn = handler_main;
         (void)pthread_mutex_lock(&s->workers_lock);
         MHD_suspend_connection(rq->conn);
-        r = pthread_create(&t, &attr, handler_main, rq);
+        r = workers_submit(&s->pool, &rq->job);
         if (r == 0)
                 s->workers++;
         else
                 MHD_resume_connection(rq->conn);
         (void)pthread_mutex_unlock(&s->workers_lock);
-        (void)pthread_attr_destroy(&attr);
         if (r != 0)
                 reply_error(rq, 503, "server_busy", "cannot start a thread for the request: %s",
-                            strerror(r));
+                            strerror(-r));
 }
 
 /* Phase 3, once the body is in. */
@@ -509,6 +504,7 @@ int server_start(const struct server_options *opts, struct server **ret, struct 
         s->listen_fd = -EBADF;
         (void)pthread_mutex_init(&s->workers_lock, NULL);
         (void)pthread_cond_init(&s->workers_done, NULL);
+        workers_init(&s->pool);
         s->metrics = metrics_new();
         r = s->metrics ? access_load(s, err) : -ENOMEM;
         if (r >= 0)
@@ -543,6 +539,7 @@ struct server *server_free(struct server *s)
         while (s->workers > 0)
                 (void)pthread_cond_wait(&s->workers_done, &s->workers_lock);
         (void)pthread_mutex_unlock(&s->workers_lock);
+        workers_stop(&s->pool);
         if (s->mhd)
                 MHD_stop_daemon(s->mhd);
         s->conns = conns_free(s->conns);
