@@ -465,6 +465,12 @@ static char *host_ws(const char *thread)
         return p;
 }
 
+/* Whether this host runs each thread in a user namespace of its own (root, userns allowed). */
+static bool idmap_on(void)
+{
+        return access("/proc/sys/user/max_user_namespaces", F_OK) == 0;
+}
+
 /* A host id of a thread's own block (2^31 and up, 65536 a thread) that is @id inside. */
 static bool in_block(uint32_t host, uint32_t id)
 {
@@ -843,6 +849,50 @@ static void test_legacy_workspace_shifted(void **state)
         free(sub);
         free(f);
         free(ws);
+}
+
+/* A host-wide id claim whose state dir is gone is taken over, not held forever. */
+static void test_idmap_stale_claim(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_provider_config cfg = { .type = (char *)"native", .scope = C.scope };
+        struct b4_policy def;
+        struct b4_acquire_req req = { .thread_id = "t-claim", .policy = &def };
+        struct b4_provider *p = NULL;
+        struct b4_sandbox *sb = NULL;
+        struct b4_error err = { 0 };
+        char *a = b4_test_tmpdir(), *b = b4_test_tmpdir(), *rec = NULL, text[32] = "", id[41];
+        FILE *f;
+
+        if (!idmap_on())
+                skip_msg("no user namespace per thread here");
+        b4_policy_init(&def);
+        cfg.state_dir = a;
+        assert_int_equal(b4_provider_new(&cfg, &p, &err), 0);
+        assert_int_equal(b4_provider_acquire(p, &req, &sb, &err), 0);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_release(p, "t-claim", &err), 0);
+        p = b4_provider_free(p);
+        assert_int_equal(b4_resource_id(C.scope, "t-claim", id), 0);
+        assert_true(asprintf(&rec, "%s/native/ids/%s", a, id) > 0);
+        f = fopen(rec, "re");
+        assert_non_null(f);
+        assert_non_null(fgets(text, sizeof(text), f));
+        fclose(f);
+        b4_test_rmrf(a);   /* its claim stays in /run/b4box/ids, naming a dir that is gone */
+        cfg.state_dir = b; /* a range of that one block only */
+        cfg.id_start = (uint32_t)strtoul(text, NULL, 10);
+        cfg.id_size = 65536;
+        assert_int_equal(b4_provider_new(&cfg, &p, &err), 0);
+        if (b4_provider_acquire(p, &req, &sb, &err) < 0)
+                fail_msg("acquire: %s", err.msg);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_destroy(p, "t-claim", &err), 0);
+        p = b4_provider_free(p);
+        b4_test_rmrf(b);
+        free(a);
+        free(b);
+        free(rec);
 }
 
 static void test_walk_and_read_files(void **state)
@@ -1283,6 +1333,7 @@ int main(void)
                 cmocka_unit_test(test_l2_destroy_deep_tree),
                 cmocka_unit_test(test_l5_disk_quota),
                 cmocka_unit_test(test_legacy_workspace_shifted),
+                cmocka_unit_test(test_idmap_stale_claim),
                 cmocka_unit_test(test_walk_and_read_files),
                 cmocka_unit_test(test_release_and_destroy),
                 cmocka_unit_test(test_adoption),

@@ -51,6 +51,21 @@ static int owner_key(const struct native_provider *np, const char *id, char **re
         return b4_asprintf(ret, "%s/%s", np->real_dir, id) < 0 ? -ENOMEM : 0;
 }
 
+/* A claim whose owner's native dir is gone (its state dir was removed without destroying
+ * its threads, as a test or an operator may) holds nothing any more. */
+static bool claim_is_stale(const char *owner)
+{
+        const char *slash = strrchr(owner, '/');
+        char dir[4096];
+        struct stat st;
+
+        if (!slash || slash == owner || (size_t)(slash - owner) >= sizeof(dir))
+                return false;
+        memcpy(dir, owner, (size_t)(slash - owner));
+        dir[slash - owner] = '\0';
+        return lstat(dir, &st) < 0 && errno == ENOENT;
+}
+
 /* Claim @base for @key. 0: ours (now or already), -EBUSY: someone else's. */
 static int claim(int claims_fd, uint32_t base, const char *key)
 {
@@ -58,15 +73,21 @@ static int claim(int claims_fd, uint32_t base, const char *key)
         ssize_t n;
 
         (void)snprintf(name, sizeof(name), "%" PRIu32, base);
-        if (symlinkat(key, claims_fd, name) == 0)
-                return 0;
-        if (errno != EEXIST)
-                return -errno;
-        n = readlinkat(claims_fd, name, other, sizeof(other) - 1);
-        if (n < 0)
-                return -errno;
-        other[n] = '\0';
-        return strcmp(other, key) == 0 ? 0 : -EBUSY;
+        for (int tries = 0; tries < 2; tries++) {
+                if (symlinkat(key, claims_fd, name) == 0)
+                        return 0;
+                if (errno != EEXIST)
+                        return -errno;
+                n = readlinkat(claims_fd, name, other, sizeof(other) - 1);
+                if (n < 0)
+                        return -errno;
+                other[n] = '\0';
+                if (strcmp(other, key) == 0)
+                        return 0;
+                if (!claim_is_stale(other) || unlinkat(claims_fd, name, 0) < 0)
+                        return -EBUSY;
+        }
+        return -EBUSY;
 }
 
 static void unclaim(int claims_fd, uint32_t base, const char *key)
