@@ -1290,7 +1290,7 @@ static void test_preflight(void **state)
         REQUIRE_ROOT();
         struct b4_preflight pf = { 0 };
         struct b4_error err = { 0 };
-        bool seen_seccomp = false, seen_allow = false;
+        bool seen_seccomp = false, seen_allow = false, seen_userns = false;
         FILE *f = fopen("/proc/sys/net/ipv4/ip_forward", "re");
         bool fwd = f && fgetc(f) == '1';
 
@@ -1302,6 +1302,8 @@ static void test_preflight(void **state)
         for (size_t i = 0; i < pf.n_controls; i++) {
                 if (strcmp(pf.controls[i].name, "seccomp") == 0)
                         seen_seccomp = pf.controls[i].state == B4_ENFORCED;
+                if (strcmp(pf.controls[i].name, "user namespaces") == 0) /* M6, L4 */
+                        seen_userns = pf.controls[i].state == B4_ENFORCED;
                 if (strcmp(pf.controls[i].name, "network allow") == 0)
                         seen_allow =
                                 pf.controls[i].state ==
@@ -1310,6 +1312,7 @@ static void test_preflight(void **state)
         }
         assert_true(seen_seccomp);
         assert_true(seen_allow);
+        assert_true(seen_userns); /* the blocks the other tests see (in_block) */
         assert_non_null(pf.warnings);
         b4_preflight_clear(&pf);
 }

@@ -288,7 +288,7 @@ static int userns_row(const struct native_provider *np, struct b4_preflight *ret
 
         if (!np->userns) {
                 (void)idmap_userns_works(&why);
-                return b4_preflight_control(ret, "user namespace per thread", B4_NOT_ENFORCED,
+                return b4_preflight_control(ret, "user namespaces", B4_NOT_ENFORCED,
                                             "%s: sandboxes share host uid 1000 and uid 0 is the "
                                             "host's root without capabilities",
                                             why ? why : "user namespaces are unavailable");
@@ -298,7 +298,7 @@ static int userns_row(const struct native_provider *np, struct b4_preflight *ret
                         "(%u blocks): the sandbox's root is a nobody on the host",
                         np->id_start, np->id_size / IDMAP_BLOCK) < 0)
                 return -ENOMEM;
-        return b4_preflight_control(ret, "user namespace per thread", B4_ENFORCED, "%s", what);
+        return b4_preflight_control(ret, "user namespaces", B4_ENFORCED, "%s", what);
 }
 
 static int np_preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_error *err)
