@@ -895,6 +895,44 @@ static void test_idmap_stale_claim(void **state)
         free(rec);
 }
 
+/* The sweep removes a dead thread's storage only when it knows it made it for this scope: a
+ * workspace of another scope (the config's scope changed) or of an older b4box keeps its data. */
+static void test_sweep_keeps_foreign_workspaces(void **state)
+{
+        REQUIRE_ROOT();
+        struct b4_provider_config cfg = { .type = (char *)"native", .scope = (char *)"sweep-a" };
+        struct b4_policy def;
+        struct b4_acquire_req req = { .thread_id = "t1", .policy = &def };
+        struct b4_provider *p = NULL;
+        struct b4_sandbox *sb = NULL;
+        struct b4_error err = { 0 };
+        char *dir = b4_test_tmpdir(), *mine = NULL, *theirs = NULL, *file = NULL, a[41], b[41];
+        char *const none[] = { NULL };
+
+        b4_policy_init(&def);
+        cfg.state_dir = dir;
+        assert_int_equal(b4_provider_new(&cfg, &p, &err), 0);
+        assert_int_equal(b4_provider_acquire(p, &req, &sb, &err), 0);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_release(p, "t1", &err), 0);
+        assert_int_equal(b4_resource_id("sweep-a", "t1", a), 0);
+        assert_int_equal(b4_resource_id("sweep-b", "t1", b), 0);
+        assert_true(asprintf(&mine, "%s/native/workspaces/%s", dir, a) > 0);
+        assert_true(asprintf(&theirs, "%s/native/workspaces/%s", dir, b) > 0);
+        assert_true(asprintf(&file, "%s/keep", theirs) > 0);
+        assert_int_equal(mkdir(theirs, 0755), 0);
+        assert_int_equal(b4_test_write(file, "data of scope sweep-b"), 0);
+        assert_true(b4_provider_sweep(p, none, &err) >= 1);
+        assert_int_equal(access(mine, F_OK), -1); /* ours and dead: gone */
+        assert_int_equal(access(file, F_OK), 0);  /* not provably ours: kept */
+        p = b4_provider_free(p);
+        b4_test_rmrf(dir);
+        free(dir);
+        free(mine);
+        free(theirs);
+        free(file);
+}
+
 static void test_walk_and_read_files(void **state)
 {
         REQUIRE_ROOT();
@@ -1337,6 +1375,7 @@ int main(void)
                 cmocka_unit_test(test_l5_disk_quota),
                 cmocka_unit_test(test_legacy_workspace_shifted),
                 cmocka_unit_test(test_idmap_stale_claim),
+                cmocka_unit_test(test_sweep_keeps_foreign_workspaces),
                 cmocka_unit_test(test_walk_and_read_files),
                 cmocka_unit_test(test_release_and_destroy),
                 cmocka_unit_test(test_adoption),

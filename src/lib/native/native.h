@@ -379,6 +379,7 @@ struct native_provider {
         uint32_t id_start, id_size; /* the range blocks come from (sandbox.provider.idRange) */
         int ids_fd;                 /* native/ids: the blocks' records */
         int disks_fd;               /* native/disks: workspace filesystem images (diskGb) */
+        int owners_fd;              /* native/owners: the scope each workspace was made for */
         uint32_t host_uid, host_gid;
         void *bpf;
         size_t bpf_len;
@@ -449,6 +450,10 @@ int native_reader_open(struct native_provider *np,
                        struct b4_error *err);
 /* Destroy's storage part, with the thread stopped and its flock held: the diskGb image and
  * mount, the workspace, then the id block record and claim. Return: 0 or -errno. */
+/* Record that workspace @id was made (or used) for a thread of this provider's scope, so a
+ * sweep may remove it once its thread is gone (and never one it cannot tell is ours). */
+int native_owner_mark(struct native_provider *np, const char *id);
+bool native_owner_is_ours(struct native_provider *np, const char *id);
 int native_remove_storage(struct native_provider *np, const char *id);
 /* rm -rf @name under @dirfd without following symlinks. */
 int rm_rf_at(int dirfd, const char *name);

@@ -83,6 +83,7 @@ void native_provider_unref(struct native_provider *np)
         safe_close(np->run_fd);
         safe_close(np->ws_fd);
         safe_close(np->ids_fd);
+        safe_close(np->owners_fd);
         safe_close(np->disks_fd);
         safe_close(np->exe_fd);
         free(np->bpf);
@@ -231,14 +232,37 @@ static int np_acquire(struct b4_provider *p,
         return r;
 }
 
+int native_owner_mark(struct native_provider *np, const char *id)
+{
+        const char *scope = np->p.scope;
+        cleanup_free char *have = NULL;
+        size_t len;
+
+        if (read_file_at(np->owners_fd, id, 4096, &have, &len) >= 0 && len == strlen(scope) &&
+            memcmp(have, scope, len) == 0)
+                return 0;
+        return write_file_atomic_at(np->owners_fd, id, scope, strlen(scope), 0600);
+}
+
+bool native_owner_is_ours(struct native_provider *np, const char *id)
+{
+        cleanup_free char *have = NULL;
+        size_t len;
+
+        return read_file_at(np->owners_fd, id, 4096, &have, &len) >= 0 &&
+               len == strlen(np->p.scope) && memcmp(have, np->p.scope, len) == 0;
+}
+
 int native_remove_storage(struct native_provider *np, const char *id)
 {
         int r;
 
         disk_remove(np, id);
         r = rm_rf_at(np->ws_fd, id);
-        if (r >= 0)
+        if (r >= 0) {
                 idmap_forget(np, id);
+                (void)unlinkat(np->owners_fd, id, 0);
+        }
         return r;
 }
 
@@ -374,6 +398,8 @@ static int setup_dirs(struct native_provider *np, const char *state_dir, struct 
                 r = open_private_dir_at(native_fd, "root", 0700, &stage_fd);
         if (r >= 0)
                 r = open_private_dir_at(native_fd, "ids", 0700, &np->ids_fd);
+        if (r >= 0)
+                r = open_private_dir_at(native_fd, "owners", 0700, &np->owners_fd);
         if (r >= 0 && !np->rootless)
                 r = open_private_dir_at(native_fd, "disks", 0700, &np->disks_fd);
         if (r < 0)
@@ -436,6 +462,7 @@ int native_provider_new(const struct b4_provider_config *cfg,
                 .run_fd = -EBADF,
                 .ws_fd = -EBADF,
                 .ids_fd = -EBADF,
+                .owners_fd = -EBADF,
                 .disks_fd = -EBADF,
                 .rootless = geteuid() != 0,
                 .id_start = cfg->id_start ? cfg->id_start : IDMAP_DEFAULT_START,

@@ -9,7 +9,8 @@
  * cannot be told apart by scanning; they are reached through the intent record run/<id>.host
  * that thread.c writes before making any of them. A dead thread loses its keeper, cgroups,
  * network, disk image, workspace, id block and records (thread_stop_id(),
- * native_remove_storage()). A
+ * native_remove_storage()), but storage only when native/owners/<id> says it was made for
+ * this scope (or a start was cut short): see sweep_one(). A
  * live thread keeps its workspace and a keeper that can be adopted; a keeper that cannot (a
  * crash between spawn and record, or one that died) is stopped and its cgroups removed.
  * Stale temp files of interrupted record writes (.<name>.tmp) go as well.
@@ -100,6 +101,8 @@ static int collect(struct native_provider *np, char ***ret)
                 r = scan_dir(np->ws_fd, &ids);
         if (r >= 0)
                 r = scan_dir(np->ids_fd, &ids);
+        if (r >= 0)
+                r = scan_dir(np->owners_fd, &ids);
         if (r >= 0 && np->disks_fd >= 0)
                 r = scan_dir(np->disks_fd, &ids);
         if (r >= 0 && np->userns)
@@ -178,8 +181,14 @@ static int sweep_one(struct native_provider *np, const char *id, bool dead)
         r = thread_flock(np, id, &lock_fd);
         if (r < 0)
                 return r;
+        /* Storage goes only with proof it is this scope's: its owner record, or the intent of
+         * a start cut short. A workspace of another scope (the config's scope changed) or of
+         * a b4box before owner records keeps its data; only its compute is stopped. With no
+         * workspace left there is nothing to keep: its records and lock go. */
+        bool ours = native_owner_is_ours(np, id) || run_file_exists(np, id, NATIVE_INTENT_SUFFIX) ||
+                    faccessat(np->ws_fd, id, F_OK, AT_SYMLINK_NOFOLLOW) < 0; /* no data left */
         thread_stop_id(np, id, -EBADF);
-        if (!dead)
+        if (!dead || !ours)
                 return 1;
         r = native_remove_storage(np, id);
         if (r < 0)

@@ -306,6 +306,8 @@ static int start_keeper(struct native_provider *np,
         r = ensure_workspace(np, t, p->resources.disk_gb,
                              t->host_base + (non_root ? p->security.uid : 0),
                              t->host_base + (non_root ? p->security.gid : 0), err);
+        if (r >= 0 && (r = native_owner_mark(np, t->id)) < 0)
+                b4_error_set(err, r, "cannot record the owner of thread '%s'", t->thread_id);
         if (r < 0)
                 return r;
         char hid[41];
