@@ -97,9 +97,8 @@ int b4_store_grant_list(struct b4_store *s,
                         struct b4_error *err)
 {
         cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-        cleanup_strv char **l = NULL;
         STORE_LOCKED(s);
-        int rc, r;
+        int r;
 
         r = store_prepare(
                 s,
@@ -110,14 +109,5 @@ int b4_store_grant_list(struct b4_store *s,
                 return r;
         (void)sqlite3_bind_text(st, 1, thread_id, -1, SQLITE_TRANSIENT);
         (void)sqlite3_bind_text(st, 2, tool, -1, SQLITE_TRANSIENT);
-        l = b4_calloc(1, sizeof(char *));
-        if (!l)
-                return -ENOMEM;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-                if (strv_extend(&l, (const char *)sqlite3_column_text(st, 0)) < 0)
-                        return -ENOMEM;
-        if (rc != SQLITE_DONE)
-                return store_error(s, rc, err, "list grants");
-        *ret_patterns = TAKE_PTR(l);
-        return 0;
+        return store_column_strv(s, st, "list grants", ret_patterns, err);
 }

@@ -26,6 +26,10 @@ struct b4_store {
 int store_error(struct b4_store *s, int rc, struct b4_error *err, const char *what);
 /* Prepare @sql; on failure sets @err. */
 int store_prepare(struct b4_store *s, const char *sql, sqlite3_stmt **ret, struct b4_error *err);
+/* Step @st to the end, collecting column 0 of every row as text into a new strv (empty, not
+ * NULL, for no rows). @what names the query in an error. Return: 0 or -errno. */
+int store_column_strv(
+        struct b4_store *s, sqlite3_stmt *st, const char *what, char ***ret, struct b4_error *err);
 /*
  * A cached statement for a hot query (@sql must be a string literal). The caller holds the
  * store lock and resets it when done (cleanup_(store_resetp)); never finalize it.

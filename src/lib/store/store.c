@@ -15,6 +15,7 @@
 #include "base/alloc.h"
 #include "base/fd-util.h"
 #include "base/macro.h"
+#include "base/strv.h"
 #include "store-internal.h"
 
 extern const char store_schema_v1[];
@@ -66,6 +67,23 @@ int store_prepare(struct b4_store *s, const char *sql, sqlite3_stmt **ret, struc
         int rc = sqlite3_prepare_v2(s->db, sql, -1, ret, NULL);
 
         return rc == SQLITE_OK ? 0 : store_error(s, rc, err, "prepare");
+}
+
+int store_column_strv(
+        struct b4_store *s, sqlite3_stmt *st, const char *what, char ***ret, struct b4_error *err)
+{
+        cleanup_strv char **l = b4_calloc(1, sizeof(char *));
+        int rc;
+
+        if (!l)
+                return -ENOMEM;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+                if (strv_extend(&l, (const char *)sqlite3_column_text(st, 0)) < 0)
+                        return -ENOMEM;
+        if (rc != SQLITE_DONE)
+                return store_error(s, rc, err, what);
+        *ret = TAKE_PTR(l);
+        return 0;
 }
 
 int store_prepare_cached(struct b4_store *s,

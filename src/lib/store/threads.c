@@ -204,22 +204,12 @@ int b4_store_thread_mark_deleting(struct b4_store *s, const char *id, struct b4_
 int b4_store_thread_list_deleting(struct b4_store *s, char ***ret_ids, struct b4_error *err)
 {
         cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-        cleanup_strv char **l = NULL;
         STORE_LOCKED(s);
-        int rc, r;
+        int r;
 
         r = store_prepare(s, "SELECT id FROM threads WHERE deleting != 0 ORDER BY created_ms, id",
                           &st, err);
         if (r < 0)
                 return r;
-        l = b4_calloc(1, sizeof(char *));
-        if (!l)
-                return -ENOMEM;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-                if (strv_extend(&l, (const char *)sqlite3_column_text(st, 0)) < 0)
-                        return -ENOMEM;
-        if (rc != SQLITE_DONE)
-                return store_error(s, rc, err, "list deleting threads");
-        *ret_ids = TAKE_PTR(l);
-        return 0;
+        return store_column_strv(s, st, "list deleting threads", ret_ids, err);
 }
