@@ -57,7 +57,7 @@ static void check_token(struct check *c, const struct b4_principal *p)
         int r;
 
         if (!p->token_file) {
-                const char *v = getenv(p->token_env);
+                const char *v = secure_getenv(p->token_env);
                 if (!v)
                         check_refuse(c,
                                      "environment variable '%s' (token of principal '%s') is not "
@@ -73,8 +73,7 @@ static void check_token(struct check *c, const struct b4_principal *p)
                 check_refuse(c, "cannot read the token of principal '%s' from '%s': %s", p->name,
                              p->token_file, strerror(-r));
         else if (token_length(t, len) < TOKEN_MIN)
-                check_refuse(c,
-                             "the token of principal '%s' in '%s' is shorter than %d characters",
+                check_refuse(c, "the token of principal '%s' in '%s' is shorter than %d characters",
                              p->name, p->token_file, TOKEN_MIN);
         if (t)
                 explicit_bzero(t, len);
@@ -91,10 +90,11 @@ void check_tokens(struct check *c, const struct b4_config *cfg)
 /* @prog without a '/' is looked up in $PATH, as execvp() does. Return: 0 or -errno. */
 static int find_in_path(const char *prog)
 {
-        const char *path = getenv("PATH");
+        const char *path = secure_getenv("PATH");
         int r = -ENOENT;
 
-        for (const char *s = path ? path : "/usr/bin:/bin"; s; s = strchr(s, ':') ? strchr(s, ':') + 1 : NULL) {
+        for (const char *s = path ? path : "/usr/bin:/bin"; s;
+             s = strchr(s, ':') ? strchr(s, ':') + 1 : NULL) {
                 size_t n = strcspn(s, ":");
                 cleanup_free char *full = NULL;
                 if (b4_asprintf(&full, "%.*s/%s", (int)n, n ? s : ".", prog) < 0)

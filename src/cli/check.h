@@ -11,9 +11,9 @@
 #include "b4box/b4.h"
 
 struct check {
-        bool json;        /* --json: print nothing but the document */
-        bool strict;      /* --strict: a NOT ENFORCED control exits CLI_EXIT_STRICT */
-        char **refusals;  /* owned strv, in the order found */
+        bool json;       /* --json: print nothing but the document */
+        bool strict;     /* --strict: a NOT ENFORCED control exits CLI_EXIT_STRICT */
+        char **refusals; /* owned strv, in the order found */
         bool out_of_memory;
 };
 

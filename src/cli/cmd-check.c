@@ -238,7 +238,9 @@ static const char *network_name(const struct b4_config *cfg)
         return b4_config_policy(cfg)->network == B4_NETWORK_DENY ? "deny" : "allow";
 }
 
-static void print_text(const struct b4_config *cfg, struct b4_provider *p, const struct b4_preflight *pf)
+static void print_text(const struct b4_config *cfg,
+                       struct b4_provider *p,
+                       const struct b4_preflight *pf)
 {
         printf("provider: %s, scope \"%s\"%s%s\n", b4_provider_name(p), cfg->sandbox.provider.scope,
                pf->detail ? ": " : "", pf->detail ? pf->detail : "");
@@ -256,7 +258,8 @@ static void capture_static(struct check *c, const struct b4_config *cfg)
 
         r = b4_workspace_capture(cfg->base_dir, &cfg->sandbox.workspace, NULL, &ws, &err);
         if (r < 0) {
-                check_refuse(c, "Invalid managed workspace: %s", err.msg[0] ? err.msg : strerror(-r));
+                check_refuse(c, "Invalid managed workspace: %s",
+                             err.msg[0] ? err.msg : strerror(-r));
                 return;
         }
         if (!c->json)

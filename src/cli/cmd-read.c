@@ -37,7 +37,6 @@ struct read_args {
         bool json, consistent;
 };
 
-
 static int parse_args(int argc, char **argv, struct read_args *a)
 {
         static const struct option opts[] = {

@@ -39,7 +39,6 @@ struct tool_args {
         const char *json;
 };
 
-
 static int add_rule(struct tool_args *a, const char *list, const char *v)
 {
         char *s = NULL;

@@ -30,7 +30,6 @@
 #define UPLOAD_ATTEMPTS     5
 #define UPLOAD_RETRY_MAX_S  5
 
-
 /* Read and verify @path; *ret is the canonical JSON to send, *ret_digest its digest. */
 static int load_bundle(const char *path, char **ret, size_t *ret_len, char ret_digest[65])
 {
@@ -85,11 +84,8 @@ static int report(const struct cli_http_resp *resp, const char *digest, bool jso
         return CLI_EXIT_OK;
 }
 
-static int put(const struct cli_client *c,
-               const char *body,
-               size_t len,
-               const char *digest,
-               bool json)
+static int put(
+        const struct cli_client *c, const char *body, size_t len, const char *digest, bool json)
 {
         cleanup_free char *path = NULL;
         struct cli_http_resp resp = { 0 };

@@ -19,7 +19,8 @@
  * completions test all come from it. Options are "--name ARG  what it does" lines.
  */
 static const struct cli_command commands[] = {
-        { "serve", cmd_serve, "serve the HTTP API", "b4box serve [--listen ADDR] [--reap-interval-ms MS]",
+        { "serve", cmd_serve, "serve the HTTP API",
+          "b4box serve [--listen ADDR] [--reap-interval-ms MS]",
           "  --listen ADDR            host:port or unix:PATH (default: server.listen)\n"
           "  --reap-interval-ms MS    how often idle sandboxes are reaped\n" },
         { "threads", cmd_threads, "create, list, show, remove or release threads through a server",

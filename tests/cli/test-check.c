@@ -15,8 +15,8 @@
 
 #include "b4box/b4.h"
 
-#include "../../src/cli/cmd-check.c"
 #include "../../src/cli/check-catches.c"
+#include "../../src/cli/cmd-check.c"
 #include "../../src/cli/config-load.c"
 #include "b4-test.h"
 
