@@ -109,7 +109,9 @@ int cli_load_config_collect(const struct cli_ctx *ctx,
                 return r;
         r = set_state_dir(&cfg->sandbox.provider, ctx);
         if (r < 0) {
-                say(collect, "cannot resolve the state directory");
+                cleanup_free char *msg = NULL;
+                if (b4_asprintf(&msg, "cannot resolve the state directory: %s", strerror(-r)) >= 0)
+                        say(collect, msg);
                 b4_config_free(cfg);
                 return CLI_EXIT_FAILED;
         }
