@@ -3,8 +3,8 @@
 
 /*
  * The b4box command line: main.c parses the global options and dispatches to one function
- * per subcommand (cmd-*.c). Exit codes: 0 ok, 1 refused/failed, 2 usage error; `exec`
- * exits with the command's own code.
+ * per subcommand (cmd-*.c). Exit codes: 0 ok, 1 refused/failed, 2 usage error, 3 `check
+ * --strict` with a control NOT ENFORCED; `exec` exits with the command's own code.
  */
 
 #include <stdbool.h>
@@ -15,6 +15,10 @@ enum {
         CLI_EXIT_OK = 0,
         CLI_EXIT_FAILED = 1,
         CLI_EXIT_USAGE = 2,
+        CLI_EXIT_STRICT = 3, /* check --strict: a control is NOT ENFORCED */
+        /* A command's return after printing what was wrong with its arguments: main() adds
+         * the command's usage line and exits CLI_EXIT_USAGE. Never an exit code itself. */
+        CLI_USAGE = -2,
 };
 
 struct cli_ctx {
@@ -24,6 +28,18 @@ struct cli_ctx {
 
 /* A subcommand: argv[0] is its name, global options already removed. */
 typedef int cli_cmd_fn(int argc, char **argv, const struct cli_ctx *ctx);
+
+/* One subcommand: its usage text lives in main.c's table and nowhere else. */
+struct cli_command {
+        const char *name;
+        cli_cmd_fn *fn;
+        const char *summary;  /* one line, no final period */
+        const char *synopsis; /* "b4box NAME ..." lines, '\n' between them */
+        const char *options;  /* "  --opt ARG   what" lines, each ending in '\n'; may be "" */
+};
+
+/* Print the running command's usage line to stderr; returns CLI_EXIT_USAGE. */
+int cli_usage(void);
 
 /* Print "b4box: <message>" to stderr. */
 void cli_error(const char *fmt, ...) B4_PRINTF(1, 2);
@@ -36,9 +52,16 @@ struct b4_config;
 /*
  * Load the configuration (-c FILE, else ./b4box.json, else defaults) with the provider's
  * state dir set. Refusals are printed. Return: 0 with *ret owned by the caller, or the exit
- * code to return (CLI_EXIT_FAILED). *ret_path (optional) is the file used, NULL for defaults.
+ * code to return (CLI_EXIT_FAILED). *ret_path (optional) is the file used, NULL for defaults;
+ * it is set on a refusal too.
  */
 int cli_load_config(const struct cli_ctx *ctx, struct b4_config **ret, const char **ret_path);
+/* The same, with the refusals appended to *@collect (a strv) instead of printed, when
+ * @collect is not NULL. A refused file's last refusal names it. */
+int cli_load_config_collect(const struct cli_ctx *ctx,
+                            struct b4_config **ret,
+                            const char **ret_path,
+                            char ***collect);
 
 /* What a local command (no server) works with: the state dir is locked shared, so it
  * refuses while a server owns the dir, and a server refuses while it runs. */

@@ -29,13 +29,6 @@
 
 #define BUNDLE_FILE_MAX (96u * 1024u * 1024u)
 
-static void bundle_usage(void)
-{
-        fprintf(stderr, "Usage: b4box bundle create DIR [--include-from FILE] [--exclude-dir D]... "
-                        "-o OUT\n"
-                        "       b4box bundle verify FILE\n");
-}
-
 /* One path per line; blank lines and lines starting with '#' are skipped. */
 static int read_list(const char *path, char ***ret)
 {
@@ -83,7 +76,15 @@ struct create_args {
         const char *dir, *out;
         char **include;  /* owned, NULL = everything */
         char **excludes; /* owned */
+        bool json;
 };
+
+/* --json: {"digest": D, "files": N, "bytes": N} on stdout. */
+static void print_json(const char *digest, size_t n_files, uint64_t bytes)
+{
+        printf("{\"digest\": \"%s\", \"files\": %zu, \"bytes\": %llu}\n", digest, n_files,
+               (unsigned long long)bytes);
+}
 
 static int parse_create(int argc, char **argv, struct create_args *a)
 {
@@ -91,6 +92,7 @@ static int parse_create(int argc, char **argv, struct create_args *a)
                 { "include-from", required_argument, NULL, 'i' },
                 { "exclude-dir", required_argument, NULL, 'x' },
                 { "output", required_argument, NULL, 'o' },
+                { "json", no_argument, NULL, 'j' },
                 {},
         };
         int c;
@@ -103,6 +105,8 @@ static int parse_create(int argc, char **argv, struct create_args *a)
                         return -ENOMEM;
                 else if (c == 'o')
                         a->out = optarg;
+                else if (c == 'j')
+                        a->json = true;
                 else if (c == '?')
                         return -EINVAL;
         }
@@ -126,7 +130,7 @@ static int bundle_create(int argc, char **argv)
         if (parse_create(argc, argv, &a) < 0) {
                 strv_free(a.include);
                 strv_free(a.excludes);
-                return CLI_EXIT_USAGE;
+                return CLI_USAGE;
         }
         struct b4_workspace_def def = {
                 .directory = (char *)".",
@@ -141,7 +145,10 @@ static int bundle_create(int argc, char **argv)
         else if ((r = write_out(a.out, json, len)) < 0)
                 cli_error("cannot write '%s': %s", a.out, strerror(-r));
         else {
-                printf("%s\n", w->source->digest);
+                if (a.json)
+                        print_json(w->source->digest, w->source->n_files, w->source->total_bytes);
+                else
+                        printf("%s\n", w->source->digest);
                 ret = CLI_EXIT_OK;
         }
         free(json);
@@ -159,9 +166,13 @@ static int bundle_verify(int argc, char **argv)
         size_t len = 0;
         int r;
 
-        if (argc != 2) {
-                bundle_usage();
-                return CLI_EXIT_USAGE;
+        bool json = argc == 3 && strcmp(argv[2], "--json") == 0;
+
+        if (argc == 3 && strcmp(argv[1], "--json") == 0)
+                json = true, argv[1] = argv[2];
+        if (argc != 2 && !json) {
+                cli_error("bundle verify needs exactly one FILE");
+                return CLI_USAGE;
         }
         r = read_file_at(AT_FDCWD, argv[1], BUNDLE_FILE_MAX, &text, &len);
         if (r < 0) {
@@ -172,9 +183,13 @@ static int bundle_verify(int argc, char **argv)
         r = b4_bundle_parse(text, len, &b, &err);
         if (r < 0)
                 return cli_fail(&err);
-        printf("%s\n", b->digest);
-        fprintf(stderr, "b4box: bundle ok: %zu files, %llu bytes\n", b->n_files,
-                (unsigned long long)b->total_bytes);
+        if (json)
+                print_json(b->digest, b->n_files, b->total_bytes);
+        else {
+                printf("%s\n", b->digest);
+                fprintf(stderr, "b4box: bundle ok: %zu files, %llu bytes\n", b->n_files,
+                        (unsigned long long)b->total_bytes);
+        }
         b4_bundle_free(b);
         return CLI_EXIT_OK;
 }
@@ -185,6 +200,6 @@ int cmd_bundle(int argc, char **argv, const struct cli_ctx *ctx)
                 return bundle_create(argc - 1, argv + 1);
         if (argc >= 2 && strcmp(argv[1], "verify") == 0)
                 return bundle_verify(argc - 1, argv + 1);
-        bundle_usage();
-        return CLI_EXIT_USAGE;
+        cli_error("bundle needs 'create' or 'verify'");
+        return CLI_USAGE;
 }

@@ -2,8 +2,10 @@
 /*
  * `b4box check`: load and validate the configuration (-c FILE, else ./b4box.json when
  * present, else the defaults), construct the provider, run its preflight and print which
- * controls are enforced. Every refusal is printed as "b4box: <message>" on stderr.
- * Exit: 0 ok, 1 refused or failed, 2 usage.
+ * controls are enforced, after the catches of check-catches.c (token files, resolver
+ * programs, images). Every refusal is printed as "b4box: <message>" on stderr, or kept for
+ * the --json document. Exit: 0 ok, 1 refused or failed, 2 usage, 3 --strict and a control
+ * NOT ENFORCED.
  */
 
 #include <errno.h>
@@ -18,7 +20,9 @@
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strv.h"
+#include "check.h"
 #include "cli.h"
+#include "json/json.h"
 
 DEFINE_CLEANUP_FUNC(struct b4_config, b4_config_free)
 DEFINE_CLEANUP_FUNC(struct b4_provider, b4_provider_free)
@@ -205,39 +209,48 @@ static void print_managed(const struct b4_config *cfg)
                        (unsigned long long)s->staged.max_upload_bytes);
 }
 
-/* Preflight and report; returns the exit code. */
-static int run_preflight(const struct b4_config *cfg, struct b4_provider *p)
+/* Preflight into @pf; a failure is a refusal. Return: 0, or -ENOMEM. */
+static int run_preflight(struct check *c,
+                         const struct b4_config *cfg,
+                         struct b4_provider *p,
+                         struct b4_preflight *pf)
 {
-        cleanup_(preflight_clearp) struct b4_preflight pf = { 0 };
         struct b4_error err = { 0 };
         const char *name = b4_provider_name(p);
-        int r;
 
-        r = b4_provider_preflight(p, &pf, &err);
-        if (r < 0) {
-                cli_error("Sandbox provider \"%s\" preflight threw: %s.", name, err.msg);
-                return CLI_EXIT_FAILED;
+        if (b4_provider_preflight(p, pf, &err) < 0) {
+                check_refuse(c, "Sandbox provider \"%s\" preflight threw: %s.", name, err.msg);
+                return 0;
         }
-        if (apply_limits(cfg, &pf) < 0 || add_config_controls(cfg, &pf) < 0) {
-                cli_error("out of memory");
-                return CLI_EXIT_FAILED;
-        }
-        STRV_FOREACH (w, pf.warnings)
-                cli_error("warning: %s", *w);
-        if (!pf.ok) {
-                cli_error("Sandbox provider \"%s\" preflight failed: %s.", name,
-                          pf.detail ? pf.detail : "no detail");
-                return CLI_EXIT_FAILED;
-        }
-        printf("provider: %s, scope \"%s\"%s%s\n", name, cfg->sandbox.provider.scope,
-               pf.detail ? ": " : "", pf.detail ? pf.detail : "");
+        if (apply_limits(cfg, pf) < 0 || add_config_controls(cfg, pf) < 0)
+                return -ENOMEM;
+        if (!c->json)
+                STRV_FOREACH (w, pf->warnings)
+                        cli_error("warning: %s", *w);
+        if (!pf->ok)
+                check_refuse(c, "Sandbox provider \"%s\" preflight failed: %s.", name,
+                             pf->detail ? pf->detail : "no detail");
+        return 0;
+}
+
+static const char *network_name(const struct b4_config *cfg)
+{
+        return b4_config_policy(cfg)->network == B4_NETWORK_DENY ? "deny" : "allow";
+}
+
+static void print_text(const struct b4_config *cfg,
+                       struct b4_provider *p,
+                       const struct b4_preflight *pf)
+{
+        printf("provider: %s, scope \"%s\"%s%s\n", b4_provider_name(p), cfg->sandbox.provider.scope,
+               pf->detail ? ": " : "", pf->detail ? pf->detail : "");
+        printf("network: %s\n", network_name(cfg));
         print_managed(cfg);
-        print_table(&pf);
-        return CLI_EXIT_OK;
+        print_table(pf);
 }
 
 /* A static sandbox.workspace is captured right away (reference §2.3). */
-static int capture_static(const struct b4_config *cfg)
+static void capture_static(struct check *c, const struct b4_config *cfg)
 {
         struct b4_captured_workspace *ws = NULL;
         struct b4_error err = { 0 };
@@ -245,64 +258,195 @@ static int capture_static(const struct b4_config *cfg)
 
         r = b4_workspace_capture(cfg->base_dir, &cfg->sandbox.workspace, NULL, &ws, &err);
         if (r < 0) {
-                cli_error("Invalid managed workspace: %s", err.msg[0] ? err.msg : strerror(-r));
+                check_refuse(c, "Invalid managed workspace: %s",
+                             err.msg[0] ? err.msg : strerror(-r));
+                return;
+        }
+        if (!c->json)
+                printf("workspace: captured %zu files, %zu links, source %s\n", ws->source->n_files,
+                       ws->n_links, ws->source->digest);
+        b4_captured_workspace_free(ws);
+}
+
+static bool any_not_enforced(const struct b4_preflight *pf)
+{
+        for (size_t i = 0; i < pf->n_controls; i++)
+                if (pf->controls[i].state == B4_NOT_ENFORCED)
+                        return true;
+        return false;
+}
+
+/* The exit code of a finished check. */
+static int verdict(const struct check *c, const struct b4_preflight *pf)
+{
+        if (c->out_of_memory) {
+                cli_error("out of memory");
                 return CLI_EXIT_FAILED;
         }
-        printf("workspace: captured %zu files, %zu links, source %s\n", ws->source->n_files,
-               ws->n_links, ws->source->digest);
-        b4_captured_workspace_free(ws);
-        return CLI_EXIT_OK;
+        if (c->refusals)
+                return CLI_EXIT_FAILED;
+        return c->strict && any_not_enforced(pf) ? CLI_EXIT_STRICT : CLI_EXIT_OK;
 }
 
 /**
  * check_provider() - the provider-dependent checks of a validated config
+ * @c:   the run; refusals are added to it
  * @cfg: validated configuration; borrowed
  * @p:   its provider; borrowed
+ * @pf:  filled with the preflight (its controls), cleared by the caller
  *
- * Return: an exit code (CLI_EXIT_OK or CLI_EXIT_FAILED).
+ * In text mode the provider, the workspace lines and the table are printed when nothing
+ * was refused. Return: an exit code (verdict()).
  */
-static int check_provider(const struct b4_config *cfg, struct b4_provider *p)
+static int check_provider(struct check *c,
+                          const struct b4_config *cfg,
+                          struct b4_provider *p,
+                          struct b4_preflight *pf)
 {
-        int r;
-
-        if (cfg->sandbox.workspace_kind == B4_WORKSPACE_STATIC &&
-            (r = capture_static(cfg)) != CLI_EXIT_OK)
-                return r;
-        if (cfg->sandbox.workspace_read && !b4_provider_has_reader(p)) {
-                cli_error("sandbox.workspaceRead needs a provider whose managed workspaces can "
-                          "be read (open_reader); \"%s\" cannot",
-                          b4_provider_name(p));
-                return CLI_EXIT_FAILED;
-        }
-        return run_preflight(cfg, p);
+        if (cfg->sandbox.workspace_kind == B4_WORKSPACE_STATIC)
+                capture_static(c, cfg);
+        if (cfg->sandbox.workspace_read && !b4_provider_has_reader(p))
+                check_refuse(c,
+                             "sandbox.workspaceRead needs a provider whose managed workspaces can "
+                             "be read (open_reader); \"%s\" cannot",
+                             b4_provider_name(p));
+        if (run_preflight(c, cfg, p, pf) < 0)
+                c->out_of_memory = true;
+        else if (pf->ok)
+                check_images(c, cfg, p);
+        if (!c->json && !c->refusals)
+                print_text(cfg, p, pf);
+        return verdict(c, pf);
 }
 
-/* Construct the provider of @cfg (state dir set) and check it. Returns an exit code. */
-static int check_config(struct b4_config *cfg)
+static const char *json_state(enum b4_enforcement s)
+{
+        switch (s) {
+        case B4_ENFORCED:
+                return "enforced";
+        case B4_NOT_ENFORCED:
+                return "not_enforced";
+        case B4_NOT_SET:
+                return "not_set";
+        case B4_NOT_APPLICABLE:
+                break;
+        }
+        return "n/a";
+}
+
+static int set_str(struct jv *o, const char *key, const char *v)
+{
+        return jv_object_set_new(o, key, v ? jv_string_new(v) : jv_null_new());
+}
+
+static struct jv *strv_json(char **l)
+{
+        struct jv *a = jv_array_new();
+
+        STRV_FOREACH (s, l)
+                if (!a || jv_array_append_new(a, jv_string_new(*s)) < 0)
+                        return jv_unref(a);
+        return a;
+}
+
+static struct jv *controls_json(const struct b4_preflight *pf)
+{
+        struct jv *a = jv_array_new();
+
+        for (size_t i = 0; a && i < pf->n_controls; i++) {
+                const struct b4_control *c = &pf->controls[i];
+                struct jv *o = jv_object_new();
+                if (!o || set_str(o, "name", c->name) < 0 ||
+                    set_str(o, "state", json_state(c->state)) < 0 ||
+                    set_str(o, "detail", c->detail ? c->detail : "") < 0 ||
+                    jv_array_append_new(a, o) < 0)
+                        return jv_unref(a);
+        }
+        return a;
+}
+
+/* The --json document (docs/cli.md); @cfg and @p may be NULL when the check stopped early. */
+static int print_json(const struct check *c,
+                      const char *path,
+                      const struct b4_config *cfg,
+                      struct b4_provider *p,
+                      const struct b4_preflight *pf,
+                      int code)
+{
+        cleanup_(jv_unrefp) struct jv *o = jv_object_new();
+        cleanup_free char *text = NULL;
+
+        if (!o || set_str(o, "config", path) < 0 ||
+            set_str(o, "provider", p ? b4_provider_name(p) : NULL) < 0 ||
+            set_str(o, "scope", cfg ? cfg->sandbox.provider.scope : NULL) < 0 ||
+            set_str(o, "network", cfg ? network_name(cfg) : NULL) < 0 ||
+            set_str(o, "detail", pf->detail) < 0 ||
+            jv_object_set_new(o, "ok", jv_bool_new(code == CLI_EXIT_OK)) < 0 ||
+            jv_object_set_new(o, "exitCode", jv_integer_new(code)) < 0 ||
+            jv_object_set_new(o, "refusals", strv_json(c->refusals)) < 0 ||
+            jv_object_set_new(o, "warnings", strv_json(pf->warnings)) < 0 ||
+            jv_object_set_new(o, "controls", controls_json(pf)) < 0 || jv_dump(o, 0, &text) < 0) {
+                cli_error("out of memory");
+                return CLI_EXIT_FAILED;
+        }
+        printf("%s\n", text);
+        return code;
+}
+
+/* Everything after the config loaded: the config's own catches, then the provider's. */
+static int check_config(struct check *c, const char *path, struct b4_config *cfg)
 {
         cleanup_(b4_provider_freep) struct b4_provider *p = NULL;
+        cleanup_(preflight_clearp) struct b4_preflight pf = { 0 };
         struct b4_error err = { 0 };
-        int r;
+        int code;
 
-        r = b4_provider_new(&cfg->sandbox.provider, &p, &err);
-        if (r < 0)
-                return cli_fail(&err);
-        return check_provider(cfg, p);
+        check_tokens(c, cfg);
+        check_resolvers(c, cfg);
+        if (b4_provider_new(&cfg->sandbox.provider, &p, &err) < 0) {
+                const char *codename = b4_code_name(err.code);
+                check_refuse(c, "%s%s%s%s", err.msg[0] ? err.msg : "failed", codename ? " [" : "",
+                             codename ? codename : "", codename ? "]" : "");
+                code = verdict(c, &pf);
+        } else
+                code = check_provider(c, cfg, p, &pf);
+        return c->json ? print_json(c, path, cfg, p, &pf, code) : code;
+}
+
+static int parse_check(int argc, char **argv, struct check *c)
+{
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--json") == 0)
+                        c->json = true;
+                else if (strcmp(argv[i], "--strict") == 0)
+                        c->strict = true;
+                else {
+                        cli_error("check: unexpected argument '%s'", argv[i]);
+                        return -EINVAL;
+                }
+        }
+        return 0;
 }
 
 int cmd_check(int argc, char **argv, const struct cli_ctx *ctx)
 {
         cleanup_(b4_config_freep) struct b4_config *cfg = NULL;
+        cleanup_strv char **refusals = NULL;
+        struct check c = { 0 };
         const char *path = NULL;
         int r;
 
-        if (argc > 1) {
-                cli_error("check takes no arguments (got '%s')", argv[1]);
-                return CLI_EXIT_USAGE;
+        if (parse_check(argc, argv, &c) < 0)
+                return CLI_USAGE;
+        r = cli_load_config_collect(ctx, &cfg, &path, c.json ? &c.refusals : NULL);
+        refusals = c.refusals; /* freed on every return */
+        if (r != 0) {
+                struct b4_preflight none = { 0 };
+                return c.json ? print_json(&c, path, NULL, NULL, &none, r) : r;
         }
-        r = cli_load_config(ctx, &cfg, &path);
-        if (r != 0)
-                return r;
-        printf("config: %s\n", path ? path : "none (defaults)");
-        return check_config(cfg);
+        if (!c.json)
+                printf("config: %s\n", path ? path : "none (defaults)");
+        r = check_config(&c, path, cfg);
+        refusals = c.refusals;
+        return r;
 }

@@ -21,8 +21,6 @@ struct conformance_args {
         const char *provider; /* --provider; NULL = the default type */
 };
 
-static const char *conformance_usage = "usage: b4box conformance [--provider fake|native]";
-
 /* Return: 0, or -1 after printing a usage error. */
 static int parse_args(int argc, char **argv, struct conformance_args *a)
 {
@@ -38,8 +36,7 @@ static int parse_args(int argc, char **argv, struct conformance_args *a)
                         }
                         a->provider = argv[++i];
                 } else {
-                        cli_error("conformance: unexpected argument '%s' (%s)", arg,
-                                  conformance_usage);
+                        cli_error("conformance: unexpected argument '%s'", arg);
                         return -1;
                 }
         }
@@ -126,7 +123,7 @@ int cmd_conformance(int argc, char **argv, const struct cli_ctx *ctx)
         int r;
 
         if (parse_args(argc, argv, &a) < 0)
-                return CLI_EXIT_USAGE;
+                return CLI_USAGE;
         r = load_config(ctx, &a, &cfg);
         if (r != 0)
                 return r;

@@ -63,9 +63,7 @@ static int parse_exec(int argc, char **argv, struct exec_args *a)
                                 return -1;
                         }
                 } else {
-                        cli_error("exec: unexpected argument '%s' (usage: b4box exec --thread ID "
-                                  "[--timeout MS] [--server URL] -- CMD...)",
-                                  argv[i]);
+                        cli_error("exec: unexpected argument '%s'", argv[i]);
                         return -1;
                 }
         }
@@ -144,7 +142,7 @@ static int remote_exec(const char *url, const struct exec_args *a, const char *c
         if (a->timeout_ms) {
                 cli_error("exec: --timeout applies only locally; a server uses its configured "
                           "resources.timeoutMs");
-                return CLI_EXIT_USAGE;
+                return CLI_USAGE;
         }
         if (!args || jv_object_set_new(args, "command", jv_string_new(command)) < 0 ||
             jv_dump(args, 0, &args_json) < 0)
@@ -176,7 +174,7 @@ int cmd_exec(int argc, char **argv, const struct cli_ctx *ctx)
         int r;
 
         if (parse_exec(argc, argv, &a) < 0)
-                return CLI_EXIT_USAGE;
+                return CLI_USAGE;
         if (join_command(&a, &command) < 0)
                 return cli_error("out of memory"), CLI_EXIT_FAILED;
         if (cli_server_url(a.server))
@@ -207,15 +205,20 @@ static int lifecycle(int argc, char **argv, const struct cli_ctx *ctx, bool dest
         int r;
 
         if (argc != 2 || !*argv[1]) {
-                cli_error("%s: needs exactly one thread id (usage: b4box %s ID)", argv[0], argv[0]);
-                return CLI_EXIT_USAGE;
+                cli_error("%s: needs exactly one thread id", argv[0]);
+                return CLI_USAGE;
         }
         r = cli_local_open(ctx, &l);
         if (r != 0)
                 return r;
         r = destroy ? cli_local_thread_destroy(&l, argv[1], &err)
                     : b4_provider_release(l.provider, argv[1], &err);
-        return r < 0 ? cli_fail(&err) : CLI_EXIT_OK;
+        if (r < 0)
+                return cli_fail(&err);
+        printf(destroy ? "destroyed thread '%s': its sandbox and workspace are gone\n"
+                       : "released thread '%s': its sandbox is released, its workspace kept\n",
+               argv[1]);
+        return CLI_EXIT_OK;
 }
 
 int cmd_release(int argc, char **argv, const struct cli_ctx *ctx)

@@ -49,9 +49,7 @@ static int parse_probe(int argc, char **argv)
                 if (strcmp(argv[i], "--json") == 0)
                         arg_json = true;
                 else {
-                        cli_error("probe: unexpected argument '%s' (usage: b4box probe [-c CONFIG] "
-                                  "[--json])",
-                                  argv[i]);
+                        cli_error("probe: unexpected argument '%s'", argv[i]);
                         return -1;
                 }
         }
@@ -205,7 +203,7 @@ int cmd_probe(int argc, char **argv, const struct cli_ctx *ctx)
         int r;
 
         if (parse_probe(argc, argv) < 0)
-                return CLI_EXIT_USAGE;
+                return CLI_USAGE;
         p.helper_path = helper_path();
         if (!p.helper_path) {
                 cli_error("probe: b4box-probe-helper not found (set B4BOX_PROBE_HELPER)");

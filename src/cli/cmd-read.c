@@ -37,13 +37,6 @@ struct read_args {
         bool json, consistent;
 };
 
-static void read_usage(void)
-{
-        fprintf(stderr, "Usage: b4box read THREAD [--root R] [--exclude DIR]... "
-                        "[--expect-source DIGEST] [--consistent] [--json] [--server URL]\n"
-                        "Without --server (or $B4BOX_URL) the state dir is read locally.\n");
-}
-
 static int parse_args(int argc, char **argv, struct read_args *a)
 {
         static const struct option opts[] = {
@@ -53,13 +46,12 @@ static int parse_args(int argc, char **argv, struct read_args *a)
                 { "server", required_argument, NULL, 'S' },
                 { "json", no_argument, NULL, 'j' },
                 { "consistent", no_argument, NULL, 'c' },
-                { "help", no_argument, NULL, 'h' },
                 {},
         };
         int c;
 
         optind = 1;
-        while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
                 if (c == 'r')
                         a->root = optarg;
                 else if (c == 'x' && strv_extend(&a->exclude, optarg) < 0)
@@ -75,8 +67,10 @@ static int parse_args(int argc, char **argv, struct read_args *a)
                 else if (c != 'x')
                         return -EINVAL;
         }
-        if (optind != argc - 1)
+        if (optind != argc - 1) {
+                cli_error("read needs exactly one THREAD");
                 return -EINVAL;
+        }
         a->thread = argv[optind];
         return 0;
 }
@@ -448,9 +442,8 @@ int cmd_read(int argc, char **argv, const struct cli_ctx *ctx)
         int r;
 
         if (parse_args(argc, argv, &a) < 0) {
-                read_usage();
                 strv_free(a.exclude);
-                return CLI_EXIT_USAGE;
+                return CLI_USAGE;
         }
         url = a.server ? a.server : secure_getenv("B4BOX_URL");
         r = url && *url ? over_server(&a, url) : locally(&a, ctx);

@@ -37,9 +37,7 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
                 } else if (strcmp(argv[i], "--reap-interval-ms") == 0 && i + 1 < argc) {
                         a->reap_interval_ms = strtoull(argv[++i], NULL, 10);
                 } else {
-                        cli_error(
-                                "serve: unexpected argument '%s' (usage: b4box serve [--listen ADDR])",
-                                argv[i]);
+                        cli_error("serve: unexpected argument '%s'", argv[i]);
                         return -EINVAL;
                 }
         }
@@ -148,7 +146,7 @@ int cmd_serve(int argc, char **argv, const struct cli_ctx *ctx)
         sigset_t set;
 
         if (parse_args(argc, argv, &a) < 0)
-                return CLI_EXIT_USAGE;
+                return CLI_USAGE;
         /* Block the signals before any thread starts, so only sigtimedwait() sees them. */
         sigemptyset(&set);
         sigaddset(&set, SIGTERM);

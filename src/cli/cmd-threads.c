@@ -26,12 +26,10 @@ struct threads_args {
         const char *baseline; /* --baseline git */
 };
 
-static int usage(void)
+static int usage(const char *what)
 {
-        cli_error("usage: b4box threads create [--id ID] [--metadata JSON] [--parent ID] "
-                  "[--source DIGEST [--link PATH=TARGET]... [--baseline git]] | ls | show ID | "
-                  "rm ID | release ID  [--server URL]");
-        return CLI_EXIT_USAGE;
+        cli_error("threads: %s", what);
+        return CLI_USAGE;
 }
 
 static int parse(int argc, char **argv, struct threads_args *a)
@@ -44,6 +42,7 @@ static int parse(int argc, char **argv, struct threads_args *a)
                 { "source", required_argument, NULL, 'S' },
                 { "link", required_argument, NULL, 'l' },
                 { "baseline", required_argument, NULL, 'b' },
+                { "json", no_argument, NULL, 'j' }, /* the answer is JSON already */
                 {},
         };
         int c;
@@ -63,6 +62,8 @@ static int parse(int argc, char **argv, struct threads_args *a)
                 else if (c == 'b')
                         a->baseline = optarg;
                 else if (c == 'l' && strchr(optarg, '=') && strv_extend(&a->links, optarg) >= 0)
+                        continue;
+                else if (c == 'j')
                         continue;
                 else
                         return -1;
@@ -132,12 +133,12 @@ static int plan(const char *verb,
                         strcmp(verb, "release") == 0;
 
         if (needs_id && !eid)
-                return usage();
+                return usage("needs a thread id");
         if (strcmp(verb, "create") == 0) {
                 *ret_method = "POST";
                 *ret_body = create_body(a);
                 *ret_path = strdup("/threads");
-                return *ret_body ? 0 : CLI_EXIT_USAGE;
+                return *ret_body ? 0 : CLI_USAGE;
         }
         const char *suffix = "";
         if (strcmp(verb, "ls") == 0) {
@@ -153,7 +154,7 @@ static int plan(const char *verb,
                 *ret_method = "POST";
                 suffix = "/release";
         } else {
-                return usage();
+                return usage("the verb is create, ls, show, rm or release");
         }
         return asprintf(ret_path, "/threads/%s%s", eid, suffix) < 0 ? CLI_EXIT_FAILED : 0;
 }
@@ -170,14 +171,18 @@ int cmd_threads(int argc, char **argv, const struct cli_ctx *ctx)
         i = parse(argc, argv, &a);
         cleanup_strv char **links = a.links; /* frees the --link list on every return */
         (void)links;
-        if (i < 0 || i >= argc || argc - i > 2 || ((a.links || a.baseline) && !a.source))
-                return usage();
+        if (i < 0)
+                return CLI_USAGE; /* getopt said what */
+        if (i >= argc || argc - i > 2)
+                return usage("needs one verb and at most one thread id");
+        if ((a.links || a.baseline) && !a.source)
+                return usage("--link and --baseline need --source");
         struct cli_client c = { .url = cli_server_url(a.server),
                                 .token = secure_getenv("B4BOX_TOKEN") };
         if (!c.url) {
                 cli_error(
                         "threads needs a server: --server URL or B4BOX_URL (e.g. unix:/run/b4box.sock or http://127.0.0.1:4100)");
-                return CLI_EXIT_USAGE;
+                return CLI_USAGE;
         }
         r = plan(argv[i], i + 1 < argc ? argv[i + 1] : NULL, &a, &method, &path, &body);
         if (r != 0)

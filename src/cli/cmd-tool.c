@@ -39,17 +39,6 @@ struct tool_args {
         const char *json;
 };
 
-static void tool_usage(void)
-{
-        fprintf(stderr,
-                "Usage: b4box tool --thread ID [--server URL] [--provider native|fake] [--mode MODE]\n"
-                "                  [--allow KEY:PATTERN]... [--deny KEY:PATTERN]... [--read-cap BYTES]\n"
-                "                  TOOL [ARGS_JSON]\n"
-                "TOOL: readFile writeFile editFile listDir runBash; ARGS_JSON defaults to {}.\n"
-                "MODE: non-interactive (default), interactive, bypass.\n"
-                "KEY: bash readFile writeFile listDir tool.\n");
-}
-
 static int add_rule(struct tool_args *a, const char *list, const char *v)
 {
         char *s = NULL;
@@ -64,7 +53,7 @@ static int add_rule(struct tool_args *a, const char *list, const char *v)
         return 0;
 }
 
-/* One option of b4box tool. Return: 0, 1 (help printed), -EINVAL (message printed). */
+/* One option of b4box tool. Return: 0 or -EINVAL (message printed). */
 static int take_option(int c, const char *v, struct tool_args *a)
 {
         switch (c) {
@@ -94,9 +83,6 @@ static int take_option(int c, const char *v, struct tool_args *a)
                         return -EINVAL;
                 }
                 return 0;
-        case 'h':
-                tool_usage();
-                return 1;
         default:
                 return -EINVAL;
         }
@@ -112,13 +98,12 @@ static int parse_tool_args(int argc, char **argv, struct tool_args *a)
                 { "allow", required_argument, NULL, 'a' },
                 { "deny", required_argument, NULL, 'd' },
                 { "read-cap", required_argument, NULL, 'r' },
-                { "help", no_argument, NULL, 'h' },
                 {},
         };
         int c;
 
         optind = 1;
-        while ((c = getopt_long(argc, argv, "+t:p:m:h", opts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "+t:p:m:", opts, NULL)) >= 0) {
                 int r = take_option(c, optarg, a);
                 if (r != 0)
                         return r;
@@ -251,7 +236,7 @@ static int remote_tool(const char *url, const struct tool_args *a)
         if (a->perm_flags || a->provider || a->read_cap) {
                 cli_error("tool: --mode, --allow, --deny, --provider and --read-cap apply only "
                           "locally; the server uses its own configuration");
-                return CLI_EXIT_USAGE;
+                return CLI_USAGE;
         }
         r = cli_remote_tool(url, a->thread, a->name, a->json, &json);
         if (r != 0)
@@ -276,7 +261,7 @@ int cmd_tool(int argc, char **argv, const struct cli_ctx *ctx)
         if (r != 0) {
                 for (size_t i = 0; i < a.n_rules; i++)
                         free((char *)a.rules[i]);
-                return r > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+                return CLI_USAGE;
         }
         if (cli_server_url(a.server)) {
                 r = remote_tool(cli_server_url(a.server), &a);

@@ -30,12 +30,6 @@
 #define UPLOAD_ATTEMPTS     5
 #define UPLOAD_RETRY_MAX_S  5
 
-static int upload_usage(void)
-{
-        cli_error("usage: b4box upload BUNDLE.json [--server URL]");
-        return CLI_EXIT_USAGE;
-}
-
 /* Read and verify @path; *ret is the canonical JSON to send, *ret_digest its digest. */
 static int load_bundle(const char *path, char **ret, size_t *ret_len, char ret_digest[65])
 {
@@ -64,7 +58,7 @@ static int load_bundle(const char *path, char **ret, size_t *ret_len, char ret_d
 }
 
 /* 200/201: the answer must name our digest. */
-static int report(const struct cli_http_resp *resp, const char *digest)
+static int report(const struct cli_http_resp *resp, const char *digest, bool json)
 {
         cleanup_(jv_unrefp) struct jv *v = NULL;
         const char *d, *status;
@@ -83,11 +77,15 @@ static int report(const struct cli_http_resp *resp, const char *digest)
                 cli_error("unexpected answer from the server (HTTP %ld)", resp->status);
                 return CLI_EXIT_FAILED;
         }
-        printf("%s %s\n", digest, status);
+        if (json)
+                printf("{\"digest\": \"%s\", \"status\": \"%s\"}\n", digest, status);
+        else
+                printf("%s %s\n", digest, status);
         return CLI_EXIT_OK;
 }
 
-static int put(const struct cli_client *c, const char *body, size_t len, const char *digest)
+static int put(
+        const struct cli_client *c, const char *body, size_t len, const char *digest, bool json)
 {
         cleanup_free char *path = NULL;
         struct cli_http_resp resp = { 0 };
@@ -112,7 +110,7 @@ static int put(const struct cli_client *c, const char *body, size_t len, const c
                 (void)sleep((unsigned)(wait > UPLOAD_RETRY_MAX_S ? UPLOAD_RETRY_MAX_S : wait));
         }
         if (resp.status == 200 || resp.status == 201)
-                rc = report(&resp, digest);
+                rc = report(&resp, digest, json);
         else
                 rc = cli_http_fail(resp.status, resp.body);
         free(resp.body);
@@ -121,7 +119,10 @@ static int put(const struct cli_client *c, const char *body, size_t len, const c
 
 int cmd_upload(int argc, char **argv, const struct cli_ctx *ctx)
 {
-        static const struct option opts[] = { { "server", required_argument, NULL, 's' }, {} };
+        static const struct option opts[] = { { "server", required_argument, NULL, 's' },
+                                              { "json", no_argument, NULL, 'j' },
+                                              {} };
+        bool json = false;
         cleanup_free char *body = NULL;
         const char *server = NULL;
         char digest[65];
@@ -130,20 +131,25 @@ int cmd_upload(int argc, char **argv, const struct cli_ctx *ctx)
 
         optind = 1;
         while ((c = getopt_long(argc, argv, "", opts, NULL)) >= 0) {
-                if (c != 's')
-                        return upload_usage();
-                server = optarg;
+                if (c == 'j')
+                        json = true;
+                else if (c == 's')
+                        server = optarg;
+                else
+                        return CLI_USAGE;
         }
-        if (argc - optind != 1)
-                return upload_usage();
+        if (argc - optind != 1) {
+                cli_error("upload needs exactly one BUNDLE.json");
+                return CLI_USAGE;
+        }
         struct cli_client cl = { .url = cli_server_url(server),
                                  .token = secure_getenv("B4BOX_TOKEN") };
         if (!cl.url) {
                 cli_error("upload needs a server: --server URL or B4BOX_URL");
-                return CLI_EXIT_USAGE;
+                return CLI_USAGE;
         }
         rc = load_bundle(argv[optind], &body, &len, digest);
         if (rc != CLI_EXIT_OK)
                 return rc;
-        return put(&cl, body, len, digest);
+        return put(&cl, body, len, digest, json);
 }

@@ -18,7 +18,35 @@
 #include "base/strv.h"
 #include "cli.h"
 
-static int load_config(const struct cli_ctx *ctx, struct b4_config **ret, const char **ret_path)
+/* Print @msg as "b4box: <msg>", or append it to *@collect when collecting. */
+static void say(char ***collect, const char *msg)
+{
+        if (!collect)
+                cli_error("%s", msg);
+        else if (strv_extend(collect, msg) < 0)
+                cli_error("out of memory");
+}
+
+/*
+ * The loader's refusals start "b4box.json <key>": that names the format (the reference's
+ * texts, kept as they are), not the file. The last line names the file that was read.
+ */
+static int refused(const char *path, char **errors, char ***collect)
+{
+        cleanup_free char *last = NULL;
+
+        STRV_FOREACH (e, errors)
+                say(collect, *e);
+        b4_config_errors_free(errors);
+        if (b4_asprintf(&last, "the configuration file '%s' is refused", path) >= 0)
+                say(collect, last);
+        return CLI_EXIT_FAILED;
+}
+
+static int load_config(const struct cli_ctx *ctx,
+                       struct b4_config **ret,
+                       const char **ret_path,
+                       char ***collect)
 {
         struct b4_error err = { 0 };
         char **errors = NULL;
@@ -32,10 +60,10 @@ static int load_config(const struct cli_ctx *ctx, struct b4_config **ret, const 
                 r = b4_config_default(ret, &err);
         else
                 r = b4_config_load(path, ret, &errors, &err);
-        if (r == -EINVAL && errors) {
-                STRV_FOREACH (e, errors)
-                        cli_error("%s", *e);
-                b4_config_errors_free(errors);
+        if (r == -EINVAL && errors)
+                return refused(path, errors, collect);
+        if (r < 0 && collect) {
+                say(collect, err.msg[0] ? err.msg : strerror(-r));
                 return CLI_EXIT_FAILED;
         }
         if (r < 0)
@@ -62,22 +90,32 @@ static int set_state_dir(struct b4_provider_config *pc, const struct cli_ctx *ct
 
 int cli_load_config(const struct cli_ctx *ctx, struct b4_config **ret, const char **ret_path)
 {
+        return cli_load_config_collect(ctx, ret, ret_path, NULL);
+}
+
+int cli_load_config_collect(const struct cli_ctx *ctx,
+                            struct b4_config **ret,
+                            const char **ret_path,
+                            char ***collect)
+{
         struct b4_config *cfg = NULL;
         const char *path = NULL;
         int r;
 
-        r = load_config(ctx, &cfg, &path);
+        r = load_config(ctx, &cfg, &path, collect);
+        if (ret_path)
+                *ret_path = path;
         if (r >= 0)
                 return r;
         r = set_state_dir(&cfg->sandbox.provider, ctx);
         if (r < 0) {
-                cli_error("cannot resolve the state directory: %s", strerror(-r));
+                cleanup_free char *msg = NULL;
+                if (b4_asprintf(&msg, "cannot resolve the state directory: %s", strerror(-r)) >= 0)
+                        say(collect, msg);
                 b4_config_free(cfg);
                 return CLI_EXIT_FAILED;
         }
         *ret = cfg;
-        if (ret_path)
-                *ret_path = path;
         return 0;
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * b4box: global options (accepted before or after the command), then one subcommand from
- * the table below. A usage error names what was wrong and never prints the full help.
+ * the table below. `CMD --help`/`-h` is answered here, before the command sees its
+ * arguments. A usage error names what was wrong, then prints the command's usage line.
  */
 
 #include <stdarg.h>
@@ -12,26 +13,120 @@
 
 #include "cli.h"
 
-static const struct {
-        const char *name;
-        cli_cmd_fn *fn;
-        const char *summary;
-} commands[] = {
-        { "serve", cmd_serve, "serve the HTTP API" },
-        { "threads", cmd_threads, "create|ls|show|rm|release threads through a server" },
-        { "exec", cmd_exec, "run a command in a thread's sandbox (--thread ID -- CMD...)" },
-        { "tool", cmd_tool, "run one workspace tool locally: tool --thread ID NAME [ARGS_JSON]" },
-        { "read", cmd_read, "a thread's workspace inventory: read THREAD [--root R] [--json]" },
-        { "release", cmd_release, "release a thread's sandbox, keeping its workspace" },
-        { "destroy", cmd_destroy, "destroy a thread's sandbox and workspace" },
-        { "bundle", cmd_bundle, "bundle create DIR -o OUT | bundle verify FILE" },
-        { "upload", cmd_upload, "stage a source bundle on a server (upload BUNDLE.json)" },
-        { "check", cmd_check, "validate the configuration and run the provider's preflight" },
-        { "conformance", cmd_conformance, "run the provider conformance suite" },
-        { "probe", cmd_probe, "escape and abuse probes against the provider: probe [--json]" },
-        { "help", cmd_help, "show this help" },
-        { "version", cmd_version, "print the version" },
+/*
+ * The one table of subcommands. A command's synopsis and options live here and nowhere else:
+ * `CMD --help`, `CMD -h`, `help CMD`, the usage line of a usage error, docs/cli.md and the
+ * completions test all come from it. Options are "--name ARG  what it does" lines.
+ */
+static const struct cli_command commands[] = {
+        { "serve", cmd_serve, "serve the HTTP API",
+          "b4box serve [--listen ADDR] [--reap-interval-ms MS]",
+          "  --listen ADDR            host:port or unix:PATH (default: server.listen)\n"
+          "  --reap-interval-ms MS    how often idle sandboxes are reaped\n" },
+        { "threads", cmd_threads, "create, list, show, remove or release threads through a server",
+          "b4box threads create [--id ID] [--metadata JSON] [--parent ID] [--source DIGEST "
+          "[--link PATH=TARGET]... [--baseline git]] [--server URL] [--json]\n"
+          "b4box threads ls|show ID|rm ID|release ID [--server URL] [--json]",
+          "  --server URL             the server (default: $B4BOX_URL)\n"
+          "  --id ID                  the new thread's id\n"
+          "  --metadata JSON          the new thread's metadata object\n"
+          "  --parent ID              the parent thread\n"
+          "  --source DIGEST          a staged workspace source (see upload)\n"
+          "  --link PATH=TARGET       a link in the staged workspace, repeatable\n"
+          "  --baseline git           record a git baseline of the staged workspace\n"
+          "  --json                   the server's JSON answer (the only output format)\n" },
+        { "exec", cmd_exec, "run a command in a thread's sandbox",
+          "b4box exec --thread ID [--timeout MS] [--server URL] -- CMD...",
+          "  --thread ID              the thread (its sandbox is created on first use)\n"
+          "  --timeout MS             kill the command after MS milliseconds (local only)\n"
+          "  --server URL             run through a server (default: $B4BOX_URL)\n" },
+        { "tool", cmd_tool, "run one workspace tool",
+          "b4box tool --thread ID [--server URL] [--provider native|fake] [--mode MODE] "
+          "[--allow KEY:PATTERN]... [--deny KEY:PATTERN]... [--read-cap BYTES] TOOL [ARGS_JSON]",
+          "  --thread ID              the thread\n"
+          "  --server URL             run through a server (default: $B4BOX_URL)\n"
+          "  --provider TYPE          native or fake instead of the configured provider\n"
+          "  --mode MODE              non-interactive (default), interactive or bypass\n"
+          "  --allow KEY:PATTERN      allow rule; KEY: bash readFile writeFile listDir tool\n"
+          "  --deny KEY:PATTERN       deny rule\n"
+          "  --read-cap BYTES         cap on bytes a read returns\n"
+          "TOOL: readFile writeFile editFile listDir runBash; ARGS_JSON defaults to {}.\n" },
+        { "read", cmd_read, "a thread's workspace inventory",
+          "b4box read THREAD [--root R] [--exclude DIR]... [--expect-source DIGEST] "
+          "[--consistent] [--json] [--server URL]",
+          "  --root R                 the directory to read (default: the workspace)\n"
+          "  --exclude DIR            skip a root directory, repeatable\n"
+          "  --expect-source DIGEST   refuse unless the workspace came from this source\n"
+          "  --consistent             freeze the sandbox while reading\n"
+          "  --json                   one JSON document\n"
+          "  --server URL             read through a server (default: $B4BOX_URL, else local)\n" },
+        { "release", cmd_release, "release a thread's sandbox, keeping its workspace",
+          "b4box release ID", "" },
+        { "destroy", cmd_destroy, "destroy a thread's sandbox and workspace", "b4box destroy ID",
+          "" },
+        { "bundle", cmd_bundle, "create or verify a source bundle",
+          "b4box bundle create DIR [--include-from FILE] [--exclude-dir D]... -o OUT [--json]\n"
+          "b4box bundle verify FILE [--json]",
+          "  --include-from FILE      the files to include, one a line\n"
+          "  --exclude-dir D          skip a directory, repeatable\n"
+          "  -o, --output OUT         the bundle file ('-' = stdout)\n"
+          "  --json                   {digest, files, bytes} instead of the digest\n" },
+        { "upload", cmd_upload, "stage a source bundle on a server",
+          "b4box upload BUNDLE.json [--server URL] [--json]",
+          "  --server URL             the server (default: $B4BOX_URL)\n"
+          "  --json                   {digest, status} instead of text\n" },
+        { "check", cmd_check, "validate the configuration and run the provider's preflight",
+          "b4box check [--json] [--strict]",
+          "  --json                   one document: {config, provider, ok, refusals, controls}\n"
+          "  --strict                 exit 3 when a control is NOT ENFORCED\n"
+          "Exit: 0 ok, 1 refused, 2 usage, 3 NOT ENFORCED with --strict.\n" },
+        { "conformance", cmd_conformance, "run the provider conformance suite",
+          "b4box conformance [--provider fake|native]",
+          "  --provider TYPE          the provider to test instead of the configured one\n" },
+        { "probe", cmd_probe, "escape and abuse probes against the provider",
+          "b4box probe [--json]", "  --json                   one JSON document\n" },
+        { "help", cmd_help, "show the help of b4box or of one command", "b4box help [COMMAND]",
+          "" },
+        { "version", cmd_version, "print the version", "b4box version [--json]",
+          "  --json                   {\"version\": V}\n" },
 };
+
+static const struct cli_command *current; /* the command being run */
+
+static const struct cli_command *find_command(const char *name)
+{
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                if (strcmp(commands[i].name, name) == 0)
+                        return &commands[i];
+        return NULL;
+}
+
+/* The synopsis, "Usage: " before the first line and its width before the others. */
+static void print_synopsis(FILE *f, const struct cli_command *c)
+{
+        const char *s = c->synopsis;
+
+        fputs("Usage: ", f);
+        for (const char *nl; (nl = strchr(s, '\n')); s = nl + 1)
+                fprintf(f, "%.*s\n       ", (int)(nl - s), s);
+        fprintf(f, "%s\n", s);
+}
+
+static void print_command_help(const struct cli_command *c)
+{
+        print_synopsis(stdout, c);
+        printf("\n%s.\n", c->summary);
+        if (c->options[0])
+                printf("\nOptions:\n%s", c->options);
+        printf("\nGlobal options: -c, --config FILE; --state DIR.\n");
+}
+
+int cli_usage(void)
+{
+        if (current)
+                print_synopsis(stderr, current);
+        return CLI_EXIT_USAGE;
+}
 
 void cli_error(const char *fmt, ...)
 {
@@ -62,17 +157,40 @@ const char *cli_state_dir(const struct cli_ctx *ctx)
 
 int cmd_version(int argc, char **argv, const struct cli_ctx *ctx)
 {
-        printf("b4box %s\n", b4_version());
+        bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
+
+        if (argc > 1 && !json) {
+                cli_error("version: unexpected argument '%s'", argv[1]);
+                return CLI_USAGE;
+        }
+        if (json)
+                printf("{\"version\": \"%s\"}\n", b4_version());
+        else
+                printf("b4box %s\n", b4_version());
         return CLI_EXIT_OK;
 }
 
 int cmd_help(int argc, char **argv, const struct cli_ctx *ctx)
 {
+        if (argc > 2) {
+                cli_error("help takes at most one command");
+                return CLI_USAGE;
+        }
+        if (argc == 2) {
+                const struct cli_command *c = find_command(argv[1]);
+                if (!c) {
+                        cli_error("help: unknown command '%s' (try 'b4box help')", argv[1]);
+                        return CLI_USAGE;
+                }
+                print_command_help(c);
+                return CLI_EXIT_OK;
+        }
         printf("Usage: b4box [-c|--config FILE] [--state DIR] <command> [args...]\n\n"
                "An execution sandbox for AI-agent threads.\n\nCommands:\n");
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
                 printf("  %-12s %s\n", commands[i].name, commands[i].summary);
-        printf("\nGlobal options may come before or after the command.\n");
+        printf("\nGlobal options may come before or after the command.\n"
+               "'b4box help COMMAND' or 'b4box COMMAND --help' shows a command's help.\n");
         return CLI_EXIT_OK;
 }
 
@@ -124,6 +242,15 @@ static int split_globals(int argc, char **argv, struct cli_ctx *ctx, int *ret_ar
         return 0;
 }
 
+/* --help or -h anywhere before "--" asks for the command's help: it is never an argument. */
+static bool wants_help(int argc, char **argv)
+{
+        for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+                        return true;
+        return false;
+}
+
 int main(int argc, char **argv)
 {
         struct cli_ctx ctx = { 0 };
@@ -139,9 +266,15 @@ int main(int argc, char **argv)
                 return cmd_help(n, argv, &ctx);
         if (strcmp(argv[0], "--version") == 0)
                 return cmd_version(n, argv, &ctx);
-        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-                if (strcmp(commands[i].name, argv[0]) == 0)
-                        return commands[i].fn(n, argv, &ctx);
-        cli_error("unknown command '%s' (try 'b4box help')", argv[0]);
-        return CLI_EXIT_USAGE;
+        current = find_command(argv[0]);
+        if (!current) {
+                cli_error("unknown command '%s' (try 'b4box help')", argv[0]);
+                return CLI_EXIT_USAGE;
+        }
+        if (wants_help(n, argv)) {
+                print_command_help(current);
+                return CLI_EXIT_OK;
+        }
+        int rc = current->fn(n, argv, &ctx);
+        return rc == CLI_USAGE ? cli_usage() : rc;
 }

@@ -42,11 +42,13 @@ JSON
 bad_err='b4box: b4box.json sandbox.colour is not a sandbox option (known: workspace, thread, workspaceRead, workspaceReadTimeoutMs, stagedWorkspaces, provider, network, env, resources, security, idleTimeoutMs).
 b4box: Sandbox scope must be a non-empty application/environment identifier
 b4box: b4box.json sandbox.security.runAsNonRoot may not be null: use true, false or { uid, gid }.'
+# The loader's texts name the format; the last line names the file that was read.
+bad_file() { printf "%s\nb4box: the configuration file '%s' is refused" "$bad_err" "$1"; }
 
-expect "refusals after the command" 1 "$bad_err" -- check -c bad.json
-expect "refusals with -c before the command" 1 "$bad_err" -- -c bad.json check
-expect "refusals with --config=" 1 "$bad_err" -- check --config=bad.json
-expect "refusals with --config FILE" 1 "$bad_err" -- --config bad.json check
+expect "refusals after the command" 1 "$(bad_file bad.json)" -- check -c bad.json
+expect "refusals with -c before the command" 1 "$(bad_file bad.json)" -- -c bad.json check
+expect "refusals with --config=" 1 "$(bad_file bad.json)" -- check --config=bad.json
+expect "refusals with --config FILE" 1 "$(bad_file bad.json)" -- --config bad.json check
 
 run check -c bad.json
 a_out=$out a_err=$err a_rc=$rc
@@ -58,29 +60,33 @@ else
 fi
 
 expect "missing file" 1 "b4box: cannot read config 'none.json': No such file or directory" -- check -c none.json
-expect "extra argument is a usage error" 2 "b4box: check takes no arguments (got 'x')" -- check x
+expect "extra argument is a usage error" 2 "b4box: check: unexpected argument 'x'
+Usage: b4box check [--json] [--strict]" -- check x
 expect "-c without a value is a usage error" 2 "b4box: option '-c' needs a value" -- check -c
 
 printf '{"sandbox": ' >"$tmp/trunc.json"
-expect "not JSON" 1 "b4box: b4box.json is not valid JSON: unexpected token near end of file at line 1 column 12." -- check -c trunc.json
+expect "not JSON" 1 "b4box: b4box.json is not valid JSON: unexpected token near end of file at line 1 column 12.
+b4box: the configuration file 'trunc.json' is refused" -- check -c trunc.json
 
 cat >"$tmp/proto.json" <<'JSON'
 {"sandbox": {"provider": {"type": "fake", "scope": "s"}, "thread": {"command": ["./resolve"]},
  "workspaceRead": "http", "stagedWorkspaces": true}}
 JSON
-expect "workspace protocol needs threadAccess" 1 "b4box: sandbox.workspaceRead and sandbox.stagedWorkspaces serve a thread's workspace over HTTP, and this app has no thread-access policy, so anyone who can reach the port could use it. Add a threadAccess block to b4box.json (see docs/configuration.md) or remove the option." -- check -c proto.json
+expect "workspace protocol needs threadAccess" 1 "b4box: sandbox.workspaceRead and sandbox.stagedWorkspaces serve a thread's workspace over HTTP, and this app has no thread-access policy, so anyone who can reach the port could use it. Add a threadAccess block to b4box.json (see docs/configuration.md) or remove the option.
+b4box: the configuration file 'proto.json' is refused" -- check -c proto.json
 
 cat >"$tmp/timeout.json" <<'JSON'
 {"sandbox": {"provider": {"type": "fake", "scope": "s"}, "workspaceReadTimeoutMs": 1.5}}
 JSON
 expect "every refusal, in order" 1 "b4box: b4box.json sandbox.workspaceReadTimeoutMs must be an integer from 1000 to 1800000 (got: 1.5).
-b4box: b4box.json sandbox.workspaceReadTimeoutMs applies only with sandbox.workspaceRead: \"http\"." -- check -c timeout.json
+b4box: b4box.json sandbox.workspaceReadTimeoutMs applies only with sandbox.workspaceRead: \"http\".
+b4box: the configuration file 'timeout.json' is refused" -- check -c timeout.json
 
 mkdir "$tmp/app"
 cp "$tmp/bad.json" "$tmp/app/b4box.json"
 (cd "$tmp/app" && "$B4BOX" check >/dev/null 2>"$tmp/err")
 rc=$?
-if [ "$rc" = 1 ] && [ "$(cat "$tmp/err")" = "$bad_err" ]; then
+if [ "$rc" = 1 ] && [ "$(cat "$tmp/err")" = "$(bad_file b4box.json)" ]; then
     ok "./b4box.json is used when present"
 else
     not_ok "./b4box.json is used when present" "rc $rc" "$(cat "$tmp/err")"
@@ -112,6 +118,7 @@ fi
 cat >"$tmp/resolver.json" <<'JSON'
 {"sandbox": {"provider": {"type": "fake", "scope": "s"}, "workspace": {"command": ["./ws"]}}}
 JSON
+printf '#!/bin/sh\necho {}\n' >"$tmp/ws" && chmod +x "$tmp/ws"
 run check -c resolver.json --state "$tmp/state"
 if provider_missing; then
     skip "a workspace resolver is reported" "fake provider not built yet"

@@ -15,6 +15,7 @@
 
 #include "b4box/b4.h"
 
+#include "../../src/cli/check-catches.c"
 #include "../../src/cli/cmd-check.c"
 #include "../../src/cli/config-load.c"
 #include "b4-test.h"
@@ -116,7 +117,11 @@ static int run_check(const char *json, char *out, size_t out_size)
         fflush(stdout);
         saved = dup(STDOUT_FILENO);
         assert_true(dup2(fd, STDOUT_FILENO) >= 0);
-        code = check_provider(cfg, &tp);
+        struct b4_preflight pf = { 0 };
+        struct check c = { 0 };
+        code = check_provider(&c, cfg, &tp, &pf);
+        b4_preflight_clear(&pf);
+        strv_free(c.refusals);
         fflush(stdout);
         assert_true(dup2(saved, STDOUT_FILENO) >= 0);
         close(saved);
@@ -141,6 +146,7 @@ static void test_check_table_and_warnings(void **state)
                                    out, sizeof(out)),
                          CLI_EXIT_OK);
         assert_string_equal(out, "provider: testprov, scope \"s\": all good\n"
+                                 "network: deny\n"
                                  "CONTROL                  STATE         DETAIL\n"
                                  "seccomp                  enforced      filter loaded\n"
                                  "memory limit             not set       no resources.memoryMb; "

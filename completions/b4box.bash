@@ -1,0 +1,58 @@
+# bash completion for b4box. The lists below mirror the command table in src/cli/main.c;
+# tests/cli/t0003-completions.sh fails when a command or option is missing here.
+_b4box() {
+    local cur prev cmd i
+    cur=${COMP_WORDS[COMP_CWORD]}
+    prev=${COMP_WORDS[COMP_CWORD - 1]}
+    local commands="serve threads exec tool read release destroy bundle upload check conformance probe help version"
+    local globals="-c --config --state --help -h"
+
+    case $prev in
+    -c | --config | --include-from | -o | --output)
+        COMPREPLY=($(compgen -f -- "$cur"))
+        return
+        ;;
+    --state | --root | --exclude | --exclude-dir)
+        COMPREPLY=($(compgen -d -- "$cur"))
+        return
+        ;;
+    esac
+    cmd=
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        case ${COMP_WORDS[i]} in
+        -c | --config | --state) ((i++)) ;;
+        -*) ;;
+        *)
+            cmd=${COMP_WORDS[i]}
+            break
+            ;;
+        esac
+    done
+    if [ -z "$cmd" ]; then
+        COMPREPLY=($(compgen -W "$commands $globals" -- "$cur"))
+        return
+    fi
+    local opts words=
+    case $cmd in
+    serve) opts="--listen --reap-interval-ms" ;;
+    threads) opts="--server --id --metadata --parent --source --link --baseline --json" words="create ls show rm release" ;;
+    exec) opts="--thread --timeout --server" ;;
+    tool) opts="--thread --server --provider --mode --allow --deny --read-cap" words="readFile writeFile editFile listDir runBash" ;;
+    read) opts="--root --exclude --expect-source --consistent --json --server" ;;
+    release) opts="" ;;
+    destroy) opts="" ;;
+    bundle) opts="--include-from --exclude-dir --output -o --json" words="create verify" ;;
+    upload) opts="--server --json" ;;
+    check) opts="--json --strict" ;;
+    conformance) opts="--provider" ;;
+    probe) opts="--json" ;;
+    help) opts="" words="$commands" ;;
+    version) opts="--json" ;;
+    esac
+    if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "$opts $globals" -- "$cur"))
+    else
+        COMPREPLY=($(compgen -W "$words" -- "$cur") $(compgen -f -- "$cur"))
+    fi
+}
+complete -F _b4box b4box
