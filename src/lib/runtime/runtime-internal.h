@@ -67,6 +67,10 @@ int admission_acquire(struct b4_runtime *rt,
 
 /* External resolvers (resolver.c): stdout is capped at RESOLVER_MAX_OUTPUT. */
 #define RESOLVER_MAX_OUTPUT (4u * 1024u * 1024u)
+/* A resolver refuses a thread by exiting with this status after printing {"refuse": "<reason>"}
+ * (1 to RESOLVER_REFUSE_MAX bytes); the reason alone reaches the client (422 thread_refused). */
+#define RESOLVER_EXIT_REFUSE 3
+#define RESOLVER_REFUSE_MAX  1024u
 struct b4_resolver;
 int resolver_run(const struct b4_resolver *res,
                  const char *cwd,
