@@ -73,7 +73,7 @@ req POST /threads/c1/tools/listDir '{}' "${RUN[@]}"
 check "a failing resolver is 503 sandbox_unavailable" [ "$STATUS" = 503 ] && [ "$(code)" = sandbox_unavailable ]
 check "its stderr is not in the reply" eval '! glob "$BODY" "*SECRET*"'
 check "the reply points at the log" glob "$(msg)" "*exited with status 1 (details are in the server log)*"
-check "the stderr is in the server log, on one line" grep -q "SECRET-STDERR-crash.second line" "$WORK/server.log"
+check "the stderr is in the server log, on one line, with the thread" grep -q "for thread c1 exited with status 1; stderr: SECRET-STDERR-crash.second line" "$WORK/server.log"
 mk b1 badrefuse
 req POST /threads/b1/tools/listDir '{}' "${RUN[@]}"
 check "exit 3 without a refusal object is 503" [ "$STATUS" = 503 ] && [ "$(code)" = sandbox_unavailable ]

@@ -254,7 +254,8 @@ static int run_resolver(struct b4_runtime *rt,
         if (r >= 0)
                 r = resolver_input(rt, id, st.ref, &input, err);
         if (r >= 0)
-                r = resolver_run(res, rt->opts.config->base_dir, input, cancel, &out, &len, err);
+                r = resolver_run(res, id, rt->opts.config->base_dir, input, cancel, &out, &len,
+                                 err);
         if (r >= 0)
                 r = parse_output(rt, out, len, thread, &st, t, ret_ws, err);
         staged_release(&st);

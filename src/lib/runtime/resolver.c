@@ -152,7 +152,10 @@ static int reap(pid_t pid, bool kill_it, int *ret_status)
 }
 
 /* The resolver's stderr, for the server log only: control bytes become '.', one line. */
-static void log_stderr(const struct b4_resolver *res, const struct child *c, const char *what)
+static void log_stderr(const struct b4_resolver *res,
+                       const char *thread_id,
+                       const struct child *c,
+                       const char *what)
 {
         char line[RESOLVER_LOG_MAX];
         size_t n = 0;
@@ -162,7 +165,8 @@ static void log_stderr(const struct b4_resolver *res, const struct child *c, con
         while (n > 0 && (line[n - 1] == '.' || line[n - 1] == ' '))
                 n--;
         line[n] = '\0';
-        log_warning("resolver '%s' %s%s%s", res->argv[0], what, n ? "; stderr: " : "", line);
+        log_warning("resolver '%s' for thread %s %s%s%s", res->argv[0], thread_id, what,
+                    n ? "; stderr: " : "", line);
 }
 
 /* Exit status RESOLVER_EXIT_REFUSE with {"refuse": "<reason>"} on stdout: the reason, alone. */
@@ -183,6 +187,7 @@ static int resolver_refusal(const struct child *c, struct b4_error *err)
 
 /* A failure the client hears only generically about; the details go to the server log. */
 static int resolver_failed(const struct b4_resolver *res,
+                           const char *thread_id,
                            const struct child *c,
                            int status,
                            struct b4_error *err)
@@ -200,13 +205,14 @@ static int resolver_failed(const struct b4_resolver *res,
                                : WEXITSTATUS(status) == RESOLVER_EXIT_REFUSE
                                        ? " without a valid {\"refuse\": ...} answer"
                                        : "");
-        log_stderr(res, c, what);
+        log_stderr(res, thread_id, c, what);
         if (r < 0)
                 return r;
         return b4_error_set(err, -EIO, "%s (details are in the server log)", what);
 }
 
 int resolver_run(const struct b4_resolver *res,
+                 const char *thread_id,
                  const char *cwd,
                  const char *input,
                  struct b4_cancel *cancel,
@@ -250,7 +256,7 @@ int resolver_run(const struct b4_resolver *res,
         else if (r < 0)
                 r = b4_error_set(err, r, "i/o failed: %s", strerror(-r));
         else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                r = resolver_failed(res, &c, status, err);
+                r = resolver_failed(res, thread_id, &c, status, err);
         if (r >= 0)
                 r = strbuf_detach(&c.out_buf, ret_out, ret_len);
         strbuf_release(&c.out_buf);

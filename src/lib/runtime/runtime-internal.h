@@ -72,7 +72,9 @@ int admission_acquire(struct b4_runtime *rt,
 #define RESOLVER_EXIT_REFUSE 3
 #define RESOLVER_REFUSE_MAX  1024u
 struct b4_resolver;
+/* @thread_id names the thread in the server log line a failure writes (with the stderr). */
 int resolver_run(const struct b4_resolver *res,
+                 const char *thread_id,
                  const char *cwd,
                  const char *input,
                  struct b4_cancel *cancel,
