@@ -27,8 +27,6 @@ void reply_response(struct request *rq, unsigned status, struct MHD_Response *re
         }
         if (status == 401)
                 (void)MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
-        if (status == 429)
-                (void)MHD_add_response_header(resp, "Retry-After", "1");
         rq->response = resp;
         rq->replied = true;
         rq->status = status;
@@ -114,12 +112,14 @@ static struct jv *error_body(const char *code, const char *message, enum b4_code
         return root;
 }
 
-/* Refusals a retry soon may clear, and the Retry-After (seconds) they carry. */
+/* Refusals a retry soon may clear, and the Retry-After (seconds) they carry: the one place. */
 static const struct {
         const char *code;
         const char *seconds;
 } retry_after[] = {
         { "run_in_flight", "1" },
+        { "upload_in_flight", "1" },
+        { "workspace_create_in_flight", "1" },
 };
 
 static void reply_retry_after(struct request *rq, const char *code)
