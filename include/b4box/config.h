@@ -206,6 +206,12 @@ enum b4_access_op {
                                           own requests) */
 };
 
+/**
+ * b4_access_op_name() - the configured name of one operation bit ("thread.run")
+ * Return: a static string, or NULL when @op is not exactly one known operation.
+ */
+B4_PUBLIC const char *b4_access_op_name(enum b4_access_op op);
+
 enum b4_access_threads {
         B4_THREADS_OWN = 0, /* only threads this principal created */
         B4_THREADS_ALL = 1,

@@ -14,9 +14,14 @@
 
 enum b4_code {
         B4_CODE_NONE = 0,
-        B4_CODE_SANDBOX_UNAVAILABLE = 2001, /* surfaces as "B4_E2001" */
-        B4_CODE_TOOL_DENIED = 3001,         /* "B4_E3001" */
-        B4_CODE_SUBAGENT_DENIED = 3002,     /* "B4_E3002" */
+        B4_CODE_SANDBOX_UNAVAILABLE = 2001, /* surfaces as "B4_E2001"; a retry may succeed */
+        /* Deterministic admission refusals (b4box's own; the same request fails again): */
+        B4_CODE_THREAD_REFUSED = 2002,    /* "B4_E2002": a resolver refused the thread */
+        B4_CODE_IMAGE_NOT_ALLOWED = 2003, /* "B4_E2003": the provider may not run that image */
+        B4_CODE_NO_TARGET = 2004,         /* "B4_E2004": no declarative target, no default */
+        B4_CODE_IMAGE_UNSUPPORTED = 2005, /* "B4_E2005": the provider has no per-thread images */
+        B4_CODE_TOOL_DENIED = 3001,       /* "B4_E3001" */
+        B4_CODE_SUBAGENT_DENIED = 3002,   /* "B4_E3002" */
 };
 
 struct b4_error {

@@ -137,7 +137,9 @@ static bool refuse(struct request *rq, bool read_op)
 {
         if (read_op)
                 return thread_not_found(rq);
-        reply_error(rq, 403, "forbidden", "this principal may not %s", rq->route->name);
+        const char *op = b4_access_op_name(rq->route->op);
+
+        reply_error(rq, 403, "forbidden", "this principal may not %s", op ? op : rq->route->name);
         return false;
 }
 

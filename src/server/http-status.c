@@ -27,17 +27,33 @@ void reply_response(struct request *rq, unsigned status, struct MHD_Response *re
         }
         if (status == 401)
                 (void)MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
-        if (status == 429)
-                (void)MHD_add_response_header(resp, "Retry-After", "1");
         rq->response = resp;
         rq->replied = true;
         rq->status = status;
+}
+
+/* Every JSON reply ends with a newline. Takes @text (NULL: nothing to send, or out of memory). */
+char *json_text_terminate(char *text, size_t *len)
+{
+        char *t;
+
+        if (!text || (*len > 0 && text[*len - 1] == '\n'))
+                return text;
+        t = realloc(text, *len + 2);
+        if (!t) {
+                free(text);
+                return NULL;
+        }
+        t[(*len)++] = '\n';
+        t[*len] = '\0';
+        return t;
 }
 
 static void queue(struct request *rq, unsigned status, char *text, size_t len)
 {
         struct MHD_Response *resp;
 
+        text = json_text_terminate(text, &len);
         if (!text)
                 resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
         else
@@ -96,14 +112,35 @@ static struct jv *error_body(const char *code, const char *message, enum b4_code
         return root;
 }
 
+/* Refusals a retry soon may clear, and the Retry-After (seconds) they carry: the one place. */
+static const struct {
+        const char *code;
+        const char *seconds;
+} retry_after[] = {
+        { "run_in_flight", "1" },
+        { "upload_in_flight", "1" },
+        { "workspace_create_in_flight", "1" },
+};
+
+static void reply_retry_after(struct request *rq, const char *code)
+{
+        for (size_t i = 0; rq->response && i < ELEMENTSOF(retry_after); i++)
+                if (strcmp(retry_after[i].code, code) == 0)
+                        (void)MHD_add_response_header(rq->response, "Retry-After",
+                                                      retry_after[i].seconds);
+}
+
 static void reply_error_coded(struct request *rq,
                               unsigned status,
                               const char *code,
                               enum b4_code reg,
                               const char *message)
 {
+        if (rq->replied)
+                return;
         metrics_refusal(rq->srv->metrics, code);
         reply_json(rq, status, error_body(code, message, reg));
+        reply_retry_after(rq, code);
 }
 
 void reply_error(struct request *rq, unsigned status, const char *code, const char *fmt, ...)
@@ -130,14 +167,28 @@ static const struct {
         { -ETIMEDOUT, 504, "timeout" },       { -EOPNOTSUPP, 501, "not_supported" },
 };
 
+/* Registry codes decide the answer before the errno does. */
+static const struct {
+        enum b4_code reg;
+        unsigned status;
+        const char *code;
+} code_map[] = {
+        { B4_CODE_SANDBOX_UNAVAILABLE, 503, "sandbox_unavailable" },
+        { B4_CODE_THREAD_REFUSED, 422, "thread_refused" },
+        { B4_CODE_IMAGE_NOT_ALLOWED, 422, "image_not_allowed" },
+        { B4_CODE_NO_TARGET, 422, "no_target" },
+        { B4_CODE_IMAGE_UNSUPPORTED, 422, "image_unsupported" },
+};
+
 void reply_b4_error(struct request *rq, const struct b4_error *err)
 {
         const char *msg = err->msg[0] ? err->msg : strerror(-err->error);
 
-        if (err->code == B4_CODE_SANDBOX_UNAVAILABLE) {
-                reply_error_coded(rq, 503, "sandbox_unavailable", err->code, msg);
-                return;
-        }
+        for (size_t i = 0; i < ELEMENTSOF(code_map); i++)
+                if (code_map[i].reg == err->code) {
+                        reply_error_coded(rq, code_map[i].status, code_map[i].code, err->code, msg);
+                        return;
+                }
         for (size_t i = 0; i < ELEMENTSOF(errno_map); i++)
                 if (errno_map[i].error == err->error) {
                         reply_error_coded(rq, errno_map[i].status, errno_map[i].code, err->code,

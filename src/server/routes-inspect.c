@@ -184,9 +184,12 @@ bool route_inspect_admit(struct request *rq)
 /* The 200: compact JSON with cache-control: no-store. Takes @text. */
 static void reply_no_store(struct request *rq, char *text)
 {
-        struct MHD_Response *resp =
-                MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+        size_t len = strlen(text);
+        struct MHD_Response *resp = NULL;
 
+        text = json_text_terminate(text, &len);
+        if (text)
+                resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
         if (!resp) {
                 free(text);
                 reply_error(rq, 500, "internal_error", "out of memory");

@@ -115,6 +115,8 @@ struct request {
 /* ---- replies (http-status.c) ---- */
 /* Keep @resp (taken) as the reply, unless one was made already. */
 void reply_response(struct request *rq, unsigned status, struct MHD_Response *resp);
+/* Append the newline every JSON reply ends with; takes @text, NULL on OOM; updates *@len. */
+char *json_text_terminate(char *text, size_t *len);
 /* Reply with JSON text already built in @sb (its buffer is taken). */
 void reply_text(struct request *rq, unsigned status, struct strbuf *sb);
 /* Reply with @body (reference taken). */

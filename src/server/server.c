@@ -23,6 +23,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "b4box/log.h"
+
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/parse.h"
@@ -229,9 +231,20 @@ static void request_free(struct request *rq)
         free(rq);
 }
 
+/* Add @m to the comma-separated @allow once. */
+static void allow_add(char *allow, size_t size, const char *m)
+{
+        size_t mlen = strlen(m);
+
+        for (const char *p = allow; (p = strstr(p, m)); p += mlen)
+                if ((p == allow || p[-1] == ' ') && (p[mlen] == ',' || p[mlen] == '\0'))
+                        return;
+        (void)snprintf(allow + strlen(allow), size - strlen(allow), "%s%s", *allow ? ", " : "", m);
+}
+
 static bool find_route(struct request *rq, const char *url, const char *method)
 {
-        bool path_known = false;
+        char allow[64] = ""; /* the methods the route table has for @url, for a 405 */
 
         for (size_t i = 0; i < server_n_routes; i++) {
                 const struct route *r = &server_routes[i];
@@ -241,16 +254,19 @@ static bool find_route(struct request *rq, const char *url, const char *method)
                 }
                 if (!route_match(rq, r, url))
                         continue;
-                path_known = true;
                 if (strcmp(r->method, method) == 0) {
                         rq->route = r;
                         return true;
                 }
+                allow_add(allow, sizeof(allow), r->method);
         }
-        if (path_known)
+        if (*allow) {
                 reply_error(rq, 405, "method_not_allowed", "%s is not allowed on %s", method, url);
-        else
+                if (rq->response)
+                        (void)MHD_add_response_header(rq->response, "Allow", allow);
+        } else {
                 reply_error(rq, 404, "not_found", "Not found");
+        }
         return false;
 }
 
@@ -491,6 +507,26 @@ static int start_daemon(struct server *s)
         return s->mhd ? 0 : -EIO;
 }
 
+/* The library's warnings (a resolver's stderr, ...) join the request log on stderr, in the
+ * same logfmt shape: the message quoted with '"' and '\\' escaped, one line. */
+static void log_library(enum b4_log_level level, const char *msg, void *userdata)
+{
+        const char *name = level <= B4_LOG_ERROR     ? "error"
+                           : level <= B4_LOG_WARNING ? "warning"
+                                                     : "info";
+        char line[2 * 1024 + 64]; /* b4_log() messages are under 1 KiB; escaping doubles */
+        size_t n = (size_t)snprintf(line, sizeof(line), "level=%s msg=\"", name);
+
+        (void)userdata;
+        for (const char *p = msg; *p && n < sizeof(line) - 4; p++) {
+                if (*p == '"' || *p == '\\')
+                        line[n++] = '\\';
+                line[n++] = (unsigned char)*p < 0x20 ? ' ' : *p;
+        }
+        memcpy(line + n, "\"\n", 3);
+        fputs(line, stderr); /* one call: lines from other threads do not interleave */
+}
+
 int server_start(const struct server_options *opts, struct server **ret, struct b4_error *err)
 {
         struct server *s = b4_calloc(1, sizeof(*s));
@@ -505,6 +541,7 @@ int server_start(const struct server_options *opts, struct server **ret, struct 
         (void)pthread_mutex_init(&s->workers_lock, NULL);
         (void)pthread_cond_init(&s->workers_done, NULL);
         workers_init(&s->pool);
+        b4_set_log_func(log_library, B4_LOG_WARNING, NULL);
         s->metrics = metrics_new();
         r = s->metrics ? access_load(s, err) : -ENOMEM;
         if (r >= 0)

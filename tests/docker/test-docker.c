@@ -1050,6 +1050,7 @@ static void test_images(void **state)
         cfg.scope = (char *)E_SCOPE;
         assert_int_equal(b4_provider_new(&cfg, &p, &err), 0);
         assert_int_equal(b4_provider_resolve_image(p, "busybox:latest", &id, &err), -EACCES);
+        assert_int_equal(err.code, B4_CODE_IMAGE_NOT_ALLOWED);
         assert_int_equal(b4_provider_resolve_image(p, E_IMAGE, &id, &err), 0);
         assert_int_equal(strncmp(id, "sha256:", 7), 0);
         assert_int_equal(strlen(id), 71);

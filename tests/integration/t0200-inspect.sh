@@ -36,7 +36,7 @@ start_server "$(config '')" "$WORK/s0" || { not_ok "server starts"; done_testing
 req POST /threads '{"thread_id": "t"}' "${A[@]}"
 inspect t '{}'
 check "option off: 404" [ "$STATUS" = 404 ]
-check "option off: the bare Not found body" [ "$BODY" = '{"error":{"message":"Not found"}}' ]
+check "option off: the bare Not found body (and its newline)" [ "$BODY" = $'{"error":{"message":"Not found"}}\n' ]
 head -c 200000 /dev/zero | tr '\0' ' ' > "$WORK/big.json"
 inspect t "@$WORK/big.json"
 check "option off answers 404 before refusing a large body" [ "$STATUS" = 404 ]

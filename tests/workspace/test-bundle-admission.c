@@ -370,9 +370,19 @@ static void test_resolver_refusals(void **state)
         assert_string_equal(err.msg, "Thread sandbox resolver for thread x: b4box.json "
                                      "sandbox.thread result.shell is not a thread sandbox option "
                                      "(known: workspace, environment, policy, permissions).");
-        resolver("not json", "exit 3");
+        resolver("not json", "echo secret >&2; exit 3");
         assert_int_equal(run_once("x", &err), -EIO);
-        assert_string_equal(err.msg, "Thread sandbox resolver for thread x: exited with status 3");
+        assert_int_equal(err.code, B4_CODE_SANDBOX_UNAVAILABLE);
+        assert_string_equal(err.msg, "Thread sandbox resolver for thread x: exited with status 3 "
+                                     "without a valid {\"refuse\": ...} answer (details are in "
+                                     "the server log)");
+        resolver("", "echo '{\"refuse\": \"over quota\"}'; echo secret >&2; exit 3");
+        assert_int_equal(run_once("x", &err), -EPERM);
+        assert_int_equal(err.code, B4_CODE_THREAD_REFUSED);
+        assert_string_equal(err.msg, "over quota");
+        resolver("", "echo '{\"refuse\": \"over quota\", \"x\": 1}'; exit 3");
+        assert_int_equal(run_once("x", &err), -EIO);
+        assert_int_equal(err.code, B4_CODE_SANDBOX_UNAVAILABLE);
         assert_false(has_association("x"));
 }
 

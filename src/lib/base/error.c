@@ -78,6 +78,14 @@ const char *b4_code_name(enum b4_code code)
         switch (code) {
         case B4_CODE_SANDBOX_UNAVAILABLE:
                 return "B4_E2001";
+        case B4_CODE_THREAD_REFUSED:
+                return "B4_E2002";
+        case B4_CODE_IMAGE_NOT_ALLOWED:
+                return "B4_E2003";
+        case B4_CODE_NO_TARGET:
+                return "B4_E2004";
+        case B4_CODE_IMAGE_UNSUPPORTED:
+                return "B4_E2005";
         case B4_CODE_TOOL_DENIED:
                 return "B4_E3001";
         case B4_CODE_SUBAGENT_DENIED:

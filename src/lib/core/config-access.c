@@ -36,6 +36,14 @@ static const struct {
         { "thread.approve", B4_OP_THREAD_APPROVE },
 };
 
+const char *b4_access_op_name(enum b4_access_op op)
+{
+        for (size_t i = 0; i < ELEMENTSOF(ops); i++)
+                if (ops[i].op == op)
+                        return ops[i].name;
+        return NULL;
+}
+
 static unsigned op_bit(const struct jv *v)
 {
         for (size_t i = 0; jv_is_string(v) && i < ELEMENTSOF(ops); i++)

@@ -550,9 +550,9 @@ int b4_provider_resolve_image(struct b4_provider *p,
                               struct b4_error *err)
 {
         if (!p->ops->resolve_image)
-                return b4_error_set(err, -EOPNOTSUPP,
-                                    "Sandbox provider \"%s\" cannot run a per-thread image",
-                                    p->ops->name);
+                return b4_error_set_code(err, -EOPNOTSUPP, B4_CODE_IMAGE_UNSUPPORTED,
+                                         "Sandbox provider \"%s\" cannot run a per-thread image",
+                                         p->ops->name);
         return p->ops->resolve_image(p, reference, ret_identity, err);
 }
 

@@ -569,7 +569,7 @@ static int dk_resolve_image(struct b4_provider *p,
         int r;
 
         if (!ref || !*ref || !image_allowed(c, ref))
-                return b4_error_set_code(err, -EACCES, B4_CODE_SANDBOX_UNAVAILABLE,
+                return b4_error_set_code(err, -EACCES, B4_CODE_IMAGE_NOT_ALLOWED,
                                          "Image %s is not one this provider may run: allow it with "
                                          "sandbox.provider.images",
                                          ref ? ref : "");

@@ -254,11 +254,12 @@ static int run_resolver(struct b4_runtime *rt,
         if (r >= 0)
                 r = resolver_input(rt, id, st.ref, &input, err);
         if (r >= 0)
-                r = resolver_run(res, rt->opts.config->base_dir, input, cancel, &out, &len, err);
+                r = resolver_run(res, id, rt->opts.config->base_dir, input, cancel, &out, &len,
+                                 err);
         if (r >= 0)
                 r = parse_output(rt, out, len, thread, &st, t, ret_ws, err);
         staged_release(&st);
-        if (r < 0 && r != -ECANCELED)
+        if (r < 0 && r != -ECANCELED && !(err && err->code == B4_CODE_THREAD_REFUSED))
                 return b4_error_wrap(err, r, "%s for thread %s",
                                      thread ? "Thread sandbox resolver" : "Workspace resolver", id);
         return r;
@@ -289,10 +290,10 @@ static int pick_target(struct b4_runtime *rt,
                         return 0;
                 }
         if (!t->fallback)
-                return b4_error_set(err, -EINVAL,
-                                    "Thread %s: metadata \"%s\" selects no sandbox target and "
-                                    "there is no default",
-                                    id, t->key);
+                return b4_error_set_code(err, -EINVAL, B4_CODE_NO_TARGET,
+                                         "Thread %s: metadata \"%s\" selects no sandbox target and "
+                                         "there is no default",
+                                         id, t->key);
         *ret = t->fallback;
         return 0;
 }
@@ -617,8 +618,8 @@ static int first_admission(struct b4_runtime *rt,
         if (r >= 0)
                 *ret_ws = TAKE_PTR(ws);
         b4_captured_workspace_free(ws);
-        if (r < 0 && r != -ENOMEM && r != -ECANCELED && err)
-                err->code = B4_CODE_SANDBOX_UNAVAILABLE;
+        if (r < 0 && r != -ENOMEM && r != -ECANCELED && err && err->code == B4_CODE_NONE)
+                err->code = B4_CODE_SANDBOX_UNAVAILABLE; /* typed refusals keep their code */
         return r;
 }
 

@@ -19,12 +19,15 @@
 #include "b4box/config.h"
 
 #include "base/alloc.h"
+#include "base/log.h"
 #include "base/macro.h"
 #include "base/strbuf.h"
 #include "base/time-util.h"
+#include "json/json.h"
 #include "runtime-internal.h"
 
 #define RESOLVER_ERR_MAX 4096
+#define RESOLVER_LOG_MAX 900 /* of stderr in the log line (b4_log() lines are 1 KiB) */
 
 struct child {
         pid_t pid;
@@ -148,21 +151,68 @@ static int reap(pid_t pid, bool kill_it, int *ret_status)
         return 0;
 }
 
-static int resolver_failed(const struct child *c, int status, struct b4_error *err)
+/* The resolver's stderr, for the server log only: control bytes become '.', one line. */
+static void log_stderr(const struct b4_resolver *res,
+                       const char *thread_id,
+                       const struct child *c,
+                       const char *what)
 {
-        const char *e = c->err_buf.buf ? c->err_buf.buf : "";
-        size_t n = strlen(e);
+        char line[RESOLVER_LOG_MAX];
+        size_t n = 0;
 
-        while (n > 0 && (e[n - 1] == '\n' || e[n - 1] == ' '))
+        for (size_t i = 0; c->err_buf.buf && i < c->err_buf.len && n < sizeof(line) - 1; i++)
+                line[n++] = (unsigned char)c->err_buf.buf[i] < 0x20 ? '.' : c->err_buf.buf[i];
+        while (n > 0 && (line[n - 1] == '.' || line[n - 1] == ' '))
                 n--;
+        line[n] = '\0';
+        log_warning("resolver '%s' for thread %s %s%s%s", res->argv[0], thread_id, what,
+                    n ? "; stderr: " : "", line);
+}
+
+/* Exit status RESOLVER_EXIT_REFUSE with {"refuse": "<reason>"} on stdout: the reason, alone. */
+static int resolver_refusal(const struct child *c, struct b4_error *err)
+{
+        cleanup_(jv_unrefp) struct jv *v = NULL;
+        const struct jv *reason;
+
+        if (!c->out_buf.buf || jv_parse(c->out_buf.buf, c->out_buf.len, &v, NULL) < 0)
+                return 0;
+        reason = jv_object_get(v, "refuse");
+        if (!jv_is_object(v) || jv_object_size(v) != 1 || !jv_is_string(reason) ||
+            jv_string_length(reason) == 0 || jv_string_length(reason) > RESOLVER_REFUSE_MAX ||
+            memchr(jv_string(reason), '\0', jv_string_length(reason)))
+                return 0;
+        return b4_error_set_code(err, -EPERM, B4_CODE_THREAD_REFUSED, "%s", jv_string(reason));
+}
+
+/* A failure the client hears only generically about; the details go to the server log. */
+static int resolver_failed(const struct b4_resolver *res,
+                           const char *thread_id,
+                           const struct child *c,
+                           int status,
+                           struct b4_error *err)
+{
+        char what[64];
+        int r = 0;
+
+        if (WIFEXITED(status) && WEXITSTATUS(status) == RESOLVER_EXIT_REFUSE)
+                r = resolver_refusal(c, err);
         if (WIFSIGNALED(status))
-                return b4_error_set(err, -EIO, "killed by signal %d%s%.*s", WTERMSIG(status),
-                                    n ? ": " : "", (int)n, e);
-        return b4_error_set(err, -EIO, "exited with status %d%s%.*s", WEXITSTATUS(status),
-                            n ? ": " : "", (int)n, e);
+                (void)snprintf(what, sizeof(what), "was killed by signal %d", WTERMSIG(status));
+        else
+                (void)snprintf(what, sizeof(what), "exited with status %d%s", WEXITSTATUS(status),
+                               r < 0 ? " (a refusal)"
+                               : WEXITSTATUS(status) == RESOLVER_EXIT_REFUSE
+                                       ? " without a valid {\"refuse\": ...} answer"
+                                       : "");
+        log_stderr(res, thread_id, c, what);
+        if (r < 0)
+                return r;
+        return b4_error_set(err, -EIO, "%s (details are in the server log)", what);
 }
 
 int resolver_run(const struct b4_resolver *res,
+                 const char *thread_id,
                  const char *cwd,
                  const char *input,
                  struct b4_cancel *cancel,
@@ -206,7 +256,7 @@ int resolver_run(const struct b4_resolver *res,
         else if (r < 0)
                 r = b4_error_set(err, r, "i/o failed: %s", strerror(-r));
         else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                r = resolver_failed(&c, status, err);
+                r = resolver_failed(res, thread_id, &c, status, err);
         if (r >= 0)
                 r = strbuf_detach(&c.out_buf, ret_out, ret_len);
         strbuf_release(&c.out_buf);

@@ -67,8 +67,14 @@ int admission_acquire(struct b4_runtime *rt,
 
 /* External resolvers (resolver.c): stdout is capped at RESOLVER_MAX_OUTPUT. */
 #define RESOLVER_MAX_OUTPUT (4u * 1024u * 1024u)
+/* A resolver refuses a thread by exiting with this status after printing {"refuse": "<reason>"}
+ * (1 to RESOLVER_REFUSE_MAX bytes); the reason alone reaches the client (422 thread_refused). */
+#define RESOLVER_EXIT_REFUSE 3
+#define RESOLVER_REFUSE_MAX  1024u
 struct b4_resolver;
+/* @thread_id names the thread in the server log line a failure writes (with the stderr). */
 int resolver_run(const struct b4_resolver *res,
+                 const char *thread_id,
                  const char *cwd,
                  const char *input,
                  struct b4_cancel *cancel,
