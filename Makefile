@@ -3,6 +3,8 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 STATE      ?= $(CURDIR)/.b4box
 LISTEN     ?= 127.0.0.1:4100
+# `make run CONFIG=b4box.json` serves with a config file (default: none, the defaults).
+CONFIG     ?=
 # `make install PREFIX=/usr DESTDIR=/tmp/root`: PREFIX (re)configures $(BUILD)'s prefix
 # when given (the keeper's and the probe helper's installed paths are compiled in);
 # DESTDIR stages the tree. MESON_INSTALL_FLAGS e.g. --no-rebuild (tests/install).
@@ -43,7 +45,7 @@ run: deps-serve $(BUILD)/build.ninja
 	@echo "  curl -s -X POST $(LISTEN)/threads -H 'Content-Type: application/json' -d '{\"thread_id\": \"demo\"}'"
 	@echo "  curl -s -X POST $(LISTEN)/threads/demo/tools/runBash -H 'Content-Type: application/json' -d '{\"command\": \"id\"}'"
 	@echo "(more in README.md)"
-	$(BUILD)/src/cli/b4box --state $(STATE) serve --listen $(LISTEN)
+	$(BUILD)/src/cli/b4box $(if $(CONFIG),-c $(CONFIG)) --state $(STATE) serve --listen $(LISTEN)
 
 # Everything CI runs: style and layering checks, the sanitizer build, every test suite.
 check: deps format-check lint $(ASAN_BUILD)/build.ninja
