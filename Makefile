@@ -3,16 +3,34 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 STATE      ?= $(CURDIR)/.b4box
 LISTEN     ?= 127.0.0.1:4100
+# `make run CONFIG=b4box.json` serves with a config file (default: none, the defaults).
+CONFIG     ?=
+# `make install PREFIX=/usr DESTDIR=/tmp/root`: PREFIX (re)configures $(BUILD)'s prefix
+# when given (the keeper's and the probe helper's installed paths are compiled in);
+# DESTDIR stages the tree. MESON_INSTALL_FLAGS e.g. --no-rebuild (tests/install).
+PREFIX     ?=
+DESTDIR    ?=
+MESON_INSTALL_FLAGS ?=
+# What `make run` builds: the binary, the keeper and the probe helper (ninja target names).
+RUN_TARGETS = src/cli/b4box src/lib/native/b4box-keeper src/probe/b4box-probe-helper
 
-.PHONY: all deps build run check test bench fuzz format format-check lint clean
+.PHONY: all deps deps-serve build run check test bench fuzz format format-check lint clean \
+	install
 
 all: build
 
+# Everything (tests, fuzzing, docker, man pages, unit checks); deps-serve: what `make run` needs.
 deps:
-	@scripts/install-deps
+	@scripts/install-deps all
 
+deps-serve:
+	@scripts/install-deps serve
+
+# Tests are configured in when cmocka is there (`make run` on a fresh machine installs only
+# the serve set); `make test` switches them on after installing everything.
 $(BUILD)/build.ninja:
-	meson setup $(BUILD) --buildtype=debugoptimized
+	meson setup $(BUILD) --buildtype=debugoptimized \
+		-Dtests=$$(pkg-config --exists cmocka && echo true || echo false)
 
 build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -21,12 +39,13 @@ $(ASAN_BUILD)/build.ninja:
 	meson setup $(ASAN_BUILD) --buildtype=debug -Db_sanitize=address,undefined \
 		-Dc_args=-fno-sanitize-recover=all -Dfault_injection=true
 
-run: build
+run: deps-serve $(BUILD)/build.ninja
+	ninja -C $(BUILD) $(RUN_TARGETS)
 	@echo "b4box: serving on $(LISTEN) with state in $(STATE) (Ctrl-C stops it). Try:"
 	@echo "  curl -s -X POST $(LISTEN)/threads -H 'Content-Type: application/json' -d '{\"thread_id\": \"demo\"}'"
 	@echo "  curl -s -X POST $(LISTEN)/threads/demo/tools/runBash -H 'Content-Type: application/json' -d '{\"command\": \"id\"}'"
 	@echo "(more in README.md)"
-	$(BUILD)/src/cli/b4box --state $(STATE) serve --listen $(LISTEN)
+	$(BUILD)/src/cli/b4box $(if $(CONFIG),-c $(CONFIG)) --state $(STATE) serve --listen $(LISTEN)
 
 # Everything CI runs: style and layering checks, the sanitizer build, every test suite.
 check: deps format-check lint $(ASAN_BUILD)/build.ninja
@@ -36,6 +55,8 @@ check: deps format-check lint $(ASAN_BUILD)/build.ninja
 	tools/test-summary $(ASAN_BUILD)/meson-logs/testlog.json
 
 test: build
+	@scripts/meson-option $(BUILD) tests true
+	ninja -C $(BUILD)
 	meson test -C $(BUILD) --suite quick --print-errorlogs
 
 bench: build
@@ -58,6 +79,10 @@ format-check:
 
 lint:
 	@tools/checksrc
+
+install: $(BUILD)/build.ninja
+	@scripts/meson-option $(BUILD) prefix $(PREFIX)
+	meson install -C $(BUILD) $(MESON_INSTALL_FLAGS) $(if $(DESTDIR),--destdir $(DESTDIR))
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
