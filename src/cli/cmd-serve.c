@@ -8,10 +8,14 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "b4box/b4.h"
 #include "b4box/runtime.h"
@@ -138,6 +142,31 @@ static int serve_open(struct serve_state *st,
         return server_start(&so, &st->srv, err);
 }
 
+/*
+ * Tell a service manager where we are (sd_notify(3)'s datagram protocol, without libsystemd):
+ * "READY=1" once the API answers, "STOPPING=1" when shutting down. NOTIFY_SOCKET names a
+ * unix datagram socket, "@" for the abstract namespace. Best effort: no manager, no message.
+ */
+static void notify(const char *state)
+{
+        const char *path = secure_getenv("NOTIFY_SOCKET");
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        size_t n = path ? strlen(path) : 0;
+        int fd;
+
+        if (n == 0 || n >= sizeof(sa.sun_path) || (path[0] != '/' && path[0] != '@'))
+                return;
+        memcpy(sa.sun_path, path, n);
+        if (sa.sun_path[0] == '@')
+                sa.sun_path[0] = '\0';
+        fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return;
+        (void)sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa,
+                     (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n));
+        (void)close(fd);
+}
+
 int cmd_serve(int argc, char **argv, const struct cli_ctx *ctx)
 {
         struct serve_args a = { .reap_interval_ms = REAP_INTERVAL_MS };
@@ -159,8 +188,10 @@ int cmd_serve(int argc, char **argv, const struct cli_ctx *ctx)
         fprintf(stderr, "level=info msg=\"serving\" address=%s provider=%s state=%s\n",
                 server_address(st.srv), b4_provider_name(st.provider),
                 st.cfg->sandbox.provider.state_dir);
+        notify("READY=1\nSTATUS=serving");
         wait_for_signal(st.rt, a.reap_interval_ms ? a.reap_interval_ms : REAP_INTERVAL_MS);
         fprintf(stderr, "level=info msg=\"shutting down\"\n");
+        notify("STOPPING=1");
         server_quiesce(st.srv);
         b4_runtime_shutdown(st.rt, SHUTDOWN_DEADLINE_MS);
         serve_state_clear(&st);
