@@ -32,14 +32,16 @@ void check_refuse(struct check *c, const char *fmt, ...)
         int r;
 
         va_start(ap, fmt);
-        r = vasprintf(&msg, fmt, ap);
+        r = b4_vasprintf(&msg, fmt, ap);
         va_end(ap);
-        if (r < 0 || strv_extend(&c->refusals, msg) < 0)
+        if (r < 0) {
                 c->out_of_memory = true;
-        if (r >= 0 && !c->json)
+                return;
+        }
+        if (!c->json)
                 cli_error("%s", msg);
-        if (r >= 0)
-                free(msg);
+        if (strv_consume(&c->refusals, msg) < 0) /* takes msg */
+                c->out_of_memory = true;
 }
 
 /* The token's length as serve counts it: trailing newlines, CRs and spaces do not count. */

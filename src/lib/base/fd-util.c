@@ -197,3 +197,9 @@ int state_dir_open(const char *path, int *ret_fd, struct b4_error *err)
         *ret_fd = fd;
         return 0;
 }
+
+void closedirp(DIR **d)
+{
+        if (*d)
+                (void)closedir(*d);
+}

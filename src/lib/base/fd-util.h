@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
+#include <dirent.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,3 +47,6 @@ struct b4_error;
  * of the verified directory; everything below is opened from it. Return: 0 or -errno.
  */
 int state_dir_open(const char *path, int *ret_fd, struct b4_error *err);
+
+/* cleanup_(closedirp) DIR *d: closedir() at scope exit; NULL ok. */
+void closedirp(DIR **d);

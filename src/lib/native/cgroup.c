@@ -313,12 +313,6 @@ static int procs_fd(const struct cgroup *cg)
         return -EBADF;
 }
 
-static void closedirp(DIR **d)
-{
-        if (*d)
-                (void)closedir(*d);
-}
-
 /* @fn on @dirfd, then on each child cgroup dir (one level: the commands' own cgroups, which
  * nothing inside a sandbox can nest further); the results are summed. */
 static int for_tree(int dirfd, int (*fn)(int fd))

@@ -29,14 +29,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/fd-util.h"
 #include "base/macro.h"
 #include "native.h"
-
-static void closedirp(DIR **d)
-{
-        if (*d)
-                (void)closedir(*d);
-}
 
 static const char *const mkfs_paths[] = { "/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4" };
 

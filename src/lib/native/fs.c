@@ -36,12 +36,6 @@
 #define SYMLINK_MAX  40
 #define OPEN_RETRIES 64 /* openat2 EAGAIN (a rename raced a ".." walk): bounded retries */
 
-static void closedirp(DIR **d)
-{
-        if (*d)
-                (void)closedir(*d);
-}
-
 /* Lexically normalise an absolute path: collapse "//", "." and ".." (".." at "/" stays). */
 static int normalize(const char *path, char **ret)
 {

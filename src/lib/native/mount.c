@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/fd-util.h"
 #include "base/macro.h"
 #include "base/strv.h"
 #include "native.h"
@@ -42,12 +43,6 @@ static const char *const masked_files[] = { "etc/shadow", "etc/gshadow", "etc/sh
 static const char *const masked_dirs[] = { "etc/sudoers.d" };
 static const char *const devices[] = { "null", "zero", "full", "random", "urandom", "tty" };
 static const char *const proc_ro[] = { "sys", "sysrq-trigger", "irq", "bus" };
-
-static void closedirp(DIR **d)
-{
-        if (*d)
-                (void)closedir(*d);
-}
 
 struct builder {
         struct mount_plan *p;
