@@ -786,29 +786,6 @@ int admission_acquire(struct b4_runtime *rt,
 
 /* ---- per-thread permissions (§9.4) ------------------------------------------------------ */
 
-/* The thread whose sandbox (and record) @id uses: its root ancestor. */
-static int record_owner(struct b4_store *store, const char *id, char **ret, struct b4_error *err)
-{
-        cleanup_free char *cur = b4_strdup(id);
-
-        for (int depth = 0; cur && depth <= MAX_PARENT_DEPTH; depth++) {
-                struct b4_thread_row row = { 0 };
-                int r = b4_store_thread_get(store, cur, &row, err);
-
-                if (r < 0)
-                        return r;
-                if (!row.parent_id) {
-                        b4_thread_row_clear(&row);
-                        *ret = TAKE_PTR(cur);
-                        return 0;
-                }
-                free(cur);
-                cur = TAKE_PTR(row.parent_id);
-                b4_thread_row_clear(&row);
-        }
-        return cur ? b4_error_set(err, -ELOOP, "thread '%s' nests too deeply", id) : -ENOMEM;
-}
-
 static int add_tool_map(struct b4_permissions *p,
                         enum b4_permission_list list,
                         const struct jv *map,
@@ -847,7 +824,7 @@ int admission_thread_permissions(struct b4_store *store,
         int r;
 
         *ret = NULL;
-        r = record_owner(store, thread_id, &owner, err);
+        r = runtime_root_ancestor(store, thread_id, &owner, err);
         if (r >= 0)
                 r = b4_store_record_get(store, owner, &digest, &payload, NULL);
         if (r == -ENOENT)

@@ -45,7 +45,11 @@ struct b4_run {
         struct b4_cancel *cancel; /* borrowed from the slot */
 };
 
-/* The sandbox key of @id: its root ancestor (itself without a parent). *ret is heap. */
+/* The root ancestor of @id (itself without a parent), the one walk up the parent chain.
+ * *ret is heap. Return: 0, -ENOENT (no row, or a deletion began), -ELOOP (deeper than
+ * MAX_PARENT_DEPTH), -EIO, -ENOMEM. */
+int runtime_root_ancestor(struct b4_store *store, const char *id, char **ret, struct b4_error *err);
+/* The sandbox key of @id: runtime_root_ancestor() in the runtime's store. */
 int runtime_sandbox_key(struct b4_runtime *rt, const char *id, char **ret, struct b4_error *err);
 /* Take @id's slot (with a cancel token when @cancellable). Lock held. -EBUSY, -ESHUTDOWN. */
 int slot_take_locked(struct b4_runtime *rt, const char *id, bool cancellable, struct slot **ret);

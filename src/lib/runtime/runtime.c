@@ -123,10 +123,10 @@ static int generate_id(char **ret)
                        : 0;
 }
 
-/* The sandbox key of @id: its root ancestor's id (the thread itself when it has no parent).
- * A thread whose deletion began (or that descends from one) has none: nothing may run in,
- * read or attach to a sandbox that a deletion is taking apart. */
-int runtime_sandbox_key(struct b4_runtime *rt, const char *id, char **ret, struct b4_error *err)
+/* The root ancestor of @id in @store (@id itself when it has no parent). A thread whose
+ * deletion began (or that descends from one) has none: nothing may run in, read or attach
+ * to a sandbox that a deletion is taking apart. */
+int runtime_root_ancestor(struct b4_store *store, const char *id, char **ret, struct b4_error *err)
 {
         cleanup_free char *cur = b4_strdup(id);
 
@@ -134,7 +134,7 @@ int runtime_sandbox_key(struct b4_runtime *rt, const char *id, char **ret, struc
                 return -ENOMEM;
         for (int depth = 0; depth <= MAX_PARENT_DEPTH; depth++) {
                 struct b4_thread_row row = { 0 };
-                int r = b4_store_thread_get(rt->opts.store, cur, &row, err);
+                int r = b4_store_thread_get(store, cur, &row, err);
                 if (r < 0)
                         return r;
                 if (row.deleting) {
@@ -155,6 +155,11 @@ int runtime_sandbox_key(struct b4_runtime *rt, const char *id, char **ret, struc
         }
         return b4_error_set(err, -ELOOP, "thread '%s' is nested deeper than %d parents", id,
                             MAX_PARENT_DEPTH);
+}
+
+int runtime_sandbox_key(struct b4_runtime *rt, const char *id, char **ret, struct b4_error *err)
+{
+        return runtime_root_ancestor(rt->opts.store, id, ret, err);
 }
 
 static int thread_create(struct b4_runtime *rt,
