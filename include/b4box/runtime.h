@@ -48,6 +48,11 @@ struct b4_runtime_options {
         void *dispatch_userdata;        /* borrowed; passed to @dispatch */
         const struct b4_config *config; /* borrowed; managed workspaces (sandbox.workspace /
                                            sandbox.thread) when set; NULL = provider storage */
+        bool local; /* one local command over a state dir that later commands share: the
+                       sandboxes outlive the runtime (b4_runtime_free() leaves them acquired,
+                       so the next command finds them warm) and b4_runtime_thread_release()
+                       releases the provider's sandbox even when this runtime did not
+                       acquire it */
 };
 
 struct b4_runtime_stats {
@@ -128,7 +133,11 @@ B4_PUBLIC bool b4_runtime_thread_busy(struct b4_runtime *rt, const char *id);
  * Return: 0, -ENOENT, -EBUSY (a run holds the slot of it or a child), -EIO.
  */
 B4_PUBLIC int b4_runtime_thread_delete(struct b4_runtime *rt, const char *id, struct b4_error *err);
-/** b4_runtime_thread_release() - release the warm sandbox, keep the workspace. -EBUSY in a run. */
+/**
+ * b4_runtime_thread_release() - release the warm sandbox of the thread's root ancestor, keep
+ * the workspace; with b4_runtime_options.local also one another process left warm.
+ * Return: 0, -ENOENT (no thread), -EBUSY (a run holds it), provider errors.
+ */
 B4_PUBLIC int b4_runtime_thread_release(struct b4_runtime *rt,
                                         const char *id,
                                         struct b4_error *err);

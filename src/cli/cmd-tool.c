@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "b4box/b4.h"
+#include "b4box/runtime.h"
 #include "b4box/tools.h"
 
 #include "base/macro.h"
@@ -146,26 +147,23 @@ static int make_permissions(const struct tool_args *a,
         return 0;
 }
 
-/* The thread's sandbox from the configured provider (--provider overrides its type). */
-static int open_sandbox(const struct cli_ctx *ctx,
-                        const struct tool_args *a,
-                        struct cli_local *l,
-                        struct b4_sandbox **ret_sb,
-                        struct b4_error *err)
+/* The thread's run from the runtime over the configured provider (--provider overrides its
+ * type): its root ancestor's sandbox, admitted as through a server. */
+static int begin_run(const struct cli_ctx *ctx,
+                     const struct tool_args *a,
+                     struct cli_local *l,
+                     struct b4_run **ret,
+                     struct b4_error *err)
 {
-        struct cli_ctx c = *ctx;
         int r;
 
-        r = cli_local_open_as(&c, a->provider, l);
+        r = cli_local_open_as(ctx, a->provider, l);
         if (r != 0)
                 return b4_error_set(err, -EINVAL, "cannot open the local provider");
         r = cli_local_thread_register(l, a->thread, err);
         if (r < 0)
                 return r;
-        return b4_provider_acquire(l->provider,
-                                   &(struct b4_acquire_req){ .thread_id = a->thread,
-                                                             .policy = b4_config_policy(l->cfg) },
-                                   ret_sb, err);
+        return b4_runtime_run_begin(l->rt, a->thread, ret, err);
 }
 
 /* Ask on the terminal; returns "once", "always" or "deny". */
@@ -252,7 +250,7 @@ int cmd_tool(int argc, char **argv, const struct cli_ctx *ctx)
         struct tool_args a = { .mode = B4_PERMISSION_NON_INTERACTIVE };
         cleanup_(cli_local_close) struct cli_local l = { 0 };
         struct b4_permissions *perms = NULL;
-        struct b4_sandbox *sb = NULL;
+        struct b4_run *run = NULL;
         struct b4_tools *t = NULL;
         struct b4_error err = { 0 };
         int r;
@@ -269,19 +267,20 @@ int cmd_tool(int argc, char **argv, const struct cli_ctx *ctx)
                         free((char *)a.rules[i]);
                 return r;
         }
-        r = open_sandbox(ctx, &a, &l, &sb, &err);
+        r = begin_run(ctx, &a, &l, &run, &err);
         if (r >= 0)
                 r = permissions_for(&a, l.cfg, &perms, &err);
         if (r >= 0)
-                r = b4_tools_new(sb,
+                r = b4_tools_new(b4_run_sandbox(run),
                                  &(struct b4_tools_options){ .app = perms, .read_cap = a.read_cap },
                                  &t, &err);
         if (r >= 0)
                 r = run_tool(t, &a, &err);
         b4_tools_free(t);
-        b4_sandbox_unref(sb);
-        if (l.provider)
-                (void)b4_provider_release(l.provider, a.thread, NULL);
+        if (run) {
+                run = b4_run_end(run);
+                (void)b4_runtime_thread_release(l.rt, a.thread, NULL);
+        }
         b4_permissions_free(perms);
         for (size_t i = 0; i < a.n_rules; i++)
                 free((char *)a.rules[i]);

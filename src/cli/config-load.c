@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "b4box/b4.h"
+#include "b4box/runtime.h"
 #include "b4box/store.h"
+#include "b4box/tools.h"
 
 #include "base/alloc.h"
 #include "base/macro.h"
@@ -124,6 +126,24 @@ int cli_local_open(const struct cli_ctx *ctx, struct cli_local *ret)
         return cli_local_open_as(ctx, NULL, ret);
 }
 
+static int open_runtime(struct cli_local *l, struct b4_error *err)
+{
+        struct b4_runtime_options ro;
+        int r;
+
+        r = b4_toolbox_new(l->cfg, l->store, &l->tools, err);
+        if (r < 0)
+                return r;
+        ro = (struct b4_runtime_options){ .provider = l->provider,
+                                          .store = l->store,
+                                          .policy = b4_config_policy(l->cfg),
+                                          .dispatch = b4_tools_host_dispatch,
+                                          .dispatch_userdata = b4_toolbox_host(l->tools),
+                                          .config = l->cfg,
+                                          .local = true };
+        return b4_runtime_new(&ro, &l->rt, err);
+}
+
 int cli_local_open_as(const struct cli_ctx *ctx, const char *type, struct cli_local *ret)
 {
         struct b4_error err = { 0 };
@@ -142,8 +162,12 @@ int cli_local_open_as(const struct cli_ctx *ctx, const char *type, struct cli_lo
                 free(l.cfg->sandbox.provider.type);
                 l.cfg->sandbox.provider.type = t;
         }
-        if (b4_store_open(l.cfg->sandbox.provider.state_dir, B4_STORE_SHARED, &l.store, &err) < 0 ||
-            b4_provider_new(&l.cfg->sandbox.provider, &l.provider, &err) < 0) {
+        r = b4_store_open(l.cfg->sandbox.provider.state_dir, B4_STORE_SHARED, &l.store, &err);
+        if (r >= 0)
+                r = b4_provider_new(&l.cfg->sandbox.provider, &l.provider, &err);
+        if (r >= 0)
+                r = open_runtime(&l, &err);
+        if (r < 0) {
                 cli_local_close(&l);
                 if (err.error == -EBUSY)
                         cli_error(
@@ -179,21 +203,10 @@ int cli_local_thread_register(struct cli_local *l, const char *thread_id, struct
         return r == -EEXIST ? 0 : r; /* another local command won */
 }
 
-int cli_local_thread_destroy(struct cli_local *l, const char *thread_id, struct b4_error *err)
-{
-        int r;
-
-        r = b4_store_thread_mark_deleting(l->store, thread_id, err);
-        if (r < 0 && r != -ENOENT)
-                return r;
-        r = b4_provider_destroy(l->provider, thread_id, err);
-        if (r >= 0)
-                r = b4_store_thread_delete(l->store, thread_id, err);
-        return r == -ENOENT ? 0 : r;
-}
-
 void cli_local_close(struct cli_local *l)
 {
+        l->rt = b4_runtime_free(l->rt);
+        l->tools = b4_toolbox_free(l->tools);
         l->provider = b4_provider_free(l->provider);
         l->store = b4_store_close(l->store);
         l->cfg = b4_config_free(l->cfg);

@@ -182,7 +182,7 @@ int b4_runtime_thread_release(struct b4_runtime *rt, const char *id, struct b4_e
         (void)pthread_mutex_unlock(&rt->lock);
         if (r == -EBUSY)
                 return b4_error_set(err, r, "thread '%s' has a run in flight", id);
-        if (r == 0)
+        if (r == 0 && !rt->opts.local) /* nothing acquired; locally another process may have */
                 return 0;
         b4_sandbox_unref(sb);
         return b4_provider_release(rt->opts.provider, key, err);

@@ -60,7 +60,8 @@ static int release_box_cb(const char *key, void *value, void *ud)
         struct box *b = value;
 
         if (b->sb) {
-                (void)b4_provider_release(rt->opts.provider, key, NULL);
+                if (!rt->opts.local) /* a local command leaves it warm for the next one */
+                        (void)b4_provider_release(rt->opts.provider, key, NULL);
                 b4_sandbox_unref(b->sb);
         }
         free(b);
