@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "b4box/error.h"
+#include "b4box/inspect.h"
 #include "b4box/policy.h"
 #include "b4box/provider.h"
 #include "b4box/store.h"
@@ -169,6 +170,9 @@ B4_PUBLIC struct b4_run *b4_run_end(struct b4_run *run);
 
 /* ---- workspace reads: the slot without the sandbox ---- */
 
+/* b4_runtime_inspect() is the whole read; the slot calls below are its parts, for a caller
+ * that reads through a reader of its own. */
+
 struct b4_read;
 
 /**
@@ -187,6 +191,29 @@ B4_PUBLIC int b4_runtime_read_begin(struct b4_runtime *rt,
 B4_PUBLIC const char *b4_read_sandbox_key(const struct b4_read *rd);
 /** b4_read_end() - free the slot (NULL ok); the cancel token is not touched. Return: NULL. */
 B4_PUBLIC struct b4_read *b4_read_end(struct b4_read *rd);
+/**
+ * b4_runtime_inspect() - inspect the thread's workspace (its root ancestor's, reference §6.2)
+ * holding its run slot, on a worker thread: b4_inspect_thread() with @o and @consistent,
+ * then the digests the thread's admission recorded
+ * @o:          NULL = the defaults; copied (an abandoned read's worker outlives the call)
+ * @timeout_ms: 0 = no deadline; at the deadline the read is abandoned (its worker stops at
+ *              its next check, b4_runtime_free() waits for it) and the slot freed
+ * @cancel:     optional, borrowed for the call; b4_runtime_thread_cancel() and
+ *              b4_runtime_shutdown() cancel the read too
+ * @ret:        zeroed first; on 0 the inspection and digests, on -EPROTO the refusal in
+ *              ret->fail; the caller clears it (b4_workspace_read_clear())
+ * Return: 0; -EPROTO (a refusal, err->msg the reference's text); -ETIMEDOUT; -ECANCELED;
+ * as b4_runtime_read_begin(); as b4_inspect_thread() (-ENOENT with B4_E2001 when the
+ * thread has no storage).
+ */
+B4_PUBLIC int b4_runtime_inspect(struct b4_runtime *rt,
+                                 const char *id,
+                                 const struct b4_inspect_options *o,
+                                 bool consistent,
+                                 uint64_t timeout_ms,
+                                 const struct b4_cancel *cancel,
+                                 struct b4_workspace_read *ret,
+                                 struct b4_error *err);
 /** b4_runtime_provider() - the runtime's provider; borrowed. */
 B4_PUBLIC struct b4_provider *b4_runtime_provider(struct b4_runtime *rt);
 

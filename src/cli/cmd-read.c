@@ -3,8 +3,9 @@
  * b4box read THREAD: the thread's workspace inventory (docs/inspect.md). Through a server
  * (--server URL, else $B4BOX_URL; token $B4BOX_TOKEN) with POST /threads/{id}/workspace/
  * inspect, reading at most 64 MiB of answer and refusing one about another thread or
- * another source digest; or, without a server, locally through the configured provider's
- * reader on the state dir. URLs: unix:/path/to.sock or http://host:port.
+ * another source digest; or, without a server, locally through the runtime over the state
+ * dir (the thread's root ancestor's workspace and its recorded digests, as a server reads
+ * them; the same answer, checked the same way). URLs: unix:/path/to.sock or http://host:port.
  */
 
 #include <errno.h>
@@ -19,6 +20,7 @@
 
 #include "b4box/b4.h"
 #include "b4box/inspect.h"
+#include "b4box/runtime.h"
 
 #include "base/fd-util.h"
 #include "base/macro.h"
@@ -358,81 +360,61 @@ static int over_server(const struct read_args *a, const char *url)
         return r < 0 ? CLI_EXIT_FAILED : CLI_EXIT_OK;
 }
 
-/* ---- locally, through the provider's reader ---- */
+/* ---- locally, through the runtime (as the server reads) ---- */
 
-static int print_local_json(const struct read_args *a, const struct b4_inspection *insp)
+/* The server's answer, built and checked as a client of the server checks it. */
+static int print_local(const struct read_args *a, const struct b4_workspace_read *rd)
 {
-        cleanup_free char *inner = NULL;
-        struct strbuf sb;
+        struct b4_inspect_response res = { 0 };
+        struct b4_error err = { 0 };
+        cleanup_free char *text = NULL;
+        size_t len = 0;
         int r;
 
-        strbuf_init(&sb, STRBUF_UNLIMITED);
-        r = b4_inspection_to_json(insp, NULL, &inner);
-        if (r >= 0)
-                r = strbuf_adds(&sb, "{\"threadId\":");
-        if (r >= 0)
-                r = add_json_string(&sb, a->thread);
-        if (r >= 0)
-                r = strbuf_adds(&sb, ",\"sourceDigest\":null,\"intentDigest\":null");
-        if (r >= 0 && a->root) {
-                r = strbuf_adds(&sb, ",\"root\":");
-                if (r >= 0)
-                        r = add_json_string(&sb, a->root);
+        r = b4_inspect_response_format(a->thread, a->root, rd, NULL, &text, &len);
+        if (r < 0) {
+                if (r == -E2BIG)
+                        cli_error("response_too_large: the answer exceeds %u bytes",
+                                  B4_INSPECT_RESPONSE_MAX_BYTES);
+                else
+                        cli_error("out of memory");
+                return CLI_EXIT_FAILED;
         }
-        if (r >= 0)
-                r = strbuf_addf(&sb, ",\"inspection\":%s}", inner);
-        if (r >= 0)
-                printf("%s\n", sb.buf);
-        strbuf_release(&sb);
-        return r;
-}
-
-static void print_local_human(const struct read_args *a, const struct b4_inspection *insp)
-{
-        printf("thread %s: %zu files, %llu bytes, %llu entries%s%s\n", a->thread, insp->n_files,
-               (unsigned long long)insp->total_bytes, (unsigned long long)insp->entries,
-               a->root ? ", root " : "", a->root ? a->root : "");
-        printf("source: (none recorded)\n");
-        for (size_t i = 0; i < insp->n_files; i++)
-                printf("  %s\n", insp->files[i].path);
+        r = b4_inspect_response_parse(text, len, a->thread, a->expect_source, &res, &err);
+        if (r < 0)
+                return cli_fail(&err);
+        if (a->json)
+                printf("%s\n", text);
+        else
+                print_human(a->thread, &res);
+        b4_inspect_response_clear(&res);
+        return CLI_EXIT_OK;
 }
 
 static int locally(const struct read_args *a, const struct cli_ctx *ctx)
 {
-        struct b4_config *cfg = NULL;
-        struct b4_provider *p = NULL;
-        struct b4_inspection insp = { 0 };
-        struct b4_inspect_failure fail = { 0 };
+        cleanup_(cli_local_close) struct cli_local l = { 0 };
+        struct b4_workspace_read rd = { 0 };
         struct b4_inspect_options o;
         struct b4_error err = { 0 };
         int r;
 
-        if (a->expect_source) {
-                cli_error("source_mismatch: expected source %s, the thread's is none (a local "
-                          "read of provider storage records no source)",
-                          a->expect_source);
-                return CLI_EXIT_FAILED;
-        }
-        if (cli_load_config(ctx, &cfg, NULL) != 0)
-                return CLI_EXIT_FAILED;
+        r = cli_local_open(ctx, &l);
+        if (r != 0)
+                return r;
         b4_inspect_options_init(&o);
         o.root = a->root;
         o.exclude_root = a->exclude;
-        r = b4_provider_new(&cfg->sandbox.provider, &p, &err);
-        if (r >= 0)
-                r = b4_inspect_thread(p, a->thread, &o, a->consistent, &insp, &fail, &err);
+        r = b4_runtime_inspect(l.rt, a->thread, &o, a->consistent,
+                               l.cfg->sandbox.workspace_read_timeout_ms, NULL, &rd, &err);
         if (r == -EPROTO)
-                cli_error("%s: %s", b4_inspect_code_name(fail.code), err.msg);
+                cli_error("%s: %s", b4_inspect_code_name(rd.fail.code), err.msg);
         else if (r < 0)
                 (void)cli_fail(&err);
-        if (r >= 0 && a->json)
-                r = print_local_json(a, &insp);
-        else if (r >= 0)
-                print_local_human(a, &insp);
-        b4_inspection_clear(&insp);
-        b4_provider_free(p);
-        b4_config_free(cfg);
-        return r < 0 ? CLI_EXIT_FAILED : CLI_EXIT_OK;
+        else
+                r = print_local(a, &rd);
+        b4_workspace_read_clear(&rd);
+        return r < 0 ? CLI_EXIT_FAILED : r;
 }
 
 int cmd_read(int argc, char **argv, const struct cli_ctx *ctx)

@@ -193,8 +193,6 @@ void staged_thread_create(struct request *rq,
 void route_workspace_inspect(struct request *rq);
 /* The inspect route's headers-phase checks (its .begin hook); replies and returns false. */
 bool route_inspect_admit(struct request *rq);
-/* Wait (at most @timeout_ms) for workspace reads abandoned at their deadline to finish. */
-void inspect_workers_drain(uint64_t timeout_ms);
 /* The JSON view of a thread row. */
 struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row);
 

@@ -2,7 +2,8 @@
 # Local commands take the server's road (issue 12 item 2): a thread id means the same sandbox
 # to `b4box exec` as to the server (a child thread's is its root ancestor's), a local run of a
 # managed thread is admitted (its workspace materialised) as a server's would be, and a local
-# destroy removes the thread, its children and its association like DELETE /threads/{id}.
+# destroy removes the thread, its children and its association like DELETE /threads/{id};
+# a local read reads what a server's would (the root's workspace, the recorded digests).
 # The fake part needs nothing; the native part needs root.
 B4BOX=${B4BOX:?}
 . "$(dirname "$0")/lib.sh"
@@ -73,6 +74,9 @@ local_b4 "$nat_cfg" "$WORK/nst" release nc > /dev/null
 check "local release of the child releases the root's sandbox" [ $? = 0 ]
 out=$(local_b4 "$nat_cfg" "$WORK/nst" exec --thread nc -- cat /workspace/f 2>&1)
 check "the workspace outlives the release" [ "$out" = shared ]
+out=$(local_b4 "$nat_cfg" "$WORK/nst" read nc --json)
+check "local read of the child answers for it with its root's workspace" \
+        [ "$(json_get "$out" threadId)|$(json_get "$out" inspection.files.f)" = "nc|shared" ]
 local_b4 "$nat_cfg" "$WORK/nst" destroy np > /dev/null
 check "local destroy of the root takes the child's row" [ -z "$(rows "$WORK/nst" threads)" ]
 
@@ -82,6 +86,15 @@ man_cfg='{"sandbox": {"provider": {"type": "native", "scope": "it-road-m"}, "net
 out=$(local_b4 "$man_cfg" "$WORK/mst" exec --thread m -- cat /workspace/main.txt 2>&1)
 check "local exec of a managed thread sees its materialised workspace" [ "$out" = materialised ]
 check "the local admission recorded the association" [ "$(rows "$WORK/mst" associations)" = m ]
+out=$(local_b4 "$man_cfg" "$WORK/mst" read m --json)
+digest=$(json_get "$out" sourceDigest)
+is_digest() { [[ $1 =~ ^[0-9a-f]{64}$ ]]; }
+check "local read of a managed thread gives the digest its admission recorded" is_digest "$digest"
+local_b4 "$man_cfg" "$WORK/mst" read m --expect-source "$digest" > /dev/null
+check "local read --expect-source takes the recorded digest" [ $? = 0 ]
+local_b4 "$man_cfg" "$WORK/mst" read m --expect-source "$(printf '0%.0s' $(seq 64))" \
+        > /dev/null 2> "$WORK/rd.err"
+check "local read --expect-source refuses another digest" grep -q '^b4box: source_mismatch:' "$WORK/rd.err"
 local_b4 "$man_cfg" "$WORK/mst" destroy m > /dev/null
 check "local destroy removes the managed thread and its association" \
         [ -z "$(rows "$WORK/mst" threads)$(rows "$WORK/mst" associations)" ]

@@ -35,6 +35,7 @@ struct b4_runtime {
         struct hashmap *slots; /* thread id -> struct slot */
         bool shutting_down;
         uint64_t acquires, releases;
+        unsigned readers; /* b4_runtime_inspect() workers still running, abandoned ones too */
 };
 
 struct b4_run {

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "base/alloc.h"
 #include "base/hashmap.h"
@@ -78,15 +79,46 @@ static int free_slot_cb(const char *key, void *value, void *ud)
         return 0;
 }
 
+/* How long b4_runtime_free() waits for abandoned workspace reads. */
+#define READERS_DRAIN_MS 30000u
+
+/* Wait up to READERS_DRAIN_MS for b4_runtime_inspect() workers (their tokens are fired).
+ * Return: whether none is left. */
+static bool drain_readers(struct b4_runtime *rt)
+{
+        uint64_t deadline = now_msec() + READERS_DRAIN_MS;
+        bool drained;
+
+        (void)pthread_mutex_lock(&rt->lock);
+        while (rt->readers > 0 && now_msec() < deadline) {
+                struct timespec ts;
+                (void)clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_nsec += 50 * 1000000L;
+                if (ts.tv_nsec >= 1000000000L) {
+                        ts.tv_sec++;
+                        ts.tv_nsec -= 1000000000L;
+                }
+                (void)pthread_cond_timedwait(&rt->cond, &rt->lock, &ts);
+        }
+        drained = rt->readers == 0;
+        (void)pthread_mutex_unlock(&rt->lock);
+        return drained;
+}
+
 struct b4_runtime *b4_runtime_free(struct b4_runtime *rt)
 {
+        bool drained;
+
         if (!rt)
                 return NULL;
+        drained = drain_readers(rt);
         (void)hashmap_foreach(rt->boxes, release_box_cb, rt);
         (void)hashmap_foreach(rt->slots, free_slot_cb, NULL);
         hashmap_free(rt->boxes);
         hashmap_free(rt->slots);
         b4_policy_clear(&rt->policy);
+        if (!drained) /* a read stuck in its provider still counts itself out under the lock */
+                return NULL;
         (void)pthread_mutex_destroy(&rt->lock);
         (void)pthread_cond_destroy(&rt->cond);
         free(rt);
