@@ -270,7 +270,7 @@ static void answer_ok(struct request *rq,
                       const struct read_request *q,
                       struct b4_workspace_read *rd)
 {
-        char *text = NULL;
+        char *text = NULL, msg[96];
         int r;
 
         r = b4_inspect_response_format(rq->thread.id, q->root, rd, q->ignore, &text, NULL);
@@ -279,7 +279,6 @@ static void answer_ok(struct request *rq,
                 if (d)
                         (void)jv_object_set_new(d, "maxBytes",
                                                 jv_integer_new(B4_INSPECT_RESPONSE_MAX_BYTES));
-                char msg[96];
                 (void)snprintf(msg, sizeof(msg),
                                "The workspace inspection exceeds the response limit of %u bytes",
                                B4_INSPECT_RESPONSE_MAX_BYTES);
