@@ -5,11 +5,14 @@
  * With --server URL (or $B4BOX_URL) exec goes through the HTTP API instead (runBash).
  *   b4box release ID                                 drop its compute, keep the workspace
  *   b4box destroy ID                                 drop compute and workspace
- * The provider and policy come from the configuration (-c FILE, ./b4box.json, else the
- * defaults: native, scope "b4box"). One CMD argument is a shell command line; several are
- * quoted and joined, so `-- sh -c 'echo $HOME'` means what it says. stdout and stderr are
- * passed through and exec exits with the command's own code (124 on timeout, 128+N when
- * killed by signal N). SIGINT/SIGTERM cancel the command.
+ * Locally every command goes through the runtime as the server does (cli_local_open()): a
+ * thread's sandbox is its root ancestor's, admitted at the first run when managed, and
+ * destroy deletes the thread's rows with its children's. The provider and policy come from
+ * the configuration (-c FILE, ./b4box.json, else the defaults: native, scope "b4box"). One
+ * CMD argument is a shell command line; several are quoted and joined, so
+ * `-- sh -c 'echo $HOME'` means what it says. stdout and stderr are passed through and exec
+ * exits with the command's own code (124 on timeout, 128+N when killed by signal N).
+ * SIGINT/SIGTERM cancel the command.
  */
 
 #include <errno.h>
@@ -196,15 +199,20 @@ int cmd_exec(int argc, char **argv, const struct cli_ctx *ctx)
 }
 
 /* As through the server (the thread and its children); a sandbox no row names (a state
- * dir from before local commands recorded their threads) is destroyed by its id. */
+ * dir from before local commands recorded their threads) is destroyed by its id.
+ * Return: 0, 1 (a child thread: its root's sandbox and workspace stay), -errno. */
 static int local_destroy(struct cli_local *l, const char *id, struct b4_error *err)
 {
         struct b4_thread_row row = { 0 };
+        bool child;
+        int r;
 
         if (b4_store_thread_get(l->store, id, &row, NULL) == -ENOENT)
                 return b4_provider_destroy(l->provider, id, err);
+        child = row.parent_id != NULL;
         b4_thread_row_clear(&row);
-        return b4_runtime_thread_delete(l->rt, id, err);
+        r = b4_runtime_thread_delete(l->rt, id, err);
+        return r < 0 ? r : child;
 }
 
 static int lifecycle(int argc, char **argv, const struct cli_ctx *ctx, bool destroy)
@@ -224,8 +232,10 @@ static int lifecycle(int argc, char **argv, const struct cli_ctx *ctx, bool dest
                     : b4_runtime_thread_release(l.rt, argv[1], &err);
         if (r < 0)
                 return cli_fail(&err);
-        printf(destroy ? "destroyed thread '%s': its sandbox and workspace are gone\n"
-                       : "released thread '%s': its sandbox is released, its workspace kept\n",
+        printf(!destroy ? "released thread '%s': its sandbox is released, its workspace kept\n"
+               : r == 0 ? "destroyed thread '%s': its sandbox and workspace are gone\n"
+                        : "destroyed thread '%s': a child thread, its root's sandbox and "
+                          "workspace are kept\n",
                argv[1]);
         return CLI_EXIT_OK;
 }

@@ -77,8 +77,13 @@ check "the workspace outlives the release" [ "$out" = shared ]
 out=$(local_b4 "$nat_cfg" "$WORK/nst" read nc --json)
 check "local read of the child answers for it with its root's workspace" \
         [ "$(json_get "$out" threadId)|$(json_get "$out" inspection.files.f)" = "nc|shared" ]
+out=$(local_b4 "$nat_cfg" "$WORK/nst" destroy nc)
+check "local destroy of the child says its root's workspace stays" \
+        [ "$out" = "destroyed thread 'nc': a child thread, its root's sandbox and workspace are kept" ]
+out=$(local_b4 "$nat_cfg" "$WORK/nst" exec --thread np -- cat /workspace/f 2>&1)
+check "and it does" [ "$out" = shared ]
 local_b4 "$nat_cfg" "$WORK/nst" destroy np > /dev/null
-check "local destroy of the root takes the child's row" [ -z "$(rows "$WORK/nst" threads)" ]
+check "local destroy of the root leaves no row" [ -z "$(rows "$WORK/nst" threads)" ]
 
 # ---- native, managed: a local run admits the thread as a server would ----
 man_cfg='{"sandbox": {"provider": {"type": "native", "scope": "it-road-m"}, "network": {"mode": "deny"},
