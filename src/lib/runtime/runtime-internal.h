@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* The runtime's shared state (runtime.c: threads and slots; run.c: sandboxes and runs). */
+/* The runtime's shared state (runtime.c: threads and slots; run.c: sandboxes and runs;
+ * read.c: workspace reads). */
 
 #include <pthread.h>
 #include <stdbool.h>
