@@ -23,6 +23,7 @@
 #include "base/parse.h"
 #include "cli.h"
 #include "client.h"
+#include "json/json.h"
 
 #define MAX_RULES 64
 
@@ -189,27 +190,54 @@ static const char *prompt(struct b4_tools *t)
         }
 }
 
-static int run_tool(struct b4_tools *t, const struct tool_args *a, struct b4_error *err)
+static bool wants_answer(const struct b4_tool_result *res, const struct tool_args *a)
 {
+        return !res->ok && strcmp(res->code, "permission_required") == 0 &&
+               a->mode == B4_PERMISSION_INTERACTIVE && isatty(STDIN_FILENO);
+}
+
+/* Print the result document; the exit code follows its ok. */
+static int print_result(const struct b4_tool_result *res)
+{
+        cleanup_free char *json = NULL;
+
+        if (jv_dump(res->doc, 0, &json) < 0)
+                return -ENOMEM;
+        puts(json);
+        return res->ok ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+}
+
+static int run_tool(struct b4_tools *t,
+                    const struct tool_args *a,
+                    const struct jv *args,
+                    struct b4_error *err)
+{
+        struct b4_tool_result res = { 0 };
         const char *id = NULL;
-        char *json = NULL;
         int r;
 
-        r = b4_tools_call(t, a->name, a->json, &json, err);
-        while (r >= 0 && a->mode == B4_PERMISSION_INTERACTIVE && isatty(STDIN_FILENO) &&
-               strstr(json, "\"code\":\"permission_required\"") &&
+        r = b4_tools_call(t, a->name, args, &res, err);
+        while (r >= 0 && wants_answer(&res, a) &&
                b4_tools_last_request(t, &id, NULL, NULL, NULL) >= 0) {
                 const char *answer = prompt(t);
-                free(json);
-                json = NULL;
-                r = b4_tools_resume(t, id, answer, &json, err);
+                b4_tool_result_clear(&res);
+                r = b4_tools_resume(t, id, answer, &res, err);
         }
-        if (r < 0)
-                return r;
-        puts(json);
-        r = strncmp(json, "{\"ok\":true", 10) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
-        free(json);
-        return r;
+        if (r >= 0)
+                r = print_result(&res);
+        b4_tool_result_clear(&res);
+        return r == -ENOMEM ? b4_error_set(err, r, "out of memory") : r;
+}
+
+/* ARGS_JSON, parsed once here. Return: 0, or -EINVAL with the message printed. */
+static int parse_call_args(const struct tool_args *a, struct jv **ret)
+{
+        struct b4_error e = { 0 };
+
+        if (jv_parse(a->json, strlen(a->json), ret, &e) >= 0)
+                return 0;
+        cli_error("tool: ARGS_JSON is not valid JSON: %s", e.msg);
+        return -EINVAL;
 }
 
 /* Permissions from the flags when any is given, else from the config (none: no gate). */
@@ -230,6 +258,7 @@ static int permissions_for(const struct tool_args *a,
  * refused rather than ignored. */
 static int remote_tool(const char *url, const struct tool_args *a)
 {
+        struct jv *doc = NULL;
         char *json = NULL;
         int r;
 
@@ -242,33 +271,38 @@ static int remote_tool(const char *url, const struct tool_args *a)
         if (r != 0)
                 return r;
         puts(json);
-        r = b4_tools_result_is_ok(json) ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+        r = jv_parse(json, strlen(json), &doc, NULL) >= 0 && jv_is_true(jv_object_get(doc, "ok"))
+                    ? CLI_EXIT_OK
+                    : CLI_EXIT_FAILED;
+        jv_unref(doc);
         free(json);
         return r;
 }
 
+static void tool_args_clear(struct tool_args *a)
+{
+        for (size_t i = 0; i < a->n_rules; i++)
+                free((char *)a->rules[i]);
+        a->n_rules = 0;
+}
+
 int cmd_tool(int argc, char **argv, const struct cli_ctx *ctx)
 {
-        struct tool_args a = { .mode = B4_PERMISSION_NON_INTERACTIVE };
+        cleanup_(tool_args_clear) struct tool_args a = { .mode = B4_PERMISSION_NON_INTERACTIVE };
         cleanup_(cli_local_close) struct cli_local l = { 0 };
+        cleanup_(jv_unrefp) struct jv *args = NULL;
         struct b4_permissions *perms = NULL;
         struct b4_sandbox *sb = NULL;
         struct b4_tools *t = NULL;
         struct b4_error err = { 0 };
         int r;
 
-        r = parse_tool_args(argc, argv, &a);
-        if (r != 0) {
-                for (size_t i = 0; i < a.n_rules; i++)
-                        free((char *)a.rules[i]);
+        if (parse_tool_args(argc, argv, &a) != 0)
                 return CLI_USAGE;
-        }
-        if (cli_server_url(a.server)) {
-                r = remote_tool(cli_server_url(a.server), &a);
-                for (size_t i = 0; i < a.n_rules; i++)
-                        free((char *)a.rules[i]);
-                return r;
-        }
+        if (cli_server_url(a.server))
+                return remote_tool(cli_server_url(a.server), &a);
+        if (parse_call_args(&a, &args) < 0)
+                return CLI_USAGE;
         r = open_sandbox(ctx, &a, &l, &sb, &err);
         if (r >= 0)
                 r = permissions_for(&a, l.cfg, &perms, &err);
@@ -277,13 +311,11 @@ int cmd_tool(int argc, char **argv, const struct cli_ctx *ctx)
                                  &(struct b4_tools_options){ .app = perms, .read_cap = a.read_cap },
                                  &t, &err);
         if (r >= 0)
-                r = run_tool(t, &a, &err);
+                r = run_tool(t, &a, args, &err);
         b4_tools_free(t);
         b4_sandbox_unref(sb);
         if (l.provider)
                 (void)b4_provider_release(l.provider, a.thread, NULL);
         b4_permissions_free(perms);
-        for (size_t i = 0; i < a.n_rules; i++)
-                free((char *)a.rules[i]);
         return r < 0 ? cli_fail(&err) : r;
 }

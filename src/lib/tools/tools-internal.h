@@ -104,7 +104,7 @@ int perm_view_add_allow(const struct perm_view *v,
                         const char *pattern,
                         struct b4_error *err);
 
-/* ---- the context (gate.c, tools.c, dispatch.c) ---- */
+/* ---- the context (context.c, permission-gate.c, tools.c, dispatch.c) ---- */
 
 struct jv;
 
@@ -123,37 +123,71 @@ struct ask {
         char *pattern;   /* suggested pattern */
 };
 
+void ask_clear(struct ask *a);
+
+/* ---- pending.c: parked permission requests ---- */
+
+/* A call parked on a permission request, until its answer. */
 struct pending {
-        char *id;
+        char *id;    /* the interrupt id */
+        char *owner; /* whose request: only the same owner may answer it */
         char *tool;
-        char *args_json;
+        struct jv *args;  /* a reference */
         char **once_keys; /* answered "once"/"always" so far in this call's chain */
         char **once_cands;
         struct ask ask;
 };
 
-#define TOOLS_MAX_PENDING 64
+void pending_release(struct pending *p);
+
+/* At most this many requests stay pending in one store; the oldest goes past it. */
+#define TOOLS_MAX_PENDING 256
+
+/* The one store of pending requests: a standalone context's own, or its host's. Thread-safe. */
+struct pending_store;
+
+int pending_store_new(struct pending_store **ret);
+struct pending_store *pending_store_free(struct pending_store *s);
+/* A fresh interrupt id ("perm-<ms>-<6 base36>"). Return: 0, -ENOMEM. */
+int pending_new_id(char **ret);
+/* Park *p (moved in, *p zeroed, also on failure). Return: 0, -ENOMEM. */
+int pending_park(struct pending_store *s, struct pending *p);
+/* Take @owner's request @id out of the store into *ret. Return: 0, -ENOENT. */
+int pending_take(struct pending_store *s, const char *owner, const char *id, struct pending *ret);
+/* @owner's newest request, borrowed until the store next changes; NULL when none. */
+const struct pending *pending_newest(struct pending_store *s, const char *owner);
+
+/* ---- the context ---- */
 
 struct b4_tools {
         struct b4_sandbox *sb;
         struct b4_fs *fs;
         char *root;
         char *real_root; /* lazily, the fs realpath of root */
-        char *thread_id;
+        char *thread_id; /* the sandbox's thread: whose grants apply */
+        char *owner;     /* whose permission requests this context parks and answers */
         struct perm_view view;
         uint64_t read_cap;
         char **approve;
         struct b4_cancel *cancel;
-        struct pending *pending;
-        size_t n_pending;
+        struct pending_store *pending; /* borrowed from the host, or own_pending */
+        struct pending_store *own_pending;
         /* During one call: the one-shot answers in force and the request a gate raised. */
         char *const *once_keys;
         char *const *once_cands;
         struct ask ask;
 };
 
-void ask_clear(struct ask *a);
-void pending_release(struct pending *p);
+/*
+ * A context that parks its requests in @store (borrowed, must outlive it) under @owner; a
+ * NULL @store makes the context its own. See b4_tools_new() for the rest.
+ */
+int tools_context_new(struct b4_sandbox *sb,
+                      const struct b4_tools_options *opts,
+                      struct pending_store *store,
+                      const char *owner,
+                      struct b4_tools **ret,
+                      struct b4_error *err);
 
 /* What a tool operates on, decided once by the jail (gate_path). */
 struct jail_target {
@@ -164,6 +198,8 @@ struct jail_target {
 };
 
 void jail_target_clear(struct jail_target *jt);
+
+/* ---- permission-gate.c ---- */
 
 /* Gates: 0 allowed; -EACCES denied (B4_E3001, message set); -EAGAIN ask (t->ask filled). */
 int gate_command(struct b4_tools *t, const char *command, struct b4_error *err);
