@@ -11,14 +11,6 @@
 #include "base/strv.h"
 #include "tools/tools-internal.h"
 
-void ask_clear(struct ask *a)
-{
-        free(a->key);
-        free(a->candidate);
-        free(a->pattern);
-        *a = (struct ask){ 0 };
-}
-
 int tools_context_new(struct b4_sandbox *sb,
                       const struct b4_tools_options *opts,
                       struct pending_store *store,

@@ -145,142 +145,7 @@ static int validate(const struct tool_def *d, const struct jv *args, struct b4_e
         return 0;
 }
 
-/* ---- result documents ---- */
-
-void b4_tool_result_clear(struct b4_tool_result *r)
-{
-        if (!r)
-                return;
-        jv_unref(r->doc);
-        *r = (struct b4_tool_result){ 0 };
-}
-
-static int ok_result(struct jv *value, struct b4_tool_result *ret)
-{
-        cleanup_jv struct jv *doc = jv_object_new();
-        int r;
-
-        if (!doc) {
-                jv_unref(value);
-                return -ENOMEM;
-        }
-        r = jv_object_set_new(doc, "ok", jv_bool_new(true));
-        if (r >= 0)
-                r = jv_object_set_new(doc, "result", value);
-        else
-                jv_unref(value);
-        if (r < 0)
-                return r;
-        *ret = (struct b4_tool_result){ .ok = true, .doc = TAKE_PTR(doc) };
-        return 0;
-}
-
-static const char *error_code(const struct b4_error *e)
-{
-        if (e->code != B4_CODE_NONE)
-                return b4_code_name(e->code);
-        return e->error == -EAGAIN ? "permission_required" : "tool_error";
-}
-
-static int error_object(const char *code, const struct b4_error *e, struct jv **ret)
-{
-        cleanup_jv struct jv *o = jv_object_new();
-        const char *name = e->error < 0 ? strerrorname_np(-e->error) : NULL;
-        int r;
-
-        if (!o)
-                return -ENOMEM;
-        r = jv_object_set_new(o, "code", jv_string_new(code));
-        if (r >= 0 && strcmp(code, "tool_error") == 0 && name)
-                r = jv_object_set_new(o, "errno", jv_string_new(name));
-        if (r >= 0)
-                r = jv_object_set_new(o, "message", jv_string_new(e->msg));
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(o);
-        return 0;
-}
-
-/* @code: a static string. */
-static int error_result(const char *code,
-                        const struct b4_error *e,
-                        struct jv *request,
-                        struct b4_tool_result *ret)
-{
-        cleanup_jv struct jv *doc = jv_object_new();
-        cleanup_jv struct jv *req = request;
-        struct jv *eo = NULL;
-        int r;
-
-        if (!doc)
-                return -ENOMEM;
-        r = error_object(code, e, &eo);
-        if (r >= 0)
-                r = jv_object_set_new(doc, "ok", jv_bool_new(false));
-        if (r >= 0)
-                r = jv_object_set_new(doc, "error", TAKE_PTR(eo));
-        if (r >= 0 && req)
-                r = jv_object_set_new(doc, "permissionRequest", TAKE_PTR(req));
-        jv_unref(eo);
-        if (r < 0)
-                return r;
-        *ret = (struct b4_tool_result){ .ok = false, .code = code, .doc = TAKE_PTR(doc) };
-        return 0;
-}
-
 /* ---- permission requests ---- */
-
-static const char *const kind_names[] = {
-        [ASK_COMMAND] = "command",
-        [ASK_PATH] = "path",
-        [ASK_TOOL] = "tool",
-};
-
-static int request_detail(const struct ask *a, struct jv **ret)
-{
-        cleanup_jv struct jv *d = jv_object_new();
-        int r;
-
-        if (!d)
-                return -ENOMEM;
-        if (a->kind == ASK_COMMAND)
-                r = jv_object_set_new(d, "command", jv_string_new(a->candidate));
-        else if (a->kind == ASK_PATH) {
-                r = jv_object_set_new(d, "operation", jv_string_new(a->key));
-                if (r >= 0)
-                        r = jv_object_set_new(d, "path", jv_string_new(a->candidate));
-        } else
-                r = jv_object_set_new(d, "toolName", jv_string_new(a->candidate));
-        if (r >= 0)
-                r = jv_object_set_new(d, "suggestedPattern", jv_string_new(a->pattern));
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(d);
-        return 0;
-}
-
-static int request_object(const struct pending *p, struct jv **ret)
-{
-        cleanup_jv struct jv *o = jv_object_new();
-        struct jv *detail = NULL;
-        int r;
-
-        if (!o)
-                return -ENOMEM;
-        r = jv_object_set_new(o, "interruptId", jv_string_new(p->id));
-        if (r >= 0)
-                r = jv_object_set_new(o, "type", jv_string_new("permission-request"));
-        if (r >= 0)
-                r = jv_object_set_new(o, "kind", jv_string_new(kind_names[p->ask.kind]));
-        if (r >= 0)
-                r = request_detail(&p->ask, &detail);
-        if (r >= 0)
-                r = jv_object_set_new(o, "detail", detail);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(o);
-        return 0;
-}
 
 /* The call whose gate raised t->ask, as a pending request (not yet parked). */
 static int pending_from_call(struct b4_tools *t,
@@ -320,9 +185,9 @@ static int ask_result(struct b4_tools *t,
 
         r = pending_from_call(t, tool, args, &p);
         if (r >= 0)
-                r = request_object(&p, &req);
+                r = result_request(&p, &req);
         if (r >= 0)
-                r = error_result("permission_required", e, req, ret);
+                r = result_error("permission_required", e, req, ret);
         if (r >= 0)
                 r = pending_park(t->pending, &p);
         else
@@ -349,24 +214,24 @@ static int run_call(struct b4_tools *t,
                         &e, -EINVAL,
                         "unknown tool '%s' (known: readFile, writeFile, editFile, listDir, runBash)",
                         name);
-                return error_result("unknown_tool", &e, NULL, ret);
+                return result_error("unknown_tool", &e, NULL, ret);
         }
         r = validate(d, args, &e);
         if (r < 0)
-                return error_result("invalid_arguments", &e, NULL, ret);
+                return result_error("invalid_arguments", &e, NULL, ret);
         ask_clear(&t->ask);
         r = gate_tool(t, name, &e);
         if (r >= 0)
                 r = d->fn(t, args, &value, &e);
         if (r >= 0)
-                return ok_result(value, ret);
+                return result_ok(value, ret);
         if (r == -ENOMEM)
                 return r; /* out of memory is not a tool failure */
         if (r == -EAGAIN && t->ask.set)
                 return ask_result(t, name, args, &e, ret);
         if (e.error == 0)
                 (void)b4_error_set(&e, r, "%s failed: %s", name, strerror(-r));
-        return error_result(error_code(&e), &e, NULL, ret);
+        return result_error(result_error_code(&e), &e, NULL, ret);
 }
 
 int b4_tools_call(struct b4_tools *t,
@@ -403,7 +268,7 @@ static int answer_denied(const struct pending *p, struct b4_tool_result *ret)
         else
                 (void)b4_error_set_code(&e, -EACCES, B4_CODE_TOOL_DENIED,
                                         "Permission denied by user: %s", p->ask.candidate);
-        return error_result(error_code(&e), &e, NULL, ret);
+        return result_error(result_error_code(&e), &e, NULL, ret);
 }
 
 /* Re-run the parked call with its chain of answers plus this one. */
@@ -475,7 +340,7 @@ int b4_tools_last_request(struct b4_tools *t,
         if (ret_id)
                 *ret_id = p->id;
         if (ret_kind)
-                *ret_kind = kind_names[p->ask.kind];
+                *ret_kind = ask_kind_name(p->ask.kind);
         if (ret_subject)
                 *ret_subject = p->ask.candidate;
         if (ret_pattern)

@@ -10,6 +10,14 @@
 #include "base/strv.h"
 #include "tools/tools-internal.h"
 
+void ask_clear(struct ask *a)
+{
+        free(a->key);
+        free(a->candidate);
+        free(a->pattern);
+        *a = (struct ask){ 0 };
+}
+
 static bool answered_once(const struct b4_tools *t, const char *key, const char *candidate)
 {
         for (size_t i = 0; t->once_keys && t->once_keys[i]; i++)

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* Internals of the tools module: path arithmetic, text logic, permission view, gates. */
+/*
+ * Internals of the tools module: path arithmetic, text logic, permission view, the context,
+ * pending permission requests, gates.
+ */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -104,7 +107,7 @@ int perm_view_add_allow(const struct perm_view *v,
                         const char *pattern,
                         struct b4_error *err);
 
-/* ---- the context (context.c, permission-gate.c, tools.c, dispatch.c) ---- */
+/* ---- what a gate asks (permission-gate.c) ---- */
 
 struct jv;
 
@@ -157,7 +160,24 @@ int pending_take(struct pending_store *s, const char *owner, const char *id, str
 /* @owner's newest request, borrowed until the store next changes; NULL when none. */
 const struct pending *pending_newest(struct pending_store *s, const char *owner);
 
-/* ---- the context ---- */
+/* ---- result.c: the result documents ---- */
+
+/* {"ok":true,"result":@value}; @value is consumed. Return: 0, -ENOMEM. */
+int result_ok(struct jv *value, struct b4_tool_result *ret);
+/* The error.code of @e: its registry code, "permission_required" (-EAGAIN) or "tool_error". */
+const char *result_error_code(const struct b4_error *e);
+/* {"ok":false,"error":{code, [errno,] message}[,"permissionRequest":@request]}; @code is a
+ * static string; @request (or NULL) is consumed. Return: 0, -ENOMEM. */
+int result_error(const char *code,
+                 const struct b4_error *e,
+                 struct jv *request,
+                 struct b4_tool_result *ret);
+/* The permissionRequest object of @p. Return: 0, -ENOMEM. */
+int result_request(const struct pending *p, struct jv **ret);
+/* "command", "path" or "tool". */
+const char *ask_kind_name(enum ask_kind kind);
+
+/* ---- the context (context.c; used by dispatch.c, tools.c, permission-gate.c) ---- */
 
 struct b4_tools {
         struct b4_sandbox *sb;
@@ -189,6 +209,8 @@ int tools_context_new(struct b4_sandbox *sb,
                       struct b4_tools **ret,
                       struct b4_error *err);
 
+/* ---- permission-gate.c ---- */
+
 /* What a tool operates on, decided once by the jail (gate_path). */
 struct jail_target {
         char *abs;        /* the lexical absolute path: what messages show */
@@ -198,8 +220,6 @@ struct jail_target {
 };
 
 void jail_target_clear(struct jail_target *jt);
-
-/* ---- permission-gate.c ---- */
 
 /* Gates: 0 allowed; -EACCES denied (B4_E3001, message set); -EAGAIN ask (t->ask filled). */
 int gate_command(struct b4_tools *t, const char *command, struct b4_error *err);
