@@ -236,12 +236,17 @@ B4_PUBLIC struct b4_tools *b4_tools_free(struct b4_tools *t);
 
 struct jv;
 
+/* The tools' own error codes (error.code; registry codes such as "B4_E3001" besides). */
+#define B4_TOOL_UNKNOWN_TOOL        "unknown_tool"
+#define B4_TOOL_INVALID_ARGUMENTS   "invalid_arguments"
+#define B4_TOOL_ERROR               "tool_error"
+#define B4_TOOL_PERMISSION_REQUIRED "permission_required"
+
 /* The outcome of one call: what callers branch on, plus the document the wire carries. */
 struct b4_tool_result {
         bool ok;
-        /* NULL when ok; else the error's code, a static string: "unknown_tool",
-         * "invalid_arguments", "tool_error", "permission_required", or a registry code
-         * ("B4_E3001") */
+        /* NULL when ok; else error.code, a static string: one of the B4_TOOL_* codes above or
+         * a registry code */
         const char *code;
         /* Owned: {"ok":true,"result":...} or {"ok":false,"error":{...}[,"permissionRequest"]} */
         struct jv *doc;

@@ -192,7 +192,7 @@ static const char *prompt(struct b4_tools *t)
 
 static bool wants_answer(const struct b4_tool_result *res, const struct tool_args *a)
 {
-        return !res->ok && strcmp(res->code, "permission_required") == 0 &&
+        return !res->ok && strcmp(res->code, B4_TOOL_PERMISSION_REQUIRED) == 0 &&
                a->mode == B4_PERMISSION_INTERACTIVE && isatty(STDIN_FILENO);
 }
 

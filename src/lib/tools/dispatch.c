@@ -187,7 +187,7 @@ static int ask_result(struct b4_tools *t,
         if (r >= 0)
                 r = result_request(&p, &req);
         if (r >= 0)
-                r = result_error("permission_required", e, req, ret);
+                r = result_error(B4_TOOL_PERMISSION_REQUIRED, e, req, ret);
         if (r >= 0)
                 r = pending_park(t->pending, &p);
         else
@@ -214,11 +214,11 @@ static int run_call(struct b4_tools *t,
                         &e, -EINVAL,
                         "unknown tool '%s' (known: readFile, writeFile, editFile, listDir, runBash)",
                         name);
-                return result_error("unknown_tool", &e, NULL, ret);
+                return result_error(B4_TOOL_UNKNOWN_TOOL, &e, NULL, ret);
         }
         r = validate(d, args, &e);
         if (r < 0)
-                return result_error("invalid_arguments", &e, NULL, ret);
+                return result_error(B4_TOOL_INVALID_ARGUMENTS, &e, NULL, ret);
         ask_clear(&t->ask);
         r = gate_tool(t, name, &e);
         if (r >= 0)

@@ -50,7 +50,7 @@ const char *result_error_code(const struct b4_error *e)
 {
         if (e->code != B4_CODE_NONE)
                 return b4_code_name(e->code);
-        return e->error == -EAGAIN ? "permission_required" : "tool_error";
+        return e->error == -EAGAIN ? B4_TOOL_PERMISSION_REQUIRED : B4_TOOL_ERROR;
 }
 
 static int error_object(const char *code, const struct b4_error *e, struct jv **ret)
@@ -62,7 +62,7 @@ static int error_object(const char *code, const struct b4_error *e, struct jv **
         if (!o)
                 return -ENOMEM;
         r = jv_object_set_new(o, "code", jv_string_new(code));
-        if (r >= 0 && strcmp(code, "tool_error") == 0 && name)
+        if (r >= 0 && strcmp(code, B4_TOOL_ERROR) == 0 && name)
                 r = jv_object_set_new(o, "errno", jv_string_new(name));
         if (r >= 0)
                 r = jv_object_set_new(o, "message", jv_string_new(e->msg));
