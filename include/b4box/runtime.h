@@ -29,6 +29,7 @@ struct b4_runtime;
 struct b4_run;
 struct b4_config;
 
+struct b4_permissions;
 struct b4_tool_result;
 struct jv;
 
@@ -41,6 +42,11 @@ struct b4_runtime_options {
          * no gate) and "Always" grants go to @store; managed workspaces (sandbox.workspace /
          * sandbox.thread) when set; NULL = provider storage. */
         const struct b4_config *config;
+        /* The tools: borrowed permission lists (outliving the runtime) used instead of
+         * @config's permissions block when set, their mode with them (the CLI's --mode,
+         * --allow, --deny); the readFile/editFile cap in bytes, 0 = B4_TOOLS_DEFAULT_READ_CAP. */
+        struct b4_permissions *permissions;
+        uint64_t read_cap;
 };
 
 struct b4_runtime_stats {

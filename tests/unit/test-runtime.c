@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The thread runtime over the fake provider: run slots, shared child sandboxes, deletion
- * and id reuse, idle reap, shutdown, concurrent runs of one thread, and permission requests
- * answered in a later run.
+ * and id reuse, idle reap, shutdown, concurrent runs of one thread, permission requests
+ * answered in a later run, and the caller's permission lists and read cap.
  */
 
 #include <errno.h>
@@ -370,6 +370,56 @@ static void test_permission_request_resumes_in_a_later_run(void **state)
         b4_config_free(cfg);
 }
 
+/* One call's result document as JSON text; the caller frees it. */
+static char *call_text(struct b4_run *run, const char *tool, const char *key, const char *value)
+{
+        struct b4_tool_result res = { 0 };
+        struct jv *args = jv_object_new();
+        char *json = NULL;
+
+        assert_int_equal(jv_object_set_new(args, key, jv_string_new(value)), 0);
+        assert_int_equal(b4_run_call(run, tool, args, &res, NULL), 0);
+        assert_int_equal(jv_dump(res.doc, 0, &json), 0);
+        b4_tool_result_clear(&res);
+        jv_unref(args);
+        return json;
+}
+
+static void test_caller_permissions_and_read_cap(void **state)
+{
+        struct fixture *f = *state;
+        struct b4_permissions *perms = NULL;
+        struct b4_runtime *rt = NULL;
+        struct b4_run *run = NULL;
+        struct b4_error err = { 0 };
+        char *json;
+
+        assert_int_equal(b4_permissions_new(B4_PERMISSION_NON_INTERACTIVE, &perms), 0);
+        assert_int_equal(b4_permissions_add(perms, B4_PERMISSION_LIST_DENY, "bash", "echo", &err),
+                         0);
+        struct b4_runtime_options o = { .provider = f->provider,
+                                        .store = f->store,
+                                        .policy = &f->policy,
+                                        .permissions = perms,
+                                        .read_cap = 4 };
+        assert_int_equal(b4_runtime_new(&o, &rt, &err), 0);
+        create(f, "c", NULL);
+        assert_int_equal(b4_runtime_run_begin(rt, "c", &run, &err), 0);
+        call(run, "five", "12345");
+        json = call_text(run, "readFile", "path", "five");
+        assert_string_equal(json, "{\"ok\":false,\"error\":{\"code\":\"tool_error\",\"errno\":"
+                                  "\"EFBIG\",\"message\":\"File too large: 5 bytes (max 4) at "
+                                  "/workspace/five\"}}");
+        free(json);
+        json = call_text(run, "runBash", "command", "echo hi");
+        assert_string_equal(json, "{\"ok\":false,\"error\":{\"code\":\"B4_E3001\",\"message\":"
+                                  "\"Permission denied by user: echo hi\"}}");
+        free(json);
+        b4_run_end(run);
+        b4_runtime_free(rt);
+        b4_permissions_free(perms);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -385,6 +435,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_bad_ids_and_parents, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_permission_request_resumes_in_a_later_run,
                                                 setup, teardown),
+                cmocka_unit_test_setup_teardown(test_caller_permissions_and_read_cap, setup,
+                                                teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

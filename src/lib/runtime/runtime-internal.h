@@ -44,7 +44,8 @@ struct b4_runtime {
         uint64_t acquires, releases;
         /* the tools (tools.c); set once by b4_runtime_new() */
         enum b4_permission_mode perm_mode;
-        struct b4_permissions *app_perms; /* NULL = no permission gate */
+        struct b4_permissions *app_perms; /* opts.permissions or own_perms; NULL = no gate */
+        struct b4_permissions *own_perms; /* from the config's permissions block */
         struct b4_grant_store *grants;    /* "Always" answers, in the store */
         struct tools_host *tools;
 };

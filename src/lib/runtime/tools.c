@@ -89,17 +89,34 @@ static int grants_new(struct b4_store *store, struct b4_grant_store **ret)
         return 0;
 }
 
-int runtime_tools_init(struct b4_runtime *rt, struct b4_error *err)
+/* The app's lists: the caller's, else the config's permissions block, else none. */
+static int app_permissions(struct b4_runtime *rt, struct b4_error *err)
 {
         const struct b4_config *cfg = rt->opts.config;
-        int r;
+        int r = 0;
 
         rt->perm_mode = cfg ? cfg->permissions.mode : B4_PERMISSION_NON_INTERACTIVE;
-        r = grants_new(rt->opts.store, &rt->grants);
-        if (r >= 0 && cfg && cfg->permissions.present)
-                r = b4_permissions_from_config(&cfg->permissions, &rt->app_perms, err);
+        if (rt->opts.permissions) {
+                rt->app_perms = rt->opts.permissions;
+                rt->perm_mode = b4_permissions_mode(rt->opts.permissions);
+        } else if (cfg && cfg->permissions.present) {
+                r = b4_permissions_from_config(&cfg->permissions, &rt->own_perms, err);
+                rt->app_perms = rt->own_perms;
+        }
+        return r;
+}
+
+int runtime_tools_init(struct b4_runtime *rt, struct b4_error *err)
+{
+        int r;
+
+        r = app_permissions(rt, err);
+        if (r >= 0)
+                r = grants_new(rt->opts.store, &rt->grants);
         if (r >= 0) {
-                struct tools_host_options o = { .app = rt->app_perms, .grants = rt->grants };
+                struct tools_host_options o = { .app = rt->app_perms,
+                                                .grants = rt->grants,
+                                                .read_cap = rt->opts.read_cap };
                 r = tools_host_new(&o, &rt->tools);
         }
         if (r < 0)
@@ -111,7 +128,8 @@ void runtime_tools_clear(struct b4_runtime *rt)
 {
         rt->tools = tools_host_free(rt->tools);
         rt->grants = b4_grant_store_free(rt->grants);
-        rt->app_perms = b4_permissions_free(rt->app_perms);
+        rt->own_perms = b4_permissions_free(rt->own_perms);
+        rt->app_perms = NULL;
 }
 
 /* ---- per-thread permissions (§9.4) ---- */
