@@ -84,8 +84,6 @@ int b4_runtime_run_begin(struct b4_runtime *rt,
                 return -ENOMEM;
         }
         r = runtime_sandbox_key(rt, id, &run->box_key, err);
-        if (r >= 0)
-                r = runtime_run_permissions(rt, run->box_key, &run->perms, err);
         if (r < 0) {
                 run_free(run);
                 return r;
@@ -110,6 +108,12 @@ int b4_runtime_run_begin(struct b4_runtime *rt,
         b->users++;
         run->sb = b4_sandbox_ref(b->sb);
         (void)pthread_mutex_unlock(&rt->lock);
+        /* after admission, which writes the record at a thread's first run */
+        r = runtime_run_permissions(rt, run->box_key, &run->perms, err);
+        if (r < 0) {
+                b4_run_end(run);
+                return r;
+        }
         *ret = run;
         return 0;
 }
