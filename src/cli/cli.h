@@ -7,6 +7,7 @@
  * --strict` with a control NOT ENFORCED; `exec` exits with the command's own code.
  */
 
+#include <stdint.h>
 #include <stdbool.h>
 
 #include "b4box/error.h"
@@ -71,15 +72,25 @@ struct cli_local {
         struct b4_config *cfg;
         struct b4_store *store;
         struct b4_provider *provider;
-        struct b4_toolbox *tools;
         struct b4_runtime *rt;
 };
 
 /* Load the config, lock the state dir, build the provider and the runtime over them.
  * Return: 0 or an exit code (the failure printed). */
 int cli_local_open(const struct cli_ctx *ctx, struct cli_local *ret);
-/* The same with the provider type replaced by @type (NULL = as configured). */
-int cli_local_open_as(const struct cli_ctx *ctx, const char *type, struct cli_local *ret);
+struct b4_permissions;
+
+/* What a local command changes in the configured composition; zero = as configured. */
+struct cli_local_options {
+        const char *provider_type;          /* replaces sandbox.provider.type */
+        struct b4_permissions *permissions; /* borrowed, outlives the runtime: replaces the
+                                               config's permissions block */
+        uint64_t read_cap;                  /* readFile/editFile cap; 0 = the default */
+};
+/* The same, changed by @o. */
+int cli_local_open_with(const struct cli_ctx *ctx,
+                        const struct cli_local_options *o,
+                        struct cli_local *ret);
 void cli_local_close(struct cli_local *l);
 /* A local command's thread has a row like a server's, so a server's sweep (b4_runtime_
  * reconcile()) keeps its sandbox: insert it unless present. -ENOENT: being deleted. */

@@ -123,28 +123,38 @@ int cli_load_config_collect(const struct cli_ctx *ctx,
 
 int cli_local_open(const struct cli_ctx *ctx, struct cli_local *ret)
 {
-        return cli_local_open_as(ctx, NULL, ret);
+        return cli_local_open_with(ctx, &(struct cli_local_options){ 0 }, ret);
 }
 
-static int open_runtime(struct cli_local *l, struct b4_error *err)
+static int open_runtime(struct cli_local *l,
+                        const struct cli_local_options *o,
+                        struct b4_error *err)
 {
-        struct b4_runtime_options ro;
-        int r;
+        struct b4_runtime_options ro = { .provider = l->provider,
+                                         .store = l->store,
+                                         .policy = b4_config_policy(l->cfg),
+                                         .config = l->cfg,
+                                         .permissions = o->permissions,
+                                         .read_cap = o->read_cap,
+                                         .local = true };
 
-        r = b4_toolbox_new(l->cfg, l->store, &l->tools, err);
-        if (r < 0)
-                return r;
-        ro = (struct b4_runtime_options){ .provider = l->provider,
-                                          .store = l->store,
-                                          .policy = b4_config_policy(l->cfg),
-                                          .dispatch = b4_tools_host_dispatch,
-                                          .dispatch_userdata = b4_toolbox_host(l->tools),
-                                          .config = l->cfg,
-                                          .local = true };
         return b4_runtime_new(&ro, &l->rt, err);
 }
 
-int cli_local_open_as(const struct cli_ctx *ctx, const char *type, struct cli_local *ret)
+static int replace_provider_type(struct b4_config *cfg, const char *type)
+{
+        char *t = strdup(type);
+
+        if (!t)
+                return -ENOMEM;
+        free(cfg->sandbox.provider.type);
+        cfg->sandbox.provider.type = t;
+        return 0;
+}
+
+int cli_local_open_with(const struct cli_ctx *ctx,
+                        const struct cli_local_options *o,
+                        struct cli_local *ret)
 {
         struct b4_error err = { 0 };
         struct cli_local l = { 0 };
@@ -153,20 +163,16 @@ int cli_local_open_as(const struct cli_ctx *ctx, const char *type, struct cli_lo
         r = cli_load_config(ctx, &l.cfg, NULL);
         if (r != 0)
                 return r;
-        if (type) {
-                char *t = strdup(type);
-                if (!t) {
-                        cli_local_close(&l);
-                        return CLI_EXIT_FAILED;
-                }
-                free(l.cfg->sandbox.provider.type);
-                l.cfg->sandbox.provider.type = t;
-        }
-        r = b4_store_open(l.cfg->sandbox.provider.state_dir, B4_STORE_SHARED, &l.store, &err);
+        r = o->provider_type ? replace_provider_type(l.cfg, o->provider_type) : 0;
+        if (r < 0)
+                r = b4_error_set(&err, r, "out of memory");
+        if (r >= 0)
+                r = b4_store_open(l.cfg->sandbox.provider.state_dir, B4_STORE_SHARED, &l.store,
+                                  &err);
         if (r >= 0)
                 r = b4_provider_new(&l.cfg->sandbox.provider, &l.provider, &err);
         if (r >= 0)
-                r = open_runtime(&l, &err);
+                r = open_runtime(&l, o, &err);
         if (r < 0) {
                 cli_local_close(&l);
                 if (err.error == -EBUSY)
@@ -206,7 +212,6 @@ int cli_local_thread_register(struct cli_local *l, const char *thread_id, struct
 void cli_local_close(struct cli_local *l)
 {
         l->rt = b4_runtime_free(l->rt);
-        l->tools = b4_toolbox_free(l->tools);
         l->provider = b4_provider_free(l->provider);
         l->store = b4_store_close(l->store);
         l->cfg = b4_config_free(l->cfg);

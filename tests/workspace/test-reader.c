@@ -204,18 +204,6 @@ static void test_inspect_thread(void **state)
 
 /* ---- the runtime's read slot ---- */
 
-static int no_dispatch(struct b4_sandbox *sb,
-                       const char *thread_id,
-                       const char *tool,
-                       const char *args_json,
-                       struct b4_cancel *cancel,
-                       void *ud,
-                       char **ret,
-                       struct b4_error *err)
-{
-        return -ENOSYS;
-}
-
 static void test_read_slot(void **state)
 {
         char *dir = b4_test_tmpdir();
@@ -231,9 +219,7 @@ static void test_read_slot(void **state)
 
         b4_policy_init(&pol);
         assert_int_equal(b4_store_open(dir, B4_STORE_EXCLUSIVE, &store, &err), 0);
-        struct b4_runtime_options o = {
-                .provider = p, .store = store, .policy = &pol, .dispatch = no_dispatch
-        };
+        struct b4_runtime_options o = { .provider = p, .store = store, .policy = &pol };
         assert_int_equal(b4_runtime_new(&o, &rt, &err), 0);
         assert_ptr_equal(b4_runtime_provider(rt), p);
         assert_int_equal(b4_runtime_thread_create(rt, "par", NULL, NULL, NULL, &row, &err), 0);
@@ -293,9 +279,7 @@ static void test_runtime_inspect(void **state)
 
         b4_policy_init(&pol);
         assert_int_equal(b4_store_open(dir, B4_STORE_EXCLUSIVE, &store, &err), 0);
-        struct b4_runtime_options o = {
-                .provider = p, .store = store, .policy = &pol, .dispatch = no_dispatch
-        };
+        struct b4_runtime_options o = { .provider = p, .store = store, .policy = &pol };
         assert_int_equal(b4_runtime_new(&o, &rt, &err), 0);
         assert_int_equal(b4_runtime_thread_create(rt, "par", NULL, NULL, NULL, &row, &err), 0);
         b4_thread_row_clear(&row);

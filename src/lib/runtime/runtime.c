@@ -31,9 +31,10 @@ int b4_runtime_new(const struct b4_runtime_options *opts,
 {
         struct b4_runtime *rt;
 
-        if (!opts || !opts->provider || !opts->store || !opts->policy || !opts->dispatch)
-                return b4_error_set(err, -EINVAL,
-                                    "runtime needs a provider, store, policy and dispatcher");
+        int r;
+
+        if (!opts || !opts->provider || !opts->store || !opts->policy)
+                return b4_error_set(err, -EINVAL, "runtime needs a provider, store and policy");
         rt = b4_calloc(1, sizeof(*rt));
         if (!rt)
                 return -ENOMEM;
@@ -51,6 +52,11 @@ int b4_runtime_new(const struct b4_runtime_options *opts,
         rt->opts.policy = &rt->policy;
         (void)pthread_mutex_init(&rt->lock, NULL);
         (void)pthread_cond_init(&rt->cond, NULL);
+        r = runtime_tools_init(rt, err);
+        if (r < 0) {
+                b4_runtime_free(rt);
+                return r;
+        }
         *ret = rt;
         return 0;
 }
@@ -116,6 +122,7 @@ struct b4_runtime *b4_runtime_free(struct b4_runtime *rt)
         (void)hashmap_foreach(rt->slots, free_slot_cb, NULL);
         hashmap_free(rt->boxes);
         hashmap_free(rt->slots);
+        runtime_tools_clear(rt);
         b4_policy_clear(&rt->policy);
         if (!drained) /* a read stuck in its provider still counts itself out under the lock */
                 return NULL;
