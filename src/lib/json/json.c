@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -261,6 +262,25 @@ int jv_dump(const struct jv *v, unsigned flags, char **ret)
         /* Hand the caller memory it frees with free(): jansson uses malloc by default. */
         *ret = s;
         return 0;
+}
+
+static_assert(sizeof(json_int_t) == sizeof(int64_t), "jv_pack's I reads an int64_t");
+
+struct jv *jv_vpack(const char *fmt, va_list ap)
+{
+        /* jansson releases the `o` arguments it has not consumed when packing fails. */
+        return V(json_vpack_ex(NULL, 0, fmt, ap));
+}
+
+struct jv *jv_pack(const char *fmt, ...)
+{
+        struct jv *v;
+        va_list ap;
+
+        va_start(ap, fmt);
+        v = jv_vpack(fmt, ap);
+        va_end(ap);
+        return v;
 }
 
 int jv_quote(const char *s, char **ret)
