@@ -96,10 +96,10 @@ static void test_pack_letters(void **state)
 {
         cleanup_free char *obj = NULL, *arr = NULL;
 
-        obj = dumped(jv_pack("{s:s, s:s#, s:s%, s:n, s:b, s:b, s:i, s:I, s:f, s:[i,s], s:{}}",
-                             "s", "h\xc3\xa9", "s#", "abcdef", 3, "s%", "xyz", (size_t)2, "n",
-                             "t", true, "f", false, "i", -7, "I", (int64_t)9007199254740993LL,
-                             "r", 0.5, "a", 1, "x", "o"));
+        obj = dumped(jv_pack("{s:s, s:s#, s:s%, s:n, s:b, s:b, s:i, s:I, s:f, s:[i,s], s:{}}", "s",
+                             "h\xc3\xa9", "s#", "abcdef", 3, "s%", "xyz", (size_t)2, "n", "t", true,
+                             "f", false, "i", -7, "I", (int64_t)9007199254740993LL, "r", 0.5, "a",
+                             1, "x", "o"));
         assert_string_equal(obj, "{\"s\":\"h\xc3\xa9\",\"s#\":\"abc\",\"s%\":\"xy\",\"n\":null,"
                                  "\"t\":true,\"f\":false,\"i\":-7,\"I\":9007199254740993,"
                                  "\"r\":0.5,\"a\":[1,\"x\"],\"o\":{}}");
@@ -114,8 +114,8 @@ static void test_pack_optional(void **state)
 
         q = dumped(jv_pack("{s:s?, s:o?, s:O?}", "a", NULL, "b", NULL, "c", NULL));
         assert_string_equal(q, "{\"a\":null,\"b\":null,\"c\":null}");
-        star = dumped(jv_pack("{s:s*, s:o*, s:O*, s:s*, s:i}", "a", NULL, "b", NULL, "c", NULL,
-                              "d", "kept", "e", 1));
+        star = dumped(jv_pack("{s:s*, s:o*, s:O*, s:s*, s:i}", "a", NULL, "b", NULL, "c", NULL, "d",
+                              "kept", "e", 1));
         assert_string_equal(star, "{\"d\":\"kept\",\"e\":1}");
         arr = dumped(jv_pack("[s*, o*, i]", NULL, NULL, 3));
         assert_string_equal(arr, "[3]");

@@ -3,9 +3,9 @@
 
 #include "json.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <jansson.h>
-#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
