@@ -14,6 +14,7 @@
 #include "base/strv.h"
 #include "cli.h"
 #include "client.h"
+#include "http/http.h"
 #include "json/json.h"
 
 struct threads_args {
@@ -128,7 +129,7 @@ static int plan(const char *verb,
                 char **ret_path,
                 char **ret_body)
 {
-        cleanup_free char *eid = id ? cli_path_escape(id) : NULL;
+        cleanup_free char *eid = id ? http_escape(id) : NULL;
         bool needs_id = strcmp(verb, "show") == 0 || strcmp(verb, "rm") == 0 ||
                         strcmp(verb, "release") == 0;
 
