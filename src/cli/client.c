@@ -47,7 +47,8 @@ int cli_http_request(const struct cli_client *c,
         if (r >= 0 && http_client_set_token(h, c->token) < 0)
                 r = b4_error_set(err, -EINVAL, "$B4BOX_TOKEN cannot be sent in a header");
         if (r >= 0)
-                r = http_request(h, &hr, req->max_response ? req->max_response : CLIENT_MAX_RESPONSE,
+                r = http_request(h, &hr,
+                                 req->max_response ? req->max_response : CLIENT_MAX_RESPONSE,
                                  "Retry-After", &resp, err);
         http_client_free(h);
         if (r < 0)

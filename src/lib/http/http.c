@@ -84,8 +84,8 @@ static int parse_target(struct http_client *c, const char *target, struct b4_err
                 c->base_url = b4_strdup("http://localhost");
                 return c->socket_path && c->base_url ? 0 : -ENOMEM;
         }
-        if (sock != target || (strncmp(target, "http://", 7) != 0 &&
-                               strncmp(target, "https://", 8) != 0))
+        if (sock != target ||
+            (strncmp(target, "http://", 7) != 0 && strncmp(target, "https://", 8) != 0))
                 return b4_error_set(err, -EINVAL,
                                     "server '%s' is not an absolute unix socket path, unix:/path "
                                     "or an http(s):// URL",
@@ -180,8 +180,8 @@ static size_t on_header(char *data, size_t size, size_t n, void *userdata)
                         s->head_done = true;
                 return len;
         }
-        while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r'))
-                len--;
+        while (len > 0 && strchr("\r\n \t", data[len - 1]))
+                len--; /* the line end and the value's trailing whitespace */
         if (strv_consume(&s->resp_headers, b4_strndup(data, len)) < 0)
                 return 0;
         return size * n;
@@ -227,8 +227,7 @@ static int transfer_error(struct http_stream *s, struct b4_error *err)
         const char *why = s->curl_err[0] ? s->curl_err : curl_easy_strerror(s->result);
 
         if (s->result == CURLE_COULDNT_CONNECT)
-                return b4_error_set(err, -ECONNREFUSED, "cannot connect to %s: %s", s->target,
-                                    why);
+                return b4_error_set(err, -ECONNREFUSED, "cannot connect to %s: %s", s->target, why);
         if (s->result == CURLE_COULDNT_RESOLVE_HOST)
                 return b4_error_set(err, -EHOSTUNREACH, "cannot reach %s: %s", s->target, why);
         if (s->result == CURLE_OPERATION_TIMEDOUT)

@@ -49,7 +49,8 @@ const char *http_client_socket(const struct http_client *c);
 /** http_client_target() - the target as given to http_client_new(); borrowed. */
 const char *http_client_target(const struct http_client *c);
 
-/** http_escape() - @s percent-encoded for one path segment or query value. Return: heap, NULL on OOM. */
+/** http_escape() - @s percent-encoded for one path segment or query value. Return: heap, NULL on
+ * OOM. */
 char *http_escape(const char *s);
 
 #define HTTP_NO_TIMEOUT UINT64_MAX
