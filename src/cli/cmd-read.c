@@ -73,18 +73,15 @@ static int parse_args(int argc, char **argv, struct read_args *a)
 
 /* ---- through a server ---- */
 
+/* {root?, excludeRootDirectories?, consistent}: an absent member is the server's default. */
 static struct jv *request_body(const struct read_args *a)
 {
-        cleanup_(jv_unrefp) struct jv *ex = NULL;
+        struct jv *ex = a->exclude ? jv_string_array_new(a->exclude) : NULL;
 
-        if (a->exclude) {
-                ex = jv_array_new();
-                STRV_FOREACH (x, a->exclude)
-                        if (!ex || jv_array_append_new(ex, jv_string_new(*x)) < 0)
-                                return NULL;
-        }
-        return jv_pack("{s:s*, s:O*, s:o*}", "root", a->root, "excludeRootDirectories", ex,
-                       "consistent", a->consistent ? jv_bool_new(true) : NULL);
+        if (a->exclude && !ex)
+                return NULL;
+        return jv_pack("{s:s*, s:o*, s:b}", "root", a->root, "excludeRootDirectories", ex,
+                       "consistent", a->consistent);
 }
 
 /* POST /threads/{id}/workspace/inspect with the answer bounded to the inspect cap. */

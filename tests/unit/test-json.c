@@ -157,6 +157,18 @@ static void test_pack_errors(void **state)
         assert_null(jv_pack("{s:o}", "k", jv_string_new("\xff")));
 }
 
+static void test_string_array(void **state)
+{
+        char a[] = "a", b[] = "b\"", x[] = "\xff";
+        char *l[] = { a, b, NULL }, *bad[] = { x, NULL };
+        cleanup_free char *two = dumped(jv_string_array_new(l));
+        cleanup_free char *none = dumped(jv_string_array_new(NULL));
+
+        assert_string_equal(two, "[\"a\",\"b\\\"\"]");
+        assert_string_equal(none, "[]");
+        assert_null(jv_string_array_new(bad));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -169,6 +181,7 @@ int main(void)
                 cmocka_unit_test(test_pack_optional),
                 cmocka_unit_test(test_pack_ownership),
                 cmocka_unit_test(test_pack_errors),
+                cmocka_unit_test(test_string_array),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

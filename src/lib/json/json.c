@@ -229,6 +229,16 @@ struct jv *jv_null_new(void)
         return V(json_null());
 }
 
+struct jv *jv_string_array_new(char *const *l)
+{
+        struct jv *a = jv_array_new();
+
+        for (; a && l && *l; l++)
+                if (jv_array_append_new(a, jv_string_new(*l)) < 0)
+                        a = jv_unref(a);
+        return a;
+}
+
 int jv_object_set_new(struct jv *o, const char *key, struct jv *v)
 {
         if (!v)

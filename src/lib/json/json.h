@@ -84,6 +84,8 @@ struct jv *jv_integer_new(int64_t i);
 struct jv *jv_real_new(double d);
 struct jv *jv_bool_new(bool b);
 struct jv *jv_null_new(void);
+/* An array of the strings of NULL-terminated @l (NULL = empty). NULL on OOM or bad UTF-8. */
+struct jv *jv_string_array_new(char *const *l);
 /* Take ownership of @v. Return: 0 or -ENOMEM. */
 int jv_object_set_new(struct jv *o, const char *key, struct jv *v);
 int jv_array_append_new(struct jv *a, struct jv *v);
