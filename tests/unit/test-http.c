@@ -287,10 +287,13 @@ static void test_each(void **state)
         struct http_response r = { 0 };
         struct http_req req = { .method = "GET", .path = "/watch" };
         struct chunks ch = { 0 };
+        struct http_sink sink = {
+                .on_chunk = on_chunk, .userdata = &ch, .cancel_fd = -EBADF, .header = "X-Id"
+        };
 
         server_start(&s, reply, false, false);
         c = client(s.target);
-        assert_int_equal(http_request_each(c, &req, -EBADF, on_chunk, &ch, "X-Id", &r, NULL), 0);
+        assert_int_equal(http_request_each(c, &req, &sink, &r, NULL), 0);
         server_stop(&s);
         assert_int_equal(r.status, 404);
         assert_int_equal(ch.status, 404);
@@ -302,7 +305,8 @@ static void test_each(void **state)
 
         ch = (struct chunks){ .stop_with = -EPIPE };
         server_start(&s, reply, true, false);
-        assert_int_equal(http_request_each(c, &req, -EBADF, on_chunk, &ch, NULL, &r, NULL), -EPIPE);
+        sink.header = NULL;
+        assert_int_equal(http_request_each(c, &req, &sink, &r, NULL), -EPIPE);
         assert_int_equal(ch.calls, 1);
         server_stop(&s);
         http_client_free(c);
@@ -316,16 +320,17 @@ static void test_cancel_and_timeout(void **state)
         struct http_response r = { 0 };
         struct http_req req = { .method = "GET", .path = "/" };
         struct chunks ch = { 0 };
+        struct http_sink sink = { .on_chunk = on_chunk, .userdata = &ch };
         int cancel[2];
         uint64_t t0;
 
         assert_int_equal(pipe(cancel), 0);
+        sink.cancel_fd = cancel[0];
         assert_int_equal(write(cancel[1], "x", 1), 1);
         server_start(&s, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n", true,
                      false);
         c = client(s.target);
-        assert_int_equal(http_request_each(c, &req, cancel[0], on_chunk, &ch, NULL, &r, NULL),
-                         -ECANCELED);
+        assert_int_equal(http_request_each(c, &req, &sink, &r, NULL), -ECANCELED);
         server_stop(&s);
         http_client_free(c);
 

@@ -434,12 +434,10 @@ static int keep_header(struct http_stream *s, const char *name, struct http_resp
         return 0;
 }
 
-/* Read the body into @on_chunk until it ends, it stops, the deadline passes or cancel. */
+/* Hand the body to @sink until it ends, the sink stops, the deadline passes or cancel. */
 static int pump_body(struct http_stream *s,
                      uint64_t deadline,
-                     int cancel_fd,
-                     http_chunk_fn on_chunk,
-                     void *userdata,
+                     const struct http_sink *sink,
                      size_t *ret_len,
                      struct b4_error *err)
 {
@@ -447,8 +445,8 @@ static int pump_body(struct http_stream *s,
         ssize_t k;
         int r;
 
-        while ((k = http_stream_read(s, buf, sizeof(buf), deadline, cancel_fd, err)) > 0) {
-                r = on_chunk(s->status, buf, (size_t)k, userdata);
+        while ((k = http_stream_read(s, buf, sizeof(buf), deadline, sink->cancel_fd, err)) > 0) {
+                r = sink->on_chunk(s->status, buf, (size_t)k, sink->userdata);
                 if (r < 0)
                         return r;
                 *ret_len += (size_t)k;
@@ -458,10 +456,7 @@ static int pump_body(struct http_stream *s,
 
 int http_request_each(struct http_client *c,
                       const struct http_req *req,
-                      int cancel_fd,
-                      http_chunk_fn on_chunk,
-                      void *userdata,
-                      const char *header,
+                      const struct http_sink *sink,
                       struct http_response *ret,
                       struct b4_error *err)
 {
@@ -469,12 +464,12 @@ int http_request_each(struct http_client *c,
         struct http_response resp = { 0 };
         int r;
 
-        r = http_stream_open(c, req, cancel_fd, &s, err);
+        r = http_stream_open(c, req, sink->cancel_fd, &s, err);
         if (r < 0)
                 return r;
-        if (keep_header(s, header, &resp) < 0)
+        if (keep_header(s, sink->header, &resp) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
-        r = pump_body(s, 0, cancel_fd, on_chunk, userdata, &resp.len, err);
+        r = pump_body(s, 0, sink, &resp.len, err);
         if (r < 0) {
                 http_response_clear(&resp);
                 return r;
@@ -510,6 +505,9 @@ int http_request(struct http_client *c,
 {
         cleanup_(http_stream_freep) struct http_stream *s = NULL;
         struct collect col = { .target = c->target, .err = err };
+        struct http_sink sink = { .on_chunk = collect_chunk,
+                                  .userdata = &col,
+                                  .cancel_fd = -EBADF };
         struct http_response resp = { 0 };
         uint64_t deadline = deadline_after(req->timeout_ms);
         int r;
@@ -521,7 +519,7 @@ int http_request(struct http_client *c,
         if (r < 0)
                 return r;
         strbuf_init(&col.sb, max_body);
-        r = pump_body(s, deadline, -EBADF, collect_chunk, &col, &resp.len, err);
+        r = pump_body(s, deadline, &sink, &resp.len, err);
         if (r >= 0 && keep_header(s, header, &resp) < 0)
                 r = b4_error_set(err, -ENOMEM, "out of memory");
         if (r >= 0)

@@ -133,21 +133,24 @@ int http_request(struct http_client *c,
  */
 typedef int (*http_chunk_fn)(long status, const void *data, size_t len, void *userdata);
 
+/* Where http_request_each() puts a body; borrowed for the call. */
+struct http_sink {
+        http_chunk_fn on_chunk;
+        void *userdata;     /* passed to on_chunk */
+        int cancel_fd;      /* readable once the caller wants to give up; -EBADF = none */
+        const char *header; /* optional response header to keep in ret->header_value */
+};
+
 /**
- * http_request_each() - one exchange, the body handed to @on_chunk as it arrives
- * @cancel_fd: readable once the caller wants to give up (-EBADF = none)
- * @header:    optional response header to keep in ret->header_value
- * @ret:       status, header and the body's length (ret->body stays NULL)
+ * http_request_each() - one exchange, the body handed to @sink->on_chunk as it arrives
+ * @ret: status, header and the body's length (ret->body stays NULL; http_response_clear())
  * The body of any status is delivered. No time limit after the head: a long-lived body
- * (events, a watch) runs until it ends, the callback stops it, or @cancel_fd fires.
- * Return: 0, a negative return of @on_chunk, or the errors of http_stream_open() and
+ * (events, a watch) runs until it ends, the callback stops it, or the cancel fd fires.
+ * Return: 0, a negative return of on_chunk, or the errors of http_stream_open() and
  * http_stream_read().
  */
 int http_request_each(struct http_client *c,
                       const struct http_req *req,
-                      int cancel_fd,
-                      http_chunk_fn on_chunk,
-                      void *userdata,
-                      const char *header,
+                      const struct http_sink *sink,
                       struct http_response *ret,
                       struct b4_error *err);
