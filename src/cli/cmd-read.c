@@ -4,7 +4,8 @@
  * (--server URL, else $B4BOX_URL; token $B4BOX_TOKEN) with POST /threads/{id}/workspace/
  * inspect, reading at most 64 MiB of answer and refusing one about another thread or
  * another source digest; or, without a server, locally through the configured provider's
- * reader on the state dir. URLs: unix:/path/to.sock or http://host:port.
+ * reader on the state dir. URLs: unix:/path/to.sock, http://host:port or https://...; the
+ * transfer is lib/http's (client.h).
  */
 
 #include <errno.h>
