@@ -82,8 +82,10 @@ void reply_json(struct request *rq, unsigned status, struct jv *body)
 {
         char *text = NULL;
 
-        if (rq->replied)
+        if (rq->replied) {
+                jv_unref(body); /* taken, whatever happens */
                 return;
+        }
         if (!body || jv_dump(body, 0, &text) < 0) {
                 text = NULL;
                 status = 500;
