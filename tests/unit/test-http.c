@@ -189,12 +189,14 @@ static void test_header_lookup(void **state)
 
         server_start(&s,
                      "HTTP/1.1 100 Continue\r\nX-Interim: yes\r\n\r\n"
-                     "HTTP/1.1 200 OK\r\nX-Empty:\r\nX-A:  one  \r\nContent-Length: 0\r\n\r\n",
+                     "HTTP/1.1 200 OK\r\nX-Empty:\r\nX-A:  one  \r\nX-B: a\rb\r\n"
+                     "Content-Length: 0\r\n\r\n",
                      false, false);
         c = client(s.target);
         assert_int_equal(http_stream_open(c, &req, -EBADF, &st, NULL), 0);
         assert_int_equal(http_stream_status(st), 200);
         assert_string_equal(http_stream_header(st, "x-a"), "one");
+        assert_string_equal(http_stream_header(st, "X-B"), "a b"); /* a bare CR is a space */
         assert_string_equal(http_stream_header(st, "X-Empty"), "");
         assert_null(http_stream_header(st, "X-Interim"));
         assert_null(http_stream_header(st, "X"));

@@ -164,6 +164,24 @@ char *http_escape(const char *s)
         return r;
 }
 
+/*
+ * A header line as kept: a CR, LF or NUL inside it becomes a space (RFC 9110 5.5 lets a
+ * recipient do so), then the line end and the value's trailing blanks go. Return: heap.
+ */
+static char *header_line(const char *data, size_t len)
+{
+        char *h = b4_malloc(len + 1);
+
+        if (!h)
+                return NULL;
+        for (size_t i = 0; i < len; i++)
+                h[i] = data[i] == '\r' || data[i] == '\n' || data[i] == '\0' ? ' ' : data[i];
+        while (len > 0 && (h[len - 1] == ' ' || h[len - 1] == '\t'))
+                len--;
+        h[len] = '\0';
+        return h;
+}
+
 static size_t on_header(char *data, size_t size, size_t n, void *userdata)
 {
         struct http_stream *s = userdata;
@@ -180,9 +198,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *userdata)
                         s->head_done = true;
                 return len;
         }
-        while (len > 0 && strchr("\r\n \t", data[len - 1]))
-                len--; /* the line end and the value's trailing whitespace */
-        if (strv_consume(&s->resp_headers, b4_strndup(data, len)) < 0)
+        if (strv_consume(&s->resp_headers, header_line(data, len)) < 0)
                 return 0;
         return size * n;
 }
