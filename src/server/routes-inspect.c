@@ -61,40 +61,14 @@ static void read_request_clear(struct read_request *q)
 static void refuse_with(
         struct request *rq, unsigned status, const char *code, struct jv *details, const char *msg)
 {
-        struct jv *error = jv_object_new(), *root = jv_object_new();
-
-        if (!details)
-                details = jv_object_new();
-        if (!error || !root || !details) {
-                jv_unref(error);
-                jv_unref(root);
-                jv_unref(details);
-                reply_error(rq, 500, "internal_error", "out of memory");
-                return;
-        }
-        (void)jv_object_set_new(details, "code", jv_string_new(code));
-        (void)jv_object_set_new(error, "message", jv_string_new(msg));
-        (void)jv_object_set_new(error, "kind", jv_string_new("request_error"));
-        (void)jv_object_set_new(error, "details", details);
-        (void)jv_object_set_new(root, "error", error);
-        metrics_refusal(rq->srv->metrics, code);
-        reply_json(rq, status, root);
+        reply_error_details(rq, status, code, details, msg);
 }
 
 bool route_inspect_admit(struct request *rq)
 {
-        struct jv *body, *error;
-
         if (rq->srv->config->sandbox.workspace_read)
                 return true;
-        body = jv_object_new();
-        error = jv_object_new();
-        if (body && error) {
-                (void)jv_object_set_new(error, "message", jv_string_new("Not found"));
-                (void)jv_object_set_new(body, "error", TAKE_PTR(error));
-        }
-        jv_unref(error);
-        reply_json(rq, 404, body);
+        reply_error_bare(rq, 404, "Not found");
         return false;
 }
 
