@@ -7,8 +7,8 @@
  * --strict` with a control NOT ENFORCED; `exec` exits with the command's own code.
  */
 
-#include <stdint.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "b4box/error.h"
 
@@ -87,6 +87,7 @@ struct cli_local_options {
                                                config's permissions block */
         uint64_t read_cap;                  /* readFile/editFile cap; 0 = the default */
 };
+
 /* The same, changed by @o. */
 int cli_local_open_with(const struct cli_ctx *ctx,
                         const struct cli_local_options *o,
