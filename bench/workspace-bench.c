@@ -19,7 +19,7 @@
 
 #include "b4box/b4.h"
 #include "b4box/runtime.h"
-#include "b4box/store.h"
+#include "b4box/state.h"
 
 struct env {
         struct b4_config *cfg;

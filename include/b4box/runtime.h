@@ -17,7 +17,7 @@
 #include "b4box/inspect.h"
 #include "b4box/policy.h"
 #include "b4box/provider.h"
-#include "b4box/store.h"
+#include "b4box/state.h"
 
 /*
  * The longest thread id, in bytes. An id is 1 to this many bytes of UTF-8 without control
@@ -247,3 +247,76 @@ B4_PUBLIC int b4_runtime_reap_idle(struct b4_runtime *rt, uint64_t now_ms);
  */
 B4_PUBLIC void b4_runtime_shutdown(struct b4_runtime *rt, uint64_t deadline_ms);
 B4_PUBLIC void b4_runtime_stats(struct b4_runtime *rt, struct b4_runtime_stats *ret);
+
+/* ---- the store, through the runtime: threads and staged sources (src/lib/runtime/stored.c) */
+
+/* What the server and the CLI read and write in the runtime's store beyond runs and reads.
+ * Every call is the store's, serialised on its mutex; @ret values are owned by the caller. */
+
+/**
+ * b4_runtime_thread_get() - the row of thread @id, a thread marked deleting included
+ * @ret: filled on success; the caller clears it (b4_thread_row_clear())
+ * Return: 0, -ENOENT, -EIO.
+ */
+B4_PUBLIC int b4_runtime_thread_get(struct b4_runtime *rt,
+                                    const char *id,
+                                    struct b4_thread_row *ret,
+                                    struct b4_error *err);
+/**
+ * b4_runtime_thread_list() - every thread (only @owner's when non-NULL), oldest first
+ * @ret: the rows (b4_thread_rows_free(*ret, *ret_n))
+ * Return: 0, -EIO, -ENOMEM.
+ */
+B4_PUBLIC int b4_runtime_thread_list(struct b4_runtime *rt,
+                                     const char *owner,
+                                     struct b4_thread_row **ret,
+                                     size_t *ret_n,
+                                     struct b4_error *err);
+
+/**
+ * b4_runtime_source_upload() - keep an uploaded bundle (its canonical JSON) under @digest
+ * (reference §6.4)
+ * @uploader:    recorded as an uploader of the digest (principal name); NULL = none
+ * @now_ms:      the upload time (refreshes the retention window of a held source)
+ * @max_staged:  quota on the sum of uploaded payload bytes
+ * @ret_created: true when the digest was not held as an upload before
+ * Return: 0; -ENOSPC when the new bytes would exceed @max_staged (nothing changed); -EIO.
+ */
+B4_PUBLIC int b4_runtime_source_upload(struct b4_runtime *rt,
+                                       const char *digest,
+                                       const char *payload,
+                                       size_t len,
+                                       const char *uploader,
+                                       int64_t now_ms,
+                                       uint64_t max_staged,
+                                       bool *ret_created,
+                                       struct b4_error *err);
+/**
+ * b4_runtime_sources_reclaim() - delete every held source no association references that
+ * was never uploaded, or was last uploaded before @now_ms - @retention_ms (reference §6.5)
+ * Return: the number deleted, or -EIO.
+ */
+B4_PUBLIC int b4_runtime_sources_reclaim(struct b4_runtime *rt,
+                                         int64_t now_ms,
+                                         uint64_t retention_ms,
+                                         struct b4_error *err);
+/**
+ * b4_runtime_source_get() - the stored payload (a bundle's canonical JSON) of @digest
+ * @ret: heap copy, NUL-terminated past @ret_len; @ret_uploaded_ms 0 when never uploaded
+ * Return: 0, -ENOENT, -EIO.
+ */
+B4_PUBLIC int b4_runtime_source_get(struct b4_runtime *rt,
+                                    const char *digest,
+                                    char **ret,
+                                    size_t *ret_len,
+                                    int64_t *ret_uploaded_ms,
+                                    struct b4_error *err);
+/**
+ * b4_runtime_source_uploaders() - the principals that uploaded @digest, sorted
+ * @ret: an owned strv (possibly empty)
+ * Return: 0, -EIO, -ENOMEM.
+ */
+B4_PUBLIC int b4_runtime_source_uploaders(struct b4_runtime *rt,
+                                          const char *digest,
+                                          char ***ret,
+                                          struct b4_error *err);

@@ -24,7 +24,6 @@
 
 #include "b4box/b4.h"
 #include "b4box/runtime.h"
-#include "b4box/store.h"
 
 #include "base/alloc.h"
 #include "base/fd-util.h"
@@ -207,7 +206,7 @@ static int local_destroy(struct cli_local *l, const char *id, struct b4_error *e
         bool child;
         int r;
 
-        if (b4_store_thread_get(l->store, id, &row, NULL) == -ENOENT)
+        if (b4_runtime_thread_get(l->rt, id, &row, NULL) == -ENOENT)
                 return b4_provider_destroy(l->provider, id, err);
         child = row.parent_id != NULL;
         b4_thread_row_clear(&row);

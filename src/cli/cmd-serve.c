@@ -19,7 +19,7 @@
 
 #include "b4box/b4.h"
 #include "b4box/runtime.h"
-#include "b4box/store.h"
+#include "b4box/state.h"
 
 #include "cli.h"
 #include "server/server.h"
@@ -129,7 +129,6 @@ static int serve_open(struct serve_state *st,
         struct server_options so = { .config = st->cfg,
                                      .listen = listen,
                                      .runtime = st->rt,
-                                     .store = st->store,
                                      .provider_name = b4_provider_name(st->provider) };
         return server_start(&so, &st->srv, err);
 }

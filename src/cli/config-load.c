@@ -7,12 +7,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "b4box/b4.h"
 #include "b4box/runtime.h"
-#include "b4box/store.h"
+#include "b4box/state.h"
 #include "b4box/tools.h"
 
 #include "base/alloc.h"
@@ -192,7 +191,7 @@ int cli_local_thread_register(struct cli_local *l, const char *thread_id, struct
         struct b4_thread_row row = { 0 };
         int r;
 
-        r = b4_store_thread_get(l->store, thread_id, &row, NULL);
+        r = b4_runtime_thread_get(l->rt, thread_id, &row, NULL);
         if (r >= 0) {
                 bool deleting = row.deleting;
                 b4_thread_row_clear(&row);
@@ -202,10 +201,8 @@ int cli_local_thread_register(struct cli_local *l, const char *thread_id, struct
                                                thread_id, thread_id)
                                 : 0;
         }
-        row = (struct b4_thread_row){ .id = (char *)thread_id,
-                                      .metadata_json = (char *)"{}",
-                                      .created_ms = (int64_t)time(NULL) * 1000 };
-        r = b4_store_thread_insert(l->store, &row, err);
+        r = b4_runtime_thread_create(l->rt, thread_id, NULL, NULL, NULL, &row, err);
+        b4_thread_row_clear(&row);
         return r == -EEXIST ? 0 : r; /* another local command won */
 }
 

@@ -150,7 +150,7 @@ static bool refuse(struct request *rq, bool read_op)
 static bool check_thread(struct request *rq, bool policy)
 {
         struct b4_error err = { 0 };
-        int r = b4_store_thread_get(rq->srv->opts.store, rq->params[0], &rq->thread, &err);
+        int r = b4_runtime_thread_get(rq->srv->opts.runtime, rq->params[0], &rq->thread, &err);
 
         if (r == -ENOENT)
                 return thread_not_found(rq);

@@ -165,14 +165,14 @@ static void render_counters(struct metrics *m, struct strbuf *sb)
                                   (unsigned long long)m->requests[i].n);
 }
 
-static void render_runtime(struct b4_runtime *rt, struct b4_store *store, struct strbuf *sb)
+static void render_runtime(struct b4_runtime *rt, struct strbuf *sb)
 {
         struct b4_runtime_stats st;
         struct b4_thread_row *rows = NULL;
         size_t n = 0;
 
         b4_runtime_stats(rt, &st);
-        if (b4_store_thread_list(store, NULL, &rows, &n, NULL) >= 0)
+        if (b4_runtime_thread_list(rt, NULL, &rows, &n, NULL) >= 0)
                 b4_thread_rows_free(rows, n);
         (void)strbuf_addf(sb,
                           "# HELP b4box_threads Threads by sandbox state.\n"
@@ -193,12 +193,12 @@ static void render_runtime(struct b4_runtime *rt, struct b4_store *store, struct
                           (unsigned long long)st.releases);
 }
 
-int metrics_render(struct metrics *m, struct b4_runtime *rt, struct b4_store *store, char **ret)
+int metrics_render(struct metrics *m, struct b4_runtime *rt, char **ret)
 {
         struct strbuf sb;
 
         strbuf_init(&sb, 4u * 1024 * 1024);
-        render_runtime(rt, store, &sb);
+        render_runtime(rt, &sb);
         (void)pthread_mutex_lock(&m->lock);
         render_tools(m, &sb);
         render_counters(m, &sb);

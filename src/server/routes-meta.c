@@ -16,8 +16,7 @@ void route_metrics(struct request *rq)
         struct MHD_Response *resp;
         char *text = NULL;
 
-        if (metrics_render(rq->srv->metrics, rq->srv->opts.runtime, rq->srv->opts.store, &text) <
-            0) {
+        if (metrics_render(rq->srv->metrics, rq->srv->opts.runtime, &text) < 0) {
                 reply_error(rq, 500, "internal_error", "cannot render metrics");
                 return;
         }

@@ -133,9 +133,9 @@ static void store_upload(struct request *rq, const struct b4_bundle *b)
 
         r = b4_bundle_format(b, &canon, &len, &err);
         if (r >= 0)
-                r = b4_store_source_upload(rq->srv->opts.store, b->digest, canon, len,
-                                           rq->principal_name, (int64_t)realtime_msec(),
-                                           sc->max_staged_bytes, &created, &err);
+                r = b4_runtime_source_upload(rq->srv->opts.runtime, b->digest, canon, len,
+                                             rq->principal_name, (int64_t)realtime_msec(),
+                                             sc->max_staged_bytes, &created, &err);
         if (r == -ENOSPC)
                 reply_error(rq, 507, "staged_quota_exceeded", "%s", err.msg);
         else if (r < 0)
@@ -158,8 +158,8 @@ void route_source_put(struct request *rq)
         b = verify_upload(rq);
         if (!b)
                 return;
-        (void)b4_store_sources_reclaim(rq->srv->opts.store, (int64_t)realtime_msec(),
-                                       sc->retention_ms, NULL);
+        (void)b4_runtime_sources_reclaim(rq->srv->opts.runtime, (int64_t)realtime_msec(),
+                                         sc->retention_ms, NULL);
         strbuf_release(&rq->body); /* the verified bundle no longer needs the text */
         store_upload(rq, b);
         b4_bundle_free(b);
@@ -221,7 +221,7 @@ static bool may_use(struct request *rq, const char *digest)
 
         if (!rq->srv->config->thread_access.staged_sources_own || !rq->principal_name)
                 return true;
-        if (b4_store_source_uploaders(rq->srv->opts.store, digest, &who, NULL) < 0)
+        if (b4_runtime_source_uploaders(rq->srv->opts.runtime, digest, &who, NULL) < 0)
                 return false;
         return strv_contains(who, rq->principal_name);
 }
@@ -236,7 +236,7 @@ static struct b4_bundle *held_upload(struct request *rq, const char *digest)
         size_t len = 0;
         int r;
 
-        r = b4_store_source_get(rq->srv->opts.store, digest, &payload, &len, &uploaded, &err);
+        r = b4_runtime_source_get(rq->srv->opts.runtime, digest, &payload, &len, &uploaded, &err);
         if (r == -ENOENT || (r >= 0 && uploaded <= 0) || (r >= 0 && !may_use(rq, digest))) {
                 reply_error(rq, 422, "workspace_source_not_held",
                             "source %s is not held: upload it first", digest);

@@ -74,7 +74,7 @@ void route_thread_create(struct request *rq)
         }
         if (parent) {
                 struct b4_thread_row prow = { 0 };
-                int pr = b4_store_thread_get(rq->srv->opts.store, parent, &prow, NULL);
+                int pr = b4_runtime_thread_get(rq->srv->opts.runtime, parent, &prow, NULL);
                 bool visible = pr >= 0 && access_may_see(rq, prow.owner);
                 b4_thread_row_clear(&prow);
                 if (!visible) {
@@ -99,7 +99,7 @@ void route_thread_list(struct request *rq)
         size_t n = 0;
         struct jv *arr;
 
-        if (b4_store_thread_list(rq->srv->opts.store, NULL, &rows, &n, &err) < 0) {
+        if (b4_runtime_thread_list(rq->srv->opts.runtime, NULL, &rows, &n, &err) < 0) {
                 reply_b4_error(rq, &err);
                 return;
         }

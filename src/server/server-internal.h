@@ -208,4 +208,4 @@ void metrics_request(struct metrics *m, const char *route, unsigned status);
 void metrics_refusal(struct metrics *m, const char *code);
 void metrics_tool_call(struct metrics *m, const char *tool, bool ok, uint64_t usec);
 /* Prometheus text exposition; *ret is heap. */
-int metrics_render(struct metrics *m, struct b4_runtime *rt, struct b4_store *store, char **ret);
+int metrics_render(struct metrics *m, struct b4_runtime *rt, char **ret);

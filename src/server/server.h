@@ -8,7 +8,6 @@
 
 #include "b4box/config.h"
 #include "b4box/runtime.h"
-#include "b4box/store.h"
 
 struct server;
 
@@ -16,7 +15,6 @@ struct server_options {
         const struct b4_config *config; /* borrowed; server and threadAccess blocks */
         const char *listen;             /* overrides config->server.listen when set */
         struct b4_runtime *runtime;     /* borrowed */
-        struct b4_store *store;         /* borrowed */
         const char *provider_name;      /* for GET /threads/{id} */
 };
 

@@ -13,12 +13,12 @@
 
 #include "b4box/b4.h"
 #include "b4box/runtime.h"
-#include "b4box/store.h"
 #include "b4box/tools.h"
 
 #include "b4-test.h"
 #include "fake/fake.h"
 #include "json/json.h"
+#include "store/store.h"
 
 struct fixture {
         char *dir;

@@ -7,9 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "b4box/store.h"
-
 #include "b4-test.h"
+#include "store/store.h"
 
 static int setup(void **state)
 {

@@ -17,11 +17,11 @@
 
 #include "b4box/b4.h"
 #include "b4box/runtime.h"
-#include "b4box/store.h"
 #include "b4box/tools.h"
 
 #include "b4-test.h"
 #include "runtime/runtime-internal.h"
+#include "store/store.h"
 
 struct fx {
         char *dir;

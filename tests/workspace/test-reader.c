@@ -14,7 +14,7 @@
 #include "b4box/b4.h"
 #include "b4box/inspect.h"
 #include "b4box/runtime.h"
-#include "b4box/store.h"
+#include "b4box/state.h"
 
 #include "b4-test.h"
 #include "base/macro.h"

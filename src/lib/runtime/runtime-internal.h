@@ -14,6 +14,7 @@
 #include "b4box/runtime.h"
 
 #include "base/hashmap.h"
+#include "store/store.h"
 
 struct b4_permissions;
 struct b4_grant_store;

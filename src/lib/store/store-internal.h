@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 
-#include "b4box/store.h"
+#include "store/store.h"
 
 #define STORE_STMT_CACHE 16
 
