@@ -1,23 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* Umbrella header of libb4box. */
+/*
+ * Umbrella header of libb4box: every public header, nothing declared here. An embedder
+ * loads a config (config.h), builds the provider it names (providers.h), opens the state
+ * store (state.h) and runs threads through the runtime (runtime.h: runs, tools.h results,
+ * workspace reads with inspect.h and bundle.h).
+ */
 
+#include "b4box/bundle.h"
 #include "b4box/cancel.h"
 #include "b4box/config.h"
 #include "b4box/conformance.h"
 #include "b4box/error.h"
+#include "b4box/inspect.h"
 #include "b4box/log.h"
 #include "b4box/policy.h"
 #include "b4box/provider.h"
+#include "b4box/providers.h"
+#include "b4box/runtime.h"
+#include "b4box/state.h"
+#include "b4box/tools.h"
 #include "b4box/version.h"
-
-/**
- * b4_provider_new() - construct the provider @cfg names
- * @cfg: borrowed; what the provider keeps is copied
- * @ret: owned by the caller (b4_provider_free())
- * Return: 0, -EINVAL (bad option), -EOPNOTSUPP (type not built in), -ENOMEM.
- */
-B4_PUBLIC int b4_provider_new(const struct b4_provider_config *cfg,
-                              struct b4_provider **ret,
-                              struct b4_error *err);

@@ -25,6 +25,7 @@
 #include "fake/fake.h"
 #include "json/json.h"
 #include "providers.h"
+#include "tools/tools.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

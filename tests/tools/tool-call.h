@@ -7,7 +7,7 @@
  * and code must say what the document says).
  */
 
-#include "b4box/tools.h"
+#include "tools/tools.h"
 
 struct jv;
 

@@ -22,6 +22,7 @@
 #include "b4-test.h"
 #include "runtime/runtime-internal.h"
 #include "store/store.h"
+#include "tools/tools.h"
 
 struct fx {
         char *dir;

@@ -20,6 +20,7 @@
 #include "json/json.h"
 #include "runtime-internal.h"
 #include "tools/host.h"
+#include "tools/tools.h"
 
 /* ---- grants in the SQLite store ---- */
 

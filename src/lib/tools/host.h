@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "b4box/tools.h"
+#include "tools/tools.h"
 
 struct tools_host;
 

@@ -11,7 +11,8 @@
 #include <stdint.h>
 
 #include "b4box/provider.h"
-#include "b4box/tools.h"
+
+#include "tools/tools.h"
 
 /* ---- path.c ---- */
 
