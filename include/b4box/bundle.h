@@ -11,7 +11,8 @@
  * has passed every verification rule; the canonical JSON is the only stored form.
  *
  * Captured workspace definitions (reference §7.2) pair a bundle with environment links and
- * an optional git baseline; materialisation writes one into a sandbox's workspace.
+ * an optional git baseline; the runtime writes one into a sandbox's workspace at a managed
+ * admission (workspace/materialize.h, library-internal).
  */
 
 #include <stdbool.h>
@@ -20,7 +21,6 @@
 
 #include "b4box/error.h"
 
-struct b4_sandbox;
 struct b4_workspace_def;
 struct b4_cancel;
 
@@ -174,19 +174,3 @@ B4_PUBLIC int b4_captured_workspace_make(struct b4_bundle **source,
                                          bool baseline_git,
                                          struct b4_captured_workspace **ret,
                                          struct b4_error *err);
-
-/**
- * b4_workspace_materialize() - write a captured workspace into a sandbox's workspace
- * @sb:             the thread's sandbox; borrowed
- * @ws:             borrowed
- * @ret_commit:     with a git baseline, the commit id (owned); else set to NULL
- *
- * Files are written with their executable bit, links made as symlinks, and a git baseline
- * made with one commit (git run in the sandbox with a scrubbed environment).
- * Return: 0, -EOPNOTSUPP (the sandbox cannot make links or set modes), -EIO, -errno.
- */
-B4_PUBLIC int b4_workspace_materialize(struct b4_sandbox *sb,
-                                       const struct b4_captured_workspace *ws,
-                                       struct b4_cancel *cancel,
-                                       char **ret_commit,
-                                       struct b4_error *err);

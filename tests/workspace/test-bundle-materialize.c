@@ -18,6 +18,7 @@
 #include "b4-test.h"
 #include "base/macro.h"
 #include "fake/fake.h"
+#include "workspace/materialize.h"
 
 #define COMMIT "0123456789abcdef0123456789abcdef01234567"
 

@@ -29,6 +29,7 @@
 #include "core/config-internal.h"
 #include "json/json.h"
 #include "runtime-internal.h"
+#include "workspace/materialize.h"
 
 #define RECORD_MAX_BYTES (256u * 1024u)
 

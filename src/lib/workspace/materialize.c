@@ -13,6 +13,8 @@
  * such commands: exit 127), the filesystem's own refusal is reported.
  */
 
+#include "workspace/materialize.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
