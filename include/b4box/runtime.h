@@ -36,7 +36,7 @@ struct jv;
 
 struct b4_runtime_options {
         struct b4_provider *provider;   /* borrowed; outlives the runtime */
-        struct b4_store *store;         /* borrowed; outlives the runtime */
+        struct b4_store *store;         /* b4_store_open(); borrowed; outlives the runtime */
         const struct b4_policy *policy; /* the app's policy; copied */
         uint64_t idle_timeout_ms;       /* 0 = B4_DEFAULT_IDLE_TIMEOUT_MS */
         /* Borrowed; outlives the runtime. Its permissions block gates the tools (none, or NULL:
@@ -94,7 +94,7 @@ B4_PUBLIC int b4_runtime_thread_create(struct b4_runtime *rt,
  * b4_runtime_thread_create_staged() - record a new root thread and its staged workspace
  * reference in one transaction (reference §6.4); the first admission hands the reference to
  * the resolver as `staged`
- * @source_digest: must be held as an upload (b4_store_thread_insert_staged())
+ * @source_digest: must be held as an upload (b4_runtime_source_upload())
  * @staged_json:   {sourceDigest, environmentLinks, baseline?}, canonical JSON, validated
  * Return: as b4_runtime_thread_create(); -ENOENT also when the source is no longer held.
  */
