@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "b4box/provider-impl.h"
 #include "b4box/b4.h"
 
 #include "../../src/cli/check-catches.c"
@@ -88,7 +89,7 @@ static int tp_preflight(struct b4_provider *p, struct b4_preflight *ret, struct 
         return 0;
 }
 
-static int tp_unsupported(struct b4_provider *p, const char *thread_id, struct b4_error *err)
+static int tp_unsupported(struct b4_provider *p, struct b4_entry *e, struct b4_error *err)
 {
         return -EOPNOTSUPP;
 }

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "b4box/provider-impl.h"
+
 #include "base/macro.h"
 
 enum kind {

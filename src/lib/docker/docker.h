@@ -21,7 +21,7 @@
 
 #include "b4box/error.h"
 #include "b4box/policy.h"
-#include "b4box/provider.h"
+#include "b4box/provider-impl.h"
 
 struct jv;
 struct http_stream;

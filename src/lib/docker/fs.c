@@ -515,8 +515,7 @@ int dfs_read_file(struct docker_fs_target *t,
         if (r >= 0)
                 r = b.error;
         if (r == -EFBIG)
-                return b4_error_set(err, r, "readFile %s: content exceeds maxBytes (%llu).", path,
-                                    (unsigned long long)max);
+                return r; /* core words it */
         if (r < 0)
                 return op_error(err, r, "readFile", path);
         *ret = b.data;
@@ -644,7 +643,7 @@ static int walk_archive(struct archive *a, const char *prefix, struct walk *w, s
                         return b4_error_set(err, -ENOMEM, "out of memory");
                 r = walk_add(w, rel, e);
                 if (r == -E2BIG)
-                        return b4_error_set(err, r, "Workspace entries limit exceeded");
+                        return r; /* core words it */
                 if (r < 0)
                         return b4_error_set(err, r, "out of memory");
                 walk_fix_hardlink(w, prefix, e);
@@ -1126,8 +1125,7 @@ int dfs_list_dir(struct docker_fs_target *t,
                         r = -ENOMEM;
         b4_exec_result_clear(&x);
         if (r == -E2BIG)
-                return b4_error_set(err, r, "listDir %s: more than %d entries", path,
-                                    B4_LIST_MAX_ENTRIES);
+                return r; /* core words it */
         if (r < 0)
                 return r == -EIO ? r : op_error(err, r, "listDir", path);
         if (!names && !(names = b4_calloc(1, sizeof(char *))))

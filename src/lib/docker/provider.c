@@ -5,10 +5,11 @@
  *   provider ─ core (lock, gate, API client, lifecycle states; refcounted) ─ state per thread
  *   handle   ─ holds a core reference; its fs/exec talk to the keeper b4-sbx-<id>
  *
- * acquire/release/destroy and PID recovery are exclusive on the thread's lifecycle gate,
- * every handle operation is shared (reference §3.5). The per-thread state {launch config,
- * identity, image, generation} exists only for keepers this provider instance created, so a
- * fresh provider never adopts a keeper it finds (it replaces it; the volume is kept).
+ * Core runs the lifecycle (reference §3.5): acquire/release/destroy and PID recovery
+ * exclusive, every handle operation shared. The per-thread state {launch config, identity,
+ * image} is the thread's lifecycle entry state and exists only for keepers this provider
+ * instance created, so a fresh provider never adopts a keeper it finds (it replaces it; the
+ * volume is kept).
  */
 
 #include <errno.h>
@@ -22,7 +23,6 @@
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strv.h"
-#include "core/gate.h"
 #include "core/launch.h"
 #include "docker/docker.h"
 #include "docker/internal.h"
@@ -33,9 +33,11 @@ static const struct b4_provider_ops docker_provider_ops;
 
 /* ---- core and lifecycle states ---- */
 
-void dk_state_unref(struct dk_state *s)
+static void state_free(void *state)
 {
-        if (!s || --s->refs > 0)
+        struct dk_state *s = state;
+
+        if (!s)
                 return;
         free(s->thread_id);
         free(s->image);
@@ -53,12 +55,6 @@ void dk_core_unref(struct dk_core *c)
         (void)pthread_mutex_unlock(&c->lock);
         if (!last)
                 return;
-        while (c->states) {
-                struct dk_state *s = c->states;
-                c->states = s->next;
-                dk_state_unref(s);
-        }
-        gate_free(c->gate);
         docker_client_free(c->d);
         free(c->scope);
         free(c->image);
@@ -66,34 +62,6 @@ void dk_core_unref(struct dk_core *c)
         free(c->seccomp_opt);
         (void)pthread_mutex_destroy(&c->lock);
         free(c);
-}
-
-static struct dk_state *state_find(struct dk_core *c, const char *thread_id)
-{
-        for (struct dk_state *s = c->states; s; s = s->next)
-                if (strcmp(s->thread_id, thread_id) == 0)
-                        return s;
-        return NULL;
-}
-
-/* Unlink @thread_id's state (under the lock). */
-static void state_forget_locked(struct dk_core *c, const char *thread_id)
-{
-        for (struct dk_state **pp = &c->states; *pp; pp = &(*pp)->next)
-                if (strcmp((*pp)->thread_id, thread_id) == 0) {
-                        struct dk_state *s = *pp;
-                        *pp = s->next;
-                        s->next = NULL;
-                        dk_state_unref(s);
-                        return;
-                }
-}
-
-void dk_state_forget(struct dk_core *c, const char *thread_id)
-{
-        (void)pthread_mutex_lock(&c->lock);
-        state_forget_locked(c, thread_id);
-        (void)pthread_mutex_unlock(&c->lock);
 }
 
 /* ---- docker helpers ---- */
@@ -255,11 +223,10 @@ static int state_new(const struct b4_acquire_req *req,
 
         if (!s)
                 return b4_error_set(err, -ENOMEM, "out of memory");
-        s->refs = 1;
         b4_policy_init(&s->policy);
         r = b4_resource_id(scope, req->thread_id, s->id);
         if (r < 0) {
-                dk_state_unref(s);
+                state_free(s);
                 return b4_error_set(err, r, "invalid thread id or scope");
         }
         (void)snprintf(s->name, sizeof(s->name), "b4-sbx-%s", s->id);
@@ -271,7 +238,7 @@ static int state_new(const struct b4_acquire_req *req,
         if (r >= 0)
                 r = launch_identity(s->image, &s->policy, s->identity);
         if (r < 0) {
-                dk_state_unref(s);
+                state_free(s);
                 return b4_error_set(err, r, "out of memory");
         }
         *ret = s;
@@ -354,29 +321,28 @@ static int reuse_or_replace(struct dk_core *c,
         return 0;
 }
 
-/* Under the exclusive lease: make the keeper live and record its state. */
+static struct dk_core *core_of(struct b4_provider *p)
+{
+        return container_of(p, struct dk_provider, base)->core;
+}
+
+/* Under the exclusive lease: make the keeper live and record its state in @e. */
 static int acquire_locked(struct dk_core *c,
+                          struct b4_entry *e,
                           const struct b4_acquire_req *req,
                           const char *image,
                           struct b4_error *err)
 {
-        struct dk_state *want = NULL, *have;
+        const struct dk_state *have = b4_entry_state(e);
+        struct dk_state *want = NULL;
         bool ready = false;
         int r;
 
         r = state_new(req, c->scope, image, &want, err);
         if (r < 0)
                 return r;
-        (void)pthread_mutex_lock(&c->lock);
-        have = state_find(c, req->thread_id);
-        if (have)
-                have->refs++;
-        (void)pthread_mutex_unlock(&c->lock);
         if (have && strcmp(have->launch_json, want->launch_json) != 0) {
-                dk_state_unref(want);
-                (void)pthread_mutex_lock(&c->lock);
-                dk_state_unref(have);
-                (void)pthread_mutex_unlock(&c->lock);
+                state_free(want);
                 return b4_error_set_code(err, -EEXIST, B4_CODE_SANDBOX_UNAVAILABLE,
                                          "Sandbox unavailable: thread \"%s\" already has a "
                                          "different keeper configuration. Release the thread "
@@ -388,68 +354,42 @@ static int acquire_locked(struct dk_core *c,
                 r = ensure_volume(c, want, err);
         if (r >= 0 && !ready)
                 r = dk_create_keeper(c, want, err);
-        (void)pthread_mutex_lock(&c->lock);
-        if (have)
-                dk_state_unref(have);
-        if (r >= 0 && (!have || !ready)) {
-                state_forget_locked(c, req->thread_id);
-                want->next = c->states;
-                c->states = want;
-                want = NULL;
-        }
-        (void)pthread_mutex_unlock(&c->lock);
-        dk_state_unref(want);
+        if (r >= 0 && (!have || !ready))
+                b4_entry_set_state(e, TAKE_PTR(want), state_free);
+        state_free(want);
         return r < 0 ? r : 0;
 }
 
-static struct dk_core *core_of(struct b4_provider *p)
-{
-        return container_of(p, struct dk_provider, base)->core;
-}
-
 static int dk_acquire(struct b4_provider *p,
+                      struct b4_entry *e,
                       const struct b4_acquire_req *req,
                       struct b4_sandbox **ret,
                       struct b4_error *err)
 {
         struct dk_core *c = core_of(p);
-        cleanup_(gate_leavep) struct gate_lease *lease = NULL;
         const char *image = req->image ? req->image : c->image;
-        struct dk_state *st = NULL;
         int r;
 
-        if (!req->policy)
-                return b4_error_set(err, -EINVAL, "acquire needs a policy");
         if (!image)
                 return b4_error_set_code(err, -EINVAL, B4_CODE_SANDBOX_UNAVAILABLE,
                                          "Sandbox unavailable: this Docker provider has no default "
                                          "image. Configure sandbox.thread so each thread names "
                                          "one.");
-        r = gate_enter(c->gate, req->thread_id, GATE_EXCLUSIVE, req->cancel, &lease);
-        if (r < 0)
-                return b4_error_set(err, r, "acquire of thread \"%s\" %s", req->thread_id,
-                                    r == -ECANCELED ? "cancelled" : "failed");
-        r = acquire_locked(c, req, image, err);
+        r = acquire_locked(c, e, req, image, err);
         if (r < 0)
                 return r;
-        (void)pthread_mutex_lock(&c->lock);
-        st = state_find(c, req->thread_id);
-        r = st ? dk_sandbox_new(c, st, ret) : -ENOENT;
-        (void)pthread_mutex_unlock(&c->lock);
+        r = dk_sandbox_new(c, b4_entry_state(e), ret);
         return r < 0 ? b4_error_set(err, r, "acquire of thread \"%s\" failed", req->thread_id) : 0;
 }
 
 /* ---- release, destroy ---- */
 
-static int forget_and_remove(struct dk_core *c, const char *thread_id, bool volume)
+/* Core drops the state; the reference ignores removal errors here (§3.4). */
+static int remove_thread(struct dk_core *c, const char *thread_id, bool volume)
 {
-        cleanup_(gate_leavep) struct gate_lease *lease = NULL;
         cleanup_free char *path = NULL;
         char id[41], name[64];
 
-        if (gate_enter(c->gate, thread_id, GATE_EXCLUSIVE, NULL, &lease) < 0)
-                return 0;
-        dk_state_forget(c, thread_id);
         if (b4_resource_id(c->scope, thread_id, id) < 0)
                 return 0;
         (void)snprintf(name, sizeof(name), "b4-sbx-%s", id);
@@ -459,14 +399,14 @@ static int forget_and_remove(struct dk_core *c, const char *thread_id, bool volu
         return 0;
 }
 
-static int dk_release(struct b4_provider *p, const char *thread_id, struct b4_error *err)
+static int dk_release(struct b4_provider *p, struct b4_entry *e, struct b4_error *err)
 {
-        return forget_and_remove(core_of(p), thread_id, false);
+        return remove_thread(core_of(p), b4_entry_thread_id(e), false);
 }
 
-static int dk_destroy(struct b4_provider *p, const char *thread_id, struct b4_error *err)
+static int dk_destroy(struct b4_provider *p, struct b4_entry *e, struct b4_error *err)
 {
-        return forget_and_remove(core_of(p), thread_id, true);
+        return remove_thread(core_of(p), b4_entry_thread_id(e), true);
 }
 
 /* ---- preflight ---- */
@@ -642,11 +582,10 @@ static struct dk_core *core_new(const struct b4_provider_config *cfg, struct b4_
         }
         c->refs = 1;
         (void)pthread_mutex_init(&c->lock, NULL);
-        c->gate = gate_new();
         c->scope = b4_strdup(cfg->scope);
         c->image = cfg->image ? b4_strdup(cfg->image) : NULL;
         c->images = cfg->images ? strv_copy(cfg->images) : NULL;
-        if (!c->gate || !c->scope || (cfg->image && !c->image) || (cfg->images && !c->images)) {
+        if (!c->scope || (cfg->image && !c->image) || (cfg->images && !c->images)) {
                 (void)b4_error_set(err, -ENOMEM, "out of memory");
                 dk_core_unref(c);
                 return NULL;
@@ -680,13 +619,15 @@ int docker_provider_new(const struct b4_provider_config *cfg,
         dp = b4_calloc(1, sizeof(*dp));
         if (!dp)
                 return b4_error_set(err, -ENOMEM, "out of memory");
-        dp->base.ops = &docker_provider_ops;
-        dp->base.scope = b4_strdup(cfg->scope);
-        dp->core = dp->base.scope ? core_new(cfg, err) : NULL;
+        dp->core = core_new(cfg, err);
         if (!dp->core) {
-                free(dp->base.scope);
                 free(dp);
                 return err && err->error ? err->error : -ENOMEM;
+        }
+        if (b4_provider_init(&dp->base, &docker_provider_ops, cfg->scope) < 0) {
+                dk_core_unref(dp->core);
+                free(dp);
+                return b4_error_set(err, -ENOMEM, "out of memory");
         }
         *ret = &dp->base;
         return 0;

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "b4box/provider.h"
+#include "b4box/provider-impl.h"
 
 struct fake_sandbox;
 
@@ -29,13 +29,11 @@ struct fake_ws {
         char *thread_id;      /* owned */
         struct fake_entry *v; /* owned array, unsorted */
         size_t n;
-        unsigned refs;                 /* the provider's list, handles and readers */
-        bool destroyed;                /* removed from the provider by destroy */
-        struct fake_sandbox *instance; /* the live compute (a handle reference); NULL = released */
-        unsigned instances;            /* instances started and not released/destroyed since */
-        bool frozen;                   /* between freeze(true) and freeze(false) */
-        unsigned freezes;              /* freeze(true) calls (consistent reads) */
-        struct fake_ws *next;          /* provider list */
+        unsigned refs;      /* the provider's map, handles and readers */
+        bool destroyed;     /* removed from the provider by destroy */
+        unsigned instances; /* instances started and not released/destroyed since */
+        bool frozen;        /* between freeze(true) and freeze(false) */
+        unsigned freezes;   /* freeze(true) calls (consistent reads) */
 };
 
 /* Lexical normalisation of an absolute path: no "", "." or ".." components, no trailing '/'. */

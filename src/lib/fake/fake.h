@@ -16,7 +16,7 @@
  * (cancellable through the request's token), so tests can hold a workspace read in flight.
  */
 
-#include "b4box/provider.h"
+#include "b4box/provider-impl.h"
 
 /*
  * An exec implementation. @sb is the handle (its fs may be used); fill @ret (zeroed on entry)

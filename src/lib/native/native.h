@@ -24,7 +24,7 @@
 #include <sys/types.h>
 
 #include "b4box/error.h"
-#include "b4box/provider.h"
+#include "b4box/provider-impl.h"
 
 /* ---- child.c ---------------------------------------------------------------------------- */
 

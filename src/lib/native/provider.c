@@ -187,6 +187,7 @@ static int check_acquire(struct native_provider *np,
 }
 
 static int np_acquire(struct b4_provider *p,
+                      struct b4_entry *e,
                       const struct b4_acquire_req *req,
                       struct b4_sandbox **ret,
                       struct b4_error *err)
@@ -294,14 +295,14 @@ static int stop(struct native_provider *np,
         return 0;
 }
 
-static int np_release(struct b4_provider *p, const char *thread_id, struct b4_error *err)
+static int np_release(struct b4_provider *p, struct b4_entry *e, struct b4_error *err)
 {
-        return stop(np_of(p), thread_id, false, err);
+        return stop(np_of(p), b4_entry_thread_id(e), false, err);
 }
 
-static int np_destroy(struct b4_provider *p, const char *thread_id, struct b4_error *err)
+static int np_destroy(struct b4_provider *p, struct b4_entry *e, struct b4_error *err)
 {
-        return stop(np_of(p), thread_id, true, err);
+        return stop(np_of(p), b4_entry_thread_id(e), true, err);
 }
 
 /* As root, each thread's own user namespace and host id block (idmap.c). */
@@ -458,7 +459,6 @@ int native_provider_new(const struct b4_provider_config *cfg,
         if (!np)
                 return b4_error_set(err, -ENOMEM, "out of memory");
         *np = (struct native_provider){
-                .p = { .ops = &native_ops },
                 .run_fd = -EBADF,
                 .ws_fd = -EBADF,
                 .ids_fd = -EBADF,
@@ -472,13 +472,15 @@ int native_provider_new(const struct b4_provider_config *cfg,
         };
         atomic_init(&np->refs, 1);
         (void)pthread_mutex_init(&np->lock, NULL);
-        np->p.scope = b4_strdup(cfg->scope);
-        r = np->p.scope ? parse_image(np, cfg->image, err) : -ENOMEM;
+        r = b4_provider_init(&np->p, &native_ops, cfg->scope);
+        if (r >= 0)
+                r = parse_image(np, cfg->image, err);
         if (r >= 0)
                 r = setup_dirs(np, cfg->state_dir, err);
         if (r >= 0)
                 r = seccomp_build(&np->bpf, &np->bpf_len, err);
         if (r < 0) {
+                b4_provider_clear(&np->p);
                 native_provider_unref(np);
                 return err && err->error ? err->error : b4_error_set(err, r, "out of memory");
         }

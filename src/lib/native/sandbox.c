@@ -85,9 +85,6 @@ int native_fs_enter(struct b4_fs *fs, struct fsctx *ret, struct b4_error *err)
                 return r;
         }
         struct native_reader *rd = (struct native_reader *)fs;
-        if (rd->closed)
-                return b4_error_set(err, -EBADF, "Workspace reader for thread \"%s\" is closed",
-                                    rd->r.thread_id);
         *ret = (struct fsctx){ .root_fd = rd->mnt_fd, .strip = B4_WORKSPACE_ROOT };
         return take_identity(rd->np, rd->uid, rd->gid, ret, err);
 }
@@ -288,6 +285,7 @@ static void sb_free(struct b4_sandbox *sb)
 static const struct b4_sandbox_ops sandbox_ops = {
         .exec = sb_exec,
         .free = sb_free,
+        .exec_unleased = true, /* release kills a running command instead of waiting */
 };
 
 int native_sandbox_new(struct native_provider *np,
