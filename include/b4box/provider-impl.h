@@ -132,10 +132,21 @@ struct b4_sandbox_ops {
         int (*recover)(struct b4_sandbox *sb, struct b4_error *err);
         /* Called when the last reference goes. */
         void (*free)(struct b4_sandbox *sb);
-        /* Exec holds no lease: the provider keeps the sandbox stable only while a command
-         * starts, so a release ends a running command instead of waiting for it (native).
-         * Otherwise the whole command runs under the shared lease (Docker, reference §3.5). */
-        bool exec_unleased;
+        /* Optional, instead of exec: a command in two parts. exec_start runs under the
+         * shared lease (and is retried after recover like every operation) and hands
+         * *ret_started to exec_finish, which runs the command holding no lease, so a
+         * release ends a running command instead of waiting for it (native). exec_finish
+         * takes @started (also on error) and may fail -EAGAIN/-ENOTCONN too: the whole
+         * command is then recovered and retried. Without them exec runs whole under the
+         * shared lease (Docker, reference §3.5). */
+        int (*exec_start)(struct b4_sandbox *sb,
+                          const struct b4_exec_req *req,
+                          void **ret_started,
+                          struct b4_error *err);
+        int (*exec_finish)(struct b4_sandbox *sb,
+                           void *started,
+                           struct b4_exec_result *ret,
+                           struct b4_error *err);
 };
 
 /** b4_sandbox_init() - for implementers: set fields, one reference. Return: 0 or -ENOMEM. */
@@ -248,5 +259,14 @@ B4_PUBLIC void b4_entry_set_state(struct b4_entry *e, void *state, b4_entry_stat
  * reference (b4_entry_unref()); NULL when there is none. No lease is taken.
  */
 B4_PUBLIC struct b4_entry *b4_provider_entry(struct b4_provider *p, const char *thread_id);
+/**
+ * b4_provider_foreach_state() - call @fn for each entry that has a state (sweeps), under the
+ * registry's lock: @fn must be quick and must not call b4_entry_* or b4_provider_*. Stops
+ * at @fn's first non-zero return, which is returned.
+ */
+typedef int b4_entry_state_fn(const char *thread_id, void *state, void *userdata);
+B4_PUBLIC int b4_provider_foreach_state(struct b4_provider *p,
+                                        b4_entry_state_fn *fn,
+                                        void *userdata);
 /** b4_entry_unref() - drop a reference (NULL ok). Return: NULL. */
 B4_PUBLIC struct b4_entry *b4_entry_unref(struct b4_entry *e);

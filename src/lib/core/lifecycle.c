@@ -188,6 +188,30 @@ static int collect(const char *key, void *value, void *ud)
         return 0;
 }
 
+struct foreach {
+        b4_entry_state_fn *fn;
+        void *userdata;
+};
+
+static int visit(const char *key, void *value, void *ud)
+{
+        struct b4_entry *e = value;
+        struct foreach *f = ud;
+
+        return e->state ? f->fn(e->thread_id, e->state, f->userdata) : 0;
+}
+
+int lifecycle_foreach_state(struct b4_lifecycle *lc, b4_entry_state_fn *fn, void *userdata)
+{
+        struct foreach f = { fn, userdata };
+        int r;
+
+        (void)pthread_mutex_lock(&lc->lock);
+        r = hashmap_foreach(lc->entries, visit, &f);
+        (void)pthread_mutex_unlock(&lc->lock);
+        return r;
+}
+
 void lifecycle_clear(struct b4_lifecycle *lc)
 {
         cleanup_free struct b4_entry **v = NULL;
@@ -263,6 +287,11 @@ int attempt_begin(struct attempt *a, struct b4_error *err)
         a->generation = e->generation;
         (void)pthread_mutex_unlock(&e->lc->lock);
         return 0;
+}
+
+void attempt_unlease(struct attempt *a)
+{
+        a->lease = gate_leave(a->lease);
 }
 
 static bool is_lost(int r)

@@ -60,6 +60,8 @@ void lifecycle_leave(struct b4_entry *e, struct gate_lease *lease);
 struct b4_entry *lifecycle_find(struct b4_lifecycle *lc, const char *thread_id);
 
 struct b4_entry *entry_ref(struct b4_entry *e);
+/* b4_provider_foreach_state(). */
+int lifecycle_foreach_state(struct b4_lifecycle *lc, b4_entry_state_fn *fn, void *userdata);
 
 /*
  * One call with recover-and-retry-once:
@@ -83,6 +85,8 @@ struct attempt {
 };
 
 int attempt_begin(struct attempt *a, struct b4_error *err);
+/* Give up the lease early (the unleased part of a two-part exec). */
+void attempt_unlease(struct attempt *a);
 /* Leave the lease; true when @r was a lost-sandbox error and recovery says retry (the
  * exclusive lease is then held for the retry). On a failed recovery *r is its error. */
 bool attempt_again(struct attempt *a, int *r, struct b4_error *err);

@@ -406,18 +406,34 @@ struct b4_fs *b4_sandbox_fs(struct b4_sandbox *sb)
         return &sb->fs;
 }
 
+/* One attempt: whole under the lease, or its start only (exec_start/exec_finish). */
+static int exec_raw(struct attempt *a,
+                    struct b4_sandbox *sb,
+                    const struct b4_exec_req *req,
+                    struct b4_exec_result *ret,
+                    struct b4_error *err)
+{
+        const struct b4_sandbox_ops *ops = sb->core->ops;
+        void *started = NULL;
+        int r;
+
+        if (!ops->exec_start)
+                return ops->exec(sb, req, ret, err);
+        r = ops->exec_start(sb, req, &started, err);
+        attempt_unlease(a);
+        return r < 0 ? r : ops->exec_finish(sb, started, ret, err);
+}
+
 int b4_sandbox_exec(struct b4_sandbox *sb,
                     const struct b4_exec_req *req,
                     struct b4_exec_result *ret,
                     struct b4_error *err)
 {
-        struct attempt a = { .cancel = req ? req->cancel : NULL };
+        struct attempt a = { .sb = sb, .cancel = req ? req->cancel : NULL };
         int r;
 
         if (!sb || !req || !req->command)
                 return b4_error_set(err, -EINVAL, "exec needs a command");
-        if (!sb->core->ops->exec_unleased)
-                a.sb = sb;
         if (b4_cancel_is_set(req->cancel))
                 return b4_error_set(err, -ECANCELED, "command cancelled before it started");
         *ret = (struct b4_exec_result){ 0 };
@@ -425,7 +441,7 @@ int b4_sandbox_exec(struct b4_sandbox *sb,
                 r = attempt_begin(&a, err);
                 if (r >= 0) {
                         b4_exec_result_clear(ret);
-                        r = sb->core->ops->exec(sb, req, ret, err);
+                        r = exec_raw(&a, sb, req, ret, err);
                 }
         } while (attempt_again(&a, &r, err));
         if ((r == -EAGAIN || r == -ENOTCONN) && (ret->out || ret->errout))
@@ -570,6 +586,11 @@ void b4_provider_clear(struct b4_provider *p)
 struct b4_entry *b4_provider_entry(struct b4_provider *p, const char *thread_id)
 {
         return p && thread_id ? lifecycle_find(p->lifecycle, thread_id) : NULL;
+}
+
+int b4_provider_foreach_state(struct b4_provider *p, b4_entry_state_fn *fn, void *userdata)
+{
+        return lifecycle_foreach_state(p->lifecycle, fn, userdata);
 }
 
 const char *b4_provider_name(const struct b4_provider *p)

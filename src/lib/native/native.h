@@ -272,7 +272,6 @@ struct fsctx {
         const char *strip; /* NULL, or "/workspace" for a view rooted at the workspace itself */
         uint32_t uid, gid; /* owner of what we create */
         bool chown;        /* fchown what we create */
-        void *hold;        /* the owner's lock token, for native_fs_leave() */
         struct creds_saved creds; /* the thread's identity while the operation runs */
         /* Set by fs.c per operation, after native_fs_enter(): */
         unsigned confine; /* enum b4_fs_flags of the operation */
@@ -282,8 +281,8 @@ struct fsctx {
 extern const struct b4_fs_ops native_fs_ops;      /* sandbox: read + write */
 extern const struct b4_fs_ops native_fs_read_ops; /* reader: read only */
 
-/* Implemented by provider.c: resolve @fs (a sandbox or reader) to a context, holding it
- * stable (read lock) until native_fs_leave(). */
+/* Implemented by sandbox.c: resolve @fs (a sandbox or reader) to a context (core's shared
+ * lease keeps a sandbox's keeper stable) until native_fs_leave(). */
 int native_fs_enter(struct b4_fs *fs, struct fsctx *ret, struct b4_error *err);
 void native_fs_leave(struct b4_fs *fs, struct fsctx *c);
 
@@ -383,23 +382,22 @@ struct native_provider {
         uint32_t host_uid, host_gid;
         void *bpf;
         size_t bpf_len;
-        pthread_mutex_t lock; /* protects the thread list */
-        struct thread *threads;
 };
 
+/* A thread's keeper: the state of its lifecycle entry (core's), shared with its handles. */
 struct thread {
-        struct thread *next;
-        atomic_int refs; /* list entry + handles */
+        atomic_int refs; /* the entry's + handles' */
         char *thread_id;
         char id[41];
-        pthread_rwlock_t lock; /* read: exec and file ops; write: lifecycle */
-        bool live;             /* this process holds a keeper for it */
+        char hid[41]; /* native_host_id() of id */
+        bool live;    /* this process holds a keeper for it; under cg_lock */
         char identity[65];
         struct keeper_proc kp;
         int root_fd;             /* /proc/<keeper>/root */
         int cg_fd;               /* where each command's own cgroup is made, or -EBADF */
         uint32_t cg_flags;       /* KEEPER_CG_* for those cgroups */
-        pthread_mutex_t cg_lock; /* the spare: an empty command cgroup ready for reuse */
+        pthread_mutex_t cg_lock; /* live, generation and the spare (an empty command cgroup
+                                  * ready for reuse) */
         int cg_spare_fd;
         char cg_spare_name[32];
         uint64_t generation;     /* bumped on every new keeper */
@@ -413,11 +411,13 @@ struct native_provider *native_provider_ref(struct native_provider *np);
 void native_host_id(const struct native_provider *np, const char *id, char ret[41]);
 void native_provider_unref(struct native_provider *np);
 
-/* Find or add the thread's entry; a new reference. */
-int thread_get(struct native_provider *np, const char *thread_id, struct thread **ret);
-void thread_unref(struct native_provider *np, struct thread *t);
+/* A new entry for @thread_id (nothing live), one reference. Return: 0, -EINVAL, -ENOMEM. */
+int thread_new(struct native_provider *np, const char *thread_id, struct thread **ret);
+struct thread *thread_ref(struct thread *t);
+/* Drop a reference (NULL ok); frees at zero. */
+void thread_unref(struct thread *t);
 
-/* With t->lock held for writing: */
+/* With the thread's exclusive lease and flock held: */
 int thread_ensure(struct native_provider *np,
                   struct thread *t,
                   const char *identity,
@@ -427,7 +427,7 @@ void thread_stop(struct native_provider *np, struct thread *t);
 /* Kill whatever runs for resource id @id (our keeper @pidfd, else a recorded one that is
  * provably the same process, and everything in its cgroup), remove its cgroups, veth and
  * rules, its keeper record and socket; the intent record last, once the cgroups are gone.
- * With the thread's flock held (and t->lock, when this process has an entry for it). */
+ * With the thread's flock held (and its exclusive lease, when this process has an entry). */
 void thread_stop_id(struct native_provider *np, const char *id, int pidfd);
 /* run/<id>.host: written before a thread's host-global objects are made (thread.c). */
 #define NATIVE_INTENT_SUFFIX ".host"

@@ -57,28 +57,10 @@ struct native_provider *native_provider_ref(struct native_provider *np)
         return np;
 }
 
-static void thread_free(struct thread *t)
-{
-        safe_close(t->root_fd);
-        safe_close(t->cg_fd);
-        safe_close(t->cg_spare_fd);
-        safe_close(t->kp.pidfd);
-        (void)pthread_mutex_destroy(&t->cg_lock);
-        b4_policy_clear(&t->policy);
-        (void)pthread_rwlock_destroy(&t->lock);
-        free(t->thread_id);
-        free(t);
-}
-
 void native_provider_unref(struct native_provider *np)
 {
         if (!np || atomic_fetch_sub(&np->refs, 1) != 1)
                 return;
-        for (struct thread *t = np->threads, *n; t; t = n) {
-                n = t->next;
-                thread_free(t);
-        }
-        (void)pthread_mutex_destroy(&np->lock);
         cgroup_host_release(&np->cg);
         safe_close(np->run_fd);
         safe_close(np->ws_fd);
@@ -95,50 +77,6 @@ void native_provider_unref(struct native_provider *np)
         free(np->real_dir);
         free(np->p.scope);
         free(np);
-}
-
-int thread_get(struct native_provider *np, const char *thread_id, struct thread **ret)
-{
-        struct thread *t;
-        int r = 0;
-
-        (void)pthread_mutex_lock(&np->lock);
-        for (t = np->threads; t; t = t->next)
-                if (strcmp(t->thread_id, thread_id) == 0)
-                        break;
-        if (!t) {
-                t = b4_calloc(1, sizeof(*t));
-                if (!t || !(t->thread_id = b4_strdup(thread_id)))
-                        r = -ENOMEM;
-                else
-                        r = b4_resource_id(np->p.scope, thread_id, t->id);
-                if (r < 0 && t) {
-                        free(t->thread_id);
-                        free(t);
-                }
-                if (r >= 0) {
-                        t->root_fd = t->kp.pidfd = t->cg_fd = t->cg_spare_fd = -EBADF;
-                        (void)pthread_mutex_init(&t->cg_lock, NULL);
-                        b4_policy_init(&t->policy);
-                        (void)pthread_rwlock_init(&t->lock, NULL);
-                        atomic_init(&t->refs, 1);
-                        t->next = np->threads;
-                        np->threads = t;
-                }
-        }
-        if (r >= 0) {
-                atomic_fetch_add(&t->refs, 1);
-                *ret = t;
-        }
-        (void)pthread_mutex_unlock(&np->lock);
-        return r;
-}
-
-void thread_unref(struct native_provider *np, struct thread *t)
-{
-        /* The list keeps one reference until the provider goes; entries are small. */
-        if (t)
-                atomic_fetch_sub(&t->refs, 1);
 }
 
 static struct native_provider *np_of(struct b4_provider *p)
@@ -186,6 +124,11 @@ static int check_acquire(struct native_provider *np,
         return 0;
 }
 
+static void state_free(void *state)
+{
+        thread_unref(state);
+}
+
 static int np_acquire(struct b4_provider *p,
                       struct b4_entry *e,
                       const struct b4_acquire_req *req,
@@ -193,9 +136,9 @@ static int np_acquire(struct b4_provider *p,
                       struct b4_error *err)
 {
         struct native_provider *np = np_of(p);
+        struct thread *t = b4_entry_state(e);
         struct b4_policy defaults;
         const struct b4_policy *policy = req->policy;
-        struct thread *t = NULL;
         char identity[65];
         int lock_fd = -EBADF;
         int r;
@@ -211,20 +154,22 @@ static int np_acquire(struct b4_provider *p,
         r = launch_identity(np->image, policy, identity);
         if (r < 0)
                 return b4_error_set(err, r, "cannot compute the keeper identity");
-        r = thread_get(np, req->thread_id, &t);
-        if (r < 0)
-                return b4_error_set(err, r, "invalid thread id");
-        (void)pthread_rwlock_wrlock(&t->lock);
-        r = thread_flock(np, t->id, &lock_fd);
+        if (!t) {
+                r = thread_new(np, req->thread_id, &t);
+                if (r < 0)
+                        return b4_error_set(err, r, "invalid thread id");
+                b4_entry_set_state(e, t, state_free);
+        }
+        r = thread_flock(np, t->id, &lock_fd); /* another process on this state dir */
         if (r < 0)
                 b4_error_set(err, r, "cannot lock thread '%s'", req->thread_id);
         else
                 r = thread_ensure(np, t, identity, policy, err);
         safe_close(lock_fd);
-        (void)pthread_rwlock_unlock(&t->lock);
         if (r >= 0)
                 r = native_sandbox_new(np, t, policy, ret, err);
-        thread_unref(np, t);
+        if (r < 0 && !t->live)
+                b4_entry_set_state(e, NULL, NULL); /* nothing to keep */
         if (r < 0 && err && err->code == B4_CODE_NONE)
                 return b4_error_wrap(err, r,
                                      "Sandbox unavailable: cannot start the sandbox of "
@@ -267,19 +212,20 @@ int native_remove_storage(struct native_provider *np, const char *id)
         return r;
 }
 
-static int stop(struct native_provider *np,
-                const char *thread_id,
-                bool destroy,
-                struct b4_error *err)
+/* Under the exclusive lease; core then drops the entry's state. A thread this process
+ * never acquired still stops what another left (its record, cgroups, ...). */
+static int stop(struct native_provider *np, struct b4_entry *e, bool destroy, struct b4_error *err)
 {
-        struct thread *t = NULL;
+        const char *thread_id = b4_entry_thread_id(e);
+        struct thread *t = b4_entry_state(e);
         int lock_fd = -EBADF;
         int r;
 
-        r = thread_get(np, thread_id, &t);
+        r = t ? 0 : thread_new(np, thread_id, &t);
         if (r < 0)
                 return b4_error_set(err, r, "invalid thread id");
-        (void)pthread_rwlock_wrlock(&t->lock);
+        if (t == b4_entry_state(e))
+                thread_ref(t);
         r = thread_flock(np, t->id, &lock_fd);
         if (r >= 0) {
                 thread_stop(np, t);
@@ -287,8 +233,7 @@ static int stop(struct native_provider *np,
                         r = native_remove_storage(np, t->id);
         }
         safe_close(lock_fd);
-        (void)pthread_rwlock_unlock(&t->lock);
-        thread_unref(np, t);
+        thread_unref(t);
         if (r < 0)
                 return b4_error_set(err, r, "cannot %s thread '%s'",
                                     destroy ? "destroy" : "release", thread_id);
@@ -297,12 +242,12 @@ static int stop(struct native_provider *np,
 
 static int np_release(struct b4_provider *p, struct b4_entry *e, struct b4_error *err)
 {
-        return stop(np_of(p), b4_entry_thread_id(e), false, err);
+        return stop(np_of(p), e, false, err);
 }
 
 static int np_destroy(struct b4_provider *p, struct b4_entry *e, struct b4_error *err)
 {
-        return stop(np_of(p), b4_entry_thread_id(e), true, err);
+        return stop(np_of(p), e, true, err);
 }
 
 /* As root, each thread's own user namespace and host id block (idmap.c). */
@@ -471,7 +416,6 @@ int native_provider_new(const struct b4_provider_config *cfg,
                 .cg = { .root_fd = -EBADF, .v2_fd = -EBADF }
         };
         atomic_init(&np->refs, 1);
-        (void)pthread_mutex_init(&np->lock, NULL);
         r = b4_provider_init(&np->p, &native_ops, cfg->scope);
         if (r >= 0)
                 r = parse_image(np, cfg->image, err);

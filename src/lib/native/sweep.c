@@ -135,15 +135,20 @@ static int live_set(struct native_provider *np, char *const *live, struct hashma
 }
 
 /* Whether this process holds a keeper for @id (never swept from under a user). */
+static int live_with_id(const char *thread_id, void *state, void *userdata)
+{
+        struct thread *t = state;
+        bool live;
+
+        (void)pthread_mutex_lock(&t->cg_lock);
+        live = t->live;
+        (void)pthread_mutex_unlock(&t->cg_lock);
+        return live && strcmp(t->id, userdata) == 0;
+}
+
 static bool held_here(struct native_provider *np, const char *id)
 {
-        bool live = false;
-
-        (void)pthread_mutex_lock(&np->lock);
-        for (struct thread *t = np->threads; t && !live; t = t->next)
-                live = strcmp(t->id, id) == 0 && t->live;
-        (void)pthread_mutex_unlock(&np->lock);
-        return live;
+        return b4_provider_foreach_state(&np->p, live_with_id, (void *)id) > 0;
 }
 
 static bool run_file_exists(struct native_provider *np, const char *id, const char *suffix)

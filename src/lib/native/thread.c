@@ -4,8 +4,10 @@
  * this process holds, adopt a recorded one that is provably the same process, or start a new
  * one), stop it (kill the keeper, which takes its whole PID namespace with it, then sweep and
  * remove the cgroup), and recover from a keeper that can no longer fork. The workspace is
- * never touched here except to create it. Callers hold t->lock for writing and the thread's
- * flock, so concurrent threads and processes serialise per thread.
+ * never touched here except to create it. Callers hold the thread's exclusive lease (core's
+ * gate) and its flock, so concurrent threads and processes serialise per thread. The entry
+ * itself (struct thread) is the state of the thread's lifecycle entry, shared with handles
+ * by reference and freed with the last one.
  */
 
 #include <errno.h>
@@ -22,6 +24,59 @@
 #include "base/macro.h"
 #include "keeper-proto.h"
 #include "native.h"
+
+int thread_new(struct native_provider *np, const char *thread_id, struct thread **ret)
+{
+        struct thread *t = b4_calloc(1, sizeof(*t));
+        int r;
+
+        if (!t)
+                return -ENOMEM;
+        t->root_fd = t->kp.pidfd = t->cg_fd = t->cg_spare_fd = -EBADF;
+        (void)pthread_mutex_init(&t->cg_lock, NULL);
+        b4_policy_init(&t->policy);
+        atomic_init(&t->refs, 1);
+        t->thread_id = b4_strdup(thread_id);
+        r = t->thread_id ? b4_resource_id(np->p.scope, thread_id, t->id) : -ENOMEM;
+        if (r < 0) {
+                thread_unref(t);
+                return r;
+        }
+        native_host_id(np, t->id, t->hid);
+        *ret = t;
+        return 0;
+}
+
+struct thread *thread_ref(struct thread *t)
+{
+        atomic_fetch_add(&t->refs, 1);
+        return t;
+}
+
+void thread_unref(struct thread *t)
+{
+        if (!t || atomic_fetch_sub(&t->refs, 1) != 1)
+                return;
+        safe_close(t->root_fd);
+        safe_close(t->cg_fd);
+        safe_close(t->cg_spare_fd);
+        safe_close(t->kp.pidfd);
+        (void)pthread_mutex_destroy(&t->cg_lock);
+        b4_policy_clear(&t->policy);
+        free(t->thread_id);
+        free(t);
+}
+
+/* live and generation change under cg_lock: a command's end reads them without a lease. */
+static void set_live(struct thread *t, bool live)
+{
+        (void)pthread_mutex_lock(&t->cg_lock);
+        if (!live)
+                t->cg_spare_fd = safe_close(t->cg_spare_fd); /* its dir goes with the thread's */
+        t->live = live;
+        t->generation += live;
+        (void)pthread_mutex_unlock(&t->cg_lock);
+}
 
 int thread_flock(struct native_provider *np, const char *id, int *ret_fd)
 {
@@ -47,12 +102,9 @@ static void forget(struct thread *t)
         t->root_fd = safe_close(t->root_fd);
         t->cg_fd = safe_close(t->cg_fd);
         t->cg_flags = 0;
-        (void)pthread_mutex_lock(&t->cg_lock);
-        t->cg_spare_fd = safe_close(t->cg_spare_fd); /* its dir goes with the thread's */
-        (void)pthread_mutex_unlock(&t->cg_lock);
+        set_live(t, false);
         t->kp.pidfd = safe_close(t->kp.pidfd);
         t->kp = (struct keeper_proc){ .pidfd = -EBADF };
-        t->live = false;
 }
 
 static void unlink_run_file(struct native_provider *np, const char *id, const char *suffix)
@@ -190,12 +242,9 @@ static int ensure_workspace(struct native_provider *np,
 /* Where each command's own cgroup goes; none (process-group kill only) when unavailable. */
 static void open_exec_cgroup(struct native_provider *np, struct thread *t)
 {
-        char hid[41];
-
-        native_host_id(np, t->id, hid);
         t->cg_fd = safe_close(t->cg_fd);
         t->cg_flags = 0;
-        if (cgroup_exec_parent(&np->cg, hid, &t->cg_fd, &t->cg_flags) < 0 ||
+        if (cgroup_exec_parent(&np->cg, t->hid, &t->cg_fd, &t->cg_flags) < 0 ||
             (t->host_base && cgroup_delegate(t->cg_fd, t->host_base, t->host_base) < 0))
                 t->cg_fd = safe_close(t->cg_fd);
 }
@@ -264,10 +313,7 @@ static int launch(struct native_provider *np,
         cleanup_close int lfd = -EBADF;
         int r;
 
-        char hid[41];
-
-        native_host_id(np, t->id, hid);
-        r = cgroup_create(&np->cg, hid, &lim, &cg, err);
+        r = cgroup_create(&np->cg, t->hid, &lim, &cg, err);
         if (r < 0)
                 return r;
         r = build_plan(np, t, p, &plan, err);
@@ -310,16 +356,13 @@ static int start_keeper(struct native_provider *np,
                 b4_error_set(err, r, "cannot record the owner of thread '%s'", t->thread_id);
         if (r < 0)
                 return r;
-        char hid[41];
-
-        native_host_id(np, t->id, hid);
-        r = write_intent(np, t->id, hid);
+        r = write_intent(np, t->id, t->hid);
         if (r < 0)
                 return b4_error_set(err, r, "cannot record the sandbox of thread '%s'",
                                     t->thread_id);
         r = launch(np, t, p, &kp, err);
         if (r >= 0 && p->network == B4_NETWORK_ALLOW)
-                r = net_setup(np, t->id, hid, kp.pid, err);
+                r = net_setup(np, t->id, t->hid, kp.pid, err);
         if (r >= 0) {
                 rec = (struct keeper_record){ .pid = kp.pid, .starttime = kp.starttime };
                 memcpy(rec.identity, identity, sizeof(rec.identity));
@@ -341,8 +384,7 @@ static int start_keeper(struct native_provider *np,
         t->kp = kp;
         t->root_fd = root_fd;
         open_exec_cgroup(np, t);
-        t->live = true;
-        t->generation++;
+        set_live(t, true);
         return 0;
 }
 
@@ -369,8 +411,7 @@ static bool try_adopt(struct native_provider *np,
                                       .starttime = rec.starttime };
         t->root_fd = TAKE_FD(root_fd);
         open_exec_cgroup(np, t);
-        t->live = true;
-        t->generation++;
+        set_live(t, true);
         return true;
 }
 
