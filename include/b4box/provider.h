@@ -104,9 +104,9 @@ B4_PUBLIC struct b4_blob *b4_blobs_free(struct b4_blob *b, size_t n);
 /* Embedders read root; the rest is the implementer's and core's (provider-impl.h). */
 struct b4_fs {
         const struct b4_fs_ops *ops;
-        const char *root;       /* absolute workspace root, borrowed from the owner */
-        struct b4_sandbox *sb;  /* the handle this is the filesystem of, or NULL */
-        struct b4_reader *rd;   /* the reader this is the filesystem of, or NULL */
+        const char *root;      /* absolute workspace root, borrowed from the owner */
+        struct b4_sandbox *sb; /* the handle this is the filesystem of, or NULL */
+        struct b4_reader *rd;  /* the reader this is the filesystem of, or NULL */
 };
 
 /*
@@ -215,9 +215,9 @@ B4_PUBLIC void b4_exec_result_clear(struct b4_exec_result *r);
 
 /* Embedders read fs, thread_id and workspace_root; core is the lifecycle's. */
 struct b4_sandbox {
-        struct b4_fs fs; /* full filesystem (read + write members) */
-        char *thread_id;      /* owned; the logical thread id, never the hash */
-        char *workspace_root; /* owned; absolute in-sandbox path */
+        struct b4_fs fs;              /* full filesystem (read + write members) */
+        char *thread_id;              /* owned; the logical thread id, never the hash */
+        char *workspace_root;         /* owned; absolute in-sandbox path */
         struct b4_sandbox_core *core; /* owned: ops, references, lifecycle entry */
 };
 
@@ -281,6 +281,7 @@ struct b4_preflight {
 };
 
 B4_PUBLIC void b4_preflight_clear(struct b4_preflight *p);
+
 struct b4_acquire_req {
         const char *thread_id;          /* logical id; any non-empty UTF-8 string */
         const struct b4_policy *policy; /* borrowed for the call */

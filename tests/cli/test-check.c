@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "b4box/provider-impl.h"
 #include "b4box/b4.h"
+#include "b4box/provider-impl.h"
 
 #include "../../src/cli/check-catches.c"
 #include "../../src/cli/cmd-check.c"

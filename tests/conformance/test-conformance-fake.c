@@ -186,11 +186,11 @@ static int make_broken(void *userdata, struct b4_provider **ret, struct b4_error
         assert_int_equal(r, 0);
         b->bugs = w->bugs;
         b->w = w;
-        assert_int_equal(b4_provider_init(&b->base,
-                                          (w->bugs & BUG_NO_READER) ? &broken_ops_no_reader
-                                                                    : &broken_ops,
-                                          "broken"),
-                         0);
+        assert_int_equal(
+                b4_provider_init(&b->base,
+                                 (w->bugs & BUG_NO_READER) ? &broken_ops_no_reader : &broken_ops,
+                                 "broken"),
+                0);
         if (w->bugs & BUG_DROP_EXIT)
                 assert_int_equal(fake_provider_set_exec(b->inner, exec_drop_exit, NULL), 0);
         *ret = &b->base;

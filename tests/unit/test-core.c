@@ -216,11 +216,11 @@ static struct b4_sandbox *flaky_acquire(struct flaky *f, const char *id)
         struct b4_error err = { 0 };
 
         b4_policy_init(&pol);
-        assert_int_equal(b4_provider_acquire(&f->base,
-                                             &(struct b4_acquire_req){ .thread_id = id,
-                                                                       .policy = &pol },
-                                             &sb, &err),
-                         0);
+        assert_int_equal(
+                b4_provider_acquire(&f->base,
+                                    &(struct b4_acquire_req){ .thread_id = id, .policy = &pol },
+                                    &sb, &err),
+                0);
         return sb;
 }
 
@@ -310,16 +310,17 @@ static void test_lifecycle_exec_and_texts(void **state)
         sb = flaky_acquire(&f, "t");
         f.lose = 2; /* an admission failure twice: the failed result stands */
         f.lose_result = true;
-        assert_int_equal(b4_sandbox_exec(sb, &(struct b4_exec_req){ .command = "true" }, &res, &err),
-                         0);
+        assert_int_equal(
+                b4_sandbox_exec(sb, &(struct b4_exec_req){ .command = "true" }, &res, &err), 0);
         assert_int_equal(res.exit_code, 126);
         assert_string_equal(res.errout, "OCI runtime exec failed");
         assert_int_equal(f.recovers, 1);
         b4_exec_result_clear(&res);
         /* the timeout line is core's */
-        assert_int_equal(b4_sandbox_exec(sb, &(struct b4_exec_req){ .command = "sleep" }, &res, &err),
-                         0);
-        assert_string_equal(res.errout, "Command timed out after 2s (resources.timeoutMs: 1500ms).");
+        assert_int_equal(
+                b4_sandbox_exec(sb, &(struct b4_exec_req){ .command = "sleep" }, &res, &err), 0);
+        assert_string_equal(res.errout,
+                            "Command timed out after 2s (resources.timeoutMs: 1500ms).");
         b4_exec_result_clear(&res);
         /* so is the too-large text */
         assert_int_equal(b4_fs_read_file(b4_sandbox_fs(sb), "/workspace/big", 1, &data, &len, &err),

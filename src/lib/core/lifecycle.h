@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "b4box/provider-impl.h"
+
 #include "core/gate.h"
 
 struct b4_lifecycle;

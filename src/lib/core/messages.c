@@ -21,8 +21,7 @@
 
 int msg_file_too_large(struct b4_error *err, const char *path, uint64_t max_bytes)
 {
-        return b4_error_set(err, -EFBIG, MSG_FILE_TOO_LARGE, path,
-                            (unsigned long long)max_bytes);
+        return b4_error_set(err, -EFBIG, MSG_FILE_TOO_LARGE, path, (unsigned long long)max_bytes);
 }
 
 int msg_too_many_names(struct b4_error *err, const char *path)
@@ -45,9 +44,9 @@ int msg_append_timeout(struct b4_exec_result *ret, uint64_t timeout_ms)
         cleanup_free char *s = NULL;
         int n;
 
-        n = b4_asprintf(&s, MSG_TIMEOUT, ret->errout ? ret->errout : "",
-                        ret->errout_len ? "\n" : "", (unsigned long long)((timeout_ms + 999) / 1000),
-                        (unsigned long long)timeout_ms);
+        n = b4_asprintf(
+                &s, MSG_TIMEOUT, ret->errout ? ret->errout : "", ret->errout_len ? "\n" : "",
+                (unsigned long long)((timeout_ms + 999) / 1000), (unsigned long long)timeout_ms);
         if (n < 0)
                 return -ENOMEM;
         free(ret->errout);

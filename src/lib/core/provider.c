@@ -7,11 +7,11 @@
  * operation shared with recover-and-retry-once, the reference's texts (messages.h).
  */
 
-#include "b4box/provider-impl.h"
-
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+
+#include "b4box/provider-impl.h"
 
 #include "base/alloc.h"
 #include "base/macro.h"
@@ -67,20 +67,21 @@ static int fs_ready(struct b4_fs *fs, bool has, const char *op, struct b4_error 
 
 /* Run @call (an expression over @fs) under @fs's handle lease, retried once after a
  * recovery (lifecycle.h); readers and bare filesystems run it once. */
-#define FS_RUN(fs, err, call)                                 \
- ({                                                           \
-  struct attempt a_ = { .sb = (fs)->sb };                     \
-  int r_;                                                     \
-  do {                                                        \
-   r_ = attempt_begin(&a_, (err));                            \
-   if (r_ >= 0)                                               \
-    r_ = (call);                                              \
-  } while (attempt_again(&a_, &r_, (err)));                   \
-  r_;                                                         \
- })
+#define FS_RUN(fs, err, call)                \
+ (                                           \
+         {                                   \
+   struct attempt a_ = { .sb = (fs)->sb };   \
+   int r_;                                   \
+   do {                                      \
+    r_ = attempt_begin(&a_, (err));          \
+    if (r_ >= 0)                             \
+     r_ = (call);                            \
+   } while (attempt_again(&a_, &r_, (err))); \
+   r_;                                       \
+         })
 
-#define FS_CALL(fs, member, err, ...)                                 \
- (fs_ready((fs), (fs) && (fs)->ops->member, #member, (err))          \
+#define FS_CALL(fs, member, err, ...)                       \
+ (fs_ready((fs), (fs) && (fs)->ops->member, #member, (err)) \
           ?: FS_RUN((fs), (err), (fs)->ops->member((fs), __VA_ARGS__, (err))))
 
 int b4_fs_read_file_flags(struct b4_fs *fs,
@@ -646,8 +647,8 @@ static int end_thread(struct b4_provider *p,
         int r = check_thread_id(thread_id, err);
 
         if (r >= 0)
-                r = lifecycle_enter(p->lifecycle, thread_id, GATE_EXCLUSIVE, NULL, what, &e,
-                                    &lease, err);
+                r = lifecycle_enter(p->lifecycle, thread_id, GATE_EXCLUSIVE, NULL, what, &e, &lease,
+                                    err);
         if (r < 0)
                 return r;
         r = fn(p, e, err);

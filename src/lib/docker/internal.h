@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* The provider objects shared by provider.c (lifecycle) and sandbox.c (handles). */
+/* The provider objects shared by provider.c (acquire, release, destroy), container.c and
+ * sandbox.c (handles). */
 
 #include <pthread.h>
 
@@ -12,7 +13,7 @@ struct docker_client;
 
 /* What this provider instance created for a thread (reference §3.4 step 6): the state of
  * the thread's lifecycle entry. */
-struct dk_state {
+struct docker_state {
         char *thread_id; /* owned */
         char id[41];     /* resource id */
         char name[64];   /* b4-sbx-<id> */
@@ -22,7 +23,7 @@ struct dk_state {
         char identity[65];
 };
 
-struct dk_core {
+struct docker_core {
         pthread_mutex_t lock; /* refs */
         struct docker_client *d;
         char *scope;
@@ -33,15 +34,22 @@ struct dk_core {
         unsigned refs; /* the provider and every handle */
 };
 
-struct dk_provider {
+struct docker_provider {
         struct b4_provider base;
-        struct dk_core *core;
+        struct docker_core *core;
 };
 
-void dk_core_unref(struct dk_core *c);
-int dk_remove_container(struct dk_core *c, const char *name, struct b4_error *err);
+/* container.c */
+void docker_core_unref(struct docker_core *c);
+int docker_remove_container(struct docker_core *c, const char *name, struct b4_error *err);
+int docker_start_container(struct docker_core *c, const char *name, struct b4_error *err);
+/* Create the labelled volume when absent; chown it once when running non-root. Errors
+ * carry B4_E2001. */
+int docker_ensure_volume(struct docker_core *c, const struct docker_state *s, struct b4_error *err);
 /* Create and start the keeper of @s (no reuse). Errors carry B4_E2001. */
-int dk_create_keeper(struct dk_core *c, const struct dk_state *s, struct b4_error *err);
+int docker_create_keeper(struct docker_core *c, const struct docker_state *s, struct b4_error *err);
 
-/* A new handle on @st's keeper. Return: 0 or -ENOMEM. */
-int dk_sandbox_new(struct dk_core *c, const struct dk_state *st, struct b4_sandbox **ret);
+/* sandbox.c: a new handle on @st's keeper. Return: 0 or -ENOMEM. */
+int docker_sandbox_new(struct docker_core *c,
+                       const struct docker_state *st,
+                       struct b4_sandbox **ret);

@@ -20,9 +20,9 @@
 
 #define EXEC_MARKER_WORD "__B4_EXEC_STARTED__"
 
-struct dk_sandbox {
+struct docker_sandbox {
         struct b4_sandbox base;
-        struct dk_core *core; /* a reference */
+        struct docker_core *core; /* a reference */
         char name[64];
         uint64_t timeout_ms; /* the policy's */
         size_t output_cap;   /* the policy's */
@@ -34,25 +34,25 @@ struct dk_sandbox {
 /* Under the exclusive lease, with the state the failed attempt saw still current. */
 static int sandbox_recover(struct b4_sandbox *sb, struct b4_error *err)
 {
-        struct dk_sandbox *s = container_of(sb, struct dk_sandbox, base);
-        const struct dk_state *st = b4_entry_state(b4_sandbox_entry(sb));
+        struct docker_sandbox *s = container_of(sb, struct docker_sandbox, base);
+        const struct docker_state *st = b4_entry_state(b4_sandbox_entry(sb));
         struct b4_error e = { 0 };
         int r;
 
-        r = dk_remove_container(s->core, st->name, &e);
+        r = docker_remove_container(s->core, st->name, &e);
         if (r < 0)
                 return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
                                          "Sandbox unavailable: Docker PID recovery removal failed "
                                          "for thread \"%s\": %s. Run `b4box check`.",
                                          st->thread_id, e.msg);
-        return dk_create_keeper(s->core, st, err); /* already coded B4_E2001 */
+        return docker_create_keeper(s->core, st, err); /* already coded B4_E2001 */
 }
 
 /* ---- filesystem ---- */
 
 static struct docker_fs_target *target_of(struct b4_fs *fs)
 {
-        return &container_of(fs, struct dk_sandbox, base.fs)->t;
+        return &container_of(fs, struct docker_sandbox, base.fs)->t;
 }
 
 static int fs_read_file(struct b4_fs *fs,
@@ -63,12 +63,12 @@ static int fs_read_file(struct b4_fs *fs,
                         size_t *ret_len,
                         struct b4_error *err)
 {
-        return dfs_read_file(target_of(fs), path, flags, max, ret, ret_len, err);
+        return docker_fs_read_file(target_of(fs), path, flags, max, ret, ret_len, err);
 }
 
 static int fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
 {
-        return dfs_lstat(target_of(fs), path, ret, err);
+        return docker_fs_lstat(target_of(fs), path, ret, err);
 }
 
 static int fs_stat(struct b4_fs *fs,
@@ -77,18 +77,18 @@ static int fs_stat(struct b4_fs *fs,
                    struct b4_stat *ret,
                    struct b4_error *err)
 {
-        return dfs_stat(target_of(fs), path, flags, ret, err);
+        return docker_fs_stat(target_of(fs), path, flags, ret, err);
 }
 
 static int fs_list_dir(
         struct b4_fs *fs, const char *path, unsigned flags, char ***ret, struct b4_error *err)
 {
-        return dfs_list_dir(target_of(fs), path, flags, ret, err);
+        return docker_fs_list_dir(target_of(fs), path, flags, ret, err);
 }
 
 static int fs_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err)
 {
-        return dfs_realpath(target_of(fs), path, ret, err);
+        return docker_fs_realpath(target_of(fs), path, ret, err);
 }
 
 static int fs_walk(struct b4_fs *fs,
@@ -99,7 +99,7 @@ static int fs_walk(struct b4_fs *fs,
                    size_t *ret_n,
                    struct b4_error *err)
 {
-        return dfs_walk(target_of(fs), path, max_entries, prune, ret, ret_n, err);
+        return docker_fs_walk(target_of(fs), path, max_entries, prune, ret, ret_n, err);
 }
 
 static int fs_read_files(struct b4_fs *fs,
@@ -108,7 +108,7 @@ static int fs_read_files(struct b4_fs *fs,
                          struct b4_blob **ret,
                          struct b4_error *err)
 {
-        return dfs_read_files(target_of(fs), reqs, n, ret, err);
+        return docker_fs_read_files(target_of(fs), reqs, n, ret, err);
 }
 
 static int fs_write_file(struct b4_fs *fs,
@@ -118,22 +118,22 @@ static int fs_write_file(struct b4_fs *fs,
                          size_t len,
                          struct b4_error *err)
 {
-        return dfs_write_file(target_of(fs), path, flags, data, len, err);
+        return docker_fs_write_file(target_of(fs), path, flags, data, len, err);
 }
 
 static int fs_mkdir_p(struct b4_fs *fs, const char *path, struct b4_error *err)
 {
-        return dfs_mkdir_p(target_of(fs), path, err);
+        return docker_fs_mkdir_p(target_of(fs), path, err);
 }
 
 static int fs_remove(struct b4_fs *fs, const char *path, struct b4_error *err)
 {
-        return dfs_remove(target_of(fs), path, err);
+        return docker_fs_remove(target_of(fs), path, err);
 }
 
 static int fs_touch(struct b4_fs *fs, const char *path, unsigned flags, struct b4_error *err)
 {
-        return dfs_touch(target_of(fs), path, flags, err);
+        return docker_fs_touch(target_of(fs), path, flags, err);
 }
 
 static const struct b4_fs_ops sandbox_fs_ops = {
@@ -202,7 +202,7 @@ static int exec_unavailable(const char *thread_id, int r, struct b4_error *err)
 
 /* One attempt. -EAGAIN with @ret filled: an admission failure (the command never started),
  * never for a configured timeout's 124 (§3.6); core recovers and retries. */
-static int exec_once(struct dk_sandbox *s,
+static int exec_once(struct docker_sandbox *s,
                      const struct b4_exec_req *req,
                      const struct exec_args *a,
                      struct b4_exec_result *ret,
@@ -234,7 +234,7 @@ static int sandbox_exec(struct b4_sandbox *sb,
                         struct b4_exec_result *ret,
                         struct b4_error *err)
 {
-        struct dk_sandbox *s = container_of(sb, struct dk_sandbox, base);
+        struct docker_sandbox *s = container_of(sb, struct docker_sandbox, base);
         struct exec_args a = { 0 };
         uint64_t start = now_msec();
         int r;
@@ -255,11 +255,11 @@ static int sandbox_exec(struct b4_sandbox *sb,
 
 static void sandbox_free(struct b4_sandbox *sb)
 {
-        struct dk_sandbox *s = container_of(sb, struct dk_sandbox, base);
-        struct dk_core *c = s->core;
+        struct docker_sandbox *s = container_of(sb, struct docker_sandbox, base);
+        struct docker_core *c = s->core;
 
         free(s);
-        dk_core_unref(c);
+        docker_core_unref(c);
 }
 
 static const struct b4_sandbox_ops sandbox_ops = {
@@ -268,9 +268,11 @@ static const struct b4_sandbox_ops sandbox_ops = {
         .free = sandbox_free,
 };
 
-int dk_sandbox_new(struct dk_core *c, const struct dk_state *st, struct b4_sandbox **ret)
+int docker_sandbox_new(struct docker_core *c,
+                       const struct docker_state *st,
+                       struct b4_sandbox **ret)
 {
-        struct dk_sandbox *s = b4_calloc(1, sizeof(*s));
+        struct docker_sandbox *s = b4_calloc(1, sizeof(*s));
         const struct b4_security *sec = &st->policy.security;
 
         if (!s)

@@ -596,9 +596,8 @@ int fake_provider_new(const struct b4_provider_config *cfg,
         if (!fp)
                 return b4_error_set(err, -ENOMEM, "out of memory");
         fp->core = core_new();
-        if (!fp->core ||
-            b4_provider_init(&fp->base, &fake_provider_ops,
-                             cfg && cfg->scope ? cfg->scope : "fake") < 0) {
+        if (!fp->core || b4_provider_init(&fp->base, &fake_provider_ops,
+                                          cfg && cfg->scope ? cfg->scope : "fake") < 0) {
                 if (fp->core)
                         core_unref(fp->core);
                 free(fp);

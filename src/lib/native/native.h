@@ -348,11 +348,11 @@ int native_preflight_run(const struct cgroup_host *cg,
 /* ---- identity.c ------------------------------------------------------------------------- */
 
 /* The command environment: policy env, then @extra over it, HOME (non-root), PATH default. */
-int build_env(const struct b4_policy *p,
-              const struct b4_env_var *extra,
-              size_t n_extra,
-              char ***ret,
-              struct b4_error *err);
+int native_build_env(const struct b4_policy *p,
+                     const struct b4_env_var *extra,
+                     size_t n_extra,
+                     char ***ret,
+                     struct b4_error *err);
 
 /* ---- provider.c / thread.c / sandbox.c -------------------------------------------------- */
 
@@ -385,7 +385,7 @@ struct native_provider {
 };
 
 /* A thread's keeper: the state of its lifecycle entry (core's), shared with its handles. */
-struct thread {
+struct native_thread {
         atomic_int refs; /* the entry's + handles' */
         char *thread_id;
         char id[41];
@@ -412,35 +412,39 @@ void native_host_id(const struct native_provider *np, const char *id, char ret[4
 void native_provider_unref(struct native_provider *np);
 
 /* A new entry for @thread_id (nothing live), one reference. Return: 0, -EINVAL, -ENOMEM. */
-int thread_new(struct native_provider *np, const char *thread_id, struct thread **ret);
-struct thread *thread_ref(struct thread *t);
+int native_thread_new(struct native_provider *np,
+                      const char *thread_id,
+                      struct native_thread **ret);
+struct native_thread *native_thread_ref(struct native_thread *t);
 /* Drop a reference (NULL ok); frees at zero. */
-void thread_unref(struct thread *t);
+void native_thread_unref(struct native_thread *t);
 
 /* With the thread's exclusive lease and flock held: */
-int thread_ensure(struct native_provider *np,
-                  struct thread *t,
-                  const char *identity,
-                  const struct b4_policy *policy,
-                  struct b4_error *err);
-void thread_stop(struct native_provider *np, struct thread *t);
+int native_thread_ensure(struct native_provider *np,
+                         struct native_thread *t,
+                         const char *identity,
+                         const struct b4_policy *policy,
+                         struct b4_error *err);
+void native_thread_stop(struct native_provider *np, struct native_thread *t);
 /* Kill whatever runs for resource id @id (our keeper @pidfd, else a recorded one that is
  * provably the same process, and everything in its cgroup), remove its cgroups, veth and
  * rules, its keeper record and socket; the intent record last, once the cgroups are gone.
  * With the thread's flock held (and its exclusive lease, when this process has an entry). */
-void thread_stop_id(struct native_provider *np, const char *id, int pidfd);
+void native_thread_stop_id(struct native_provider *np, const char *id, int pidfd);
 /* run/<id>.host: written before a thread's host-global objects are made (thread.c). */
 #define NATIVE_INTENT_SUFFIX ".host"
 
 /* ---- sweep.c: remove what belongs to no live thread (b4_provider_sweep()) ---- */
 int native_sweep(struct b4_provider *p, char *const *live_thread_ids, struct b4_error *err);
 /* Kill the keeper and everything in the cgroup, then start a fresh one (same policy). */
-int thread_recover(struct native_provider *np, struct thread *t, struct b4_error *err);
+int native_thread_recover(struct native_provider *np,
+                          struct native_thread *t,
+                          struct b4_error *err);
 /* Serialise lifecycle across processes: flock on run/<id>.lock. */
-int thread_flock(struct native_provider *np, const char *id, int *ret_fd);
+int native_thread_flock(struct native_provider *np, const char *id, int *ret_fd);
 
 int native_sandbox_new(struct native_provider *np,
-                       struct thread *t,
+                       struct native_thread *t,
                        const struct b4_policy *policy,
                        struct b4_sandbox **ret,
                        struct b4_error *err);
@@ -456,7 +460,7 @@ int native_owner_mark(struct native_provider *np, const char *id);
 bool native_owner_is_ours(struct native_provider *np, const char *id);
 int native_remove_storage(struct native_provider *np, const char *id);
 /* rm -rf @name under @dirfd without following symlinks. */
-int rm_rf_at(int dirfd, const char *name);
+int native_rm_rf_at(int dirfd, const char *name);
 
 /* ---- net.c ------------------------------------------------------------------------------ */
 

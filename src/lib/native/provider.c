@@ -126,7 +126,7 @@ static int check_acquire(struct native_provider *np,
 
 static void state_free(void *state)
 {
-        thread_unref(state);
+        native_thread_unref(state);
 }
 
 static int np_acquire(struct b4_provider *p,
@@ -136,7 +136,7 @@ static int np_acquire(struct b4_provider *p,
                       struct b4_error *err)
 {
         struct native_provider *np = np_of(p);
-        struct thread *t = b4_entry_state(e);
+        struct native_thread *t = b4_entry_state(e);
         struct b4_policy defaults;
         const struct b4_policy *policy = req->policy;
         char identity[65];
@@ -155,16 +155,16 @@ static int np_acquire(struct b4_provider *p,
         if (r < 0)
                 return b4_error_set(err, r, "cannot compute the keeper identity");
         if (!t) {
-                r = thread_new(np, req->thread_id, &t);
+                r = native_thread_new(np, req->thread_id, &t);
                 if (r < 0)
                         return b4_error_set(err, r, "invalid thread id");
                 b4_entry_set_state(e, t, state_free);
         }
-        r = thread_flock(np, t->id, &lock_fd); /* another process on this state dir */
+        r = native_thread_flock(np, t->id, &lock_fd); /* another process on this state dir */
         if (r < 0)
                 b4_error_set(err, r, "cannot lock thread '%s'", req->thread_id);
         else
-                r = thread_ensure(np, t, identity, policy, err);
+                r = native_thread_ensure(np, t, identity, policy, err);
         safe_close(lock_fd);
         if (r >= 0)
                 r = native_sandbox_new(np, t, policy, ret, err);
@@ -204,7 +204,7 @@ int native_remove_storage(struct native_provider *np, const char *id)
         int r;
 
         disk_remove(np, id);
-        r = rm_rf_at(np->ws_fd, id);
+        r = native_rm_rf_at(np->ws_fd, id);
         if (r >= 0) {
                 idmap_forget(np, id);
                 (void)unlinkat(np->owners_fd, id, 0);
@@ -217,23 +217,23 @@ int native_remove_storage(struct native_provider *np, const char *id)
 static int stop(struct native_provider *np, struct b4_entry *e, bool destroy, struct b4_error *err)
 {
         const char *thread_id = b4_entry_thread_id(e);
-        struct thread *t = b4_entry_state(e);
+        struct native_thread *t = b4_entry_state(e);
         int lock_fd = -EBADF;
         int r;
 
-        r = t ? 0 : thread_new(np, thread_id, &t);
+        r = t ? 0 : native_thread_new(np, thread_id, &t);
         if (r < 0)
                 return b4_error_set(err, r, "invalid thread id");
         if (t == b4_entry_state(e))
-                thread_ref(t);
-        r = thread_flock(np, t->id, &lock_fd);
+                native_thread_ref(t);
+        r = native_thread_flock(np, t->id, &lock_fd);
         if (r >= 0) {
-                thread_stop(np, t);
+                native_thread_stop(np, t);
                 if (destroy)
                         r = native_remove_storage(np, t->id);
         }
         safe_close(lock_fd);
-        thread_unref(t);
+        native_thread_unref(t);
         if (r < 0)
                 return b4_error_set(err, r, "cannot %s thread '%s'",
                                     destroy ? "destroy" : "release", thread_id);

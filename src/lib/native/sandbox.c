@@ -25,7 +25,7 @@
 struct native_sandbox {
         struct b4_sandbox sb; /* first: &sb.fs is what the fs ops receive */
         struct native_provider *np;
-        struct thread *t;
+        struct native_thread *t;
         struct b4_policy policy; /* this handle's policy: env, timeout, output cap */
 };
 
@@ -36,7 +36,7 @@ struct native_reader {
         uint32_t uid, gid; /* host ids the reads run as: the thread's user's */
 };
 
-static int unavailable(struct b4_error *err, const struct thread *t)
+static int unavailable(struct b4_error *err, const struct native_thread *t)
 {
         return b4_error_set_code(err, -EIO, B4_CODE_SANDBOX_UNAVAILABLE,
                                  "Sandbox unavailable: thread \"%s\" has been released. Acquire "
@@ -112,7 +112,7 @@ struct exec_cg {
 
 /* Under the shared lease. Without one the keeper still kills the session (reported in
  * preflight). */
-static void exec_cg_make(struct thread *t, struct exec_cg *cg)
+static void exec_cg_make(struct native_thread *t, struct exec_cg *cg)
 {
         if (t->cg_fd < 0)
                 return;
@@ -143,7 +143,7 @@ static bool cg_empty(int fd)
 }
 
 /* Keep @cg as the spare when it is empty and still belongs to keeper generation @gen. */
-static void exec_cg_done(struct thread *t, uint64_t gen, struct exec_cg *cg)
+static void exec_cg_done(struct native_thread *t, uint64_t gen, struct exec_cg *cg)
 {
         bool kept = false;
 
@@ -183,13 +183,15 @@ static void started_free(struct started *st)
         free(st);
 }
 
-static int build_spec(struct native_sandbox *s, const struct b4_exec_req *req, struct started *st,
+static int build_spec(struct native_sandbox *s,
+                      const struct b4_exec_req *req,
+                      struct started *st,
                       struct b4_error *err)
 {
         const struct b4_policy *p = &s->policy;
         int r;
 
-        r = build_env(p, req->env, req->n_env, &st->env, err);
+        r = native_build_env(p, req->env, req->n_env, &st->env, err);
         if (r < 0)
                 return r;
         st->spec = (struct exec_spec){
@@ -219,7 +221,7 @@ static int sb_exec_start(struct b4_sandbox *sb,
                          struct b4_error *err)
 {
         struct native_sandbox *s = (struct native_sandbox *)sb;
-        struct thread *t = s->t;
+        struct native_thread *t = s->t;
         struct started *st = b4_calloc(1, sizeof(*st));
         int r;
 
@@ -268,15 +270,15 @@ static int sb_exec_finish(struct b4_sandbox *sb,
 static int sb_recover(struct b4_sandbox *sb, struct b4_error *err)
 {
         struct native_sandbox *s = (struct native_sandbox *)sb;
-        struct thread *t = s->t;
+        struct native_thread *t = s->t;
         int lock_fd = -EBADF;
         int r;
 
         if (t != b4_entry_state(b4_sandbox_entry(sb)) || !t->live)
                 return 0; /* a handle of a thread since released: the retry says so */
-        r = thread_flock(s->np, t->id, &lock_fd);
+        r = native_thread_flock(s->np, t->id, &lock_fd);
         if (r >= 0)
-                r = thread_recover(s->np, t, err);
+                r = native_thread_recover(s->np, t, err);
         safe_close(lock_fd);
         if (r < 0)
                 return b4_error_wrap(err, r,
@@ -291,7 +293,7 @@ static void sb_free(struct b4_sandbox *sb)
         struct native_sandbox *s = (struct native_sandbox *)sb;
 
         b4_policy_clear(&s->policy);
-        thread_unref(s->t);
+        native_thread_unref(s->t);
         native_provider_unref(s->np);
         free(s);
 }
@@ -304,7 +306,7 @@ static const struct b4_sandbox_ops sandbox_ops = {
 };
 
 int native_sandbox_new(struct native_provider *np,
-                       struct thread *t,
+                       struct native_thread *t,
                        const struct b4_policy *policy,
                        struct b4_sandbox **ret,
                        struct b4_error *err)
@@ -321,7 +323,7 @@ int native_sandbox_new(struct native_provider *np,
                 free(s);
                 return b4_error_set(err, r, "out of memory");
         }
-        s->t = thread_ref(t);
+        s->t = native_thread_ref(t);
         s->np = native_provider_ref(np);
         *ret = &s->sb;
         return 0;
