@@ -405,6 +405,7 @@ struct native_thread {
         struct b4_policy policy; /* the launch policy (for recovery) */
 };
 
+/* ---- state-dir.c ---- */
 struct native_provider *native_provider_ref(struct native_provider *np);
 /* The name of a thread's host-global objects (cgroup dirs, veth, firewall tag), unique per
  * state dir: the first 40 hex of sha256(realpath(<state>/native) + "/" + id). */
@@ -452,12 +453,13 @@ int native_reader_open(struct native_provider *np,
                        const struct b4_reader_req *req,
                        struct b4_reader **ret,
                        struct b4_error *err);
-/* Destroy's storage part, with the thread stopped and its flock held: the diskGb image and
- * mount, the workspace, then the id block record and claim. Return: 0 or -errno. */
-/* Record that workspace @id was made (or used) for a thread of this provider's scope, so a
- * sweep may remove it once its thread is gone (and never one it cannot tell is ours). */
+/* state-dir.c: record that workspace @id was made (or used) for a thread of this
+ * provider's scope, so a sweep may remove it once its thread is gone (and never one it
+ * cannot tell is ours). */
 int native_owner_mark(struct native_provider *np, const char *id);
 bool native_owner_is_ours(struct native_provider *np, const char *id);
+/* Destroy's storage part, with the thread stopped and its flock held: the diskGb image and
+ * mount, the workspace, then the id block record and claim. Return: 0 or -errno. */
 int native_remove_storage(struct native_provider *np, const char *id);
 /* rm -rf @name under @dirfd without following symlinks. */
 int native_rm_rf_at(int dirfd, const char *name);

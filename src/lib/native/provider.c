@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The native provider: one keeper per thread (see keeper-main.c), no daemon. This file holds
- * the provider object (state dir layout, keeper binary, cgroup host, seccomp BPF built once),
- * the per-process thread table and the contract's entry points. State dir layout:
+ * the provider's construction (state dir layout, keeper binary, cgroup host, seccomp BPF
+ * built once) and the contract's entry points; the object's lifetime and the state dir's
+ * records are state-dir.c's, the per-thread keeper is thread.c's. State dir layout:
  *   <state>/native/workspaces/<id>   the thread's workspace (kept by release)
  *   <state>/native/run/<id>.{sock,keeper,lock}  control socket, keeper record, flock
  *   <state>/native/run/<id>.host     intent record: host-global objects may exist (sweep.c)
@@ -21,7 +22,6 @@
 
 #include "base/alloc.h"
 #include "base/fd-util.h"
-#include "base/hash.h"
 #include "base/macro.h"
 #include "core/launch.h"
 #include "native.h"
@@ -33,51 +33,6 @@
 #ifndef B4_KEEPER_BUILD_PATH
 # define B4_KEEPER_BUILD_PATH ""
 #endif
-
-void native_host_id(const struct native_provider *np, const char *id, char ret[41])
-{
-        char hex[SHA256_HEX_LEN + 1];
-        struct sha256_ctx *c = sha256_new();
-
-        if (!c) { /* OOM: fall back to the id itself, still deterministic */
-                (void)snprintf(ret, 41, "%s", id);
-                return;
-        }
-        sha256_update(c, np->real_dir, strlen(np->real_dir));
-        sha256_update(c, "/", 1);
-        sha256_update(c, id, strlen(id));
-        sha256_final_hex(c, hex);
-        memcpy(ret, hex, 40);
-        ret[40] = '\0';
-}
-
-struct native_provider *native_provider_ref(struct native_provider *np)
-{
-        atomic_fetch_add(&np->refs, 1);
-        return np;
-}
-
-void native_provider_unref(struct native_provider *np)
-{
-        if (!np || atomic_fetch_sub(&np->refs, 1) != 1)
-                return;
-        cgroup_host_release(&np->cg);
-        safe_close(np->run_fd);
-        safe_close(np->ws_fd);
-        safe_close(np->ids_fd);
-        safe_close(np->owners_fd);
-        safe_close(np->disks_fd);
-        safe_close(np->exe_fd);
-        free(np->bpf);
-        free(np->image);
-        free(np->native_dir);
-        free(np->run_dir);
-        free(np->ws_dir);
-        free(np->stage_dir);
-        free(np->real_dir);
-        free(np->p.scope);
-        free(np);
-}
 
 static struct native_provider *np_of(struct b4_provider *p)
 {
@@ -175,40 +130,6 @@ static int np_acquire(struct b4_provider *p,
                                      "Sandbox unavailable: cannot start the sandbox of "
                                      "thread \"%s\"",
                                      req->thread_id);
-        return r;
-}
-
-int native_owner_mark(struct native_provider *np, const char *id)
-{
-        const char *scope = np->p.scope;
-        cleanup_free char *have = NULL;
-        size_t len;
-
-        if (read_file_at(np->owners_fd, id, 4096, &have, &len) >= 0 && len == strlen(scope) &&
-            memcmp(have, scope, len) == 0)
-                return 0;
-        return write_file_atomic_at(np->owners_fd, id, scope, strlen(scope), 0600);
-}
-
-bool native_owner_is_ours(struct native_provider *np, const char *id)
-{
-        cleanup_free char *have = NULL;
-        size_t len;
-
-        return read_file_at(np->owners_fd, id, 4096, &have, &len) >= 0 &&
-               len == strlen(np->p.scope) && memcmp(have, np->p.scope, len) == 0;
-}
-
-int native_remove_storage(struct native_provider *np, const char *id)
-{
-        int r;
-
-        disk_remove(np, id);
-        r = native_rm_rf_at(np->ws_fd, id);
-        if (r >= 0) {
-                idmap_forget(np, id);
-                (void)unlinkat(np->owners_fd, id, 0);
-        }
         return r;
 }
 
