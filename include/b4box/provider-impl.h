@@ -38,9 +38,9 @@
  * Ownership: every ret_* value is the caller's. Errors: negative errno, message in @err.
  */
 struct b4_fs_ops {
-        /* Bounded read of a regular file: one larger than max_bytes fails -EFBIG with the
-         * message "readFile <path>: content exceeds maxBytes (<max>)." without reading past
-         * max+1 (a size known up front is checked before reading). Missing -ENOENT, a
+        /* Bounded read of a regular file: one larger than max_bytes fails -EFBIG (core
+         * words it) without reading past max+1 (a size known up front is checked before
+         * reading). Missing -ENOENT, a
          * directory -EISDIR, another non-regular file -EINVAL. *ret is NUL-terminated past
          * *ret_len. @flags: enum b4_fs_flags. */
         int (*read_file)(struct b4_fs *fs,
@@ -58,7 +58,8 @@ struct b4_fs_ops {
                     struct b4_stat *ret,
                     struct b4_error *err);
         /* Names of the direct children, sorted bytewise. Missing path -ENOENT; more than
-         * B4_LIST_MAX_ENTRIES names -E2BIG (never a truncated list, never more held). */
+         * B4_LIST_MAX_ENTRIES names -E2BIG (core words it; never a truncated list, never
+         * more held). */
         int (*list_dir)(struct b4_fs *fs,
                         const char *path,
                         unsigned flags,
@@ -70,7 +71,7 @@ struct b4_fs_ops {
         int (*realpath)(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err);
         /* Optional. Whole subtree below @path (not @path itself), depth-first, children sorted;
          * names in @prune (direct children of @path) are reported but not descended.
-         * More than max_entries entries: -E2BIG, never a truncated list. */
+         * More than max_entries entries: -E2BIG (core words it), never a truncated list. */
         int (*walk)(struct b4_fs *fs,
                     const char *path,
                     size_t max_entries,
@@ -114,7 +115,8 @@ struct b4_fs_ops {
 /* ---- sandbox handle -------------------------------------------------------------------- */
 
 struct b4_sandbox_ops {
-        /* Run a command. A non-zero exit is a result, not an error; errors are failures to
+        /* Run a command (required unless exec_start/exec_finish below). A non-zero exit
+         * is a result, not an error; errors are failures to
          * run at all (-EIO, -ECANCELED when cancelled before start, ...). Set
          * ret->timeout_ms to the timeout that applied: core adds the timeout line. A lost
          * sandbox is -EAGAIN/-ENOTCONN (see recover); with @ret filled that failed result
@@ -159,8 +161,8 @@ B4_PUBLIC int b4_sandbox_init(struct b4_sandbox *sb,
 
 struct b4_reader_ops {
         /* Optional: release what the reader holds, early. Idempotent. Core refuses every
-         * read after b4_reader_close(). After close every read fails -EBADF with
-         * "Workspace reader for thread \"<id>\" is closed". */
+         * read after b4_reader_close() (-EBADF "Workspace reader for thread \"<id>\" is
+         * closed"), so a read never sees a closed reader. */
         int (*close)(struct b4_reader *r, struct b4_error *err);
         void (*free)(struct b4_reader *r);
 };

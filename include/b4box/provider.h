@@ -113,6 +113,12 @@ struct b4_fs {
  * Wrappers: dispatch to @fs->ops; a missing member gives -EOPNOTSUPP ("<op> is not supported
  * here"). b4_fs_walk() and b4_fs_read_files() fall back to list_dir/lstat/read_file. The
  * plain forms pass flags 0; the *_flags forms confine the resolution (enum b4_fs_flags).
+ * On a sandbox's fs every call holds the thread's shared lease (release, destroy and
+ * recovery wait for it) and a lost sandbox is recovered and the call retried once. Texts:
+ * read_file over max_bytes -EFBIG "readFile <path>: content exceeds maxBytes (<max>).",
+ * list_dir over B4_LIST_MAX_ENTRIES -E2BIG "listDir <path>: more than <n> entries", walk over
+ * max_entries -E2BIG "Workspace entries limit exceeded", any call on a closed reader -EBADF
+ * "Workspace reader for thread \"<id>\" is closed".
  */
 B4_PUBLIC int b4_fs_read_file(struct b4_fs *fs,
                               const char *path,
@@ -227,7 +233,14 @@ B4_PUBLIC struct b4_sandbox *b4_sandbox_ref(struct b4_sandbox *sb);
 B4_PUBLIC struct b4_sandbox *b4_sandbox_unref(struct b4_sandbox *sb);
 /** b4_sandbox_fs() - the handle's filesystem; borrowed for the handle's lifetime. */
 B4_PUBLIC struct b4_fs *b4_sandbox_fs(struct b4_sandbox *sb);
-/** b4_sandbox_exec() - run @req. Return: 0 (see @ret->exit_code) or -errno. */
+/**
+ * b4_sandbox_exec() - run @req, under the thread's shared lease (a provider may hold it only
+ * while the command starts), retried once after a recovery when the sandbox was lost before
+ * the command started. A timeout adds "Command timed out after <s>s (resources.timeoutMs:
+ * <ms>ms)." to @ret->errout.
+ * @ret: filled on success (owned by the caller, b4_exec_result_clear())
+ * Return: 0 (see @ret->exit_code) or -errno.
+ */
 B4_PUBLIC int b4_sandbox_exec(struct b4_sandbox *sb,
                               const struct b4_exec_req *req,
                               struct b4_exec_result *ret,

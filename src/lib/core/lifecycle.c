@@ -177,17 +177,6 @@ void b4_entry_set_state(struct b4_entry *e, void *state, b4_entry_state_free_fn 
                 old_free(old); /* may drop handles, so outside the lock */
 }
 
-static int collect(const char *key, void *value, void *ud)
-{
-        struct b4_entry *e = value, ***pv = ud;
-
-        if (e->state) {
-                e->refs++;
-                *(*pv)++ = e;
-        }
-        return 0;
-}
-
 struct foreach {
         b4_entry_state_fn *fn;
         void *userdata;
@@ -212,22 +201,31 @@ int lifecycle_foreach_state(struct b4_lifecycle *lc, b4_entry_state_fn *fn, void
         return r;
 }
 
+static int first_with_state(const char *key, void *value, void *ud)
+{
+        struct b4_entry *e = value;
+
+        if (!e->state)
+                return 0;
+        *(struct b4_entry **)ud = e;
+        return 1;
+}
+
+/* One entry at a time, allocating nothing: this also runs when memory is short. */
 void lifecycle_clear(struct b4_lifecycle *lc)
 {
-        cleanup_free struct b4_entry **v = NULL;
-        struct b4_entry **end;
+        for (;;) {
+                struct b4_entry *e = NULL;
 
-        (void)pthread_mutex_lock(&lc->lock);
-        v = b4_calloc(hashmap_size(lc->entries) + 1, sizeof(*v));
-        end = v;
-        if (v)
-                (void)hashmap_foreach(lc->entries, collect, &end);
-        (void)pthread_mutex_unlock(&lc->lock);
-        if (!v)
-                return; /* out of memory at teardown: the states leak, nothing breaks */
-        for (struct b4_entry **p = v; p < end; p++) {
-                b4_entry_set_state(*p, NULL, NULL);
-                b4_entry_unref(*p);
+                (void)pthread_mutex_lock(&lc->lock);
+                (void)hashmap_foreach(lc->entries, first_with_state, &e);
+                if (e)
+                        e->refs++;
+                (void)pthread_mutex_unlock(&lc->lock);
+                if (!e)
+                        return;
+                b4_entry_set_state(e, NULL, NULL);
+                b4_entry_unref(e);
         }
 }
 
