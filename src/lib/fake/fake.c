@@ -126,7 +126,6 @@ static int view_lock(struct b4_fs *fs,
                      struct fake_ws **ret_ws,
                      struct b4_error *err)
 {
-        struct fake_reader *rd;
         struct fake_core *c;
         struct fake_ws *ws;
 
@@ -135,10 +134,12 @@ static int view_lock(struct b4_fs *fs,
                 c = sb->core;
                 ws = sb->ws;
         } else {
-                rd = container_of(fs, struct fake_reader, base.fs);
+                struct fake_reader *rd = container_of(fs, struct fake_reader, base.fs);
                 c = rd->core;
                 ws = rd->ws;
         }
+        *ret_core = c;
+        *ret_ws = ws;
         (void)pthread_mutex_lock(&c->lock);
         if (ws->destroyed) {
                 (void)pthread_mutex_unlock(&c->lock);
@@ -147,8 +148,6 @@ static int view_lock(struct b4_fs *fs,
                         "Sandbox unavailable: the workspace of thread \"%s\" was destroyed.",
                         ws->thread_id);
         }
-        *ret_core = c;
-        *ret_ws = ws;
         return 0;
 }
 
@@ -156,6 +155,25 @@ static int view_unlock(struct fake_core *c, int r)
 {
         (void)pthread_mutex_unlock(&c->lock);
         return r;
+}
+
+/* Lock the view and resolve @path in it (fakefs_resolve()); unlocked again on error. */
+static int view_resolve(struct b4_fs *fs,
+                        const char *path,
+                        bool follow_last,
+                        unsigned flags,
+                        const char *op,
+                        struct fake_core **ret_core,
+                        struct fake_ws **ret_ws,
+                        char **ret,
+                        struct b4_error *err)
+{
+        int r = view_lock(fs, ret_core, ret_ws, err);
+
+        if (r < 0)
+                return r;
+        r = fakefs_resolve(*ret_ws, path, follow_last, flags, op, ret, err);
+        return r < 0 ? view_unlock(*ret_core, r) : 0;
 }
 
 static int fs_read_file(struct b4_fs *fs,
@@ -166,23 +184,22 @@ static int fs_read_file(struct b4_fs *fs,
                         size_t *ret_len,
                         struct b4_error *err)
 {
+        cleanup_free char *p = NULL;
         struct fake_core *c = NULL;
         struct fake_ws *ws = NULL;
-        int r = fakefs_confine(path, flags, "readFile", err);
+        int r = view_resolve(fs, path, true, flags, "readFile", &c, &ws, &p, err);
 
-        if (r >= 0)
-                r = view_lock(fs, &c, &ws, err);
-
-        return r < 0 ? r : view_unlock(c, fakefs_read(ws, path, max_bytes, ret, ret_len, err));
+        return r < 0 ? r : view_unlock(c, fakefs_read(ws, p, max_bytes, ret, ret_len, err));
 }
 
 static int fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
 {
+        cleanup_free char *p = NULL;
         struct fake_core *c = NULL;
         struct fake_ws *ws = NULL;
-        int r = view_lock(fs, &c, &ws, err);
+        int r = view_resolve(fs, path, false, 0, "lstat", &c, &ws, &p, err);
 
-        return r < 0 ? r : view_unlock(c, fakefs_lstat(ws, path, ret, err));
+        return r < 0 ? r : view_unlock(c, fakefs_lstat(ws, p, ret, err));
 }
 
 static int fs_stat(struct b4_fs *fs,
@@ -191,31 +208,32 @@ static int fs_stat(struct b4_fs *fs,
                    struct b4_stat *ret,
                    struct b4_error *err)
 {
-        int r = fakefs_confine(path, flags, "stat", err);
+        cleanup_free char *p = NULL;
+        struct fake_core *c = NULL;
+        struct fake_ws *ws = NULL;
+        int r = view_resolve(fs, path, true, flags, "stat", &c, &ws, &p, err);
 
-        return r < 0 ? r : fs_lstat(fs, path, ret, err);
+        return r < 0 ? r : view_unlock(c, fakefs_lstat(ws, p, ret, err));
 }
 
 static int fs_list_dir(
         struct b4_fs *fs, const char *path, unsigned flags, char ***ret, struct b4_error *err)
 {
+        cleanup_free char *p = NULL;
         struct fake_core *c = NULL;
         struct fake_ws *ws = NULL;
-        int r = fakefs_confine(path, flags, "listDir", err);
+        int r = view_resolve(fs, path, true, flags, "listDir", &c, &ws, &p, err);
 
-        if (r >= 0)
-                r = view_lock(fs, &c, &ws, err);
-
-        return r < 0 ? r : view_unlock(c, fakefs_list(ws, path, ret, err));
+        return r < 0 ? r : view_unlock(c, fakefs_list(ws, p, ret, err));
 }
 
 static int fs_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err)
 {
         struct fake_core *c = NULL;
         struct fake_ws *ws = NULL;
-        int r = view_lock(fs, &c, &ws, err);
+        int r = view_resolve(fs, path, true, 0, "realpath", &c, &ws, ret, err);
 
-        return r < 0 ? r : view_unlock(c, fakefs_normalize(path, ret, err));
+        return r < 0 ? r : view_unlock(c, 0);
 }
 
 static int fs_write_file(struct b4_fs *fs,
@@ -225,57 +243,65 @@ static int fs_write_file(struct b4_fs *fs,
                          size_t len,
                          struct b4_error *err)
 {
+        cleanup_free char *p = NULL;
         struct fake_core *c = NULL;
         struct fake_ws *ws = NULL;
-        int r = fakefs_confine(path, flags, "writeFile", err);
+        int r = view_resolve(fs, path, false, flags, "writeFile", &c, &ws, &p, err);
 
-        if (r >= 0)
-                r = view_lock(fs, &c, &ws, err);
-
-        return r < 0 ? r : view_unlock(c, fakefs_write(ws, path, data, len, err));
+        return r < 0 ? r : view_unlock(c, fakefs_write(ws, p, data, len, err));
 }
 
 static int fs_mkdir_p(struct b4_fs *fs, const char *path, struct b4_error *err)
 {
+        cleanup_free char *p = NULL;
         struct fake_core *c = NULL;
         struct fake_ws *ws = NULL;
-        int r = view_lock(fs, &c, &ws, err);
+        int r = view_resolve(fs, path, true, 0, "mkdir", &c, &ws, &p, err);
 
-        return r < 0 ? r : view_unlock(c, fakefs_mkdir(ws, path, err));
+        return r < 0 ? r : view_unlock(c, fakefs_mkdir(ws, p, err));
 }
 
 static int fs_remove(struct b4_fs *fs, const char *path, struct b4_error *err)
 {
+        cleanup_free char *p = NULL;
         struct fake_core *c = NULL;
         struct fake_ws *ws = NULL;
-        int r = view_lock(fs, &c, &ws, err);
+        int r = view_resolve(fs, path, false, 0, "remove", &c, &ws, &p, err);
 
-        return r < 0 ? r : view_unlock(c, fakefs_remove(ws, path, err));
+        return r < 0 ? r : view_unlock(c, fakefs_remove(ws, p, err));
 }
 
 static int fs_touch(struct b4_fs *fs, const char *path, unsigned flags, struct b4_error *err)
 {
+        cleanup_free char *p = NULL;
         struct fake_core *c = NULL;
         struct fake_ws *ws = NULL;
-        int r = fakefs_confine(path, flags, "touchFile", err);
+        int r = view_resolve(fs, path, true, flags, "touchFile", &c, &ws, &p, err);
 
-        if (r >= 0)
-                r = view_lock(fs, &c, &ws, err);
-
-        return r < 0 ? r : view_unlock(c, fakefs_touch(ws, path, err));
+        return r < 0 ? r : view_unlock(c, fakefs_touch(ws, p, err));
 }
 
 static int fs_chmod(struct b4_fs *fs, const char *path, uint32_t mode, struct b4_error *err)
 {
+        cleanup_free char *p = NULL;
         struct fake_core *c = NULL;
         struct fake_ws *ws = NULL;
-        int r = view_lock(fs, &c, &ws, err);
+        int r = view_resolve(fs, path, false, 0, "chmod", &c, &ws, &p, err);
 
-        return r < 0 ? r : view_unlock(c, fakefs_chmod(ws, path, mode, err));
+        return r < 0 ? r : view_unlock(c, fakefs_chmod(ws, p, mode, err));
 }
 
-/* No symlinks (symlink is absent: -EOPNOTSUPP), so stat and lstat agree; walk and read_files
- * use the generic fallbacks. */
+static int fs_symlink(struct b4_fs *fs, const char *target, const char *path, struct b4_error *err)
+{
+        cleanup_free char *p = NULL;
+        struct fake_core *c = NULL;
+        struct fake_ws *ws = NULL;
+        int r = view_resolve(fs, path, false, 0, "symlink", &c, &ws, &p, err);
+
+        return r < 0 ? r : view_unlock(c, fakefs_symlink(ws, target, p, err));
+}
+
+/* walk and read_files use the generic fallbacks. */
 static const struct b4_fs_ops sandbox_fs_ops = {
         .read_file = fs_read_file,
         .lstat = fs_lstat,
@@ -286,6 +312,7 @@ static const struct b4_fs_ops sandbox_fs_ops = {
         .mkdir_p = fs_mkdir_p,
         .remove = fs_remove,
         .touch = fs_touch,
+        .symlink = fs_symlink,
         .chmod = fs_chmod,
 };
 
