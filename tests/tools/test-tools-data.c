@@ -18,6 +18,7 @@
 #include "b4-test.h"
 #include "base/alloc.h"
 #include "casefile.h"
+#include "fake/fake.h"
 #include "tools/tools-internal.h"
 
 static int failures;
@@ -158,6 +159,7 @@ static struct b4_sandbox *fake_sandbox(const char *thread_id)
 
         b4_policy_init(&pol);
         assert_int_equal(b4_provider_new(&cfg, &p, NULL), 0);
+        assert_int_equal(fake_provider_set_symlinks(p, true), 0);
         assert_int_equal(b4_provider_acquire(
                                  p,
                                  &(struct b4_acquire_req){ .thread_id = thread_id, .policy = &pol },

@@ -36,6 +36,7 @@ struct fake_core {
         pthread_mutex_t lock;
         struct hashmap *threads; /* thread id -> struct fake_ws (its reference) */
         fake_exec_fn *exec;      /* never NULL */
+        bool symlinks;           /* new handles get the symlink member */
         void *exec_userdata;
         unsigned refs;          /* the provider, every handle and every reader */
         uint64_t read_delay_ms; /* B4BOX_FAKE_READ_DELAY_MS: a slow reader open, for tests */
@@ -60,6 +61,7 @@ struct fake_reader {
 
 static const struct b4_provider_ops fake_provider_ops;
 static const struct b4_fs_ops sandbox_fs_ops;
+static const struct b4_fs_ops sandbox_fs_ops_links;
 static const struct b4_fs_ops reader_fs_ops;
 
 /* ---- core and workspace lifetime ---- */
@@ -129,7 +131,7 @@ static int view_lock(struct b4_fs *fs,
         struct fake_core *c;
         struct fake_ws *ws;
 
-        if (fs->ops == &sandbox_fs_ops) {
+        if (fs->sb) {
                 struct fake_sandbox *sb = container_of(fs, struct fake_sandbox, base.fs);
                 c = sb->core;
                 ws = sb->ws;
@@ -301,7 +303,8 @@ static int fs_symlink(struct b4_fs *fs, const char *target, const char *path, st
         return r < 0 ? r : view_unlock(c, fakefs_symlink(ws, target, p, err));
 }
 
-/* walk and read_files use the generic fallbacks. */
+/* walk and read_files use the generic fallbacks. Without symlink by default (callers take
+ * their no-symlink paths); fake_provider_set_symlinks() gives handles the member. */
 static const struct b4_fs_ops sandbox_fs_ops = {
         .read_file = fs_read_file,
         .lstat = fs_lstat,
@@ -312,8 +315,21 @@ static const struct b4_fs_ops sandbox_fs_ops = {
         .mkdir_p = fs_mkdir_p,
         .remove = fs_remove,
         .touch = fs_touch,
-        .symlink = fs_symlink,
         .chmod = fs_chmod,
+};
+
+static const struct b4_fs_ops sandbox_fs_ops_links = {
+        .read_file = fs_read_file,
+        .lstat = fs_lstat,
+        .stat = fs_stat,
+        .list_dir = fs_list_dir,
+        .realpath = fs_realpath,
+        .write_file = fs_write_file,
+        .mkdir_p = fs_mkdir_p,
+        .remove = fs_remove,
+        .touch = fs_touch,
+        .chmod = fs_chmod,
+        .symlink = fs_symlink,
 };
 
 static const struct b4_fs_ops reader_fs_ops = {
@@ -370,7 +386,9 @@ static int instance_start(struct fake_core *c, struct fake_ws *ws, struct fake_s
 
         if (!s)
                 return -ENOMEM;
-        if (b4_sandbox_init(&s->base, &sandbox_ops, &sandbox_fs_ops, ws->thread_id) < 0) {
+        if (b4_sandbox_init(&s->base, &sandbox_ops,
+                            c->symlinks ? &sandbox_fs_ops_links : &sandbox_fs_ops,
+                            ws->thread_id) < 0) {
                 free(s);
                 return -ENOMEM;
         }
@@ -697,4 +715,16 @@ int fake_provider_freezes(struct b4_provider *p, const char *thread_id, bool *re
                 *ret_frozen = ws && ws->frozen;
         (void)pthread_mutex_unlock(&c->lock);
         return n;
+}
+
+int fake_provider_set_symlinks(struct b4_provider *p, bool on)
+{
+        struct fake_core *c = fake_core_of(p);
+
+        if (!c)
+                return -EINVAL;
+        (void)pthread_mutex_lock(&c->lock);
+        c->symlinks = on;
+        (void)pthread_mutex_unlock(&c->lock);
+        return 0;
 }

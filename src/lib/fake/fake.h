@@ -63,3 +63,11 @@ int fake_provider_n_workspaces(struct b4_provider *p);
  * Return: the count, or -EINVAL when @p is not a fake provider.
  */
 int fake_provider_freezes(struct b4_provider *p, const char *thread_id, bool *ret_frozen);
+
+/**
+ * fake_provider_set_symlinks() - whether handles started from now on have the symlink member
+ * (default: not, so callers take their no-symlink paths, e.g. materialising links by exec).
+ * Links are resolved either way; only making them needs the member.
+ * Return: 0, or -EINVAL when @p is not a fake provider.
+ */
+int fake_provider_set_symlinks(struct b4_provider *p, bool on);
