@@ -104,6 +104,8 @@ static int open_how(int dirfd, const char *rel, int flags, mode_t mode, uint64_t
                 if (fd >= 0 || errno != EAGAIN)
                         break;
         }
+        if (fd < 0 && errno == EAGAIN)
+                return -EBUSY; /* never -EAGAIN: core reads that as a lost keeper and replaces it */
         return fd < 0 ? -errno : (int)fd;
 }
 
