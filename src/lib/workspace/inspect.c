@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "b4box/provider-impl.h" /* the check of optional fs members */
+
 #include "base/alloc.h"
 #include "base/hashmap.h"
 #include "base/macro.h"
@@ -670,21 +672,6 @@ int b4_inspect_workspace(struct b4_fs *fs,
         }
         *ret = res;
         return 0;
-}
-
-int b4_provider_freeze(struct b4_provider *p,
-                       const char *thread_id,
-                       bool frozen,
-                       struct b4_error *err)
-{
-        if (!p || !thread_id || !*thread_id)
-                return b4_error_set(err, -EINVAL, "freeze needs a provider and a thread id");
-        if (!p->ops->freeze)
-                return b4_error_set(err, -EOPNOTSUPP,
-                                    "Sandbox provider \"%s\" cannot freeze a thread for a "
-                                    "consistent read",
-                                    p->ops->name);
-        return p->ops->freeze(p, thread_id, frozen, err);
 }
 
 struct thread_read {
