@@ -4,12 +4,9 @@
 #include "providers.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "b4box/b4.h"
-
-#include "base/strv.h"
 
 typedef int provider_ctor(const struct b4_provider_config *cfg,
                           struct b4_provider **ret,
@@ -23,21 +20,6 @@ static const struct {
         { "fake", fake_provider_new },
         { "native", native_provider_new },
 };
-
-void b4_provider_config_clear(struct b4_provider_config *c)
-{
-        free(c->type);
-        free(c->scope);
-        free(c->image);
-        strv_free(c->images);
-        free(c->state_dir);
-        free(c->docker_host);
-        free(c->kube_api);
-        free(c->kube_namespace);
-        free(c->kube_token_file);
-        free(c->kube_ca_file);
-        *c = (struct b4_provider_config){ 0 };
-}
 
 int b4_provider_new(const struct b4_provider_config *cfg,
                     struct b4_provider **ret,
