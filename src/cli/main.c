@@ -67,11 +67,9 @@ static const struct cli_command commands[] = {
           "  --server URL             read through a server (default: $B4BOX_URL, else local)\n",
           .uses_provider = true },
         { "release", cmd_release, "release a thread's sandbox, keeping its workspace",
-          "b4box release ID", "",
-          .uses_provider = true },
+          "b4box release ID", "", .uses_provider = true },
         { "destroy", cmd_destroy, "destroy a thread's sandbox and workspace", "b4box destroy ID",
-          "",
-          .uses_provider = true },
+          "", .uses_provider = true },
         { "bundle", cmd_bundle, "create or verify a source bundle",
           "b4box bundle create DIR [--include-from FILE] [--exclude-dir D]... -o OUT [--json]\n"
           "b4box bundle verify FILE [--json]",
@@ -98,12 +96,10 @@ static const struct cli_command commands[] = {
         { "probe", cmd_probe, "escape and abuse probes against the provider",
           "b4box probe [--json]", "  --json                   one JSON document\n",
           .uses_provider = true },
-        { "help", cmd_help, "show the help of b4box or of one command", "b4box help [COMMAND]",
-          "",
+        { "help", cmd_help, "show the help of b4box or of one command", "b4box help [COMMAND]", "",
           .uses_provider = false },
         { "version", cmd_version, "print the version", "b4box version [--json]",
-          "  --json                   {\"version\": V}\n",
-          .uses_provider = false },
+          "  --json                   {\"version\": V}\n", .uses_provider = false },
 };
 
 static const struct cli_command *current; /* the command being run */
