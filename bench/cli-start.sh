@@ -22,13 +22,13 @@ cleanup() {
         rm -rf "$state"
 }
 trap cleanup EXIT
-printf '%-40s %9s %26s\n' binary libs "median / min"
+printf '%-40s %5s  %s\n' binary libs "wall median, min; cpu median"
 for b in "${bins[@]}"; do
-        printf '%-40s %9s\n' "$b" "$(ldd "$b" | wc -l)"
-        printf '  %-38s %9s %26s\n' "version (50 runs)" "" "$("$st" 50 "$b" version)"
+        printf '%-40s %5s\n' "$b" "$(ldd "$b" | wc -l)"
+        printf '  %-38s %5s  %s\n' "version" "" "$("$st" 50 "$b" version)"
         if [ "$(id -u)" = 0 ]; then
                 "$b" --state "$state" exec --thread "$thread" -- true
-                printf '  %-38s %9s %26s\n' "warm exec -- true (30 runs)" "" \
+                printf '  %-38s %5s  %s\n' "warm exec -- true" "" \
                         "$("$st" 30 "$b" --state "$state" exec --thread "$thread" -- true)"
         fi
 done
