@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The light b4box's side of what only b4box-full has (handover.h): the server, the commands
- * that only talk to one, and the HTTP client. Each hands the whole command over; the client
- * is first asked by cli_server_url(), before a command does anything, so a command that
- * goes to a server runs in b4box-full from its start.
+ * that only talk to one, and the HTTP client (client.h). Each hands the whole command over.
+ * A command asks the client (cli_server_url(), or a request) before it does anything else
+ * for a server, so a command that goes to one runs in b4box-full from its start.
  */
 
 #include <stdlib.h>
@@ -38,7 +38,36 @@ const char *cli_server_url(const char *flag)
         return NULL;
 }
 
-/* Reached only with a server URL, which cli_server_url() has already handed over. */
+/* The rest of client.h: in b4box, every way to a server hands the command over. */
+int cli_http(const struct cli_client *c,
+             const char *method,
+             const char *path,
+             const char *body,
+             long *ret_status,
+             char **ret_body,
+             struct b4_error *err)
+{
+        exit(cli_handover());
+}
+
+int cli_http_request(const struct cli_client *c,
+                     const struct cli_http_req *req,
+                     struct cli_http_resp *ret,
+                     struct b4_error *err)
+{
+        exit(cli_handover());
+}
+
+int cli_http_fail(long status, const char *body)
+{
+        exit(cli_handover());
+}
+
+char *cli_path_escape(const char *s)
+{
+        exit(cli_handover());
+}
+
 int cli_remote_tool(const char *url,
                     const char *thread,
                     const char *tool,
