@@ -63,11 +63,6 @@ int cli_http_fail(long status, const char *body)
         exit(cli_handover());
 }
 
-char *cli_path_escape(const char *s)
-{
-        exit(cli_handover());
-}
-
 int cli_remote_tool(const char *url,
                     const char *thread,
                     const char *tool,
