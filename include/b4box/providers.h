@@ -3,6 +3,8 @@
 
 /* The providers built into this library (native, docker, fake): the one a config names. */
 
+#include <stdbool.h>
+
 #include "b4box/config.h"
 #include "b4box/error.h"
 
@@ -17,3 +19,5 @@ struct b4_provider;
 B4_PUBLIC int b4_provider_new(const struct b4_provider_config *cfg,
                               struct b4_provider **ret,
                               struct b4_error *err);
+/* Whether this build has the provider @type (b4_provider_new() would not say -EOPNOTSUPP). */
+B4_PUBLIC bool b4_provider_available(const char *type);
