@@ -2,10 +2,11 @@
 #pragma once
 
 /*
- * Umbrella header of libb4box: every public header, nothing declared here. An embedder
- * loads a config (config.h), builds the provider it names (providers.h), opens the state
- * store (state.h) and runs threads through the runtime (runtime.h: runs, tools.h results,
- * workspace reads with inspect.h and bundle.h).
+ * Umbrella header of libb4box: every embedding header (all of include/b4box but the provider
+ * implementer's provider-impl.h), nothing declared here. An embedder loads a config
+ * (config.h), builds the provider it names (providers.h), opens the state store (state.h)
+ * and runs threads through the runtime (runtime.h: runs, tools.h results, workspace reads
+ * with inspect.h and bundle.h).
  */
 
 #include "b4box/bundle.h"
