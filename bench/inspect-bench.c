@@ -15,6 +15,7 @@
 #include "b4box/inspect.h"
 
 #include "b4-test.h"
+#include "workspace/inspect-thread.h"
 
 #define RUNS 15
 

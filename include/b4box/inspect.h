@@ -127,24 +127,6 @@ B4_PUBLIC int b4_inspection_to_json(const struct b4_inspection *insp,
                                     char *const *ignore,
                                     char **ret);
 
-/* ---- consistent reads ---- */
-
-/**
- * b4_inspect_thread() - open a reader of @thread_id's workspace, inspect it, always close
- * (b4_with_reader()); with @consistent, the thread's processes are frozen around the
- * inspection (b4_provider_freeze()) so it sees one instant
- * @thread_id: the sandbox key (a child thread reads its root ancestor's workspace)
- * Return: as b4_inspect_workspace(), plus the reader's errors (-ENOENT with B4_E2001 when
- * the thread has no storage, -EOPNOTSUPP without a reader or, for @consistent, a freeze).
- */
-B4_PUBLIC int b4_inspect_thread(struct b4_provider *p,
-                                const char *thread_id,
-                                const struct b4_inspect_options *o,
-                                bool consistent,
-                                struct b4_inspection *ret,
-                                struct b4_inspect_failure *ret_fail,
-                                struct b4_error *err);
-
 /* ---- the client side of POST /threads/{id}/workspace/inspect ---- */
 
 #define B4_INSPECT_RESPONSE_MAX_BYTES (64u * 1024u * 1024u)

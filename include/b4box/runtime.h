@@ -215,8 +215,9 @@ B4_PUBLIC const char *b4_read_sandbox_key(const struct b4_read *rd);
 B4_PUBLIC struct b4_read *b4_read_end(struct b4_read *rd);
 /**
  * b4_runtime_inspect() - inspect the thread's workspace (its root ancestor's, reference §6.2)
- * holding its run slot, on a worker thread: b4_inspect_thread() with @o and @consistent,
- * then the digests the thread's admission recorded
+ * holding its run slot, on a worker thread: a reader of the workspace, b4_inspect_workspace()
+ * with @o and, with @consistent, the thread's processes frozen around it (b4_provider_freeze())
+ * so it sees one instant; then the digests the thread's admission recorded
  * @o:          NULL = the defaults; copied (an abandoned read's worker outlives the call)
  * @timeout_ms: 0 = no deadline; at the deadline the read is abandoned (its worker stops at
  *              its next check, b4_runtime_free() waits for it) and the slot freed
@@ -225,8 +226,9 @@ B4_PUBLIC struct b4_read *b4_read_end(struct b4_read *rd);
  * @ret:        zeroed first; on 0 the inspection and digests, on -EPROTO the refusal in
  *              ret->fail; the caller clears it (b4_workspace_read_clear())
  * Return: 0; -EPROTO (a refusal, err->msg the reference's text); -ETIMEDOUT; -ECANCELED;
- * as b4_runtime_read_begin(); as b4_inspect_thread() (-ENOENT with B4_E2001 when the
- * thread has no storage).
+ * as b4_runtime_read_begin(); as b4_inspect_workspace(), plus the reader's errors (-ENOENT
+ * with B4_E2001 when the thread has no storage, -EOPNOTSUPP without a reader or, for
+ * @consistent, a freeze).
  */
 B4_PUBLIC int b4_runtime_inspect(struct b4_runtime *rt,
                                  const char *id,

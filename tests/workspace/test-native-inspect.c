@@ -17,6 +17,7 @@
 #include "b4box/provider-impl.h"
 
 #include "b4-test.h"
+#include "workspace/inspect-thread.h"
 
 static struct b4_provider *P;
 static char *State;

@@ -19,6 +19,7 @@
 #include "b4-test.h"
 #include "base/macro.h"
 #include "fake/fake.h"
+#include "workspace/inspect-thread.h"
 
 /* ---- a stub provider whose reader's close can fail ---- */
 

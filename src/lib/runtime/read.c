@@ -22,6 +22,7 @@
 #include "base/strv.h"
 #include "base/time-util.h"
 #include "runtime-internal.h"
+#include "workspace/inspect-thread.h"
 
 struct b4_read {
         struct b4_runtime *rt;

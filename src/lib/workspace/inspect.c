@@ -28,6 +28,7 @@
 #include "base/strv.h"
 #include "base/utf8.h"
 #include "inspect-internal.h"
+#include "inspect-thread.h"
 
 void b4_inspect_options_init(struct b4_inspect_options *o)
 {
