@@ -3,10 +3,11 @@
 
 /*
  * The fake provider's in-memory workspace: a map of normalised absolute path to file
- * content, explicit directory or symlink. Directories also exist implicitly: every proper
- * prefix of a stored path, the workspace root and its ancestors. All functions expect the
- * caller to hold the provider's lock; all but fakefs_resolve() and fakefs_symlink() take a
- * path whose links are resolved already.
+ * content, explicit directory, symlink or "other" entry (what a FIFO, socket or device is to
+ * lstat). Directories also exist implicitly: every proper prefix of a stored path, the
+ * workspace root and its ancestors. All functions expect the caller to hold the provider's
+ * lock; all but fakefs_resolve() and fakefs_symlink() take a path whose links are resolved
+ * already.
  */
 
 #include <stdbool.h>
@@ -17,14 +18,22 @@
 
 struct fake_sandbox;
 
+enum fake_kind {
+        FAKE_NONE = 0, /* kind_of() only: nothing at that path */
+        FAKE_FILE,
+        FAKE_DIR, /* stored: an explicitly created directory */
+        FAKE_LINK,
+        FAKE_OTHER, /* neither file, directory nor link (fake_provider_mkother()) */
+};
+
 struct fake_entry {
-        char *path;       /* owned; normalised absolute path */
-        char *data;       /* owned file content, NUL-terminated past len; NULL for a dir */
-        char *target;     /* owned symlink text (never resolved when stored); NULL otherwise */
-        size_t len;       /* content bytes */
-        bool is_dir;      /* an explicitly created directory */
-        bool executable;  /* chmod gave the file an 0111 bit (kept across writes) */
-        int64_t mtime_ms; /* last write or touch */
+        char *path;          /* owned; normalised absolute path */
+        enum fake_kind kind; /* never FAKE_NONE */
+        char *data;          /* owned file content, NUL-terminated past len; NULL otherwise */
+        char *target;        /* owned symlink text (never resolved when stored); NULL otherwise */
+        size_t len;          /* content bytes */
+        bool executable;     /* chmod gave the file an 0111 bit (kept across writes) */
+        int64_t mtime_ms;    /* last write or touch */
 };
 
 struct fake_ws {
@@ -72,3 +81,17 @@ int fakefs_touch(struct fake_ws *ws, const char *path, struct b4_error *err);
 int fakefs_chmod(struct fake_ws *ws, const char *path, uint32_t mode, struct b4_error *err);
 /* Store @path as a symlink to @target (raw text); an existing @path is -EEXIST. */
 int fakefs_symlink(struct fake_ws *ws, const char *target, const char *path, struct b4_error *err);
+/* Store @path as an "other" entry; an existing @path is -EEXIST. */
+int fakefs_mkother(struct fake_ws *ws, const char *path, struct b4_error *err);
+/* The walk member's contract (provider-impl.h) over @path: depth-first, children sorted,
+ * @prune's direct children reported, not descended; over @max entries -E2BIG. */
+int fakefs_walk(struct fake_ws *ws,
+                const char *path,
+                size_t max,
+                char *const *prune,
+                struct b4_walk_entry **ret,
+                size_t *ret_n,
+                struct b4_error *err);
+/* Break a finished walk as enum fake_walk_faults @faults says (fake.h). Return: 0 or -ENOMEM
+ * (then *@v and *@n still describe what is to be freed). */
+int fakefs_walk_break(unsigned faults, struct b4_walk_entry **v, size_t *n);

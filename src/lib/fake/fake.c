@@ -37,9 +37,14 @@ struct fake_core {
         struct hashmap *threads; /* thread id -> struct fake_ws (its reference) */
         fake_exec_fn *exec;      /* never NULL */
         bool symlinks;           /* new handles get the symlink member */
+        bool batched;            /* new handles and readers get walk and read_files */
         void *exec_userdata;
-        unsigned refs;          /* the provider, every handle and every reader */
-        uint64_t read_delay_ms; /* B4BOX_FAKE_READ_DELAY_MS: a slow reader open, for tests */
+        unsigned refs;             /* the provider, every handle and every reader */
+        uint64_t read_delay_ms;    /* B4BOX_FAKE_READ_DELAY_MS: a slow reader open, for tests */
+        unsigned walk_faults;      /* enum fake_walk_faults */
+        fake_read_hook *read_hook; /* NULL = none; called unlocked */
+        void *read_hook_data;
+        unsigned calls[FAKE_CALL__COUNT];
 };
 
 struct fake_provider {
@@ -51,18 +56,17 @@ struct fake_sandbox {
         struct b4_sandbox base;
         struct fake_core *core; /* a reference */
         struct fake_ws *ws;     /* a reference */
+        struct b4_fs_ops ops;   /* base.fs's members (view_ops()) */
 };
 
 struct fake_reader {
         struct b4_reader base;
         struct fake_core *core; /* a reference */
         struct fake_ws *ws;     /* a reference */
+        struct b4_fs_ops ops;   /* base.fs's members (view_ops()) */
 };
 
 static const struct b4_provider_ops fake_provider_ops;
-static const struct b4_fs_ops sandbox_fs_ops;
-static const struct b4_fs_ops sandbox_fs_ops_links;
-static const struct b4_fs_ops reader_fs_ops;
 
 /* ---- core and workspace lifetime ---- */
 
@@ -122,27 +126,53 @@ static struct fake_ws *ws_get(struct fake_core *c, const char *thread_id)
 
 /* ---- filesystem views (handles and readers) ---- */
 
-/* Lock the core behind @fs and return the workspace it may touch. */
+/* The members' names in messages. */
+static const char *const call_name[FAKE_CALL__COUNT] = {
+        [FAKE_CALL_READ_FILE] = "readFile",
+        [FAKE_CALL_LSTAT] = "lstat",
+        [FAKE_CALL_STAT] = "stat",
+        [FAKE_CALL_LIST_DIR] = "listDir",
+        [FAKE_CALL_REALPATH] = "realpath",
+        [FAKE_CALL_WALK] = "walk",
+        [FAKE_CALL_READ_FILES] = "readFiles",
+        [FAKE_CALL_WRITE_FILE] = "writeFile",
+        [FAKE_CALL_MKDIR_P] = "mkdir",
+        [FAKE_CALL_REMOVE] = "remove",
+        [FAKE_CALL_TOUCH] = "touchFile",
+        [FAKE_CALL_CHMOD] = "chmod",
+        [FAKE_CALL_SYMLINK] = "symlink",
+        [FAKE_CALL_EXEC] = "exec",
+};
+
+/* The core and workspace behind @fs (a handle's or a reader's). */
+static struct fake_core *view_of(struct b4_fs *fs, struct fake_ws **ret_ws)
+{
+        if (fs->sb) {
+                struct fake_sandbox *sb = container_of(fs, struct fake_sandbox, base.fs);
+                if (ret_ws)
+                        *ret_ws = sb->ws;
+                return sb->core;
+        }
+        struct fake_reader *rd = container_of(fs, struct fake_reader, base.fs);
+        if (ret_ws)
+                *ret_ws = rd->ws;
+        return rd->core;
+}
+
+/* Lock the core behind @fs, count @call and return the workspace it may touch. */
 static int view_lock(struct b4_fs *fs,
+                     enum fake_call call,
                      struct fake_core **ret_core,
                      struct fake_ws **ret_ws,
                      struct b4_error *err)
 {
-        struct fake_core *c;
         struct fake_ws *ws;
+        struct fake_core *c = view_of(fs, &ws);
 
-        if (fs->sb) {
-                struct fake_sandbox *sb = container_of(fs, struct fake_sandbox, base.fs);
-                c = sb->core;
-                ws = sb->ws;
-        } else {
-                struct fake_reader *rd = container_of(fs, struct fake_reader, base.fs);
-                c = rd->core;
-                ws = rd->ws;
-        }
         *ret_core = c;
         *ret_ws = ws;
         (void)pthread_mutex_lock(&c->lock);
+        c->calls[call]++;
         if (ws->destroyed) {
                 (void)pthread_mutex_unlock(&c->lock);
                 return b4_error_set_code(
@@ -159,23 +189,33 @@ static int view_unlock(struct fake_core *c, int r)
         return r;
 }
 
-/* Lock the view and resolve @path in it (fakefs_resolve()); unlocked again on error. */
+/* Lock the view for @call and resolve @path in it (fakefs_resolve()); unlocked again on
+ * error. */
 static int view_resolve(struct b4_fs *fs,
                         const char *path,
                         bool follow_last,
                         unsigned flags,
-                        const char *op,
+                        enum fake_call call,
                         struct fake_core **ret_core,
                         struct fake_ws **ret_ws,
                         char **ret,
                         struct b4_error *err)
 {
-        int r = view_lock(fs, ret_core, ret_ws, err);
+        int r = view_lock(fs, call, ret_core, ret_ws, err);
 
         if (r < 0)
                 return r;
-        r = fakefs_resolve(*ret_ws, path, follow_last, flags, op, ret, err);
+        r = fakefs_resolve(*ret_ws, path, follow_last, flags, call_name[call], ret, err);
         return r < 0 ? view_unlock(*ret_core, r) : 0;
+}
+
+/* The injected writer, if any (fake_provider_set_read_hook()): before a read, unlocked. */
+static void before_read(struct b4_fs *fs)
+{
+        struct fake_core *c = view_of(fs, NULL);
+
+        if (c->read_hook)
+                c->read_hook(c->read_hook_data);
 }
 
 static int fs_read_file(struct b4_fs *fs,
@@ -189,8 +229,10 @@ static int fs_read_file(struct b4_fs *fs,
         cleanup_free char *p = NULL;
         struct fake_core *c = NULL;
         struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, true, flags, "readFile", &c, &ws, &p, err);
+        int r;
 
+        before_read(fs);
+        r = view_resolve(fs, path, true, flags, FAKE_CALL_READ_FILE, &c, &ws, &p, err);
         return r < 0 ? r : view_unlock(c, fakefs_read(ws, p, max_bytes, ret, ret_len, err));
 }
 
@@ -199,7 +241,7 @@ static int fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, str
         cleanup_free char *p = NULL;
         struct fake_core *c = NULL;
         struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, false, 0, "lstat", &c, &ws, &p, err);
+        int r = view_resolve(fs, path, false, 0, FAKE_CALL_LSTAT, &c, &ws, &p, err);
 
         return r < 0 ? r : view_unlock(c, fakefs_lstat(ws, p, ret, err));
 }
@@ -213,7 +255,7 @@ static int fs_stat(struct b4_fs *fs,
         cleanup_free char *p = NULL;
         struct fake_core *c = NULL;
         struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, true, flags, "stat", &c, &ws, &p, err);
+        int r = view_resolve(fs, path, true, flags, FAKE_CALL_STAT, &c, &ws, &p, err);
 
         return r < 0 ? r : view_unlock(c, fakefs_lstat(ws, p, ret, err));
 }
@@ -224,7 +266,7 @@ static int fs_list_dir(
         cleanup_free char *p = NULL;
         struct fake_core *c = NULL;
         struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, true, flags, "listDir", &c, &ws, &p, err);
+        int r = view_resolve(fs, path, true, flags, FAKE_CALL_LIST_DIR, &c, &ws, &p, err);
 
         return r < 0 ? r : view_unlock(c, fakefs_list(ws, p, ret, err));
 }
@@ -233,7 +275,7 @@ static int fs_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4
 {
         struct fake_core *c = NULL;
         struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, true, 0, "realpath", &c, &ws, ret, err);
+        int r = view_resolve(fs, path, true, 0, FAKE_CALL_REALPATH, &c, &ws, ret, err);
 
         return r < 0 ? r : view_unlock(c, 0);
 }
@@ -248,7 +290,7 @@ static int fs_write_file(struct b4_fs *fs,
         cleanup_free char *p = NULL;
         struct fake_core *c = NULL;
         struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, false, flags, "writeFile", &c, &ws, &p, err);
+        int r = view_resolve(fs, path, false, flags, FAKE_CALL_WRITE_FILE, &c, &ws, &p, err);
 
         return r < 0 ? r : view_unlock(c, fakefs_write(ws, p, data, len, err));
 }
@@ -258,7 +300,7 @@ static int fs_mkdir_p(struct b4_fs *fs, const char *path, struct b4_error *err)
         cleanup_free char *p = NULL;
         struct fake_core *c = NULL;
         struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, true, 0, "mkdir", &c, &ws, &p, err);
+        int r = view_resolve(fs, path, true, 0, FAKE_CALL_MKDIR_P, &c, &ws, &p, err);
 
         return r < 0 ? r : view_unlock(c, fakefs_mkdir(ws, p, err));
 }
@@ -268,7 +310,7 @@ static int fs_remove(struct b4_fs *fs, const char *path, struct b4_error *err)
         cleanup_free char *p = NULL;
         struct fake_core *c = NULL;
         struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, false, 0, "remove", &c, &ws, &p, err);
+        int r = view_resolve(fs, path, false, 0, FAKE_CALL_REMOVE, &c, &ws, &p, err);
 
         return r < 0 ? r : view_unlock(c, fakefs_remove(ws, p, err));
 }
@@ -278,7 +320,7 @@ static int fs_touch(struct b4_fs *fs, const char *path, unsigned flags, struct b
         cleanup_free char *p = NULL;
         struct fake_core *c = NULL;
         struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, true, flags, "touchFile", &c, &ws, &p, err);
+        int r = view_resolve(fs, path, true, flags, FAKE_CALL_TOUCH, &c, &ws, &p, err);
 
         return r < 0 ? r : view_unlock(c, fakefs_touch(ws, p, err));
 }
@@ -288,7 +330,7 @@ static int fs_chmod(struct b4_fs *fs, const char *path, uint32_t mode, struct b4
         cleanup_free char *p = NULL;
         struct fake_core *c = NULL;
         struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, false, 0, "chmod", &c, &ws, &p, err);
+        int r = view_resolve(fs, path, false, 0, FAKE_CALL_CHMOD, &c, &ws, &p, err);
 
         return r < 0 ? r : view_unlock(c, fakefs_chmod(ws, p, mode, err));
 }
@@ -298,27 +340,79 @@ static int fs_symlink(struct b4_fs *fs, const char *target, const char *path, st
         cleanup_free char *p = NULL;
         struct fake_core *c = NULL;
         struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, false, 0, "symlink", &c, &ws, &p, err);
+        int r = view_resolve(fs, path, false, 0, FAKE_CALL_SYMLINK, &c, &ws, &p, err);
 
         return r < 0 ? r : view_unlock(c, fakefs_symlink(ws, target, p, err));
 }
 
-/* walk and read_files use the generic fallbacks. Without symlink by default (callers take
- * their no-symlink paths); fake_provider_set_symlinks() gives handles the member. */
-static const struct b4_fs_ops sandbox_fs_ops = {
-        .read_file = fs_read_file,
-        .lstat = fs_lstat,
-        .stat = fs_stat,
-        .list_dir = fs_list_dir,
-        .realpath = fs_realpath,
-        .write_file = fs_write_file,
-        .mkdir_p = fs_mkdir_p,
-        .remove = fs_remove,
-        .touch = fs_touch,
-        .chmod = fs_chmod,
-};
+static int fs_walk(struct b4_fs *fs,
+                   const char *path,
+                   size_t max_entries,
+                   char *const *prune,
+                   struct b4_walk_entry **ret,
+                   size_t *ret_n,
+                   struct b4_error *err)
+{
+        cleanup_free char *p = NULL;
+        struct fake_core *c = NULL;
+        struct fake_ws *ws = NULL;
+        unsigned faults;
+        int r = view_resolve(fs, path, true, 0, FAKE_CALL_WALK, &c, &ws, &p, err);
 
-static const struct b4_fs_ops sandbox_fs_ops_links = {
+        if (r < 0)
+                return r;
+        faults = c->walk_faults;
+        r = view_unlock(c, fakefs_walk(ws, p, max_entries, prune, ret, ret_n, err));
+        if (r < 0 || !faults)
+                return r;
+        r = fakefs_walk_break(faults, ret, ret_n);
+        if (r < 0)
+                *ret = b4_walk_entries_free(*ret, *ret_n);
+        return r;
+}
+
+/* One read of the batch, under the lock: its error goes into @b, only -ENOMEM out. */
+static int read_one(struct fake_ws *ws, const struct b4_read_req *req, struct b4_blob *b)
+{
+        cleanup_free char *p = NULL;
+        int r = fakefs_resolve(ws, req->path, true, 0, "readFile", &p, NULL);
+
+        if (r >= 0)
+                r = fakefs_read(ws, p, req->max_bytes, &b->data, &b->len, NULL);
+        b->error = r < 0 ? r : 0;
+        return r == -ENOMEM ? r : 0;
+}
+
+static int fs_read_files(struct b4_fs *fs,
+                         const struct b4_read_req *reqs,
+                         size_t n,
+                         struct b4_blob **ret,
+                         struct b4_error *err)
+{
+        struct b4_blob *b = b4_calloc(n ? n : 1, sizeof(*b));
+        struct fake_core *c = NULL;
+        struct fake_ws *ws = NULL;
+        int r;
+
+        if (!b)
+                return -ENOMEM;
+        before_read(fs);
+        r = view_lock(fs, FAKE_CALL_READ_FILES, &c, &ws, err);
+        if (r >= 0) {
+                for (size_t i = 0; r >= 0 && i < n; i++)
+                        r = read_one(ws, &reqs[i], &b[i]);
+                (void)view_unlock(c, 0);
+        }
+        if (r < 0) {
+                b4_blobs_free(b, n);
+                return r;
+        }
+        *ret = b;
+        return 0;
+}
+
+/* Every member; view_ops() picks a view's. */
+static const struct b4_fs_ops all_fs_ops = {
         .read_file = fs_read_file,
         .lstat = fs_lstat,
         .stat = fs_stat,
@@ -330,15 +424,34 @@ static const struct b4_fs_ops sandbox_fs_ops_links = {
         .touch = fs_touch,
         .chmod = fs_chmod,
         .symlink = fs_symlink,
+        .walk = fs_walk,
+        .read_files = fs_read_files,
 };
 
-static const struct b4_fs_ops reader_fs_ops = {
-        .read_file = fs_read_file,
-        .lstat = fs_lstat,
-        .stat = fs_stat,
-        .list_dir = fs_list_dir,
-        .realpath = fs_realpath,
-};
+/*
+ * The members of a new handle (@handle) or reader: the read members; the write members for
+ * a handle, symlink only after fake_provider_set_symlinks() (so callers take their
+ * no-symlink paths by default); walk and read_files only after fake_provider_set_batched()
+ * (core's fallbacks otherwise). Under the lock.
+ */
+static void view_ops(const struct fake_core *c, bool handle, struct b4_fs_ops *ret)
+{
+        *ret = all_fs_ops;
+        if (!handle)
+                *ret = (struct b4_fs_ops){ .read_file = fs_read_file,
+                                           .lstat = fs_lstat,
+                                           .stat = fs_stat,
+                                           .list_dir = fs_list_dir,
+                                           .realpath = fs_realpath,
+                                           .walk = fs_walk,
+                                           .read_files = fs_read_files };
+        if (!handle || !c->symlinks)
+                ret->symlink = NULL;
+        if (!c->batched) {
+                ret->walk = NULL;
+                ret->read_files = NULL;
+        }
+}
 
 /* ---- handles ---- */
 
@@ -353,7 +466,7 @@ static int sandbox_exec(struct b4_sandbox *sb,
         void *userdata;
         int r;
 
-        r = view_lock(&sb->fs, &c, &ws, err);
+        r = view_lock(&sb->fs, FAKE_CALL_EXEC, &c, &ws, err);
         if (r < 0)
                 return r;
         fn = c->exec;
@@ -386,9 +499,8 @@ static int instance_start(struct fake_core *c, struct fake_ws *ws, struct fake_s
 
         if (!s)
                 return -ENOMEM;
-        if (b4_sandbox_init(&s->base, &sandbox_ops,
-                            c->symlinks ? &sandbox_fs_ops_links : &sandbox_fs_ops,
-                            ws->thread_id) < 0) {
+        view_ops(c, true, &s->ops);
+        if (b4_sandbox_init(&s->base, &sandbox_ops, &s->ops, ws->thread_id) < 0) {
                 free(s);
                 return -ENOMEM;
         }
@@ -436,7 +548,8 @@ static int reader_new_locked(struct fake_core *c, struct fake_ws *ws, struct b4_
 
         if (!rd)
                 return -ENOMEM;
-        if (b4_reader_init(&rd->base, &reader_ops, &reader_fs_ops, ws->thread_id) < 0) {
+        view_ops(c, false, &rd->ops);
+        if (b4_reader_init(&rd->base, &reader_ops, &rd->ops, ws->thread_id) < 0) {
                 free(rd);
                 return -ENOMEM;
         }
@@ -727,4 +840,81 @@ int fake_provider_set_symlinks(struct b4_provider *p, bool on)
         c->symlinks = on;
         (void)pthread_mutex_unlock(&c->lock);
         return 0;
+}
+
+int fake_provider_set_batched(struct b4_provider *p, bool on)
+{
+        struct fake_core *c = fake_core_of(p);
+
+        if (!c)
+                return -EINVAL;
+        (void)pthread_mutex_lock(&c->lock);
+        c->batched = on;
+        (void)pthread_mutex_unlock(&c->lock);
+        return 0;
+}
+
+int fake_provider_set_walk_faults(struct b4_provider *p, unsigned faults)
+{
+        struct fake_core *c = fake_core_of(p);
+
+        if (!c)
+                return -EINVAL;
+        (void)pthread_mutex_lock(&c->lock);
+        c->walk_faults = faults;
+        (void)pthread_mutex_unlock(&c->lock);
+        return 0;
+}
+
+int fake_provider_set_read_hook(struct b4_provider *p, fake_read_hook *fn, void *userdata)
+{
+        struct fake_core *c = fake_core_of(p);
+
+        if (!c)
+                return -EINVAL;
+        (void)pthread_mutex_lock(&c->lock);
+        c->read_hook = fn;
+        c->read_hook_data = fn ? userdata : NULL;
+        (void)pthread_mutex_unlock(&c->lock);
+        return 0;
+}
+
+int fake_provider_calls(struct b4_provider *p, enum fake_call call)
+{
+        struct fake_core *c = fake_core_of(p);
+        int n;
+
+        if (!c || (unsigned)call >= FAKE_CALL__COUNT)
+                return -EINVAL;
+        (void)pthread_mutex_lock(&c->lock);
+        n = (int)c->calls[call];
+        (void)pthread_mutex_unlock(&c->lock);
+        return n;
+}
+
+int fake_provider_reset_calls(struct b4_provider *p)
+{
+        struct fake_core *c = fake_core_of(p);
+
+        if (!c)
+                return -EINVAL;
+        (void)pthread_mutex_lock(&c->lock);
+        memset(c->calls, 0, sizeof(c->calls));
+        (void)pthread_mutex_unlock(&c->lock);
+        return 0;
+}
+
+int fake_provider_mkother(struct b4_provider *p, const char *thread_id, const char *path)
+{
+        struct fake_core *c = fake_core_of(p);
+        struct fake_ws *ws;
+        int r;
+
+        if (!c || !thread_id || !path)
+                return -EINVAL;
+        (void)pthread_mutex_lock(&c->lock);
+        ws = ws_find(c, thread_id);
+        r = ws ? fakefs_mkother(ws, path, NULL) : -ENOENT;
+        (void)pthread_mutex_unlock(&c->lock);
+        return r;
 }
