@@ -11,6 +11,10 @@
  * "Sandbox unavailable: ... was destroyed"). Core runs the lifecycle (gate, registry) as for
  * every provider. Every map access holds the core lock. Handles and readers may outlive the
  * provider object: the core is freed with the last of them.
+ *
+ * Each view (handle or reader) carries its own ops table, fixed when it is made: the members
+ * the test switches (symlinks, batched) gave it then. The test hooks at the end (fake.h)
+ * count every member call, run an injected writer before reads and break the batched walk.
  */
 
 #include "fake.h"
@@ -411,8 +415,8 @@ static int fs_read_files(struct b4_fs *fs,
         return 0;
 }
 
-/* Every member; view_ops() picks a view's. */
-static const struct b4_fs_ops all_fs_ops = {
+/* Every member a view may have; view_ops() picks a view's. */
+static const struct b4_fs_ops handle_fs_ops = {
         .read_file = fs_read_file,
         .lstat = fs_lstat,
         .stat = fs_stat,
@@ -428,6 +432,16 @@ static const struct b4_fs_ops all_fs_ops = {
         .read_files = fs_read_files,
 };
 
+static const struct b4_fs_ops reader_fs_ops = {
+        .read_file = fs_read_file,
+        .lstat = fs_lstat,
+        .stat = fs_stat,
+        .list_dir = fs_list_dir,
+        .realpath = fs_realpath,
+        .walk = fs_walk,
+        .read_files = fs_read_files,
+};
+
 /*
  * The members of a new handle (@handle) or reader: the read members; the write members for
  * a handle, symlink only after fake_provider_set_symlinks() (so callers take their
@@ -436,16 +450,8 @@ static const struct b4_fs_ops all_fs_ops = {
  */
 static void view_ops(const struct fake_core *c, bool handle, struct b4_fs_ops *ret)
 {
-        *ret = all_fs_ops;
-        if (!handle)
-                *ret = (struct b4_fs_ops){ .read_file = fs_read_file,
-                                           .lstat = fs_lstat,
-                                           .stat = fs_stat,
-                                           .list_dir = fs_list_dir,
-                                           .realpath = fs_realpath,
-                                           .walk = fs_walk,
-                                           .read_files = fs_read_files };
-        if (!handle || !c->symlinks)
+        *ret = handle ? handle_fs_ops : reader_fs_ops;
+        if (!c->symlinks)
                 ret->symlink = NULL;
         if (!c->batched) {
                 ret->walk = NULL;
