@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "b4box/b4.h"
+#include "b4box/conformance.h"
 
 #include "b4-test.h"
 #include "base/alloc.h"
@@ -562,6 +563,37 @@ static void test_other(void **state)
         b4_sandbox_unref(sb);
 }
 
+static int make_batched(void *userdata, struct b4_provider **ret, struct b4_error *err)
+{
+        struct b4_provider_config cfg = { .type = (char *)"fake", .scope = (char *)"conf" };
+        int r = b4_provider_new(&cfg, ret, err);
+
+        if (r >= 0)
+                r = fake_provider_set_batched(*ret, true);
+        if (r >= 0)
+                r = fake_provider_set_symlinks(*ret, true);
+        return r;
+}
+
+static int instances(struct b4_provider *p, const char *thread_id, void *userdata)
+{
+        return fake_provider_instances(p, thread_id);
+}
+
+/* With every opt-in member the fake still passes the contract's suite. */
+static void test_conformance_batched(void **state)
+{
+        struct b4_conformance_opts o = { .make_provider = make_batched,
+                                         .instances = instances,
+                                         .concurrency = 4 };
+        struct b4_conformance_summary sum = { 0 };
+        struct b4_error err = { 0 };
+
+        assert_int_equal(b4_conformance_run(&o, &sum, &err), 0);
+        assert_int_equal(sum.passed, b4_conformance_n_cases());
+        assert_int_equal(sum.failed + sum.skipped, 0);
+}
+
 static void test_release_keeps_destroy_deletes(void **state)
 {
         struct fx *f = *state;
@@ -923,6 +955,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_read_hook, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_calls, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_other, setup, teardown),
+                cmocka_unit_test(test_conformance_batched),
                 cmocka_unit_test_setup_teardown(test_release_keeps_destroy_deletes, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_threads_isolated, setup, teardown),
