@@ -17,7 +17,6 @@
 #include "base/strv.h"
 #include "base/time-util.h"
 #include "fake-internal.h"
-#include "fake.h"
 
 #define MAX_LINKS 40 /* as the kernel's */
 
