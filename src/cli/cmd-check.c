@@ -36,7 +36,7 @@ static void preflight_clearp(struct b4_preflight *p)
 static int add_config_controls(const struct b4_config *cfg, struct b4_preflight *pf)
 {
         const struct b4_policy *p = b4_config_policy(cfg);
-        size_t n = strv_length(p->network_list);
+        size_t n = p->n_network_list;
 
         if (n == 0)
                 return 0;
