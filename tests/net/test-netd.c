@@ -15,6 +15,7 @@
 #include "base/macro.h"
 #include "core/net-entry.h"
 #include "dns-msg.h"
+#include "native/netpolicy.h"
 #include "netd-policy.h"
 
 struct msg {
@@ -283,6 +284,72 @@ static void test_netd_metadata_exact(void **state)
         b4_net_entries_free(l, 1);
 }
 
+struct prefixes {
+        uint32_t net[512];
+        unsigned prefix[512];
+        size_t n;
+};
+
+static void collect(const uint8_t net[4], unsigned prefix, void *data)
+{
+        struct prefixes *o = data;
+
+        assert_true(o->n < ELEMENTSOF(o->net));
+        o->net[o->n] =
+                (uint32_t)net[0] << 24 | (uint32_t)net[1] << 16 | (uint32_t)net[2] << 8 | net[3];
+        o->prefix[o->n++] = prefix;
+}
+
+static bool covers(const struct prefixes *o, uint8_t a, uint8_t b, uint8_t c, uint8_t d)
+{
+        uint32_t v = (uint32_t)a << 24 | (uint32_t)b << 16 | (uint32_t)c << 8 | d;
+
+        for (size_t i = 0; i < o->n; i++)
+                if (o->prefix[i] == 0 ||
+                    (v >> (32 - o->prefix[i])) == (o->net[i] >> (32 - o->prefix[i])))
+                        return true;
+        return false;
+}
+
+static struct prefixes compile(const char *text)
+{
+        struct b4_net_entry e;
+        struct prefixes o = { .n = 0 };
+        const char *why;
+
+        assert_int_equal(net_entry_parse(text, &e, &why), 0);
+        netpolicy_cidr4(&e, collect, &o);
+        net_entry_release(&e);
+        return o;
+}
+
+/* An allowlist CIDR opens a special range only when it lies inside it; metadata only exactly. */
+static void test_netpolicy_cidr4_special_ranges(void **state)
+{
+        struct prefixes o = compile("0.0.0.0/0");
+
+        assert_true(covers(&o, 8, 8, 8, 8));
+        assert_true(covers(&o, 192, 0, 2, 10));
+        assert_true(covers(&o, 172, 32, 0, 1));
+        assert_false(covers(&o, 10, 1, 2, 3));
+        assert_false(covers(&o, 127, 0, 0, 1));
+        assert_false(covers(&o, 169, 254, 169, 254));
+        assert_false(covers(&o, 172, 16, 0, 1));
+        assert_false(covers(&o, 224, 0, 0, 1));
+        o = compile("10.1.0.0/16");
+        assert_int_equal(o.n, 1);
+        assert_int_equal(o.prefix[0], 16);
+        o = compile("169.254.0.0/16");
+        assert_true(covers(&o, 169, 254, 1, 1));
+        assert_false(covers(&o, 169, 254, 169, 254));
+        assert_false(covers(&o, 169, 254, 170, 2));
+        o = compile("169.254.169.254");
+        assert_int_equal(o.n, 1);
+        assert_true(covers(&o, 169, 254, 169, 254));
+        o = compile("198.51.100.0/24");
+        assert_int_equal(o.n, 1);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -292,6 +359,7 @@ int main(void)
                 cmocka_unit_test(test_dns_reply_build_caps),
                 cmocka_unit_test(test_netd_policy_decisions),
                 cmocka_unit_test(test_netd_metadata_exact),
+                cmocka_unit_test(test_netpolicy_cidr4_special_ranges),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

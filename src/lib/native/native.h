@@ -462,11 +462,13 @@ int rm_rf_at(int dirfd, const char *name);
 
 /* Whether veth + NAT can be set up here; @ret_why says why not (static string). */
 int net_available(const char **ret_why);
-/* Give the keeper @pid's namespace eth0 + default route + NAT (network "allow"). */
+/* Give the keeper @pid's namespace eth0 + default route + NAT (network "allow", or a policy
+ * with a list: then the inet b4box elements and a b4box-netd too, netpolicy.h). */
 int net_setup(struct native_provider *np,
               const char *id,
               const char *hid,
               pid_t pid,
+              const struct b4_policy *p,
               struct b4_error *err);
 /* Remove what net_setup() made for @id / host id @hid (no-op when nothing was). */
 void net_teardown(struct native_provider *np, const char *id, const char *hid);

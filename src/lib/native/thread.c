@@ -22,6 +22,7 @@
 #include "base/macro.h"
 #include "keeper-proto.h"
 #include "native.h"
+#include "netpolicy.h"
 
 int thread_flock(struct native_provider *np, const char *id, int *ret_fd)
 {
@@ -318,8 +319,8 @@ static int start_keeper(struct native_provider *np,
                 return b4_error_set(err, r, "cannot record the sandbox of thread '%s'",
                                     t->thread_id);
         r = launch(np, t, p, &kp, err);
-        if (r >= 0 && p->network == B4_NETWORK_ALLOW)
-                r = net_setup(np, t->id, hid, kp.pid, err);
+        if (r >= 0 && (p->network == B4_NETWORK_ALLOW || netpolicy_listed(p)))
+                r = net_setup(np, t->id, hid, kp.pid, p, err);
         if (r >= 0) {
                 rec = (struct keeper_record){ .pid = kp.pid, .starttime = kp.starttime };
                 memcpy(rec.identity, identity, sizeof(rec.identity));
