@@ -93,7 +93,7 @@ config lists-b deny '["other.test"]'
 config lists-d allow '["other.test","192.0.2.12/32"]'
 x() { local t=$1; shift; (cd "$dir/$t" && "$b4box" --state "$dir/st" exec --thread "$t" -- "$@" 2>&1); }
 
-echo "1..14"
+echo "1..15"
 n=0
 check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
 flat() { tr '\n' ' ' <<<"$1" | sed 's/ $//'; }
@@ -102,9 +102,12 @@ q() { grep -c "query\[A\] $1" "$2" 2>/dev/null || true; }
 out=$(x lists-a 'dig +short +time=2 +tries=1 allowed.test; curl -s -m 3 http://allowed.test:8080/hello')
 check "allowlist: an allowed name resolves and is reachable ($(tr '\n' ' ' <<<"$out"))" \
         '[ "$(flat "$out")" = "192.0.2.10 hello-internet" ]'
+out=$(x lists-a 'cat /etc/resolv.conf')
+check "the sandbox's resolv.conf names its gateway ($(grep nameserver <<<"$out"))" \
+        'grep -q "^nameserver 10\.233\.[0-9]*\.[0-9]*$" <<<"$out"'
 veth=$(ip -br link | awk '/^b4h/ { sub(/@.*/, "", $1); print $1; exit }')
 check "a b4box-netd runs for the thread and its elements are in inet b4box" \
-        'ls "$dir"/st/native/run/*.netd >/dev/null 2>&1 && nft list map inet b4box mode | grep -q "goto deny_mode"'
+        'ls "$dir"/st/native/run/*.netd >/dev/null 2>&1 && [ "$(nft list map inet b4box mode | grep -c "goto deny_mode")" -gt 0 ]'
 before=$(q other.test "$dir/up.log")
 out=$(x lists-a 'dig +time=2 +tries=1 @198.51.100.53 other.test | grep -o "status: [A-Z]*"')
 check "an unlisted name: NXDOMAIN from any resolver, nothing upstream ($out)" \
@@ -133,6 +136,6 @@ out=$(x lists-d 'curl -s -m 2 http://169.254.169.254:8080/; echo "rc=$?"')
 check "allow mode with a denylist: metadata still blocked ($out)" 'grep -q "rc=[1-9]" <<<"$out"'
 for t in lists-a lists-b lists-d; do (cd "$dir/$t" && "$b4box" --state "$dir/st" destroy "$t" >/dev/null 2>&1); done
 check "release leaves no netd record, no veth" \
-        '! ls "$dir"/st/native/run/*.netd >/dev/null 2>&1 && ! ip -br link | grep -q "^b4h"'
+        '! ls "$dir"/st/native/run/*.netd >/dev/null 2>&1 && [ -z "$(ip -br link | grep "^b4h")" ]'
 check "release leaves no thread element in inet b4box" \
         '[ -z "$(nft list map inet b4box mode | grep -o "goto")" ] && [ -z "$(nft list set inet b4box src4 | grep -o "10\.233")" ]'

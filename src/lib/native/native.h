@@ -88,7 +88,8 @@ struct mount_spec {
         bool host_image;       /* bind only the system dirs of @image */
         const char *workspace; /* host dir bound read-write at /workspace */
         bool read_only_root;
-        bool network_lo_only; /* a fresh netns: bring lo up */
+        bool network_lo_only;    /* a fresh netns: bring lo up */
+        const char *resolv_conf; /* host file bound over etc/resolv.conf, or NULL (lists) */
 };
 
 int mount_plan_build(const struct mount_spec *spec, struct mount_plan *ret, struct b4_error *err);
@@ -470,5 +471,8 @@ int net_setup(struct native_provider *np,
               pid_t pid,
               const struct b4_policy *p,
               struct b4_error *err);
+/* Network lists: create the (empty) run/<id>.resolv the mount plan binds over
+ * etc/resolv.conf; net_setup() writes its nameserver. *@ret is its path (new). */
+int net_resolv_prepare(struct native_provider *np, const char *id, char **ret);
 /* Remove what net_setup() made for @id / host id @hid (no-op when nothing was). */
 void net_teardown(struct native_provider *np, const char *id, const char *hid);

@@ -307,6 +307,39 @@ static void drop_rules(const char *ipt, const char *table, const char *tag)
         }
 }
 
+int net_resolv_prepare(struct native_provider *np, const char *id, char **ret)
+{
+        char name[64];
+        int fd;
+
+        (void)snprintf(name, sizeof(name), "%s.resolv", id);
+        fd = openat(np->run_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return -errno;
+        safe_close(fd);
+        return b4_asprintf(ret, "%s/%s", np->run_dir, name) < 0 ? -ENOMEM : 0;
+}
+
+/* Write the thread's nameserver into run/<id>.resolv in place (the sandbox binds that inode;
+ * any address would do, as every :53 packet goes to netd, but the gateway reads honestly). */
+static int write_resolv(struct native_provider *np, const char *id, const char *gw)
+{
+        char name[64], text[160];
+        int fd, r;
+
+        (void)snprintf(name, sizeof(name), "%s.resolv", id);
+        (void)snprintf(text, sizeof(text),
+                       "# b4box: every DNS query goes to b4box-netd\n"
+                       "nameserver %s\noptions timeout:2 attempts:2\n",
+                       gw);
+        fd = openat(np->run_fd, name, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        r = write_all(fd, text, strlen(text));
+        safe_close(fd);
+        return r;
+}
+
 /* Delete a listed thread's elements (run/<id>.nft) and stop its netd; its pins expire. */
 static void lists_teardown(struct native_provider *np, const char *id)
 {
@@ -317,6 +350,8 @@ static void lists_teardown(struct native_provider *np, const char *id)
         (void)snprintf(name, sizeof(name), "%s.nft", id);
         if (read_file_at(np->run_fd, name, 1u << 22, &text, &len) >= 0)
                 (void)netpolicy_run(text, NULL);
+        (void)unlinkat(np->run_fd, name, 0);
+        (void)snprintf(name, sizeof(name), "%s.resolv", id);
         (void)unlinkat(np->run_fd, name, 0);
         netd_stop(np, id);
 }
@@ -433,6 +468,8 @@ static int lists_setup(struct native_provider *np,
                 b4_error_set(err, r, "cannot record the network lists of sandbox %s", id);
         if (r >= 0)
                 r = netpolicy_run(add, err);
+        if (r >= 0 && (r = write_resolv(np, id, gw)) < 0)
+                b4_error_set(err, r, "cannot write the resolv.conf of sandbox %s", id);
         return r;
 }
 

@@ -220,7 +220,7 @@ static int build_plan(struct native_provider *np,
                       struct mount_plan *ret,
                       struct b4_error *err)
 {
-        cleanup_free char *ws = NULL;
+        cleanup_free char *ws = NULL, *resolv = NULL;
         struct mount_spec spec = {
                 .stage = np->stage_dir,
                 .image = np->image_root,
@@ -232,6 +232,10 @@ static int build_plan(struct native_provider *np,
         if (b4_asprintf(&ws, "%s/%s", np->ws_dir, t->id) < 0)
                 return -ENOMEM;
         spec.workspace = ws;
+        if (netpolicy_listed(p) && net_resolv_prepare(np, t->id, &resolv) < 0)
+                return b4_error_set(err, -EIO, "cannot prepare the resolv.conf of thread '%s'",
+                                    t->thread_id);
+        spec.resolv_conf = resolv;
         return mount_plan_build(&spec, ret, err);
 }
 
