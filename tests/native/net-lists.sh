@@ -93,7 +93,7 @@ config lists-b deny '["other.test"]'
 config lists-d allow '["other.test","192.0.2.12/32"]'
 x() { local t=$1; shift; (cd "$dir/$t" && "$b4box" --state "$dir/st" exec --thread "$t" -- "$@" 2>&1); }
 
-echo "1..15"
+echo "1..16"
 n=0
 check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
 flat() { tr '\n' ' ' <<<"$1" | sed 's/ $//'; }
@@ -126,6 +126,12 @@ check "a CIDR:port entry opens that port only ($(tr '\n' ' ' <<<"$out"))" \
 out=$(x lists-a 'curl -s -m 2 http://169.254.169.254:8081/; echo "rc=$?"; curl -s -m 2 http://10.99.0.5:8081/; echo "rc=$?"')
 check "0.0.0.0/0 opens neither metadata nor private ranges ($(tr '\n' ' ' <<<"$out"))" \
         '[ "$(grep -c "rc=[1-9]" <<<"$out")" = 2 ]'
+kill "$(cut -d" " -f1 "$(ls "$dir"/st/native/run/*.netd | head -n1)")"
+sleep 0.2
+[ -n "${B4_NET_DEBUG:-}" ] && { cat "$dir"/st/native/run/*.netd; ps -ef | grep [n]etd; } >&2
+out=$(x lists-a 'dig +short +time=2 +tries=1 allowed.test; curl -s -m 3 http://192.0.2.10:8080/hello')
+check "a killed netd is restarted on the next exec ($(flat "$out"))" \
+        '[ "$(flat "$out")" = "192.0.2.10 hello-internet" ]'
 out=$(x lists-b 'dig +short +time=2 +tries=1 allowed.test; curl -s -m 2 http://192.0.2.10:8080/hello; echo rc=$?')
 check "another thread sees neither thread a's names nor its pins ($(tr '\n' ' ' <<<"$out"))" \
         '! grep -q 192.0.2.10 <<<"$out" && ! grep -q hello-internet <<<"$out"'

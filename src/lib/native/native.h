@@ -474,5 +474,11 @@ int net_setup(struct native_provider *np,
 /* Network lists: create the (empty) run/<id>.resolv the mount plan binds over
  * etc/resolv.conf; net_setup() writes its nameserver. *@ret is its path (new). */
 int net_resolv_prepare(struct native_provider *np, const char *id, char **ret);
+/* Network lists of an adopted sandbox: restart its b4box-netd if it died (its elements move
+ * to the new port in one transaction). Return: 0 or a negative errno (then recreate it). */
+int net_lists_revive(struct native_provider *np,
+                     const char *id,
+                     const struct b4_policy *p,
+                     struct b4_error *err);
 /* Remove what net_setup() made for @id / host id @hid (no-op when nothing was). */
 void net_teardown(struct native_provider *np, const char *id, const char *hid);

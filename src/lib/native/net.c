@@ -473,6 +473,78 @@ static int lists_setup(struct native_provider *np,
         return r;
 }
 
+/* Whether @pid is a zombie (a dead netd whose reaper has not come by yet). */
+static bool is_zombie(int pid)
+{
+        cleanup_free char *stat = NULL;
+        char path[32];
+        const char *paren;
+        size_t len;
+
+        (void)snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+        if (read_file_at(AT_FDCWD, path, 4096, &stat, &len) < 0)
+                return true;
+        paren = strrchr(stat, ')');
+        return !paren || paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X';
+}
+
+/* Whether thread @id's recorded netd is alive (same pid and start time, not a zombie). */
+static bool netd_alive(struct native_provider *np, const char *id)
+{
+        cleanup_free char *buf = NULL;
+        unsigned long long st = 0;
+        char name[64];
+        uint64_t now;
+        size_t len;
+        int pid = 0;
+
+        (void)snprintf(name, sizeof(name), "%s.netd", id);
+        return read_file_at(np->run_fd, name, 64, &buf, &len) >= 0 &&
+               sscanf(buf, "%d %llu", &pid, &st) == 2 && pid > 1 &&
+               proc_starttime(pid, &now) == 0 && now == st && !is_zombie(pid);
+}
+
+int net_lists_revive(struct native_provider *np,
+                     const char *id,
+                     const struct b4_policy *p,
+                     struct b4_error *err)
+{
+        cleanup_free char *old = NULL, *add = NULL, *del = NULL, *num = NULL, *batch = NULL;
+        char hid[41], host[16], peer[16], gw[32], sbx[32], net_name[64], name[64];
+        struct netpolicy_thread t = { 0 };
+        size_t len;
+        unsigned n;
+        int r;
+
+        if (netd_alive(np, id))
+                return 0;
+        native_host_id(np, id, hid);
+        names(hid, host, peer);
+        (void)snprintf(net_name, sizeof(net_name), "%s.net", id);
+        (void)snprintf(name, sizeof(name), "%s.nft", id);
+        if (read_file_at(np->run_fd, net_name, 32, &num, &len) < 0 ||
+            read_file_at(np->run_fd, name, 1u << 22, &old, &len) < 0)
+                return b4_error_set(err, -ENOENT, "sandbox %s has no network lists to revive", id);
+        n = (unsigned)strtoul(num, NULL, 10);
+        addr(n, 1, gw, sizeof(gw));
+        addr(n, 2, sbx, sizeof(sbx));
+        t.ifindex = if_nametoindex(host);
+        if (t.ifindex == 0 || inet_pton(AF_INET, sbx, t.sandbox) != 1)
+                return b4_error_set(err, -ENODEV, "cannot find the veth '%s'", host);
+        netd_stop(np, id);
+        r = netd_start(np, id, p, t.ifindex, gw, &t.netd_port, err);
+        if (r >= 0 && (netpolicy_thread_text(p, &t, true, &add) < 0 ||
+                       netpolicy_thread_text(p, &t, false, &del) < 0 ||
+                       b4_asprintf(&batch, "%s%s", old, add) < 0))
+                r = b4_error_set(err, -ENOMEM, "cannot compile the network lists");
+        /* the old elements out and the new in, in one transaction: never unfiltered */
+        if (r >= 0)
+                r = netpolicy_run(batch, err);
+        if (r >= 0 && (r = write_file_atomic_at(np->run_fd, name, del, strlen(del), 0600)) < 0)
+                b4_error_set(err, r, "cannot record the network lists of sandbox %s", id);
+        return r;
+}
+
 int net_setup(struct native_provider *np,
               const char *id,
               const char *hid,

@@ -365,6 +365,7 @@ static bool try_adopt(struct native_provider *np,
         if (rec.version != KEEPER_RECORD_VERSION || strcmp(rec.identity, identity) != 0 ||
             open_root(rec.pid, &root_fd) < 0 ||
             keeper_connect(np->run_fd, np->run_dir, t->id, &sock) < 0 ||
+            (netpolicy_listed(p) && net_lists_revive(np, t->id, p, NULL) < 0) ||
             set_policy(t, identity, p) < 0) {
                 thread_stop_id(np, t->id, pidfd);
                 return false;
