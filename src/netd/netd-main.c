@@ -11,15 +11,16 @@
  *   b4box-netd --ifindex N --listen ADDR --mode deny|allow [--upstream ADDR]...
  *              [--pin-floor S] [--pin-cap S] [--table NAME] [--] [ENTRY]...
  *
- * It binds ADDR on one free port for UDP and TCP, writes "<port>\n" to stdout, closes
- * stdout and serves until SIGTERM. One query at a time (a thread's resolver load is small;
- * each upstream try waits at most 2 s). Log lines go to stderr.
+ * It binds ADDR on one free port for UDP and TCP, keeps only CAP_NET_ADMIN (as root), writes
+ * "<port>\n" to stdout, closes stdout and serves until SIGTERM. One query at a time (a thread's
+ * resolver load is small; each upstream try waits at most 2 s). Log lines go to stderr.
  */
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <linux/capability.h>
 #include <netinet/in.h>
 #include <nftables/libnftables.h>
 #include <poll.h>
@@ -28,8 +29,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/macro.h"
@@ -467,6 +470,22 @@ static int bind_both(struct netd *d, const char *addr)
         return -EADDRINUSE;
 }
 
+/* Keep only CAP_NET_ADMIN (the pins) once the sockets are bound; no new privileges. */
+static int drop_privileges(void)
+{
+        struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct data[2] = { { 0 } };
+
+        for (int cap = 0; cap <= 63; cap++)
+                if (cap != CAP_NET_ADMIN && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 &&
+                    errno != EINVAL)
+                        return -errno;
+        data[0].effective = data[0].permitted = 1u << CAP_NET_ADMIN;
+        if (syscall(SYS_capset, &hdr, data) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return -errno;
+        return 0;
+}
+
 static uint32_t parse_seconds(const char *s)
 {
         char *end;
@@ -570,6 +589,10 @@ int main(int argc, char **argv)
         port = bind_both(&d, listen_addr);
         if (port < 0) {
                 fprintf(stderr, "b4box-netd: cannot bind %s: %s\n", listen_addr, strerror(-port));
+                return 1;
+        }
+        if (geteuid() == 0 && drop_privileges() < 0) {
+                fprintf(stderr, "b4box-netd: cannot drop privileges: %s\n", strerror(errno));
                 return 1;
         }
         (void)sigaction(SIGTERM, &sa, NULL);
