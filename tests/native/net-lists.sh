@@ -20,7 +20,7 @@ fi
 dir=$(mktemp -d)
 pids=()
 cleanup() {
-        for t in lists-a lists-b lists-d; do
+        for t in lists-a lists-b lists-d lists-m lists-e lists-n; do
                 (cd "$dir/$t" 2>/dev/null && "$b4box" --state "$dir/st" destroy "$t" >/dev/null 2>&1)
         done
         for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
@@ -91,12 +91,15 @@ config() { # thread mode list-json
 config lists-a deny '["allowed.test","alias.test","rebind10.test","198.51.100.0/24:443","0.0.0.0/0:8081"]'
 config lists-b deny '["other.test"]'
 config lists-d allow '["other.test","192.0.2.12/32"]'
+config lists-m deny '["169.254.0.0/16"]'
+config lists-e deny '["169.254.169.254:8080"]'
+mkdir -p "$dir/lists-n" && printf '{"sandbox":{"provider":{"type":"native","scope":"net-lists"},"network":{"mode":"deny"}}}\n' >"$dir/lists-n/b4box.json"
 x() { local t=$1; shift; (cd "$dir/$t" && "$b4box" --state "$dir/st" exec --thread "$t" -- "$@" 2>&1); }
 
-echo "1..16"
+echo "1..19"
 n=0
 check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
-flat() { tr '\n' ' ' <<<"$1" | sed 's/ $//'; }
+flat() { tr '\n' ' ' <<<"$1" | sed 's/ *$//'; }
 q() { grep -c "query\[A\] $1" "$2" 2>/dev/null || true; }
 
 out=$(x lists-a 'dig +short +time=2 +tries=1 allowed.test; curl -s -m 3 http://allowed.test:8080/hello')
@@ -140,7 +143,14 @@ check "denylist drops what it names and nothing else ($(tr '\n' ' ' <<<"$out"))"
         '[ "$(flat "$out")" = "status: NXDOMAIN  rc=7 192.0.2.10 hello-internet" ]'
 out=$(x lists-d 'curl -s -m 2 http://169.254.169.254:8080/; echo "rc=$?"')
 check "allow mode with a denylist: metadata still blocked ($out)" 'grep -q "rc=[1-9]" <<<"$out"'
-for t in lists-a lists-b lists-d; do (cd "$dir/$t" && "$b4box" --state "$dir/st" destroy "$t" >/dev/null 2>&1); done
+out=$(x lists-m 'curl -s -m 2 http://169.254.169.254:8080/hello; echo "rc=$?"')
+check "169.254.0.0/16 does not open the metadata address ($out)" 'grep -q "^rc=[1-9]" <<<"$out"'
+out=$(x lists-e 'curl -s -m 3 http://169.254.169.254:8080/hello; curl -s -m 2 http://169.254.169.254:443/hello; echo "rc=$?"')
+check "the metadata address named exactly (with its port) opens it, and only that port ($(flat "$out"))" \
+        '[ "$(flat "$out")" = "hello-internet rc=7" ]'
+out=$(x lists-n 'dig +time=1 +tries=1 allowed.test >/dev/null 2>&1; echo "rc=$?"; ip -br link | cut -d" " -f1 | tr "\n" " "')
+check "deny without lists: no DNS at all, only lo ($(flat "$out"))" '[ "$(flat "$out")" = "rc=9 lo" ]'
+for t in lists-a lists-b lists-d lists-m lists-e lists-n; do (cd "$dir/$t" && "$b4box" --state "$dir/st" destroy "$t" >/dev/null 2>&1); done
 check "release leaves no netd record, no veth" \
         '! ls "$dir"/st/native/run/*.netd >/dev/null 2>&1 && [ -z "$(ip -br link | grep "^b4h")" ]'
 check "release leaves no thread element in inet b4box" \

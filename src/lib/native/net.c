@@ -16,12 +16,13 @@
  *   (no link-local address, so nothing of the host is reachable over fe80::), and as a belt
  *   ip6tables INPUT/FORWARD -i b4h.. -j DROP, tagged and removed like the IPv4 rules.
  * Network lists (a denylist in allow mode, an allowlist in deny mode; netpolicy.c): the same
- * veth and NAT, minus the iptables INPUT DROP (the `inet b4box` table's input chain drops
- * everything of the host but the thread's b4box-netd instead), plus the thread's elements in
- * that table and its netd. The delete commands are kept in run/<id>.nft for the teardown.
- * `ip`, `iptables` and `ip6tables` are exec'd (fixed paths, empty environment but PATH); the
- * in-sandbox half runs `ip` in a forked child that setns()es into the keeper's network namespace.
- * Needs net.ipv4.ip_forward=1 in the provider's namespace: it is checked, never changed.
+ * veth and NAT, minus the iptables INPUT and 169.254.0.0/16 DROPs (the `inet b4box` table
+ * drops the host but for the thread's b4box-netd, and link-local and metadata unless the
+ * allowlist names the metadata address exactly), plus the thread's elements and its netd. The
+ * delete commands are kept in run/<id>.nft for the teardown. `ip`, `iptables` and `ip6tables` are
+ * exec'd (fixed paths, empty environment but PATH); the in-sandbox half runs `ip` in a forked child
+ * that setns()es into the keeper's network namespace. Needs net.ipv4.ip_forward=1 in the provider's
+ * namespace: it is checked, never changed.
  */
 
 #include <arpa/inet.h>
@@ -213,7 +214,9 @@ static void addr(unsigned n, unsigned host, char *buf, size_t size)
 }
 
 /* The iptables rules of one thread, in insertion order (each -I goes on top). A listed thread
- * gets no INPUT DROP: the table's input chain lets its netd be reached and drops the rest. */
+ * gets neither the INPUT DROP nor the 169.254.0.0/16 DROP: the table's input chain lets its
+ * netd be reached and drops the rest of the host, and its mode chains drop link-local and
+ * metadata unless the allowlist names the metadata address exactly. */
 static int add_rules(
         const char *ipt, const char *veth, const char *subnet, const char *tag, bool listed)
 {
@@ -230,7 +233,7 @@ static int add_rules(
         if (r >= 0)
                 r = RUN(-1, ipt, "-w", "-I", "FORWARD", "-i", veth, "-o", "b4h+", "-m", "comment",
                         "--comment", tag, "-j", "DROP");
-        if (r >= 0)
+        if (r >= 0 && !listed)
                 r = RUN(-1, ipt, "-w", "-I", "FORWARD", "-i", veth, "-d", "169.254.0.0/16", "-m",
                         "comment", "--comment", tag, "-j", "DROP");
         if (r >= 0 && !listed)
