@@ -45,7 +45,7 @@
 #define TCP_MAX_QUERIES     16
 #define PIN_SLACK_S         5
 #define MAX_PORTS           16
-#define CMD_MAX             8192
+#define CMD_MAX             (64 * 1024)
 
 struct upstream {
         struct sockaddr_storage sa;
@@ -171,7 +171,8 @@ static int pin_answer(struct netd *d,
 {
         uint16_t lo[MAX_PORTS], hi[MAX_PORTS];
         size_t n_ports = netd_name_ports(&d->policy, q->name, lo, hi, MAX_PORTS);
-        char cmd[CMD_MAX], key[96], ip[INET_ADDRSTRLEN];
+        static char cmd[CMD_MAX];
+        char key[96], ip[INET_ADDRSTRLEN];
         size_t off = 0, n_pins = 0;
 
         for (size_t i = 0; i < ans->n; i++) {

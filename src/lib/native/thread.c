@@ -388,6 +388,9 @@ int thread_ensure(struct native_provider *np,
 {
         if (t->live && keeper_is_dead(t->kp.pidfd))
                 thread_stop(np, t);
+        if (t->live && netpolicy_listed(&t->policy) &&
+            net_lists_revive(np, t->id, &t->policy, NULL) < 0)
+                thread_stop(np, t); /* its lists cannot be served: recreate it */
         if (t->live && strcmp(t->identity, identity) != 0)
                 return b4_error_set_code(
                         err, -EBUSY, B4_CODE_SANDBOX_UNAVAILABLE,
