@@ -57,19 +57,6 @@ static void die(const char *what, const char *msg)
         exit(1);
 }
 
-static int dispatch(struct b4_sandbox *sb,
-                    const char *thread_id,
-                    const char *tool,
-                    const char *args,
-                    struct b4_cancel *cancel,
-                    void *ud,
-                    char **ret,
-                    struct b4_error *err)
-{
-        *ret = strdup("{}");
-        return 0;
-}
-
 /* @n small files (64-575 bytes) in 40 folders under @dir/src; returns the include list. */
 static char *make_files(const char *dir, int n)
 {
@@ -124,7 +111,6 @@ static void env_up(struct env *e,
         struct b4_runtime_options o = { .provider = e->provider,
                                         .store = e->store,
                                         .policy = b4_config_policy(e->cfg),
-                                        .dispatch = dispatch,
                                         .config = include ? e->cfg : NULL };
         if (b4_runtime_new(&o, &e->rt, &err) < 0)
                 die("runtime", err.msg);

@@ -159,6 +159,33 @@ B4_PUBLIC int b4_inspect_thread(struct b4_provider *p,
 
 #define B4_INSPECT_RESPONSE_MAX_BYTES (64u * 1024u * 1024u)
 
+/* A thread's workspace read (b4_runtime_inspect()): the inventory, or why it was refused,
+ * and the digests its admission recorded. */
+struct b4_workspace_read {
+        struct b4_inspection inspection; /* on success */
+        struct b4_inspect_failure fail;  /* on -EPROTO */
+        char *source_digest;             /* NULL when none was recorded (provider storage) */
+        char *intent_digest;             /* NULL likewise */
+};
+
+/** b4_workspace_read_clear() - free what @rd owns and zero it. */
+B4_PUBLIC void b4_workspace_read_clear(struct b4_workspace_read *rd);
+
+/**
+ * b4_inspect_response_format() - the 200 answer {threadId, sourceDigest, intentDigest, root?,
+ * inspection} that b4_inspect_response_parse() checks
+ * @root:   the root the request named, or NULL (no "root" key)
+ * @ignore: as b4_inspection_to_json()
+ * @ret:    compact JSON, heap; @ret_len (optional) its length
+ * Return: 0; -E2BIG past B4_INSPECT_RESPONSE_MAX_BYTES; -EINVAL (a string not UTF-8); -ENOMEM.
+ */
+B4_PUBLIC int b4_inspect_response_format(const char *thread_id,
+                                         const char *root,
+                                         const struct b4_workspace_read *rd,
+                                         char *const *ignore,
+                                         char **ret,
+                                         size_t *ret_len);
+
 struct b4_inspect_response {
         char *thread_id;
         char *source_digest;   /* NULL when the server recorded none (provider storage) */

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "b4box/error.h"
+#include "b4box/inspect.h"
 #include "b4box/policy.h"
 #include "b4box/provider.h"
 #include "b4box/store.h"
@@ -29,25 +30,29 @@ struct b4_runtime;
 struct b4_run;
 struct b4_config;
 
-/* What a tool call needs from the runtime; implemented by the tools layer. */
-typedef int b4_tool_dispatch_fn(struct b4_sandbox *sb,
-                                const char *thread_id,
-                                const char *tool,
-                                const char *args_json,
-                                struct b4_cancel *cancel,
-                                void *userdata,
-                                char **ret_result_json,
-                                struct b4_error *err);
+struct b4_permissions;
+struct b4_tool_result;
+struct jv;
 
 struct b4_runtime_options {
         struct b4_provider *provider;   /* borrowed; outlives the runtime */
         struct b4_store *store;         /* borrowed; outlives the runtime */
         const struct b4_policy *policy; /* the app's policy; copied */
         uint64_t idle_timeout_ms;       /* 0 = B4_DEFAULT_IDLE_TIMEOUT_MS */
-        b4_tool_dispatch_fn *dispatch;  /* runs one tool call */
-        void *dispatch_userdata;        /* borrowed; passed to @dispatch */
-        const struct b4_config *config; /* borrowed; managed workspaces (sandbox.workspace /
-                                           sandbox.thread) when set; NULL = provider storage */
+        /* Borrowed; outlives the runtime. Its permissions block gates the tools (none, or NULL:
+         * no gate) and "Always" grants go to @store; managed workspaces (sandbox.workspace /
+         * sandbox.thread) when set; NULL = provider storage. */
+        const struct b4_config *config;
+        /* The tools: borrowed permission lists (outliving the runtime) used instead of
+         * @config's permissions block when set, their mode with them (the CLI's --mode,
+         * --allow, --deny); the readFile/editFile cap in bytes, 0 = B4_TOOLS_DEFAULT_READ_CAP. */
+        struct b4_permissions *permissions;
+        uint64_t read_cap;
+        bool local; /* one local command over a state dir that later commands share: the
+                       sandboxes outlive the runtime (b4_runtime_free() leaves them acquired,
+                       so the next command finds them warm) and b4_runtime_thread_release()
+                       releases the provider's sandbox even when this runtime did not
+                       acquire it */
 };
 
 struct b4_runtime_stats {
@@ -57,6 +62,11 @@ struct b4_runtime_stats {
         uint64_t releases; /* idle or explicit releases since start */
 };
 
+/**
+ * b4_runtime_new() - a runtime over @opts, with the tools of its threads (the permission
+ * lists of @opts->config, grants in @opts->store, pending permission requests)
+ * Return: 0, -EINVAL (a missing option, a bad permission pattern; message set), -ENOMEM.
+ */
 B4_PUBLIC int b4_runtime_new(const struct b4_runtime_options *opts,
                              struct b4_runtime **ret,
                              struct b4_error *err);
@@ -128,7 +138,11 @@ B4_PUBLIC bool b4_runtime_thread_busy(struct b4_runtime *rt, const char *id);
  * Return: 0, -ENOENT, -EBUSY (a run holds the slot of it or a child), -EIO.
  */
 B4_PUBLIC int b4_runtime_thread_delete(struct b4_runtime *rt, const char *id, struct b4_error *err);
-/** b4_runtime_thread_release() - release the warm sandbox, keep the workspace. -EBUSY in a run. */
+/**
+ * b4_runtime_thread_release() - release the warm sandbox of the thread's root ancestor, keep
+ * the workspace; with b4_runtime_options.local also one another process left warm.
+ * Return: 0, -ENOENT (no thread), -EBUSY (a run holds it), provider errors.
+ */
 B4_PUBLIC int b4_runtime_thread_release(struct b4_runtime *rt,
                                         const char *id,
                                         struct b4_error *err);
@@ -136,7 +150,9 @@ B4_PUBLIC int b4_runtime_thread_release(struct b4_runtime *rt,
 B4_PUBLIC int b4_runtime_thread_cancel(struct b4_runtime *rt, const char *id);
 
 /**
- * b4_runtime_run_begin() - take the thread's run slot and acquire its sandbox
+ * b4_runtime_run_begin() - take the thread's run slot, acquire its sandbox and settle the
+ * run's effective permissions once (the thread's own lists from its root ancestor's sandbox
+ * record when it has them, else the app's); every call of the run uses them
  * @ret: the run; end it with b4_run_end()
  * Return: 0, -ENOENT (no thread), -EBUSY (run in flight), -ESHUTDOWN (shutting down),
  *         -ECANCELED, provider errors (B4_E2001).
@@ -145,12 +161,28 @@ B4_PUBLIC int b4_runtime_run_begin(struct b4_runtime *rt,
                                    const char *id,
                                    struct b4_run **ret,
                                    struct b4_error *err);
-/** b4_run_call() - one tool call inside the run; the result JSON is the caller's. */
+/**
+ * b4_run_call() - one tool call inside the run (b4_tools_call() over the run's sandbox)
+ * @args: a JSON object (NULL = {}), borrowed
+ * @ret:  the caller clears it (b4_tool_result_clear()); a permission request stays pending
+ *        in the runtime for b4_run_resume() on a later run of the same thread
+ * Return: 0 for every result, tool failures included; -EINVAL, -ENOMEM.
+ */
 B4_PUBLIC int b4_run_call(struct b4_run *run,
                           const char *tool,
-                          const char *args_json,
-                          char **ret_result_json,
+                          const struct jv *args,
+                          struct b4_tool_result *ret,
                           struct b4_error *err);
+/**
+ * b4_run_resume() - answer a permission request an earlier call of this thread raised
+ * ("once", "always" or "deny") and finish that call inside this run
+ * Return: 0, -ENOENT (no such request for this thread), -EINVAL (bad answer), -ENOMEM.
+ */
+B4_PUBLIC int b4_run_resume(struct b4_run *run,
+                            const char *interrupt_id,
+                            const char *answer,
+                            struct b4_tool_result *ret,
+                            struct b4_error *err);
 /** b4_run_sandbox() - the run's sandbox; borrowed until b4_run_end(). */
 B4_PUBLIC struct b4_sandbox *b4_run_sandbox(struct b4_run *run);
 /** b4_run_cancel_token() - fired by b4_runtime_thread_cancel(); borrowed. */
@@ -159,6 +191,9 @@ B4_PUBLIC struct b4_cancel *b4_run_cancel_token(struct b4_run *run);
 B4_PUBLIC struct b4_run *b4_run_end(struct b4_run *run);
 
 /* ---- workspace reads: the slot without the sandbox ---- */
+
+/* b4_runtime_inspect() is the whole read; the slot calls below are its parts, for a caller
+ * that reads through a reader of its own. */
 
 struct b4_read;
 
@@ -178,6 +213,29 @@ B4_PUBLIC int b4_runtime_read_begin(struct b4_runtime *rt,
 B4_PUBLIC const char *b4_read_sandbox_key(const struct b4_read *rd);
 /** b4_read_end() - free the slot (NULL ok); the cancel token is not touched. Return: NULL. */
 B4_PUBLIC struct b4_read *b4_read_end(struct b4_read *rd);
+/**
+ * b4_runtime_inspect() - inspect the thread's workspace (its root ancestor's, reference §6.2)
+ * holding its run slot, on a worker thread: b4_inspect_thread() with @o and @consistent,
+ * then the digests the thread's admission recorded
+ * @o:          NULL = the defaults; copied (an abandoned read's worker outlives the call)
+ * @timeout_ms: 0 = no deadline; at the deadline the read is abandoned (its worker stops at
+ *              its next check, b4_runtime_free() waits for it) and the slot freed
+ * @cancel:     optional, borrowed for the call; b4_runtime_thread_cancel() and
+ *              b4_runtime_shutdown() cancel the read too
+ * @ret:        zeroed first; on 0 the inspection and digests, on -EPROTO the refusal in
+ *              ret->fail; the caller clears it (b4_workspace_read_clear())
+ * Return: 0; -EPROTO (a refusal, err->msg the reference's text); -ETIMEDOUT; -ECANCELED;
+ * as b4_runtime_read_begin(); as b4_inspect_thread() (-ENOENT with B4_E2001 when the
+ * thread has no storage).
+ */
+B4_PUBLIC int b4_runtime_inspect(struct b4_runtime *rt,
+                                 const char *id,
+                                 const struct b4_inspect_options *o,
+                                 bool consistent,
+                                 uint64_t timeout_ms,
+                                 const struct b4_cancel *cancel,
+                                 struct b4_workspace_read *ret,
+                                 struct b4_error *err);
 /** b4_runtime_provider() - the runtime's provider; borrowed. */
 B4_PUBLIC struct b4_provider *b4_runtime_provider(struct b4_runtime *rt);
 
@@ -189,24 +247,3 @@ B4_PUBLIC int b4_runtime_reap_idle(struct b4_runtime *rt, uint64_t now_ms);
  */
 B4_PUBLIC void b4_runtime_shutdown(struct b4_runtime *rt, uint64_t deadline_ms);
 B4_PUBLIC void b4_runtime_stats(struct b4_runtime *rt, struct b4_runtime_stats *ret);
-
-/* ---- the toolbox: permissions + grants + tools host for a server ---- */
-
-struct b4_config;
-struct b4_toolbox;
-struct b4_tools_host;
-
-/**
- * b4_toolbox_new() - the app's permission lists from @cfg, "Always" grants stored in @store,
- * and a tools host (b4_tools_host_dispatch() is the runtime's dispatch with
- * b4_toolbox_host() as its userdata)
- * @cfg, @store: borrowed; must outlive the toolbox
- * Return: 0, -EINVAL (a bad pattern), -ENOMEM.
- */
-B4_PUBLIC int b4_toolbox_new(const struct b4_config *cfg,
-                             struct b4_store *store,
-                             struct b4_toolbox **ret,
-                             struct b4_error *err);
-B4_PUBLIC struct b4_toolbox *b4_toolbox_free(struct b4_toolbox *tb);
-/** b4_toolbox_host() - borrowed for the toolbox's lifetime. */
-B4_PUBLIC struct b4_tools_host *b4_toolbox_host(struct b4_toolbox *tb);

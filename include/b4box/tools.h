@@ -5,13 +5,16 @@
  * The workspace tools (reference §10.1-10.3): readFile, writeFile, editFile, listDir and
  * runBash over one thread's sandbox, behind the path jail and the permission gates.
  *
- *   b4_tools_call(t, "readFile", "{\"path\":\"a.txt\"}", &json)   ->  result JSON text
+ *   b4_tools_call(t, "readFile", args, &result)   ->  result.ok, result.code, result.doc
  *
- * Results are JSON text (docs/tools.md has the exact shapes):
+ * Arguments arrive parsed (a JSON object) and results leave typed: whether the call
+ * succeeded, the error code, and the result document, which the edge serialises (docs/tools.md
+ * has the exact shapes):
  *   {"ok":true,"result":<tool result>}
  *   {"ok":false,"error":{"code":"...","message":"..."}}
  *   {"ok":false,"error":{"code":"permission_required",...},"permissionRequest":{...}}
  * A tool failure is a result, not a C error: b4_tools_call() returns 0 for all three.
+ * The JSON values are the library's (struct jv, src/lib/json); the server and the CLI use it.
  * A context is not thread-safe: one caller at a time (the runtime's run slot ensures it).
  *
  * Permissions: a struct b4_permissions holds a mode and allow/deny pattern lists keyed by
@@ -225,39 +228,64 @@ B4_PUBLIC int b4_tools_new(struct b4_sandbox *sb,
                            const struct b4_tools_options *opts,
                            struct b4_tools **ret,
                            struct b4_error *err);
-/** b4_tools_free() - drop the sandbox reference and pending requests. NULL ok. Return: NULL. */
+/**
+ * b4_tools_free() - drop the sandbox reference and the requests still pending. NULL ok.
+ * Return: NULL.
+ */
 B4_PUBLIC struct b4_tools *b4_tools_free(struct b4_tools *t);
+
+struct jv;
+
+/* The tools' own error codes (error.code; registry codes such as "B4_E3001" besides). */
+#define B4_TOOL_UNKNOWN_TOOL        "unknown_tool"
+#define B4_TOOL_INVALID_ARGUMENTS   "invalid_arguments"
+#define B4_TOOL_ERROR               "tool_error"
+#define B4_TOOL_PERMISSION_REQUIRED "permission_required"
+
+/* The outcome of one call: what callers branch on, plus the document the wire carries. */
+struct b4_tool_result {
+        bool ok;
+        /* NULL when ok; else error.code, a static string: one of the B4_TOOL_* codes above or
+         * a registry code */
+        const char *code;
+        /* Owned: {"ok":true,"result":...} or {"ok":false,"error":{...}[,"permissionRequest"]} */
+        struct jv *doc;
+};
+
+/** b4_tool_result_clear() - drop the document and zero @r. NULL ok. */
+B4_PUBLIC void b4_tool_result_clear(struct b4_tool_result *r);
 
 /**
  * b4_tools_call() - run one tool
- * @name:      readFile, writeFile, editFile, listDir or runBash
- * @args_json: a JSON object of arguments (NULL = "{}")
- * @ret_json:  the result document (see the top of this header), owned by the caller (free())
+ * @name: readFile, writeFile, editFile, listDir or runBash
+ * @args: the arguments, a JSON object (NULL = {}); borrowed (a permission request keeps a
+ *        reference)
+ * @ret:  filled on success; the caller clears it (b4_tool_result_clear())
  * Return: 0 whenever a result was produced, including tool failures, denials and permission
- * requests; -EINVAL (NULL @t/@name/@ret_json), -ENOMEM.
+ * requests; -EINVAL (NULL @t/@name/@ret), -ENOMEM.
  */
 B4_PUBLIC int b4_tools_call(struct b4_tools *t,
                             const char *name,
-                            const char *args_json,
-                            char **ret_json,
+                            const struct jv *args,
+                            struct b4_tool_result *ret,
                             struct b4_error *err);
 
 /**
  * b4_tools_resume() - answer a permission request and finish its call
  * @interrupt_id: from the permissionRequest of an earlier result; each id answers once
  * @answer:       "once", "always" or "deny"
- * @ret_json:     the call's result (which may be another permission request)
+ * @ret:          the call's result (which may be another permission request)
  * Return: 0, -ENOENT (no such pending request), -EINVAL (bad answer), -ENOMEM.
  */
 B4_PUBLIC int b4_tools_resume(struct b4_tools *t,
                               const char *interrupt_id,
                               const char *answer,
-                              char **ret_json,
+                              struct b4_tool_result *ret,
                               struct b4_error *err);
 
 /**
  * b4_tools_last_request() - the newest pending permission request, for callers that prompt
- * without parsing the result JSON (the CLI)
+ * without reading the result document (the CLI)
  * @ret_id:      its interrupt id
  * @ret_kind:    "command", "path" or "tool"
  * @ret_subject: the command, canonical path or tool name
@@ -270,69 +298,3 @@ B4_PUBLIC int b4_tools_last_request(struct b4_tools *t,
                                     const char **ret_kind,
                                     const char **ret_subject,
                                     const char **ret_pattern);
-
-/**
- * b4_tools_result_is_ok() - whether a result document from b4_tools_call() is a success,
- * without parsing it (its first member is always "ok").
- */
-B4_PUBLIC bool b4_tools_result_is_ok(const char *result_json);
-
-/* ---- host: the runtime's dispatch hook ---------------------------------------------- */
-
-/*
- * A long-lived owner of the tools' settings and of pending permission requests across calls,
- * for the runtime (struct b4_runtime_options.dispatch = b4_tools_host_dispatch, userdata =
- * the host). Each call makes a short-lived context over the run's sandbox. Thread-safe.
- */
-struct b4_tools_host;
-
-/*
- * Look up a thread's own permissions: *ret = an owned struct (the per-thread store applies)
- * or NULL (the app store applies). Return: 0 or -errno (the call then fails).
- */
-typedef int b4_thread_permissions_fn(void *userdata,
-                                     const char *thread_id,
-                                     struct b4_permissions **ret,
-                                     struct b4_error *err);
-
-struct b4_tools_host_options {
-        struct b4_permissions *app;                   /* borrowed, as in b4_tools_options */
-        struct b4_grant_store *grants;                /* borrowed; per-thread "Always" grants */
-        b4_thread_permissions_fn *thread_permissions; /* NULL = every thread uses the app's */
-        void *userdata;                               /* passed to thread_permissions */
-        uint64_t read_cap;
-        const char *const *approve_tools; /* borrowed */
-};
-
-/** b4_tools_host_new() - @opts copied (pointers stay borrowed). Return: 0, -ENOMEM. */
-B4_PUBLIC int b4_tools_host_new(const struct b4_tools_host_options *opts,
-                                struct b4_tools_host **ret);
-/** b4_tools_host_free() - NULL ok. Return: NULL. */
-B4_PUBLIC struct b4_tools_host *b4_tools_host_free(struct b4_tools_host *h);
-
-/**
- * b4_tools_host_dispatch() - b4_tools_call() on a fresh context over @sb; the signature of
- * the runtime's b4_tool_dispatch_fn. @userdata is the host. A permission request stays
- * pending in the host, keyed by @thread_id, for b4_tools_host_resume().
- */
-B4_PUBLIC int b4_tools_host_dispatch(struct b4_sandbox *sb,
-                                     const char *thread_id,
-                                     const char *tool,
-                                     const char *args_json,
-                                     struct b4_cancel *cancel,
-                                     void *userdata,
-                                     char **ret_json,
-                                     struct b4_error *err);
-
-/**
- * b4_tools_host_resume() - b4_tools_resume() for a request raised by a dispatch on the same
- * thread. Return: 0, -ENOENT (no such request for this thread), -EINVAL, -ENOMEM.
- */
-B4_PUBLIC int b4_tools_host_resume(struct b4_tools_host *h,
-                                   struct b4_sandbox *sb,
-                                   const char *thread_id,
-                                   const char *interrupt_id,
-                                   const char *answer,
-                                   struct b4_cancel *cancel,
-                                   char **ret_json,
-                                   struct b4_error *err);

@@ -8,6 +8,7 @@
  */
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "b4box/error.h"
 
@@ -64,24 +65,37 @@ int cli_load_config_collect(const struct cli_ctx *ctx,
                             char ***collect);
 
 /* What a local command (no server) works with: the state dir is locked shared, so it
- * refuses while a server owns the dir, and a server refuses while it runs. */
+ * refuses while a server owns the dir, and a server refuses while it runs. The runtime is
+ * the server's road (root-ancestor sandbox, managed admission, per-thread policy and image,
+ * store rows) in its local mode: sandboxes stay warm for the next command. */
 struct cli_local {
         struct b4_config *cfg;
         struct b4_store *store;
         struct b4_provider *provider;
+        struct b4_runtime *rt;
 };
 
-/* Load the config, lock the state dir and build the provider. Return: 0 or an exit code. */
+/* Load the config, lock the state dir, build the provider and the runtime over them.
+ * Return: 0 or an exit code (the failure printed). */
 int cli_local_open(const struct cli_ctx *ctx, struct cli_local *ret);
-/* The same with the provider type replaced by @type (NULL = as configured). */
-int cli_local_open_as(const struct cli_ctx *ctx, const char *type, struct cli_local *ret);
+struct b4_permissions;
+
+/* What a local command changes in the configured composition; zero = as configured. */
+struct cli_local_options {
+        const char *provider_type;          /* replaces sandbox.provider.type */
+        struct b4_permissions *permissions; /* borrowed, outlives the runtime: replaces the
+                                               config's permissions block */
+        uint64_t read_cap;                  /* readFile/editFile cap; 0 = the default */
+};
+
+/* The same, changed by @o. */
+int cli_local_open_with(const struct cli_ctx *ctx,
+                        const struct cli_local_options *o,
+                        struct cli_local *ret);
 void cli_local_close(struct cli_local *l);
 /* A local command's thread has a row like a server's, so a server's sweep (b4_runtime_
  * reconcile()) keeps its sandbox: insert it unless present. -ENOENT: being deleted. */
 int cli_local_thread_register(struct cli_local *l, const char *thread_id, struct b4_error *err);
-/* Mark the row deleting, destroy the sandbox, delete the row (as b4_runtime_thread_delete()
- * for a thread without children). */
-int cli_local_thread_destroy(struct cli_local *l, const char *thread_id, struct b4_error *err);
 
 /* Subcommands (one file each). */
 int cmd_version(int argc, char **argv, const struct cli_ctx *ctx);

@@ -3,7 +3,8 @@
 
 /*
  * The CLI's HTTP client for `--server URL` (or $B4BOX_URL, token in $B4BOX_TOKEN):
- * "http://host:port" or "unix:/path/to.sock". Bodies are JSON; responses are bounded.
+ * "http://host:port", "https://..." or "unix:/path/to.sock". Bodies are JSON; responses
+ * are bounded. A thin layer over lib/http, which does the transfer.
  */
 
 #include <stddef.h>
@@ -25,7 +26,8 @@ const char *cli_server_url(const char *flag);
  * @body:       JSON text or NULL
  * @ret_status: the HTTP status
  * @ret_body:   the response body (heap, NUL-terminated)
- * Return: 0 (any status), -ECONNREFUSED/-EIO (transport, message set), -EFBIG, -ENOMEM.
+ * Return: 0 (any status), -EINVAL (not a server URL), -ECONNREFUSED/-EHOSTUNREACH/-EIO
+ * (transport, message set), -EFBIG (response over CLIENT_MAX_RESPONSE), -ENOMEM.
  */
 int cli_http(const struct cli_client *c,
              const char *method,
@@ -47,12 +49,15 @@ struct cli_http_resp {
         long status;
         long retry_after; /* seconds from a Retry-After header, 0 when none */
         char *body;       /* heap, NUL-terminated */
+        size_t len;       /* bytes of @body */
 };
 
 /**
  * cli_http_request() - one request with a sized body and a bounded response
- * Return: 0 (any status; @ret filled, caller frees ret->body), -ECONNREFUSED/-EIO (transport),
- *         -EFBIG (response over the cap), -ENOMEM.
+ * No time limit: a tool call runs as long as the server lets it.
+ * Return: 0 (any status; @ret filled, caller frees ret->body), the errors of http_request()
+ *         (-EFBIG: response over the cap), -EINVAL (not a server URL, or a token with a control
+ *         character), -ENOMEM.
  */
 int cli_http_request(const struct cli_client *c,
                      const struct cli_http_req *req,
@@ -61,8 +66,6 @@ int cli_http_request(const struct cli_client *c,
 
 /* Print a JSON error body as "b4box: <message> (<code>)"; returns CLI_EXIT_FAILED. */
 int cli_http_fail(long status, const char *body);
-/* Percent-encode @s for a path segment (heap). */
-char *cli_path_escape(const char *s);
 
 /**
  * cli_remote_tool() - POST /threads/{thread}/tools/{tool} with @args_json on the server at

@@ -349,32 +349,15 @@ static const char *json_state(enum b4_enforcement s)
         return "n/a";
 }
 
-static int set_str(struct jv *o, const char *key, const char *v)
-{
-        return jv_object_set_new(o, key, v ? jv_string_new(v) : jv_null_new());
-}
-
-static struct jv *strv_json(char **l)
-{
-        struct jv *a = jv_array_new();
-
-        STRV_FOREACH (s, l)
-                if (!a || jv_array_append_new(a, jv_string_new(*s)) < 0)
-                        return jv_unref(a);
-        return a;
-}
-
 static struct jv *controls_json(const struct b4_preflight *pf)
 {
         struct jv *a = jv_array_new();
 
         for (size_t i = 0; a && i < pf->n_controls; i++) {
                 const struct b4_control *c = &pf->controls[i];
-                struct jv *o = jv_object_new();
-                if (!o || set_str(o, "name", c->name) < 0 ||
-                    set_str(o, "state", json_state(c->state)) < 0 ||
-                    set_str(o, "detail", c->detail ? c->detail : "") < 0 ||
-                    jv_array_append_new(a, o) < 0)
+                if (jv_array_append_new(a, jv_pack("{s:s?, s:s, s:s}", "name", c->name, "state",
+                                                   json_state(c->state), "detail",
+                                                   c->detail ? c->detail : "")) < 0)
                         return jv_unref(a);
         }
         return a;
@@ -388,19 +371,16 @@ static int print_json(const struct check *c,
                       const struct b4_preflight *pf,
                       int code)
 {
-        cleanup_(jv_unrefp) struct jv *o = jv_object_new();
+        cleanup_(jv_unrefp) struct jv *o = NULL;
         cleanup_free char *text = NULL;
 
-        if (!o || set_str(o, "config", path) < 0 ||
-            set_str(o, "provider", p ? b4_provider_name(p) : NULL) < 0 ||
-            set_str(o, "scope", cfg ? cfg->sandbox.provider.scope : NULL) < 0 ||
-            set_str(o, "network", cfg ? network_name(cfg) : NULL) < 0 ||
-            set_str(o, "detail", pf->detail) < 0 ||
-            jv_object_set_new(o, "ok", jv_bool_new(code == CLI_EXIT_OK)) < 0 ||
-            jv_object_set_new(o, "exitCode", jv_integer_new(code)) < 0 ||
-            jv_object_set_new(o, "refusals", strv_json(c->refusals)) < 0 ||
-            jv_object_set_new(o, "warnings", strv_json(pf->warnings)) < 0 ||
-            jv_object_set_new(o, "controls", controls_json(pf)) < 0 || jv_dump(o, 0, &text) < 0) {
+        o = jv_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:b, s:i, s:o, s:o, s:o}", "config", path,
+                    "provider", p ? b4_provider_name(p) : NULL, "scope",
+                    cfg ? cfg->sandbox.provider.scope : NULL, "network",
+                    cfg ? network_name(cfg) : NULL, "detail", pf->detail, "ok", code == CLI_EXIT_OK,
+                    "exitCode", code, "refusals", jv_string_array_new(c->refusals), "warnings",
+                    jv_string_array_new(pf->warnings), "controls", controls_json(pf));
+        if (!o || jv_dump(o, 0, &text) < 0) {
                 cli_error("out of memory");
                 return CLI_EXIT_FAILED;
         }

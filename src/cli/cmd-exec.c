@@ -5,11 +5,14 @@
  * With --server URL (or $B4BOX_URL) exec goes through the HTTP API instead (runBash).
  *   b4box release ID                                 drop its compute, keep the workspace
  *   b4box destroy ID                                 drop compute and workspace
- * The provider and policy come from the configuration (-c FILE, ./b4box.json, else the
- * defaults: native, scope "b4box"). One CMD argument is a shell command line; several are
- * quoted and joined, so `-- sh -c 'echo $HOME'` means what it says. stdout and stderr are
- * passed through and exec exits with the command's own code (124 on timeout, 128+N when
- * killed by signal N). SIGINT/SIGTERM cancel the command.
+ * Locally every command goes through the runtime as the server does (cli_local_open()): a
+ * thread's sandbox is its root ancestor's, admitted at the first run when managed, and
+ * destroy deletes the thread's rows with its children's. The provider and policy come from
+ * the configuration (-c FILE, ./b4box.json, else the defaults: native, scope "b4box"). One
+ * CMD argument is a shell command line; several are quoted and joined, so
+ * `-- sh -c 'echo $HOME'` means what it says. stdout and stderr are passed through and exec
+ * exits with the command's own code (124 on timeout, 128+N when killed by signal N).
+ * SIGINT/SIGTERM cancel the command.
  */
 
 #include <errno.h>
@@ -20,6 +23,8 @@
 #include <unistd.h>
 
 #include "b4box/b4.h"
+#include "b4box/runtime.h"
+#include "b4box/store.h"
 
 #include "base/alloc.h"
 #include "base/fd-util.h"
@@ -99,27 +104,22 @@ static int join_command(const struct exec_args *a, char **ret)
         return r;
 }
 
-static int run_exec(struct b4_provider *p,
-                    const struct b4_policy *pol,
-                    const struct exec_args *a,
-                    const char *command)
+/* In the thread's sandbox as the runtime gives it (its root ancestor's, admitted). */
+static int run_exec(struct b4_runtime *rt, const struct exec_args *a, const char *command)
 {
-        struct b4_acquire_req areq = { .thread_id = a->thread,
-                                       .policy = pol,
-                                       .cancel = arg_cancel };
         struct b4_exec_req req = { .command = command,
                                    .timeout_ms = a->timeout_ms,
                                    .cancel = arg_cancel };
         struct b4_exec_result res = { 0 };
-        struct b4_sandbox *sb = NULL;
         struct b4_error err = { 0 };
+        struct b4_run *run = NULL;
         int r;
 
-        r = b4_provider_acquire(p, &areq, &sb, &err);
+        r = b4_runtime_run_begin(rt, a->thread, &run, &err);
         if (r < 0)
                 return cli_fail(&err);
-        r = b4_sandbox_exec(sb, &req, &res, &err);
-        b4_sandbox_unref(sb);
+        r = b4_sandbox_exec(b4_run_sandbox(run), &req, &res, &err);
+        run = b4_run_end(run);
         if (r < 0)
                 return cli_fail(&err);
         (void)fflush(stdout);
@@ -190,12 +190,29 @@ int cmd_exec(int argc, char **argv, const struct cli_ctx *ctx)
         struct b4_error err = { 0 };
         if (cli_local_thread_register(&l, a.thread, &err) < 0)
                 return cli_fail(&err);
-        r = run_exec(l.provider, b4_config_policy(l.cfg), &a, command);
+        r = run_exec(l.rt, &a, command);
         sa.sa_handler = SIG_DFL;
         (void)sigaction(SIGINT, &sa, NULL);
         (void)sigaction(SIGTERM, &sa, NULL);
         arg_cancel = b4_cancel_free(arg_cancel);
         return r;
+}
+
+/* As through the server (the thread and its children); a sandbox no row names (a state
+ * dir from before local commands recorded their threads) is destroyed by its id.
+ * Return: 0, 1 (a child thread: its root's sandbox and workspace stay), -errno. */
+static int local_destroy(struct cli_local *l, const char *id, struct b4_error *err)
+{
+        struct b4_thread_row row = { 0 };
+        bool child;
+        int r;
+
+        if (b4_store_thread_get(l->store, id, &row, NULL) == -ENOENT)
+                return b4_provider_destroy(l->provider, id, err);
+        child = row.parent_id != NULL;
+        b4_thread_row_clear(&row);
+        r = b4_runtime_thread_delete(l->rt, id, err);
+        return r < 0 ? r : child;
 }
 
 static int lifecycle(int argc, char **argv, const struct cli_ctx *ctx, bool destroy)
@@ -211,12 +228,14 @@ static int lifecycle(int argc, char **argv, const struct cli_ctx *ctx, bool dest
         r = cli_local_open(ctx, &l);
         if (r != 0)
                 return r;
-        r = destroy ? cli_local_thread_destroy(&l, argv[1], &err)
-                    : b4_provider_release(l.provider, argv[1], &err);
+        r = destroy ? local_destroy(&l, argv[1], &err)
+                    : b4_runtime_thread_release(l.rt, argv[1], &err);
         if (r < 0)
                 return cli_fail(&err);
-        printf(destroy ? "destroyed thread '%s': its sandbox and workspace are gone\n"
-                       : "released thread '%s': its sandbox is released, its workspace kept\n",
+        printf(!destroy ? "released thread '%s': its sandbox is released, its workspace kept\n"
+               : r == 0 ? "destroyed thread '%s': its sandbox and workspace are gone\n"
+                        : "destroyed thread '%s': a child thread, its root's sandbox and "
+                          "workspace are kept\n",
                argv[1]);
         return CLI_EXIT_OK;
 }

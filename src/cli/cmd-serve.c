@@ -20,7 +20,6 @@
 #include "b4box/b4.h"
 #include "b4box/runtime.h"
 #include "b4box/store.h"
-#include "b4box/tools.h"
 
 #include "cli.h"
 #include "server/server.h"
@@ -73,7 +72,6 @@ struct serve_state {
         struct b4_config *cfg;
         struct b4_store *store;
         struct b4_provider *provider;
-        struct b4_toolbox *tools;
         struct b4_runtime *rt;
         struct server *srv;
 };
@@ -82,7 +80,6 @@ static void serve_state_clear(struct serve_state *st)
 {
         st->srv = server_free(st->srv);
         st->rt = b4_runtime_free(st->rt);
-        st->tools = b4_toolbox_free(st->tools);
         st->provider = b4_provider_free(st->provider);
         st->store = b4_store_close(st->store);
         st->cfg = b4_config_free(st->cfg);
@@ -116,16 +113,12 @@ static int serve_open(struct serve_state *st,
         r = b4_store_open(st->cfg->sandbox.provider.state_dir, B4_STORE_EXCLUSIVE, &st->store, err);
         if (r >= 0)
                 r = b4_provider_new(&st->cfg->sandbox.provider, &st->provider, err);
-        if (r >= 0)
-                r = b4_toolbox_new(st->cfg, st->store, &st->tools, err);
         if (r < 0)
                 return r;
         ro = (struct b4_runtime_options){ .provider = st->provider,
                                           .store = st->store,
                                           .policy = b4_config_policy(st->cfg),
                                           .idle_timeout_ms = st->cfg->sandbox.idle_timeout_ms,
-                                          .dispatch = b4_tools_host_dispatch,
-                                          .dispatch_userdata = b4_toolbox_host(st->tools),
                                           .config = st->cfg };
         r = b4_runtime_new(&ro, &st->rt, err);
         if (r < 0)
@@ -137,7 +130,6 @@ static int serve_open(struct serve_state *st,
                                      .listen = listen,
                                      .runtime = st->rt,
                                      .store = st->store,
-                                     .tools_host = b4_toolbox_host(st->tools),
                                      .provider_name = b4_provider_name(st->provider) };
         return server_start(&so, &st->srv, err);
 }

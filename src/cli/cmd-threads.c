@@ -14,6 +14,7 @@
 #include "base/strv.h"
 #include "cli.h"
 #include "client.h"
+#include "http/http.h"
 #include "json/json.h"
 
 struct threads_args {
@@ -74,50 +75,39 @@ static int parse(int argc, char **argv, struct threads_args *a)
 /* {sourceDigest, environmentLinks?, baseline?}; the server checks the rest. */
 static struct jv *workspace_json(const struct threads_args *a)
 {
-        struct jv *w = jv_object_new(), *links = jv_array_new();
-        int r = w && links ? jv_object_set_new(w, "sourceDigest", jv_string_new(a->source))
-                           : -ENOMEM;
+        struct jv *links = a->links ? jv_array_new() : NULL;
 
         STRV_FOREACH (l, a->links) {
                 const char *eq = strchr(*l, '=');
-                struct jv *e = jv_object_new();
-
-                if (r >= 0 && e)
-                        r = jv_object_set_new(e, "path", jv_stringn_new(*l, (size_t)(eq - *l)));
-                if (r >= 0 && e)
-                        r = jv_object_set_new(e, "target", jv_string_new(eq + 1));
-                r = r < 0 || !e ? (jv_unref(e), -ENOMEM) : jv_array_append_new(links, e);
+                if (links &&
+                    jv_array_append_new(links, jv_pack("{s:s%, s:s}", "path", *l, (size_t)(eq - *l),
+                                                       "target", eq + 1)) < 0)
+                        links = jv_unref(links);
+                if (!links)
+                        return NULL;
         }
-        if (r >= 0 && a->links)
-                r = jv_object_set_new(w, "environmentLinks", jv_ref(links));
-        if (r >= 0 && a->baseline)
-                r = jv_object_set_new(w, "baseline", jv_string_new(a->baseline));
-        jv_unref(links);
-        return r < 0 ? jv_unref(w) : w;
+        return jv_pack("{s:s, s:o*, s:s*}", "sourceDigest", a->source, "environmentLinks", links,
+                       "baseline", a->baseline);
 }
 
 static char *create_body(const struct threads_args *a)
 {
-        cleanup_(jv_unrefp) struct jv *o = jv_object_new();
-        struct jv *meta = NULL;
+        cleanup_(jv_unrefp) struct jv *o = NULL;
+        struct jv *meta = NULL, *ws;
         char *s = NULL;
 
-        if (!o)
+        if (a->metadata && jv_parse(a->metadata, strlen(a->metadata), &meta, NULL) < 0) {
+                cli_error("--metadata is not valid JSON");
                 return NULL;
-        if (a->id)
-                (void)jv_object_set_new(o, "thread_id", jv_string_new(a->id));
-        if (a->parent)
-                (void)jv_object_set_new(o, "parent_thread_id", jv_string_new(a->parent));
-        if (a->metadata) {
-                if (jv_parse(a->metadata, strlen(a->metadata), &meta, NULL) < 0) {
-                        cli_error("--metadata is not valid JSON");
-                        return NULL;
-                }
-                (void)jv_object_set_new(o, "metadata", meta);
         }
-        if (a->source && jv_object_set_new(o, "workspace", workspace_json(a)) < 0)
+        ws = a->source ? workspace_json(a) : NULL;
+        if (a->source && !ws) {
+                jv_unref(meta);
                 return NULL;
-        return jv_dump(o, 0, &s) < 0 ? NULL : s;
+        }
+        o = jv_pack("{s:s*, s:s*, s:o*, s:o*}", "thread_id", a->id, "parent_thread_id", a->parent,
+                    "metadata", meta, "workspace", ws);
+        return o && jv_dump(o, 0, &s) >= 0 ? s : NULL;
 }
 
 /* Build method + path (+ body) for @verb. Returns 0, or an exit code. */
@@ -128,7 +118,7 @@ static int plan(const char *verb,
                 char **ret_path,
                 char **ret_body)
 {
-        cleanup_free char *eid = id ? cli_path_escape(id) : NULL;
+        cleanup_free char *eid = id ? http_escape(id) : NULL;
         bool needs_id = strcmp(verb, "show") == 0 || strcmp(verb, "rm") == 0 ||
                         strcmp(verb, "release") == 0;
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * b4box tool: run one workspace tool locally against a thread's sandbox and print the result
- * document (docs/tools.md). Until the config loader is wired in, the provider and the
- * permissions come from options: --provider (native by default), --mode, --allow, --deny.
+ * document (docs/tools.md), through the runtime as a server would (the thread's root
+ * ancestor's sandbox, managed admission, per-thread permissions). --provider replaces the
+ * configured provider type; --mode, --allow and --deny replace the configured permissions.
  * In interactive mode a permission request is asked on the terminal; without one it fails
  * closed like non-interactive mode would.
  */
@@ -17,12 +18,14 @@
 #include <unistd.h>
 
 #include "b4box/b4.h"
+#include "b4box/runtime.h"
 #include "b4box/tools.h"
 
 #include "base/macro.h"
 #include "base/parse.h"
 #include "cli.h"
 #include "client.h"
+#include "json/json.h"
 
 #define MAX_RULES 64
 
@@ -146,38 +149,45 @@ static int make_permissions(const struct tool_args *a,
         return 0;
 }
 
-/* The thread's sandbox from the configured provider (--provider overrides its type). */
-static int open_sandbox(const struct cli_ctx *ctx,
-                        const struct tool_args *a,
-                        struct cli_local *l,
-                        struct b4_sandbox **ret_sb,
-                        struct b4_error *err)
+/* The thread's run from the runtime over the configured provider (--provider overrides its
+ * type, --mode/--allow/--deny its permissions, --read-cap its cap): its root ancestor's
+ * sandbox, admitted and gated as through a server. */
+static int begin_run(const struct cli_ctx *ctx,
+                     const struct tool_args *a,
+                     struct b4_permissions *perms,
+                     struct cli_local *l,
+                     struct b4_run **ret,
+                     struct b4_error *err)
 {
-        struct cli_ctx c = *ctx;
+        const struct cli_local_options o = { .provider_type = a->provider,
+                                             .permissions = perms,
+                                             .read_cap = a->read_cap };
         int r;
 
-        r = cli_local_open_as(&c, a->provider, l);
+        r = cli_local_open_with(ctx, &o, l);
         if (r != 0)
                 return b4_error_set(err, -EINVAL, "cannot open the local provider");
         r = cli_local_thread_register(l, a->thread, err);
         if (r < 0)
                 return r;
-        return b4_provider_acquire(l->provider,
-                                   &(struct b4_acquire_req){ .thread_id = a->thread,
-                                                             .policy = b4_config_policy(l->cfg) },
-                                   ret_sb, err);
+        return b4_runtime_run_begin(l->rt, a->thread, ret, err);
 }
 
-/* Ask on the terminal; returns "once", "always" or "deny". */
-static const char *prompt(struct b4_tools *t)
+/* Ask on the terminal about the result's permission request; "once", "always" or "deny". */
+static const char *prompt(const struct jv *request)
 {
-        const char *kind = NULL, *subject = NULL, *pattern = NULL;
+        const struct jv *detail = jv_object_get(request, "detail");
+        const char *kind = jv_string(jv_object_get(request, "kind"));
+        const char *pattern = jv_string(jv_object_get(detail, "suggestedPattern"));
+        const char *subject = NULL;
         char line[32];
 
-        (void)b4_tools_last_request(t, NULL, &kind, &subject, &pattern);
+        for (const char *const *k = (const char *const[]){ "command", "path", "toolName", NULL };
+             *k && !subject; k++)
+                subject = jv_string(jv_object_get(detail, *k));
         for (;;) {
-                fprintf(stderr, "b4box: allow %s '%s'? [o]nce, [a]lways ('%s'), [d]eny: ", kind,
-                        subject, pattern);
+                fprintf(stderr, "b4box: allow %s '%s'? [o]nce, [a]lways ('%s'), [d]eny: ",
+                        kind ? kind : "?", subject ? subject : "?", pattern ? pattern : "?");
                 if (!fgets(line, sizeof(line), stdin))
                         return "deny";
                 if (line[0] == 'o')
@@ -189,47 +199,69 @@ static const char *prompt(struct b4_tools *t)
         }
 }
 
-static int run_tool(struct b4_tools *t, const struct tool_args *a, struct b4_error *err)
+/* The pending request to answer on the terminal, or NULL. */
+static const struct jv *wants_answer(const struct b4_tool_result *res, const struct tool_args *a)
 {
-        const char *id = NULL;
-        char *json = NULL;
-        int r;
-
-        r = b4_tools_call(t, a->name, a->json, &json, err);
-        while (r >= 0 && a->mode == B4_PERMISSION_INTERACTIVE && isatty(STDIN_FILENO) &&
-               strstr(json, "\"code\":\"permission_required\"") &&
-               b4_tools_last_request(t, &id, NULL, NULL, NULL) >= 0) {
-                const char *answer = prompt(t);
-                free(json);
-                json = NULL;
-                r = b4_tools_resume(t, id, answer, &json, err);
-        }
-        if (r < 0)
-                return r;
-        puts(json);
-        r = strncmp(json, "{\"ok\":true", 10) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
-        free(json);
-        return r;
+        if (res->ok || strcmp(res->code, B4_TOOL_PERMISSION_REQUIRED) != 0 ||
+            a->mode != B4_PERMISSION_INTERACTIVE || !isatty(STDIN_FILENO))
+                return NULL;
+        return jv_object_get(res->doc, "permissionRequest");
 }
 
-/* Permissions from the flags when any is given, else from the config (none: no gate). */
-static int permissions_for(const struct tool_args *a,
-                           const struct b4_config *cfg,
-                           struct b4_permissions **ret,
-                           struct b4_error *err)
+/* Print the result document; the exit code follows its ok. */
+static int print_result(const struct b4_tool_result *res)
 {
-        *ret = NULL;
-        if (a->perm_flags)
-                return make_permissions(a, ret, err);
-        if (!cfg->permissions.present)
+        cleanup_free char *json = NULL;
+
+        if (jv_dump(res->doc, 0, &json) < 0)
+                return -ENOMEM;
+        puts(json);
+        return res->ok ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+}
+
+static int run_tool(struct b4_run *run,
+                    const struct tool_args *a,
+                    const struct jv *args,
+                    struct b4_error *err)
+{
+        struct b4_tool_result res = { 0 };
+        const struct jv *req;
+        int r;
+
+        r = b4_run_call(run, a->name, args, &res, err);
+        while (r >= 0 && (req = wants_answer(&res, a))) {
+                cleanup_free char *id = strdup(jv_string(jv_object_get(req, "interruptId")) ?: "");
+                const char *answer = prompt(req);
+
+                if (!id) {
+                        r = -ENOMEM;
+                        break;
+                }
+                b4_tool_result_clear(&res);
+                r = b4_run_resume(run, id, answer, &res, err);
+        }
+        if (r >= 0)
+                r = print_result(&res);
+        b4_tool_result_clear(&res);
+        return r == -ENOMEM ? b4_error_set(err, r, "out of memory") : r;
+}
+
+/* ARGS_JSON, parsed once here. Return: 0, or -EINVAL with the message printed. */
+static int parse_call_args(const struct tool_args *a, struct jv **ret)
+{
+        struct b4_error e = { 0 };
+
+        if (jv_parse(a->json, strlen(a->json), ret, &e) >= 0)
                 return 0;
-        return b4_permissions_from_config(&cfg->permissions, ret, err);
+        cli_error("tool: ARGS_JSON is not valid JSON: %s", e.msg);
+        return -EINVAL;
 }
 
 /* Through a server: the server's permissions apply; the flags that shape them locally are
  * refused rather than ignored. */
 static int remote_tool(const char *url, const struct tool_args *a)
 {
+        struct jv *doc = NULL;
         char *json = NULL;
         int r;
 
@@ -242,48 +274,47 @@ static int remote_tool(const char *url, const struct tool_args *a)
         if (r != 0)
                 return r;
         puts(json);
-        r = b4_tools_result_is_ok(json) ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+        r = jv_parse(json, strlen(json), &doc, NULL) >= 0 && jv_is_true(jv_object_get(doc, "ok"))
+                    ? CLI_EXIT_OK
+                    : CLI_EXIT_FAILED;
+        jv_unref(doc);
         free(json);
         return r;
 }
 
+static void tool_args_clear(struct tool_args *a)
+{
+        for (size_t i = 0; i < a->n_rules; i++)
+                free((char *)a->rules[i]);
+        a->n_rules = 0;
+}
+
 int cmd_tool(int argc, char **argv, const struct cli_ctx *ctx)
 {
-        struct tool_args a = { .mode = B4_PERMISSION_NON_INTERACTIVE };
+        cleanup_(tool_args_clear) struct tool_args a = { .mode = B4_PERMISSION_NON_INTERACTIVE };
         cleanup_(cli_local_close) struct cli_local l = { 0 };
+        cleanup_(jv_unrefp) struct jv *args = NULL;
         struct b4_permissions *perms = NULL;
-        struct b4_sandbox *sb = NULL;
-        struct b4_tools *t = NULL;
+        struct b4_run *run = NULL;
         struct b4_error err = { 0 };
         int r;
 
-        r = parse_tool_args(argc, argv, &a);
-        if (r != 0) {
-                for (size_t i = 0; i < a.n_rules; i++)
-                        free((char *)a.rules[i]);
+        if (parse_tool_args(argc, argv, &a) != 0)
                 return CLI_USAGE;
+        if (cli_server_url(a.server))
+                return remote_tool(cli_server_url(a.server), &a);
+        if (parse_call_args(&a, &args) < 0)
+                return CLI_USAGE;
+        r = a.perm_flags ? make_permissions(&a, &perms, &err) : 0;
+        if (r >= 0)
+                r = begin_run(ctx, &a, perms, &l, &run, &err);
+        if (r >= 0)
+                r = run_tool(run, &a, args, &err);
+        if (run) {
+                run = b4_run_end(run);
+                (void)b4_runtime_thread_release(l.rt, a.thread, NULL);
         }
-        if (cli_server_url(a.server)) {
-                r = remote_tool(cli_server_url(a.server), &a);
-                for (size_t i = 0; i < a.n_rules; i++)
-                        free((char *)a.rules[i]);
-                return r;
-        }
-        r = open_sandbox(ctx, &a, &l, &sb, &err);
-        if (r >= 0)
-                r = permissions_for(&a, l.cfg, &perms, &err);
-        if (r >= 0)
-                r = b4_tools_new(sb,
-                                 &(struct b4_tools_options){ .app = perms, .read_cap = a.read_cap },
-                                 &t, &err);
-        if (r >= 0)
-                r = run_tool(t, &a, &err);
-        b4_tools_free(t);
-        b4_sandbox_unref(sb);
-        if (l.provider)
-                (void)b4_provider_release(l.provider, a.thread, NULL);
+        cli_local_close(&l); /* the runtime borrows perms */
         b4_permissions_free(perms);
-        for (size_t i = 0; i < a.n_rules; i++)
-                free((char *)a.rules[i]);
         return r < 0 ? cli_fail(&err) : r;
 }

@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "b4box/b4.h"
+#include "b4box/runtime.h"
 #include "b4box/store.h"
+#include "b4box/tools.h"
 
 #include "base/alloc.h"
 #include "base/macro.h"
@@ -121,10 +123,38 @@ int cli_load_config_collect(const struct cli_ctx *ctx,
 
 int cli_local_open(const struct cli_ctx *ctx, struct cli_local *ret)
 {
-        return cli_local_open_as(ctx, NULL, ret);
+        return cli_local_open_with(ctx, &(struct cli_local_options){ 0 }, ret);
 }
 
-int cli_local_open_as(const struct cli_ctx *ctx, const char *type, struct cli_local *ret)
+static int open_runtime(struct cli_local *l,
+                        const struct cli_local_options *o,
+                        struct b4_error *err)
+{
+        struct b4_runtime_options ro = { .provider = l->provider,
+                                         .store = l->store,
+                                         .policy = b4_config_policy(l->cfg),
+                                         .config = l->cfg,
+                                         .permissions = o->permissions,
+                                         .read_cap = o->read_cap,
+                                         .local = true };
+
+        return b4_runtime_new(&ro, &l->rt, err);
+}
+
+static int replace_provider_type(struct b4_config *cfg, const char *type)
+{
+        char *t = strdup(type);
+
+        if (!t)
+                return -ENOMEM;
+        free(cfg->sandbox.provider.type);
+        cfg->sandbox.provider.type = t;
+        return 0;
+}
+
+int cli_local_open_with(const struct cli_ctx *ctx,
+                        const struct cli_local_options *o,
+                        struct cli_local *ret)
 {
         struct b4_error err = { 0 };
         struct cli_local l = { 0 };
@@ -133,17 +163,17 @@ int cli_local_open_as(const struct cli_ctx *ctx, const char *type, struct cli_lo
         r = cli_load_config(ctx, &l.cfg, NULL);
         if (r != 0)
                 return r;
-        if (type) {
-                char *t = strdup(type);
-                if (!t) {
-                        cli_local_close(&l);
-                        return CLI_EXIT_FAILED;
-                }
-                free(l.cfg->sandbox.provider.type);
-                l.cfg->sandbox.provider.type = t;
-        }
-        if (b4_store_open(l.cfg->sandbox.provider.state_dir, B4_STORE_SHARED, &l.store, &err) < 0 ||
-            b4_provider_new(&l.cfg->sandbox.provider, &l.provider, &err) < 0) {
+        r = o->provider_type ? replace_provider_type(l.cfg, o->provider_type) : 0;
+        if (r < 0)
+                r = b4_error_set(&err, r, "out of memory");
+        if (r >= 0)
+                r = b4_store_open(l.cfg->sandbox.provider.state_dir, B4_STORE_SHARED, &l.store,
+                                  &err);
+        if (r >= 0)
+                r = b4_provider_new(&l.cfg->sandbox.provider, &l.provider, &err);
+        if (r >= 0)
+                r = open_runtime(&l, o, &err);
+        if (r < 0) {
                 cli_local_close(&l);
                 if (err.error == -EBUSY)
                         cli_error(
@@ -179,21 +209,9 @@ int cli_local_thread_register(struct cli_local *l, const char *thread_id, struct
         return r == -EEXIST ? 0 : r; /* another local command won */
 }
 
-int cli_local_thread_destroy(struct cli_local *l, const char *thread_id, struct b4_error *err)
-{
-        int r;
-
-        r = b4_store_thread_mark_deleting(l->store, thread_id, err);
-        if (r < 0 && r != -ENOENT)
-                return r;
-        r = b4_provider_destroy(l->provider, thread_id, err);
-        if (r >= 0)
-                r = b4_store_thread_delete(l->store, thread_id, err);
-        return r == -ENOENT ? 0 : r;
-}
-
 void cli_local_close(struct cli_local *l)
 {
+        l->rt = b4_runtime_free(l->rt);
         l->provider = b4_provider_free(l->provider);
         l->store = b4_store_close(l->store);
         l->cfg = b4_config_free(l->cfg);

@@ -125,19 +125,21 @@ static const char *error_message(const struct jv *doc)
         return m ? m : "tool failed";
 }
 
+/* The result document of one call. */
 static int call_json(struct b4_tools *t,
                      const char *tool,
-                     const char *args_json,
+                     const struct jv *args,
                      struct jv **ret,
                      struct b4_error *err)
 {
-        cleanup_free char *json = NULL;
+        struct b4_tool_result res = { 0 };
         int r;
 
-        r = b4_tools_call(t, tool, args_json, &json, err);
+        r = b4_tools_call(t, tool, args, &res, err);
         if (r < 0)
                 return r;
-        return jv_parse(json, strlen(json), ret, err);
+        *ret = TAKE_PTR(res.doc);
+        return 0;
 }
 
 int probe_sh(struct probe_sandbox *s,
@@ -146,14 +148,12 @@ int probe_sh(struct probe_sandbox *s,
              struct b4_error *err)
 {
         cleanup_(jv_unrefp) struct jv *args = jv_object_new(), *doc = NULL;
-        cleanup_free char *args_json = NULL;
         struct probe_out o = { 0 };
         int r;
 
-        if (!args || jv_object_set_new(args, "command", jv_string_new(command)) < 0 ||
-            jv_dump(args, 0, &args_json) < 0)
+        if (!args || jv_object_set_new(args, "command", jv_string_new(command)) < 0)
                 return -ENOMEM;
-        r = call_json(s->tools, "runBash", args_json, &doc, err);
+        r = call_json(s->tools, "runBash", args, &doc, err);
         if (r < 0)
                 return r;
         if (!jv_is_true(jv_object_get(doc, "ok")))
@@ -195,11 +195,13 @@ int probe_tool(struct b4_tools *t,
                char **ret_text,
                struct b4_error *err)
 {
-        cleanup_(jv_unrefp) struct jv *doc = NULL;
+        cleanup_(jv_unrefp) struct jv *args = NULL, *doc = NULL;
         const struct jv *res;
         int r;
 
-        r = call_json(t, tool, args_json, &doc, err);
+        r = jv_parse(args_json, strlen(args_json), &args, err);
+        if (r >= 0)
+                r = call_json(t, tool, args, &doc, err);
         if (r < 0)
                 return r;
         *ret_ok = jv_is_true(jv_object_get(doc, "ok"));

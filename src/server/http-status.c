@@ -82,8 +82,10 @@ void reply_json(struct request *rq, unsigned status, struct jv *body)
 {
         char *text = NULL;
 
-        if (rq->replied)
+        if (rq->replied) {
+                jv_unref(body); /* taken, whatever happens */
                 return;
+        }
         if (!body || jv_dump(body, 0, &text) < 0) {
                 text = NULL;
                 status = 500;
@@ -92,24 +94,23 @@ void reply_json(struct request *rq, unsigned status, struct jv *body)
         queue(rq, status, text, text ? strlen(text) : 0);
 }
 
-static struct jv *error_body(const char *code, const char *message, enum b4_code reg)
+/*
+ * The one place the error shape is built: {"error":{"message", "kind":"request_error",
+ * "code" (registry, when set), "details":{"code", ...@details}}}. Takes @details.
+ */
+static struct jv *error_body(const char *code,
+                             const char *message,
+                             enum b4_code reg,
+                             struct jv *details)
 {
-        struct jv *details = jv_object_new(), *error = jv_object_new(), *root = jv_object_new();
-
-        if (!details || !error || !root) {
+        details = details ? details : jv_object_new();
+        if (!details || jv_object_set_new(details, "code", jv_string_new(code)) < 0) {
                 jv_unref(details);
-                jv_unref(error);
-                jv_unref(root);
                 return NULL;
         }
-        (void)jv_object_set_new(details, "code", jv_string_new(code));
-        (void)jv_object_set_new(error, "message", jv_string_new(message));
-        (void)jv_object_set_new(error, "kind", jv_string_new("request_error"));
-        if (reg != B4_CODE_NONE)
-                (void)jv_object_set_new(error, "code", jv_string_new(b4_code_name(reg)));
-        (void)jv_object_set_new(error, "details", details);
-        (void)jv_object_set_new(root, "error", error);
-        return root;
+        return jv_pack("{s:{s:s, s:s, s:s*, s:o}}", "error", "message", message, "kind",
+                       "request_error", "code", reg != B4_CODE_NONE ? b4_code_name(reg) : NULL,
+                       "details", details);
 }
 
 /* Refusals a retry soon may clear, and the Retry-After (seconds) they carry: the one place. */
@@ -134,13 +135,28 @@ static void reply_error_coded(struct request *rq,
                               unsigned status,
                               const char *code,
                               enum b4_code reg,
+                              struct jv *details,
                               const char *message)
 {
-        if (rq->replied)
+        if (rq->replied) {
+                jv_unref(details);
                 return;
+        }
         metrics_refusal(rq->srv->metrics, code);
-        reply_json(rq, status, error_body(code, message, reg));
+        reply_json(rq, status, error_body(code, message, reg, details));
         reply_retry_after(rq, code);
+}
+
+void reply_error_details(
+        struct request *rq, unsigned status, const char *code, struct jv *details, const char *msg)
+{
+        reply_error_coded(rq, status, code, B4_CODE_NONE, details, msg);
+}
+
+void reply_error_bare(struct request *rq, unsigned status, const char *message)
+{
+        if (!rq->replied)
+                reply_json(rq, status, jv_pack("{s:{s:s}}", "error", "message", message));
 }
 
 void reply_error(struct request *rq, unsigned status, const char *code, const char *fmt, ...)
@@ -151,7 +167,7 @@ void reply_error(struct request *rq, unsigned status, const char *code, const ch
         va_start(ap, fmt);
         (void)vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        reply_error_coded(rq, status, code, B4_CODE_NONE, msg);
+        reply_error_coded(rq, status, code, B4_CODE_NONE, NULL, msg);
 }
 
 static const struct {
@@ -186,16 +202,17 @@ void reply_b4_error(struct request *rq, const struct b4_error *err)
 
         for (size_t i = 0; i < ELEMENTSOF(code_map); i++)
                 if (code_map[i].reg == err->code) {
-                        reply_error_coded(rq, code_map[i].status, code_map[i].code, err->code, msg);
+                        reply_error_coded(rq, code_map[i].status, code_map[i].code, err->code, NULL,
+                                          msg);
                         return;
                 }
         for (size_t i = 0; i < ELEMENTSOF(errno_map); i++)
                 if (errno_map[i].error == err->error) {
                         reply_error_coded(rq, errno_map[i].status, errno_map[i].code, err->code,
-                                          msg);
+                                          NULL, msg);
                         return;
                 }
-        reply_error_coded(rq, 500, "internal_error", err->code, msg);
+        reply_error_coded(rq, 500, "internal_error", err->code, NULL, msg);
 }
 
 struct jv *request_json_object(struct request *rq)

@@ -9,14 +9,10 @@
  * POST /threads/{id}/cancel (409 read_cancelled, slot freed) -> ignorePrefixes -> the 64 MiB
  * answer cap (422) -> 200 with cache-control: no-store.
  *
- * The worker owns everything it touches (a context shared by reference count), so an
- * abandoned read finishes in the background with nothing freed under it; server_free()
- * waits for such workers (inspect_workers_drain()).
+ * Parse -> b4_runtime_inspect() (slot, worker, deadline, cancel, digests) -> reply.
  */
 
 #include <errno.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +22,7 @@
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strv.h"
-#include "base/time-util.h"
+#include "base/utf8.h"
 #include "server-internal.h"
 
 #define MAX_LIST_ITEMS     64
@@ -36,12 +32,8 @@
 #define MAX_FILE_BYTES_CAP (16u * 1024u * 1024u)
 #define MAX_TOTAL_CAP      (32u * 1024u * 1024u)
 
-/* What one read needs; shared by the handler and the worker (refs). */
-struct inspect_job {
-        pthread_mutex_t lock;
-        unsigned refs;
-        struct b4_provider *provider;
-        char *key; /* whose workspace: the thread's root ancestor */
+/* The request's options; what they point at is owned here. */
+struct read_request {
         char *root;
         char **exclude;
         char **ignore;
@@ -49,93 +41,18 @@ struct inspect_job {
         size_t n_links;
         struct b4_inspect_options o;
         bool consistent;
-        struct b4_cancel *cancel; /* fired by thread cancel, the deadline, or shutdown */
-        struct b4_cancel *done;   /* fired by the worker */
-        int r;
-        struct b4_inspection insp;
-        struct b4_inspect_failure fail;
-        struct b4_error err;
 };
 
-static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t workers_cond = PTHREAD_COND_INITIALIZER;
-static unsigned workers;
-
-static void job_unref(struct inspect_job *j)
+static void read_request_clear(struct read_request *q)
 {
-        bool last;
-
-        (void)pthread_mutex_lock(&j->lock);
-        last = --j->refs == 0;
-        (void)pthread_mutex_unlock(&j->lock);
-        if (!last)
-                return;
-        for (size_t i = 0; i < j->n_links; i++) {
-                free((char *)j->links[i].name);
-                free((char *)j->links[i].target);
+        for (size_t i = 0; i < q->n_links; i++) {
+                free((char *)q->links[i].name);
+                free((char *)q->links[i].target);
         }
-        free(j->links);
-        free(j->key);
-        free(j->root);
-        strv_free(j->exclude);
-        strv_free(j->ignore);
-        b4_inspection_clear(&j->insp);
-        b4_cancel_free(j->cancel);
-        b4_cancel_free(j->done);
-        (void)pthread_mutex_destroy(&j->lock);
-        free(j);
-}
-
-static struct inspect_job *job_new(void)
-{
-        struct inspect_job *j = b4_calloc(1, sizeof(*j));
-
-        if (!j)
-                return NULL;
-        (void)pthread_mutex_init(&j->lock, NULL);
-        j->refs = 1;
-        b4_inspect_options_init(&j->o);
-        j->cancel = b4_cancel_new();
-        j->done = b4_cancel_new();
-        if (!j->cancel || !j->done) {
-                job_unref(j);
-                return NULL;
-        }
-        j->o.cancel = j->cancel;
-        return j;
-}
-
-static void *worker_main(void *arg)
-{
-        struct inspect_job *j = arg;
-
-        j->r = b4_inspect_thread(j->provider, j->key, &j->o, j->consistent, &j->insp, &j->fail,
-                                 &j->err);
-        b4_cancel_fire(j->done);
-        job_unref(j);
-        (void)pthread_mutex_lock(&workers_lock);
-        workers--;
-        (void)pthread_cond_broadcast(&workers_cond);
-        (void)pthread_mutex_unlock(&workers_lock);
-        return NULL;
-}
-
-void inspect_workers_drain(uint64_t timeout_ms)
-{
-        uint64_t deadline = now_msec() + timeout_ms;
-
-        (void)pthread_mutex_lock(&workers_lock);
-        while (workers > 0 && now_msec() < deadline) {
-                struct timespec ts;
-                (void)clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_nsec += 50 * 1000000L;
-                if (ts.tv_nsec >= 1000000000L) {
-                        ts.tv_sec++;
-                        ts.tv_nsec -= 1000000000L;
-                }
-                (void)pthread_cond_timedwait(&workers_cond, &workers_lock, &ts);
-        }
-        (void)pthread_mutex_unlock(&workers_lock);
+        free(q->links);
+        free(q->root);
+        strv_free(q->exclude);
+        strv_free(q->ignore);
 }
 
 /* ---- replies ---- */
@@ -144,40 +61,14 @@ void inspect_workers_drain(uint64_t timeout_ms)
 static void refuse_with(
         struct request *rq, unsigned status, const char *code, struct jv *details, const char *msg)
 {
-        struct jv *error = jv_object_new(), *root = jv_object_new();
-
-        if (!details)
-                details = jv_object_new();
-        if (!error || !root || !details) {
-                jv_unref(error);
-                jv_unref(root);
-                jv_unref(details);
-                reply_error(rq, 500, "internal_error", "out of memory");
-                return;
-        }
-        (void)jv_object_set_new(details, "code", jv_string_new(code));
-        (void)jv_object_set_new(error, "message", jv_string_new(msg));
-        (void)jv_object_set_new(error, "kind", jv_string_new("request_error"));
-        (void)jv_object_set_new(error, "details", details);
-        (void)jv_object_set_new(root, "error", error);
-        metrics_refusal(rq->srv->metrics, code);
-        reply_json(rq, status, root);
+        reply_error_details(rq, status, code, details, msg);
 }
 
 bool route_inspect_admit(struct request *rq)
 {
-        struct jv *body, *error;
-
         if (rq->srv->config->sandbox.workspace_read)
                 return true;
-        body = jv_object_new();
-        error = jv_object_new();
-        if (body && error) {
-                (void)jv_object_set_new(error, "message", jv_string_new("Not found"));
-                (void)jv_object_set_new(body, "error", TAKE_PTR(error));
-        }
-        jv_unref(error);
-        reply_json(rq, 404, body);
+        reply_error_bare(rq, 404, "Not found");
         return false;
 }
 
@@ -202,22 +93,11 @@ static void reply_no_store(struct request *rq, char *text)
 
 /* ---- the body ---- */
 
-/* Length in UTF-16 code units (JavaScript's String.length). */
-static size_t js_length(const char *s)
-{
-        size_t n = 0;
-
-        for (const unsigned char *c = (const unsigned char *)s; *c; c++)
-                if ((*c & 0xc0) != 0x80)
-                        n += *c >= 0xf0 ? 2 : 1;
-        return n;
-}
-
 static bool bounded_string(const struct jv *v, size_t max)
 {
         const char *s = jv_string(v);
 
-        return s && *s && jv_string_length(v) == strlen(s) && js_length(s) <= max;
+        return s && *s && jv_string_length(v) == strlen(s) && utf8_js_length(s) <= max;
 }
 
 /* An array of at most 64 non-empty strings of at most 1024 chars into *ret. */
@@ -250,7 +130,7 @@ bad:
         return false;
 }
 
-static bool links_option(struct request *rq, const struct jv *v, struct inspect_job *j)
+static bool links_option(struct request *rq, const struct jv *v, struct read_request *q)
 {
         size_t n = jv_object_size(v), k = 0;
 
@@ -260,8 +140,8 @@ static bool links_option(struct request *rq, const struct jv *v, struct inspect_
                             MAX_LIST_ITEMS);
                 return false;
         }
-        j->links = b4_calloc(n ? n : 1, sizeof(*j->links));
-        if (!j->links)
+        q->links = b4_calloc(n ? n : 1, sizeof(*q->links));
+        if (!q->links)
                 return false;
         for (void *it = jv_object_iter(v); it; it = jv_object_next(v, it), k++) {
                 const struct jv *t = jv_iter_value(it);
@@ -272,14 +152,14 @@ static bool links_option(struct request *rq, const struct jv *v, struct inspect_
                                     jv_iter_key(it), MAX_TARGET_CHARS);
                         return false;
                 }
-                j->links[k].name = b4_strdup(jv_iter_key(it));
-                j->links[k].target = b4_strdup(jv_string(t));
-                j->n_links++;
-                if (!j->links[k].name || !j->links[k].target)
+                q->links[k].name = b4_strdup(jv_iter_key(it));
+                q->links[k].target = b4_strdup(jv_string(t));
+                q->n_links++;
+                if (!q->links[k].name || !q->links[k].target)
                         return false;
         }
-        j->o.expected = j->links;
-        j->o.n_expected = j->n_links;
+        q->o.expected = q->links;
+        q->o.n_expected = q->n_links;
         return true;
 }
 
@@ -295,51 +175,54 @@ static bool limit_option(
         return true;
 }
 
-static bool root_option(struct request *rq, const struct jv *v, struct inspect_job *j)
+static bool root_option(struct request *rq, const struct jv *v, struct read_request *q)
 {
-        cleanup_free char *q = NULL;
+        cleanup_free char *dump = NULL;
 
         if (jv_is_string(v) && jv_string_length(v) == strlen(jv_string(v)) &&
             b4_inspect_root_is_canonical(jv_string(v))) {
-                j->root = b4_strdup(jv_string(v));
-                j->o.root = j->root;
-                return j->root != NULL;
+                q->root = b4_strdup(jv_string(v));
+                q->o.root = q->root;
+                return q->root != NULL;
         }
-        (void)jv_dump(v, 0, &q);
+        (void)jv_dump(v, 0, &dump);
         reply_error(rq, 400, "invalid_request", "Invalid workspace inspection root: %s",
-                    q ? q : "?");
+                    dump ? dump : "?");
         return false;
 }
 
-static bool one_option(struct request *rq, const char *k, const struct jv *v, struct inspect_job *j)
+static bool one_option(struct request *rq,
+                       const char *k,
+                       const struct jv *v,
+                       struct read_request *q)
 {
         if (strcmp(k, "root") == 0)
-                return root_option(rq, v, j);
+                return root_option(rq, v, q);
         if (strcmp(k, "excludeRootDirectories") == 0)
-                return string_list(rq, v, k, &j->exclude) && ((j->o.exclude_root = j->exclude), 1);
+                return string_list(rq, v, k, &q->exclude) && ((q->o.exclude_root = q->exclude), 1);
         if (strcmp(k, "expectedRootSymlinks") == 0)
-                return links_option(rq, v, j);
+                return links_option(rq, v, q);
         if (strcmp(k, "ignorePrefixes") == 0)
-                return string_list(rq, v, k, &j->ignore);
+                return string_list(rq, v, k, &q->ignore);
         if (strcmp(k, "maxEntries") == 0)
-                return limit_option(rq, v, k, MAX_ENTRIES_CAP, &j->o.max_entries);
+                return limit_option(rq, v, k, MAX_ENTRIES_CAP, &q->o.max_entries);
         if (strcmp(k, "maxFileBytes") == 0)
-                return limit_option(rq, v, k, MAX_FILE_BYTES_CAP, &j->o.max_file_bytes);
+                return limit_option(rq, v, k, MAX_FILE_BYTES_CAP, &q->o.max_file_bytes);
         if (strcmp(k, "maxTotalBytes") == 0)
-                return limit_option(rq, v, k, MAX_TOTAL_CAP, &j->o.max_total_bytes);
+                return limit_option(rq, v, k, MAX_TOTAL_CAP, &q->o.max_total_bytes);
         if (strcmp(k, "consistent") == 0) {
                 if (!jv_is_bool(v)) {
                         reply_error(rq, 400, "invalid_request", "consistent must be a boolean");
                         return false;
                 }
-                j->consistent = jv_is_true(v);
+                q->consistent = jv_is_true(v);
                 return true;
         }
         reply_error(rq, 400, "invalid_request", "Unknown workspace read option: %s", k);
         return false;
 }
 
-static bool parse_options(struct request *rq, struct inspect_job *j)
+static bool parse_options(struct request *rq, struct read_request *q)
 {
         cleanup_(jv_unrefp) struct jv *body =
                 rq->body.len ? request_json_object(rq) : jv_object_new();
@@ -347,7 +230,7 @@ static bool parse_options(struct request *rq, struct inspect_job *j)
         if (!body)
                 return false;
         for (void *it = jv_object_iter(body); it; it = jv_object_next(body, it))
-                if (!one_option(rq, jv_iter_key(it), jv_iter_value(it), j)) {
+                if (!one_option(rq, jv_iter_key(it), jv_iter_value(it), q)) {
                         if (!rq->replied)
                                 reply_error(rq, 500, "internal_error", "out of memory");
                         return false;
@@ -355,201 +238,99 @@ static bool parse_options(struct request *rq, struct inspect_job *j)
         return true;
 }
 
-/* ---- the read ---- */
+/* ---- the answer ---- */
 
-enum outcome {
-        OUTCOME_DONE,
-        OUTCOME_CANCELLED,
-        OUTCOME_TIMED_OUT,
-};
-
-static enum outcome wait_job(struct inspect_job *j, uint64_t timeout_ms)
+static void answer_ok(struct request *rq,
+                      const struct read_request *q,
+                      struct b4_workspace_read *rd)
 {
-        uint64_t deadline = now_msec() + timeout_ms;
-
-        for (;;) {
-                struct pollfd p[2] = { { .fd = b4_cancel_fd(j->done), .events = POLLIN },
-                                       { .fd = b4_cancel_fd(j->cancel), .events = POLLIN } };
-                uint64_t now = now_msec();
-
-                if (b4_cancel_is_set(j->done))
-                        return OUTCOME_DONE;
-                if (b4_cancel_is_set(j->cancel))
-                        return OUTCOME_CANCELLED;
-                if (now >= deadline)
-                        return OUTCOME_TIMED_OUT;
-                (void)poll(p, 2, (int)(deadline - now > 1000 ? 1000 : deadline - now));
-        }
-}
-
-static bool start_worker(struct inspect_job *j)
-{
-        pthread_attr_t attr;
-        pthread_t tid;
+        char *text = NULL, msg[96];
         int r;
 
-        j->refs++; /* the worker's; no other thread sees j yet */
-        (void)pthread_mutex_lock(&workers_lock);
-        workers++;
-        (void)pthread_mutex_unlock(&workers_lock);
-        (void)pthread_attr_init(&attr);
-        (void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        r = pthread_create(&tid, &attr, worker_main, j);
-        (void)pthread_attr_destroy(&attr);
-        if (r == 0)
-                return true;
-        j->refs--;
-        (void)pthread_mutex_lock(&workers_lock);
-        workers--;
-        (void)pthread_mutex_unlock(&workers_lock);
-        return false;
-}
-
-static int add_quoted(struct strbuf *sb, const char *key, const char *value)
-{
-        cleanup_free char *q = NULL;
-
-        if (!value)
-                return strbuf_addf(sb, ",\"%s\":null", key);
-        if (jv_quote(value, &q) < 0)
-                return -ENOMEM;
-        return strbuf_addf(sb, ",\"%s\":%s", key, q);
-}
-
-/* {threadId, sourceDigest, intentDigest, root?, inspection}; -E2BIG past the 64 MiB cap. */
-static int answer_text(struct request *rq, struct inspect_job *j, struct strbuf *sb)
-{
-        cleanup_free char *insp = NULL, *id = NULL;
-        int r;
-
-        r = b4_inspection_to_json(&j->insp, j->ignore, &insp);
-        if (r >= 0)
-                r = jv_quote(rq->thread.id, &id);
-        if (r >= 0)
-                r = strbuf_addf(sb, "{\"threadId\":%s", id);
-        /* The digests recorded at admission; provider-storage mode has none (null). */
-        struct b4_association a = { 0 };
-        (void)b4_store_association_get(rq->srv->opts.store, j->key, &a, NULL);
-        if (r >= 0)
-                r = add_quoted(sb, "sourceDigest", a.source_digest);
-        if (r >= 0)
-                r = add_quoted(sb, "intentDigest", a.intent_digest);
-        b4_association_clear(&a);
-        if (r >= 0 && j->root)
-                r = add_quoted(sb, "root", j->root);
-        if (r >= 0)
-                r = strbuf_adds(sb, ",\"inspection\":");
-        if (r >= 0)
-                r = strbuf_adds(sb, insp);
-        if (r >= 0)
-                r = strbuf_addc(sb, '}');
-        return r;
-}
-
-static void answer_ok(struct request *rq, struct inspect_job *j)
-{
-        struct strbuf sb;
-        int r;
-
-        strbuf_init(&sb, B4_INSPECT_RESPONSE_MAX_BYTES);
-        r = answer_text(rq, j, &sb);
+        r = b4_inspect_response_format(rq->thread.id, q->root, rd, q->ignore, &text, NULL);
         if (r == -E2BIG) {
                 struct jv *d = jv_object_new();
                 if (d)
                         (void)jv_object_set_new(d, "maxBytes",
                                                 jv_integer_new(B4_INSPECT_RESPONSE_MAX_BYTES));
-                refuse_with(rq, 422, "workspace_response_too_large", d,
-                            "The workspace inspection exceeds the response limit of 67108864 "
-                            "bytes");
+                (void)snprintf(msg, sizeof(msg),
+                               "The workspace inspection exceeds the response limit of %u bytes",
+                               B4_INSPECT_RESPONSE_MAX_BYTES);
+                refuse_with(rq, 422, "workspace_response_too_large", d, msg);
         } else if (r < 0) {
                 reply_error(rq, 500, "internal_error", "out of memory");
         } else {
-                char *text = NULL;
-                size_t len = 0;
-                if (strbuf_detach(&sb, &text, &len) < 0)
-                        reply_error(rq, 500, "internal_error", "out of memory");
-                else
-                        reply_no_store(rq, text);
+                reply_no_store(rq, text);
         }
-        strbuf_release(&sb);
 }
 
-static void answer_refusal(struct request *rq, struct inspect_job *j)
+static void answer_refusal(struct request *rq,
+                           const struct read_request *q,
+                           const struct b4_workspace_read *rd,
+                           const struct b4_error *err)
 {
         struct jv *d = NULL;
 
-        switch (j->fail.code) {
+        switch (rd->fail.code) {
         case B4_INSPECT_ROOT_MISSING:
                 d = jv_object_new();
                 if (d) {
-                        (void)jv_object_set_new(d, "root", jv_string_new(j->root));
+                        (void)jv_object_set_new(d, "root", jv_string_new(q->root));
                         (void)jv_object_set_new(d, "kind",
-                                                jv_string_new(j->fail.kind == B4_ROOT_ABSENT
+                                                jv_string_new(rd->fail.kind == B4_ROOT_ABSENT
                                                                       ? "absent"
                                                                       : "not_directory"));
                 }
-                refuse_with(rq, 422, "workspace_root_missing", d, j->err.msg);
+                refuse_with(rq, 422, "workspace_root_missing", d, err->msg);
                 return;
         case B4_INSPECT_REFUSED:
-                refuse_with(rq, 422, "workspace_inspection_refused", NULL, j->err.msg);
+                refuse_with(rq, 422, "workspace_inspection_refused", NULL, err->msg);
                 return;
         case B4_INSPECT_CHANGED:
-                refuse_with(rq, 409, "workspace_changed", NULL, j->err.msg);
+                refuse_with(rq, 409, "workspace_changed", NULL, err->msg);
                 return;
         case B4_INSPECT_INVALID_OPTIONS:
         case B4_INSPECT_NONE:
                 break;
         }
-        refuse_with(rq, 400, "invalid_request", NULL, j->err.msg);
+        refuse_with(rq, 400, "invalid_request", NULL, err->msg);
 }
 
-static void answer(struct request *rq, struct inspect_job *j, enum outcome out)
+static void answer(struct request *rq,
+                   const struct read_request *q,
+                   struct b4_workspace_read *rd,
+                   int r,
+                   const struct b4_error *err)
 {
-        if (out == OUTCOME_TIMED_OUT)
+        if (r == -ETIMEDOUT)
                 refuse_with(rq, 504, "workspace_read_timeout", NULL,
                             "The workspace read did not finish within workspaceReadTimeoutMs");
-        else if (out == OUTCOME_CANCELLED || j->r == -ECANCELED)
+        else if (r == -ECANCELED)
                 refuse_with(rq, 409, "read_cancelled", NULL, "The workspace read was cancelled");
-        else if (j->r == 0)
-                answer_ok(rq, j);
-        else if (j->r == -EPROTO)
-                answer_refusal(rq, j);
-        else if (j->r == -ENOENT && j->err.code == B4_CODE_SANDBOX_UNAVAILABLE)
-                refuse_with(rq, 404, "workspace_not_found", NULL, j->err.msg);
+        else if (r == 0)
+                answer_ok(rq, q, rd);
+        else if (r == -EPROTO)
+                answer_refusal(rq, q, rd, err);
+        else if (r == -ENOENT && err->code == B4_CODE_SANDBOX_UNAVAILABLE)
+                refuse_with(rq, 404, "workspace_not_found", NULL, err->msg);
         else
-                reply_b4_error(rq, &j->err);
+                reply_b4_error(rq, err);
 }
 
 void route_workspace_inspect(struct request *rq)
 {
-        struct b4_runtime *rt = rq->srv->opts.runtime;
-        struct inspect_job *j = job_new();
+        struct read_request q = { 0 };
+        struct b4_workspace_read rd = { 0 };
         struct b4_error err = { 0 };
-        struct b4_read *rd = NULL;
-        enum outcome out;
+        int r;
 
-        if (!j) {
-                reply_error(rq, 500, "internal_error", "out of memory");
-                return;
+        b4_inspect_options_init(&q.o);
+        if (parse_options(rq, &q)) {
+                r = b4_runtime_inspect(rq->srv->opts.runtime, rq->thread.id, &q.o, q.consistent,
+                                       rq->srv->config->sandbox.workspace_read_timeout_ms, NULL,
+                                       &rd, &err);
+                answer(rq, &q, &rd, r, &err);
         }
-        if (!parse_options(rq, j))
-                goto out;
-        if (b4_runtime_read_begin(rt, rq->thread.id, j->cancel, &rd, &err) < 0) {
-                reply_b4_error(rq, &err);
-                goto out;
-        }
-        j->provider = b4_runtime_provider(rt);
-        j->key = b4_strdup(b4_read_sandbox_key(rd));
-        if (!j->key || !start_worker(j)) {
-                b4_read_end(rd);
-                reply_error(rq, 500, "internal_error", "cannot start the workspace read");
-                goto out;
-        }
-        out = wait_job(j, rq->srv->config->sandbox.workspace_read_timeout_ms);
-        if (out != OUTCOME_DONE)
-                b4_cancel_fire(j->cancel); /* abandon: the worker stops at its next check */
-        b4_read_end(rd);
-        answer(rq, j, out);
-out:
-        job_unref(j);
+        b4_workspace_read_clear(&rd);
+        read_request_clear(&q);
 }

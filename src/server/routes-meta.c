@@ -8,10 +8,7 @@
 
 void route_healthz(struct request *rq)
 {
-        struct jv *o = jv_object_new();
-
-        (void)jv_object_set_new(o, "ok", jv_bool_new(true));
-        reply_json(rq, 200, o);
+        reply_json(rq, 200, jv_pack("{s:b}", "ok", true));
 }
 
 void route_metrics(struct request *rq)

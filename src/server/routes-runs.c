@@ -22,28 +22,30 @@
  "{\"ok\":false,\"error\":{\"code\":\"cancelled\",\"message\":\"the run was cancelled\"}}"
 
 /*
- * One call: its result document (JSON text, the tools layer's own, passed through without
- * re-parsing), or NULL with a reply queued (an internal failure).
+ * One call: its result document as JSON text, or NULL with a reply queued (an internal
+ * failure). Metrics read the result's ok field; the document is serialised here, once.
  */
 static char *run_one(struct request *rq,
                      struct b4_run *run,
                      const char *tool,
                      const struct jv *args)
 {
-        cleanup_free char *args_json = NULL;
+        struct b4_tool_result res = { 0 };
         struct b4_error err = { 0 };
-        char *result = NULL;
+        char *json = NULL;
         uint64_t t0 = now_usec();
 
         if (b4_cancel_is_set(b4_run_cancel_token(run)))
                 return strdup(CANCELLED_RESULT);
-        if (jv_dump(args, 0, &args_json) < 0 ||
-            b4_run_call(run, tool, args_json, &result, &err) < 0) {
+        if (b4_run_call(run, tool, args, &res, &err) < 0) {
                 reply_b4_error(rq, &err);
                 return NULL;
         }
-        metrics_tool_call(rq->srv->metrics, tool, b4_tools_result_is_ok(result), now_usec() - t0);
-        return result;
+        metrics_tool_call(rq->srv->metrics, tool, res.ok, now_usec() - t0);
+        if (jv_dump(res.doc, 0, &json) < 0)
+                reply_error(rq, 500, "internal_error", "out of memory");
+        b4_tool_result_clear(&res);
+        return json;
 }
 
 static bool begin(struct request *rq, struct b4_run **ret)
@@ -157,7 +159,8 @@ void route_permissions(struct request *rq)
 {
         static const char *const known[] = { "interruptId", "decision", NULL };
         cleanup_(jv_unrefp) struct jv *body = request_json_object(rq);
-        cleanup_free char *result_json = NULL;
+        struct b4_tool_result res = { 0 };
+        char *result_json = NULL;
         struct b4_error err = { 0 };
         struct b4_run *run = NULL;
         int r;
@@ -172,8 +175,7 @@ void route_permissions(struct request *rq)
         }
         if (!begin(rq, &run))
                 return;
-        r = b4_tools_host_resume(rq->srv->opts.tools_host, b4_run_sandbox(run), rq->thread.id, id,
-                                 decision, b4_run_cancel_token(run), &result_json, &err);
+        r = b4_run_resume(run, id, decision, &res, &err);
         b4_run_end(run);
         if (r == -ENOENT) {
                 reply_error(rq, 404, "interrupt_not_found", "no pending permission request '%s'",
@@ -182,6 +184,12 @@ void route_permissions(struct request *rq)
         }
         if (r < 0) {
                 reply_b4_error(rq, &err);
+                return;
+        }
+        r = jv_dump(res.doc, 0, &result_json);
+        b4_tool_result_clear(&res);
+        if (r < 0) {
+                reply_error(rq, 500, "internal_error", "out of memory");
                 return;
         }
         struct strbuf out = { .buf = TAKE_PTR(result_json), .max = RESPONSE_MAX_BYTES };

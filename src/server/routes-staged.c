@@ -88,12 +88,7 @@ uint64_t staged_upload_cap(const struct request *rq)
 
 static struct jv *status_body(const char *digest, const char *status)
 {
-        struct jv *o = jv_object_new();
-
-        if (o && (jv_object_set_new(o, "digest", jv_string_new(digest)) < 0 ||
-                  jv_object_set_new(o, "status", jv_string_new(status)) < 0))
-                o = jv_unref(o);
-        return o;
+        return jv_pack("{s:s, s:s}", "digest", digest, "status", status);
 }
 
 /* Parse, compare the claimed digest with the path, verify. Replies on failure. */
@@ -264,10 +259,10 @@ static int staged_reference(const struct jv *w,
         size_t n = jv_array_size(links);
         cleanup_free struct b4_captured_link *l = b4_calloc(n + 1, sizeof(*l));
         struct b4_captured_workspace *ws = NULL;
-        cleanup_(jv_unrefp) struct jv *o = jv_object_new(), *arr = jv_array_new();
+        cleanup_(jv_unrefp) struct jv *o = NULL, *arr = jv_array_new();
         int r;
 
-        if (!l || !o || !arr)
+        if (!l || !arr)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++)
                 l[i] = (struct b4_captured_link){
@@ -276,19 +271,13 @@ static int staged_reference(const struct jv *w,
                                 (char *)jv_string(jv_object_get(jv_array_get(links, i), "target")),
                 };
         r = b4_captured_workspace_make(b, l, n, jv_object_get(w, "baseline") != NULL, &ws, err);
-        for (size_t i = 0; r >= 0 && i < ws->n_links; i++) {
-                struct jv *e = jv_object_new();
-                r = e ? jv_object_set_new(e, "path", jv_string_new(ws->links[i].path)) : -ENOMEM;
-                if (r >= 0)
-                        r = jv_object_set_new(e, "target", jv_string_new(ws->links[i].target));
-                r = r < 0 ? (jv_unref(e), r) : jv_array_append_new(arr, e);
-        }
-        if (r >= 0)
-                r = jv_object_set_new(o, "sourceDigest", jv_string_new(ws->source->digest));
-        if (r >= 0)
-                r = jv_object_set_new(o, "environmentLinks", jv_ref(arr));
-        if (r >= 0 && ws->baseline_git)
-                r = jv_object_set_new(o, "baseline", jv_string_new("git"));
+        for (size_t i = 0; r >= 0 && i < ws->n_links; i++)
+                r = jv_array_append_new(arr, jv_pack("{s:s, s:s}", "path", ws->links[i].path,
+                                                     "target", ws->links[i].target));
+        if (r >= 0 &&
+            !(o = jv_pack("{s:s, s:O, s:s*}", "sourceDigest", ws->source->digest,
+                          "environmentLinks", arr, "baseline", ws->baseline_git ? "git" : NULL)))
+                r = -ENOMEM;
         if (r >= 0)
                 r = jv_dump(o, JV_SORT_KEYS, ret);
         b4_captured_workspace_free(ws);

@@ -10,31 +10,17 @@
 
 struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row)
 {
-        struct jv *o = jv_object_new(), *meta = NULL;
+        struct b4_runtime *rt = rq->srv->opts.runtime;
+        struct jv *meta = NULL;
 
-        if (!o)
-                return NULL;
         if (jv_parse(row->metadata_json, strlen(row->metadata_json), &meta, NULL) < 0)
                 meta = jv_object_new();
-        (void)jv_object_set_new(o, "thread_id", jv_string_new(row->id));
-        (void)jv_object_set_new(o, "metadata", meta);
-        (void)jv_object_set_new(o, "parent_thread_id",
-                                row->parent_id ? jv_string_new(row->parent_id) : jv_null_new());
-        (void)jv_object_set_new(o, "owner", row->owner ? jv_string_new(row->owner) : jv_null_new());
-        (void)jv_object_set_new(o, "created_ms", jv_integer_new(row->created_ms));
-        struct jv *sb = jv_object_new();
-        if (sb) {
-                struct b4_runtime *rt = rq->srv->opts.runtime;
-                (void)jv_object_set_new(sb, "provider", jv_string_new(rq->srv->opts.provider_name));
-                (void)jv_object_set_new(sb, "state",
-                                        jv_string_new(b4_runtime_thread_is_live(rt, row->id)
-                                                              ? "live"
-                                                              : "released"));
-                (void)jv_object_set_new(sb, "run_in_flight",
-                                        jv_bool_new(b4_runtime_thread_busy(rt, row->id)));
-        }
-        (void)jv_object_set_new(o, "sandbox", sb);
-        return o;
+        return jv_pack("{s:s, s:o, s:s?, s:s?, s:I, s:{s:s, s:s, s:b}}", "thread_id", row->id,
+                       "metadata", meta, "parent_thread_id", row->parent_id, "owner", row->owner,
+                       "created_ms", (int64_t)row->created_ms, "sandbox", "provider",
+                       rq->srv->opts.provider_name, "state",
+                       b4_runtime_thread_is_live(rt, row->id) ? "live" : "released",
+                       "run_in_flight", b4_runtime_thread_busy(rt, row->id));
 }
 
 static const char *opt_string(struct request *rq, struct jv *body, const char *key, bool *ok)
@@ -111,23 +97,19 @@ void route_thread_list(struct request *rq)
         struct b4_thread_row *rows = NULL;
         struct b4_error err = { 0 };
         size_t n = 0;
-        struct jv *arr, *root;
+        struct jv *arr;
 
         if (b4_store_thread_list(rq->srv->opts.store, NULL, &rows, &n, &err) < 0) {
                 reply_b4_error(rq, &err);
                 return;
         }
         arr = jv_array_new();
-        root = jv_object_new();
         for (size_t i = 0; arr && i < n; i++)
-                if (access_may_see(rq, rows[i].owner))
-                        (void)jv_array_append_new(arr, thread_to_json(rq, &rows[i]));
+                if (access_may_see(rq, rows[i].owner) &&
+                    jv_array_append_new(arr, thread_to_json(rq, &rows[i])) < 0)
+                        arr = jv_unref(arr);
         b4_thread_rows_free(rows, n);
-        if (root)
-                (void)jv_object_set_new(root, "threads", arr);
-        else
-                jv_unref(arr);
-        reply_json(rq, 200, root);
+        reply_json(rq, 200, jv_pack("{s:o}", "threads", arr));
 }
 
 void route_thread_get(struct request *rq)
@@ -143,9 +125,7 @@ void route_thread_delete(struct request *rq)
                 reply_b4_error(rq, &err);
                 return;
         }
-        struct jv *o = jv_object_new();
-        (void)jv_object_set_new(o, "deleted", jv_bool_new(true));
-        reply_json(rq, 200, o);
+        reply_json(rq, 200, jv_pack("{s:b}", "deleted", true));
 }
 
 void route_thread_release(struct request *rq)
@@ -166,7 +146,5 @@ void route_thread_cancel(struct request *rq)
                             rq->thread.id);
                 return;
         }
-        struct jv *o = jv_object_new();
-        (void)jv_object_set_new(o, "cancelled", jv_bool_new(true));
-        reply_json(rq, 202, o);
+        reply_json(rq, 202, jv_pack("{s:b}", "cancelled", true));
 }

@@ -124,6 +124,11 @@ void reply_json(struct request *rq, unsigned status, struct jv *body);
 /* {"error":{"message","kind":"request_error","details":{"code"}}}; counted in metrics. */
 void reply_error(struct request *rq, unsigned status, const char *code, const char *fmt, ...)
         B4_PRINTF(4, 5);
+/* As reply_error(), with the members of @details (taken; NULL = none) next to details.code. */
+void reply_error_details(
+        struct request *rq, unsigned status, const char *code, struct jv *details, const char *msg);
+/* {"error":{"message"}} alone: a switched-off route answers as the reference's 404 does. */
+void reply_error_bare(struct request *rq, unsigned status, const char *message);
 /* Map a library error (negative errno + registry code) to a status and code, and reply. */
 void reply_b4_error(struct request *rq, const struct b4_error *err);
 /* Parse the body as a JSON object, or reply 400 invalid_request and return NULL. */
@@ -193,8 +198,6 @@ void staged_thread_create(struct request *rq,
 void route_workspace_inspect(struct request *rq);
 /* The inspect route's headers-phase checks (its .begin hook); replies and returns false. */
 bool route_inspect_admit(struct request *rq);
-/* Wait (at most @timeout_ms) for workspace reads abandoned at their deadline to finish. */
-void inspect_workers_drain(uint64_t timeout_ms);
 /* The JSON view of a thread row. */
 struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row);
 

@@ -31,8 +31,6 @@
 #include "base/time-util.h"
 #include "server-internal.h"
 
-/* How long server_free() waits for abandoned workspace reads (their tokens are fired). */
-#define INSPECT_DRAIN_MS 30000u
 /* libmicrohttpd's polling threads: they parse, authenticate and read bodies, never block. */
 #define POLL_THREADS 2
 /* A path segment: a thread id at most, the longest segment any route has. */
@@ -580,7 +578,6 @@ struct server *server_free(struct server *s)
         if (s->mhd)
                 MHD_stop_daemon(s->mhd);
         s->conns = conns_free(s->conns);
-        inspect_workers_drain(INSPECT_DRAIN_MS);
         safe_close(s->listen_fd);
         if (s->unix_path)
                 (void)unlink(s->unix_path);

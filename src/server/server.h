@@ -13,12 +13,11 @@
 struct server;
 
 struct server_options {
-        const struct b4_config *config;   /* borrowed; server and threadAccess blocks */
-        const char *listen;               /* overrides config->server.listen when set */
-        struct b4_runtime *runtime;       /* borrowed */
-        struct b4_store *store;           /* borrowed */
-        struct b4_tools_host *tools_host; /* borrowed; answers permission requests */
-        const char *provider_name;        /* for GET /threads/{id} */
+        const struct b4_config *config; /* borrowed; server and threadAccess blocks */
+        const char *listen;             /* overrides config->server.listen when set */
+        struct b4_runtime *runtime;     /* borrowed */
+        struct b4_store *store;         /* borrowed */
+        const char *provider_name;      /* for GET /threads/{id} */
 };
 
 /**

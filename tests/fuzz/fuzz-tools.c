@@ -6,11 +6,12 @@
  * gates, run against the fake provider's in-memory workspace.
  *
  * The input is a runs body, {"calls":[{"tool":T,"args":{...}},...]}, read the way the server
- * reads it (jv_parse, then each args object dumped to JSON text for b4_tools_call()). One
+ * reads it (jv_parse, then each args value handed to b4_tools_call() as parsed). One
  * harness-only tool name, "@answer" with args {"decision":D}, answers the newest permission
  * request through b4_tools_resume(). Permissions are interactive: readFile/listDir under
  * /workspace/src/ allowed, bash "rm" denied, anything else asks. Every result must be one of
- * the three documented JSON shapes.
+ * the three documented JSON shapes, serialise to JSON that parses back, and its typed fields
+ * (ok, code) must say what its document says.
  */
 
 #include <errno.h>
@@ -57,58 +58,58 @@ static struct b4_permissions *permissions(void)
 }
 
 /* {"ok":true,"result":...} or {"ok":false,"error":{"code":C,"message":M}[,...]} */
-static void check_result(const char *json)
+static void check_result(const struct b4_tool_result *res)
 {
-        struct jv *v = NULL;
-        const struct jv *e;
+        const struct jv *v = res->doc, *e;
+        struct jv *back = NULL;
+        char *json = NULL;
 
-        if (!json || jv_parse(json, strlen(json), &v, NULL) < 0 || !jv_is_object(v))
+        if (!jv_is_object(v) || jv_dump(v, 0, &json) < 0 ||
+            jv_parse(json, strlen(json), &back, NULL) < 0)
                 abort();
-        if (jv_is_true(jv_object_get(v, "ok")) != b4_tools_result_is_ok(json))
+        if (jv_is_true(jv_object_get(v, "ok")) != res->ok)
                 abort();
         e = jv_object_get(v, "error");
-        if (!b4_tools_result_is_ok(json) &&
-            (!jv_is_string(jv_object_get(e, "code")) || !jv_is_string(jv_object_get(e, "message"))))
+        if (!res->ok && (!jv_is_string(jv_object_get(e, "code")) ||
+                         !jv_is_string(jv_object_get(e, "message")) || !res->code ||
+                         strcmp(res->code, jv_string(jv_object_get(e, "code"))) != 0))
                 abort();
-        if (b4_tools_result_is_ok(json) && !jv_object_get(v, "result"))
+        if (res->ok && (!jv_object_get(v, "result") || res->code))
                 abort();
-        jv_unref(v);
+        jv_unref(back);
+        free(json);
 }
 
 static void answer(struct b4_tools *t, const struct jv *args)
 {
         const char *id = NULL, *decision = jv_string(jv_object_get(args, "decision"));
-        char *json = NULL;
+        struct b4_tool_result res = { 0 };
         int r;
 
         if (b4_tools_last_request(t, &id, NULL, NULL, NULL) < 0 || !decision)
                 return;
-        r = b4_tools_resume(t, id, decision, &json, NULL);
+        r = b4_tools_resume(t, id, decision, &res, NULL);
         if (r == 0)
-                check_result(json);
+                check_result(&res);
         else if (r != -EINVAL && r != -ENOMEM)
                 abort();
-        free(json);
+        b4_tool_result_clear(&res);
 }
 
 static void call(struct b4_tools *t, const struct jv *c)
 {
         const char *tool = jv_string(jv_object_get(c, "tool"));
-        const struct jv *args = jv_object_get(c, "args");
-        char *args_json = NULL, *json = NULL;
+        struct b4_tool_result res = { 0 };
 
         if (!tool)
                 return;
         if (strcmp(tool, "@answer") == 0) {
-                answer(t, args);
+                answer(t, jv_object_get(c, "args"));
                 return;
         }
-        if (args && jv_dump(args, 0, &args_json) < 0)
-                return;
-        if (b4_tools_call(t, tool, args_json ? args_json : "{}", &json, NULL) == 0)
-                check_result(json);
-        free(json);
-        free(args_json);
+        if (b4_tools_call(t, tool, jv_object_get(c, "args"), &res, NULL) == 0)
+                check_result(&res);
+        b4_tool_result_clear(&res);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

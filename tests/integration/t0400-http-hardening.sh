@@ -166,7 +166,21 @@ for r in "${L1_ROUTES[@]}"; do
 done
 treq GET /threads/al1 "" "${A[@]}"
 check "L1: the owner still sees it" [ "$STATUS" = 200 ]
+
+# --- the CLI's client (lib/http) over TCP: the bearer token, refusals, bad targets ---
+out=$(B4BOX_TOKEN=alice-token-0123456789 "$B4BOX" threads --server "http://127.0.0.1:$PORT/" show al1)
+check "CLI over TCP with a token (a trailing / in the URL)" [ "$(json_get "$out" thread_id)" = al1 ]
+B4BOX_TOKEN=bob-token-0123456789 "$B4BOX" threads --server "http://127.0.0.1:$PORT" show al1 >/dev/null 2>"$WORK/cli.err"
+check "CLI: another's token reads as missing (HTTP 404)" [ $? = 1 ] && grep -q 'HTTP 404' "$WORK/cli.err"
+"$B4BOX" threads --server "http://127.0.0.1:$PORT" ls >/dev/null 2>"$WORK/cli.err"
+check "CLI: no token, HTTP 401 reported" [ $? = 1 ] && grep -q 'HTTP 401' "$WORK/cli.err"
+B4BOX_TOKEN=$'bad\r\nX-Injected: 1' "$B4BOX" threads --server "http://127.0.0.1:$PORT" ls >/dev/null 2>"$WORK/cli.err"
+check "CLI: a token with a line break is refused, not sent" [ $? = 1 ] && grep -q 'B4BOX_TOKEN' "$WORK/cli.err"
 stop_server
+"$B4BOX" threads --server "ftp://127.0.0.1:$PORT" ls >/dev/null 2>"$WORK/cli.err"
+check "CLI: an ftp:// server is refused by name" [ $? = 1 ] && grep -q "server 'ftp://127.0.0.1:$PORT' is not" "$WORK/cli.err"
+"$B4BOX" threads --server "http://127.0.0.1:$PORT" ls >/dev/null 2>"$WORK/cli.err"
+check "CLI: nobody listening is a transport error naming the server" [ $? = 1 ] && grep -q "cannot connect to http://127.0.0.1:$PORT" "$WORK/cli.err"
 
 # --- M4: trickling clients do not lock anyone out ---
 cat > "$WORK/slow.py" <<'EOF'

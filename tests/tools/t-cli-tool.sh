@@ -6,7 +6,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0
 fail=0
-echo "1..7"
+echo "1..8"
 check() { # name want-rc want-stdout cmd...
         local name=$1 rc=$2 want=$3
         shift 3
@@ -36,6 +36,7 @@ check "deny rule" 1 \
 check "invalid arguments" 1 \
         '{"ok":false,"error":{"code":"invalid_arguments","message":"listDir: unknown argument '"'"'dir'"'"' (allowed: path)"}}' \
         "${T[@]}" listDir '{"dir":"."}'
+check "args not JSON" 2 '' "${T[@]}" listDir '{"path":'
 check "missing --thread" 2 '' "$B4BOX" --state "$tmp/state" tool --provider fake listDir
 check "unknown mode" 2 '' "${T[@]}" --mode sometimes listDir
 exit $fail

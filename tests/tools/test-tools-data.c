@@ -17,7 +17,9 @@
 #include "b4-test.h"
 #include "base/alloc.h"
 #include "casefile.h"
+#include "json/json.h"
 #include "memsb.h"
+#include "tool-call.h"
 #include "tools/tools-internal.h"
 
 static int failures;
@@ -287,11 +289,14 @@ static void torture_one(const struct torture_call *c)
         for (long n = 0;; n++) {
                 struct b4_sandbox *sb = memsb_new("torture");
                 struct b4_permissions *app = NULL;
+                struct b4_tool_result res = { 0 };
                 struct b4_tools *t = NULL;
+                struct jv *args = NULL;
                 const char *id = NULL;
                 char *json = NULL;
                 int r;
 
+                assert_int_equal(jv_parse(c->args, strlen(c->args), &args, NULL), 0);
                 assert_int_equal(b4_permissions_new(c->mode, &app), 0);
                 assert_int_equal(b4_fs_write_file(b4_sandbox_fs(sb), "/workspace/f.txt",
                                                   "a\nb\na\n", 6, NULL),
@@ -299,16 +304,20 @@ static void torture_one(const struct torture_call *c)
                 assert_int_equal(
                         b4_tools_new(sb, &(struct b4_tools_options){ .app = app }, &t, NULL), 0);
                 if (c->answer) {
-                        assert_int_equal(b4_tools_call(t, c->tool, c->args, &json, NULL), 0);
+                        assert_int_equal(tool_call_text(t, c->tool, c->args, &json, NULL), 0);
                         free(json);
                         json = NULL;
                         assert_int_equal(b4_tools_last_request(t, &id, NULL, NULL, NULL), 0);
                 }
                 alloc_fail_after(n);
-                r = c->answer ? b4_tools_resume(t, id, c->answer, &json, NULL)
-                              : b4_tools_call(t, c->tool, c->args, &json, NULL);
+                r = c->answer ? b4_tools_resume(t, id, c->answer, &res, NULL)
+                              : b4_tools_call(t, c->tool, args, &res, NULL);
                 alloc_fail_after(-1);
                 assert_true(r == 0 || r == -ENOMEM);
+                if (r == 0)
+                        json = tool_result_text(&res);
+                b4_tool_result_clear(&res);
+                jv_unref(args);
                 b4_tools_free(t);
                 b4_permissions_free(app);
                 b4_sandbox_unref(sb);

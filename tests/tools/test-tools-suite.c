@@ -24,6 +24,8 @@
 #include "b4-test.h"
 #include "casefile.h"
 #include "json/json.h"
+#include "tool-call.h"
+#include "tools/host.h"
 
 /* The case table leaves trailing fields to their zero defaults. */
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -116,7 +118,7 @@ static char *call(struct env *e, const struct opts *o, const char *tool, const c
         char *json = NULL;
 
         assert_int_equal(b4_tools_new(e->sb, &to, &t, NULL), 0);
-        assert_int_equal(b4_tools_call(t, tool, args, &json, NULL), 0);
+        assert_int_equal(tool_call_text(t, tool, args, &json, NULL), 0);
         b4_tools_free(t);
         b4_permissions_free(p);
         return json;
@@ -785,7 +787,7 @@ static char *expect_request(
         regex_t re;
         char *id;
 
-        assert_int_equal(b4_tools_call(c->t, tool, args, &json, NULL), 0);
+        assert_int_equal(tool_call_text(c->t, tool, args, &json, NULL), 0);
         assert_int_equal(jv_parse(json, strlen(json), &v, NULL), 0);
         assert_false(jv_is_true(jv_object_get(v, "ok")));
         assert_string_equal(jv_string(jv_object_get(jv_object_get(v, "error"), "code")),
@@ -810,7 +812,7 @@ static char *resume(struct ctx *c, const char *id, const char *answer)
 {
         char *json = NULL;
 
-        assert_int_equal(b4_tools_resume(c->t, id, answer, &json, NULL), 0);
+        assert_int_equal(tool_resume_text(c->t, id, answer, &json, NULL), 0);
         return json;
 }
 
@@ -828,7 +830,7 @@ static void test_interactive_command(void **state)
         assert_non_null(strstr(json, "\"stdout\":\"one two three\\n\""));
         free(json);
         /* an id answers once */
-        assert_int_equal(b4_tools_resume(c.t, id, "once", &json, NULL), -ENOENT);
+        assert_int_equal(tool_resume_text(c.t, id, "once", &json, NULL), -ENOENT);
         free(id);
         /* "once" recorded nothing: asks again; "deny" refuses with the user text */
         id = expect_request(
@@ -842,14 +844,14 @@ static void test_interactive_command(void **state)
         /* "always" records the suggested pattern in the app's runtime list */
         id = expect_request(&c, "runBash", "{\"command\":\"echo one x\"}", "command",
                             "{\"command\":\"echo one x\",\"suggestedPattern\":\"echo one\"}");
-        assert_int_equal(b4_tools_resume(c.t, id, "sometimes", &json, NULL), -EINVAL);
+        assert_int_equal(tool_resume_text(c.t, id, "sometimes", &json, NULL), -EINVAL);
         json = resume(&c, id, "always");
         assert_non_null(strstr(json, "\"stdout\":\"one x\\n\""));
         free(json);
         free(id);
         assert_int_equal(b4_permissions_match(c.app, "bash", "echo one y"), B4_PERMISSION_ALLOW);
-        assert_int_equal(b4_tools_call(c.t, "runBash", "{\"command\":\"echo one z\"}", &json, NULL),
-                         0);
+        assert_int_equal(
+                tool_call_text(c.t, "runBash", "{\"command\":\"echo one z\"}", &json, NULL), 0);
         assert_non_null(strstr(json, "\"ok\":true"));
         free(json);
         ctx_close(&c);
@@ -901,7 +903,7 @@ static void test_thread_grants(void **state)
         assert_int_equal(b4_grant_store_match(c.grants, "other-thread", "bash", "echo a z", NULL),
                          0);
         assert_int_equal(b4_permissions_match(c.app, "bash", "echo a z"), B4_PERMISSION_ALLOW);
-        assert_int_equal(b4_tools_call(c.t, "runBash", "{\"command\":\"echo a z\"}", &json, NULL),
+        assert_int_equal(tool_call_text(c.t, "runBash", "{\"command\":\"echo a z\"}", &json, NULL),
                          0);
         assert_non_null(strstr(json, "\"ok\":true"));
         free(json);
@@ -943,62 +945,85 @@ static void test_interactive_tool(void **state)
         b4_permissions_free(app);
 }
 
-/* ---- the runtime's dispatch hook ---- */
+/* ---- the runtime's tools host ---- */
 
-static int lookup_thread_perms(void *userdata,
-                               const char *thread_id,
-                               struct b4_permissions **ret,
-                               struct b4_error *err)
+/* One host call in thread @thread_id with @perms; *ret_json the result document. */
+static int host_call(struct tools_host *h,
+                     struct b4_sandbox *sb,
+                     const char *thread_id,
+                     struct b4_permissions *perms,
+                     const char *args_json,
+                     char **ret_json)
 {
-        *ret = NULL;
-        if (strcmp(thread_id, "with-own") != 0)
-                return 0;
-        assert_int_equal(b4_permissions_new(B4_PERMISSION_BYPASS, ret), 0);
-        return b4_permissions_add(*ret, B4_PERMISSION_LIST_ALLOW, "bash", "echo own", err);
+        struct tools_host_call c = { .sb = sb, .thread_id = thread_id, .perms = perms };
+        struct b4_tool_result res = { 0 };
+        struct jv *args = NULL;
+        int r;
+
+        assert_int_equal(jv_parse(args_json, strlen(args_json), &args, NULL), 0);
+        r = tools_host_call(h, &c, "runBash", args, &res, NULL);
+        jv_unref(args);
+        if (r == 0)
+                *ret_json = tool_result_text(&res);
+        b4_tool_result_clear(&res);
+        return r;
+}
+
+static int host_resume(struct tools_host *h,
+                       struct b4_sandbox *sb,
+                       const char *thread_id,
+                       const char *id,
+                       const char *answer,
+                       char **ret_json)
+{
+        struct tools_host_call c = { .sb = sb, .thread_id = thread_id };
+        struct b4_tool_result res = { 0 };
+        int r;
+
+        r = tools_host_resume(h, &c, id, answer, &res, NULL);
+        if (r == 0)
+                *ret_json = tool_result_text(&res);
+        b4_tool_result_clear(&res);
+        return r;
 }
 
 static void test_host_dispatch(void **state)
 {
         struct env *e = need(state);
-        struct b4_permissions *app = NULL;
+        struct b4_permissions *app = NULL, *own = NULL;
         struct b4_grant_store *grants = NULL;
-        struct b4_tools_host *h = NULL;
-        b4_tool_dispatch_fn *hook = b4_tools_host_dispatch; /* fits the runtime's hook */
+        struct tools_host *h = NULL;
         struct jv *v = NULL;
         char *json = NULL;
         char *id;
 
         assert_int_equal(b4_permissions_new(B4_PERMISSION_INTERACTIVE, &app), 0);
         assert_int_equal(b4_grant_store_memory_new(&grants), 0);
-        struct b4_tools_host_options o = { .app = app,
-                                           .grants = grants,
-                                           .thread_permissions = lookup_thread_perms };
-        assert_int_equal(b4_tools_host_new(&o, &h), 0);
+        struct tools_host_options o = { .app = app, .grants = grants };
+        assert_int_equal(tools_host_new(&o, &h), 0);
         /* a thread with its own allow list */
-        assert_int_equal(hook(e->sb, "with-own", "runBash", "{\"command\":\"echo own\"}", NULL, h,
-                              &json, NULL),
+        assert_int_equal(b4_permissions_new(B4_PERMISSION_BYPASS, &own), 0);
+        assert_int_equal(
+                b4_permissions_add(own, B4_PERMISSION_LIST_ALLOW, "bash", "echo own", NULL), 0);
+        assert_int_equal(host_call(h, e->sb, "with-own", own, "{\"command\":\"echo own\"}", &json),
                          0);
         assert_non_null(strstr(json, "\"stdout\":\"own\\n\""));
         free(json);
         /* a request survives between calls, keyed by thread */
-        assert_int_equal(b4_tools_host_dispatch(e->sb, "t-a", "runBash",
-                                                "{\"command\":\"echo hey\"}", NULL, h, &json, NULL),
-                         0);
+        assert_int_equal(host_call(h, e->sb, "t-a", NULL, "{\"command\":\"echo hey\"}", &json), 0);
         assert_int_equal(jv_parse(json, strlen(json), &v, NULL), 0);
         id = strdup(jv_string(jv_object_get(jv_object_get(v, "permissionRequest"), "interruptId")));
         jv_unref(v);
         free(json);
-        assert_int_equal(b4_tools_host_resume(h, e->sb, "t-b", id, "once", NULL, &json, NULL),
-                         -ENOENT);
-        assert_int_equal(b4_tools_host_resume(h, e->sb, "t-a", id, "maybe", NULL, &json, NULL),
-                         -EINVAL);
-        assert_int_equal(b4_tools_host_resume(h, e->sb, "t-a", id, "once", NULL, &json, NULL), 0);
+        assert_int_equal(host_resume(h, e->sb, "t-b", id, "once", &json), -ENOENT);
+        assert_int_equal(host_resume(h, e->sb, "t-a", id, "maybe", &json), -EINVAL);
+        assert_int_equal(host_resume(h, e->sb, "t-a", id, "once", &json), 0);
         assert_non_null(strstr(json, "\"stdout\":\"hey\\n\""));
         free(json);
-        assert_int_equal(b4_tools_host_resume(h, e->sb, "t-a", id, "once", NULL, &json, NULL),
-                         -ENOENT);
+        assert_int_equal(host_resume(h, e->sb, "t-a", id, "once", &json), -ENOENT);
         free(id);
-        b4_tools_host_free(h);
+        tools_host_free(h);
+        b4_permissions_free(own);
         b4_grant_store_free(grants);
         b4_permissions_free(app);
 }
@@ -1099,7 +1124,7 @@ static char *call_open(struct env *e, const char *tool, const char *args)
         char *json = NULL;
 
         assert_int_equal(b4_tools_new(e->sb, &(struct b4_tools_options){ 0 }, &t, NULL), 0);
-        assert_int_equal(b4_tools_call(t, tool, args, &json, NULL), 0);
+        assert_int_equal(tool_call_text(t, tool, args, &json, NULL), 0);
         b4_tools_free(t);
         return json;
 }

@@ -79,6 +79,15 @@ static void test_utf8_strict(void **state)
         assert_false(utf8_is_valid("\xff", 1));
 }
 
+static void test_utf8_js_length(void **state)
+{
+        assert_int_equal(utf8_js_length(""), 0);
+        assert_int_equal(utf8_js_length("abc"), 3);
+        assert_int_equal(utf8_js_length("h\xc3\xa9"), 2);         /* U+00E9: one unit */
+        assert_int_equal(utf8_js_length("\xe2\x82\xac"), 1);      /* U+20AC: one unit */
+        assert_int_equal(utf8_js_length("a\xf0\x9f\x98\x80"), 3); /* U+1F600: a surrogate pair */
+}
+
 static void test_error_wrap(void **state)
 {
         struct b4_error err = { 0 };
@@ -179,15 +188,11 @@ static void test_hashmap_grow_remove(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_strbuf_cap),
-                cmocka_unit_test(test_strv_sort_contains),
-                cmocka_unit_test(test_safe_ato),
-                cmocka_unit_test(test_utf8_strict),
-                cmocka_unit_test(test_error_wrap),
-                cmocka_unit_test(test_cancel_fd),
-                cmocka_unit_test(test_sha256_vectors),
-                cmocka_unit_test(test_read_full_fd_cap),
-                cmocka_unit_test(test_hashmap_grow_remove),
+                cmocka_unit_test(test_strbuf_cap),       cmocka_unit_test(test_strv_sort_contains),
+                cmocka_unit_test(test_safe_ato),         cmocka_unit_test(test_utf8_strict),
+                cmocka_unit_test(test_utf8_js_length),   cmocka_unit_test(test_error_wrap),
+                cmocka_unit_test(test_cancel_fd),        cmocka_unit_test(test_sha256_vectors),
+                cmocka_unit_test(test_read_full_fd_cap), cmocka_unit_test(test_hashmap_grow_remove),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

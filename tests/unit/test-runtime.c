@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The thread runtime over the fake provider: run slots, shared child sandboxes, deletion
- * and id reuse, idle reap, shutdown, and concurrent runs of one thread.
+ * and id reuse, idle reap, shutdown, concurrent runs of one thread, permission requests
+ * answered in a later run, and the caller's permission lists and read cap.
  */
 
 #include <errno.h>
@@ -13,9 +14,11 @@
 #include "b4box/b4.h"
 #include "b4box/runtime.h"
 #include "b4box/store.h"
+#include "b4box/tools.h"
 
 #include "b4-test.h"
 #include "fake/fake.h"
+#include "json/json.h"
 
 struct fixture {
         char *dir;
@@ -24,27 +27,6 @@ struct fixture {
         struct b4_runtime *rt;
         struct b4_policy policy;
 };
-
-/* A dispatcher that writes args to <root>/<tool> and answers {"ok":true}. */
-static int dispatch(struct b4_sandbox *sb,
-                    const char *thread_id,
-                    const char *tool,
-                    const char *args_json,
-                    struct b4_cancel *cancel,
-                    void *ud,
-                    char **ret_result_json,
-                    struct b4_error *err)
-{
-        char path[256];
-        int r;
-
-        (void)snprintf(path, sizeof(path), "/workspace/%s", tool);
-        r = b4_fs_write_file(b4_sandbox_fs(sb), path, args_json, strlen(args_json), err);
-        if (r < 0)
-                return r;
-        *ret_result_json = strdup("{\"ok\":true}");
-        return *ret_result_json ? 0 : -ENOMEM;
-}
 
 static int setup(void **state)
 {
@@ -60,8 +42,7 @@ static int setup(void **state)
         struct b4_runtime_options o = { .provider = f->provider,
                                         .store = f->store,
                                         .policy = &f->policy,
-                                        .idle_timeout_ms = 1000,
-                                        .dispatch = dispatch };
+                                        .idle_timeout_ms = 1000 };
         if (b4_runtime_new(&o, &f->rt, &err) < 0)
                 return -1;
         *state = f;
@@ -91,13 +72,19 @@ static void create(struct fixture *f, const char *id, const char *parent)
         b4_thread_row_clear(&row);
 }
 
-static void call(struct b4_run *run, const char *tool, const char *args)
+/* A tool call of @run: writeFile @content to /workspace/@name, which must succeed. */
+static void call(struct b4_run *run, const char *name, const char *content)
 {
-        char *res = NULL;
+        struct b4_tool_result res = { 0 };
+        struct jv *args = jv_object_new();
 
-        assert_int_equal(b4_run_call(run, tool, args, &res, NULL), 0);
-        assert_string_equal(res, "{\"ok\":true}");
-        free(res);
+        assert_int_equal(jv_object_set_new(args, "path", jv_string_new(name)), 0);
+        assert_int_equal(jv_object_set_new(args, "content", jv_string_new(content)), 0);
+        assert_int_equal(b4_run_call(run, "writeFile", args, &res, NULL), 0);
+        assert_true(res.ok);
+        assert_null(res.code);
+        b4_tool_result_clear(&res);
+        jv_unref(args);
 }
 
 static void test_run_slot_is_exclusive(void **state)
@@ -326,6 +313,113 @@ static void test_bad_ids_and_parents(void **state)
         b4_thread_row_clear(&row);
 }
 
+/* The interruptId of a permission_required result; the caller frees it. */
+static char *request_id(const struct b4_tool_result *res)
+{
+        const struct jv *req = jv_object_get(res->doc, "permissionRequest");
+
+        assert_false(res->ok);
+        assert_string_equal(res->code, "permission_required");
+        return strdup(jv_string(jv_object_get(req, "interruptId")));
+}
+
+static void test_permission_request_resumes_in_a_later_run(void **state)
+{
+        static const char cfg_json[] = "{\"sandbox\": {\"provider\": {\"type\": \"fake\", "
+                                       "\"scope\": \"rt\"}}, \"permissions\": "
+                                       "{\"mode\": \"interactive\"}}";
+        struct fixture *f = *state;
+        struct b4_config *cfg = NULL;
+        struct b4_runtime *rt = NULL;
+        struct b4_tool_result res = { 0 };
+        struct b4_run *run = NULL;
+        struct b4_error err = { 0 };
+        struct jv *args = jv_object_new();
+        char *id;
+
+        assert_int_equal(b4_config_parse(cfg_json, strlen(cfg_json), f->dir, &cfg, NULL, &err), 0);
+        struct b4_runtime_options o = {
+                .provider = f->provider, .store = f->store, .policy = &f->policy, .config = cfg
+        };
+        assert_int_equal(b4_runtime_new(&o, &rt, &err), 0);
+        create(f, "p", NULL);
+        create(f, "q", NULL);
+        assert_int_equal(jv_object_set_new(args, "command", jv_string_new("echo hi")), 0);
+        /* the config's interactive mode asks; the request outlives its run */
+        assert_int_equal(b4_runtime_run_begin(rt, "p", &run, &err), 0);
+        assert_int_equal(b4_run_call(run, "runBash", args, &res, &err), 0);
+        id = request_id(&res);
+        b4_tool_result_clear(&res);
+        b4_run_end(run);
+        /* only the thread that raised it may answer it */
+        assert_int_equal(b4_runtime_run_begin(rt, "q", &run, &err), 0);
+        assert_int_equal(b4_run_resume(run, id, "once", &res, &err), -ENOENT);
+        b4_run_end(run);
+        assert_int_equal(b4_runtime_run_begin(rt, "p", &run, &err), 0);
+        assert_int_equal(b4_run_resume(run, id, "maybe", &res, &err), -EINVAL);
+        assert_int_equal(b4_run_resume(run, id, "once", &res, &err), 0);
+        assert_true(res.ok);
+        assert_string_equal(jv_string(jv_object_get(jv_object_get(res.doc, "result"), "stdout")),
+                            "hi\n");
+        b4_tool_result_clear(&res);
+        assert_int_equal(b4_run_resume(run, id, "once", &res, &err), -ENOENT);
+        b4_run_end(run);
+        free(id);
+        jv_unref(args);
+        b4_runtime_free(rt);
+        b4_config_free(cfg);
+}
+
+/* One call's result document as JSON text; the caller frees it. */
+static char *call_text(struct b4_run *run, const char *tool, const char *key, const char *value)
+{
+        struct b4_tool_result res = { 0 };
+        struct jv *args = jv_object_new();
+        char *json = NULL;
+
+        assert_int_equal(jv_object_set_new(args, key, jv_string_new(value)), 0);
+        assert_int_equal(b4_run_call(run, tool, args, &res, NULL), 0);
+        assert_int_equal(jv_dump(res.doc, 0, &json), 0);
+        b4_tool_result_clear(&res);
+        jv_unref(args);
+        return json;
+}
+
+static void test_caller_permissions_and_read_cap(void **state)
+{
+        struct fixture *f = *state;
+        struct b4_permissions *perms = NULL;
+        struct b4_runtime *rt = NULL;
+        struct b4_run *run = NULL;
+        struct b4_error err = { 0 };
+        char *json;
+
+        assert_int_equal(b4_permissions_new(B4_PERMISSION_NON_INTERACTIVE, &perms), 0);
+        assert_int_equal(b4_permissions_add(perms, B4_PERMISSION_LIST_DENY, "bash", "echo", &err),
+                         0);
+        struct b4_runtime_options o = { .provider = f->provider,
+                                        .store = f->store,
+                                        .policy = &f->policy,
+                                        .permissions = perms,
+                                        .read_cap = 4 };
+        assert_int_equal(b4_runtime_new(&o, &rt, &err), 0);
+        create(f, "c", NULL);
+        assert_int_equal(b4_runtime_run_begin(rt, "c", &run, &err), 0);
+        call(run, "five", "12345");
+        json = call_text(run, "readFile", "path", "five");
+        assert_string_equal(json, "{\"ok\":false,\"error\":{\"code\":\"tool_error\",\"errno\":"
+                                  "\"EFBIG\",\"message\":\"File too large: 5 bytes (max 4) at "
+                                  "/workspace/five\"}}");
+        free(json);
+        json = call_text(run, "runBash", "command", "echo hi");
+        assert_string_equal(json, "{\"ok\":false,\"error\":{\"code\":\"B4_E3001\",\"message\":"
+                                  "\"Permission denied by user: echo hi\"}}");
+        free(json);
+        b4_run_end(run);
+        b4_runtime_free(rt);
+        b4_permissions_free(perms);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -339,6 +433,10 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_shutdown_refuses_new_runs, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_concurrent_runs_one_wins, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bad_ids_and_parents, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_permission_request_resumes_in_a_later_run,
+                                                setup, teardown),
+                cmocka_unit_test_setup_teardown(test_caller_permissions_and_read_cap, setup,
+                                                teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,19 +34,6 @@ struct fx {
 
 static struct fx F;
 
-static int dispatch(struct b4_sandbox *sb,
-                    const char *thread_id,
-                    const char *tool,
-                    const char *args_json,
-                    struct b4_cancel *cancel,
-                    void *ud,
-                    char **ret_result_json,
-                    struct b4_error *err)
-{
-        *ret_result_json = strdup("{}");
-        return 0;
-}
-
 static void put(const char *rel, const char *text, mode_t mode)
 {
         char p[4096];
@@ -67,7 +54,6 @@ static void runtime_up(void)
         struct b4_runtime_options o = { .provider = F.provider,
                                         .store = F.store,
                                         .policy = b4_config_policy(F.cfg),
-                                        .dispatch = dispatch,
                                         .config = F.cfg };
 
         if (b4_runtime_new(&o, &F.rt, &err) < 0)
@@ -236,13 +222,19 @@ static int count_runs(void)
  "\"1\"}, \"resources\": {\"memoryMb\": 256}}, \"permissions\": {\"allow\": {\"bash\": " \
  "[\"ls\"]}}}"
 
+/* A first run: the record its admission writes already gives the run its permissions. */
 static void *first_run(void *arg)
 {
         struct b4_error err = { 0 };
-        int r = run_once(arg, &err);
+        struct b4_run *run = NULL;
+        int r = b4_runtime_run_begin(F.rt, arg, &run, &err);
 
         if (r < 0)
                 print_error("run %s: %d %s\n", (char *)arg, r, err.msg);
+        else if (!run->perms)
+                r = b4_error_set(&err, -EPROTO, "run %s: no permissions from the record",
+                                 (char *)arg);
+        b4_run_end(run);
         return (void *)(intptr_t)r;
 }
 
@@ -288,15 +280,13 @@ static void test_thread_resolver_once(void **state)
         free(digest);
         free(payload);
 
-        /* the record's permissions are the thread's (and its child's) lists */
-        struct b4_permissions *perm = NULL;
-        assert_int_equal(admission_thread_permissions(F.store, B4_PERMISSION_NON_INTERACTIVE, "c",
-                                                      &perm, NULL),
-                         0);
-        assert_non_null(perm);
-        assert_int_equal(b4_permissions_match(perm, "bash", "ls x"), B4_PERMISSION_ALLOW);
-        assert_int_equal(b4_permissions_match(perm, "bash", "rm x"), B4_PERMISSION_UNKNOWN);
-        b4_permissions_free(perm);
+        /* the record's permissions are the thread's (and its child's) lists, for the run */
+        struct b4_run *run = NULL;
+        assert_int_equal(b4_runtime_run_begin(F.rt, "c", &run, NULL), 0);
+        assert_non_null(run->perms);
+        assert_int_equal(b4_permissions_match(run->perms, "bash", "ls x"), B4_PERMISSION_ALLOW);
+        assert_int_equal(b4_permissions_match(run->perms, "bash", "rm x"), B4_PERMISSION_UNKNOWN);
+        b4_run_end(run);
 
         /* across a restart: the resolver is not run again */
         assert_int_equal(b4_runtime_thread_release(F.rt, "p", NULL), 0);

@@ -2,7 +2,8 @@
 /*
  * Readers (reference §1.4): b4_with_reader() always closes and reports both errors; the fake
  * reader rejects without storage, refuses reads after close and never starts compute;
- * b4_inspect_thread() with and without a consistent (frozen) read; the runtime's read slot.
+ * b4_inspect_thread() with and without a consistent (frozen) read; the runtime's read slot
+ * and its whole read (b4_runtime_inspect()).
  */
 
 #include <errno.h>
@@ -203,18 +204,6 @@ static void test_inspect_thread(void **state)
 
 /* ---- the runtime's read slot ---- */
 
-static int no_dispatch(struct b4_sandbox *sb,
-                       const char *thread_id,
-                       const char *tool,
-                       const char *args_json,
-                       struct b4_cancel *cancel,
-                       void *ud,
-                       char **ret,
-                       struct b4_error *err)
-{
-        return -ENOSYS;
-}
-
 static void test_read_slot(void **state)
 {
         char *dir = b4_test_tmpdir();
@@ -230,9 +219,7 @@ static void test_read_slot(void **state)
 
         b4_policy_init(&pol);
         assert_int_equal(b4_store_open(dir, B4_STORE_EXCLUSIVE, &store, &err), 0);
-        struct b4_runtime_options o = {
-                .provider = p, .store = store, .policy = &pol, .dispatch = no_dispatch
-        };
+        struct b4_runtime_options o = { .provider = p, .store = store, .policy = &pol };
         assert_int_equal(b4_runtime_new(&o, &rt, &err), 0);
         assert_ptr_equal(b4_runtime_provider(rt), p);
         assert_int_equal(b4_runtime_thread_create(rt, "par", NULL, NULL, NULL, &row, &err), 0);
@@ -272,13 +259,75 @@ static void test_read_slot(void **state)
         free(dir);
 }
 
+/* b4_runtime_inspect(): the root ancestor's workspace, the slot held only while reading,
+ * a caller's cancel, a run in flight; the answer formatted and read back. */
+static void test_runtime_inspect(void **state)
+{
+        char *dir = b4_test_tmpdir();
+        struct b4_provider *p = fake();
+        struct b4_store *store = NULL;
+        struct b4_runtime *rt = NULL;
+        struct b4_policy pol;
+        struct b4_thread_row row = { 0 };
+        struct b4_workspace_read rd = { 0 };
+        struct b4_inspect_response res = { 0 };
+        struct b4_cancel *c = b4_cancel_new();
+        struct b4_run *run = NULL;
+        struct b4_error err = { 0 };
+        char *text = NULL;
+        size_t len = 0;
+
+        b4_policy_init(&pol);
+        assert_int_equal(b4_store_open(dir, B4_STORE_EXCLUSIVE, &store, &err), 0);
+        struct b4_runtime_options o = { .provider = p, .store = store, .policy = &pol };
+        assert_int_equal(b4_runtime_new(&o, &rt, &err), 0);
+        assert_int_equal(b4_runtime_thread_create(rt, "par", NULL, NULL, NULL, &row, &err), 0);
+        b4_thread_row_clear(&row);
+        assert_int_equal(b4_runtime_thread_create(rt, "kid", NULL, "par", NULL, &row, &err), 0);
+        b4_thread_row_clear(&row);
+        write_files(p, "par");
+
+        assert_int_equal(b4_runtime_inspect(rt, "kid", NULL, false, 5000, NULL, &rd, &err), 0);
+        assert_int_equal(rd.inspection.n_files, 2);
+        assert_string_equal(rd.inspection.files[0].path, "README");
+        assert_null(rd.source_digest); /* provider storage: no admission recorded one */
+        assert_null(rd.intent_digest);
+        assert_false(b4_runtime_thread_busy(rt, "kid"));
+        assert_false(b4_runtime_thread_is_live(rt, "kid")); /* no sandbox acquired */
+        assert_int_equal(b4_inspect_response_format("kid", NULL, &rd, NULL, &text, &len), 0);
+        assert_int_equal(b4_inspect_response_parse(text, len, "kid", NULL, &res, &err), 0);
+        assert_int_equal(res.n_files, 2);
+        assert_string_equal(res.paths[1], "src/main.c");
+        assert_null(res.source_digest);
+        assert_null(res.root);
+        b4_inspect_response_clear(&res);
+        free(text);
+        b4_workspace_read_clear(&rd);
+
+        assert_int_equal(b4_runtime_inspect(rt, "nope", NULL, false, 0, NULL, &rd, &err), -ENOENT);
+        b4_cancel_fire(c);
+        assert_int_equal(b4_runtime_inspect(rt, "kid", NULL, false, 0, c, &rd, &err), -ECANCELED);
+        assert_false(b4_runtime_thread_busy(rt, "kid"));
+        assert_int_equal(b4_runtime_run_begin(rt, "kid", &run, &err), 0);
+        assert_int_equal(b4_runtime_inspect(rt, "kid", NULL, false, 0, NULL, &rd, &err), -EBUSY);
+        b4_run_end(run);
+        b4_workspace_read_clear(&rd);
+
+        b4_cancel_free(c);
+        b4_runtime_free(rt);
+        b4_provider_free(p);
+        b4_store_close(store);
+        b4_policy_clear(&pol);
+        b4_test_rmrf(dir);
+        free(dir);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_with_reader),
-                cmocka_unit_test(test_fake_reader),
-                cmocka_unit_test(test_inspect_thread),
-                cmocka_unit_test(test_read_slot),
+                cmocka_unit_test(test_with_reader),     cmocka_unit_test(test_fake_reader),
+                cmocka_unit_test(test_inspect_thread),  cmocka_unit_test(test_read_slot),
+                cmocka_unit_test(test_runtime_inspect),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

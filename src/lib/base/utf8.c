@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Strict UTF-8 validation. */
+/* Strict UTF-8 validation, and the length JavaScript gives a string. */
 
 #include "utf8.h"
 
@@ -49,4 +49,14 @@ bool utf8_is_valid(const char *s, size_t len)
                 i += n;
         }
         return true;
+}
+
+size_t utf8_js_length(const char *s)
+{
+        size_t n = 0;
+
+        for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+                if ((*c & 0xc0) != 0x80)
+                        n += *c >= 0xf0 ? 2 : 1;
+        return n;
 }

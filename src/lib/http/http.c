@@ -3,7 +3,8 @@
  * libcurl behind a pull API: each stream owns an easy handle inside its own multi handle.
  * http_stream_read() drives the transfer with curl_multi_perform()/curl_multi_poll() only
  * while the caller asks for bytes, so a stream the caller stops reading stops transferring
- * (curl pauses the socket when our write callback reports a full buffer).
+ * (curl pauses the socket when our write callback reports a full buffer). The buffered and
+ * the callback forms are loops over the pull API: one transfer engine.
  */
 
 #include "http/http.h"
@@ -17,6 +18,7 @@
 
 #include "base/alloc.h"
 #include "base/macro.h"
+#include "base/strbuf.h"
 #include "base/strv.h"
 #include "base/time-util.h"
 
@@ -25,7 +27,10 @@
 #define POLL_SLICE_MAX_MS 1000
 
 struct http_client {
-        char *socket_path;
+        char *target;      /* as given */
+        char *socket_path; /* NULL for TCP */
+        char *base_url;    /* "http://localhost" for a socket, else the URL without its '/' */
+        char *auth_header; /* "Authorization: Bearer ..." or NULL */
 };
 
 struct http_stream {
@@ -41,6 +46,7 @@ struct http_stream {
         size_t pending_len, pending_off;
         bool paused;
         long status;
+        const char *target; /* the client's, for messages */
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -48,33 +54,92 @@ static CURLcode curl_init_result;
 
 static void curl_init(void)
 {
-        curl_init_result = curl_global_init(CURL_GLOBAL_NOTHING);
+        curl_init_result = curl_global_init(CURL_GLOBAL_SSL);
 }
 
-int http_client_new(const char *socket_path, struct http_client **ret, struct b4_error *err)
+static void free_secret(char *s)
+{
+        if (s)
+                explicit_bzero(s, strlen(s));
+        free(s);
+}
+
+static uint64_t deadline_after(uint64_t timeout_ms)
+{
+        uint64_t now = now_msec();
+
+        if (timeout_ms == HTTP_NO_TIMEOUT)
+                return 0;
+        timeout_ms = timeout_ms ? timeout_ms : DEFAULT_OPEN_MS;
+        return timeout_ms > UINT64_MAX - now ? 0 : now + timeout_ms;
+}
+
+static int parse_target(struct http_client *c, const char *target, struct b4_error *err)
+{
+        const char *sock = strncmp(target, "unix:", 5) == 0 ? target + 5 : target;
+        size_t n;
+
+        if (sock[0] == '/') {
+                c->socket_path = b4_strdup(sock);
+                c->base_url = b4_strdup("http://localhost");
+                return c->socket_path && c->base_url ? 0 : -ENOMEM;
+        }
+        if (sock != target ||
+            (strncmp(target, "http://", 7) != 0 && strncmp(target, "https://", 8) != 0))
+                return b4_error_set(err, -EINVAL,
+                                    "server '%s' is not an absolute unix socket path, unix:/path "
+                                    "or an http(s):// URL",
+                                    target);
+        n = strlen(target);
+        while (n > 0 && target[n - 1] == '/')
+                n--;
+        c->base_url = b4_strndup(target, n);
+        return c->base_url ? 0 : -ENOMEM;
+}
+
+int http_client_new(const char *target, struct http_client **ret, struct b4_error *err)
 {
         struct http_client *c;
+        int r;
 
-        if (!socket_path || socket_path[0] != '/')
-                return b4_error_set(err, -EINVAL, "socket path '%s' is not absolute",
-                                    socket_path ? socket_path : "");
         (void)pthread_once(&curl_once, curl_init);
         if (curl_init_result != CURLE_OK)
                 return b4_error_set(err, -EIO, "libcurl initialisation failed: %s",
                                     curl_easy_strerror(curl_init_result));
         c = b4_calloc(1, sizeof(*c));
-        if (!c || !(c->socket_path = b4_strdup(socket_path))) {
-                free(c);
+        if (!c)
                 return b4_error_set(err, -ENOMEM, "out of memory");
+        c->target = b4_strdup(target ? target : "");
+        r = c->target ? parse_target(c, c->target, err) : -ENOMEM;
+        if (r < 0) {
+                http_client_free(c);
+                return r == -ENOMEM ? b4_error_set(err, r, "out of memory") : r;
         }
         *ret = c;
+        return 0;
+}
+
+int http_client_set_token(struct http_client *c, const char *token)
+{
+        char *h = NULL;
+
+        for (const char *p = token; p && *p; p++)
+                if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                        return -EINVAL;
+        if (token && b4_asprintf(&h, "Authorization: Bearer %s", token) < 0)
+                return -ENOMEM;
+        free_secret(c->auth_header);
+        c->auth_header = h;
         return 0;
 }
 
 struct http_client *http_client_free(struct http_client *c)
 {
         if (c) {
+                free_secret(c->auth_header);
+                free(c->target);
                 free(c->socket_path);
+                free(c->base_url);
                 free(c);
         }
         return NULL;
@@ -83,6 +148,38 @@ struct http_client *http_client_free(struct http_client *c)
 const char *http_client_socket(const struct http_client *c)
 {
         return c->socket_path;
+}
+
+const char *http_client_target(const struct http_client *c)
+{
+        return c->target;
+}
+
+char *http_escape(const char *s)
+{
+        char *e = curl_easy_escape(NULL, s, 0);
+        char *r = e ? b4_strdup(e) : NULL;
+
+        curl_free(e);
+        return r;
+}
+
+/*
+ * A header line as kept: a CR, LF or NUL inside it becomes a space (RFC 9110 5.5 lets a
+ * recipient do so), then the line end and the value's trailing blanks go. Return: heap.
+ */
+static char *header_line(const char *data, size_t len)
+{
+        char *h = b4_malloc(len + 1);
+
+        if (!h)
+                return NULL;
+        for (size_t i = 0; i < len; i++)
+                h[i] = data[i] == '\r' || data[i] == '\n' || data[i] == '\0' ? ' ' : data[i];
+        while (len > 0 && (h[len - 1] == ' ' || h[len - 1] == '\t'))
+                len--;
+        h[len] = '\0';
+        return h;
 }
 
 static size_t on_header(char *data, size_t size, size_t n, void *userdata)
@@ -101,9 +198,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *userdata)
                         s->head_done = true;
                 return len;
         }
-        while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r'))
-                len--;
-        if (strv_consume(&s->resp_headers, b4_strndup(data, len)) < 0)
+        if (strv_consume(&s->resp_headers, header_line(data, len)) < 0)
                 return 0;
         return size * n;
 }
@@ -148,10 +243,12 @@ static int transfer_error(struct http_stream *s, struct b4_error *err)
         const char *why = s->curl_err[0] ? s->curl_err : curl_easy_strerror(s->result);
 
         if (s->result == CURLE_COULDNT_CONNECT)
-                return b4_error_set(err, -ECONNREFUSED, "cannot connect: %s", why);
+                return b4_error_set(err, -ECONNREFUSED, "cannot connect to %s: %s", s->target, why);
+        if (s->result == CURLE_COULDNT_RESOLVE_HOST)
+                return b4_error_set(err, -EHOSTUNREACH, "cannot reach %s: %s", s->target, why);
         if (s->result == CURLE_OPERATION_TIMEDOUT)
-                return b4_error_set(err, -ETIMEDOUT, "%s", why);
-        return b4_error_set(err, -EIO, "%s", why);
+                return b4_error_set(err, -ETIMEDOUT, "%s: %s", s->target, why);
+        return b4_error_set(err, -EIO, "%s: %s", s->target, why);
 }
 
 /* One step of the transfer: wait for socket activity (or the deadline/cancel), then run. */
@@ -189,9 +286,11 @@ static int stream_setup(struct http_stream *s, struct http_client *c, const stru
         CURL *e = s->easy;
         int r = 0;
 
-        if (b4_asprintf(&url, "http://docker%s", req->path) < 0)
+        if (b4_asprintf(&url, "%s%s", c->base_url, req->path) < 0)
                 return -ENOMEM;
         s->headers = curl_slist_append(s->headers, "Expect:");
+        if (s->headers && c->auth_header)
+                s->headers = curl_slist_append(s->headers, c->auth_header);
         if (req->content_type) {
                 if (b4_asprintf(&ctype, "Content-Type: %s", req->content_type) < 0)
                         return -ENOMEM;
@@ -199,7 +298,8 @@ static int stream_setup(struct http_stream *s, struct http_client *c, const stru
         }
         if (!s->headers)
                 return -ENOMEM;
-        r |= curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, c->socket_path);
+        if (c->socket_path)
+                r |= curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, c->socket_path);
         r |= curl_easy_setopt(e, CURLOPT_URL, url);
         r |= curl_easy_setopt(e, CURLOPT_HTTPHEADER, s->headers);
         r |= curl_easy_setopt(e, CURLOPT_ERRORBUFFER, s->curl_err);
@@ -233,6 +333,7 @@ int http_stream_open(struct http_client *c,
         s = b4_calloc(1, sizeof(*s));
         if (!s)
                 return b4_error_set(err, -ENOMEM, "out of memory");
+        s->target = c->target;
         s->multi = curl_multi_init();
         s->easy = curl_easy_init();
         if (!s->multi || !s->easy)
@@ -242,7 +343,7 @@ int http_stream_open(struct http_client *c,
                 return b4_error_set(err, r, "cannot set up the request");
         if (curl_multi_add_handle(s->multi, s->easy) != CURLM_OK)
                 return b4_error_set(err, -ENOMEM, "cannot start the request");
-        deadline = now_msec() + (req->timeout_ms ? req->timeout_ms : DEFAULT_OPEN_MS);
+        deadline = deadline_after(req->timeout_ms);
         while (!s->head_done && !s->done) {
                 r = pump(s, deadline, cancel_fd, err);
                 if (r < 0)
@@ -326,6 +427,91 @@ void http_response_clear(struct http_response *r)
         *r = (struct http_response){ 0 };
 }
 
+/* Fail before reading a body that Content-Length already says is too large. */
+static int check_length(struct http_stream *s, size_t max_body, struct b4_error *err)
+{
+        curl_off_t cl = -1;
+
+        (void)curl_easy_getinfo(s->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+        if (cl > 0 && (uint64_t)cl > max_body)
+                return b4_error_set(err, -EFBIG, "response from %s is larger than %zu bytes",
+                                    s->target, max_body);
+        return 0;
+}
+
+static int keep_header(struct http_stream *s, const char *name, struct http_response *ret)
+{
+        const char *h = name ? http_stream_header(s, name) : NULL;
+
+        ret->status = http_stream_status(s);
+        ret->header_value = NULL;
+        if (h && !(ret->header_value = b4_strdup(h)))
+                return -ENOMEM;
+        return 0;
+}
+
+/* Hand the body to @sink until it ends, the sink stops, the deadline passes or cancel. */
+static int pump_body(struct http_stream *s,
+                     uint64_t deadline,
+                     const struct http_sink *sink,
+                     size_t *ret_len,
+                     struct b4_error *err)
+{
+        char buf[16384];
+        ssize_t k;
+        int r;
+
+        while ((k = http_stream_read(s, buf, sizeof(buf), deadline, sink->cancel_fd, err)) > 0) {
+                r = sink->on_chunk(s->status, buf, (size_t)k, sink->userdata);
+                if (r < 0)
+                        return r;
+                *ret_len += (size_t)k;
+        }
+        return (int)k;
+}
+
+int http_request_each(struct http_client *c,
+                      const struct http_req *req,
+                      const struct http_sink *sink,
+                      struct http_response *ret,
+                      struct b4_error *err)
+{
+        cleanup_(http_stream_freep) struct http_stream *s = NULL;
+        struct http_response resp = { 0 };
+        int r;
+
+        r = http_stream_open(c, req, sink->cancel_fd, &s, err);
+        if (r < 0)
+                return r;
+        if (keep_header(s, sink->header, &resp) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = pump_body(s, 0, sink, &resp.len, err);
+        if (r < 0) {
+                http_response_clear(&resp);
+                return r;
+        }
+        *ret = resp;
+        return 0;
+}
+
+struct collect {
+        struct strbuf sb;
+        const char *target;
+        struct b4_error *err;
+};
+
+static int collect_chunk(long status, const void *data, size_t len, void *userdata)
+{
+        struct collect *col = userdata;
+        int r = strbuf_add(&col->sb, data, len);
+
+        (void)status;
+        if (r == -E2BIG)
+                return b4_error_set(col->err, -EFBIG, "response from %s is larger than %zu bytes",
+                                    col->target, col->sb.max);
+        return r < 0 ? b4_error_set(col->err, r, "out of memory") : 0;
+}
+
 int http_request(struct http_client *c,
                  const struct http_req *req,
                  size_t max_body,
@@ -334,43 +520,31 @@ int http_request(struct http_client *c,
                  struct b4_error *err)
 {
         cleanup_(http_stream_freep) struct http_stream *s = NULL;
-        cleanup_free char *body = NULL;
-        size_t len = 0, cap = 0;
-        uint64_t deadline = now_msec() + (req->timeout_ms ? req->timeout_ms : DEFAULT_OPEN_MS);
-        const char *h;
+        struct collect col = { .target = c->target, .err = err };
+        struct http_sink sink = { .on_chunk = collect_chunk,
+                                  .userdata = &col,
+                                  .cancel_fd = -EBADF };
+        struct http_response resp = { 0 };
+        uint64_t deadline = deadline_after(req->timeout_ms);
         int r;
 
         r = http_stream_open(c, req, -EBADF, &s, err);
         if (r < 0)
                 return r;
-        for (;;) {
-                ssize_t k;
-
-                if (cap - len < 4096) {
-                        char *p;
-                        cap = cap ? cap * 2 : 8192;
-                        p = b4_realloc(body, cap + 1);
-                        if (!p)
-                                return b4_error_set(err, -ENOMEM, "out of memory");
-                        body = p;
-                }
-                k = http_stream_read(s, body + len, cap - len, deadline, -EBADF, err);
-                if (k < 0)
-                        return (int)k;
-                if (k == 0)
-                        break;
-                len += (size_t)k;
-                if (len > max_body)
-                        return b4_error_set(err, -E2BIG, "response larger than %zu bytes",
-                                            max_body);
+        r = check_length(s, max_body, err);
+        if (r < 0)
+                return r;
+        strbuf_init(&col.sb, max_body);
+        r = pump_body(s, deadline, &sink, &resp.len, err);
+        if (r >= 0 && keep_header(s, header, &resp) < 0)
+                r = b4_error_set(err, -ENOMEM, "out of memory");
+        if (r >= 0)
+                r = strbuf_detach(&col.sb, &resp.body, &resp.len);
+        strbuf_release(&col.sb);
+        if (r < 0) {
+                http_response_clear(&resp);
+                return r == -ENOMEM ? b4_error_set(err, r, "out of memory") : r;
         }
-        if (!body && !(body = b4_malloc(1)))
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        body[len] = '\0';
-        h = header ? http_stream_header(s, header) : NULL;
-        *ret = (struct http_response){ .status = http_stream_status(s), .len = len };
-        if (h && !(ret->header_value = b4_strdup(h)))
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        ret->body = TAKE_PTR(body);
+        *ret = resp;
         return 0;
 }

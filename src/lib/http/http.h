@@ -2,15 +2,21 @@
 #pragma once
 
 /*
- * A small HTTP/1.1 client over libcurl for local daemons reached through a unix socket (the
- * Docker Engine API). One request is one stream: http_stream_open() sends the request and
- * waits for the response head; the body is then pulled with http_stream_read(), which
- * honours a deadline and a cancel fd, so callers can decode long-lived bodies (Docker's
- * multiplexed exec stream, tar archives) incrementally and stop transferring at any point.
- * http_request() is the buffered form for small JSON exchanges.
+ * The one HTTP/1.1 client (libcurl), shared by the library and the tool: the Docker Engine
+ * API over its unix socket, the CLI's --server client, and the Kubernetes API to come.
+ * A client is one server, reached through a unix socket or an http(s) URL, optionally with
+ * a bearer token. Three forms of one exchange:
+ *   - http_request(): buffered, with a cap on the body (a larger one fails -EFBIG);
+ *   - http_request_each(): the body handed to a callback chunk by chunk as it arrives
+ *     (server-sent events, NDJSON, watches), stoppable by the callback or a cancel fd;
+ *   - http_stream_open() + http_stream_read(): the body pulled by the caller, who decodes
+ *     long-lived bodies (Docker's multiplexed exec stream, tar archives) incrementally and
+ *     can stop transferring at any point.
+ * Every form honours a timeout for the response head; the pull form also a deadline and a
+ * cancel fd per read.
  *
- * Thread-safe: a client is immutable after http_client_new() and every stream has its own
- * curl handles.
+ * Thread-safe: a client is immutable once set up (http_client_new() and
+ * http_client_set_token()) and every exchange has its own curl handles.
  */
 
 #include <stddef.h>
@@ -23,15 +29,31 @@ struct http_client;
 struct http_stream;
 
 /**
- * http_client_new() - a client for the daemon listening on @socket_path
- * @socket_path: absolute path of the unix socket; copied
- * Return: 0, -EINVAL, -ENOMEM.
+ * http_client_new() - a client for one server
+ * @target: where it listens; copied. "/path" or "unix:/path": a unix socket (requests go to
+ *          http://localhost/...); "http://host[:port][/prefix]" or "https://...": a TCP
+ *          server, request paths appended to the URL (its trailing '/' dropped)
+ * Return: 0, -EINVAL (another form; message set), -EIO (libcurl initialisation), -ENOMEM.
  */
-int http_client_new(const char *socket_path, struct http_client **ret, struct b4_error *err);
+int http_client_new(const char *target, struct http_client **ret, struct b4_error *err);
+/**
+ * http_client_set_token() - send "Authorization: Bearer @token" with every request
+ * @token: copied (and erased on free); NULL = none. Call before the client is shared.
+ * Return: 0, -EINVAL (a token with a control character), -ENOMEM.
+ */
+int http_client_set_token(struct http_client *c, const char *token);
 /** http_client_free() - NULL ok. Return: NULL. */
 struct http_client *http_client_free(struct http_client *c);
-/** http_client_socket() - the socket path; borrowed for the client's lifetime. */
+/** http_client_socket() - the unix socket path, NULL for a TCP server; borrowed. */
 const char *http_client_socket(const struct http_client *c);
+/** http_client_target() - the target as given to http_client_new(); borrowed. */
+const char *http_client_target(const struct http_client *c);
+
+/** http_escape() - @s percent-encoded for one path segment or query value. Return: heap, NULL on
+ * OOM. */
+char *http_escape(const char *s);
+
+#define HTTP_NO_TIMEOUT UINT64_MAX
 
 struct http_req {
         const char *method;       /* "GET", "POST", "PUT", "DELETE", "HEAD" */
@@ -39,14 +61,17 @@ struct http_req {
         const char *content_type; /* NULL = no body */
         const void *body;         /* borrowed for the call */
         size_t body_len;
-        uint64_t timeout_ms; /* for the whole exchange up to the response head; 0 = 60 s */
+        /* http_stream_open(), http_request_each(): up to the response head; http_request():
+         * the whole exchange. 0 = 60 s, HTTP_NO_TIMEOUT = none. */
+        uint64_t timeout_ms;
 };
 
 /**
  * http_stream_open() - send @req and wait for the response head
  * @cancel_fd: readable once the caller wants to give up (-EBADF = none)
- * Return: 0 with the stream (http_stream_free()), -ECONNREFUSED/-ENOENT (no daemon),
- * -ETIMEDOUT, -ECANCELED, -EIO (transport error; message set), -ENOMEM.
+ * Return: 0 with the stream (http_stream_free()), -ECONNREFUSED (no server listening),
+ * -EHOSTUNREACH (name not resolved), -ETIMEDOUT, -ECANCELED, -EIO (any other transport
+ * error, TLS included), -ENOMEM; the message names the target.
  */
 int http_stream_open(struct http_client *c,
                      const struct http_req *req,
@@ -89,9 +114,11 @@ void http_response_clear(struct http_response *r);
 
 /**
  * http_request() - one buffered exchange
- * @max_body: larger bodies fail -E2BIG
+ * @max_body: a larger body fails -EFBIG ("response from T is larger than N bytes"), before
+ *            it is read when Content-Length says so
  * @header:   optional response header to keep in ret->header_value
- * Return: 0 (any status), or the errors of http_stream_open()/http_stream_read().
+ * Return: 0 (any status; http_response_clear()), -EFBIG, or the errors of
+ * http_stream_open()/http_stream_read().
  */
 int http_request(struct http_client *c,
                  const struct http_req *req,
@@ -99,3 +126,31 @@ int http_request(struct http_client *c,
                  const char *header,
                  struct http_response *ret,
                  struct b4_error *err);
+
+/*
+ * One piece of the body of a response with @status; @data is borrowed for the call.
+ * Return: >= 0 to go on, < 0 to stop the transfer with that error.
+ */
+typedef int (*http_chunk_fn)(long status, const void *data, size_t len, void *userdata);
+
+/* Where http_request_each() puts a body; borrowed for the call. */
+struct http_sink {
+        http_chunk_fn on_chunk;
+        void *userdata;     /* passed to on_chunk */
+        int cancel_fd;      /* readable once the caller wants to give up; -EBADF = none */
+        const char *header; /* optional response header to keep in ret->header_value */
+};
+
+/**
+ * http_request_each() - one exchange, the body handed to @sink->on_chunk as it arrives
+ * @ret: status, header and the body's length (ret->body stays NULL; http_response_clear())
+ * The body of any status is delivered. No time limit after the head: a long-lived body
+ * (events, a watch) runs until it ends, the callback stops it, or the cancel fd fires.
+ * Return: 0, a negative return of on_chunk, or the errors of http_stream_open() and
+ * http_stream_read().
+ */
+int http_request_each(struct http_client *c,
+                      const struct http_req *req,
+                      const struct http_sink *sink,
+                      struct http_response *ret,
+                      struct b4_error *err);

@@ -3,6 +3,7 @@
 
 #include "json.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -228,6 +229,16 @@ struct jv *jv_null_new(void)
         return V(json_null());
 }
 
+struct jv *jv_string_array_new(char *const *l)
+{
+        struct jv *a = jv_array_new();
+
+        for (; a && l && *l; l++)
+                if (jv_array_append_new(a, jv_string_new(*l)) < 0)
+                        a = jv_unref(a);
+        return a;
+}
+
 int jv_object_set_new(struct jv *o, const char *key, struct jv *v)
 {
         if (!v)
@@ -261,6 +272,25 @@ int jv_dump(const struct jv *v, unsigned flags, char **ret)
         /* Hand the caller memory it frees with free(): jansson uses malloc by default. */
         *ret = s;
         return 0;
+}
+
+static_assert(sizeof(json_int_t) == sizeof(int64_t), "jv_pack's I reads an int64_t");
+
+struct jv *jv_vpack(const char *fmt, va_list ap)
+{
+        /* jansson releases the `o` arguments it has not consumed when packing fails. */
+        return V(json_vpack_ex(NULL, 0, fmt, ap));
+}
+
+struct jv *jv_pack(const char *fmt, ...)
+{
+        struct jv *v;
+        va_list ap;
+
+        va_start(ap, fmt);
+        v = jv_vpack(fmt, ap);
+        va_end(ap);
+        return v;
 }
 
 int jv_quote(const char *s, char **ret)

@@ -7,6 +7,7 @@
  * Setters ending in _new take ownership of the value passed (even on failure).
  */
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -83,10 +84,43 @@ struct jv *jv_integer_new(int64_t i);
 struct jv *jv_real_new(double d);
 struct jv *jv_bool_new(bool b);
 struct jv *jv_null_new(void);
+/* An array of the strings of NULL-terminated @l (NULL = empty). NULL on OOM or bad UTF-8. */
+struct jv *jv_string_array_new(char *const *l);
 /* Take ownership of @v. Return: 0 or -ENOMEM. */
 int jv_object_set_new(struct jv *o, const char *key, struct jv *v);
 int jv_array_append_new(struct jv *a, struct jv *v);
 int jv_object_del(struct jv *o, const char *key);
+
+/*
+ * jv_pack() - build a value in one expression, as jansson's json_pack() does:
+ *   jv_pack("{s:s, s:I, s:b, s:o*}", "name", name, "size", (int64_t)n, "ok", true,
+ *           "details", details_or_null)
+ * Whitespace, ':' and ',' in @fmt only separate; the letters are:
+ *   { }     an object: key, value, key, value ... (a key is s, s#, s% or s*)
+ *   [ ]     an array
+ *   s       a string from a const char * (UTF-8, copied)
+ *   s#      a string from a const char * and an int length
+ *   s%      a string from a const char * and a size_t length
+ *   s?      as s, a NULL pointer gives null
+ *   s*      as s, a NULL pointer leaves the member (key and value) or element out
+ *   n       null (takes no argument)
+ *   b       true or false from an int (bool promotes to int)
+ *   i       an integer from an int
+ *   I       an integer from an int64_t
+ *   f       a real from a double
+ *   o       a struct jv *, stolen: the result owns the reference, and on failure it is
+ *           released, so `o` arguments never leak and need no cleanup by the caller
+ *   O       a struct jv *, borrowed: the result takes its own reference
+ *   o? O?   as o / O, a NULL pointer gives null
+ *   o* O*   as o / O, a NULL pointer leaves the member or element out
+ * A NULL for a plain s, o or O fails (the value of a failed jv_*_new() call passed in
+ * propagates as a failure here: `jv_pack("{s:o}", "k", jv_string_new(x))` needs no check
+ * of its own).
+ * Return: a new reference, or NULL on allocation failure, invalid UTF-8, a NULL argument
+ * where the format has no '?' or '*', or a malformed format (a bug: checked by the tests).
+ */
+struct jv *jv_pack(const char *fmt, ...);
+struct jv *jv_vpack(const char *fmt, va_list ap);
 
 /* Serialise; non-ASCII is written raw (UTF-8). Return: 0 or -ENOMEM; *ret is heap. */
 int jv_dump(const struct jv *v, unsigned flags, char **ret);

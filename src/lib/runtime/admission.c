@@ -21,7 +21,6 @@
 
 #include "b4box/bundle.h"
 #include "b4box/config.h"
-#include "b4box/tools.h"
 
 #include "base/alloc.h"
 #include "base/hash.h"
@@ -784,92 +783,4 @@ int admission_acquire(struct b4_runtime *rt,
         if (r >= 0)
                 *ret = sb;
         return r;
-}
-
-/* ---- per-thread permissions (§9.4) ------------------------------------------------------ */
-
-/* The thread whose sandbox (and record) @id uses: its root ancestor. */
-static int record_owner(struct b4_store *store, const char *id, char **ret, struct b4_error *err)
-{
-        cleanup_free char *cur = b4_strdup(id);
-
-        for (int depth = 0; cur && depth <= MAX_PARENT_DEPTH; depth++) {
-                struct b4_thread_row row = { 0 };
-                int r = b4_store_thread_get(store, cur, &row, err);
-
-                if (r < 0)
-                        return r;
-                if (!row.parent_id) {
-                        b4_thread_row_clear(&row);
-                        *ret = TAKE_PTR(cur);
-                        return 0;
-                }
-                free(cur);
-                cur = TAKE_PTR(row.parent_id);
-                b4_thread_row_clear(&row);
-        }
-        return cur ? b4_error_set(err, -ELOOP, "thread '%s' nests too deeply", id) : -ENOMEM;
-}
-
-static int add_tool_map(struct b4_permissions *p,
-                        enum b4_permission_list list,
-                        const struct jv *map,
-                        struct b4_error *err)
-{
-        for (void *it = jv_object_iter(map); it; it = jv_object_next(map, it)) {
-                const struct jv *pats = jv_iter_value(it);
-                const char *key = jv_iter_key(it);
-                bool known = false;
-
-                for (int k = 0; k < B4_PERM__COUNT; k++)
-                        known |=
-                                strcmp(key, b4_permission_key_name((enum b4_permission_key)k)) == 0;
-                if (!known) /* no gate asks about it: nothing can match */
-                        continue;
-                for (size_t i = 0; i < jv_array_size(pats); i++) {
-                        int r = b4_permissions_add(p, list, key, jv_string(jv_array_get(pats, i)),
-                                                   err);
-                        if (r < 0)
-                                return r;
-                }
-        }
-        return 0;
-}
-
-int admission_thread_permissions(struct b4_store *store,
-                                 enum b4_permission_mode mode,
-                                 const char *thread_id,
-                                 struct b4_permissions **ret,
-                                 struct b4_error *err)
-{
-        cleanup_free char *owner = NULL, *digest = NULL, *payload = NULL;
-        cleanup_(jv_unrefp) struct jv *rec = NULL;
-        struct b4_permissions *p = NULL;
-        const struct jv *perm;
-        int r;
-
-        *ret = NULL;
-        r = record_owner(store, thread_id, &owner, err);
-        if (r >= 0)
-                r = b4_store_record_get(store, owner, &digest, &payload, NULL);
-        if (r == -ENOENT)
-                return 0; /* no record: the app's lists apply */
-        if (r >= 0)
-                r = jv_parse(payload, strlen(payload), &rec, err);
-        if (r < 0)
-                return r;
-        perm = jv_object_get(rec, "permissions");
-        if (!perm)
-                return 0;
-        r = b4_permissions_new(mode, &p);
-        if (r >= 0)
-                r = add_tool_map(p, B4_PERMISSION_LIST_ALLOW, jv_object_get(perm, "allow"), err);
-        if (r >= 0)
-                r = add_tool_map(p, B4_PERMISSION_LIST_DENY, jv_object_get(perm, "deny"), err);
-        if (r < 0) {
-                b4_permissions_free(p);
-                return r;
-        }
-        *ret = p;
-        return 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Runs and sandboxes: admission at the first run (acquire, deduplicated per sandbox key),
- * tool calls, release, deletion, idle reap and shutdown.
+ * tool calls and permission answers, release, deletion, idle reap and shutdown.
  */
 
 #include <errno.h>
@@ -12,6 +12,7 @@
 #include "base/strv.h"
 #include "base/time-util.h"
 #include "runtime-internal.h"
+#include "tools/host.h"
 
 /* Get the live box of @key, acquiring the sandbox when needed. Lock held on entry and exit. */
 static int box_get_locked(struct b4_runtime *rt,
@@ -57,6 +58,7 @@ static struct b4_run *run_free(struct b4_run *run)
         if (!run)
                 return NULL;
         b4_sandbox_unref(run->sb);
+        b4_permissions_free(run->perms);
         free(run->thread_id);
         free(run->box_key);
         free(run);
@@ -106,20 +108,44 @@ int b4_runtime_run_begin(struct b4_runtime *rt,
         b->users++;
         run->sb = b4_sandbox_ref(b->sb);
         (void)pthread_mutex_unlock(&rt->lock);
+        /* after admission, which writes the record at a thread's first run */
+        r = runtime_run_permissions(rt, run->box_key, &run->perms, err);
+        if (r < 0) {
+                b4_run_end(run);
+                return r;
+        }
         *ret = run;
         return 0;
 }
 
+static struct tools_host_call run_context(const struct b4_run *run)
+{
+        return (struct tools_host_call){ .sb = run->sb,
+                                         .thread_id = run->thread_id,
+                                         .perms = run->perms,
+                                         .cancel = run->cancel };
+}
+
 int b4_run_call(struct b4_run *run,
                 const char *tool,
-                const char *args_json,
-                char **ret_result_json,
+                const struct jv *args,
+                struct b4_tool_result *ret,
                 struct b4_error *err)
 {
-        struct b4_runtime *rt = run->rt;
+        struct tools_host_call c = run_context(run);
 
-        return rt->opts.dispatch(run->sb, run->thread_id, tool, args_json, run->cancel,
-                                 rt->opts.dispatch_userdata, ret_result_json, err);
+        return tools_host_call(run->rt->tools, &c, tool, args, ret, err);
+}
+
+int b4_run_resume(struct b4_run *run,
+                  const char *interrupt_id,
+                  const char *answer,
+                  struct b4_tool_result *ret,
+                  struct b4_error *err)
+{
+        struct tools_host_call c = run_context(run);
+
+        return tools_host_resume(run->rt->tools, &c, interrupt_id, answer, ret, err);
 }
 
 struct b4_sandbox *b4_run_sandbox(struct b4_run *run)
@@ -182,7 +208,7 @@ int b4_runtime_thread_release(struct b4_runtime *rt, const char *id, struct b4_e
         (void)pthread_mutex_unlock(&rt->lock);
         if (r == -EBUSY)
                 return b4_error_set(err, r, "thread '%s' has a run in flight", id);
-        if (r == 0)
+        if (r == 0 && !rt->opts.local) /* nothing acquired; locally another process may have */
                 return 0;
         b4_sandbox_unref(sb);
         return b4_provider_release(rt->opts.provider, key, err);

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* The runtime's shared state (runtime.c: threads and slots; run.c: sandboxes and runs). */
+/*
+ * The runtime's shared state (runtime.c: threads and slots; run.c: sandboxes and runs;
+ * read.c: workspace reads; tools.c: the tools and permissions of runs).
+ */
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -11,6 +14,10 @@
 #include "b4box/runtime.h"
 
 #include "base/hashmap.h"
+
+struct b4_permissions;
+struct b4_grant_store;
+struct tools_host;
 
 #define MAX_PARENT_DEPTH 16
 
@@ -35,17 +42,29 @@ struct b4_runtime {
         struct hashmap *slots; /* thread id -> struct slot */
         bool shutting_down;
         uint64_t acquires, releases;
+        unsigned readers; /* b4_runtime_inspect() workers still running, abandoned ones too */
+        /* the tools (tools.c); set once by b4_runtime_new() */
+        enum b4_permission_mode perm_mode;
+        struct b4_permissions *app_perms; /* opts.permissions or own_perms; NULL = no gate */
+        struct b4_permissions *own_perms; /* from the config's permissions block */
+        struct b4_grant_store *grants;    /* "Always" answers, in the store */
+        struct tools_host *tools;
 };
 
 struct b4_run {
         struct b4_runtime *rt;
         char *thread_id;
         char *box_key;
-        struct b4_sandbox *sb;    /* a reference */
-        struct b4_cancel *cancel; /* borrowed from the slot */
+        struct b4_sandbox *sb;        /* a reference */
+        struct b4_cancel *cancel;     /* borrowed from the slot */
+        struct b4_permissions *perms; /* the thread's own lists, or NULL (the app's) */
 };
 
-/* The sandbox key of @id: its root ancestor (itself without a parent). *ret is heap. */
+/* The root ancestor of @id (itself without a parent), the one walk up the parent chain.
+ * *ret is heap. Return: 0, -ENOENT (no row, or a deletion began), -ELOOP (deeper than
+ * MAX_PARENT_DEPTH), -EIO, -ENOMEM. */
+int runtime_root_ancestor(struct b4_store *store, const char *id, char **ret, struct b4_error *err);
+/* The sandbox key of @id: runtime_root_ancestor() in the runtime's store. */
 int runtime_sandbox_key(struct b4_runtime *rt, const char *id, char **ret, struct b4_error *err);
 /* Take @id's slot (with a cancel token when @cancellable). Lock held. -EBUSY, -ESHUTDOWN. */
 int slot_take_locked(struct b4_runtime *rt, const char *id, bool cancellable, struct slot **ret);
@@ -82,13 +101,14 @@ int resolver_run(const struct b4_resolver *res,
                  size_t *ret_len,
                  struct b4_error *err);
 
+/* The runtime's tools (tools.c): the app's permission lists, grants in the store, the host. */
+int runtime_tools_init(struct b4_runtime *rt, struct b4_error *err);
+void runtime_tools_clear(struct b4_runtime *rt);
 /*
- * The thread's own permission lists from its sandbox record (its root ancestor's), for the
- * tools host's thread_permissions callback: *ret NULL when the record names none.
+ * A run's effective permissions: the own lists of the sandbox record of @box_key (the run's
+ * root ancestor), *ret owned; NULL when the record names none (the app's lists apply).
  */
-struct b4_permissions;
-int admission_thread_permissions(struct b4_store *store,
-                                 enum b4_permission_mode mode,
-                                 const char *thread_id,
-                                 struct b4_permissions **ret,
-                                 struct b4_error *err);
+int runtime_run_permissions(struct b4_runtime *rt,
+                            const char *box_key,
+                            struct b4_permissions **ret,
+                            struct b4_error *err);

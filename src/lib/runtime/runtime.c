@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "base/alloc.h"
 #include "base/hashmap.h"
@@ -30,9 +31,10 @@ int b4_runtime_new(const struct b4_runtime_options *opts,
 {
         struct b4_runtime *rt;
 
-        if (!opts || !opts->provider || !opts->store || !opts->policy || !opts->dispatch)
-                return b4_error_set(err, -EINVAL,
-                                    "runtime needs a provider, store, policy and dispatcher");
+        int r;
+
+        if (!opts || !opts->provider || !opts->store || !opts->policy)
+                return b4_error_set(err, -EINVAL, "runtime needs a provider, store and policy");
         rt = b4_calloc(1, sizeof(*rt));
         if (!rt)
                 return -ENOMEM;
@@ -50,6 +52,11 @@ int b4_runtime_new(const struct b4_runtime_options *opts,
         rt->opts.policy = &rt->policy;
         (void)pthread_mutex_init(&rt->lock, NULL);
         (void)pthread_cond_init(&rt->cond, NULL);
+        r = runtime_tools_init(rt, err);
+        if (r < 0) {
+                b4_runtime_free(rt);
+                return r;
+        }
         *ret = rt;
         return 0;
 }
@@ -60,7 +67,8 @@ static int release_box_cb(const char *key, void *value, void *ud)
         struct box *b = value;
 
         if (b->sb) {
-                (void)b4_provider_release(rt->opts.provider, key, NULL);
+                if (!rt->opts.local) /* a local command leaves it warm for the next one */
+                        (void)b4_provider_release(rt->opts.provider, key, NULL);
                 b4_sandbox_unref(b->sb);
         }
         free(b);
@@ -77,15 +85,47 @@ static int free_slot_cb(const char *key, void *value, void *ud)
         return 0;
 }
 
+/* How long b4_runtime_free() waits for abandoned workspace reads. */
+#define READERS_DRAIN_MS 30000u
+
+/* Wait up to READERS_DRAIN_MS for b4_runtime_inspect() workers (their tokens are fired).
+ * Return: whether none is left. */
+static bool drain_readers(struct b4_runtime *rt)
+{
+        uint64_t deadline = now_msec() + READERS_DRAIN_MS;
+        bool drained;
+
+        (void)pthread_mutex_lock(&rt->lock);
+        while (rt->readers > 0 && now_msec() < deadline) {
+                struct timespec ts;
+                (void)clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_nsec += 50 * 1000000L;
+                if (ts.tv_nsec >= 1000000000L) {
+                        ts.tv_sec++;
+                        ts.tv_nsec -= 1000000000L;
+                }
+                (void)pthread_cond_timedwait(&rt->cond, &rt->lock, &ts);
+        }
+        drained = rt->readers == 0;
+        (void)pthread_mutex_unlock(&rt->lock);
+        return drained;
+}
+
 struct b4_runtime *b4_runtime_free(struct b4_runtime *rt)
 {
+        bool drained;
+
         if (!rt)
                 return NULL;
+        drained = drain_readers(rt);
         (void)hashmap_foreach(rt->boxes, release_box_cb, rt);
         (void)hashmap_foreach(rt->slots, free_slot_cb, NULL);
         hashmap_free(rt->boxes);
         hashmap_free(rt->slots);
+        runtime_tools_clear(rt);
         b4_policy_clear(&rt->policy);
+        if (!drained) /* a read stuck in its provider still counts itself out under the lock */
+                return NULL;
         (void)pthread_mutex_destroy(&rt->lock);
         (void)pthread_cond_destroy(&rt->cond);
         free(rt);
@@ -123,10 +163,10 @@ static int generate_id(char **ret)
                        : 0;
 }
 
-/* The sandbox key of @id: its root ancestor's id (the thread itself when it has no parent).
- * A thread whose deletion began (or that descends from one) has none: nothing may run in,
- * read or attach to a sandbox that a deletion is taking apart. */
-int runtime_sandbox_key(struct b4_runtime *rt, const char *id, char **ret, struct b4_error *err)
+/* The root ancestor of @id in @store (@id itself when it has no parent). A thread whose
+ * deletion began (or that descends from one) has none: nothing may run in, read or attach
+ * to a sandbox that a deletion is taking apart. */
+int runtime_root_ancestor(struct b4_store *store, const char *id, char **ret, struct b4_error *err)
 {
         cleanup_free char *cur = b4_strdup(id);
 
@@ -134,7 +174,7 @@ int runtime_sandbox_key(struct b4_runtime *rt, const char *id, char **ret, struc
                 return -ENOMEM;
         for (int depth = 0; depth <= MAX_PARENT_DEPTH; depth++) {
                 struct b4_thread_row row = { 0 };
-                int r = b4_store_thread_get(rt->opts.store, cur, &row, err);
+                int r = b4_store_thread_get(store, cur, &row, err);
                 if (r < 0)
                         return r;
                 if (row.deleting) {
@@ -155,6 +195,11 @@ int runtime_sandbox_key(struct b4_runtime *rt, const char *id, char **ret, struc
         }
         return b4_error_set(err, -ELOOP, "thread '%s' is nested deeper than %d parents", id,
                             MAX_PARENT_DEPTH);
+}
+
+int runtime_sandbox_key(struct b4_runtime *rt, const char *id, char **ret, struct b4_error *err)
+{
+        return runtime_root_ancestor(rt->opts.store, id, ret, err);
 }
 
 static int thread_create(struct b4_runtime *rt,

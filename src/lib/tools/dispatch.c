@@ -1,19 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The tool dispatcher: name + JSON arguments in, a JSON result document out (docs/tools.md),
- * with argument validation and the permission request / resume cycle.
+ * The tool dispatcher: a name and parsed arguments in, a typed result (ok, code and the
+ * result document, docs/tools.md) out, with argument validation and the permission request /
+ * resume cycle.
  */
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strv.h"
-#include "base/time-util.h"
 #include "json/json.h"
 #include "tools/tools-internal.h"
 
@@ -147,215 +145,66 @@ static int validate(const struct tool_def *d, const struct jv *args, struct b4_e
         return 0;
 }
 
-/* ---- result documents ---- */
-
-static int dump(struct jv *doc, char **ret)
-{
-        return jv_dump(doc, 0, ret);
-}
-
-static int ok_result(struct jv *value, char **ret)
-{
-        cleanup_jv struct jv *doc = jv_object_new();
-        int r;
-
-        if (!doc) {
-                jv_unref(value);
-                return -ENOMEM;
-        }
-        r = jv_object_set_new(doc, "ok", jv_bool_new(true));
-        if (r >= 0)
-                r = jv_object_set_new(doc, "result", value);
-        else
-                jv_unref(value);
-        return r < 0 ? r : dump(doc, ret);
-}
-
-static const char *error_code(const struct b4_error *e)
-{
-        if (e->code != B4_CODE_NONE)
-                return b4_code_name(e->code);
-        return e->error == -EAGAIN ? "permission_required" : "tool_error";
-}
-
-static int error_object(const char *code, const struct b4_error *e, struct jv **ret)
-{
-        cleanup_jv struct jv *o = jv_object_new();
-        const char *name = e->error < 0 ? strerrorname_np(-e->error) : NULL;
-        int r;
-
-        if (!o)
-                return -ENOMEM;
-        r = jv_object_set_new(o, "code", jv_string_new(code));
-        if (r >= 0 && strcmp(code, "tool_error") == 0 && name)
-                r = jv_object_set_new(o, "errno", jv_string_new(name));
-        if (r >= 0)
-                r = jv_object_set_new(o, "message", jv_string_new(e->msg));
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(o);
-        return 0;
-}
-
-static int error_result(const char *code, const struct b4_error *e, struct jv *request, char **ret)
-{
-        cleanup_jv struct jv *doc = jv_object_new();
-        cleanup_jv struct jv *req = request;
-        struct jv *eo = NULL;
-        int r;
-
-        if (!doc)
-                return -ENOMEM;
-        r = error_object(code, e, &eo);
-        if (r >= 0)
-                r = jv_object_set_new(doc, "ok", jv_bool_new(false));
-        if (r >= 0)
-                r = jv_object_set_new(doc, "error", TAKE_PTR(eo));
-        if (r >= 0 && req)
-                r = jv_object_set_new(doc, "permissionRequest", TAKE_PTR(req));
-        jv_unref(eo);
-        return r < 0 ? r : dump(doc, ret);
-}
-
 /* ---- permission requests ---- */
 
-static int interrupt_id(char **ret)
-{
-        static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
-        static unsigned counter;
-        unsigned char rnd[6];
-        char tail[7];
-
-        if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
-                for (size_t i = 0; i < sizeof(rnd); i++)
-                        rnd[i] = (unsigned char)(now_usec() >> (i * 3)) + (unsigned char)counter++;
-        for (size_t i = 0; i < 6; i++)
-                tail[i] = digits[rnd[i] % 36];
-        tail[6] = '\0';
-        return b4_asprintf(ret, "perm-%" PRId64 "-%s", realtime_msec(), tail) < 0 ? -ENOMEM : 0;
-}
-
-static const char *const kind_names[] = {
-        [ASK_COMMAND] = "command",
-        [ASK_PATH] = "path",
-        [ASK_TOOL] = "tool",
-};
-
-static int request_detail(const struct ask *a, struct jv **ret)
-{
-        cleanup_jv struct jv *d = jv_object_new();
-        int r;
-
-        if (!d)
-                return -ENOMEM;
-        if (a->kind == ASK_COMMAND)
-                r = jv_object_set_new(d, "command", jv_string_new(a->candidate));
-        else if (a->kind == ASK_PATH) {
-                r = jv_object_set_new(d, "operation", jv_string_new(a->key));
-                if (r >= 0)
-                        r = jv_object_set_new(d, "path", jv_string_new(a->candidate));
-        } else
-                r = jv_object_set_new(d, "toolName", jv_string_new(a->candidate));
-        if (r >= 0)
-                r = jv_object_set_new(d, "suggestedPattern", jv_string_new(a->pattern));
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(d);
-        return 0;
-}
-
-static int request_object(const struct pending *p, struct jv **ret)
-{
-        cleanup_jv struct jv *o = jv_object_new();
-        struct jv *detail = NULL;
-        int r;
-
-        if (!o)
-                return -ENOMEM;
-        r = jv_object_set_new(o, "interruptId", jv_string_new(p->id));
-        if (r >= 0)
-                r = jv_object_set_new(o, "type", jv_string_new("permission-request"));
-        if (r >= 0)
-                r = jv_object_set_new(o, "kind", jv_string_new(kind_names[p->ask.kind]));
-        if (r >= 0)
-                r = request_detail(&p->ask, &detail);
-        if (r >= 0)
-                r = jv_object_set_new(o, "detail", detail);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(o);
-        return 0;
-}
-
-void pending_release(struct pending *p)
-{
-        free(p->id);
-        free(p->tool);
-        free(p->args_json);
-        strv_free(p->once_keys);
-        strv_free(p->once_cands);
-        ask_clear(&p->ask);
-        *p = (struct pending){ 0 };
-}
-
-/* Park the call whose gate raised t->ask; the oldest request goes when the list is full. */
-static int park(struct b4_tools *t, const char *tool, const char *args_json, struct pending **ret)
+/* The call whose gate raised t->ask, as a pending request (not yet parked). */
+static int pending_from_call(struct b4_tools *t,
+                             const char *tool,
+                             const struct jv *args,
+                             struct pending *ret)
 {
         struct pending p = { 0 };
-        struct pending *a;
 
-        if (interrupt_id(&p.id) < 0)
+        if (pending_new_id(&p.id) < 0)
                 return -ENOMEM;
+        p.owner = b4_strdup(t->owner);
         p.tool = b4_strdup(tool);
-        p.args_json = b4_strdup(args_json);
+        p.args = jv_ref((struct jv *)args);
         p.once_keys = strv_copy(t->once_keys);
         p.once_cands = strv_copy(t->once_cands);
         p.ask = t->ask;
         t->ask = (struct ask){ 0 };
-        if (!p.tool || !p.args_json || (t->once_keys && (!p.once_keys || !p.once_cands))) {
+        if (!p.owner || !p.tool || (t->once_keys && (!p.once_keys || !p.once_cands))) {
                 pending_release(&p);
                 return -ENOMEM;
         }
-        if (t->n_pending == TOOLS_MAX_PENDING) {
-                pending_release(&t->pending[0]);
-                memmove(t->pending, t->pending + 1, --t->n_pending * sizeof(*t->pending));
-        }
-        a = b4_reallocarray(t->pending, t->n_pending + 1, sizeof(*t->pending));
-        if (!a) {
-                pending_release(&p);
-                return -ENOMEM;
-        }
-        t->pending = a;
-        t->pending[t->n_pending] = p;
-        *ret = &t->pending[t->n_pending++];
+        *ret = p;
         return 0;
 }
 
+/* Park the call and answer with its permission request. */
 static int ask_result(struct b4_tools *t,
                       const char *tool,
-                      const char *args_json,
+                      const struct jv *args,
                       const struct b4_error *e,
-                      char **ret)
+                      struct b4_tool_result *ret)
 {
-        struct pending *p = NULL;
+        struct pending p = { 0 };
         struct jv *req = NULL;
         int r;
 
-        r = park(t, tool, args_json, &p);
+        r = pending_from_call(t, tool, args, &p);
+        if (r >= 0)
+                r = result_request(&p, &req);
+        if (r >= 0)
+                r = result_error(B4_TOOL_PERMISSION_REQUIRED, e, req, ret);
+        if (r >= 0)
+                r = pending_park(t->pending, &p);
+        else
+                pending_release(&p);
         if (r < 0)
-                return r;
-        r = request_object(p, &req);
-        if (r < 0)
-                return r;
-        return error_result("permission_required", e, req, ret);
+                b4_tool_result_clear(ret);
+        return r;
 }
 
 /* ---- calls ---- */
 
-static int run_call(struct b4_tools *t, const char *name, const char *args_json, char **ret)
+static int run_call(struct b4_tools *t,
+                    const char *name,
+                    const struct jv *args,
+                    struct b4_tool_result *ret)
 {
         const struct tool_def *d = find_tool(name);
-        cleanup_jv struct jv *args = NULL;
         struct b4_error e = { 0 };
         struct jv *value = NULL;
         int r;
@@ -365,61 +214,51 @@ static int run_call(struct b4_tools *t, const char *name, const char *args_json,
                         &e, -EINVAL,
                         "unknown tool '%s' (known: readFile, writeFile, editFile, listDir, runBash)",
                         name);
-                return error_result("unknown_tool", &e, NULL, ret);
-        }
-        r = jv_parse(args_json, strlen(args_json), &args, &e);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0) {
-                (void)b4_error_wrap(&e, r, "%s: arguments are not valid JSON", name);
-                return error_result("invalid_arguments", &e, NULL, ret);
+                return result_error(B4_TOOL_UNKNOWN_TOOL, &e, NULL, ret);
         }
         r = validate(d, args, &e);
         if (r < 0)
-                return error_result("invalid_arguments", &e, NULL, ret);
+                return result_error(B4_TOOL_INVALID_ARGUMENTS, &e, NULL, ret);
         ask_clear(&t->ask);
         r = gate_tool(t, name, &e);
         if (r >= 0)
                 r = d->fn(t, args, &value, &e);
         if (r >= 0)
-                return ok_result(value, ret);
+                return result_ok(value, ret);
         if (r == -ENOMEM)
                 return r; /* out of memory is not a tool failure */
         if (r == -EAGAIN && t->ask.set)
-                return ask_result(t, name, args_json, &e, ret);
+                return ask_result(t, name, args, &e, ret);
         if (e.error == 0)
                 (void)b4_error_set(&e, r, "%s failed: %s", name, strerror(-r));
-        return error_result(error_code(&e), &e, NULL, ret);
+        return result_error(result_error_code(&e), &e, NULL, ret);
 }
 
 int b4_tools_call(struct b4_tools *t,
                   const char *name,
-                  const char *args_json,
-                  char **ret_json,
+                  const struct jv *args,
+                  struct b4_tool_result *ret,
                   struct b4_error *err)
 {
+        cleanup_jv struct jv *empty = NULL;
         int r;
 
-        if (!t || !name || !ret_json)
+        if (!t || !name || !ret)
                 return b4_error_set(err, -EINVAL, "tools: missing argument");
+        *ret = (struct b4_tool_result){ 0 };
+        if (!args) {
+                args = empty = jv_object_new();
+                if (!args)
+                        return b4_error_set(err, -ENOMEM, "%s: %s", name, strerror(ENOMEM));
+        }
         t->once_keys = t->once_cands = NULL;
-        r = run_call(t, name, args_json ? args_json : "{}", ret_json);
+        r = run_call(t, name, args, ret);
         if (r < 0)
                 return b4_error_set(err, r, "%s: %s", name, strerror(-r));
         return 0;
 }
 
-static struct pending *find_pending(struct b4_tools *t, const char *id, size_t *ret_idx)
-{
-        for (size_t i = 0; i < t->n_pending; i++)
-                if (strcmp(t->pending[i].id, id) == 0) {
-                        *ret_idx = i;
-                        return &t->pending[i];
-                }
-        return NULL;
-}
-
-static int answer_denied(const struct pending *p, char **ret)
+static int answer_denied(const struct pending *p, struct b4_tool_result *ret)
 {
         struct b4_error e = { 0 };
 
@@ -429,12 +268,15 @@ static int answer_denied(const struct pending *p, char **ret)
         else
                 (void)b4_error_set_code(&e, -EACCES, B4_CODE_TOOL_DENIED,
                                         "Permission denied by user: %s", p->ask.candidate);
-        return error_result(error_code(&e), &e, NULL, ret);
+        return result_error(result_error_code(&e), &e, NULL, ret);
 }
 
 /* Re-run the parked call with its chain of answers plus this one. */
-static int answer_allowed(
-        struct b4_tools *t, struct pending *p, bool always, char **ret, struct b4_error *err)
+static int answer_allowed(struct b4_tools *t,
+                          struct pending *p,
+                          bool always,
+                          struct b4_tool_result *ret,
+                          struct b4_error *err)
 {
         int r;
 
@@ -450,7 +292,7 @@ static int answer_allowed(
                 return r;
         t->once_keys = p->once_keys;
         t->once_cands = p->once_cands;
-        r = run_call(t, p->tool, p->args_json, ret);
+        r = run_call(t, p->tool, p->args, ret);
         t->once_keys = t->once_cands = NULL;
         return r;
 }
@@ -458,33 +300,27 @@ static int answer_allowed(
 int b4_tools_resume(struct b4_tools *t,
                     const char *interrupt_id,
                     const char *answer,
-                    char **ret_json,
+                    struct b4_tool_result *ret,
                     struct b4_error *err)
 {
-        struct pending p;
-        size_t idx = 0;
-        bool always;
+        struct pending p = { 0 };
         int r;
 
-        if (!t || !interrupt_id || !answer || !ret_json)
+        if (!t || !interrupt_id || !answer || !ret)
                 return b4_error_set(err, -EINVAL, "tools: missing argument");
+        *ret = (struct b4_tool_result){ 0 };
         if (strcmp(answer, "once") != 0 && strcmp(answer, "always") != 0 &&
             strcmp(answer, "deny") != 0)
                 return b4_error_set(
                         err, -EINVAL,
                         "invalid permission answer '%s' (expected once, always or deny)", answer);
-        if (!find_pending(t, interrupt_id, &idx))
+        if (pending_take(t->pending, t->owner, interrupt_id, &p) < 0)
                 return b4_error_set(err, -ENOENT, "no pending permission request '%s'",
                                     interrupt_id);
-        p = t->pending[idx];
-        memmove(t->pending + idx, t->pending + idx + 1,
-                (t->n_pending - idx - 1) * sizeof(*t->pending));
-        t->n_pending--;
-        always = strcmp(answer, "always") == 0;
         if (strcmp(answer, "deny") == 0)
-                r = answer_denied(&p, ret_json);
+                r = answer_denied(&p, ret);
         else
-                r = answer_allowed(t, &p, always, ret_json, err);
+                r = answer_allowed(t, &p, strcmp(answer, "always") == 0, ret, err);
         pending_release(&p);
         if (r < 0 && err && err->error == 0)
                 return b4_error_set(err, r, "resume: %s", strerror(-r));
@@ -497,26 +333,17 @@ int b4_tools_last_request(struct b4_tools *t,
                           const char **ret_subject,
                           const char **ret_pattern)
 {
-        const struct pending *p;
+        const struct pending *p = t ? pending_newest(t->pending, t->owner) : NULL;
 
-        if (!t || t->n_pending == 0)
+        if (!p)
                 return -ENOENT;
-        p = &t->pending[t->n_pending - 1];
         if (ret_id)
                 *ret_id = p->id;
         if (ret_kind)
-                *ret_kind = kind_names[p->ask.kind];
+                *ret_kind = ask_kind_name(p->ask.kind);
         if (ret_subject)
                 *ret_subject = p->ask.candidate;
         if (ret_pattern)
                 *ret_pattern = p->ask.pattern;
         return 0;
-}
-
-bool b4_tools_result_is_ok(const char *result_json)
-{
-        static const char prefix[] = "{\"ok\":true";
-
-        /* dump() writes members in insertion order and "ok" is always set first. */
-        return result_json && strncmp(result_json, prefix, sizeof(prefix) - 1) == 0;
 }

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* Internals of the tools module: path arithmetic, text logic, permission view, gates. */
+/*
+ * Internals of the tools module: path arithmetic, text logic, permission view, the context,
+ * pending permission requests, gates.
+ */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -104,7 +107,7 @@ int perm_view_add_allow(const struct perm_view *v,
                         const char *pattern,
                         struct b4_error *err);
 
-/* ---- the context (gate.c, tools.c, dispatch.c) ---- */
+/* ---- what a gate asks (permission-gate.c) ---- */
 
 struct jv;
 
@@ -123,37 +126,90 @@ struct ask {
         char *pattern;   /* suggested pattern */
 };
 
+void ask_clear(struct ask *a);
+
+/* ---- pending.c: parked permission requests ---- */
+
+/* A call parked on a permission request, until its answer. */
 struct pending {
-        char *id;
+        char *id;    /* the interrupt id */
+        char *owner; /* whose request: only the same owner may answer it */
         char *tool;
-        char *args_json;
+        struct jv *args;  /* a reference */
         char **once_keys; /* answered "once"/"always" so far in this call's chain */
         char **once_cands;
         struct ask ask;
 };
 
-#define TOOLS_MAX_PENDING 64
+void pending_release(struct pending *p);
+
+/* At most this many requests stay pending in one store; the oldest goes past it. */
+#define TOOLS_MAX_PENDING 256
+
+/* The one store of pending requests: a standalone context's own, or its host's. Thread-safe. */
+struct pending_store;
+
+int pending_store_new(struct pending_store **ret);
+struct pending_store *pending_store_free(struct pending_store *s);
+/* A fresh interrupt id ("perm-<ms>-<6 base36>"). Return: 0, -ENOMEM. */
+int pending_new_id(char **ret);
+/* Park *p (moved in, *p zeroed, also on failure). Return: 0, -ENOMEM. */
+int pending_park(struct pending_store *s, struct pending *p);
+/* Take @owner's request @id out of the store into *ret. Return: 0, -ENOENT. */
+int pending_take(struct pending_store *s, const char *owner, const char *id, struct pending *ret);
+/* @owner's newest request, borrowed until the store next changes; NULL when none. */
+const struct pending *pending_newest(struct pending_store *s, const char *owner);
+
+/* ---- result.c: the result documents ---- */
+
+/* {"ok":true,"result":@value}; @value is consumed. Return: 0, -ENOMEM. */
+int result_ok(struct jv *value, struct b4_tool_result *ret);
+/* The error.code of @e: its registry code, "permission_required" (-EAGAIN) or "tool_error". */
+const char *result_error_code(const struct b4_error *e);
+/* {"ok":false,"error":{code, [errno,] message}[,"permissionRequest":@request]}; @code is a
+ * static string; @request (or NULL) is consumed. Return: 0, -ENOMEM. */
+int result_error(const char *code,
+                 const struct b4_error *e,
+                 struct jv *request,
+                 struct b4_tool_result *ret);
+/* The permissionRequest object of @p. Return: 0, -ENOMEM. */
+int result_request(const struct pending *p, struct jv **ret);
+/* "command", "path" or "tool". */
+const char *ask_kind_name(enum ask_kind kind);
+
+/* ---- the context (context.c; used by dispatch.c, tools.c, permission-gate.c) ---- */
 
 struct b4_tools {
         struct b4_sandbox *sb;
         struct b4_fs *fs;
         char *root;
         char *real_root; /* lazily, the fs realpath of root */
-        char *thread_id;
+        char *thread_id; /* the sandbox's thread: whose grants apply */
+        char *owner;     /* whose permission requests this context parks and answers */
         struct perm_view view;
         uint64_t read_cap;
         char **approve;
         struct b4_cancel *cancel;
-        struct pending *pending;
-        size_t n_pending;
+        struct pending_store *pending; /* borrowed from the host, or own_pending */
+        struct pending_store *own_pending;
         /* During one call: the one-shot answers in force and the request a gate raised. */
         char *const *once_keys;
         char *const *once_cands;
         struct ask ask;
 };
 
-void ask_clear(struct ask *a);
-void pending_release(struct pending *p);
+/*
+ * A context that parks its requests in @store (borrowed, must outlive it) under @owner; a
+ * NULL @store makes the context its own. See b4_tools_new() for the rest.
+ */
+int tools_context_new(struct b4_sandbox *sb,
+                      const struct b4_tools_options *opts,
+                      struct pending_store *store,
+                      const char *owner,
+                      struct b4_tools **ret,
+                      struct b4_error *err);
+
+/* ---- permission-gate.c ---- */
 
 /* What a tool operates on, decided once by the jail (gate_path). */
 struct jail_target {

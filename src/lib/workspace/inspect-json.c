@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The inspection as JSON (the reference's WorkspaceInspection shape), and the client's
- * strict check of a POST /threads/{id}/workspace/inspect answer (readThreadWorkspace).
+ * The inspection as JSON (the reference's WorkspaceInspection shape), the answer of
+ * POST /threads/{id}/workspace/inspect (and of `b4box read --json`) around it, and the
+ * client's strict check of that answer (readThreadWorkspace).
  */
 
 #include <errno.h>
@@ -59,6 +60,26 @@ static int append_map(struct strbuf *sb,
         return r < 0 ? r : strbuf_addc(sb, '}');
 }
 
+/* {files, symlinks, totalBytes, entries} appended to @sb. */
+static int append_inspection(struct strbuf *sb,
+                             const struct b4_inspection *insp,
+                             char *const *ignore)
+{
+        int r = strbuf_addc(sb, '{');
+
+        if (r >= 0)
+                r = append_map(sb, "files", true, insp, ignore);
+        if (r >= 0)
+                r = strbuf_addc(sb, ',');
+        if (r >= 0)
+                r = append_map(sb, "symlinks", false, insp, ignore);
+        if (r >= 0)
+                r = strbuf_addf(sb, ",\"totalBytes\":%llu,\"entries\":%llu}",
+                                (unsigned long long)insp->total_bytes,
+                                (unsigned long long)insp->entries);
+        return r;
+}
+
 /*
  * Written straight into a buffer, not through a jansson tree: an answer holds up to 64 MiB
  * of file text, and escaping it in one pass is several times faster (bench/http.sh).
@@ -69,22 +90,62 @@ int b4_inspection_to_json(const struct b4_inspection *insp, char *const *ignore,
         int r;
 
         strbuf_init(&sb, STRBUF_UNLIMITED);
-        r = strbuf_addc(&sb, '{');
-        if (r >= 0)
-                r = append_map(&sb, "files", true, insp, ignore);
-        if (r >= 0)
-                r = strbuf_addc(&sb, ',');
-        if (r >= 0)
-                r = append_map(&sb, "symlinks", false, insp, ignore);
-        if (r >= 0)
-                r = strbuf_addf(&sb, ",\"totalBytes\":%llu,\"entries\":%llu}",
-                                (unsigned long long)insp->total_bytes,
-                                (unsigned long long)insp->entries);
+        r = append_inspection(&sb, insp, ignore);
         if (r < 0) {
                 strbuf_release(&sb);
                 return r;
         }
         return strbuf_detach(&sb, ret, NULL);
+}
+
+void b4_workspace_read_clear(struct b4_workspace_read *rd)
+{
+        b4_inspection_clear(&rd->inspection);
+        free(rd->source_digest);
+        free(rd->intent_digest);
+        *rd = (struct b4_workspace_read){ 0 };
+}
+
+/* ,"key":"value" (or null). */
+static int append_member(struct strbuf *sb, const char *key, const char *value)
+{
+        int r = strbuf_addf(sb, ",\"%s\":", key);
+
+        if (r >= 0)
+                r = value ? jv_append_string(sb, value, strlen(value)) : strbuf_adds(sb, "null");
+        return r;
+}
+
+int b4_inspect_response_format(const char *thread_id,
+                               const char *root,
+                               const struct b4_workspace_read *rd,
+                               char *const *ignore,
+                               char **ret,
+                               size_t *ret_len)
+{
+        struct strbuf sb;
+        int r;
+
+        strbuf_init(&sb, B4_INSPECT_RESPONSE_MAX_BYTES);
+        r = strbuf_adds(&sb, "{\"threadId\":");
+        if (r >= 0)
+                r = jv_append_string(&sb, thread_id, strlen(thread_id));
+        if (r >= 0)
+                r = append_member(&sb, "sourceDigest", rd->source_digest);
+        if (r >= 0)
+                r = append_member(&sb, "intentDigest", rd->intent_digest);
+        if (r >= 0 && root)
+                r = append_member(&sb, "root", root);
+        if (r >= 0)
+                r = strbuf_adds(&sb, ",\"inspection\":");
+        if (r >= 0)
+                r = append_inspection(&sb, &rd->inspection, ignore);
+        if (r >= 0)
+                r = strbuf_addc(&sb, '}');
+        if (r >= 0)
+                r = strbuf_detach(&sb, ret, ret_len);
+        strbuf_release(&sb);
+        return r;
 }
 
 void b4_inspect_response_clear(struct b4_inspect_response *r)

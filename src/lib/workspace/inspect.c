@@ -82,17 +82,6 @@ bool inspect_leaf_is_valid(const char *s, size_t len)
         return true;
 }
 
-/* Length in UTF-16 code units, as JavaScript's String.length counts. */
-static size_t js_length(const char *s)
-{
-        size_t n = 0;
-
-        for (const unsigned char *c = (const unsigned char *)s; *c; c++)
-                if ((*c & 0xc0) != 0x80)
-                        n += *c >= 0xf0 ? 2 : 1;
-        return n;
-}
-
 bool b4_inspect_root_is_canonical(const char *root)
 {
         size_t len, n;
@@ -100,7 +89,7 @@ bool b4_inspect_root_is_canonical(const char *root)
         if (!root)
                 return false;
         len = strlen(root);
-        n = js_length(root);
+        n = utf8_js_length(root);
         if (n < 1 || n > B4_INSPECT_ROOT_MAX_CHARS || !utf8_is_valid(root, len))
                 return false;
         for (const char *seg = root;;) {
