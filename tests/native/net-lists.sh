@@ -134,7 +134,7 @@ sleep 0.2
 [ -n "${B4_NET_DEBUG:-}" ] && { cat "$dir"/st/native/run/*.netd; ps -ef | grep [n]etd; } >&2
 out=$(x lists-a 'dig +short +time=2 +tries=1 allowed.test; curl -s -m 3 http://192.0.2.10:8080/hello')
 check "a killed netd is restarted on the next exec ($(flat "$out"))" \
-        '[ "$(flat "$out")" = "192.0.2.10 hello-internet" ]'
+        '[ "$(flat "$out")" = "192.0.2.10 hello-internet" ] && [ "$(grep -c "netd: ready" "$dir"/st/native/run/*.netd.log)" = 2 ]'
 out=$(x lists-b 'dig +short +time=2 +tries=1 allowed.test; curl -s -m 2 http://192.0.2.10:8080/hello; echo rc=$?')
 check "another thread sees neither thread a's names nor its pins ($(tr '\n' ' ' <<<"$out"))" \
         '! grep -q 192.0.2.10 <<<"$out" && ! grep -q hello-internet <<<"$out"'
@@ -151,7 +151,7 @@ check "the metadata address named exactly (with its port) opens it, and only tha
 out=$(x lists-n 'dig +time=1 +tries=1 allowed.test >/dev/null 2>&1; echo "rc=$?"; ip -br link | cut -d" " -f1 | tr "\n" " "')
 check "deny without lists: no DNS at all, only lo ($(flat "$out"))" '[ "$(flat "$out")" = "rc=9 lo" ]'
 for t in lists-a lists-b lists-d lists-m lists-e lists-n; do (cd "$dir/$t" && "$b4box" --state "$dir/st" destroy "$t" >/dev/null 2>&1); done
-check "release leaves no netd record, no veth" \
-        '! ls "$dir"/st/native/run/*.netd >/dev/null 2>&1 && [ -z "$(ip -br link | grep "^b4h")" ]'
+check "release leaves no netd record or log, no veth" \
+        '! ls "$dir"/st/native/run/*.netd* >/dev/null 2>&1 && [ -z "$(ip -br link | grep "^b4h")" ]'
 check "release leaves no thread element in inet b4box" \
         '[ -z "$(nft list map inet b4box mode | grep -o "goto")" ] && [ -z "$(nft list set inet b4box src4 | grep -o "10\.233")" ]'

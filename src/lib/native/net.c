@@ -534,7 +534,7 @@ int net_lists_revive(struct native_provider *np,
         t.ifindex = if_nametoindex(host);
         if (t.ifindex == 0 || inet_pton(AF_INET, sbx, t.sandbox) != 1)
                 return b4_error_set(err, -ENODEV, "cannot find the veth '%s'", host);
-        netd_stop(np, id);
+        /* the old one is gone (or a zombie): its record is overwritten, its log kept */
         r = netd_start(np, id, p, t.ifindex, gw, &t.netd_port, err);
         if (r >= 0 && (netpolicy_thread_text(p, &t, true, &add) < 0 ||
                        netpolicy_thread_text(p, &t, false, &del) < 0 ||

@@ -221,4 +221,6 @@ void netd_stop(struct native_provider *np, const char *id)
             now == st)
                 (void)kill(pid, SIGTERM);
         (void)unlinkat(np->run_fd, name, 0);
+        (void)snprintf(name, sizeof(name), "%s.netd.log", id);
+        (void)unlinkat(np->run_fd, name, 0);
 }

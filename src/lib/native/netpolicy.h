@@ -68,7 +68,8 @@ int netd_start(struct native_provider *np,
                uint16_t *ret_port,
                struct b4_error *err);
 
-/* netd_stop() - stop the netd recorded for @id (checked by start time) and drop its record. */
+/* netd_stop() - stop the netd recorded for @id (checked by start time), drop its record and
+ * its log. */
 void netd_stop(struct native_provider *np, const char *id);
 
 /* netd_exe_path() - the b4box-netd that netd_start() would run, or NULL. */
