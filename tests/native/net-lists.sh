@@ -96,7 +96,7 @@ config lists-e deny '["169.254.169.254:8080"]'
 mkdir -p "$dir/lists-n" && printf '{"sandbox":{"provider":{"type":"native","scope":"net-lists"},"network":{"mode":"deny"}}}\n' >"$dir/lists-n/b4box.json"
 x() { local t=$1; shift; (cd "$dir/$t" && "$b4box" --state "$dir/st" exec --thread "$t" -- "$@" 2>&1); }
 
-echo "1..19"
+echo "1..20"
 n=0
 check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
 flat() { tr '\n' ' ' <<<"$1" | sed 's/ *$//'; }
@@ -150,6 +150,12 @@ check "the metadata address named exactly (with its port) opens it, and only tha
         '[ "$(flat "$out")" = "hello-internet rc=7" ]'
 out=$(x lists-n 'dig +time=1 +tries=1 allowed.test >/dev/null 2>&1; echo "rc=$?"; ip -br link | cut -d" " -f1 | tr "\n" " "')
 check "deny without lists: no DNS at all, only lo ($(flat "$out"))" '[ "$(flat "$out")" = "rc=9 lo" ]'
+mkdir -p "$dir/lists-u" && printf '{"sandbox":{"provider":{"type":"native","scope":"net-lists"},"network":{"mode":"deny","allowlist":["allowed.test"]}}}\n' >"$dir/lists-u/b4box.json"
+: >"$dir/empty.conf"
+nveth=$(ip -br link | grep -c "^b4h")
+out=$(cd "$dir/lists-u" && unshare -m sh -c 'mount --bind "$1" /etc/resolv.conf && exec "$2" --state "$3" exec --thread lists-u -- true' sh "$dir/empty.conf" "$b4box" "$dir/st" 2>&1; echo "rc=$?")
+check "names without any upstream resolver: refused at acquire ($(flat "$out"))" \
+        'grep -q "no upstream resolver" <<<"$out" && grep -q "rc=[1-9]" <<<"$out" && [ "$(ip -br link | grep -c "^b4h")" = "$nveth" ]'
 for t in lists-a lists-b lists-d lists-m lists-e lists-n; do (cd "$dir/$t" && "$b4box" --state "$dir/st" destroy "$t" >/dev/null 2>&1); done
 check "release leaves no netd record or log, no veth" \
         '! ls "$dir"/st/native/run/*.netd* >/dev/null 2>&1 && [ -z "$(ip -br link | grep "^b4h")" ]'

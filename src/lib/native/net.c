@@ -460,6 +460,11 @@ static int lists_setup(struct native_provider *np,
         t.ifindex = if_nametoindex(host);
         if (t.ifindex == 0 || inet_pton(AF_INET, sbx, t.sandbox) != 1)
                 return b4_error_set(err, -ENODEV, "cannot find the veth '%s'", host);
+        if (!netpolicy_has_upstream(p))
+                return b4_error_set_code(err, -ENETUNREACH, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: the network list names hosts but "
+                                         "there is no upstream resolver (no nameserver in "
+                                         "/etc/resolv.conf). Set sandbox.network.dns.upstream.");
         r = netpolicy_table_install(err);
         if (r >= 0)
                 r = netd_start(np, id, p, t.ifindex, gw, &t.netd_port, err);

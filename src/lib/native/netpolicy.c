@@ -47,6 +47,25 @@ bool netpolicy_listed(const struct b4_policy *p)
         return p->n_network_list > 0;
 }
 
+bool netpolicy_has_upstream(const struct b4_policy *p)
+{
+        char line[256], addr[64];
+        bool names = false, found = false;
+        FILE *f;
+
+        for (size_t i = 0; i < p->n_network_list; i++)
+                names = names || p->network_list[i].kind != B4_NET_CIDR;
+        if (!names || p->dns.n_upstream > 0)
+                return true;
+        f = fopen("/etc/resolv.conf", "re");
+        if (!f)
+                return false;
+        while (!found && fgets(line, sizeof(line), f))
+                found = sscanf(line, " nameserver %63s", addr) == 1;
+        (void)fclose(f);
+        return found;
+}
+
 static uint32_t be32(const uint8_t a[4])
 {
         return (uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 | (uint32_t)a[2] << 8 | a[3];

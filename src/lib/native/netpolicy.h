@@ -26,6 +26,10 @@ struct netpolicy_thread {
 /* netpolicy_listed() - whether @p has a list (and so a veth, the table and a netd). */
 bool netpolicy_listed(const struct b4_policy *p);
 
+/* netpolicy_has_upstream() - whether @p's names can be resolved: it has none, it sets
+ * dns.upstream, or the host's /etc/resolv.conf has a nameserver. */
+bool netpolicy_has_upstream(const struct b4_policy *p);
+
 /*
  * netpolicy_cidr4() - the IPv4 prefixes an allowlist CIDR @e opens: @e minus every special
  * range (private, loopback, link-local, multicast, reserved) not containing @e, and minus
