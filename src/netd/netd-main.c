@@ -33,6 +33,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/macro.h"
@@ -61,6 +62,7 @@ struct netd {
         size_t n_up;
         struct nft_ctx *nft;
         int udp_fd, tcp_fd;
+        uint64_t last_pin_us; /* the last pin transaction, for the log */
 };
 
 static volatile sig_atomic_t stop;
@@ -128,10 +130,22 @@ static void host_upstreams(struct netd *d)
         (void)fclose(f);
 }
 
-/* One nft transaction (the text of nft(8) commands). */
+static uint64_t now_us(void)
+{
+        struct timespec ts;
+
+        (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* One nft transaction (the text of nft(8) commands); its duration goes to d->last_pin_us. */
 static int nft_run(struct netd *d, const char *cmd)
 {
-        if (nft_run_cmd_from_buffer(d->nft, cmd) == 0)
+        uint64_t t0 = now_us();
+        int r = nft_run_cmd_from_buffer(d->nft, cmd);
+
+        d->last_pin_us = now_us() - t0;
+        if (r == 0)
                 return 0;
         fprintf(stderr, "netd: nft: %s", nft_ctx_get_error_buffer(d->nft));
         return -EIO;
@@ -345,6 +359,7 @@ static int handle(struct netd *d, const uint8_t *msg, size_t len, uint8_t *out, 
         int r = dns_query_parse(msg, len, &q);
         enum netd_verdict v;
 
+        d->last_pin_us = 0;
         if (r == -EPROTO)
                 return -1;
         if (r < 0)
@@ -366,8 +381,8 @@ static int handle(struct netd *d, const uint8_t *msg, size_t len, uint8_t *out, 
                 r = dns_reply_build(&q, DNS_RC_NOTIMP, NULL, 0, out, cap);
                 break;
         }
-        fprintf(stderr, "netd: query name=%s type=%u verdict=%s\n", q.name[0] ? q.name : ".",
-                q.qtype, what);
+        fprintf(stderr, "netd: query name=%s type=%u verdict=%s pin_us=%llu\n",
+                q.name[0] ? q.name : ".", q.qtype, what, (unsigned long long)d->last_pin_us);
         return r;
 }
 
