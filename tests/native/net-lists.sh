@@ -48,7 +48,7 @@ for r in 198.51.100.0/24 10.99.0.0/24 169.254.169.254/32; do ip route add "$r" v
 in_inet() { nsenter -t "$inet" -n "$@"; }
 in_inet ip link set lo up
 in_inet ip addr add 192.0.2.2/24 dev up1
-for a in 192.0.2.10 192.0.2.11 192.0.2.12 192.0.2.13 192.0.2.53 198.51.100.53 198.51.100.7 \
+for a in 192.0.2.10 192.0.2.11 192.0.2.12 192.0.2.13 192.0.2.14 192.0.2.53 198.51.100.53 198.51.100.7 \
         10.99.0.5 169.254.169.254; do
         in_inet ip addr add "$a/32" dev up1
 done
@@ -59,7 +59,7 @@ in_inet ip route add 10.233.0.0/16 via 192.0.2.1
 # The fake internet: two resolvers that log every query, and one HTTP server on every address.
 dns_common=(--no-daemon --no-resolv --no-hosts --bind-interfaces -u root --log-queries
         --local-ttl=2 --address=/allowed.test/192.0.2.10 --address=/other.test/192.0.2.11
-        --address=/b.wild.test/192.0.2.13 --address=/rebind10.test/10.99.0.5
+        --address=/b.wild.test/192.0.2.13 --address=/port.test/192.0.2.14 --address=/rebind10.test/10.99.0.5
         --address=/rebind127.test/127.0.0.1 --address=/rebindmeta.test/169.254.169.254
         --address=/private.test/10.99.0.5 --host-record=target.test,192.0.2.12
         --cname=alias.test,target.test --txt-record=allowed.test,hello)
@@ -88,7 +88,7 @@ config() { # thread mode list-json
         printf '{"sandbox":{"provider":{"type":"native","scope":"net-lists"},"network":{"mode":"%s","%s":%s,"dns":{"upstream":["192.0.2.53"],"pinFloorSeconds":1,"pinCapSeconds":3}}}}\n' \
                 "$2" "$([ "$2" = deny ] && echo allowlist || echo denylist)" "$3" >"$dir/$1/b4box.json"
 }
-config lists-a deny '["allowed.test","alias.test","rebind10.test","198.51.100.0/24:443","0.0.0.0/0:8081"]'
+config lists-a deny '["allowed.test","alias.test","rebind10.test","198.51.100.0/24:443","0.0.0.0/0:8081","port.test:443"]'
 config lists-b deny '["other.test"]'
 config lists-d allow '["other.test","192.0.2.12/32"]'
 config lists-m deny '["169.254.0.0/16"]'
@@ -96,7 +96,7 @@ config lists-e deny '["169.254.169.254:8080"]'
 mkdir -p "$dir/lists-n" && printf '{"sandbox":{"provider":{"type":"native","scope":"net-lists"},"network":{"mode":"deny"}}}\n' >"$dir/lists-n/b4box.json"
 x() { local t=$1; shift; (cd "$dir/$t" && "$b4box" --state "$dir/st" exec --thread "$t" -- "$@" 2>&1); }
 
-echo "1..20"
+echo "1..21"
 n=0
 check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
 flat() { tr '\n' ' ' <<<"$1" | sed 's/ *$//'; }
@@ -126,6 +126,9 @@ check "a CNAME chain's address is pinned ($(tr '\n' ' ' <<<"$out"))" '[ "$(flat 
 out=$(x lists-a 'curl -s -m 2 http://198.51.100.7:443/hello; echo " rc=$?"; curl -s -m 2 http://198.51.100.7:8080/hello; echo " rc=$?"')
 check "a CIDR:port entry opens that port only ($(tr '\n' ' ' <<<"$out"))" \
         '[ "$(flat "$out")" = "hello-internet  rc=0  rc=7" ]'
+out=$(x lists-a 'curl -s -m 3 http://port.test:443/hello; echo " rc=$?"; curl -s -m 2 http://192.0.2.14:8080/hello; echo " rc=$?"')
+check "a name:port entry pins its addresses for that port only ($(flat "$out"))" \
+        '[ "$(flat "$out")" = "hello-internet  rc=0  rc=7" ] && [ "$(nft list set inet b4box pin4p | grep -c "192.0.2.14 . tcp . 443")" -gt 0 ]'
 out=$(x lists-a 'curl -s -m 2 http://169.254.169.254:8081/; echo "rc=$?"; curl -s -m 2 http://10.99.0.5:8081/; echo "rc=$?"')
 check "0.0.0.0/0 opens neither metadata nor private ranges ($(tr '\n' ' ' <<<"$out"))" \
         '[ "$(grep -c "rc=[1-9]" <<<"$out")" = 2 ]'

@@ -50,7 +50,7 @@ ip link set up0 up
 for r in 198.51.100.0/24 10.99.0.0/24 169.254.169.254/32; do ip route add "$r" via 192.0.2.2; done
 in_inet ip link set lo up
 in_inet ip addr add 192.0.2.2/24 dev up1
-for a in 192.0.2.10 192.0.2.11 192.0.2.12 192.0.2.13 192.0.2.53 198.51.100.53 198.51.100.7 \
+for a in 192.0.2.10 192.0.2.11 192.0.2.12 192.0.2.13 192.0.2.14 192.0.2.53 198.51.100.53 198.51.100.7 \
         10.99.0.5 169.254.169.254; do
         in_inet ip addr add "$a/32" dev up1
 done
@@ -77,7 +77,7 @@ ip -6 addr add 2001:db8:5::1/64 dev b4h1 nodad 2>/dev/null
 # The fake internet: two resolvers that log every query, and one HTTP server on every address.
 dns_common=(--no-daemon --no-resolv --no-hosts --bind-interfaces -u root --log-queries
         --local-ttl=2 --address=/allowed.test/192.0.2.10 --address=/other.test/192.0.2.11
-        --address=/b.wild.test/192.0.2.13 --address=/rebind10.test/10.99.0.5
+        --address=/b.wild.test/192.0.2.13 --address=/port.test/192.0.2.14 --address=/rebind10.test/10.99.0.5
         --address=/rebind127.test/127.0.0.1 --address=/rebindmeta.test/169.254.169.254
         --address=/private.test/10.99.0.5 --host-record=target.test,192.0.2.12
         --cname=alias.test,target.test --txt-record=allowed.test,hello)
