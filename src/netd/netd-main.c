@@ -5,8 +5,8 @@
  * every packet the thread's sandbox sends to port 53 (UDP and TCP), whatever resolver address
  * it was sent to. It answers admitted names only (others NXDOMAIN, nothing upstream), keeps
  * only the answer chain from the question, refuses rebinding answers, and pins each admitted
- * IPv4 answer into the thread's elements (pin4 / pin4p, keyed by the veth ifindex) before
- * the reply leaves.
+ * IPv4 answer into the thread's elements (pin4 / pin4p, keyed by the veth ifindex; netlink,
+ * netd-pin.c) before the reply leaves.
  *
  *   b4box-netd --ifindex N --listen ADDR --mode deny|allow [--upstream ADDR]...
  *              [--pin-floor S] [--pin-cap S] [--table NAME] [--] [ENTRY]...
@@ -22,10 +22,8 @@
 #include <getopt.h>
 #include <linux/capability.h>
 #include <netinet/in.h>
-#include <nftables/libnftables.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +37,7 @@
 #include "base/macro.h"
 #include "core/net-entry.h"
 #include "dns-msg.h"
+#include "netd-pin.h"
 #include "netd-policy.h"
 
 #define UPSTREAM_TIMEOUT_MS 2000
@@ -46,7 +45,6 @@
 #define TCP_MAX_QUERIES     16
 #define PIN_SLACK_S         5
 #define MAX_PORTS           16
-#define CMD_MAX             (64 * 1024)
 
 struct upstream {
         struct sockaddr_storage sa;
@@ -60,7 +58,7 @@ struct netd {
         const char *table;
         struct upstream up[B4_NET_MAX_UPSTREAM];
         size_t n_up;
-        struct nft_ctx *nft;
+        struct pinner pin;
         int udp_fd, tcp_fd;
         uint64_t last_pin_us; /* the last pin transaction, for the log */
 };
@@ -138,79 +136,39 @@ static uint64_t now_us(void)
         return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* One nft transaction (the text of nft(8) commands); its duration goes to d->last_pin_us. */
-static int nft_run(struct netd *d, const char *cmd)
-{
-        uint64_t t0 = now_us();
-        int r = nft_run_cmd_from_buffer(d->nft, cmd);
+#define MAX_PINS (DNS_MAX_RR * MAX_PORTS * 2)
 
-        d->last_pin_us = now_us() - t0;
-        if (r == 0)
-                return 0;
-        fprintf(stderr, "netd: nft: %s", nft_ctx_get_error_buffer(d->nft));
-        return -EIO;
-}
-
-static void append(char *buf, size_t *off, const char *fmt, ...) B4_PRINTF(3, 4);
-
-static void append(char *buf, size_t *off, const char *fmt, ...)
-{
-        va_list ap;
-        int n;
-
-        if (*off >= CMD_MAX)
-                return;
-        va_start(ap, fmt);
-        n = vsnprintf(buf + *off, CMD_MAX - *off, fmt, ap);
-        va_end(ap);
-        *off = n < 0 ? CMD_MAX : *off + (size_t)n;
-}
-
-/* add → delete → add in one transaction: a fresh timeout whatever the kernel's refresh rule. */
-static void pin_element(
-        struct netd *d, char *cmd, size_t *off, const char *set, const char *key, uint32_t timeout)
-{
-        append(cmd, off, "add element inet %s %s { %s timeout %us }\n", d->table, set, key,
-               timeout);
-        append(cmd, off, "delete element inet %s %s { %s }\n", d->table, set, key);
-        append(cmd, off, "add element inet %s %s { %s timeout %us }\n", d->table, set, key,
-               timeout);
-}
-
-/* Pin every A record of @ans for @life seconds, admitted by the question's name. */
+/* Pin every A record of @ans for @life seconds (+ slack), in one transaction: pin4, or pin4p
+ * with each port range of the entries admitting the question's name. */
 static int pin_answer(struct netd *d,
                       const struct dns_query *q,
                       const struct dns_answer *ans,
                       uint32_t life)
 {
+        static struct pin_elem pins[MAX_PINS];
         uint16_t lo[MAX_PORTS], hi[MAX_PORTS];
-        size_t n_ports = netd_name_ports(&d->policy, q->name, lo, hi, MAX_PORTS);
-        static char cmd[CMD_MAX];
-        char key[96], ip[INET_ADDRSTRLEN];
-        size_t off = 0, n_pins = 0;
+        size_t n_ports = netd_name_ports(&d->policy, q->name, lo, hi, MAX_PORTS), n = 0;
+        uint64_t t0 = now_us();
+        int r;
 
         for (size_t i = 0; i < ans->n; i++) {
                 if (ans->rr[i].type != DNS_T_A)
                         continue;
-                (void)inet_ntop(AF_INET, ans->rr[i].data, ip, sizeof(ip));
-                n_pins++;
-                if (n_ports == 0) {
-                        (void)snprintf(key, sizeof(key), "%u . %s", d->ifindex, ip);
-                        pin_element(d, cmd, &off, "pin4", key, life + PIN_SLACK_S);
+                if (n_ports == 0)
+                        pin_key4(&pins[n++], d->ifindex, ans->rr[i].data);
+                for (size_t k = 0; k < n_ports; k++) {
+                        pin_key4p(&pins[n++], d->ifindex, ans->rr[i].data, IPPROTO_TCP, lo[k],
+                                  hi[k]);
+                        pin_key4p(&pins[n++], d->ifindex, ans->rr[i].data, IPPROTO_UDP, lo[k],
+                                  hi[k]);
                 }
-                for (size_t k = 0; k < n_ports; k++)
-                        for (const char *proto = "tcp"; proto;
-                             proto = strcmp(proto, "tcp") == 0 ? "udp" : NULL) {
-                                (void)snprintf(key, sizeof(key), "%u . %s . %s . %u-%u", d->ifindex,
-                                               ip, proto, lo[k], hi[k]);
-                                pin_element(d, cmd, &off, "pin4p", key, life + PIN_SLACK_S);
-                        }
         }
-        if (n_pins == 0)
-                return 0;
-        if (off >= CMD_MAX)
-                return -E2BIG;
-        return nft_run(d, cmd);
+        r = pinner_run(&d->pin, d->table, n_ports == 0 ? "pin4" : "pin4p", pins, n,
+                       (uint64_t)(life + PIN_SLACK_S) * 1000u);
+        d->last_pin_us = now_us() - t0;
+        if (r < 0)
+                fprintf(stderr, "netd: pin: %s\n", strerror(-r));
+        return r;
 }
 
 static uint32_t min_ttl(const struct dns_answer *ans)
@@ -597,11 +555,12 @@ int main(int argc, char **argv)
 
         if (d.n_up == 0)
                 host_upstreams(&d);
-        d.nft = nft_ctx_new(NFT_CTX_DEFAULT);
-        if (!d.nft)
+        port = pinner_open(&d.pin);
+        if (port < 0) {
+                fprintf(stderr, "b4box-netd: cannot open a netfilter socket: %s\n",
+                        strerror(-port));
                 return 1;
-        (void)nft_ctx_buffer_output(d.nft);
-        (void)nft_ctx_buffer_error(d.nft);
+        }
         port = bind_both(&d, listen_addr);
         if (port < 0) {
                 fprintf(stderr, "b4box-netd: cannot bind %s: %s\n", listen_addr, strerror(-port));
@@ -632,7 +591,7 @@ int main(int argc, char **argv)
                 if (p[1].revents & POLLIN)
                         serve_tcp(&d);
         }
-        nft_ctx_free(d.nft);
+        pinner_close(&d.pin);
         for (size_t i = 0; i < d.policy.n; i++)
                 net_entry_release(&d.entries[i]);
         free(d.entries);
