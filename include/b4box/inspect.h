@@ -130,16 +130,6 @@ B4_PUBLIC int b4_inspection_to_json(const struct b4_inspection *insp,
 /* ---- consistent reads ---- */
 
 /**
- * b4_provider_freeze() - stop (@frozen) or resume every process of the thread's sandbox, so a
- * read sees one instant of its workspace (docs/inspect.md)
- * Return: 0; -EOPNOTSUPP when the provider cannot freeze; -errno.
- */
-B4_PUBLIC int b4_provider_freeze(struct b4_provider *p,
-                                 const char *thread_id,
-                                 bool frozen,
-                                 struct b4_error *err);
-
-/**
  * b4_inspect_thread() - open a reader of @thread_id's workspace, inspect it, always close
  * (b4_with_reader()); with @consistent, the thread's processes are frozen around the
  * inspection (b4_provider_freeze()) so it sees one instant

@@ -14,8 +14,9 @@
  * the backend refuses to use anything else, even when the sandbox swaps a symlink in between.
  * The workspace root is B4_WORKSPACE_ROOT in every built-in provider.
  *
- * Users call the b4_* functions below; provider implementations fill the ops tables and embed
- * struct b4_sandbox / struct b4_reader / struct b4_provider in their own objects.
+ * This header is the embedder's: the handles and the b4_* calls on them. Provider
+ * implementations (ops tables, init functions, preflight builders, the per-thread lifecycle)
+ * use b4box/provider-impl.h.
  */
 
 #include <stdatomic.h>
@@ -36,6 +37,12 @@ struct b4_fs;
 struct b4_sandbox;
 struct b4_reader;
 struct b4_provider;
+struct b4_fs_ops;
+struct b4_sandbox_ops;
+struct b4_sandbox_core;
+struct b4_reader_ops;
+struct b4_provider_ops;
+struct b4_lifecycle;
 
 /* ---- filesystem ------------------------------------------------------------------------ */
 
@@ -94,94 +101,30 @@ enum b4_fs_flags {
 /** b4_blobs_free() - free @n blobs and the array. Return: NULL. */
 B4_PUBLIC struct b4_blob *b4_blobs_free(struct b4_blob *b, size_t n);
 
-/*
- * Filesystem operations. Read members are required except walk and read_files (the
- * b4_fs_* wrappers fall back to per-entry calls). Write members are NULL in readers.
- * Ownership: every ret_* value is the caller's. Errors: negative errno, message in @err.
- */
-struct b4_fs_ops {
-        /* Bounded read of a regular file: one larger than max_bytes fails -EFBIG with the
-         * message "readFile <path>: content exceeds maxBytes (<max>)." without reading past
-         * max+1 (a size known up front is checked before reading). Missing -ENOENT, a
-         * directory -EISDIR, another non-regular file -EINVAL. *ret is NUL-terminated past
-         * *ret_len. @flags: enum b4_fs_flags. */
-        int (*read_file)(struct b4_fs *fs,
-                         const char *path,
-                         unsigned flags,
-                         uint64_t max_bytes,
-                         char **ret,
-                         size_t *ret_len,
-                         struct b4_error *err);
-        int (*lstat)(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err);
-        /* Follows links (within @flags); fills kind, size, executable, mtime_ms. */
-        int (*stat)(struct b4_fs *fs,
-                    const char *path,
-                    unsigned flags,
-                    struct b4_stat *ret,
-                    struct b4_error *err);
-        /* Names of the direct children, sorted bytewise. Missing path -ENOENT; more than
-         * B4_LIST_MAX_ENTRIES names -E2BIG (never a truncated list, never more held). */
-        int (*list_dir)(struct b4_fs *fs,
-                        const char *path,
-                        unsigned flags,
-                        char ***ret_names,
-                        struct b4_error *err);
-        /* Canonical path resolving links and "..", tolerating a non-existent tail (realpath -m).
-         * A path that cannot be resolved (a loop, too long, ...) is an error, never the input
-         * returned unchanged: callers decide on the result. */
-        int (*realpath)(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err);
-        /* Optional. Whole subtree below @path (not @path itself), depth-first, children sorted;
-         * names in @prune (direct children of @path) are reported but not descended.
-         * More than max_entries entries: -E2BIG, never a truncated list. */
-        int (*walk)(struct b4_fs *fs,
-                    const char *path,
-                    size_t max_entries,
-                    char *const *prune,
-                    struct b4_walk_entry **ret,
-                    size_t *ret_n,
-                    struct b4_error *err);
-        /* Optional. Batched bounded reads; results in request order, per-file errors in blobs. */
-        int (*read_files)(struct b4_fs *fs,
-                          const struct b4_read_req *reqs,
-                          size_t n,
-                          struct b4_blob **ret,
-                          struct b4_error *err);
-
-        /* Write members (NULL in readers). */
-        /* Create parents, replace atomically (temp + rename), keep an existing file's mode,
-         * replace (never follow) a symlink leaf. Files belong to the sandbox user. */
-        int (*write_file)(struct b4_fs *fs,
-                          const char *path,
-                          unsigned flags,
-                          const void *data,
-                          size_t len,
-                          struct b4_error *err);
-        int (*mkdir_p)(struct b4_fs *fs, const char *path, struct b4_error *err);
-        /* Remove a file or empty directory; a missing path is success. */
-        int (*remove)(struct b4_fs *fs, const char *path, struct b4_error *err);
-        /* Set the mtime to now, creating an empty file if missing. */
-        int (*touch)(struct b4_fs *fs, const char *path, unsigned flags, struct b4_error *err);
-        /* Optional write members (NULL = unsupported: the wrappers give -EOPNOTSUPP). */
-        /* Make @path a symlink whose text is @target (never resolved here); parents are
-         * created; an existing @path fails -EEXIST. */
-        int (*symlink)(struct b4_fs *fs,
-                       const char *target,
-                       const char *path,
-                       struct b4_error *err);
-        /* Set the permission bits (07777) of the file or directory at @path; a symlink leaf
-         * is never followed (-ELOOP). */
-        int (*chmod)(struct b4_fs *fs, const char *path, uint32_t mode, struct b4_error *err);
-};
-
+/* Embedders read root; the rest is the implementer's and core's (provider-impl.h). */
 struct b4_fs {
         const struct b4_fs_ops *ops;
-        const char *root; /* absolute workspace root, borrowed from the owner */
+        const char *root;      /* absolute workspace root, borrowed from the owner */
+        struct b4_sandbox *sb; /* the handle this is the filesystem of, or NULL */
+        struct b4_reader *rd;  /* the reader this is the filesystem of, or NULL */
 };
+
+/**
+ * b4_fs_can_read_tree() - whether @fs has the members a tree read needs (lstat, list_dir and
+ * read_file; walk and batched reads fall back to them). NULL gives false.
+ */
+B4_PUBLIC bool b4_fs_can_read_tree(const struct b4_fs *fs);
 
 /*
  * Wrappers: dispatch to @fs->ops; a missing member gives -EOPNOTSUPP ("<op> is not supported
  * here"). b4_fs_walk() and b4_fs_read_files() fall back to list_dir/lstat/read_file. The
  * plain forms pass flags 0; the *_flags forms confine the resolution (enum b4_fs_flags).
+ * On a sandbox's fs every call holds the thread's shared lease (release, destroy and
+ * recovery wait for it) and a lost sandbox is recovered and the call retried once. Texts:
+ * read_file over max_bytes -EFBIG "readFile <path>: content exceeds maxBytes (<max>).",
+ * list_dir over B4_LIST_MAX_ENTRIES -E2BIG "listDir <path>: more than <n> entries", walk over
+ * max_entries -E2BIG "Workspace entries limit exceeded", any call on a closed reader -EBADF
+ * "Workspace reader for thread \"<id>\" is closed".
  */
 B4_PUBLIC int b4_fs_read_file(struct b4_fs *fs,
                               const char *path,
@@ -274,6 +217,7 @@ struct b4_exec_result {
         bool cancelled; /* the cancel token fired */
         bool truncated; /* a stream went past output_cap (head and tail kept) */
         uint64_t duration_ms;
+        uint64_t timeout_ms; /* the timeout that applied (0 = none) */
 };
 
 /** b4_exec_result_clear() - free what @r owns and zero it. */
@@ -281,37 +225,28 @@ B4_PUBLIC void b4_exec_result_clear(struct b4_exec_result *r);
 
 /* ---- sandbox handle -------------------------------------------------------------------- */
 
-struct b4_sandbox_ops {
-        /* Run a command. A non-zero exit is a result, not an error; errors are failures to
-         * run at all (-EIO, -ECANCELED when cancelled before start, ...). */
-        int (*exec)(struct b4_sandbox *sb,
-                    const struct b4_exec_req *req,
-                    struct b4_exec_result *ret,
-                    struct b4_error *err);
-        /* Called when the last reference goes. */
-        void (*free)(struct b4_sandbox *sb);
-};
-
+/* Embedders read fs, thread_id and workspace_root; core is the lifecycle's. */
 struct b4_sandbox {
-        struct b4_fs fs; /* full filesystem (read + write members) */
-        const struct b4_sandbox_ops *ops;
-        char *thread_id;      /* owned; the logical thread id, never the hash */
-        char *workspace_root; /* owned; absolute in-sandbox path */
-        atomic_int refs;
+        struct b4_fs fs;              /* full filesystem (read + write members) */
+        char *thread_id;              /* owned; the logical thread id, never the hash */
+        char *workspace_root;         /* owned; absolute in-sandbox path */
+        struct b4_sandbox_core *core; /* owned: ops, references, lifecycle entry */
 };
 
-/** b4_sandbox_init() - for implementers: set fields, refs = 1. Return: 0 or -ENOMEM. */
-B4_PUBLIC int b4_sandbox_init(struct b4_sandbox *sb,
-                              const struct b4_sandbox_ops *ops,
-                              const struct b4_fs_ops *fs_ops,
-                              const char *thread_id);
 /** b4_sandbox_ref() - take a reference. Return: @sb. */
 B4_PUBLIC struct b4_sandbox *b4_sandbox_ref(struct b4_sandbox *sb);
 /** b4_sandbox_unref() - drop a reference (NULL ok); frees the handle at zero. Return: NULL. */
 B4_PUBLIC struct b4_sandbox *b4_sandbox_unref(struct b4_sandbox *sb);
 /** b4_sandbox_fs() - the handle's filesystem; borrowed for the handle's lifetime. */
 B4_PUBLIC struct b4_fs *b4_sandbox_fs(struct b4_sandbox *sb);
-/** b4_sandbox_exec() - run @req. Return: 0 (see @ret->exit_code) or -errno. */
+/**
+ * b4_sandbox_exec() - run @req, under the thread's shared lease (a provider may hold it only
+ * while the command starts), retried once after a recovery when the sandbox was lost before
+ * the command started. A timeout adds "Command timed out after <s>s (resources.timeoutMs:
+ * <ms>ms)." to @ret->errout.
+ * @ret: filled on success (owned by the caller, b4_exec_result_clear())
+ * Return: 0 (see @ret->exit_code) or -errno.
+ */
 B4_PUBLIC int b4_sandbox_exec(struct b4_sandbox *sb,
                               const struct b4_exec_req *req,
                               struct b4_exec_result *ret,
@@ -319,19 +254,13 @@ B4_PUBLIC int b4_sandbox_exec(struct b4_sandbox *sb,
 
 /* ---- reader ---------------------------------------------------------------------------- */
 
-struct b4_reader_ops {
-        /* Idempotent. After close every read fails -EBADF with
-         * "Workspace reader for thread \"<id>\" is closed". */
-        int (*close)(struct b4_reader *r, struct b4_error *err);
-        void (*free)(struct b4_reader *r);
-};
-
 /* A read-only view of a thread's workspace: fs has no write members, there is no exec. */
 struct b4_reader {
         struct b4_fs fs;
         const struct b4_reader_ops *ops;
         char *thread_id;      /* owned */
         char *workspace_root; /* owned */
+        atomic_bool closed;   /* set by b4_reader_close(); reads then fail -EBADF */
 };
 
 struct b4_reader_req {
@@ -341,10 +270,6 @@ struct b4_reader_req {
         uint32_t uid, gid;
 };
 
-B4_PUBLIC int b4_reader_init(struct b4_reader *r,
-                             const struct b4_reader_ops *ops,
-                             const struct b4_fs_ops *fs_ops,
-                             const char *thread_id);
 /** b4_reader_fs() - the reader's read-only filesystem; borrowed until b4_reader_free(). */
 B4_PUBLIC struct b4_fs *b4_reader_fs(struct b4_reader *r);
 B4_PUBLIC int b4_reader_close(struct b4_reader *r, struct b4_error *err);
@@ -375,13 +300,6 @@ struct b4_preflight {
 };
 
 B4_PUBLIC void b4_preflight_clear(struct b4_preflight *p);
-B4_PUBLIC int b4_preflight_warn(struct b4_preflight *p, const char *fmt, ...) B4_PRINTF(2, 3);
-/* Adds a control row; a B4_NOT_ENFORCED row also adds a warning "<name>: <detail>". */
-B4_PUBLIC int b4_preflight_control(struct b4_preflight *p,
-                                   const char *name,
-                                   enum b4_enforcement state,
-                                   const char *fmt,
-                                   ...) B4_PRINTF(4, 5);
 
 struct b4_acquire_req {
         const char *thread_id;          /* logical id; any non-empty UTF-8 string */
@@ -390,45 +308,10 @@ struct b4_acquire_req {
         struct b4_cancel *cancel;       /* optional */
 };
 
-struct b4_provider_ops {
-        const char *name; /* "native", "docker", "kubernetes", "fake" */
-        /* Create or reattach; idempotent per thread id. */
-        int (*acquire)(struct b4_provider *p,
-                       const struct b4_acquire_req *req,
-                       struct b4_sandbox **ret,
-                       struct b4_error *err);
-        /* Drop warm compute, keep the workspace. */
-        int (*release)(struct b4_provider *p, const char *thread_id, struct b4_error *err);
-        /* Remove compute and workspace. Succeeds for a thread never acquired. */
-        int (*destroy)(struct b4_provider *p, const char *thread_id, struct b4_error *err);
-        /* Optional members: NULL = the capability is absent. */
-        int (*preflight)(struct b4_provider *p, struct b4_preflight *ret, struct b4_error *err);
-        int (*open_reader)(struct b4_provider *p,
-                           const struct b4_reader_req *req,
-                           struct b4_reader **ret,
-                           struct b4_error *err);
-        /* Refuse a non-allowed image before any side effect; else its immutable identity. */
-        int (*resolve_image)(struct b4_provider *p,
-                             const char *reference,
-                             char **ret_identity,
-                             struct b4_error *err);
-        /* Optional: stop (frozen) or resume every process of the thread's sandbox, for
-         * consistent reads (b4_provider_freeze(), docs/inspect.md). A thread with no live
-         * compute is success. */
-        int (*freeze)(struct b4_provider *p,
-                      const char *thread_id,
-                      bool frozen,
-                      struct b4_error *err);
-        /* Optional: remove everything this provider instance (its scope and state) holds for
-         * a thread not in @live_thread_ids (b4_provider_sweep()). Return: how many threads'
-         * leftovers were removed. */
-        int (*sweep)(struct b4_provider *p, char *const *live_thread_ids, struct b4_error *err);
-        void (*free)(struct b4_provider *p);
-};
-
 struct b4_provider {
         const struct b4_provider_ops *ops;
         char *scope; /* owned; part of every resource name (not authentication) */
+        struct b4_lifecycle *lifecycle; /* core's per-thread registry and gate */
 };
 
 /** b4_provider_name() - "native", ...; static string. */
@@ -480,6 +363,16 @@ B4_PUBLIC int b4_provider_resolve_image(struct b4_provider *p,
 B4_PUBLIC int b4_provider_sweep(struct b4_provider *p,
                                 char *const *live_thread_ids,
                                 struct b4_error *err);
+/**
+ * b4_provider_freeze() - stop (@frozen) or resume every process of the thread's sandbox, so a
+ * read sees one instant of its workspace (docs/inspect.md)
+ * Return: 0; -EOPNOTSUPP when the provider cannot freeze; -errno.
+ */
+B4_PUBLIC int b4_provider_freeze(struct b4_provider *p,
+                                 const char *thread_id,
+                                 bool frozen,
+                                 struct b4_error *err);
+
 /** b4_provider_free() - NULL ok. Does not release live sandboxes. Return: NULL. */
 B4_PUBLIC struct b4_provider *b4_provider_free(struct b4_provider *p);
 

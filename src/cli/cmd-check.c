@@ -16,6 +16,7 @@
 
 #include "b4box/b4.h"
 #include "b4box/bundle.h"
+#include "b4box/provider-impl.h" /* b4_preflight_control(): the config rows */
 
 #include "base/alloc.h"
 #include "base/macro.h"

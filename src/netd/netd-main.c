@@ -12,8 +12,8 @@
  *              [--pin-floor S] [--pin-cap S] [--table NAME] [--] [ENTRY]...
  *
  * It binds ADDR on one free port for UDP and TCP, keeps only CAP_NET_ADMIN (as root), writes
- * "<port>\n" to stdout, closes stdout and serves until SIGTERM. One query at a time (a thread's
- * resolver load is small; each upstream try waits at most 2 s). Log lines go to stderr.
+ * "<pid> <port>\n" to stdout, closes stdout and serves until SIGTERM. One query at a time (a
+ * thread's resolver load is small; each upstream try waits at most 2 s). Log lines go to stderr.
  */
 
 #include <arpa/inet.h>
@@ -574,7 +574,7 @@ int main(int argc, char **argv)
         (void)sigaction(SIGINT, &sa, NULL);
         sa.sa_handler = SIG_IGN;
         (void)sigaction(SIGPIPE, &sa, NULL);
-        printf("%d\n", port);
+        printf("%d %d\n", (int)getpid(), port);
         (void)fflush(stdout);
         if (!freopen("/dev/null", "w", stdout))
                 return 1;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "b4box/b4.h"
+#include "b4box/provider-impl.h"
 
 #include "../../src/cli/check-catches.c"
 #include "../../src/cli/cmd-check.c"
@@ -88,7 +89,7 @@ static int tp_preflight(struct b4_provider *p, struct b4_preflight *ret, struct 
         return 0;
 }
 
-static int tp_unsupported(struct b4_provider *p, const char *thread_id, struct b4_error *err)
+static int tp_unsupported(struct b4_provider *p, struct b4_entry *e, struct b4_error *err)
 {
         return -EOPNOTSUPP;
 }

@@ -81,6 +81,7 @@ static const char *inner_id(struct broken *b, const char *thread_id)
 }
 
 static int broken_acquire(struct b4_provider *p,
+                          struct b4_entry *e,
                           const struct b4_acquire_req *req,
                           struct b4_sandbox **ret,
                           struct b4_error *err)
@@ -100,16 +101,18 @@ static int broken_acquire(struct b4_provider *p,
         return rc;
 }
 
-static int broken_release(struct b4_provider *p, const char *thread_id, struct b4_error *err)
+static int broken_release(struct b4_provider *p, struct b4_entry *e, struct b4_error *err)
 {
         struct broken *b = (struct broken *)p;
+        const char *thread_id = b4_entry_thread_id(e);
 
         return b4_provider_release(b->inner, inner_id(b, thread_id), err);
 }
 
-static int broken_destroy(struct b4_provider *p, const char *thread_id, struct b4_error *err)
+static int broken_destroy(struct b4_provider *p, struct b4_entry *e, struct b4_error *err)
 {
         struct broken *b = (struct broken *)p;
+        const char *thread_id = b4_entry_thread_id(e);
 
         b->w->destroys++;
         snprintf(b->w->last_destroyed, sizeof(b->w->last_destroyed), "%s", thread_id);
@@ -138,6 +141,7 @@ static void broken_free(struct b4_provider *p)
 
         b->w->inner_workspaces_left = fake_provider_n_workspaces(b->inner);
         b4_provider_free(b->inner);
+        free(p->scope);
         free(b);
 }
 
@@ -182,7 +186,11 @@ static int make_broken(void *userdata, struct b4_provider **ret, struct b4_error
         assert_int_equal(r, 0);
         b->bugs = w->bugs;
         b->w = w;
-        b->base.ops = (w->bugs & BUG_NO_READER) ? &broken_ops_no_reader : &broken_ops;
+        assert_int_equal(
+                b4_provider_init(&b->base,
+                                 (w->bugs & BUG_NO_READER) ? &broken_ops_no_reader : &broken_ops,
+                                 "broken"),
+                0);
         if (w->bugs & BUG_DROP_EXIT)
                 assert_int_equal(fake_provider_set_exec(b->inner, exec_drop_exit, NULL), 0);
         *ret = &b->base;

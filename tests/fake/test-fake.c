@@ -261,6 +261,59 @@ static void test_touch_realpath_walk(void **state)
         b4_sandbox_unref(sb);
 }
 
+/* Symlinks: stored raw, reported by lstat, followed by everything else, confined by flags. */
+static void test_symlinks(void **state)
+{
+        struct fx *f = *state;
+        struct b4_sandbox *sb = acquire(f, "t");
+        struct b4_fs *fs = b4_sandbox_fs(sb);
+        struct b4_error err = { 0 };
+        struct b4_stat st = { 0 };
+        char *rp = NULL, *got = NULL;
+        size_t len = 0;
+
+        /* without the member by default; handles started after the switch have it */
+        assert_int_equal(b4_fs_symlink(fs, "sub", "/workspace/rel", &err), -EOPNOTSUPP);
+        assert_int_equal(b4_provider_release(f->p, "t", NULL), 0);
+        b4_sandbox_unref(sb);
+        assert_int_equal(fake_provider_set_symlinks(f->p, true), 0);
+        sb = acquire(f, "t");
+        fs = b4_sandbox_fs(sb);
+        put(sb, "/workspace/sub/f", "data");
+        assert_int_equal(b4_fs_symlink(fs, "sub", "/workspace/rel", NULL), 0);
+        assert_int_equal(b4_fs_symlink(fs, "/etc", "/workspace/out", NULL), 0);
+        assert_int_equal(b4_fs_symlink(fs, "loop", "/workspace/loop", NULL), 0);
+        assert_int_equal(b4_fs_symlink(fs, "x", "/workspace/rel", &err), -EEXIST);
+        assert_int_equal(b4_fs_lstat(fs, "/workspace/rel", &st, NULL), 0);
+        assert_int_equal(st.kind, B4_FILE_SYMLINK);
+        assert_string_equal(st.target, "sub");
+        b4_stat_clear(&st);
+        expect_content(fs, "/workspace/rel/f", "data");
+        assert_int_equal(b4_fs_realpath(fs, "/workspace/rel/../out/passwd", &rp, NULL), 0);
+        assert_string_equal(rp, "/etc/passwd"); /* ".." after the link, as the kernel */
+        free(rp);
+        assert_int_equal(b4_fs_realpath(fs, "/workspace/loop", &rp, &err), -ELOOP);
+        assert_int_equal(b4_fs_read_file_flags(fs, "/workspace/out/passwd", B4_FS_BENEATH, 10, &got,
+                                               &len, &err),
+                         -EXDEV);
+        assert_int_equal(b4_fs_read_file_flags(fs, "/workspace/rel/f", B4_FS_NO_SYMLINKS, 10, &got,
+                                               &len, &err),
+                         -ELOOP);
+        assert_int_equal(
+                b4_fs_read_file_flags(fs, "/workspace/rel/f", B4_FS_BENEATH, 10, &got, &len, NULL),
+                0);
+        free(got);
+        /* a write replaces a link leaf, never follows it */
+        assert_int_equal(b4_fs_write_file(fs, "/workspace/out", "x", 1, NULL), 0);
+        assert_int_equal(b4_fs_lstat(fs, "/workspace/out", &st, NULL), 0);
+        assert_int_equal(st.kind, B4_FILE_REGULAR);
+        b4_stat_clear(&st);
+        assert_int_equal(b4_fs_chmod(fs, "/workspace/rel", 0755, &err), -ELOOP);
+        assert_int_equal(b4_fs_remove(fs, "/workspace/rel", NULL), 0);
+        expect_content(fs, "/workspace/sub/f", "data");
+        b4_sandbox_unref(sb);
+}
+
 static void test_release_keeps_destroy_deletes(void **state)
 {
         struct fx *f = *state;
@@ -603,6 +656,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_list_dir, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stat_and_dirs, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_touch_realpath_walk, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_symlinks, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_release_keeps_destroy_deletes, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_threads_isolated, setup, teardown),

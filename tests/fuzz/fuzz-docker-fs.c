@@ -192,7 +192,7 @@ static void read_files(struct docker_fs_target *t, bool many)
                 reqs[i] = (struct b4_read_req){ .path = paths[i],
                                                 .max_bytes = i == 1 ? B4_UNBOUNDED : FUZZ_CAP };
         }
-        r = dfs_read_files(t, reqs, n, &blobs, &err);
+        r = docker_fs_read_files(t, reqs, n, &blobs, &err);
         check(r, &err);
         for (size_t i = 0; r >= 0 && i < n; i++)
                 if ((blobs[i].error < 0) == (blobs[i].data != NULL) ||
@@ -216,27 +216,27 @@ static void run_op(struct docker_fs_target *t, uint8_t op)
         switch (op % 8) {
         case 0:
         case 1:
-                r = dfs_read_file(t, "/workspace/a", flags, op % 8 ? B4_UNBOUNDED : FUZZ_CAP, &buf,
-                                  &len, &err);
+                r = docker_fs_read_file(t, "/workspace/a", flags, op % 8 ? B4_UNBOUNDED : FUZZ_CAP,
+                                        &buf, &len, &err);
                 if (r >= 0 && ((op % 8 == 0 && len > FUZZ_CAP) || buf[len] != '\0'))
                         abort();
                 free(buf);
                 break;
         case 2:
         case 3:
-                r = op % 8 == 2 ? dfs_lstat(t, "/workspace/l", &st, &err)
-                                : dfs_stat(t, "/workspace/l", flags, &st, &err);
+                r = op % 8 == 2 ? docker_fs_lstat(t, "/workspace/l", &st, &err)
+                                : docker_fs_stat(t, "/workspace/l", flags, &st, &err);
                 b4_stat_clear(&st);
                 break;
         case 4:
-                r = dfs_list_dir(t, "/workspace", flags, &names, &err);
+                r = docker_fs_list_dir(t, "/workspace", flags, &names, &err);
                 for (size_t i = 0; r >= 0 && names[i]; i++)
                         if (!names[i][0])
                                 abort();
                 strv_free(names);
                 break;
         case 5:
-                r = dfs_walk(t, "/workspace", 64, NULL, &w, &n, &err);
+                r = docker_fs_walk(t, "/workspace", 64, NULL, &w, &n, &err);
                 if (r >= 0 && n > 64)
                         abort();
                 if (r >= 0)
@@ -246,7 +246,7 @@ static void run_op(struct docker_fs_target *t, uint8_t op)
                 read_files(t, op & 8);
                 return;
         default:
-                r = dfs_realpath(t, "/workspace/x/../y", &buf, &err);
+                r = docker_fs_realpath(t, "/workspace/x/../y", &buf, &err);
                 if (r >= 0 && buf[0] != '/')
                         abort();
                 free(buf);

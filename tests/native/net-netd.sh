@@ -112,7 +112,7 @@ start_netd() { # veth gateway mode entries... ; sets port
         "$netd" --ifindex "$ifx" --listen "$gw" --mode "$mode" --upstream 192.0.2.53 \
                 --pin-floor 1 --pin-cap 3 -- "$@" >"$fifo" 2>"$log" &
         pids+=($!)
-        read -r port <"$fifo"
+        read -r _ port <"$fifo"
         nft -f - <<EOF
 add element inet b4box mode { $ifx : goto ${mode}_mode }
 add element inet b4box dnsport { $ifx : $port }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "b4box/b4.h"
+#include "b4box/provider-impl.h"
 
 #include "b4-test.h"
 #include "base/hash.h"

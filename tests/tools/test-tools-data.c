@@ -12,13 +12,14 @@
 #include <string.h>
 
 #include "b4box/b4.h"
+#include "b4box/provider-impl.h"
 #include "b4box/tools.h"
 
 #include "b4-test.h"
 #include "base/alloc.h"
 #include "casefile.h"
+#include "fake/fake.h"
 #include "json/json.h"
-#include "memsb.h"
 #include "tool-call.h"
 #include "tools/tools-internal.h"
 
@@ -149,6 +150,29 @@ static void jail_case(const struct case_file *f, const struct case_block *b, str
         free(real_root);
 }
 
+/* A fake sandbox (its provider freed: the handle outlives it) with /etc/passwd beside the
+ * workspace, so the jail's decisions are tested over the fake's symlinks. */
+static struct b4_sandbox *fake_sandbox(const char *thread_id)
+{
+        struct b4_provider_config cfg = { .type = (char *)"fake", .scope = (char *)"tools-data" };
+        struct b4_provider *p = NULL;
+        struct b4_sandbox *sb = NULL;
+        struct b4_policy pol;
+
+        b4_policy_init(&pol);
+        assert_int_equal(b4_provider_new(&cfg, &p, NULL), 0);
+        assert_int_equal(fake_provider_set_symlinks(p, true), 0);
+        assert_int_equal(b4_provider_acquire(
+                                 p,
+                                 &(struct b4_acquire_req){ .thread_id = thread_id, .policy = &pol },
+                                 &sb, NULL),
+                         0);
+        b4_provider_free(p);
+        assert_int_equal(
+                b4_fs_write_file(b4_sandbox_fs(sb), "/etc/passwd", "root:x:0:0\n", 11, NULL), 0);
+        return sb;
+}
+
 static void test_pathjail_cases(void **state)
 {
         struct case_file *files = NULL;
@@ -158,7 +182,7 @@ static void test_pathjail_cases(void **state)
         assert_true(n > 0);
         failures = 0;
         for (size_t i = 0; i < n; i++) {
-                struct b4_sandbox *sb = memsb_new("jail");
+                struct b4_sandbox *sb = fake_sandbox("jail");
                 for (size_t k = 0; k < files[i].n; k++) {
                         const struct case_block *b = &files[i].blocks[k];
                         if (!case_get(b, "path")) {
@@ -167,7 +191,9 @@ static void test_pathjail_cases(void **state)
                                         assert_string_equal(b->fields[j].key, "link");
                                         assert_non_null(arrow);
                                         *arrow = '\0';
-                                        memsb_symlink(sb, b->fields[j].value, arrow + 4);
+                                        assert_int_equal(b4_fs_symlink(b4_sandbox_fs(sb), arrow + 4,
+                                                                       b->fields[j].value, NULL),
+                                                         0);
                                         *arrow = ' ';
                                 }
                                 continue;
@@ -287,7 +313,7 @@ static void torture_one(const struct torture_call *c)
         char *want = NULL;
 
         for (long n = 0;; n++) {
-                struct b4_sandbox *sb = memsb_new("torture");
+                struct b4_sandbox *sb = fake_sandbox("torture");
                 struct b4_permissions *app = NULL;
                 struct b4_tool_result res = { 0 };
                 struct b4_tools *t = NULL;

@@ -1076,8 +1076,9 @@ static void env_close(struct env *e)
         free(e);
 }
 
-/* Native only (the fake has no symlinks; tests/data/pathjail covers the decision over a
- * test double): a symlink inside the workspace that points out of it is outside. */
+/* Native only (the links are made by `ln -s`, which the fake cannot run; tests/data/pathjail
+ * covers the decision over the fake): a symlink inside the workspace that points out of it is
+ * outside. */
 static void test_symlink_escape(void **state)
 {
         struct env *e = need(state);

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Core: resource naming vectors (reference §3.2), policy defaults and env rules. */
+/* Core: resource naming vectors (reference §3.2), policy defaults and env rules, and the
+ * provider lifecycle every provider shares (registry, recover-and-retry-once, texts) over a
+ * provider whose sandbox gets lost on demand. */
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "b4box/b4.h"
+#include "b4box/provider-impl.h"
 
 #include "b4-test.h"
 
@@ -73,12 +77,268 @@ static void test_policy_defaults(void **state)
         b4_policy_clear(&q);
 }
 
+/* ---- the lifecycle, over a provider that loses its sandbox on demand ---- */
+
+struct flaky {
+        struct b4_provider base;
+        int lose;         /* the next N raw operations fail -EAGAIN */
+        bool lose_result; /* exec's lost attempts carry a failed result */
+        bool fail_recover;
+        int recovers;
+        int raw_calls;
+};
+
+struct flaky_sb {
+        struct b4_sandbox base;
+        struct flaky *f;
+};
+
+static struct flaky *flaky_of_fs(struct b4_fs *fs)
+{
+        return ((struct flaky_sb *)fs->sb)->f;
+}
+
+static int raw(struct flaky *f, struct b4_error *err)
+{
+        f->raw_calls++;
+        if (f->lose > 0) {
+                f->lose--;
+                return b4_error_set(err, -EAGAIN, "sandbox lost");
+        }
+        return 0;
+}
+
+static int fl_read_file(struct b4_fs *fs,
+                        const char *path,
+                        unsigned flags,
+                        uint64_t max,
+                        char **ret,
+                        size_t *ret_len,
+                        struct b4_error *err)
+{
+        int r = raw(flaky_of_fs(fs), err);
+
+        if (r < 0)
+                return r;
+        if (max < 2)
+                return -EFBIG; /* core words it */
+        *ret = strdup("ok");
+        *ret_len = 2;
+        return 0;
+}
+
+static int fl_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
+{
+        return raw(flaky_of_fs(fs), err);
+}
+
+static const struct b4_fs_ops fl_fs_ops = { .read_file = fl_read_file, .lstat = fl_lstat };
+
+static int fl_exec(struct b4_sandbox *sb,
+                   const struct b4_exec_req *req,
+                   struct b4_exec_result *ret,
+                   struct b4_error *err)
+{
+        struct flaky *f = ((struct flaky_sb *)sb)->f;
+        int r = raw(f, err);
+
+        if (r < 0 && f->lose_result) {
+                ret->errout = strdup("OCI runtime exec failed");
+                ret->errout_len = strlen(ret->errout);
+                ret->exit_code = 126;
+        }
+        if (r >= 0 && strcmp(req->command, "sleep") == 0) {
+                ret->timed_out = true;
+                ret->exit_code = 124;
+                ret->timeout_ms = 1500;
+        }
+        return r;
+}
+
+static int fl_recover(struct b4_sandbox *sb, struct b4_error *err)
+{
+        struct flaky *f = ((struct flaky_sb *)sb)->f;
+
+        f->recovers++;
+        return f->fail_recover ? b4_error_set(err, -EIO, "recreate failed") : 0;
+}
+
+static void fl_free(struct b4_sandbox *sb)
+{
+        free(sb);
+}
+
+static const struct b4_sandbox_ops fl_ops = {
+        .exec = fl_exec,
+        .recover = fl_recover,
+        .free = fl_free,
+};
+
+static int fl_acquire(struct b4_provider *p,
+                      struct b4_entry *e,
+                      const struct b4_acquire_req *req,
+                      struct b4_sandbox **ret,
+                      struct b4_error *err)
+{
+        struct flaky_sb *s = calloc(1, sizeof(*s));
+
+        assert_non_null(s);
+        assert_int_equal(b4_sandbox_init(&s->base, &fl_ops, &fl_fs_ops, req->thread_id), 0);
+        s->f = (struct flaky *)p;
+        if (!b4_entry_state(e))
+                b4_entry_set_state(e, strdup("keeper"), free);
+        *ret = &s->base;
+        return 0;
+}
+
+static int fl_end(struct b4_provider *p, struct b4_entry *e, struct b4_error *err)
+{
+        return 0;
+}
+
+static void fl_provider_free(struct b4_provider *p)
+{
+        free(p->scope);
+}
+
+static const struct b4_provider_ops flaky_ops = {
+        .name = "flaky",
+        .acquire = fl_acquire,
+        .release = fl_end,
+        .destroy = fl_end,
+        .free = fl_provider_free,
+};
+
+static struct b4_sandbox *flaky_acquire(struct flaky *f, const char *id)
+{
+        struct b4_policy pol;
+        struct b4_sandbox *sb = NULL;
+        struct b4_error err = { 0 };
+
+        b4_policy_init(&pol);
+        assert_int_equal(
+                b4_provider_acquire(&f->base,
+                                    &(struct b4_acquire_req){ .thread_id = id, .policy = &pol },
+                                    &sb, &err),
+                0);
+        return sb;
+}
+
+static uint64_t generation(struct flaky *f, const char *id)
+{
+        struct b4_entry *e = b4_provider_entry(&f->base, id);
+        uint64_t g;
+
+        assert_non_null(e);
+        g = b4_entry_generation(e);
+        b4_entry_unref(e);
+        return g;
+}
+
+static void test_lifecycle_retry_once(void **state)
+{
+        struct flaky f = { 0 };
+        struct b4_error err = { 0 };
+        struct b4_stat st = { 0 };
+        struct b4_sandbox *sb;
+        char *data = NULL;
+        size_t len;
+
+        assert_int_equal(b4_provider_init(&f.base, &flaky_ops, "s"), 0);
+        sb = flaky_acquire(&f, "t");
+        f.lose = 1; /* lost once: recovered, retried, and the first failure is forgotten */
+        assert_int_equal(b4_fs_read_file(b4_sandbox_fs(sb), "/workspace/a", 10, &data, &len, &err),
+                         0);
+        assert_string_equal(data, "ok");
+        assert_string_equal(err.msg, "");
+        assert_int_equal(f.recovers, 1);
+        assert_int_equal(f.raw_calls, 2);
+        assert_int_equal(generation(&f, "t"), 1);
+        free(data);
+        f.lose = 2; /* lost again after the recovery: retried once only */
+        assert_int_equal(b4_fs_lstat(b4_sandbox_fs(sb), "/workspace/a", &st, &err), -EAGAIN);
+        assert_int_equal(f.recovers, 2);
+        assert_int_equal(f.raw_calls, 4);
+        assert_int_equal(generation(&f, "t"), 2);
+        f.lose = 0;
+        b4_sandbox_unref(sb);
+        b4_provider_free(&f.base);
+}
+
+static void test_lifecycle_stale_and_failed_recovery(void **state)
+{
+        struct flaky f = { 0 };
+        struct b4_error err = { 0 };
+        struct b4_stat st = { 0 };
+        struct b4_sandbox *sb;
+        struct b4_entry *e;
+
+        assert_int_equal(b4_provider_init(&f.base, &flaky_ops, "s"), 0);
+        sb = flaky_acquire(&f, "t");
+        assert_int_equal(b4_provider_release(&f.base, "t", &err), 0);
+        f.lose = 1; /* released since: a stale handle is not recovered */
+        assert_int_equal(b4_fs_lstat(b4_sandbox_fs(sb), "/workspace", &st, &err), -EAGAIN);
+        assert_int_equal(f.recovers, 0);
+        b4_sandbox_unref(sb);
+        /* freed with its last reference, not kept until the provider goes */
+        assert_null(b4_provider_entry(&f.base, "t"));
+
+        sb = flaky_acquire(&f, "t");
+        f.lose = 1;
+        f.fail_recover = true; /* the recovery's error is the answer; the state is dropped */
+        assert_int_equal(b4_fs_lstat(b4_sandbox_fs(sb), "/workspace", &st, &err), -EIO);
+        assert_string_equal(err.msg, "recreate failed");
+        e = b4_provider_entry(&f.base, "t");
+        assert_non_null(e);
+        assert_null(b4_entry_state(e));
+        b4_entry_unref(e);
+        b4_sandbox_unref(sb);
+        assert_null(b4_provider_entry(&f.base, "t"));
+        b4_provider_free(&f.base);
+}
+
+static void test_lifecycle_exec_and_texts(void **state)
+{
+        struct flaky f = { 0 };
+        struct b4_error err = { 0 };
+        struct b4_exec_result res = { 0 };
+        struct b4_sandbox *sb;
+        char *data = NULL;
+        size_t len;
+
+        assert_int_equal(b4_provider_init(&f.base, &flaky_ops, "s"), 0);
+        sb = flaky_acquire(&f, "t");
+        f.lose = 2; /* an admission failure twice: the failed result stands */
+        f.lose_result = true;
+        assert_int_equal(
+                b4_sandbox_exec(sb, &(struct b4_exec_req){ .command = "true" }, &res, &err), 0);
+        assert_int_equal(res.exit_code, 126);
+        assert_string_equal(res.errout, "OCI runtime exec failed");
+        assert_int_equal(f.recovers, 1);
+        b4_exec_result_clear(&res);
+        /* the timeout line is core's */
+        assert_int_equal(
+                b4_sandbox_exec(sb, &(struct b4_exec_req){ .command = "sleep" }, &res, &err), 0);
+        assert_string_equal(res.errout,
+                            "Command timed out after 2s (resources.timeoutMs: 1500ms).");
+        b4_exec_result_clear(&res);
+        /* so is the too-large text */
+        assert_int_equal(b4_fs_read_file(b4_sandbox_fs(sb), "/workspace/big", 1, &data, &len, &err),
+                         -EFBIG);
+        assert_string_equal(err.msg, "readFile /workspace/big: content exceeds maxBytes (1).");
+        b4_sandbox_unref(sb);
+        b4_provider_free(&f.base);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_resource_id_vectors),
                 cmocka_unit_test(test_resource_id_no_collisions),
                 cmocka_unit_test(test_policy_defaults),
+                cmocka_unit_test(test_lifecycle_retry_once),
+                cmocka_unit_test(test_lifecycle_stale_and_failed_recovery),
+                cmocka_unit_test(test_lifecycle_exec_and_texts),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "b4box/provider-impl.h"
+
 struct mnode {
         char *path; /* absolute */
         enum b4_file_kind kind;

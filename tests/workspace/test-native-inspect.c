@@ -14,6 +14,7 @@
 
 #include "b4box/b4.h"
 #include "b4box/inspect.h"
+#include "b4box/provider-impl.h"
 
 #include "b4-test.h"
 

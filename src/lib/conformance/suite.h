@@ -14,7 +14,7 @@
 
 #include "b4box/conformance.h"
 #include "b4box/policy.h"
-#include "b4box/provider.h"
+#include "b4box/provider-impl.h"
 
 #define SUITE_MAX_THREADS 8
 #define SUITE_MAX_HANDLES 64

@@ -13,10 +13,10 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
-#include <string.h>
 #include <time.h>
 
 #include "base/alloc.h"
+#include "base/hashmap.h"
 #include "base/macro.h"
 
 struct gate_waiter {
@@ -34,13 +34,11 @@ struct gate_slot {
         struct gate_waiter *head; /* FIFO queue */
         struct gate_waiter *tail;
         size_t n_waiting;
-        struct gate_slot *next; /* g->slots list */
 };
 
 struct gate {
         pthread_mutex_t lock;
-        struct gate_slot *slots; /* only ids with something active or queued */
-        size_t n_slots;
+        struct hashmap *slots; /* id -> struct gate_slot: only ids active or queued */
 };
 
 struct gate_lease {
@@ -55,7 +53,9 @@ struct gate *gate_new(void)
 
         if (!g)
                 return NULL;
-        if (pthread_mutex_init(&g->lock, NULL) != 0) {
+        g->slots = hashmap_new();
+        if (!g->slots || pthread_mutex_init(&g->lock, NULL) != 0) {
+                hashmap_free(g->slots);
                 free(g);
                 return NULL;
         }
@@ -66,7 +66,8 @@ struct gate *gate_free(struct gate *g)
 {
         if (!g)
                 return NULL;
-        (void)NEVER(g->slots != NULL);
+        (void)NEVER(hashmap_size(g->slots) != 0);
+        hashmap_free(g->slots);
         (void)pthread_mutex_destroy(&g->lock);
         free(g);
         return NULL;
@@ -74,10 +75,7 @@ struct gate *gate_free(struct gate *g)
 
 static struct gate_slot *slot_find(struct gate *g, const char *id)
 {
-        for (struct gate_slot *s = g->slots; s; s = s->next)
-                if (strcmp(s->id, id) == 0)
-                        return s;
-        return NULL;
+        return hashmap_get(g->slots, id);
 }
 
 static struct gate_slot *slot_get(struct gate *g, const char *id)
@@ -90,13 +88,11 @@ static struct gate_slot *slot_get(struct gate *g, const char *id)
         if (!s)
                 return NULL;
         s->id = b4_strdup(id);
-        if (!s->id) {
+        if (!s->id || hashmap_put(g->slots, id, s) < 0) {
+                free(s->id);
                 free(s);
                 return NULL;
         }
-        s->next = g->slots;
-        g->slots = s;
-        g->n_slots++;
         return s;
 }
 
@@ -105,13 +101,7 @@ static void slot_gc(struct gate *g, struct gate_slot *s)
 {
         if (s->active_shared || s->exclusive_active || s->head)
                 return;
-        for (struct gate_slot **pp = &g->slots; *pp; pp = &(*pp)->next) {
-                if (*pp == s) {
-                        *pp = s->next;
-                        break;
-                }
-        }
-        g->n_slots--;
+        (void)hashmap_remove(g->slots, s->id);
         free(s->id);
         free(s);
 }
@@ -307,7 +297,7 @@ size_t gate_n_ids(struct gate *g)
         size_t n;
 
         (void)pthread_mutex_lock(&g->lock);
-        n = g->n_slots;
+        n = hashmap_size(g->slots);
         (void)pthread_mutex_unlock(&g->lock);
         return n;
 }

@@ -1,19 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Dispatch for the provider contract: argument checks, optional-member probing, reference
- * counting of handles and the generic fallbacks (walk, batched reads) for backends that only
- * implement the required filesystem members.
+ * counting of handles, the generic fallbacks (walk, batched reads) for backends that only
+ * implement the required filesystem members, and the lifecycle every provider shares
+ * (lifecycle.h): acquire/release/destroy exclusive on the thread's gate, every handle
+ * operation shared with recover-and-retry-once, the reference's texts (messages.h).
  */
-
-#include "b4box/provider.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
 
+#include "b4box/provider-impl.h"
+
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strv.h"
+#include "core/lifecycle.h"
+#include "core/messages.h"
 
 void b4_stat_clear(struct b4_stat *st)
 {
@@ -51,9 +55,39 @@ static int unsupported(struct b4_error *err, const char *op)
         return b4_error_set(err, -EOPNOTSUPP, "%s is not supported here", op);
 }
 
-#define FS_CALL(fs, member, err, ...)                                     \
- ((fs) && (fs)->ops->member ? (fs)->ops->member((fs), __VA_ARGS__, (err)) \
-                            : unsupported((err), #member))
+/* The member exists and the reader (if @fs is one) is open. */
+static int fs_ready(struct b4_fs *fs, bool has, const char *op, struct b4_error *err)
+{
+        if (!fs || !has)
+                return unsupported(err, op);
+        if (fs->rd && atomic_load(&fs->rd->closed))
+                return msg_reader_closed(err, fs->rd->thread_id);
+        return 0;
+}
+
+/* Run @call (an expression over @fs) under @fs's handle lease, retried once after a
+ * recovery (lifecycle.h); readers and bare filesystems run it once. */
+#define FS_RUN(fs, err, call)                \
+ (                                           \
+         {                                   \
+   struct attempt a_ = { .sb = (fs)->sb };   \
+   int r_;                                   \
+   do {                                      \
+    r_ = attempt_begin(&a_, (err));          \
+    if (r_ >= 0)                             \
+     r_ = (call);                            \
+   } while (attempt_again(&a_, &r_, (err))); \
+   r_;                                       \
+         })
+
+#define FS_CALL(fs, member, err, ...)                       \
+ (fs_ready((fs), (fs) && (fs)->ops->member, #member, (err)) \
+          ?: FS_RUN((fs), (err), (fs)->ops->member((fs), __VA_ARGS__, (err))))
+
+bool b4_fs_can_read_tree(const struct b4_fs *fs)
+{
+        return fs && fs->ops && fs->ops->lstat && fs->ops->list_dir && fs->ops->read_file;
+}
 
 int b4_fs_read_file_flags(struct b4_fs *fs,
                           const char *path,
@@ -63,7 +97,9 @@ int b4_fs_read_file_flags(struct b4_fs *fs,
                           size_t *ret_len,
                           struct b4_error *err)
 {
-        return FS_CALL(fs, read_file, err, path, flags, max_bytes, ret, ret_len);
+        int r = FS_CALL(fs, read_file, err, path, flags, max_bytes, ret, ret_len);
+
+        return r == -EFBIG ? msg_file_too_large(err, path, max_bytes) : r;
 }
 
 int b4_fs_read_file(struct b4_fs *fs,
@@ -98,7 +134,9 @@ int b4_fs_stat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b
 int b4_fs_list_dir_flags(
         struct b4_fs *fs, const char *path, unsigned flags, char ***ret_names, struct b4_error *err)
 {
-        return FS_CALL(fs, list_dir, err, path, flags, ret_names);
+        int r = FS_CALL(fs, list_dir, err, path, flags, ret_names);
+
+        return r == -E2BIG ? msg_too_many_names(err, path) : r;
 }
 
 int b4_fs_list_dir(struct b4_fs *fs, const char *path, char ***ret_names, struct b4_error *err)
@@ -211,7 +249,7 @@ static int walk_child(struct walk_state *w,
         r = walk_push(w, crel, &st);
         b4_stat_clear(&st);
         if (r < 0)
-                return r == -E2BIG ? b4_error_set(err, r, "Workspace entries limit exceeded") : r;
+                return r;
         if (!is_dir || (!*rel && strv_contains(prune, name)))
                 return 0;
         return walk_dir(w, cabs, crel, NULL, err);
@@ -237,19 +275,17 @@ static int walk_dir(struct walk_state *w,
         return 0;
 }
 
-int b4_fs_walk(struct b4_fs *fs,
-               const char *path,
-               size_t max_entries,
-               char *const *prune,
-               struct b4_walk_entry **ret,
-               size_t *ret_n,
-               struct b4_error *err)
+static int walk_raw(struct b4_fs *fs,
+                    const char *path,
+                    size_t max_entries,
+                    char *const *prune,
+                    struct b4_walk_entry **ret,
+                    size_t *ret_n,
+                    struct b4_error *err)
 {
         struct walk_state w = { .fs = fs, .max = max_entries };
         int r;
 
-        if (!fs || !path || path[0] != '/')
-                return b4_error_set(err, -EINVAL, "walk needs an absolute path");
         if (fs->ops->walk)
                 return fs->ops->walk(fs, path, max_entries, prune, ret, ret_n, err);
         r = walk_dir(&w, path, "", prune, err);
@@ -262,16 +298,32 @@ int b4_fs_walk(struct b4_fs *fs,
         return 0;
 }
 
-int b4_fs_read_files(struct b4_fs *fs,
-                     const struct b4_read_req *reqs,
-                     size_t n,
-                     struct b4_blob **ret,
-                     struct b4_error *err)
+int b4_fs_walk(struct b4_fs *fs,
+               const char *path,
+               size_t max_entries,
+               char *const *prune,
+               struct b4_walk_entry **ret,
+               size_t *ret_n,
+               struct b4_error *err)
+{
+        int r;
+
+        if (!fs || !path || path[0] != '/')
+                return b4_error_set(err, -EINVAL, "walk needs an absolute path");
+        r = fs_ready(fs, true, "walk", err);
+        if (r >= 0)
+                r = FS_RUN(fs, err, walk_raw(fs, path, max_entries, prune, ret, ret_n, err));
+        return r == -E2BIG ? msg_entries_limit(err) : r;
+}
+
+static int read_files_raw(struct b4_fs *fs,
+                          const struct b4_read_req *reqs,
+                          size_t n,
+                          struct b4_blob **ret,
+                          struct b4_error *err)
 {
         struct b4_blob *b;
 
-        if (!fs)
-                return -EINVAL;
         if (fs->ops->read_files)
                 return fs->ops->read_files(fs, reqs, n, ret, err);
         b = b4_calloc(n ? n : 1, sizeof(*b));
@@ -291,6 +343,18 @@ int b4_fs_read_files(struct b4_fs *fs,
         return 0;
 }
 
+int b4_fs_read_files(struct b4_fs *fs,
+                     const struct b4_read_req *reqs,
+                     size_t n,
+                     struct b4_blob **ret,
+                     struct b4_error *err)
+{
+        if (!fs)
+                return -EINVAL;
+        return fs_ready(fs, true, "read_files", err)
+                       ?: FS_RUN(fs, err, read_files_raw(fs, reqs, n, ret, err));
+}
+
 /* ---- handles ---- */
 
 int b4_sandbox_init(struct b4_sandbox *sb,
@@ -298,38 +362,49 @@ int b4_sandbox_init(struct b4_sandbox *sb,
                     const struct b4_fs_ops *fs_ops,
                     const char *thread_id)
 {
-        sb->ops = ops;
+        sb->core = b4_calloc(1, sizeof(*sb->core));
         sb->thread_id = b4_strdup(thread_id);
         sb->workspace_root = b4_strdup(B4_WORKSPACE_ROOT);
-        if (!sb->thread_id || !sb->workspace_root) {
+        if (!sb->core || !sb->thread_id || !sb->workspace_root) {
+                free(sb->core);
                 free(sb->thread_id);
                 free(sb->workspace_root);
                 return -ENOMEM;
         }
-        sb->fs = (struct b4_fs){ .ops = fs_ops, .root = sb->workspace_root };
-        atomic_init(&sb->refs, 1);
+        sb->core->ops = ops;
+        atomic_init(&sb->core->refs, 1);
+        sb->fs = (struct b4_fs){ .ops = fs_ops, .root = sb->workspace_root, .sb = sb };
         return 0;
 }
 
 struct b4_sandbox *b4_sandbox_ref(struct b4_sandbox *sb)
 {
         if (sb)
-                atomic_fetch_add(&sb->refs, 1);
+                atomic_fetch_add(&sb->core->refs, 1);
         return sb;
 }
 
 struct b4_sandbox *b4_sandbox_unref(struct b4_sandbox *sb)
 {
+        struct b4_sandbox_core *core;
         char *thread_id, *root;
 
-        if (!sb || atomic_fetch_sub(&sb->refs, 1) != 1)
+        if (!sb || atomic_fetch_sub(&sb->core->refs, 1) != 1)
                 return NULL;
+        core = sb->core;
         thread_id = sb->thread_id;
         root = sb->workspace_root;
-        sb->ops->free(sb); /* may still read thread_id */
+        core->ops->free(sb); /* may still read thread_id */
+        b4_entry_unref(core->entry);
+        free(core);
         free(thread_id);
         free(root);
         return NULL;
+}
+
+struct b4_entry *b4_sandbox_entry(struct b4_sandbox *sb)
+{
+        return sb->core->entry;
 }
 
 struct b4_fs *b4_sandbox_fs(struct b4_sandbox *sb)
@@ -337,17 +412,51 @@ struct b4_fs *b4_sandbox_fs(struct b4_sandbox *sb)
         return &sb->fs;
 }
 
+/* One attempt: whole under the lease, or its start only (exec_start/exec_finish). */
+static int exec_raw(struct attempt *a,
+                    struct b4_sandbox *sb,
+                    const struct b4_exec_req *req,
+                    struct b4_exec_result *ret,
+                    struct b4_error *err)
+{
+        const struct b4_sandbox_ops *ops = sb->core->ops;
+        void *started = NULL;
+        int r;
+
+        if (!ops->exec_start)
+                return ops->exec(sb, req, ret, err);
+        r = ops->exec_start(sb, req, &started, err);
+        attempt_unlease(a);
+        return r < 0 ? r : ops->exec_finish(sb, started, ret, err);
+}
+
 int b4_sandbox_exec(struct b4_sandbox *sb,
                     const struct b4_exec_req *req,
                     struct b4_exec_result *ret,
                     struct b4_error *err)
 {
+        struct attempt a = { .sb = sb, .cancel = req ? req->cancel : NULL };
+        int r;
+
         if (!sb || !req || !req->command)
                 return b4_error_set(err, -EINVAL, "exec needs a command");
         if (b4_cancel_is_set(req->cancel))
                 return b4_error_set(err, -ECANCELED, "command cancelled before it started");
         *ret = (struct b4_exec_result){ 0 };
-        return sb->ops->exec(sb, req, ret, err);
+        do {
+                r = attempt_begin(&a, err);
+                if (r >= 0) {
+                        b4_exec_result_clear(ret);
+                        r = exec_raw(&a, sb, req, ret, err);
+                }
+        } while (attempt_again(&a, &r, err));
+        if ((r == -EAGAIN || r == -ENOTCONN) && (ret->out || ret->errout))
+                r = 0; /* no retry (declined or failed again): the failed result stands */
+        if (r >= 0 && ret->timed_out && msg_append_timeout(ret, ret->timeout_ms) < 0)
+                r = b4_error_set(err, -ENOMEM, "out of memory");
+        if (r < 0)
+                b4_exec_result_clear(ret);
+        return r;
 }
 
 /* ---- readers ---- */
@@ -368,7 +477,8 @@ int b4_reader_init(struct b4_reader *r,
                 free(r->workspace_root);
                 return -ENOMEM;
         }
-        r->fs = (struct b4_fs){ .ops = fs_ops, .root = r->workspace_root };
+        r->fs = (struct b4_fs){ .ops = fs_ops, .root = r->workspace_root, .rd = r };
+        atomic_init(&r->closed, false);
         return 0;
 }
 
@@ -379,7 +489,8 @@ struct b4_fs *b4_reader_fs(struct b4_reader *r)
 
 int b4_reader_close(struct b4_reader *r, struct b4_error *err)
 {
-        return r->ops->close(r, err);
+        atomic_store(&r->closed, true);
+        return r->ops->close ? r->ops->close(r, err) : 0;
 }
 
 struct b4_reader *b4_reader_free(struct b4_reader *r)
@@ -388,7 +499,7 @@ struct b4_reader *b4_reader_free(struct b4_reader *r)
 
         if (!r)
                 return NULL;
-        (void)r->ops->close(r, NULL);
+        (void)b4_reader_close(r, NULL);
         thread_id = r->thread_id;
         root = r->workspace_root;
         r->ops->free(r);
@@ -458,6 +569,36 @@ int b4_preflight_control(
 
 /* ---- provider ---- */
 
+int b4_provider_init(struct b4_provider *p, const struct b4_provider_ops *ops, const char *scope)
+{
+        p->ops = ops;
+        p->scope = b4_strdup(scope);
+        p->lifecycle = p->scope ? lifecycle_new() : NULL;
+        if (!p->lifecycle) {
+                free(p->scope);
+                p->scope = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+void b4_provider_clear(struct b4_provider *p)
+{
+        p->lifecycle = lifecycle_unref(p->lifecycle);
+        free(p->scope);
+        p->scope = NULL;
+}
+
+struct b4_entry *b4_provider_entry(struct b4_provider *p, const char *thread_id)
+{
+        return p && thread_id ? lifecycle_find(p->lifecycle, thread_id) : NULL;
+}
+
+int b4_provider_foreach_state(struct b4_provider *p, b4_entry_state_fn *fn, void *userdata)
+{
+        return lifecycle_foreach_state(p->lifecycle, fn, userdata);
+}
+
 const char *b4_provider_name(const struct b4_provider *p)
 {
         return p->ops->name;
@@ -475,6 +616,8 @@ int b4_provider_acquire(struct b4_provider *p,
                         struct b4_sandbox **ret,
                         struct b4_error *err)
 {
+        struct gate_lease *lease = NULL;
+        struct b4_entry *e = NULL;
         int r;
 
         if (!p || !req || !req->policy)
@@ -484,21 +627,49 @@ int b4_provider_acquire(struct b4_provider *p,
                 return r;
         if (b4_cancel_is_set(req->cancel))
                 return b4_error_set(err, -ECANCELED, "acquire cancelled");
-        return p->ops->acquire(p, req, ret, err);
+        r = lifecycle_enter(p->lifecycle, req->thread_id, GATE_EXCLUSIVE, req->cancel, "acquire",
+                            &e, &lease, err);
+        if (r < 0)
+                return r;
+        r = p->ops->acquire(p, e, req, ret, err);
+        if (r >= 0 && !(*ret)->core->entry)
+                (*ret)->core->entry = entry_ref(e);
+        lifecycle_leave(e, lease);
+        return r;
+}
+
+typedef int end_fn(struct b4_provider *p, struct b4_entry *e, struct b4_error *err);
+
+/* release and destroy: exclusive, then the entry's state is gone whatever the outcome. */
+static int end_thread(struct b4_provider *p,
+                      const char *thread_id,
+                      end_fn *fn,
+                      const char *what,
+                      struct b4_error *err)
+{
+        struct gate_lease *lease = NULL;
+        struct b4_entry *e = NULL;
+        int r = check_thread_id(thread_id, err);
+
+        if (r >= 0)
+                r = lifecycle_enter(p->lifecycle, thread_id, GATE_EXCLUSIVE, NULL, what, &e, &lease,
+                                    err);
+        if (r < 0)
+                return r;
+        r = fn(p, e, err);
+        b4_entry_set_state(e, NULL, NULL);
+        lifecycle_leave(e, lease);
+        return r;
 }
 
 int b4_provider_release(struct b4_provider *p, const char *thread_id, struct b4_error *err)
 {
-        int r = check_thread_id(thread_id, err);
-
-        return r < 0 ? r : p->ops->release(p, thread_id, err);
+        return end_thread(p, thread_id, p->ops->release, "release", err);
 }
 
 int b4_provider_destroy(struct b4_provider *p, const char *thread_id, struct b4_error *err)
 {
-        int r = check_thread_id(thread_id, err);
-
-        return r < 0 ? r : p->ops->destroy(p, thread_id, err);
+        return end_thread(p, thread_id, p->ops->destroy, "destroy", err);
 }
 
 int b4_provider_sweep(struct b4_provider *p, char *const *live_thread_ids, struct b4_error *err)
@@ -556,11 +727,31 @@ int b4_provider_resolve_image(struct b4_provider *p,
         return p->ops->resolve_image(p, reference, ret_identity, err);
 }
 
+int b4_provider_freeze(struct b4_provider *p,
+                       const char *thread_id,
+                       bool frozen,
+                       struct b4_error *err)
+{
+        if (!p || !thread_id || !*thread_id)
+                return b4_error_set(err, -EINVAL, "freeze needs a provider and a thread id");
+        if (!p->ops->freeze)
+                return b4_error_set(err, -EOPNOTSUPP,
+                                    "Sandbox provider \"%s\" cannot freeze a thread for a "
+                                    "consistent read",
+                                    p->ops->name);
+        return p->ops->freeze(p, thread_id, frozen, err);
+}
+
 struct b4_provider *b4_provider_free(struct b4_provider *p)
 {
+        struct b4_lifecycle *lc;
+
         if (!p)
                 return NULL;
+        lc = p->lifecycle;
+        lifecycle_clear(lc);
         p->ops->free(p);
+        lifecycle_unref(lc); /* live handles keep it until they go */
         return NULL;
 }
 

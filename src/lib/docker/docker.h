@@ -21,7 +21,7 @@
 
 #include "b4box/error.h"
 #include "b4box/policy.h"
-#include "b4box/provider.h"
+#include "b4box/provider-impl.h"
 
 struct jv;
 struct http_stream;
@@ -209,49 +209,55 @@ struct docker_fs_target {
         gid_t gid;
 };
 
-int dfs_read_file(struct docker_fs_target *t,
-                  const char *path,
-                  unsigned flags,
-                  uint64_t max_bytes,
-                  char **ret,
-                  size_t *ret_len,
-                  struct b4_error *err);
-int dfs_lstat(struct docker_fs_target *t,
-              const char *path,
-              struct b4_stat *ret,
-              struct b4_error *err);
-int dfs_stat(struct docker_fs_target *t,
-             const char *path,
-             unsigned flags,
-             struct b4_stat *ret,
-             struct b4_error *err);
-int dfs_list_dir(struct docker_fs_target *t,
-                 const char *path,
-                 unsigned flags,
-                 char ***ret,
-                 struct b4_error *err);
-int dfs_realpath(struct docker_fs_target *t, const char *path, char **ret, struct b4_error *err);
-int dfs_walk(struct docker_fs_target *t,
-             const char *path,
-             size_t max_entries,
-             char *const *prune,
-             struct b4_walk_entry **ret,
-             size_t *ret_n,
-             struct b4_error *err);
-int dfs_read_files(struct docker_fs_target *t,
-                   const struct b4_read_req *reqs,
-                   size_t n,
-                   struct b4_blob **ret,
-                   struct b4_error *err);
-int dfs_write_file(struct docker_fs_target *t,
+int docker_fs_read_file(struct docker_fs_target *t,
+                        const char *path,
+                        unsigned flags,
+                        uint64_t max_bytes,
+                        char **ret,
+                        size_t *ret_len,
+                        struct b4_error *err);
+int docker_fs_lstat(struct docker_fs_target *t,
+                    const char *path,
+                    struct b4_stat *ret,
+                    struct b4_error *err);
+int docker_fs_stat(struct docker_fs_target *t,
                    const char *path,
                    unsigned flags,
-                   const void *data,
-                   size_t len,
+                   struct b4_stat *ret,
                    struct b4_error *err);
-int dfs_mkdir_p(struct docker_fs_target *t, const char *path, struct b4_error *err);
-int dfs_remove(struct docker_fs_target *t, const char *path, struct b4_error *err);
-int dfs_touch(struct docker_fs_target *t, const char *path, unsigned flags, struct b4_error *err);
+int docker_fs_list_dir(struct docker_fs_target *t,
+                       const char *path,
+                       unsigned flags,
+                       char ***ret,
+                       struct b4_error *err);
+int docker_fs_realpath(struct docker_fs_target *t,
+                       const char *path,
+                       char **ret,
+                       struct b4_error *err);
+int docker_fs_walk(struct docker_fs_target *t,
+                   const char *path,
+                   size_t max_entries,
+                   char *const *prune,
+                   struct b4_walk_entry **ret,
+                   size_t *ret_n,
+                   struct b4_error *err);
+int docker_fs_read_files(struct docker_fs_target *t,
+                         const struct b4_read_req *reqs,
+                         size_t n,
+                         struct b4_blob **ret,
+                         struct b4_error *err);
+int docker_fs_write_file(struct docker_fs_target *t,
+                         const char *path,
+                         unsigned flags,
+                         const void *data,
+                         size_t len,
+                         struct b4_error *err);
+int docker_fs_mkdir_p(struct docker_fs_target *t, const char *path, struct b4_error *err);
+int docker_fs_remove(struct docker_fs_target *t, const char *path, struct b4_error *err);
+int docker_fs_touch(struct docker_fs_target *t,
+                    const char *path,
+                    unsigned flags,
+                    struct b4_error *err);
 
 /* ---- identity.c ------------------------------------------------------------------------- */
 

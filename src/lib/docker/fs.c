@@ -275,10 +275,10 @@ static int lstat_raw(struct docker_fs_target *t,
         return 0;
 }
 
-int dfs_lstat(struct docker_fs_target *t,
-              const char *path,
-              struct b4_stat *ret,
-              struct b4_error *err)
+int docker_fs_lstat(struct docker_fs_target *t,
+                    const char *path,
+                    struct b4_stat *ret,
+                    struct b4_error *err)
 {
         struct b4_stat st = { 0 };
         int r;
@@ -297,11 +297,11 @@ int dfs_lstat(struct docker_fs_target *t,
         return 0;
 }
 
-int dfs_stat(struct docker_fs_target *t,
-             const char *path,
-             unsigned flags,
-             struct b4_stat *ret,
-             struct b4_error *err)
+int docker_fs_stat(struct docker_fs_target *t,
+                   const char *path,
+                   unsigned flags,
+                   struct b4_stat *ret,
+                   struct b4_error *err)
 {
         cleanup_free char *cur = NULL;
         int r;
@@ -497,13 +497,13 @@ static int read_exec(struct docker_fs_target *t,
         return r;
 }
 
-int dfs_read_file(struct docker_fs_target *t,
-                  const char *path,
-                  unsigned flags,
-                  uint64_t max,
-                  char **ret,
-                  size_t *ret_len,
-                  struct b4_error *err)
+int docker_fs_read_file(struct docker_fs_target *t,
+                        const char *path,
+                        unsigned flags,
+                        uint64_t max,
+                        char **ret,
+                        size_t *ret_len,
+                        struct b4_error *err)
 {
         cleanup_free char *cur = NULL;
         struct b4_blob b = { 0 };
@@ -515,8 +515,7 @@ int dfs_read_file(struct docker_fs_target *t,
         if (r >= 0)
                 r = b.error;
         if (r == -EFBIG)
-                return b4_error_set(err, r, "readFile %s: content exceeds maxBytes (%llu).", path,
-                                    (unsigned long long)max);
+                return r; /* core words it */
         if (r < 0)
                 return op_error(err, r, "readFile", path);
         *ret = b.data;
@@ -644,20 +643,20 @@ static int walk_archive(struct archive *a, const char *prefix, struct walk *w, s
                         return b4_error_set(err, -ENOMEM, "out of memory");
                 r = walk_add(w, rel, e);
                 if (r == -E2BIG)
-                        return b4_error_set(err, r, "Workspace entries limit exceeded");
+                        return r; /* core words it */
                 if (r < 0)
                         return b4_error_set(err, r, "out of memory");
                 walk_fix_hardlink(w, prefix, e);
         }
 }
 
-int dfs_walk(struct docker_fs_target *t,
-             const char *path,
-             size_t max_entries,
-             char *const *prune,
-             struct b4_walk_entry **ret,
-             size_t *ret_n,
-             struct b4_error *err)
+int docker_fs_walk(struct docker_fs_target *t,
+                   const char *path,
+                   size_t max_entries,
+                   char *const *prune,
+                   struct b4_walk_entry **ret,
+                   size_t *ret_n,
+                   struct b4_error *err)
 {
         cleanup_(http_stream_freep) struct http_stream *s = NULL;
         cleanup_free char *prefix = NULL;
@@ -826,12 +825,12 @@ static int prepare_write(struct docker_fs_target *t,
  * temp + rename as native), keeping an existing file's mode. dockerd writes as root, so the
  * user first creates that name itself: the PUT only fills a file the user could create.
  */
-int dfs_write_file(struct docker_fs_target *t,
-                   const char *path,
-                   unsigned flags,
-                   const void *data,
-                   size_t len,
-                   struct b4_error *err)
+int docker_fs_write_file(struct docker_fs_target *t,
+                         const char *path,
+                         unsigned flags,
+                         const void *data,
+                         size_t len,
+                         struct b4_error *err)
 {
         cleanup_free char *dir = NULL, *tmp_path = NULL, *lexical = NULL, *confined = NULL;
         char tmp_leaf[32];
@@ -866,7 +865,7 @@ int dfs_write_file(struct docker_fs_target *t,
         return r < 0 ? op_error(err, r, "writeFile", path) : 0;
 }
 
-int dfs_mkdir_p(struct docker_fs_target *t, const char *path, struct b4_error *err)
+int docker_fs_mkdir_p(struct docker_fs_target *t, const char *path, struct b4_error *err)
 {
         int r = user_step(t, "mkdir -p -- \"$1\"", (char *[]){ (char *)path, NULL }, NULL, err);
 
@@ -941,7 +940,10 @@ static int resolve(struct docker_fs_target *t,
 
 /* Fails closed: the reference returns the input unchanged, which let an unresolvable path
  * pass the jail as if it were canonical (audit H2). */
-int dfs_realpath(struct docker_fs_target *t, const char *path, char **ret, struct b4_error *err)
+int docker_fs_realpath(struct docker_fs_target *t,
+                       const char *path,
+                       char **ret,
+                       struct b4_error *err)
 {
         int links = 0;
         int r = resolve(t, path, ret, &links, err);
@@ -1088,11 +1090,11 @@ static int fs_exec(struct docker_fs_target *t,
         return fs_exec_capped(t, script, args, FS_OUTPUT_CAP, ret, err);
 }
 
-int dfs_list_dir(struct docker_fs_target *t,
-                 const char *path,
-                 unsigned flags,
-                 char ***ret,
-                 struct b4_error *err)
+int docker_fs_list_dir(struct docker_fs_target *t,
+                       const char *path,
+                       unsigned flags,
+                       char ***ret,
+                       struct b4_error *err)
 {
         static const char script[] = CONFINED_FN
                 "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 2; [ -d \"$1\" ] || exit 20; "
@@ -1126,8 +1128,7 @@ int dfs_list_dir(struct docker_fs_target *t,
                         r = -ENOMEM;
         b4_exec_result_clear(&x);
         if (r == -E2BIG)
-                return b4_error_set(err, r, "listDir %s: more than %d entries", path,
-                                    B4_LIST_MAX_ENTRIES);
+                return r; /* core words it */
         if (r < 0)
                 return r == -EIO ? r : op_error(err, r, "listDir", path);
         if (!names && !(names = b4_calloc(1, sizeof(char *))))
@@ -1163,7 +1164,7 @@ static int simple_exec(struct docker_fs_target *t,
         return r;
 }
 
-int dfs_remove(struct docker_fs_target *t, const char *path, struct b4_error *err)
+int docker_fs_remove(struct docker_fs_target *t, const char *path, struct b4_error *err)
 {
         return simple_exec(t, "removeFile",
                            "if [ -d \"$1\" ] && [ ! -L \"$1\" ]; then rmdir -- \"$1\" 2>/dev/null "
@@ -1171,7 +1172,10 @@ int dfs_remove(struct docker_fs_target *t, const char *path, struct b4_error *er
                            path, err);
 }
 
-int dfs_touch(struct docker_fs_target *t, const char *path, unsigned flags, struct b4_error *err)
+int docker_fs_touch(struct docker_fs_target *t,
+                    const char *path,
+                    unsigned flags,
+                    struct b4_error *err)
 {
         cleanup_free char *use = NULL;
         int r = confine(t, path, flags, &use, err);
@@ -1478,11 +1482,11 @@ static int exec_batch(struct docker_fs_target *t,
         return r == -ENOMEM ? b4_error_set(err, r, "out of memory") : r;
 }
 
-int dfs_read_files(struct docker_fs_target *t,
-                   const struct b4_read_req *reqs,
-                   size_t n,
-                   struct b4_blob **ret,
-                   struct b4_error *err)
+int docker_fs_read_files(struct docker_fs_target *t,
+                         const struct b4_read_req *reqs,
+                         size_t n,
+                         struct b4_blob **ret,
+                         struct b4_error *err)
 {
         struct b4_blob *out = b4_calloc(n ? n : 1, sizeof(*out));
         cleanup_free bool *pending = b4_calloc(n ? n : 1, sizeof(*pending));

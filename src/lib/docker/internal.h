@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* The provider objects shared by provider.c (lifecycle) and sandbox.c (handles). */
+/* The provider objects shared by provider.c (acquire, release, destroy), container.c and
+ * sandbox.c (handles). */
 
 #include <pthread.h>
 
 #include "b4box/policy.h"
-#include "b4box/provider.h"
+#include "b4box/provider-impl.h"
 
 struct docker_client;
-struct gate;
 
-/* What this provider instance created for a thread (reference §3.4 step 6). */
-struct dk_state {
+/* What this provider instance created for a thread (reference §3.4 step 6): the state of
+ * the thread's lifecycle entry. */
+struct docker_state {
         char *thread_id; /* owned */
         char id[41];     /* resource id */
         char name[64];   /* b4-sbx-<id> */
@@ -20,36 +21,35 @@ struct dk_state {
         struct b4_policy policy;
         char *launch_json; /* owned; compact launch config */
         char identity[65];
-        unsigned generation; /* bumped by every PID recovery */
-        unsigned refs;       /* the list's and every recovery token's; under core->lock */
-        struct dk_state *next;
 };
 
-struct dk_core {
-        pthread_mutex_t lock;
-        struct gate *gate;
+struct docker_core {
+        pthread_mutex_t lock; /* refs */
         struct docker_client *d;
         char *scope;
         char *image;       /* default image, or NULL */
         char **images;     /* allowlist: exact references or fnmatch patterns */
         char *seccomp_opt; /* "seccomp=<json>": every container's profile (seccomp.c) */
         char seccomp_digest[65];
-        struct dk_state *states;
         unsigned refs; /* the provider and every handle */
 };
 
-struct dk_provider {
+struct docker_provider {
         struct b4_provider base;
-        struct dk_core *core;
+        struct docker_core *core;
 };
 
-void dk_core_unref(struct dk_core *c);
-/* Drop a reference on @s (under core->lock when the state is shared). */
-void dk_state_unref(struct dk_state *s);
-void dk_state_forget(struct dk_core *c, const char *thread_id);
-int dk_remove_container(struct dk_core *c, const char *name, struct b4_error *err);
+/* container.c */
+void docker_core_unref(struct docker_core *c);
+int docker_remove_container(struct docker_core *c, const char *name, struct b4_error *err);
+int docker_start_container(struct docker_core *c, const char *name, struct b4_error *err);
+/* Create the labelled volume when absent; chown it once when running non-root. Errors
+ * carry B4_E2001. */
+int docker_ensure_volume(struct docker_core *c, const struct docker_state *s, struct b4_error *err);
 /* Create and start the keeper of @s (no reuse). Errors carry B4_E2001. */
-int dk_create_keeper(struct dk_core *c, const struct dk_state *s, struct b4_error *err);
+int docker_create_keeper(struct docker_core *c, const struct docker_state *s, struct b4_error *err);
 
-/* A new handle on @st's keeper (under core->lock). Return: 0 or -ENOMEM. */
-int dk_sandbox_new(struct dk_core *c, struct dk_state *st, struct b4_sandbox **ret);
+/* sandbox.c: a new handle on @st's keeper. Return: 0 or -ENOMEM. */
+int docker_sandbox_new(struct docker_core *c,
+                       const struct docker_state *st,
+                       struct b4_sandbox **ret);

@@ -2,13 +2,14 @@
 /*
  * The Docker provider (reference §3) over the Engine API.
  *
- *   provider ─ core (lock, gate, API client, lifecycle states; refcounted) ─ state per thread
- *   handle   ─ holds a core reference; its fs/exec talk to the keeper b4-sbx-<id>
+ *   provider ─ core (API client, image policy; refcounted, container.c) ─ state per thread
+ *   handle   ─ holds a core reference; its fs/exec talk to the keeper b4-sbx-<id> (sandbox.c)
  *
- * acquire/release/destroy and PID recovery are exclusive on the thread's lifecycle gate,
- * every handle operation is shared (reference §3.5). The per-thread state {launch config,
- * identity, image, generation} exists only for keepers this provider instance created, so a
- * fresh provider never adopts a keeper it finds (it replaces it; the volume is kept).
+ * Core runs the lifecycle (reference §3.5): acquire/release/destroy and PID recovery
+ * exclusive, every handle operation shared. The per-thread state {launch config, identity,
+ * image} is the thread's lifecycle entry state and exists only for keepers this provider
+ * instance created, so a fresh provider never adopts a keeper it finds (it replaces it; the
+ * volume is kept).
  */
 
 #include <errno.h>
@@ -22,7 +23,6 @@
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strv.h"
-#include "core/gate.h"
 #include "core/launch.h"
 #include "docker/docker.h"
 #include "docker/internal.h"
@@ -33,9 +33,11 @@ static const struct b4_provider_ops docker_provider_ops;
 
 /* ---- core and lifecycle states ---- */
 
-void dk_state_unref(struct dk_state *s)
+static void state_free(void *state)
 {
-        if (!s || --s->refs > 0)
+        struct docker_state *s = state;
+
+        if (!s)
                 return;
         free(s->thread_id);
         free(s->image);
@@ -44,222 +46,23 @@ void dk_state_unref(struct dk_state *s)
         free(s);
 }
 
-void dk_core_unref(struct dk_core *c)
-{
-        bool last;
-
-        (void)pthread_mutex_lock(&c->lock);
-        last = --c->refs == 0;
-        (void)pthread_mutex_unlock(&c->lock);
-        if (!last)
-                return;
-        while (c->states) {
-                struct dk_state *s = c->states;
-                c->states = s->next;
-                dk_state_unref(s);
-        }
-        gate_free(c->gate);
-        docker_client_free(c->d);
-        free(c->scope);
-        free(c->image);
-        strv_free(c->images);
-        free(c->seccomp_opt);
-        (void)pthread_mutex_destroy(&c->lock);
-        free(c);
-}
-
-static struct dk_state *state_find(struct dk_core *c, const char *thread_id)
-{
-        for (struct dk_state *s = c->states; s; s = s->next)
-                if (strcmp(s->thread_id, thread_id) == 0)
-                        return s;
-        return NULL;
-}
-
-/* Unlink @thread_id's state (under the lock). */
-static void state_forget_locked(struct dk_core *c, const char *thread_id)
-{
-        for (struct dk_state **pp = &c->states; *pp; pp = &(*pp)->next)
-                if (strcmp((*pp)->thread_id, thread_id) == 0) {
-                        struct dk_state *s = *pp;
-                        *pp = s->next;
-                        s->next = NULL;
-                        dk_state_unref(s);
-                        return;
-                }
-}
-
-void dk_state_forget(struct dk_core *c, const char *thread_id)
-{
-        (void)pthread_mutex_lock(&c->lock);
-        state_forget_locked(c, thread_id);
-        (void)pthread_mutex_unlock(&c->lock);
-}
-
-/* ---- docker helpers ---- */
-
-int dk_remove_container(struct dk_core *c, const char *name, struct b4_error *err)
-{
-        cleanup_free char *path = NULL;
-        int r;
-
-        if (b4_asprintf(&path, "/containers/%s?force=1", name) < 0)
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        r = docker_call(c->d, "DELETE", path, NULL, NULL, err);
-        return r == -ENOENT ? 0 : r;
-}
-
-static int start_container(struct dk_core *c, const char *name, struct b4_error *err)
-{
-        cleanup_free char *path = NULL;
-
-        if (b4_asprintf(&path, "/containers/%s/start", name) < 0)
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        return docker_call(c->d, "POST", path, NULL, NULL, err);
-}
-
-static int create_container(struct dk_core *c,
-                            const char *name,
-                            const struct jv *body,
-                            struct b4_error *err)
-{
-        cleanup_free char *path = NULL;
-
-        if (b4_asprintf(&path, "/containers/create?name=%s", name) < 0)
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        return docker_call(c->d, "POST", path, body, NULL, err);
-}
-
-static int labels_json(const char *key, const char *value, struct jv **ret)
-{
-        struct jv *o = jv_object_new();
-
-        if (!o || jv_object_set_new(o, key, jv_string_new(value)) < 0) {
-                jv_unref(o);
-                return -ENOMEM;
-        }
-        *ret = o;
-        return 0;
-}
-
-/* One-time ownership init of a new volume (reference §3.4 step 4), as root, then removed. */
-static int init_volume(struct dk_core *c,
-                       const char *id,
-                       const char *image,
-                       const struct b4_policy *p,
-                       struct b4_error *err)
-{
-        cleanup_(jv_unrefp) struct jv *body = NULL;
-        cleanup_(jv_unrefp) struct jv *resp = NULL;
-        cleanup_free char *json = NULL, *img = NULL, *name = NULL, *path = NULL, *sc = NULL;
-        int status, r;
-
-        if (jv_quote(image, &img) < 0 || jv_quote(c->seccomp_opt, &sc) < 0 ||
-            b4_asprintf(&name, "b4-sbx-init-%s", id) < 0 ||
-            b4_asprintf(&json,
-                        "{\"Image\":%s,\"User\":\"0:0\",\"Entrypoint\":[\"sh\"],"
-                        "\"Cmd\":[\"-c\",\"mkdir -p /workspace && chown %u:%u /workspace\"],"
-                        "\"Labels\":{\"b4.sandbox.init\":\"%s\"},"
-                        "\"HostConfig\":{\"Binds\":[\"b4-sbx-vol-%s:/workspace\"],"
-                        "\"NetworkMode\":\"none\",\"SecurityOpt\":[%s]}}",
-                        img, p->security.uid, p->security.gid, id, id, sc) < 0 ||
-            jv_parse(json, strlen(json), &body, NULL) < 0)
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        (void)dk_remove_container(c, name, NULL);
-        r = create_container(c, name, body, err);
-        if (r >= 0)
-                r = start_container(c, name, err);
-        if (r >= 0 && b4_asprintf(&path, "/containers/%s/wait", name) < 0)
-                r = b4_error_set(err, -ENOMEM, "out of memory");
-        if (r >= 0)
-                r = docker_call(c->d, "POST", path, NULL, &resp, err);
-        status = r >= 0 ? (int)jv_integer(jv_object_get(resp, "StatusCode")) : -1;
-        if (r >= 0 && status != 0)
-                r = b4_error_set(err, -EIO, "the ownership init exited %d", status);
-        (void)dk_remove_container(c, name, NULL);
-        return r;
-}
-
-/* Create the labelled volume when absent; chown it once when running non-root. */
-static int ensure_volume(struct dk_core *c, const struct dk_state *s, struct b4_error *err)
-{
-        cleanup_(jv_unrefp) struct jv *body = jv_object_new();
-        cleanup_(jv_unrefp) struct jv *labels = NULL;
-        cleanup_free char *path = NULL, *vol = NULL;
-        struct b4_error e = { 0 };
-        int r;
-
-        if (!body || b4_asprintf(&vol, "b4-sbx-vol-%s", s->id) < 0 ||
-            b4_asprintf(&path, "/volumes/%s", vol) < 0)
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        r = docker_call(c->d, "GET", path, NULL, NULL, &e);
-        if (r == -ENOENT) {
-                if (labels_json("b4.sandbox", s->id, &labels) < 0 ||
-                    jv_object_set_new(labels, "b4.sandbox.scope", jv_string_new(c->scope)) < 0 ||
-                    jv_object_set_new(body, "Name", jv_string_new(vol)) < 0 ||
-                    jv_object_set_new(body, "Labels", TAKE_PTR(labels)) < 0)
-                        return b4_error_set(err, -ENOMEM, "out of memory");
-                r = docker_call(c->d, "POST", "/volumes/create", body, NULL, &e);
-                if (r >= 0 && s->policy.security.run_as_non_root) {
-                        r = init_volume(c, s->id, s->image, &s->policy, &e);
-                        if (r < 0)
-                                return b4_error_set_code(
-                                        err, r, B4_CODE_SANDBOX_UNAVAILABLE,
-                                        "Sandbox unavailable: could not initialize workspace "
-                                        "ownership for thread \"%s\": %s. Run `b4box check`.",
-                                        s->thread_id, e.msg);
-                }
-        }
-        if (r < 0)
-                return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
-                                         "Sandbox unavailable: docker volume %s for thread \"%s\" "
-                                         "failed: %s. Run `b4box check`.",
-                                         vol, s->thread_id, e.msg);
-        return 0;
-}
-
-int dk_create_keeper(struct dk_core *c, const struct dk_state *s, struct b4_error *err)
-{
-        cleanup_(jv_unrefp) struct jv *body = NULL;
-        struct b4_error e = { 0 };
-        int r;
-
-        r = docker_keeper_body(s->image, &s->policy, s->id, s->identity,
-                               &(struct docker_seccomp){ c->seccomp_opt, c->seccomp_digest },
-                               &body);
-        if (r < 0)
-                return b4_error_set(err, r, "out of memory");
-        r = create_container(c, s->name, body, &e);
-        if (r >= 0)
-                r = start_container(c, s->name, &e);
-        if (r < 0) {
-                (void)dk_remove_container(c, s->name, NULL);
-                return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
-                                         "Sandbox unavailable: docker run failed for thread "
-                                         "\"%s\": %s. Run `b4box check`.",
-                                         s->thread_id, e.msg);
-        }
-        return 0;
-}
-
 /* ---- acquire ---- */
 
 static int state_new(const struct b4_acquire_req *req,
                      const char *scope,
                      const char *image,
-                     struct dk_state **ret,
+                     struct docker_state **ret,
                      struct b4_error *err)
 {
-        struct dk_state *s = b4_calloc(1, sizeof(*s));
+        struct docker_state *s = b4_calloc(1, sizeof(*s));
         int r;
 
         if (!s)
                 return b4_error_set(err, -ENOMEM, "out of memory");
-        s->refs = 1;
         b4_policy_init(&s->policy);
         r = b4_resource_id(scope, req->thread_id, s->id);
         if (r < 0) {
-                dk_state_unref(s);
+                state_free(s);
                 return b4_error_set(err, r, "invalid thread id or scope");
         }
         (void)snprintf(s->name, sizeof(s->name), "b4-sbx-%s", s->id);
@@ -271,7 +74,7 @@ static int state_new(const struct b4_acquire_req *req,
         if (r >= 0)
                 r = launch_identity(s->image, &s->policy, s->identity);
         if (r < 0) {
-                dk_state_unref(s);
+                state_free(s);
                 return b4_error_set(err, r, "out of memory");
         }
         *ret = s;
@@ -284,7 +87,7 @@ struct keeper_info {
         char *identity;    /* the label */
 };
 
-static int inspect_keeper(struct dk_core *c,
+static int inspect_keeper(struct docker_core *c,
                           const char *name,
                           struct keeper_info *ret,
                           struct b4_error *err)
@@ -316,8 +119,8 @@ static int inspect_keeper(struct dk_core *c,
 
 /* Steps 2-3: reuse (only a keeper this instance made, same identity and seccomp profile),
  * start, or replace. */
-static int reuse_or_replace(struct dk_core *c,
-                            const struct dk_state *s,
+static int reuse_or_replace(struct docker_core *c,
+                            const struct docker_state *s,
                             bool had_state,
                             bool *ret_ready,
                             struct b4_error *err)
@@ -335,7 +138,7 @@ static int reuse_or_replace(struct dk_core *c,
                 return 0;
         if (had_state && k.same_seccomp && k.identity && strcmp(k.identity, s->identity) == 0) {
                 free(k.identity);
-                r = k.running ? 0 : start_container(c, s->name, &e);
+                r = k.running ? 0 : docker_start_container(c, s->name, &e);
                 if (r < 0)
                         return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
                                                  "Sandbox unavailable: could not start keeper for "
@@ -345,7 +148,7 @@ static int reuse_or_replace(struct dk_core *c,
                 return 0;
         }
         free(k.identity);
-        r = dk_remove_container(c, s->name, &e);
+        r = docker_remove_container(c, s->name, &e);
         if (r < 0)
                 return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
                                          "Sandbox unavailable: could not replace stale keeper for "
@@ -354,29 +157,28 @@ static int reuse_or_replace(struct dk_core *c,
         return 0;
 }
 
-/* Under the exclusive lease: make the keeper live and record its state. */
-static int acquire_locked(struct dk_core *c,
+static struct docker_core *core_of(struct b4_provider *p)
+{
+        return container_of(p, struct docker_provider, base)->core;
+}
+
+/* Under the exclusive lease: make the keeper live and record its state in @e. */
+static int acquire_locked(struct docker_core *c,
+                          struct b4_entry *e,
                           const struct b4_acquire_req *req,
                           const char *image,
                           struct b4_error *err)
 {
-        struct dk_state *want = NULL, *have;
+        const struct docker_state *have = b4_entry_state(e);
+        struct docker_state *want = NULL;
         bool ready = false;
         int r;
 
         r = state_new(req, c->scope, image, &want, err);
         if (r < 0)
                 return r;
-        (void)pthread_mutex_lock(&c->lock);
-        have = state_find(c, req->thread_id);
-        if (have)
-                have->refs++;
-        (void)pthread_mutex_unlock(&c->lock);
         if (have && strcmp(have->launch_json, want->launch_json) != 0) {
-                dk_state_unref(want);
-                (void)pthread_mutex_lock(&c->lock);
-                dk_state_unref(have);
-                (void)pthread_mutex_unlock(&c->lock);
+                state_free(want);
                 return b4_error_set_code(err, -EEXIST, B4_CODE_SANDBOX_UNAVAILABLE,
                                          "Sandbox unavailable: thread \"%s\" already has a "
                                          "different keeper configuration. Release the thread "
@@ -385,95 +187,69 @@ static int acquire_locked(struct dk_core *c,
         }
         r = reuse_or_replace(c, want, have != NULL, &ready, err);
         if (r >= 0 && !ready)
-                r = ensure_volume(c, want, err);
+                r = docker_ensure_volume(c, want, err);
         if (r >= 0 && !ready)
-                r = dk_create_keeper(c, want, err);
-        (void)pthread_mutex_lock(&c->lock);
-        if (have)
-                dk_state_unref(have);
-        if (r >= 0 && (!have || !ready)) {
-                state_forget_locked(c, req->thread_id);
-                want->next = c->states;
-                c->states = want;
-                want = NULL;
-        }
-        (void)pthread_mutex_unlock(&c->lock);
-        dk_state_unref(want);
+                r = docker_create_keeper(c, want, err);
+        if (r >= 0 && (!have || !ready))
+                b4_entry_set_state(e, TAKE_PTR(want), state_free);
+        state_free(want);
         return r < 0 ? r : 0;
 }
 
-static struct dk_core *core_of(struct b4_provider *p)
+static int acquire(struct b4_provider *p,
+                   struct b4_entry *e,
+                   const struct b4_acquire_req *req,
+                   struct b4_sandbox **ret,
+                   struct b4_error *err)
 {
-        return container_of(p, struct dk_provider, base)->core;
-}
-
-static int dk_acquire(struct b4_provider *p,
-                      const struct b4_acquire_req *req,
-                      struct b4_sandbox **ret,
-                      struct b4_error *err)
-{
-        struct dk_core *c = core_of(p);
-        cleanup_(gate_leavep) struct gate_lease *lease = NULL;
+        struct docker_core *c = core_of(p);
         const char *image = req->image ? req->image : c->image;
-        struct dk_state *st = NULL;
         int r;
 
-        if (!req->policy)
-                return b4_error_set(err, -EINVAL, "acquire needs a policy");
         if (!image)
                 return b4_error_set_code(err, -EINVAL, B4_CODE_SANDBOX_UNAVAILABLE,
                                          "Sandbox unavailable: this Docker provider has no default "
                                          "image. Configure sandbox.thread so each thread names "
                                          "one.");
-        r = gate_enter(c->gate, req->thread_id, GATE_EXCLUSIVE, req->cancel, &lease);
-        if (r < 0)
-                return b4_error_set(err, r, "acquire of thread \"%s\" %s", req->thread_id,
-                                    r == -ECANCELED ? "cancelled" : "failed");
-        r = acquire_locked(c, req, image, err);
+        r = acquire_locked(c, e, req, image, err);
         if (r < 0)
                 return r;
-        (void)pthread_mutex_lock(&c->lock);
-        st = state_find(c, req->thread_id);
-        r = st ? dk_sandbox_new(c, st, ret) : -ENOENT;
-        (void)pthread_mutex_unlock(&c->lock);
+        r = docker_sandbox_new(c, b4_entry_state(e), ret);
         return r < 0 ? b4_error_set(err, r, "acquire of thread \"%s\" failed", req->thread_id) : 0;
 }
 
 /* ---- release, destroy ---- */
 
-static int forget_and_remove(struct dk_core *c, const char *thread_id, bool volume)
+/* Core drops the state; the reference ignores removal errors here (§3.4). */
+static int remove_thread(struct docker_core *c, const char *thread_id, bool volume)
 {
-        cleanup_(gate_leavep) struct gate_lease *lease = NULL;
         cleanup_free char *path = NULL;
         char id[41], name[64];
 
-        if (gate_enter(c->gate, thread_id, GATE_EXCLUSIVE, NULL, &lease) < 0)
-                return 0;
-        dk_state_forget(c, thread_id);
         if (b4_resource_id(c->scope, thread_id, id) < 0)
                 return 0;
         (void)snprintf(name, sizeof(name), "b4-sbx-%s", id);
-        (void)dk_remove_container(c, name, NULL);
+        (void)docker_remove_container(c, name, NULL);
         if (volume && b4_asprintf(&path, "/volumes/b4-sbx-vol-%s", id) >= 0)
                 (void)docker_call(c->d, "DELETE", path, NULL, NULL, NULL);
         return 0;
 }
 
-static int dk_release(struct b4_provider *p, const char *thread_id, struct b4_error *err)
+static int release(struct b4_provider *p, struct b4_entry *e, struct b4_error *err)
 {
-        return forget_and_remove(core_of(p), thread_id, false);
+        return remove_thread(core_of(p), b4_entry_thread_id(e), false);
 }
 
-static int dk_destroy(struct b4_provider *p, const char *thread_id, struct b4_error *err)
+static int destroy(struct b4_provider *p, struct b4_entry *e, struct b4_error *err)
 {
-        return forget_and_remove(core_of(p), thread_id, true);
+        return remove_thread(core_of(p), b4_entry_thread_id(e), true);
 }
 
 /* ---- preflight ---- */
 
-static int dk_preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_error *err)
+static int preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_error *err)
 {
-        struct dk_core *c = core_of(p);
+        struct docker_core *c = core_of(p);
         cleanup_free char *ver = NULL;
         struct b4_error e = { 0 };
         int r;
@@ -513,12 +289,12 @@ static int dk_preflight(struct b4_provider *p, struct b4_preflight *ret, struct 
 
 /* ---- readers and images ---- */
 
-static int dk_open_reader(struct b4_provider *p,
-                          const struct b4_reader_req *req,
-                          struct b4_reader **ret,
-                          struct b4_error *err)
+static int open_reader(struct b4_provider *p,
+                       const struct b4_reader_req *req,
+                       struct b4_reader **ret,
+                       struct b4_error *err)
 {
-        struct dk_core *c = core_of(p);
+        struct docker_core *c = core_of(p);
         char id[41], vol[64];
         struct docker_reader_spec s;
 
@@ -545,7 +321,7 @@ static int dk_open_reader(struct b4_provider *p,
         return docker_reader_open(&s, ret, err);
 }
 
-static bool image_allowed(const struct dk_core *c, const char *ref)
+static bool image_allowed(const struct docker_core *c, const char *ref)
 {
         if (c->image && strcmp(c->image, ref) == 0)
                 return true;
@@ -555,12 +331,12 @@ static bool image_allowed(const struct dk_core *c, const char *ref)
         return false;
 }
 
-static int dk_resolve_image(struct b4_provider *p,
-                            const char *ref,
-                            char **ret_identity,
-                            struct b4_error *err)
+static int resolve_image(struct b4_provider *p,
+                         const char *ref,
+                         char **ret_identity,
+                         struct b4_error *err)
 {
-        struct dk_core *c = core_of(p);
+        struct docker_core *c = core_of(p);
         cleanup_(jv_unrefp) struct jv *v = NULL;
         cleanup_free char *enc = NULL, *path = NULL;
         regex_t re;
@@ -590,24 +366,24 @@ static int dk_resolve_image(struct b4_provider *p,
         return *ret_identity ? 0 : b4_error_set(err, -ENOMEM, "out of memory");
 }
 
-static void dk_free(struct b4_provider *p)
+static void provider_free(struct b4_provider *p)
 {
-        struct dk_provider *dp = container_of(p, struct dk_provider, base);
+        struct docker_provider *dp = container_of(p, struct docker_provider, base);
 
         free(p->scope);
-        dk_core_unref(dp->core);
+        docker_core_unref(dp->core);
         free(dp);
 }
 
 static const struct b4_provider_ops docker_provider_ops = {
         .name = "docker",
-        .acquire = dk_acquire,
-        .release = dk_release,
-        .destroy = dk_destroy,
-        .preflight = dk_preflight,
-        .open_reader = dk_open_reader,
-        .resolve_image = dk_resolve_image,
-        .free = dk_free,
+        .acquire = acquire,
+        .release = release,
+        .destroy = destroy,
+        .preflight = preflight,
+        .open_reader = open_reader,
+        .resolve_image = resolve_image,
+        .free = provider_free,
 };
 
 /* ---- construction ---- */
@@ -631,9 +407,9 @@ static int check_config(const struct b4_provider_config *cfg, struct b4_error *e
         return 0;
 }
 
-static struct dk_core *core_new(const struct b4_provider_config *cfg, struct b4_error *err)
+static struct docker_core *core_new(const struct b4_provider_config *cfg, struct b4_error *err)
 {
-        struct dk_core *c = b4_calloc(1, sizeof(*c));
+        struct docker_core *c = b4_calloc(1, sizeof(*c));
         int r;
 
         if (!c) {
@@ -642,24 +418,23 @@ static struct dk_core *core_new(const struct b4_provider_config *cfg, struct b4_
         }
         c->refs = 1;
         (void)pthread_mutex_init(&c->lock, NULL);
-        c->gate = gate_new();
         c->scope = b4_strdup(cfg->scope);
         c->image = cfg->image ? b4_strdup(cfg->image) : NULL;
         c->images = cfg->images ? strv_copy(cfg->images) : NULL;
-        if (!c->gate || !c->scope || (cfg->image && !c->image) || (cfg->images && !c->images)) {
+        if (!c->scope || (cfg->image && !c->image) || (cfg->images && !c->images)) {
                 (void)b4_error_set(err, -ENOMEM, "out of memory");
-                dk_core_unref(c);
+                docker_core_unref(c);
                 return NULL;
         }
         r = docker_seccomp_opt(&c->seccomp_opt, c->seccomp_digest);
         if (r < 0) {
                 (void)b4_error_set(err, r, "cannot build the seccomp profile%s",
                                    r == -EAFNOSUPPORT ? " for this architecture" : "");
-                dk_core_unref(c);
+                docker_core_unref(c);
                 return NULL;
         }
         if (docker_client_new(cfg->docker_host, &c->d, err) < 0) {
-                dk_core_unref(c);
+                docker_core_unref(c);
                 return NULL;
         }
         return c;
@@ -669,7 +444,7 @@ int docker_provider_new(const struct b4_provider_config *cfg,
                         struct b4_provider **ret,
                         struct b4_error *err)
 {
-        struct dk_provider *dp;
+        struct docker_provider *dp;
         int r;
 
         if (!ret)
@@ -680,13 +455,15 @@ int docker_provider_new(const struct b4_provider_config *cfg,
         dp = b4_calloc(1, sizeof(*dp));
         if (!dp)
                 return b4_error_set(err, -ENOMEM, "out of memory");
-        dp->base.ops = &docker_provider_ops;
-        dp->base.scope = b4_strdup(cfg->scope);
-        dp->core = dp->base.scope ? core_new(cfg, err) : NULL;
+        dp->core = core_new(cfg, err);
         if (!dp->core) {
-                free(dp->base.scope);
                 free(dp);
                 return err && err->error ? err->error : -ENOMEM;
+        }
+        if (b4_provider_init(&dp->base, &docker_provider_ops, cfg->scope) < 0) {
+                docker_core_unref(dp->core);
+                free(dp);
+                return b4_error_set(err, -ENOMEM, "out of memory");
         }
         *ret = &dp->base;
         return 0;

@@ -21,30 +21,21 @@
 #include "docker/docker.h"
 #include "json/json.h"
 
-struct dk_reader {
+struct docker_reader {
         struct b4_reader base;
         struct docker_client *d; /* owned */
         char name[96];
         struct docker_fs_target t;
         pthread_mutex_t lock;
-        bool closed;
+        bool closed; /* the container is removed (close is idempotent) */
 };
 
 static const struct b4_fs_ops reader_fs_ops;
 
-static int enter(struct b4_fs *fs, struct dk_reader **ret, struct b4_error *err)
+/* Core refuses reads after close, so a read always has the reader's container. */
+static struct docker_fs_target *target_of(struct b4_fs *fs)
 {
-        struct dk_reader *rd = container_of(fs, struct dk_reader, base.fs);
-        bool closed;
-
-        (void)pthread_mutex_lock(&rd->lock);
-        closed = rd->closed;
-        (void)pthread_mutex_unlock(&rd->lock);
-        if (closed)
-                return b4_error_set(err, -EBADF, "Workspace reader for thread \"%s\" is closed",
-                                    rd->base.thread_id);
-        *ret = rd;
-        return 0;
+        return &container_of(fs, struct docker_reader, base.fs)->t;
 }
 
 static int r_read_file(struct b4_fs *fs,
@@ -55,18 +46,12 @@ static int r_read_file(struct b4_fs *fs,
                        size_t *ret_len,
                        struct b4_error *err)
 {
-        struct dk_reader *rd = NULL;
-        int r = enter(fs, &rd, err);
-
-        return r < 0 ? r : dfs_read_file(&rd->t, path, flags, max, ret, ret_len, err);
+        return docker_fs_read_file(target_of(fs), path, flags, max, ret, ret_len, err);
 }
 
 static int r_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
 {
-        struct dk_reader *rd = NULL;
-        int r = enter(fs, &rd, err);
-
-        return r < 0 ? r : dfs_lstat(&rd->t, path, ret, err);
+        return docker_fs_lstat(target_of(fs), path, ret, err);
 }
 
 static int r_stat(struct b4_fs *fs,
@@ -75,27 +60,18 @@ static int r_stat(struct b4_fs *fs,
                   struct b4_stat *ret,
                   struct b4_error *err)
 {
-        struct dk_reader *rd = NULL;
-        int r = enter(fs, &rd, err);
-
-        return r < 0 ? r : dfs_stat(&rd->t, path, flags, ret, err);
+        return docker_fs_stat(target_of(fs), path, flags, ret, err);
 }
 
 static int r_list_dir(
         struct b4_fs *fs, const char *path, unsigned flags, char ***ret, struct b4_error *err)
 {
-        struct dk_reader *rd = NULL;
-        int r = enter(fs, &rd, err);
-
-        return r < 0 ? r : dfs_list_dir(&rd->t, path, flags, ret, err);
+        return docker_fs_list_dir(target_of(fs), path, flags, ret, err);
 }
 
 static int r_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err)
 {
-        struct dk_reader *rd = NULL;
-        int r = enter(fs, &rd, err);
-
-        return r < 0 ? r : dfs_realpath(&rd->t, path, ret, err);
+        return docker_fs_realpath(target_of(fs), path, ret, err);
 }
 
 static int r_walk(struct b4_fs *fs,
@@ -106,10 +82,7 @@ static int r_walk(struct b4_fs *fs,
                   size_t *ret_n,
                   struct b4_error *err)
 {
-        struct dk_reader *rd = NULL;
-        int r = enter(fs, &rd, err);
-
-        return r < 0 ? r : dfs_walk(&rd->t, path, max, prune, ret, ret_n, err);
+        return docker_fs_walk(target_of(fs), path, max, prune, ret, ret_n, err);
 }
 
 static int r_read_files(struct b4_fs *fs,
@@ -118,10 +91,7 @@ static int r_read_files(struct b4_fs *fs,
                         struct b4_blob **ret,
                         struct b4_error *err)
 {
-        struct dk_reader *rd = NULL;
-        int r = enter(fs, &rd, err);
-
-        return r < 0 ? r : dfs_read_files(&rd->t, reqs, n, ret, err);
+        return docker_fs_read_files(target_of(fs), reqs, n, ret, err);
 }
 
 static const struct b4_fs_ops reader_fs_ops = {
@@ -148,7 +118,7 @@ static int remove_container(struct docker_client *d, const char *name, struct b4
 
 static int reader_close(struct b4_reader *r, struct b4_error *err)
 {
-        struct dk_reader *rd = container_of(r, struct dk_reader, base);
+        struct docker_reader *rd = container_of(r, struct docker_reader, base);
         struct b4_error e = { 0 };
         int ret = 0;
 
@@ -170,7 +140,7 @@ static int reader_close(struct b4_reader *r, struct b4_error *err)
 
 static void reader_free(struct b4_reader *r)
 {
-        struct dk_reader *rd = container_of(r, struct dk_reader, base);
+        struct docker_reader *rd = container_of(r, struct docker_reader, base);
 
         docker_client_free(rd->d);
         (void)pthread_mutex_destroy(&rd->lock);
@@ -248,7 +218,7 @@ static struct jv *reader_body(const struct docker_reader_spec *s, const char *mo
         return v;
 }
 
-static int start_reader(struct dk_reader *rd,
+static int start_reader(struct docker_reader *rd,
                         const struct docker_reader_spec *s,
                         const char *mountpoint,
                         struct b4_error *err)
@@ -282,7 +252,7 @@ int docker_reader_open(const struct docker_reader_spec *s,
                        struct b4_error *err)
 {
         cleanup_free char *mp = NULL;
-        struct dk_reader *rd = NULL;
+        struct docker_reader *rd = NULL;
         uint32_t rnd = 0;
         int r;
 

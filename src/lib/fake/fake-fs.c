@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The fake provider's in-memory filesystem (see fake-internal.h). Every operation first
- * normalises its path lexically; a path is a file when it is stored with content, a directory
- * when it is stored as one, is the workspace root or one of its ancestors, or is a proper
- * prefix of any stored path. Missing paths are -ENOENT ("ENOENT: <path>", the reference
- * fake's text), also for list_dir (unlike the reference fake, which lists nothing). list_dir
- * refuses more than B4_LIST_MAX_ENTRIES names, as every provider does.
+ * The fake provider's in-memory filesystem (see fake-internal.h). Callers resolve a path's
+ * symlinks first (fakefs_resolve()); then a path is a symlink when it is stored with a
+ * target, a file when it is stored with content, a directory when it is stored as one, is
+ * the workspace root or one of its ancestors, or is a proper prefix of any stored path. Missing
+ * paths are -ENOENT ("ENOENT: <path>", the reference fake's text), also for list_dir (unlike the
+ * reference fake, which lists nothing). list_dir refuses more than B4_LIST_MAX_ENTRIES names, as
+ * every provider does.
  */
 
 #include <errno.h>
@@ -21,7 +22,10 @@ enum kind {
         KIND_NONE = 0,
         KIND_FILE = 1,
         KIND_DIR = 2,
+        KIND_LINK = 3,
 };
+
+#define MAX_LINKS 40 /* as the kernel's */
 
 int fakefs_normalize(const char *path, char **ret, struct b4_error *err)
 {
@@ -66,6 +70,7 @@ void fakefs_clear(struct fake_ws *ws)
         for (size_t i = 0; i < ws->n; i++) {
                 free(ws->v[i].path);
                 free(ws->v[i].data);
+                free(ws->v[i].target);
         }
         free(ws->v);
         ws->v = NULL;
@@ -82,21 +87,6 @@ static bool is_below(const char *path, const char *dir)
         return strncmp(path, dir, n) == 0 && path[n] == '/';
 }
 
-int fakefs_confine(const char *path, unsigned flags, const char *op, struct b4_error *err)
-{
-        cleanup_free char *p = NULL;
-        int r;
-
-        if (!(flags & B4_FS_BENEATH))
-                return 0;
-        r = fakefs_normalize(path, &p, err);
-        if (r < 0)
-                return r;
-        if (strcmp(p, B4_WORKSPACE_ROOT) != 0 && !is_below(p, B4_WORKSPACE_ROOT))
-                return b4_error_set(err, -EXDEV, "%s %s: %s", op, path, strerror(EXDEV));
-        return 0;
-}
-
 static struct fake_entry *entry_find(struct fake_ws *ws, const char *path)
 {
         for (size_t i = 0; i < ws->n; i++)
@@ -110,13 +100,91 @@ static enum kind kind_of(struct fake_ws *ws, const char *path)
         struct fake_entry *e = entry_find(ws, path);
 
         if (e)
-                return e->is_dir ? KIND_DIR : KIND_FILE;
+                return e->target ? KIND_LINK : e->is_dir ? KIND_DIR : KIND_FILE;
         if (strcmp(path, B4_WORKSPACE_ROOT) == 0 || is_below(B4_WORKSPACE_ROOT, path))
                 return KIND_DIR;
         for (size_t i = 0; i < ws->n; i++)
                 if (is_below(ws->v[i].path, path))
                         return KIND_DIR;
         return KIND_NONE;
+}
+
+static bool in_workspace(const char *p)
+{
+        return strcmp(p, B4_WORKSPACE_ROOT) == 0 || is_below(p, B4_WORKSPACE_ROOT);
+}
+
+/* Follow the link @e met at @cur/<name>: the rest of the walk is its target, then @rest. */
+static int follow(const struct fake_entry *e, char **cur, char **rest)
+{
+        char *joined = NULL;
+
+        if (b4_asprintf(&joined, "%s/%s", e->target, *rest) < 0)
+                return -ENOMEM;
+        free(*rest);
+        *rest = joined;
+        if (e->target[0] == '/')
+                (*cur)[0] = '\0';
+        return 0;
+}
+
+int fakefs_resolve(struct fake_ws *ws,
+                   const char *path,
+                   bool follow_last,
+                   unsigned flags,
+                   const char *op,
+                   char **ret,
+                   struct b4_error *err)
+{
+        cleanup_free char *cur = b4_strdup(""), *rest = b4_strdup(path ? path : "");
+        int hops = 0, r;
+
+        if (!path || path[0] != '/')
+                return b4_error_set(err, -EINVAL, "path must be absolute: '%s'", path ? path : "");
+        if (!cur || !rest)
+                return -ENOMEM;
+        while (*rest) {
+                size_t n = strcspn(rest, "/");
+                cleanup_free char *next = NULL;
+                const char *after = rest + n;
+                bool last;
+
+                while (*after == '/')
+                        after++;
+                last = *after == '\0';
+                if (n == 0 || (n == 1 && rest[0] == '.') ||
+                    (n == 2 && strncmp(rest, "..", 2) == 0)) {
+                        if (n == 2) {
+                                char *s = strrchr(cur, '/');
+                                if (s)
+                                        *s = '\0';
+                        }
+                        memmove(rest, after, strlen(after) + 1);
+                        continue;
+                }
+                if (b4_asprintf(&next, "%s/%.*s", cur, (int)n, rest) < 0)
+                        return -ENOMEM;
+                memmove(rest, after, strlen(after) + 1);
+                struct fake_entry *e = entry_find(ws, next);
+                if (!e || !e->target || (last && !follow_last)) {
+                        free(cur);
+                        cur = TAKE_PTR(next);
+                        continue;
+                }
+                if (flags & B4_FS_NO_SYMLINKS)
+                        return b4_error_set(err, -ELOOP, "%s %s: %s", op, path, strerror(ELOOP));
+                if ((flags & B4_FS_BENEATH) && e->target[0] == '/')
+                        return b4_error_set(err, -EXDEV, "%s %s: %s", op, path, strerror(EXDEV));
+                if (++hops > MAX_LINKS)
+                        return b4_error_set(err, -ELOOP, "%s %s: %s", op, path, strerror(ELOOP));
+                r = follow(e, &cur, &rest);
+                if (r < 0)
+                        return r;
+        }
+        if ((flags & B4_FS_BENEATH) && !in_workspace(cur))
+                return b4_error_set(err, -EXDEV, "%s %s: %s", op, path, strerror(EXDEV));
+        *ret = *cur ? TAKE_PTR(cur) : b4_strdup("/");
+        return *ret ? 0 : -ENOMEM;
 }
 
 /* The newest mtime at or below @path (directories without an explicit entry). */
@@ -158,6 +226,7 @@ static void entry_del(struct fake_ws *ws, struct fake_entry *e)
 {
         free(e->path);
         free(e->data);
+        free(e->target);
         *e = ws->v[--ws->n];
 }
 
@@ -181,13 +250,14 @@ int fakefs_read(struct fake_ws *ws,
                 return b4_error_set(err, -ENOENT, "ENOENT: %s", path);
         case KIND_DIR:
                 return b4_error_set(err, -EISDIR, "EISDIR: %s", path);
+        case KIND_LINK: /* followed by the caller: only with a link leaf left unresolved */
+                return b4_error_set(err, -ELOOP, "ELOOP: %s", path);
         case KIND_FILE:
                 break;
         }
         e = entry_find(ws, p);
         if (max_bytes != B4_UNBOUNDED && e->len > max_bytes)
-                return b4_error_set(err, -EFBIG, "readFile %s: content exceeds maxBytes (%llu).",
-                                    path, (unsigned long long)max_bytes);
+                return -EFBIG; /* core words it */
         data = b4_malloc(e->len + 1);
         if (!data)
                 return -ENOMEM;
@@ -214,6 +284,13 @@ int fakefs_lstat(struct fake_ws *ws, const char *path, struct b4_stat *ret, stru
                 *ret = (struct b4_stat){ .kind = B4_FILE_DIRECTORY,
                                          .mtime_ms = newest_mtime(ws, p) };
                 return 0;
+        case KIND_LINK:
+                e = entry_find(ws, p);
+                *ret = (struct b4_stat){ .kind = B4_FILE_SYMLINK,
+                                         .size = strlen(e->target),
+                                         .mtime_ms = e->mtime_ms,
+                                         .target = b4_strdup(e->target) };
+                return ret->target ? 0 : -ENOMEM;
         case KIND_FILE:
                 break;
         }
@@ -253,6 +330,7 @@ int fakefs_list(struct fake_ws *ws, const char *path, char ***ret, struct b4_err
         case KIND_NONE:
                 return b4_error_set(err, -ENOENT, "ENOENT: %s", path);
         case KIND_FILE:
+        case KIND_LINK:
                 return b4_error_set(err, -ENOTDIR, "ENOTDIR: %s", path);
         case KIND_DIR:
                 break;
@@ -270,8 +348,7 @@ int fakefs_list(struct fake_ws *ws, const char *path, char ***ret, struct b4_err
                         return r;
                 n += (size_t)r;
                 if (n > B4_LIST_MAX_ENTRIES)
-                        return b4_error_set(err, -E2BIG, "listDir %s: more than %d entries", path,
-                                            B4_LIST_MAX_ENTRIES);
+                        return -E2BIG; /* core words it */
         }
         strv_sort(names);
         *ret = TAKE_PTR(names);
@@ -305,6 +382,8 @@ int fakefs_write(
         if (!e)
                 return -ENOMEM;
         free(e->data);
+        free(e->target); /* a link leaf is replaced, never followed */
+        e->target = NULL;
         e->data = TAKE_PTR(copy);
         e->len = len;
         e->mtime_ms = realtime_msec();
@@ -397,10 +476,36 @@ int fakefs_chmod(struct fake_ws *ws, const char *path, uint32_t mode, struct b4_
                 return b4_error_set(err, -ENOENT, "ENOENT: %s", path);
         case KIND_DIR:
                 return 0; /* directories carry no mode in the fake */
+        case KIND_LINK:
+                return b4_error_set(err, -ELOOP, "chmod %s: a symlink", path);
         case KIND_FILE:
                 break;
         }
         e = entry_find(ws, p);
         e->executable = (mode & 0111) != 0;
+        return 0;
+}
+
+int fakefs_symlink(struct fake_ws *ws, const char *target, const char *path, struct b4_error *err)
+{
+        cleanup_free char *p = NULL, *t = b4_strdup(target ? target : "");
+        struct fake_entry *e;
+        int r;
+
+        r = fakefs_normalize(path, &p, err);
+        if (r < 0)
+                return r;
+        if (!t)
+                return -ENOMEM;
+        if (kind_of(ws, p) != KIND_NONE)
+                return b4_error_set(err, -EEXIST, "symlink %s: file exists", path);
+        r = check_parents(ws, p, "symlink", err);
+        if (r < 0)
+                return r;
+        e = entry_add(ws, p);
+        if (!e)
+                return -ENOMEM;
+        e->target = TAKE_PTR(t);
+        e->mtime_ms = realtime_msec();
         return 0;
 }

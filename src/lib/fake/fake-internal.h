@@ -3,22 +3,24 @@
 
 /*
  * The fake provider's in-memory workspace: a map of normalised absolute path to file
- * content or explicit directory. Directories also exist implicitly: every proper prefix of
- * a stored path, the workspace root and its ancestors. No symlinks. All functions expect
- * the caller to hold the provider's lock.
+ * content, explicit directory or symlink. Directories also exist implicitly: every proper
+ * prefix of a stored path, the workspace root and its ancestors. All functions expect the
+ * caller to hold the provider's lock; all but fakefs_resolve() and fakefs_symlink() take a
+ * path whose links are resolved already.
  */
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "b4box/provider.h"
+#include "b4box/provider-impl.h"
 
 struct fake_sandbox;
 
 struct fake_entry {
         char *path;       /* owned; normalised absolute path */
         char *data;       /* owned file content, NUL-terminated past len; NULL for a dir */
+        char *target;     /* owned symlink text (never resolved when stored); NULL otherwise */
         size_t len;       /* content bytes */
         bool is_dir;      /* an explicitly created directory */
         bool executable;  /* chmod gave the file an 0111 bit (kept across writes) */
@@ -29,21 +31,29 @@ struct fake_ws {
         char *thread_id;      /* owned */
         struct fake_entry *v; /* owned array, unsorted */
         size_t n;
-        unsigned refs;                 /* the provider's list, handles and readers */
-        bool destroyed;                /* removed from the provider by destroy */
-        struct fake_sandbox *instance; /* the live compute (a handle reference); NULL = released */
-        unsigned instances;            /* instances started and not released/destroyed since */
-        bool frozen;                   /* between freeze(true) and freeze(false) */
-        unsigned freezes;              /* freeze(true) calls (consistent reads) */
-        struct fake_ws *next;          /* provider list */
+        unsigned refs;      /* the provider's map, handles and readers */
+        bool destroyed;     /* removed from the provider by destroy */
+        unsigned instances; /* instances started and not released/destroyed since */
+        bool frozen;        /* between freeze(true) and freeze(false) */
+        unsigned freezes;   /* freeze(true) calls (consistent reads) */
 };
 
 /* Lexical normalisation of an absolute path: no "", "." or ".." components, no trailing '/'. */
 int fakefs_normalize(const char *path, char **ret, struct b4_error *err);
 void fakefs_clear(struct fake_ws *ws);
-/* enum b4_fs_flags: the fake has no symlinks, so confinement is where the path lies:
- * B4_FS_BENEATH refuses a path outside the workspace (-EXDEV). */
-int fakefs_confine(const char *path, unsigned flags, const char *op, struct b4_error *err);
+/*
+ * Resolve @path's symlinks component by component, tolerating a missing tail (realpath -m);
+ * the leaf is followed only with @follow_last. enum b4_fs_flags: B4_FS_NO_SYMLINKS refuses a
+ * link on the way (-ELOOP), B4_FS_BENEATH an absolute link or a result outside the workspace
+ * (-EXDEV); more than 40 links -ELOOP. @op names the call in messages. @ret: owned.
+ */
+int fakefs_resolve(struct fake_ws *ws,
+                   const char *path,
+                   bool follow_last,
+                   unsigned flags,
+                   const char *op,
+                   char **ret,
+                   struct b4_error *err);
 
 int fakefs_read(struct fake_ws *ws,
                 const char *path,
@@ -58,5 +68,7 @@ int fakefs_write(
 int fakefs_mkdir(struct fake_ws *ws, const char *path, struct b4_error *err);
 int fakefs_remove(struct fake_ws *ws, const char *path, struct b4_error *err);
 int fakefs_touch(struct fake_ws *ws, const char *path, struct b4_error *err);
-/* Only the executable bits are kept (files only); no symlinks exist in the fake. */
+/* Only the executable bits are kept (files only); a symlink leaf is -ELOOP. */
 int fakefs_chmod(struct fake_ws *ws, const char *path, uint32_t mode, struct b4_error *err);
+/* Store @path as a symlink to @target (raw text); an existing @path is -EEXIST. */
+int fakefs_symlink(struct fake_ws *ws, const char *target, const char *path, struct b4_error *err);

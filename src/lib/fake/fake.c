@@ -2,16 +2,15 @@
 /*
  * The fake provider (reference §8): per-thread in-memory workspaces and no isolation.
  *
- *   provider ─ core (lock, gate, workspace list, exec hook; refcounted) ─ fake_ws per thread
+ *   provider ─ core (lock, workspace maps by thread id, exec hook; refcounted) ─ fake_ws
  *   handle / reader ─ hold a reference on the core and on their fake_ws
  *
  * acquire creates the thread's map on first use and returns the live handle while there is
- * one (one compute instance per thread); release drops the live handle but keeps the map;
- * destroy deletes the map (handles still held then fail "Sandbox unavailable: ... was
- * destroyed"). acquire/release/destroy are exclusive on the thread's lifecycle gate and exec
- * is shared, as in the Docker provider; readers take no lease. Every map access holds the
- * core lock. Handles and readers may outlive the provider object: the core is freed with the
- * last of them.
+ * one (one compute instance per thread: the lifecycle entry's state); release drops the
+ * live handle but keeps the map; destroy deletes the map (handles still held then fail
+ * "Sandbox unavailable: ... was destroyed"). Core runs the lifecycle (gate, registry) as for
+ * every provider. Every map access holds the core lock. Handles and readers may outlive the
+ * provider object: the core is freed with the last of them.
  */
 
 #include "fake.h"
@@ -23,19 +22,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "b4box/provider-impl.h"
+
 #include "base/alloc.h"
+#include "base/hashmap.h"
 #include "base/macro.h"
 #include "base/parse.h"
 #include "base/strv.h"
-#include "core/gate.h"
 #include "fake-internal.h"
 #include "providers.h"
 
 struct fake_core {
         pthread_mutex_t lock;
-        struct gate *gate;
-        struct fake_ws *threads; /* workspace maps, one per thread id */
+        struct hashmap *threads; /* thread id -> struct fake_ws (its reference) */
         fake_exec_fn *exec;      /* never NULL */
+        bool symlinks;           /* new handles get the symlink member */
         void *exec_userdata;
         unsigned refs;          /* the provider, every handle and every reader */
         uint64_t read_delay_ms; /* B4BOX_FAKE_READ_DELAY_MS: a slow reader open, for tests */
@@ -56,11 +57,11 @@ struct fake_reader {
         struct b4_reader base;
         struct fake_core *core; /* a reference */
         struct fake_ws *ws;     /* a reference */
-        bool closed;            /* under core->lock */
 };
 
 static const struct b4_provider_ops fake_provider_ops;
 static const struct b4_fs_ops sandbox_fs_ops;
+static const struct b4_fs_ops sandbox_fs_ops_links;
 static const struct b4_fs_ops reader_fs_ops;
 
 /* ---- core and workspace lifetime ---- */
@@ -74,6 +75,12 @@ static void ws_unref_locked(struct fake_ws *ws)
         free(ws);
 }
 
+static int ws_drop(const char *key, void *value, void *ud)
+{
+        ws_unref_locked(value);
+        return 0;
+}
+
 static void core_unref(struct fake_core *c)
 {
         bool last;
@@ -83,23 +90,15 @@ static void core_unref(struct fake_core *c)
         (void)pthread_mutex_unlock(&c->lock);
         if (!last)
                 return;
-        while (c->threads) {
-                struct fake_ws *ws = c->threads;
-
-                c->threads = ws->next;
-                ws_unref_locked(ws);
-        }
-        gate_free(c->gate);
+        (void)hashmap_foreach(c->threads, ws_drop, NULL);
+        hashmap_free(c->threads);
         (void)pthread_mutex_destroy(&c->lock);
         free(c);
 }
 
 static struct fake_ws *ws_find(struct fake_core *c, const char *thread_id)
 {
-        for (struct fake_ws *ws = c->threads; ws; ws = ws->next)
-                if (strcmp(ws->thread_id, thread_id) == 0)
-                        return ws;
-        return NULL;
+        return hashmap_get(c->threads, thread_id);
 }
 
 static struct fake_ws *ws_get(struct fake_core *c, const char *thread_id)
@@ -112,25 +111,13 @@ static struct fake_ws *ws_get(struct fake_core *c, const char *thread_id)
         if (!ws)
                 return NULL;
         ws->thread_id = b4_strdup(thread_id);
-        if (!ws->thread_id) {
+        if (!ws->thread_id || hashmap_put(c->threads, thread_id, ws) < 0) {
+                free(ws->thread_id);
                 free(ws);
                 return NULL;
         }
-        ws->refs = 1; /* the list's */
-        ws->next = c->threads;
-        c->threads = ws;
+        ws->refs = 1; /* the map's */
         return ws;
-}
-
-static void ws_unlink(struct fake_core *c, struct fake_ws *ws)
-{
-        for (struct fake_ws **pp = &c->threads; *pp; pp = &(*pp)->next) {
-                if (*pp == ws) {
-                        *pp = ws->next;
-                        ws->next = NULL;
-                        return;
-                }
-        }
 }
 
 /* ---- filesystem views (handles and readers) ---- */
@@ -141,25 +128,21 @@ static int view_lock(struct b4_fs *fs,
                      struct fake_ws **ret_ws,
                      struct b4_error *err)
 {
-        struct fake_reader *rd = NULL;
         struct fake_core *c;
         struct fake_ws *ws;
 
-        if (fs->ops == &sandbox_fs_ops) {
+        if (fs->sb) {
                 struct fake_sandbox *sb = container_of(fs, struct fake_sandbox, base.fs);
                 c = sb->core;
                 ws = sb->ws;
         } else {
-                rd = container_of(fs, struct fake_reader, base.fs);
+                struct fake_reader *rd = container_of(fs, struct fake_reader, base.fs);
                 c = rd->core;
                 ws = rd->ws;
         }
+        *ret_core = c;
+        *ret_ws = ws;
         (void)pthread_mutex_lock(&c->lock);
-        if (rd && rd->closed) {
-                (void)pthread_mutex_unlock(&c->lock);
-                return b4_error_set(err, -EBADF, "Workspace reader for thread \"%s\" is closed",
-                                    ws->thread_id);
-        }
         if (ws->destroyed) {
                 (void)pthread_mutex_unlock(&c->lock);
                 return b4_error_set_code(
@@ -167,8 +150,6 @@ static int view_lock(struct b4_fs *fs,
                         "Sandbox unavailable: the workspace of thread \"%s\" was destroyed.",
                         ws->thread_id);
         }
-        *ret_core = c;
-        *ret_ws = ws;
         return 0;
 }
 
@@ -176,6 +157,25 @@ static int view_unlock(struct fake_core *c, int r)
 {
         (void)pthread_mutex_unlock(&c->lock);
         return r;
+}
+
+/* Lock the view and resolve @path in it (fakefs_resolve()); unlocked again on error. */
+static int view_resolve(struct b4_fs *fs,
+                        const char *path,
+                        bool follow_last,
+                        unsigned flags,
+                        const char *op,
+                        struct fake_core **ret_core,
+                        struct fake_ws **ret_ws,
+                        char **ret,
+                        struct b4_error *err)
+{
+        int r = view_lock(fs, ret_core, ret_ws, err);
+
+        if (r < 0)
+                return r;
+        r = fakefs_resolve(*ret_ws, path, follow_last, flags, op, ret, err);
+        return r < 0 ? view_unlock(*ret_core, r) : 0;
 }
 
 static int fs_read_file(struct b4_fs *fs,
@@ -186,23 +186,22 @@ static int fs_read_file(struct b4_fs *fs,
                         size_t *ret_len,
                         struct b4_error *err)
 {
-        struct fake_core *c;
-        struct fake_ws *ws;
-        int r = fakefs_confine(path, flags, "readFile", err);
+        cleanup_free char *p = NULL;
+        struct fake_core *c = NULL;
+        struct fake_ws *ws = NULL;
+        int r = view_resolve(fs, path, true, flags, "readFile", &c, &ws, &p, err);
 
-        if (r >= 0)
-                r = view_lock(fs, &c, &ws, err);
-
-        return r < 0 ? r : view_unlock(c, fakefs_read(ws, path, max_bytes, ret, ret_len, err));
+        return r < 0 ? r : view_unlock(c, fakefs_read(ws, p, max_bytes, ret, ret_len, err));
 }
 
 static int fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
 {
-        struct fake_core *c;
-        struct fake_ws *ws;
-        int r = view_lock(fs, &c, &ws, err);
+        cleanup_free char *p = NULL;
+        struct fake_core *c = NULL;
+        struct fake_ws *ws = NULL;
+        int r = view_resolve(fs, path, false, 0, "lstat", &c, &ws, &p, err);
 
-        return r < 0 ? r : view_unlock(c, fakefs_lstat(ws, path, ret, err));
+        return r < 0 ? r : view_unlock(c, fakefs_lstat(ws, p, ret, err));
 }
 
 static int fs_stat(struct b4_fs *fs,
@@ -211,31 +210,32 @@ static int fs_stat(struct b4_fs *fs,
                    struct b4_stat *ret,
                    struct b4_error *err)
 {
-        int r = fakefs_confine(path, flags, "stat", err);
+        cleanup_free char *p = NULL;
+        struct fake_core *c = NULL;
+        struct fake_ws *ws = NULL;
+        int r = view_resolve(fs, path, true, flags, "stat", &c, &ws, &p, err);
 
-        return r < 0 ? r : fs_lstat(fs, path, ret, err);
+        return r < 0 ? r : view_unlock(c, fakefs_lstat(ws, p, ret, err));
 }
 
 static int fs_list_dir(
         struct b4_fs *fs, const char *path, unsigned flags, char ***ret, struct b4_error *err)
 {
-        struct fake_core *c;
-        struct fake_ws *ws;
-        int r = fakefs_confine(path, flags, "listDir", err);
+        cleanup_free char *p = NULL;
+        struct fake_core *c = NULL;
+        struct fake_ws *ws = NULL;
+        int r = view_resolve(fs, path, true, flags, "listDir", &c, &ws, &p, err);
 
-        if (r >= 0)
-                r = view_lock(fs, &c, &ws, err);
-
-        return r < 0 ? r : view_unlock(c, fakefs_list(ws, path, ret, err));
+        return r < 0 ? r : view_unlock(c, fakefs_list(ws, p, ret, err));
 }
 
 static int fs_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err)
 {
-        struct fake_core *c;
-        struct fake_ws *ws;
-        int r = view_lock(fs, &c, &ws, err);
+        struct fake_core *c = NULL;
+        struct fake_ws *ws = NULL;
+        int r = view_resolve(fs, path, true, 0, "realpath", &c, &ws, ret, err);
 
-        return r < 0 ? r : view_unlock(c, fakefs_normalize(path, ret, err));
+        return r < 0 ? r : view_unlock(c, 0);
 }
 
 static int fs_write_file(struct b4_fs *fs,
@@ -245,57 +245,66 @@ static int fs_write_file(struct b4_fs *fs,
                          size_t len,
                          struct b4_error *err)
 {
-        struct fake_core *c;
-        struct fake_ws *ws;
-        int r = fakefs_confine(path, flags, "writeFile", err);
+        cleanup_free char *p = NULL;
+        struct fake_core *c = NULL;
+        struct fake_ws *ws = NULL;
+        int r = view_resolve(fs, path, false, flags, "writeFile", &c, &ws, &p, err);
 
-        if (r >= 0)
-                r = view_lock(fs, &c, &ws, err);
-
-        return r < 0 ? r : view_unlock(c, fakefs_write(ws, path, data, len, err));
+        return r < 0 ? r : view_unlock(c, fakefs_write(ws, p, data, len, err));
 }
 
 static int fs_mkdir_p(struct b4_fs *fs, const char *path, struct b4_error *err)
 {
-        struct fake_core *c;
-        struct fake_ws *ws;
-        int r = view_lock(fs, &c, &ws, err);
+        cleanup_free char *p = NULL;
+        struct fake_core *c = NULL;
+        struct fake_ws *ws = NULL;
+        int r = view_resolve(fs, path, true, 0, "mkdir", &c, &ws, &p, err);
 
-        return r < 0 ? r : view_unlock(c, fakefs_mkdir(ws, path, err));
+        return r < 0 ? r : view_unlock(c, fakefs_mkdir(ws, p, err));
 }
 
 static int fs_remove(struct b4_fs *fs, const char *path, struct b4_error *err)
 {
-        struct fake_core *c;
-        struct fake_ws *ws;
-        int r = view_lock(fs, &c, &ws, err);
+        cleanup_free char *p = NULL;
+        struct fake_core *c = NULL;
+        struct fake_ws *ws = NULL;
+        int r = view_resolve(fs, path, false, 0, "remove", &c, &ws, &p, err);
 
-        return r < 0 ? r : view_unlock(c, fakefs_remove(ws, path, err));
+        return r < 0 ? r : view_unlock(c, fakefs_remove(ws, p, err));
 }
 
 static int fs_touch(struct b4_fs *fs, const char *path, unsigned flags, struct b4_error *err)
 {
-        struct fake_core *c;
-        struct fake_ws *ws;
-        int r = fakefs_confine(path, flags, "touchFile", err);
+        cleanup_free char *p = NULL;
+        struct fake_core *c = NULL;
+        struct fake_ws *ws = NULL;
+        int r = view_resolve(fs, path, true, flags, "touchFile", &c, &ws, &p, err);
 
-        if (r >= 0)
-                r = view_lock(fs, &c, &ws, err);
-
-        return r < 0 ? r : view_unlock(c, fakefs_touch(ws, path, err));
+        return r < 0 ? r : view_unlock(c, fakefs_touch(ws, p, err));
 }
 
 static int fs_chmod(struct b4_fs *fs, const char *path, uint32_t mode, struct b4_error *err)
 {
-        struct fake_core *c;
-        struct fake_ws *ws;
-        int r = view_lock(fs, &c, &ws, err);
+        cleanup_free char *p = NULL;
+        struct fake_core *c = NULL;
+        struct fake_ws *ws = NULL;
+        int r = view_resolve(fs, path, false, 0, "chmod", &c, &ws, &p, err);
 
-        return r < 0 ? r : view_unlock(c, fakefs_chmod(ws, path, mode, err));
+        return r < 0 ? r : view_unlock(c, fakefs_chmod(ws, p, mode, err));
 }
 
-/* No symlinks (symlink is absent: -EOPNOTSUPP), so stat and lstat agree; walk and read_files
- * use the generic fallbacks. */
+static int fs_symlink(struct b4_fs *fs, const char *target, const char *path, struct b4_error *err)
+{
+        cleanup_free char *p = NULL;
+        struct fake_core *c = NULL;
+        struct fake_ws *ws = NULL;
+        int r = view_resolve(fs, path, false, 0, "symlink", &c, &ws, &p, err);
+
+        return r < 0 ? r : view_unlock(c, fakefs_symlink(ws, target, p, err));
+}
+
+/* walk and read_files use the generic fallbacks. Without symlink by default (callers take
+ * their no-symlink paths); fake_provider_set_symlinks() gives handles the member. */
 static const struct b4_fs_ops sandbox_fs_ops = {
         .read_file = fs_read_file,
         .lstat = fs_lstat,
@@ -307,6 +316,20 @@ static const struct b4_fs_ops sandbox_fs_ops = {
         .remove = fs_remove,
         .touch = fs_touch,
         .chmod = fs_chmod,
+};
+
+static const struct b4_fs_ops sandbox_fs_ops_links = {
+        .read_file = fs_read_file,
+        .lstat = fs_lstat,
+        .stat = fs_stat,
+        .list_dir = fs_list_dir,
+        .realpath = fs_realpath,
+        .write_file = fs_write_file,
+        .mkdir_p = fs_mkdir_p,
+        .remove = fs_remove,
+        .touch = fs_touch,
+        .chmod = fs_chmod,
+        .symlink = fs_symlink,
 };
 
 static const struct b4_fs_ops reader_fs_ops = {
@@ -324,18 +347,12 @@ static int sandbox_exec(struct b4_sandbox *sb,
                         struct b4_exec_result *ret,
                         struct b4_error *err)
 {
-        struct fake_sandbox *s = container_of(sb, struct fake_sandbox, base);
-        cleanup_(gate_leavep) struct gate_lease *lease = NULL;
         struct fake_core *c;
         struct fake_ws *ws;
         fake_exec_fn *fn;
         void *userdata;
         int r;
 
-        r = gate_enter(s->core->gate, sb->thread_id, GATE_SHARED, req->cancel, &lease);
-        if (r < 0)
-                return b4_error_set(err, r, "command for thread \"%s\" could not start",
-                                    sb->thread_id);
         r = view_lock(&sb->fs, &c, &ws, err);
         if (r < 0)
                 return r;
@@ -362,14 +379,16 @@ static const struct b4_sandbox_ops sandbox_ops = {
         .free = sandbox_free,
 };
 
-/* Start the thread's compute: a new live handle owned by @ws. Under the lock. */
-static int instance_start(struct fake_core *c, struct fake_ws *ws)
+/* Start the thread's compute: a new live handle. Under the lock. */
+static int instance_start(struct fake_core *c, struct fake_ws *ws, struct fake_sandbox **ret)
 {
         struct fake_sandbox *s = b4_calloc(1, sizeof(*s));
 
         if (!s)
                 return -ENOMEM;
-        if (b4_sandbox_init(&s->base, &sandbox_ops, &sandbox_fs_ops, ws->thread_id) < 0) {
+        if (b4_sandbox_init(&s->base, &sandbox_ops,
+                            c->symlinks ? &sandbox_fs_ops_links : &sandbox_fs_ops,
+                            ws->thread_id) < 0) {
                 free(s);
                 return -ENOMEM;
         }
@@ -377,22 +396,23 @@ static int instance_start(struct fake_core *c, struct fake_ws *ws)
         s->ws = ws;
         c->refs++;
         ws->refs++;
-        ws->instance = s;
         ws->instances++;
+        *ret = s;
         return 0;
+}
+
+/* The entry's state went (release, destroy, provider free): stop the compute. */
+static void instance_stop(void *state)
+{
+        struct fake_sandbox *s = state;
+
+        (void)pthread_mutex_lock(&s->core->lock);
+        s->ws->instances = 0;
+        (void)pthread_mutex_unlock(&s->core->lock);
+        b4_sandbox_unref(&s->base);
 }
 
 /* ---- readers ---- */
-
-static int reader_close(struct b4_reader *r, struct b4_error *err)
-{
-        struct fake_reader *rd = container_of(r, struct fake_reader, base);
-
-        (void)pthread_mutex_lock(&rd->core->lock);
-        rd->closed = true;
-        (void)pthread_mutex_unlock(&rd->core->lock);
-        return 0;
-}
 
 static void reader_free(struct b4_reader *r)
 {
@@ -407,8 +427,7 @@ static void reader_free(struct b4_reader *r)
 }
 
 static const struct b4_reader_ops reader_ops = {
-        .close = reader_close,
-        .free = reader_free,
+        .free = reader_free, /* nothing to close: core refuses reads after b4_reader_close() */
 };
 
 static int reader_new_locked(struct fake_core *c, struct fake_ws *ws, struct b4_reader **ret)
@@ -437,99 +456,78 @@ static struct fake_core *core_of(struct b4_provider *p)
 }
 
 static int fake_acquire(struct b4_provider *p,
+                        struct b4_entry *e,
                         const struct b4_acquire_req *req,
                         struct b4_sandbox **ret,
                         struct b4_error *err)
 {
+        struct fake_sandbox *live = b4_entry_state(e);
         struct fake_core *c = core_of(p);
-        cleanup_(gate_leavep) struct gate_lease *lease = NULL;
         struct fake_ws *ws;
-        int r;
+        int r = 0;
 
-        r = gate_enter(c->gate, req->thread_id, GATE_EXCLUSIVE, req->cancel, &lease);
-        if (r < 0)
-                return b4_error_set(err, r, "acquire of thread \"%s\" %s", req->thread_id,
-                                    r == -ECANCELED ? "cancelled" : "failed");
-        (void)pthread_mutex_lock(&c->lock);
-        ws = ws_get(c, req->thread_id);
-        r = !ws ? -ENOMEM : ws->instance ? 0 : instance_start(c, ws);
-        if (r >= 0)
-                *ret = b4_sandbox_ref(&ws->instance->base);
-        (void)pthread_mutex_unlock(&c->lock);
-        if (r < 0)
-                return b4_error_set(err, r, "acquire of thread \"%s\" failed", req->thread_id);
+        if (!live) {
+                (void)pthread_mutex_lock(&c->lock);
+                ws = ws_get(c, req->thread_id);
+                r = ws ? instance_start(c, ws, &live) : -ENOMEM;
+                (void)pthread_mutex_unlock(&c->lock);
+                if (r < 0)
+                        return b4_error_set(err, r, "acquire of thread \"%s\" failed",
+                                            req->thread_id);
+                b4_entry_set_state(e, live, instance_stop);
+        }
+        *ret = b4_sandbox_ref(&live->base);
         return 0;
 }
 
-/* Take the live handle of @thread_id (the caller unrefs it outside the lock). */
-static struct b4_sandbox *instance_take_locked(struct fake_ws *ws)
+/* The live handle is the entry's state: core stops it. */
+static int fake_release(struct b4_provider *p, struct b4_entry *e, struct b4_error *err)
 {
-        struct fake_sandbox *s;
-
-        if (!ws || !ws->instance)
-                return NULL;
-        s = TAKE_PTR(ws->instance);
-        ws->instances = 0;
-        return &s->base;
-}
-
-static int fake_release(struct b4_provider *p, const char *thread_id, struct b4_error *err)
-{
-        struct fake_core *c = core_of(p);
-        cleanup_(gate_leavep) struct gate_lease *lease = NULL;
-        struct b4_sandbox *live;
-        int r;
-
-        r = gate_enter(c->gate, thread_id, GATE_EXCLUSIVE, NULL, &lease);
-        if (r < 0)
-                return b4_error_set(err, r, "release of thread \"%s\" failed", thread_id);
-        (void)pthread_mutex_lock(&c->lock);
-        live = instance_take_locked(ws_find(c, thread_id));
-        (void)pthread_mutex_unlock(&c->lock);
-        b4_sandbox_unref(live);
         return 0;
 }
 
-static int fake_destroy(struct b4_provider *p, const char *thread_id, struct b4_error *err)
+static int fake_destroy(struct b4_provider *p, struct b4_entry *e, struct b4_error *err)
 {
         struct fake_core *c = core_of(p);
-        cleanup_(gate_leavep) struct gate_lease *lease = NULL;
-        struct b4_sandbox *live;
         struct fake_ws *ws;
-        int r;
 
-        r = gate_enter(c->gate, thread_id, GATE_EXCLUSIVE, NULL, &lease);
-        if (r < 0)
-                return b4_error_set(err, r, "destroy of thread \"%s\" failed", thread_id);
         (void)pthread_mutex_lock(&c->lock);
-        ws = ws_find(c, thread_id);
-        live = instance_take_locked(ws);
+        ws = hashmap_remove(c->threads, b4_entry_thread_id(e));
         if (ws) {
-                ws_unlink(c, ws);
                 ws->destroyed = true;
                 ws_unref_locked(ws);
         }
         (void)pthread_mutex_unlock(&c->lock);
-        b4_sandbox_unref(live);
         return 0;
+}
+
+struct sweep_scan {
+        char *const *live;
+        char **dead;
+};
+
+static int sweep_collect(const char *key, void *value, void *ud)
+{
+        struct sweep_scan *scan = ud;
+
+        return strv_contains(scan->live, key) ? 0 : strv_extend(&scan->dead, key);
 }
 
 /* Destroy every workspace whose thread is not in @live (what a crash would leave here). */
 static int fake_sweep(struct b4_provider *p, char *const *live, struct b4_error *err)
 {
         struct fake_core *c = core_of(p);
-        cleanup_strv char **dead = NULL;
-        int r = 0;
+        struct sweep_scan scan = { .live = live };
+        int r;
 
         (void)pthread_mutex_lock(&c->lock);
-        for (struct fake_ws *ws = c->threads; ws && r >= 0; ws = ws->next)
-                if (!strv_contains(live, ws->thread_id))
-                        r = strv_extend(&dead, ws->thread_id);
+        r = hashmap_foreach(c->threads, sweep_collect, &scan);
         (void)pthread_mutex_unlock(&c->lock);
+        cleanup_strv char **dead = scan.dead;
         if (r < 0)
                 return b4_error_set(err, r, "out of memory");
         STRV_FOREACH (id, dead) {
-                r = fake_destroy(p, *id, err);
+                r = b4_provider_destroy(p, *id, err);
                 if (r < 0)
                         return r;
         }
@@ -593,19 +591,7 @@ static void fake_free(struct b4_provider *p)
 {
         struct fake_provider *fp = container_of(p, struct fake_provider, base);
         struct fake_core *c = fp->core;
-        struct b4_sandbox *live;
 
-        /* live handles hold core references: drop the provider's hold on them first */
-        for (;;) {
-                live = NULL;
-                (void)pthread_mutex_lock(&c->lock);
-                for (struct fake_ws *ws = c->threads; ws && !live; ws = ws->next)
-                        live = instance_take_locked(ws);
-                (void)pthread_mutex_unlock(&c->lock);
-                if (!live)
-                        break;
-                b4_sandbox_unref(live);
-        }
         free(p->scope);
         free(fp);
         core_unref(c);
@@ -629,9 +615,9 @@ static struct fake_core *core_new(void)
 
         if (!c)
                 return NULL;
-        c->gate = gate_new();
-        if (!c->gate || pthread_mutex_init(&c->lock, NULL) != 0) {
-                gate_free(c->gate);
+        c->threads = hashmap_new();
+        if (!c->threads || pthread_mutex_init(&c->lock, NULL) != 0) {
+                hashmap_free(c->threads);
                 free(c);
                 return NULL;
         }
@@ -654,11 +640,11 @@ int fake_provider_new(const struct b4_provider_config *cfg,
         fp = b4_calloc(1, sizeof(*fp));
         if (!fp)
                 return b4_error_set(err, -ENOMEM, "out of memory");
-        fp->base.ops = &fake_provider_ops;
-        fp->base.scope = b4_strdup(cfg && cfg->scope ? cfg->scope : "fake");
-        fp->core = fp->base.scope ? core_new() : NULL;
-        if (!fp->core) {
-                free(fp->base.scope);
+        fp->core = core_new();
+        if (!fp->core || b4_provider_init(&fp->base, &fake_provider_ops,
+                                          cfg && cfg->scope ? cfg->scope : "fake") < 0) {
+                if (fp->core)
+                        core_unref(fp->core);
                 free(fp);
                 return b4_error_set(err, -ENOMEM, "out of memory");
         }
@@ -709,8 +695,7 @@ int fake_provider_n_workspaces(struct b4_provider *p)
         if (!c)
                 return -EINVAL;
         (void)pthread_mutex_lock(&c->lock);
-        for (struct fake_ws *ws = c->threads; ws; ws = ws->next)
-                n++;
+        n = (int)hashmap_size(c->threads);
         (void)pthread_mutex_unlock(&c->lock);
         return n;
 }
@@ -730,4 +715,16 @@ int fake_provider_freezes(struct b4_provider *p, const char *thread_id, bool *re
                 *ret_frozen = ws && ws->frozen;
         (void)pthread_mutex_unlock(&c->lock);
         return n;
+}
+
+int fake_provider_set_symlinks(struct b4_provider *p, bool on)
+{
+        struct fake_core *c = fake_core_of(p);
+
+        if (!c)
+                return -EINVAL;
+        (void)pthread_mutex_lock(&c->lock);
+        c->symlinks = on;
+        (void)pthread_mutex_unlock(&c->lock);
+        return 0;
 }

@@ -16,7 +16,7 @@
  * (cancellable through the request's token), so tests can hold a workspace read in flight.
  */
 
-#include "b4box/provider.h"
+#include "b4box/provider-impl.h"
 
 /*
  * An exec implementation. @sb is the handle (its fs may be used); fill @ret (zeroed on entry)
@@ -63,3 +63,11 @@ int fake_provider_n_workspaces(struct b4_provider *p);
  * Return: the count, or -EINVAL when @p is not a fake provider.
  */
 int fake_provider_freezes(struct b4_provider *p, const char *thread_id, bool *ret_frozen);
+
+/**
+ * fake_provider_set_symlinks() - whether handles started from now on have the symlink member
+ * (default: not, so callers take their no-symlink paths, e.g. materialising links by exec).
+ * Links are resolved either way; only making them needs the member.
+ * Return: 0, or -EINVAL when @p is not a fake provider.
+ */
+int fake_provider_set_symlinks(struct b4_provider *p, bool on);

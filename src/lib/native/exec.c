@@ -221,22 +221,6 @@ static int run_loop(struct run *u, struct b4_error *err)
         return 0;
 }
 
-static int append_timeout(struct b4_exec_result *ret, uint64_t ms)
-{
-        cleanup_free char *s = NULL;
-        int n;
-
-        n = b4_asprintf(&s, "%s%sCommand timed out after %llus (resources.timeoutMs: %llums).",
-                        ret->errout, ret->errout_len ? "\n" : "",
-                        (unsigned long long)((ms + 999) / 1000), (unsigned long long)ms);
-        if (n < 0)
-                return -ENOMEM;
-        free(ret->errout);
-        ret->errout = TAKE_PTR(s);
-        ret->errout_len = (size_t)n;
-        return 0;
-}
-
 static int finish(struct run *u, const struct exec_spec *s, struct b4_exec_result *ret)
 {
         int r;
@@ -256,7 +240,7 @@ static int finish(struct run *u, const struct exec_spec *s, struct b4_exec_resul
         if (u->timed_out && !u->cancelled) {
                 ret->timed_out = true;
                 ret->exit_code = 124;
-                return append_timeout(ret, s->timeout_ms);
+                ret->timeout_ms = s->timeout_ms; /* core adds the timeout line */
         }
         return 0;
 }

@@ -104,6 +104,8 @@ static int open_how(int dirfd, const char *rel, int flags, mode_t mode, uint64_t
                 if (fd >= 0 || errno != EAGAIN)
                         break;
         }
+        if (fd < 0 && errno == EAGAIN)
+                return -EBUSY; /* never -EAGAIN: core reads that as a lost keeper and replaces it */
         return fd < 0 ? -errno : (int)fd;
 }
 
@@ -639,8 +641,7 @@ static int fs_read_file(struct b4_fs *fs,
                 r = do_read(&o.c, o.rel, max, ret, ret_len);
         if (r == -EFBIG) {
                 (void)op_end(&o, 0, err, "", "");
-                return b4_error_set(err, r, "readFile %s: content exceeds maxBytes (%llu).", path,
-                                    (unsigned long long)max);
+                return r; /* core words it */
         }
         return op_end(&o, r, err, "readFile", path);
 }
@@ -679,8 +680,7 @@ static int fs_list_dir(
                 r = do_list(&o.c, o.rel, ret);
         if (r == -E2BIG) {
                 (void)op_end(&o, 0, err, "", "");
-                return b4_error_set(err, r, "listDir %s: more than %d entries", path,
-                                    B4_LIST_MAX_ENTRIES);
+                return r; /* core words it */
         }
         return op_end(&o, r, err, "listDir", path);
 }
@@ -867,7 +867,7 @@ static int fs_walk(struct b4_fs *fs,
         if (r == -E2BIG) {
                 (void)op_end(&o, 0, err, "", "");
                 b4_walk_entries_free(w.v, w.n);
-                return b4_error_set(err, r, "Workspace entries limit exceeded");
+                return r; /* core words it */
         }
         r = op_end(&o, r, err, "walk", path);
         if (r < 0) {

@@ -45,11 +45,11 @@ static bool env_has(char **env, const char *name)
         return false;
 }
 
-int build_env(const struct b4_policy *p,
-              const struct b4_env_var *extra,
-              size_t n_extra,
-              char ***ret,
-              struct b4_error *err)
+int native_build_env(const struct b4_policy *p,
+                     const struct b4_env_var *extra,
+                     size_t n_extra,
+                     char ***ret,
+                     struct b4_error *err)
 {
         cleanup_strv char **env = NULL;
         int r = 0;

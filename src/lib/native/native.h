@@ -24,7 +24,7 @@
 #include <sys/types.h>
 
 #include "b4box/error.h"
-#include "b4box/provider.h"
+#include "b4box/provider-impl.h"
 
 /* ---- child.c ---------------------------------------------------------------------------- */
 
@@ -273,7 +273,6 @@ struct fsctx {
         const char *strip; /* NULL, or "/workspace" for a view rooted at the workspace itself */
         uint32_t uid, gid; /* owner of what we create */
         bool chown;        /* fchown what we create */
-        void *hold;        /* the owner's lock token, for native_fs_leave() */
         struct creds_saved creds; /* the thread's identity while the operation runs */
         /* Set by fs.c per operation, after native_fs_enter(): */
         unsigned confine; /* enum b4_fs_flags of the operation */
@@ -283,8 +282,8 @@ struct fsctx {
 extern const struct b4_fs_ops native_fs_ops;      /* sandbox: read + write */
 extern const struct b4_fs_ops native_fs_read_ops; /* reader: read only */
 
-/* Implemented by provider.c: resolve @fs (a sandbox or reader) to a context, holding it
- * stable (read lock) until native_fs_leave(). */
+/* Implemented by sandbox.c: resolve @fs (a sandbox or reader) to a context (core's shared
+ * lease keeps a sandbox's keeper stable) until native_fs_leave(). */
 int native_fs_enter(struct b4_fs *fs, struct fsctx *ret, struct b4_error *err);
 void native_fs_leave(struct b4_fs *fs, struct fsctx *c);
 
@@ -350,11 +349,11 @@ int native_preflight_run(const struct cgroup_host *cg,
 /* ---- identity.c ------------------------------------------------------------------------- */
 
 /* The command environment: policy env, then @extra over it, HOME (non-root), PATH default. */
-int build_env(const struct b4_policy *p,
-              const struct b4_env_var *extra,
-              size_t n_extra,
-              char ***ret,
-              struct b4_error *err);
+int native_build_env(const struct b4_policy *p,
+                     const struct b4_env_var *extra,
+                     size_t n_extra,
+                     char ***ret,
+                     struct b4_error *err);
 
 /* ---- provider.c / thread.c / sandbox.c -------------------------------------------------- */
 
@@ -384,23 +383,22 @@ struct native_provider {
         uint32_t host_uid, host_gid;
         void *bpf;
         size_t bpf_len;
-        pthread_mutex_t lock; /* protects the thread list */
-        struct thread *threads;
 };
 
-struct thread {
-        struct thread *next;
-        atomic_int refs; /* list entry + handles */
+/* A thread's keeper: the state of its lifecycle entry (core's), shared with its handles. */
+struct native_thread {
+        atomic_int refs; /* the entry's + handles' */
         char *thread_id;
         char id[41];
-        pthread_rwlock_t lock; /* read: exec and file ops; write: lifecycle */
-        bool live;             /* this process holds a keeper for it */
+        char hid[41]; /* native_host_id() of id */
+        bool live;    /* this process holds a keeper for it; under cg_lock */
         char identity[65];
         struct keeper_proc kp;
         int root_fd;             /* /proc/<keeper>/root */
         int cg_fd;               /* where each command's own cgroup is made, or -EBADF */
         uint32_t cg_flags;       /* KEEPER_CG_* for those cgroups */
-        pthread_mutex_t cg_lock; /* the spare: an empty command cgroup ready for reuse */
+        pthread_mutex_t cg_lock; /* live, generation and the spare (an empty command cgroup
+                                  * ready for reuse) */
         int cg_spare_fd;
         char cg_spare_name[32];
         uint64_t generation;     /* bumped on every new keeper */
@@ -408,40 +406,47 @@ struct thread {
         struct b4_policy policy; /* the launch policy (for recovery) */
 };
 
+/* ---- state-dir.c ---- */
 struct native_provider *native_provider_ref(struct native_provider *np);
 /* The name of a thread's host-global objects (cgroup dirs, veth, firewall tag), unique per
  * state dir: the first 40 hex of sha256(realpath(<state>/native) + "/" + id). */
 void native_host_id(const struct native_provider *np, const char *id, char ret[41]);
 void native_provider_unref(struct native_provider *np);
 
-/* Find or add the thread's entry; a new reference. */
-int thread_get(struct native_provider *np, const char *thread_id, struct thread **ret);
-void thread_unref(struct native_provider *np, struct thread *t);
+/* A new entry for @thread_id (nothing live), one reference. Return: 0, -EINVAL, -ENOMEM. */
+int native_thread_new(struct native_provider *np,
+                      const char *thread_id,
+                      struct native_thread **ret);
+struct native_thread *native_thread_ref(struct native_thread *t);
+/* Drop a reference (NULL ok); frees at zero. */
+void native_thread_unref(struct native_thread *t);
 
-/* With t->lock held for writing: */
-int thread_ensure(struct native_provider *np,
-                  struct thread *t,
-                  const char *identity,
-                  const struct b4_policy *policy,
-                  struct b4_error *err);
-void thread_stop(struct native_provider *np, struct thread *t);
+/* With the thread's exclusive lease and flock held: */
+int native_thread_ensure(struct native_provider *np,
+                         struct native_thread *t,
+                         const char *identity,
+                         const struct b4_policy *policy,
+                         struct b4_error *err);
+void native_thread_stop(struct native_provider *np, struct native_thread *t);
 /* Kill whatever runs for resource id @id (our keeper @pidfd, else a recorded one that is
  * provably the same process, and everything in its cgroup), remove its cgroups, veth and
  * rules, its keeper record and socket; the intent record last, once the cgroups are gone.
- * With the thread's flock held (and t->lock, when this process has an entry for it). */
-void thread_stop_id(struct native_provider *np, const char *id, int pidfd);
+ * With the thread's flock held (and its exclusive lease, when this process has an entry). */
+void native_thread_stop_id(struct native_provider *np, const char *id, int pidfd);
 /* run/<id>.host: written before a thread's host-global objects are made (thread.c). */
 #define NATIVE_INTENT_SUFFIX ".host"
 
 /* ---- sweep.c: remove what belongs to no live thread (b4_provider_sweep()) ---- */
 int native_sweep(struct b4_provider *p, char *const *live_thread_ids, struct b4_error *err);
 /* Kill the keeper and everything in the cgroup, then start a fresh one (same policy). */
-int thread_recover(struct native_provider *np, struct thread *t, struct b4_error *err);
+int native_thread_recover(struct native_provider *np,
+                          struct native_thread *t,
+                          struct b4_error *err);
 /* Serialise lifecycle across processes: flock on run/<id>.lock. */
-int thread_flock(struct native_provider *np, const char *id, int *ret_fd);
+int native_thread_flock(struct native_provider *np, const char *id, int *ret_fd);
 
 int native_sandbox_new(struct native_provider *np,
-                       struct thread *t,
+                       struct native_thread *t,
                        const struct b4_policy *policy,
                        struct b4_sandbox **ret,
                        struct b4_error *err);
@@ -449,15 +454,16 @@ int native_reader_open(struct native_provider *np,
                        const struct b4_reader_req *req,
                        struct b4_reader **ret,
                        struct b4_error *err);
-/* Destroy's storage part, with the thread stopped and its flock held: the diskGb image and
- * mount, the workspace, then the id block record and claim. Return: 0 or -errno. */
-/* Record that workspace @id was made (or used) for a thread of this provider's scope, so a
- * sweep may remove it once its thread is gone (and never one it cannot tell is ours). */
+/* state-dir.c: record that workspace @id was made (or used) for a thread of this
+ * provider's scope, so a sweep may remove it once its thread is gone (and never one it
+ * cannot tell is ours). */
 int native_owner_mark(struct native_provider *np, const char *id);
 bool native_owner_is_ours(struct native_provider *np, const char *id);
+/* Destroy's storage part, with the thread stopped and its flock held: the diskGb image and
+ * mount, the workspace, then the id block record and claim. Return: 0 or -errno. */
 int native_remove_storage(struct native_provider *np, const char *id);
 /* rm -rf @name under @dirfd without following symlinks. */
-int rm_rf_at(int dirfd, const char *name);
+int native_rm_rf_at(int dirfd, const char *name);
 
 /* ---- net.c ------------------------------------------------------------------------------ */
 

@@ -4,8 +4,8 @@
  * the server keeps a child to reap), runs in the provider's network namespace, and outlives
  * the process that started it like the keeper does: it is recorded as run/<id>.netd
  * "<pid> <starttime>" and stopped by that record (the start time guards against pid reuse).
- * Its log is run/<id>.netd.log. Handshake on one pipe: the middle child writes the netd's
- * pid (binary), netd writes "<port>\n" once it listens.
+ * Its log is run/<id>.netd.log. Handshake: netd writes "<pid> <port>\n" to its stdout (a
+ * pipe) once it listens.
  */
 
 #include <arpa/inet.h>
@@ -34,7 +34,7 @@
 # define B4_NETD_INSTALL_PATH "/usr/local/libexec/b4box-netd"
 #endif
 
-#define READY_TIMEOUT_MS 3000
+#define READY_TIMEOUT_MS 5000
 
 const char *netd_exe_path(void)
 {
@@ -98,7 +98,7 @@ static int build_argv(const char *exe,
         return 0;
 }
 
-/* The middle child: fork netd, report its pid, exit. Async-signal-safe only. */
+/* The middle child: fork netd and exit. Async-signal-safe only. */
 static void middle(char **argv, int out_fd, int log_fd)
 {
         char *const envp[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
@@ -111,7 +111,7 @@ static void middle(char **argv, int out_fd, int log_fd)
         if (pid < 0)
                 _exit(126);
         if (pid > 0)
-                _exit(write(out_fd, &pid, sizeof(pid)) == (ssize_t)sizeof(pid) ? 0 : 126);
+                _exit(0);
         if (dup3(null_fd, STDIN_FILENO, 0) < 0 || dup3(out_fd, STDOUT_FILENO, 0) < 0 ||
             dup3(log_fd, STDERR_FILENO, 0) < 0)
                 _exit(126);
@@ -119,14 +119,15 @@ static void middle(char **argv, int out_fd, int log_fd)
         _exit(127);
 }
 
-/* Read the pid, then "<port>\n", within the timeout. */
+/* Read "<pid> <port>\n" within the timeout. */
 static int read_handshake(int fd, pid_t *ret_pid, uint16_t *ret_port)
 {
         char buf[32];
-        size_t got = 0, need = sizeof(pid_t);
-        unsigned long port;
+        size_t got = 0;
+        unsigned long port = 0;
+        int pid = 0;
 
-        while (got < sizeof(buf) - 1) {
+        while (got < sizeof(buf) - 1 && !memchr(buf, '\n', got)) {
                 struct pollfd p = { .fd = fd, .events = POLLIN };
                 ssize_t n;
 
@@ -136,14 +137,11 @@ static int read_handshake(int fd, pid_t *ret_pid, uint16_t *ret_port)
                 if (n <= 0)
                         return -EPIPE;
                 got += (size_t)n;
-                if (got > need && memchr(buf + need, '\n', got - need))
-                        break;
         }
         buf[got] = '\0';
-        memcpy(ret_pid, buf, sizeof(pid_t));
-        port = strtoul(buf + need, NULL, 10);
-        if (port == 0 || port > 65535)
+        if (sscanf(buf, "%d %lu", &pid, &port) != 2 || pid <= 1 || port == 0 || port > 65535)
                 return -EPROTO;
+        *ret_pid = pid;
         *ret_port = (uint16_t)port;
         return 0;
 }

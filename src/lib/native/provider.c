@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The native provider: one keeper per thread (see keeper-main.c), no daemon. This file holds
- * the provider object (state dir layout, keeper binary, cgroup host, seccomp BPF built once),
- * the per-process thread table and the contract's entry points. State dir layout:
+ * the provider's construction (state dir layout, keeper binary, cgroup host, seccomp BPF
+ * built once) and the contract's entry points; the object's lifetime and the state dir's
+ * records are state-dir.c's, the per-thread keeper is thread.c's. State dir layout:
  *   <state>/native/workspaces/<id>   the thread's workspace (kept by release)
  *   <state>/native/run/<id>.{sock,keeper,lock}  control socket, keeper record, flock
  *   <state>/native/run/<id>.host     intent record: host-global objects may exist (sweep.c)
@@ -21,7 +22,6 @@
 
 #include "base/alloc.h"
 #include "base/fd-util.h"
-#include "base/hash.h"
 #include "base/macro.h"
 #include "core/launch.h"
 #include "native.h"
@@ -34,113 +34,6 @@
 #ifndef B4_KEEPER_BUILD_PATH
 # define B4_KEEPER_BUILD_PATH ""
 #endif
-
-void native_host_id(const struct native_provider *np, const char *id, char ret[41])
-{
-        char hex[SHA256_HEX_LEN + 1];
-        struct sha256_ctx *c = sha256_new();
-
-        if (!c) { /* OOM: fall back to the id itself, still deterministic */
-                (void)snprintf(ret, 41, "%s", id);
-                return;
-        }
-        sha256_update(c, np->real_dir, strlen(np->real_dir));
-        sha256_update(c, "/", 1);
-        sha256_update(c, id, strlen(id));
-        sha256_final_hex(c, hex);
-        memcpy(ret, hex, 40);
-        ret[40] = '\0';
-}
-
-struct native_provider *native_provider_ref(struct native_provider *np)
-{
-        atomic_fetch_add(&np->refs, 1);
-        return np;
-}
-
-static void thread_free(struct thread *t)
-{
-        safe_close(t->root_fd);
-        safe_close(t->cg_fd);
-        safe_close(t->cg_spare_fd);
-        safe_close(t->kp.pidfd);
-        (void)pthread_mutex_destroy(&t->cg_lock);
-        b4_policy_clear(&t->policy);
-        (void)pthread_rwlock_destroy(&t->lock);
-        free(t->thread_id);
-        free(t);
-}
-
-void native_provider_unref(struct native_provider *np)
-{
-        if (!np || atomic_fetch_sub(&np->refs, 1) != 1)
-                return;
-        for (struct thread *t = np->threads, *n; t; t = n) {
-                n = t->next;
-                thread_free(t);
-        }
-        (void)pthread_mutex_destroy(&np->lock);
-        cgroup_host_release(&np->cg);
-        safe_close(np->run_fd);
-        safe_close(np->ws_fd);
-        safe_close(np->ids_fd);
-        safe_close(np->owners_fd);
-        safe_close(np->disks_fd);
-        safe_close(np->exe_fd);
-        free(np->bpf);
-        free(np->image);
-        free(np->native_dir);
-        free(np->run_dir);
-        free(np->ws_dir);
-        free(np->stage_dir);
-        free(np->real_dir);
-        free(np->p.scope);
-        free(np);
-}
-
-int thread_get(struct native_provider *np, const char *thread_id, struct thread **ret)
-{
-        struct thread *t;
-        int r = 0;
-
-        (void)pthread_mutex_lock(&np->lock);
-        for (t = np->threads; t; t = t->next)
-                if (strcmp(t->thread_id, thread_id) == 0)
-                        break;
-        if (!t) {
-                t = b4_calloc(1, sizeof(*t));
-                if (!t || !(t->thread_id = b4_strdup(thread_id)))
-                        r = -ENOMEM;
-                else
-                        r = b4_resource_id(np->p.scope, thread_id, t->id);
-                if (r < 0 && t) {
-                        free(t->thread_id);
-                        free(t);
-                }
-                if (r >= 0) {
-                        t->root_fd = t->kp.pidfd = t->cg_fd = t->cg_spare_fd = -EBADF;
-                        (void)pthread_mutex_init(&t->cg_lock, NULL);
-                        b4_policy_init(&t->policy);
-                        (void)pthread_rwlock_init(&t->lock, NULL);
-                        atomic_init(&t->refs, 1);
-                        t->next = np->threads;
-                        np->threads = t;
-                }
-        }
-        if (r >= 0) {
-                atomic_fetch_add(&t->refs, 1);
-                *ret = t;
-        }
-        (void)pthread_mutex_unlock(&np->lock);
-        return r;
-}
-
-void thread_unref(struct native_provider *np, struct thread *t)
-{
-        /* The list keeps one reference until the provider goes; entries are small. */
-        if (t)
-                atomic_fetch_sub(&t->refs, 1);
-}
 
 static struct native_provider *np_of(struct b4_provider *p)
 {
@@ -188,15 +81,21 @@ static int check_acquire(struct native_provider *np,
         return 0;
 }
 
+static void state_free(void *state)
+{
+        native_thread_unref(state);
+}
+
 static int np_acquire(struct b4_provider *p,
+                      struct b4_entry *e,
                       const struct b4_acquire_req *req,
                       struct b4_sandbox **ret,
                       struct b4_error *err)
 {
         struct native_provider *np = np_of(p);
+        struct native_thread *t = b4_entry_state(e);
         struct b4_policy defaults;
         const struct b4_policy *policy = req->policy;
-        struct thread *t = NULL;
         char identity[65];
         int lock_fd = -EBADF;
         int r;
@@ -212,20 +111,22 @@ static int np_acquire(struct b4_provider *p,
         r = launch_identity(np->image, policy, identity);
         if (r < 0)
                 return b4_error_set(err, r, "cannot compute the keeper identity");
-        r = thread_get(np, req->thread_id, &t);
-        if (r < 0)
-                return b4_error_set(err, r, "invalid thread id");
-        (void)pthread_rwlock_wrlock(&t->lock);
-        r = thread_flock(np, t->id, &lock_fd);
+        if (!t) {
+                r = native_thread_new(np, req->thread_id, &t);
+                if (r < 0)
+                        return b4_error_set(err, r, "invalid thread id");
+                b4_entry_set_state(e, t, state_free);
+        }
+        r = native_thread_flock(np, t->id, &lock_fd); /* another process on this state dir */
         if (r < 0)
                 b4_error_set(err, r, "cannot lock thread '%s'", req->thread_id);
         else
-                r = thread_ensure(np, t, identity, policy, err);
+                r = native_thread_ensure(np, t, identity, policy, err);
         safe_close(lock_fd);
-        (void)pthread_rwlock_unlock(&t->lock);
         if (r >= 0)
                 r = native_sandbox_new(np, t, policy, ret, err);
-        thread_unref(np, t);
+        if (r < 0 && !t->live)
+                b4_entry_set_state(e, NULL, NULL); /* nothing to keep */
         if (r < 0 && err && err->code == B4_CODE_NONE)
                 return b4_error_wrap(err, r,
                                      "Sandbox unavailable: cannot start the sandbox of "
@@ -234,76 +135,42 @@ static int np_acquire(struct b4_provider *p,
         return r;
 }
 
-int native_owner_mark(struct native_provider *np, const char *id)
+/* Under the exclusive lease; core then drops the entry's state. A thread this process
+ * never acquired still stops what another left (its record, cgroups, ...). */
+static int stop(struct native_provider *np, struct b4_entry *e, bool destroy, struct b4_error *err)
 {
-        const char *scope = np->p.scope;
-        cleanup_free char *have = NULL;
-        size_t len;
-
-        if (read_file_at(np->owners_fd, id, 4096, &have, &len) >= 0 && len == strlen(scope) &&
-            memcmp(have, scope, len) == 0)
-                return 0;
-        return write_file_atomic_at(np->owners_fd, id, scope, strlen(scope), 0600);
-}
-
-bool native_owner_is_ours(struct native_provider *np, const char *id)
-{
-        cleanup_free char *have = NULL;
-        size_t len;
-
-        return read_file_at(np->owners_fd, id, 4096, &have, &len) >= 0 &&
-               len == strlen(np->p.scope) && memcmp(have, np->p.scope, len) == 0;
-}
-
-int native_remove_storage(struct native_provider *np, const char *id)
-{
-        int r;
-
-        disk_remove(np, id);
-        r = rm_rf_at(np->ws_fd, id);
-        if (r >= 0) {
-                idmap_forget(np, id);
-                (void)unlinkat(np->owners_fd, id, 0);
-        }
-        return r;
-}
-
-static int stop(struct native_provider *np,
-                const char *thread_id,
-                bool destroy,
-                struct b4_error *err)
-{
-        struct thread *t = NULL;
+        const char *thread_id = b4_entry_thread_id(e);
+        struct native_thread *t = b4_entry_state(e);
         int lock_fd = -EBADF;
         int r;
 
-        r = thread_get(np, thread_id, &t);
+        r = t ? 0 : native_thread_new(np, thread_id, &t);
         if (r < 0)
                 return b4_error_set(err, r, "invalid thread id");
-        (void)pthread_rwlock_wrlock(&t->lock);
-        r = thread_flock(np, t->id, &lock_fd);
+        if (t == b4_entry_state(e))
+                native_thread_ref(t);
+        r = native_thread_flock(np, t->id, &lock_fd);
         if (r >= 0) {
-                thread_stop(np, t);
+                native_thread_stop(np, t);
                 if (destroy)
                         r = native_remove_storage(np, t->id);
         }
         safe_close(lock_fd);
-        (void)pthread_rwlock_unlock(&t->lock);
-        thread_unref(np, t);
+        native_thread_unref(t);
         if (r < 0)
                 return b4_error_set(err, r, "cannot %s thread '%s'",
                                     destroy ? "destroy" : "release", thread_id);
         return 0;
 }
 
-static int np_release(struct b4_provider *p, const char *thread_id, struct b4_error *err)
+static int np_release(struct b4_provider *p, struct b4_entry *e, struct b4_error *err)
 {
-        return stop(np_of(p), thread_id, false, err);
+        return stop(np_of(p), e, false, err);
 }
 
-static int np_destroy(struct b4_provider *p, const char *thread_id, struct b4_error *err)
+static int np_destroy(struct b4_provider *p, struct b4_entry *e, struct b4_error *err)
 {
-        return stop(np_of(p), thread_id, true, err);
+        return stop(np_of(p), e, true, err);
 }
 
 /* As root, each thread's own user namespace and host id block (idmap.c). */
@@ -460,7 +327,6 @@ int native_provider_new(const struct b4_provider_config *cfg,
         if (!np)
                 return b4_error_set(err, -ENOMEM, "out of memory");
         *np = (struct native_provider){
-                .p = { .ops = &native_ops },
                 .run_fd = -EBADF,
                 .ws_fd = -EBADF,
                 .ids_fd = -EBADF,
@@ -473,14 +339,15 @@ int native_provider_new(const struct b4_provider_config *cfg,
                 .cg = { .root_fd = -EBADF, .v2_fd = -EBADF }
         };
         atomic_init(&np->refs, 1);
-        (void)pthread_mutex_init(&np->lock, NULL);
-        np->p.scope = b4_strdup(cfg->scope);
-        r = np->p.scope ? parse_image(np, cfg->image, err) : -ENOMEM;
+        r = b4_provider_init(&np->p, &native_ops, cfg->scope);
+        if (r >= 0)
+                r = parse_image(np, cfg->image, err);
         if (r >= 0)
                 r = setup_dirs(np, cfg->state_dir, err);
         if (r >= 0)
                 r = seccomp_build(&np->bpf, &np->bpf_len, err);
         if (r < 0) {
+                b4_provider_clear(&np->p);
                 native_provider_unref(np);
                 return err && err->error ? err->error : b4_error_set(err, r, "out of memory");
         }

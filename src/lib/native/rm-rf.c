@@ -108,7 +108,7 @@ static int rm_children(struct rm *rm, int fd, int depth)
         return r;
 }
 
-int rm_rf_at(int dirfd, const char *name)
+int native_rm_rf_at(int dirfd, const char *name)
 {
         struct rm rm = { .top_fd = dirfd, .tag = name };
         struct stat st;

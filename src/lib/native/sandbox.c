@@ -2,9 +2,11 @@
 /*
  * Handles: a sandbox (exec + the full filesystem over the keeper's root) and a reader (the
  * read-only filesystem over a detached, kernel-read-only clone of the workspace mount, which
- * never touches the thread's keeper). Exec and file operations hold the thread's lock for
- * reading; a keeper that died or can no longer fork (pids limit reached) is replaced under
- * the write lock, once per generation, and the command retried once (reference §3.6).
+ * never touches the thread's keeper). Core runs file operations and the start of a command
+ * (connect, its cgroup) under the thread's shared lease; the command itself runs with none,
+ * so a release kills it instead of waiting. A keeper that died or can no longer fork (pids
+ * limit reached) fails -ENOTCONN / -EAGAIN, and core has recover replace it under the
+ * exclusive lease, once per generation, then retries the command once (reference §3.6).
  */
 
 #include <errno.h>
@@ -23,7 +25,7 @@
 struct native_sandbox {
         struct b4_sandbox sb; /* first: &sb.fs is what the fs ops receive */
         struct native_provider *np;
-        struct thread *t;
+        struct native_thread *t;
         struct b4_policy policy; /* this handle's policy: env, timeout, output cap */
 };
 
@@ -32,10 +34,9 @@ struct native_reader {
         struct native_provider *np;
         int mnt_fd;        /* read-only detached clone of the workspace */
         uint32_t uid, gid; /* host ids the reads run as: the thread's user's */
-        bool closed;
 };
 
-static int unavailable(struct b4_error *err, const struct thread *t)
+static int unavailable(struct b4_error *err, const struct native_thread *t)
 {
         return b4_error_set_code(err, -EIO, B4_CODE_SANDBOX_UNAVAILABLE,
                                  "Sandbox unavailable: thread \"%s\" has been released. Acquire "
@@ -63,42 +64,26 @@ static int take_identity(struct native_provider *np,
 
 int native_fs_enter(struct b4_fs *fs, struct fsctx *ret, struct b4_error *err)
 {
-        int r;
-
         if (fs->ops == &native_fs_ops) {
                 struct native_sandbox *s = (struct native_sandbox *)fs;
                 const struct b4_security *sec = &s->t->policy.security;
-                (void)pthread_rwlock_rdlock(&s->t->lock);
-                if (!s->t->live) {
-                        (void)pthread_rwlock_unlock(&s->t->lock);
+                if (!s->t->live) /* stable: the shared lease is held */
                         return unavailable(err, s->t);
-                }
                 uint32_t base = s->t->host_base;
                 *ret = (struct fsctx){ .root_fd = s->t->root_fd,
                                        .uid = base + (sec->run_as_non_root ? sec->uid : 0),
                                        .gid = base + (sec->run_as_non_root ? sec->gid : 0),
-                                       .chown = !s->np->rootless, /* ours = theirs */
-                                       .hold = s->t };
-                r = take_identity(s->np, ret->uid, ret->gid, ret, err);
-                if (r < 0)
-                        (void)pthread_rwlock_unlock(&s->t->lock);
-                return r;
+                                       .chown = !s->np->rootless /* ours = theirs */ };
+                return take_identity(s->np, ret->uid, ret->gid, ret, err);
         }
         struct native_reader *rd = (struct native_reader *)fs;
-        if (rd->closed)
-                return b4_error_set(err, -EBADF, "Workspace reader for thread \"%s\" is closed",
-                                    rd->r.thread_id);
         *ret = (struct fsctx){ .root_fd = rd->mnt_fd, .strip = B4_WORKSPACE_ROOT };
         return take_identity(rd->np, rd->uid, rd->gid, ret, err);
 }
 
 void native_fs_leave(struct b4_fs *fs, struct fsctx *c)
 {
-        struct thread *t = c->hold;
-
         creds_leave(&c->creds);
-        if (t)
-                (void)pthread_rwlock_unlock(&t->lock);
 }
 
 static uint32_t keeper_flags(const struct b4_security *s)
@@ -125,8 +110,9 @@ struct exec_cg {
 
 #define KEEPER_CG_MASK (KEEPER_CGROUP | KEEPER_CG_FREEZER | KEEPER_CG_KILL)
 
-/* With t->lock held. Without one the keeper still kills the session (reported in preflight). */
-static void exec_cg_make(struct thread *t, struct exec_cg *cg)
+/* Under the shared lease. Without one the keeper still kills the session (reported in
+ * preflight). */
+static void exec_cg_make(struct native_thread *t, struct exec_cg *cg)
 {
         if (t->cg_fd < 0)
                 return;
@@ -157,14 +143,13 @@ static bool cg_empty(int fd)
 }
 
 /* Keep @cg as the spare when it is empty and still belongs to keeper generation @gen. */
-static void exec_cg_done(struct thread *t, uint64_t gen, struct exec_cg *cg)
+static void exec_cg_done(struct native_thread *t, uint64_t gen, struct exec_cg *cg)
 {
         bool kept = false;
 
         if (cg->fd < 0)
                 return;
         if (cg_empty(cg->fd)) {
-                (void)pthread_rwlock_rdlock(&t->lock);
                 (void)pthread_mutex_lock(&t->cg_lock);
                 if (t->live && t->generation == gen && t->cg_spare_fd < 0) {
                         t->cg_spare_fd = TAKE_FD(cg->fd);
@@ -172,7 +157,6 @@ static void exec_cg_done(struct thread *t, uint64_t gen, struct exec_cg *cg)
                         kept = true;
                 }
                 (void)pthread_mutex_unlock(&t->cg_lock);
-                (void)pthread_rwlock_unlock(&t->lock);
         }
         if (!kept) {
                 cg->fd = safe_close(cg->fd);
@@ -181,76 +165,39 @@ static void exec_cg_done(struct thread *t, uint64_t gen, struct exec_cg *cg)
         cg->parent_fd = safe_close(cg->parent_fd);
 }
 
-/* One attempt: connect under the read lock (a stable keeper), run without it, so release
- * never waits for a long command (killing the keeper ends the command with -EIO).
- * -ENOTCONN: no keeper to talk to. */
-static int exec_once(struct native_sandbox *s,
-                     struct exec_spec *spec,
-                     uint64_t *ret_gen,
-                     struct b4_exec_result *ret,
-                     struct b4_error *err)
-{
-        struct thread *t = s->t;
-        struct exec_cg cg = { .parent_fd = -EBADF, .fd = -EBADF };
-        int sock = -EBADF;
-        int r;
+/* A command between its start and its end: what exec_finish needs. */
+struct started {
+        char **env; /* owned */
+        struct exec_spec spec;
+        struct exec_cg cg;
+        int sock;
+        uint64_t gen; /* the keeper generation it started on */
+};
 
-        (void)pthread_rwlock_rdlock(&t->lock);
-        *ret_gen = t->generation;
-        if (!t->live) {
-                (void)pthread_rwlock_unlock(&t->lock);
-                return unavailable(err, t);
-        }
-        r = keeper_connect(s->np->run_fd, s->np->run_dir, t->id, &sock);
-        if (r >= 0)
-                exec_cg_make(t, &cg);
-        (void)pthread_rwlock_unlock(&t->lock);
-        if (r < 0)
-                return b4_error_set(err, -ENOTCONN, "cannot reach the keeper of thread '%s'",
-                                    t->thread_id);
-        spec->cg_fd = cg.fd;
-        spec->flags = (spec->flags & ~(uint32_t)KEEPER_CG_MASK) | cg.flags;
-        r = exec_run(sock, spec, ret, err);
-        exec_cg_done(t, *ret_gen, &cg);
-        spec->cg_fd = -EBADF;
-        return r;
+static void started_free(struct started *st)
+{
+        strv_free(st->env);
+        safe_close(st->sock);
+        safe_close(st->cg.fd);
+        safe_close(st->cg.parent_fd);
+        free(st);
 }
 
-static int recover(struct native_sandbox *s, uint64_t gen, struct b4_error *err)
+static int build_spec(struct native_sandbox *s,
+                      const struct b4_exec_req *req,
+                      struct started *st,
+                      struct b4_error *err)
 {
-        struct thread *t = s->t;
-        int lock_fd = -EBADF;
-        int r = 0;
-
-        (void)pthread_rwlock_wrlock(&t->lock);
-        if (t->live && t->generation == gen) {
-                r = thread_flock(s->np, t->id, &lock_fd);
-                if (r >= 0)
-                        r = thread_recover(s->np, t, err);
-                safe_close(lock_fd);
-        }
-        (void)pthread_rwlock_unlock(&t->lock);
-        return r;
-}
-
-static int sb_exec(struct b4_sandbox *sb,
-                   const struct b4_exec_req *req,
-                   struct b4_exec_result *ret,
-                   struct b4_error *err)
-{
-        struct native_sandbox *s = (struct native_sandbox *)sb;
         const struct b4_policy *p = &s->policy;
-        cleanup_strv char **env = NULL;
-        uint64_t gen = 0;
         int r;
 
-        r = build_env(p, req->env, req->n_env, &env, err);
+        r = native_build_env(p, req->env, req->n_env, &st->env, err);
         if (r < 0)
                 return r;
-        struct exec_spec spec = {
+        st->spec = (struct exec_spec){
                 .command = req->command,
                 .cwd = req->cwd ? req->cwd : B4_WORKSPACE_ROOT,
-                .env = env,
+                .env = st->env,
                 .uid = p->security.run_as_non_root ? p->security.uid : 0,
                 .gid = p->security.run_as_non_root ? p->security.gid : 0,
                 .flags = keeper_flags(&p->security) | (s->np->rootless ? KEEPER_NO_SETGROUPS : 0),
@@ -263,16 +210,82 @@ static int sb_exec(struct b4_sandbox *sb,
                                       : (p->output_cap ? p->output_cap : B4_DEFAULT_OUTPUT_CAP),
                 .cancel = req->cancel,
         };
-        r = exec_once(s, &spec, &gen, ret, err);
-        if (r != -EAGAIN && r != -ENOTCONN)
-                return r; /* only retry what provably never started */
-        r = recover(s, gen, err);
+        return 0;
+}
+
+/* Under the shared lease (a stable keeper): connect and pick the command's cgroup.
+ * -ENOTCONN: no keeper to talk to. */
+static int sb_exec_start(struct b4_sandbox *sb,
+                         const struct b4_exec_req *req,
+                         void **ret_started,
+                         struct b4_error *err)
+{
+        struct native_sandbox *s = (struct native_sandbox *)sb;
+        struct native_thread *t = s->t;
+        struct started *st = b4_calloc(1, sizeof(*st));
+        int r;
+
+        if (!st)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        st->sock = st->cg.parent_fd = st->cg.fd = -EBADF;
+        r = build_spec(s, req, st, err);
+        if (r >= 0 && !t->live)
+                r = unavailable(err, t);
+        if (r < 0) {
+                started_free(st);
+                return r;
+        }
+        st->gen = t->generation;
+        r = keeper_connect(s->np->run_fd, s->np->run_dir, t->id, &st->sock);
+        if (r < 0) {
+                started_free(st);
+                return b4_error_set(err, -ENOTCONN, "cannot reach the keeper of thread '%s'",
+                                    t->thread_id);
+        }
+        exec_cg_make(t, &st->cg);
+        st->spec.cg_fd = st->cg.fd;
+        st->spec.flags = (st->spec.flags & ~(uint32_t)KEEPER_CG_MASK) | st->cg.flags;
+        *ret_started = st;
+        return 0;
+}
+
+/* With no lease: a release meanwhile kills the keeper and the command ends -EIO. -EAGAIN:
+ * the keeper could not fork (core recovers and retries). */
+static int sb_exec_finish(struct b4_sandbox *sb,
+                          void *started,
+                          struct b4_exec_result *ret,
+                          struct b4_error *err)
+{
+        struct native_sandbox *s = (struct native_sandbox *)sb;
+        struct started *st = started;
+        int r;
+
+        r = exec_run(TAKE_FD(st->sock), &st->spec, ret, err);
+        exec_cg_done(s->t, st->gen, &st->cg);
+        started_free(st);
+        return r;
+}
+
+/* Under the exclusive lease, the failed attempt's keeper generation still current. */
+static int sb_recover(struct b4_sandbox *sb, struct b4_error *err)
+{
+        struct native_sandbox *s = (struct native_sandbox *)sb;
+        struct native_thread *t = s->t;
+        int lock_fd = -EBADF;
+        int r;
+
+        if (t != b4_entry_state(b4_sandbox_entry(sb)) || !t->live)
+                return 0; /* a handle of a thread since released: the retry says so */
+        r = native_thread_flock(s->np, t->id, &lock_fd);
+        if (r >= 0)
+                r = native_thread_recover(s->np, t, err);
+        safe_close(lock_fd);
         if (r < 0)
                 return b4_error_wrap(err, r,
                                      "Sandbox unavailable: keeper recovery failed for "
                                      "thread \"%s\"",
                                      sb->thread_id);
-        return exec_once(s, &spec, &gen, ret, err);
+        return 0;
 }
 
 static void sb_free(struct b4_sandbox *sb)
@@ -280,18 +293,20 @@ static void sb_free(struct b4_sandbox *sb)
         struct native_sandbox *s = (struct native_sandbox *)sb;
 
         b4_policy_clear(&s->policy);
-        thread_unref(s->np, s->t);
+        native_thread_unref(s->t);
         native_provider_unref(s->np);
         free(s);
 }
 
 static const struct b4_sandbox_ops sandbox_ops = {
-        .exec = sb_exec,
+        .exec_start = sb_exec_start,
+        .exec_finish = sb_exec_finish,
+        .recover = sb_recover,
         .free = sb_free,
 };
 
 int native_sandbox_new(struct native_provider *np,
-                       struct thread *t,
+                       struct native_thread *t,
                        const struct b4_policy *policy,
                        struct b4_sandbox **ret,
                        struct b4_error *err)
@@ -301,17 +316,14 @@ int native_sandbox_new(struct native_provider *np,
 
         if (!s)
                 return b4_error_set(err, -ENOMEM, "out of memory");
-        r = b4_sandbox_init(&s->sb, &sandbox_ops, &native_fs_ops, t->thread_id);
-        if (r >= 0)
-                r = b4_policy_copy(&s->policy, policy);
+        r = b4_policy_copy(&s->policy, policy);
+        if (r >= 0 && (r = b4_sandbox_init(&s->sb, &sandbox_ops, &native_fs_ops, t->thread_id)) < 0)
+                b4_policy_clear(&s->policy);
         if (r < 0) {
-                free(s->sb.thread_id);
-                free(s->sb.workspace_root);
                 free(s);
                 return b4_error_set(err, r, "out of memory");
         }
-        atomic_fetch_add(&t->refs, 1);
-        s->t = t;
+        s->t = native_thread_ref(t);
         s->np = native_provider_ref(np);
         *ret = &s->sb;
         return 0;
@@ -323,8 +335,7 @@ static int rd_close(struct b4_reader *r, struct b4_error *err)
 {
         struct native_reader *rd = (struct native_reader *)r;
 
-        rd->closed = true;
-        rd->mnt_fd = safe_close(rd->mnt_fd);
+        rd->mnt_fd = safe_close(rd->mnt_fd); /* core refuses reads from now on */
         return 0;
 }
 

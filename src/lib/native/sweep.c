@@ -8,7 +8,7 @@
  * Host-global objects (cgroups, veth, rules, subnet claims) are named by the host id and so
  * cannot be told apart by scanning; they are reached through the intent record run/<id>.host
  * that thread.c writes before making any of them. A dead thread loses its keeper, cgroups,
- * network, disk image, workspace, id block and records (thread_stop_id(),
+ * network, disk image, workspace, id block and records (native_thread_stop_id(),
  * native_remove_storage()), but storage only when native/owners/<id> says it was made for
  * this scope (or a start was cut short): see sweep_one(). A
  * live thread keeps its workspace and a keeper that can be adopted; a keeper that cannot (a
@@ -135,15 +135,20 @@ static int live_set(struct native_provider *np, char *const *live, struct hashma
 }
 
 /* Whether this process holds a keeper for @id (never swept from under a user). */
+static int live_with_id(const char *thread_id, void *state, void *userdata)
+{
+        struct native_thread *t = state;
+        bool live;
+
+        (void)pthread_mutex_lock(&t->cg_lock);
+        live = t->live;
+        (void)pthread_mutex_unlock(&t->cg_lock);
+        return live && strcmp(t->id, userdata) == 0;
+}
+
 static bool held_here(struct native_provider *np, const char *id)
 {
-        bool live = false;
-
-        (void)pthread_mutex_lock(&np->lock);
-        for (struct thread *t = np->threads; t && !live; t = t->next)
-                live = strcmp(t->id, id) == 0 && t->live;
-        (void)pthread_mutex_unlock(&np->lock);
-        return live;
+        return b4_provider_foreach_state(&np->p, live_with_id, (void *)id) > 0;
 }
 
 static bool run_file_exists(struct native_provider *np, const char *id, const char *suffix)
@@ -178,7 +183,7 @@ static int sweep_one(struct native_provider *np, const char *id, bool dead)
 
         if (held_here(np, id) || (!dead && !has_stray_compute(np, id)))
                 return 0;
-        r = thread_flock(np, id, &lock_fd);
+        r = native_thread_flock(np, id, &lock_fd);
         if (r < 0)
                 return r;
         /* Storage goes only with proof it is this scope's: its owner record, or the intent of
@@ -187,7 +192,7 @@ static int sweep_one(struct native_provider *np, const char *id, bool dead)
          * workspace left there is nothing to keep: its records and lock go. */
         bool ours = native_owner_is_ours(np, id) || run_file_exists(np, id, NATIVE_INTENT_SUFFIX) ||
                     faccessat(np->ws_fd, id, F_OK, AT_SYMLINK_NOFOLLOW) < 0; /* no data left */
-        thread_stop_id(np, id, -EBADF);
+        native_thread_stop_id(np, id, -EBADF);
         if (!dead || !ours)
                 return 1;
         r = native_remove_storage(np, id);

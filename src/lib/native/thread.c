@@ -4,8 +4,10 @@
  * this process holds, adopt a recorded one that is provably the same process, or start a new
  * one), stop it (kill the keeper, which takes its whole PID namespace with it, then sweep and
  * remove the cgroup), and recover from a keeper that can no longer fork. The workspace is
- * never touched here except to create it. Callers hold t->lock for writing and the thread's
- * flock, so concurrent threads and processes serialise per thread.
+ * never touched here except to create it. Callers hold the thread's exclusive lease (core's
+ * gate) and its flock, so concurrent threads and processes serialise per thread. The entry
+ * itself (struct native_thread) is the state of the thread's lifecycle entry, shared with handles
+ * by reference and freed with the last one.
  */
 
 #include <errno.h>
@@ -24,7 +26,60 @@
 #include "native.h"
 #include "netpolicy.h"
 
-int thread_flock(struct native_provider *np, const char *id, int *ret_fd)
+int native_thread_new(struct native_provider *np, const char *thread_id, struct native_thread **ret)
+{
+        struct native_thread *t = b4_calloc(1, sizeof(*t));
+        int r;
+
+        if (!t)
+                return -ENOMEM;
+        t->root_fd = t->kp.pidfd = t->cg_fd = t->cg_spare_fd = -EBADF;
+        (void)pthread_mutex_init(&t->cg_lock, NULL);
+        b4_policy_init(&t->policy);
+        atomic_init(&t->refs, 1);
+        t->thread_id = b4_strdup(thread_id);
+        r = t->thread_id ? b4_resource_id(np->p.scope, thread_id, t->id) : -ENOMEM;
+        if (r < 0) {
+                native_thread_unref(t);
+                return r;
+        }
+        native_host_id(np, t->id, t->hid);
+        *ret = t;
+        return 0;
+}
+
+struct native_thread *native_thread_ref(struct native_thread *t)
+{
+        atomic_fetch_add(&t->refs, 1);
+        return t;
+}
+
+void native_thread_unref(struct native_thread *t)
+{
+        if (!t || atomic_fetch_sub(&t->refs, 1) != 1)
+                return;
+        safe_close(t->root_fd);
+        safe_close(t->cg_fd);
+        safe_close(t->cg_spare_fd);
+        safe_close(t->kp.pidfd);
+        (void)pthread_mutex_destroy(&t->cg_lock);
+        b4_policy_clear(&t->policy);
+        free(t->thread_id);
+        free(t);
+}
+
+/* live and generation change under cg_lock: a command's end reads them without a lease. */
+static void set_live(struct native_thread *t, bool live)
+{
+        (void)pthread_mutex_lock(&t->cg_lock);
+        if (!live)
+                t->cg_spare_fd = safe_close(t->cg_spare_fd); /* its dir goes with the thread's */
+        t->live = live;
+        t->generation += live;
+        (void)pthread_mutex_unlock(&t->cg_lock);
+}
+
+int native_thread_flock(struct native_provider *np, const char *id, int *ret_fd)
 {
         char name[64];
         int fd;
@@ -43,17 +98,14 @@ int thread_flock(struct native_provider *np, const char *id, int *ret_fd)
         return 0;
 }
 
-static void forget(struct thread *t)
+static void forget(struct native_thread *t)
 {
         t->root_fd = safe_close(t->root_fd);
         t->cg_fd = safe_close(t->cg_fd);
         t->cg_flags = 0;
-        (void)pthread_mutex_lock(&t->cg_lock);
-        t->cg_spare_fd = safe_close(t->cg_spare_fd); /* its dir goes with the thread's */
-        (void)pthread_mutex_unlock(&t->cg_lock);
+        set_live(t, false);
         t->kp.pidfd = safe_close(t->kp.pidfd);
         t->kp = (struct keeper_proc){ .pidfd = -EBADF };
-        t->live = false;
 }
 
 static void unlink_run_file(struct native_provider *np, const char *id, const char *suffix)
@@ -76,7 +128,7 @@ static int write_intent(struct native_provider *np, const char *id, const char *
         return write_file_atomic_at(np->run_fd, name, text, strlen(text), 0600);
 }
 
-void thread_stop_id(struct native_provider *np, const char *id, int pidfd)
+void native_thread_stop_id(struct native_provider *np, const char *id, int pidfd)
 {
         struct keeper_record rec;
         struct cgroup cg;
@@ -104,9 +156,9 @@ void thread_stop_id(struct native_provider *np, const char *id, int pidfd)
                 unlink_run_file(np, id, NATIVE_INTENT_SUFFIX);
 }
 
-void thread_stop(struct native_provider *np, struct thread *t)
+void native_thread_stop(struct native_provider *np, struct native_thread *t)
 {
-        thread_stop_id(np, t->id, t->live ? t->kp.pidfd : -EBADF);
+        native_thread_stop_id(np, t->id, t->live ? t->kp.pidfd : -EBADF);
         forget(t);
 }
 
@@ -143,7 +195,7 @@ static int shift_tree(struct native_provider *np, const char *id, uint32_t base)
  * (audit M1): a real directory (never a symlink planted in its place) whose owner is the
  * sandbox user's, shifted into the thread's block when it predates it. */
 static int ensure_workspace(struct native_provider *np,
-                            const struct thread *t,
+                            const struct native_thread *t,
                             uint64_t disk_gib,
                             uint32_t uid,
                             uint32_t gid,
@@ -189,14 +241,11 @@ static int ensure_workspace(struct native_provider *np,
 }
 
 /* Where each command's own cgroup goes; none (process-group kill only) when unavailable. */
-static void open_exec_cgroup(struct native_provider *np, struct thread *t)
+static void open_exec_cgroup(struct native_provider *np, struct native_thread *t)
 {
-        char hid[41];
-
-        native_host_id(np, t->id, hid);
         t->cg_fd = safe_close(t->cg_fd);
         t->cg_flags = 0;
-        if (cgroup_exec_parent(&np->cg, hid, &t->cg_fd, &t->cg_flags) < 0 ||
+        if (cgroup_exec_parent(&np->cg, t->hid, &t->cg_fd, &t->cg_flags) < 0 ||
             (t->host_base && cgroup_delegate(t->cg_fd, t->host_base, t->host_base) < 0))
                 t->cg_fd = safe_close(t->cg_fd);
 }
@@ -215,7 +264,7 @@ static int open_root(pid_t pid, int *ret)
 }
 
 static int build_plan(struct native_provider *np,
-                      const struct thread *t,
+                      const struct native_thread *t,
                       const struct b4_policy *p,
                       struct mount_plan *ret,
                       struct b4_error *err)
@@ -239,7 +288,7 @@ static int build_plan(struct native_provider *np,
         return mount_plan_build(&spec, ret, err);
 }
 
-static int set_policy(struct thread *t, const char *identity, const struct b4_policy *p)
+static int set_policy(struct native_thread *t, const char *identity, const struct b4_policy *p)
 {
         struct b4_policy copy;
         int r;
@@ -256,7 +305,7 @@ static int set_policy(struct thread *t, const char *identity, const struct b4_po
 }
 
 static int launch(struct native_provider *np,
-                  struct thread *t,
+                  struct native_thread *t,
                   const struct b4_policy *p,
                   struct keeper_proc *kp,
                   struct b4_error *err)
@@ -269,10 +318,7 @@ static int launch(struct native_provider *np,
         cleanup_close int lfd = -EBADF;
         int r;
 
-        char hid[41];
-
-        native_host_id(np, t->id, hid);
-        r = cgroup_create(&np->cg, hid, &lim, &cg, err);
+        r = cgroup_create(&np->cg, t->hid, &lim, &cg, err);
         if (r < 0)
                 return r;
         r = build_plan(np, t, p, &plan, err);
@@ -297,7 +343,7 @@ static int launch(struct native_provider *np,
 }
 
 static int start_keeper(struct native_provider *np,
-                        struct thread *t,
+                        struct native_thread *t,
                         const char *identity,
                         const struct b4_policy *p,
                         struct b4_error *err)
@@ -315,16 +361,13 @@ static int start_keeper(struct native_provider *np,
                 b4_error_set(err, r, "cannot record the owner of thread '%s'", t->thread_id);
         if (r < 0)
                 return r;
-        char hid[41];
-
-        native_host_id(np, t->id, hid);
-        r = write_intent(np, t->id, hid);
+        r = write_intent(np, t->id, t->hid);
         if (r < 0)
                 return b4_error_set(err, r, "cannot record the sandbox of thread '%s'",
                                     t->thread_id);
         r = launch(np, t, p, &kp, err);
         if (r >= 0 && (p->network == B4_NETWORK_ALLOW || netpolicy_listed(p)))
-                r = net_setup(np, t->id, hid, kp.pid, p, err);
+                r = net_setup(np, t->id, t->hid, kp.pid, p, err);
         if (r >= 0) {
                 rec = (struct keeper_record){ .pid = kp.pid, .starttime = kp.starttime };
                 memcpy(rec.identity, identity, sizeof(rec.identity));
@@ -339,21 +382,20 @@ static int start_keeper(struct native_provider *np,
                 r = set_policy(t, identity, p);
         if (r < 0) {
                 safe_close(root_fd);
-                thread_stop_id(np, t->id, kp.pidfd);
+                native_thread_stop_id(np, t->id, kp.pidfd);
                 safe_close(kp.pidfd);
                 return r;
         }
         t->kp = kp;
         t->root_fd = root_fd;
         open_exec_cgroup(np, t);
-        t->live = true;
-        t->generation++;
+        set_live(t, true);
         return 0;
 }
 
 /* Adopt the recorded keeper when it is provably the same process with our identity. */
 static bool try_adopt(struct native_provider *np,
-                      struct thread *t,
+                      struct native_thread *t,
                       const char *identity,
                       const struct b4_policy *p)
 {
@@ -367,7 +409,7 @@ static bool try_adopt(struct native_provider *np,
             keeper_connect(np->run_fd, np->run_dir, t->id, &sock) < 0 ||
             (netpolicy_listed(p) && net_lists_revive(np, t->id, p, NULL) < 0) ||
             set_policy(t, identity, p) < 0) {
-                thread_stop_id(np, t->id, pidfd);
+                native_thread_stop_id(np, t->id, pidfd);
                 return false;
         }
         t->kp = (struct keeper_proc){ .pid = rec.pid,
@@ -375,22 +417,21 @@ static bool try_adopt(struct native_provider *np,
                                       .starttime = rec.starttime };
         t->root_fd = TAKE_FD(root_fd);
         open_exec_cgroup(np, t);
-        t->live = true;
-        t->generation++;
+        set_live(t, true);
         return true;
 }
 
-int thread_ensure(struct native_provider *np,
-                  struct thread *t,
-                  const char *identity,
-                  const struct b4_policy *policy,
-                  struct b4_error *err)
+int native_thread_ensure(struct native_provider *np,
+                         struct native_thread *t,
+                         const char *identity,
+                         const struct b4_policy *policy,
+                         struct b4_error *err)
 {
         if (t->live && keeper_is_dead(t->kp.pidfd))
-                thread_stop(np, t);
+                native_thread_stop(np, t);
         if (t->live && netpolicy_listed(&t->policy) &&
             net_lists_revive(np, t->id, &t->policy, NULL) < 0)
-                thread_stop(np, t); /* its lists cannot be served: recreate it */
+                native_thread_stop(np, t); /* its lists cannot be served: recreate it */
         if (t->live && strcmp(t->identity, identity) != 0)
                 return b4_error_set_code(
                         err, -EBUSY, B4_CODE_SANDBOX_UNAVAILABLE,
@@ -407,15 +448,15 @@ int thread_ensure(struct native_provider *np,
         }
         if (try_adopt(np, t, identity, policy))
                 return 0;
-        thread_stop_id(np, t->id, -EBADF);
+        native_thread_stop_id(np, t->id, -EBADF);
         return start_keeper(np, t, identity, policy, err);
 }
 
-int thread_recover(struct native_provider *np, struct thread *t, struct b4_error *err)
+int native_thread_recover(struct native_provider *np, struct native_thread *t, struct b4_error *err)
 {
         char identity[65];
 
         memcpy(identity, t->identity, sizeof(identity));
-        thread_stop(np, t);
+        native_thread_stop(np, t);
         return start_keeper(np, t, identity, &t->policy, err);
 }

@@ -216,8 +216,7 @@ static int validate_options(struct insp *in)
                 return refuse(in, B4_INSPECT_INVALID_OPTIONS,
                               "Invalid workspace inspection root: %s",
                               quoted(o->root, q, sizeof(q)));
-        if (!in->fs || !in->fs->ops || !in->fs->ops->lstat || !in->fs->ops->read_file ||
-            !in->fs->ops->list_dir)
+        if (!b4_fs_can_read_tree(in->fs))
                 return refuse(in, B4_INSPECT_INVALID_OPTIONS,
                               "Workspace source must provide lstat, listDir and readBinaryFile");
         if (!workspace_root_is_canonical(in->fs->root))
@@ -670,21 +669,6 @@ int b4_inspect_workspace(struct b4_fs *fs,
         }
         *ret = res;
         return 0;
-}
-
-int b4_provider_freeze(struct b4_provider *p,
-                       const char *thread_id,
-                       bool frozen,
-                       struct b4_error *err)
-{
-        if (!p || !thread_id || !*thread_id)
-                return b4_error_set(err, -EINVAL, "freeze needs a provider and a thread id");
-        if (!p->ops->freeze)
-                return b4_error_set(err, -EOPNOTSUPP,
-                                    "Sandbox provider \"%s\" cannot freeze a thread for a "
-                                    "consistent read",
-                                    p->ops->name);
-        return p->ops->freeze(p, thread_id, frozen, err);
 }
 
 struct thread_read {
