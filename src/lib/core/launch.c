@@ -9,6 +9,7 @@
 #include "core/launch.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,6 +99,34 @@ static struct jv *launch_json(const struct b4_policy *p)
         return r < 0 ? NULL : TAKE_PTR(o);
 }
 
+/* A policy's list and DNS options, in the identity only when it has a list (so identities
+ * of policies without one stay what they were). */
+static struct jv *lists_json(const struct b4_policy *p)
+{
+        cleanup_(jv_unrefp) struct jv *o = jv_object_new();
+        struct jv *l = jv_array_new();
+        int r = o && l ? jv_object_set_new(o, "entries", l) : (jv_unref(l), -ENOMEM);
+
+        for (size_t i = 0; r >= 0 && i < p->n_network_list; i++)
+                r = jv_array_append_new(l, jv_string_new(p->network_list[i].text));
+        if (r >= 0)
+                r = jv_object_set_new(o, "pinFloorSeconds", jv_integer_new(p->dns.pin_floor_s));
+        if (r >= 0)
+                r = jv_object_set_new(o, "pinCapSeconds", jv_integer_new(p->dns.pin_cap_s));
+        for (size_t i = 0; r >= 0 && i < p->dns.n_upstream; i++) {
+                char hex[33];
+
+                for (size_t k = 0; k < 16; k++)
+                        (void)snprintf(hex + 2 * k, 3, "%02x", p->dns.upstream[i].addr[k]);
+                r = jv_object_set_new(o,
+                                      i == 0   ? "upstream0"
+                                      : i == 1 ? "upstream1"
+                                               : "upstream2",
+                                      jv_string_new(hex));
+        }
+        return r < 0 ? NULL : TAKE_PTR(o);
+}
+
 int launch_identity(const char *image, const struct b4_policy *p, char ret[65])
 {
         cleanup_(jv_unrefp) struct jv *o = jv_object_new();
@@ -109,6 +138,8 @@ int launch_identity(const char *image, const struct b4_policy *p, char ret[65])
         r = jv_object_set_new(o, "image", jv_string_new(image));
         if (r >= 0)
                 r = jv_object_set_new(o, "launchConfig", launch_json(p));
+        if (r >= 0 && p->n_network_list > 0)
+                r = jv_object_set_new(o, "networkLists", lists_json(p));
         if (r >= 0)
                 r = jv_dump(o, 0, &json);
         if (r < 0)
