@@ -257,7 +257,7 @@ static int cache_read(int dir_fd, const char *key, void **ret, size_t *ret_len)
 
 static void cache_write(int dir_fd, const char *key, const void *bpf, size_t len)
 {
-        cleanup_free char *buf = malloc(SHA256_HEX_LEN + 1 + len);
+        cleanup_free char *buf = b4_malloc(SHA256_HEX_LEN + 1 + len);
 
         if (!buf)
                 return; /* the cache is an optimisation: the filter itself stands */
