@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include "base/alloc.h"
 #include "base/time-util.h"
@@ -99,17 +98,12 @@ static void *watchdog_main(void *arg)
 
         (void)pthread_mutex_lock(&cs->lock);
         while (!cs->stop) {
-                struct timespec ts;
                 uint64_t now = now_usec();
 
                 for (struct conn *k = cs->head; k; k = k->next)
                         if (k->deadline_us && now >= k->deadline_us)
                                 cut(cs, k);
-                (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-                ts.tv_nsec += WATCHDOG_TICK_MS * 1000000L;
-                ts.tv_sec += ts.tv_nsec / 1000000000L;
-                ts.tv_nsec %= 1000000000L;
-                (void)pthread_cond_timedwait(&cs->wake, &cs->lock, &ts);
+                (void)cond_wait_until_ms(&cs->wake, &cs->lock, now / 1000u + WATCHDOG_TICK_MS);
         }
         (void)pthread_mutex_unlock(&cs->lock);
         return NULL;
@@ -118,7 +112,6 @@ static void *watchdog_main(void *arg)
 int conns_new(unsigned max_per_addr, uint64_t header_timeout_ms, struct conns **ret)
 {
         struct conns *cs = b4_calloc(1, sizeof(*cs));
-        pthread_condattr_t ca;
         int r;
 
         if (!cs)
@@ -126,10 +119,7 @@ int conns_new(unsigned max_per_addr, uint64_t header_timeout_ms, struct conns **
         cs->max_per_addr = max_per_addr;
         cs->header_timeout_us = header_timeout_ms * 1000;
         (void)pthread_mutex_init(&cs->lock, NULL);
-        (void)pthread_condattr_init(&ca);
-        (void)pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        (void)pthread_cond_init(&cs->wake, &ca);
-        (void)pthread_condattr_destroy(&ca);
+        (void)pthread_cond_init(&cs->wake, NULL);
         r = -pthread_create(&cs->watchdog, NULL, watchdog_main, cs);
         if (r < 0) {
                 (void)pthread_cond_destroy(&cs->wake);

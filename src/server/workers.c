@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <time.h>
 
 #include "base/time-util.h"
 #include "server-internal.h"
@@ -32,16 +31,10 @@ static struct worker_job *next_job(struct workers *w)
         uint64_t deadline = now_msec() + WORKER_IDLE_MS;
 
         while (!w->head && !w->stopping) {
-                struct timespec ts;
-                uint64_t now = now_msec();
-                if (now >= deadline)
+                if (now_msec() >= deadline)
                         return NULL;
-                (void)clock_gettime(CLOCK_REALTIME, &ts);
-                uint64_t ns = (uint64_t)ts.tv_nsec + (deadline - now) * 1000000ull;
-                ts.tv_sec += (time_t)(ns / 1000000000ull);
-                ts.tv_nsec = (long)(ns % 1000000000ull);
                 w->idle++;
-                (void)pthread_cond_timedwait(&w->work, &w->lock, &ts);
+                (void)cond_wait_until_ms(&w->work, &w->lock, deadline);
                 w->idle--;
         }
         struct worker_job *j = w->head;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "b4box/cancel.h"
@@ -17,6 +18,7 @@
 #include "base/parse.h"
 #include "base/strbuf.h"
 #include "base/strv.h"
+#include "base/time-util.h"
 #include "base/utf8.h"
 
 static void test_strbuf_cap(void **state)
@@ -185,14 +187,61 @@ static void test_hashmap_grow_remove(void **state)
         hashmap_free(m);
 }
 
+struct waker {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool done;
+};
+
+static void *wake_main(void *arg)
+{
+        struct waker *w = arg;
+
+        (void)pthread_mutex_lock(&w->lock);
+        w->done = true;
+        (void)pthread_cond_signal(&w->cond);
+        (void)pthread_mutex_unlock(&w->lock);
+        return NULL;
+}
+
+/* The deadline is CLOCK_MONOTONIC whatever clock the cond was made with (default here). */
+static void test_cond_wait_until_ms(void **state)
+{
+        struct waker w = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+        uint64_t deadline = now_msec() + 30;
+        pthread_t t;
+        int r = 0;
+
+        (void)pthread_mutex_lock(&w.lock);
+        assert_int_equal(cond_wait_until_ms(&w.cond, &w.lock, now_msec() - 1), -ETIMEDOUT);
+        while (r == 0)
+                r = cond_wait_until_ms(&w.cond, &w.lock, deadline);
+        assert_int_equal(r, -ETIMEDOUT);
+        assert_true(now_msec() >= deadline);
+        assert_int_equal(pthread_create(&t, NULL, wake_main, &w), 0);
+        r = 0;
+        while (!w.done && r == 0)
+                r = cond_wait_until_ms(&w.cond, &w.lock, now_msec() + 10000);
+        assert_int_equal(r, 0);
+        assert_true(w.done);
+        (void)pthread_mutex_unlock(&w.lock);
+        assert_int_equal(pthread_join(t, NULL), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_strbuf_cap),       cmocka_unit_test(test_strv_sort_contains),
-                cmocka_unit_test(test_safe_ato),         cmocka_unit_test(test_utf8_strict),
-                cmocka_unit_test(test_utf8_js_length),   cmocka_unit_test(test_error_wrap),
-                cmocka_unit_test(test_cancel_fd),        cmocka_unit_test(test_sha256_vectors),
-                cmocka_unit_test(test_read_full_fd_cap), cmocka_unit_test(test_hashmap_grow_remove),
+                cmocka_unit_test(test_strbuf_cap),
+                cmocka_unit_test(test_strv_sort_contains),
+                cmocka_unit_test(test_safe_ato),
+                cmocka_unit_test(test_utf8_strict),
+                cmocka_unit_test(test_utf8_js_length),
+                cmocka_unit_test(test_error_wrap),
+                cmocka_unit_test(test_cancel_fd),
+                cmocka_unit_test(test_sha256_vectors),
+                cmocka_unit_test(test_read_full_fd_cap),
+                cmocka_unit_test(test_hashmap_grow_remove),
+                cmocka_unit_test(test_cond_wait_until_ms),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

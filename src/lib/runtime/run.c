@@ -359,16 +359,8 @@ static int fire_cb(const char *key, void *value, void *ud)
 /* Wait until no slot is held or @deadline (CLOCK_MONOTONIC ms) passes. Lock held. */
 static void wait_slots_locked(struct b4_runtime *rt, uint64_t deadline)
 {
-        while (hashmap_size(rt->slots) > 0 && now_msec() < deadline) {
-                struct timespec ts;
-                (void)clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_nsec += 50 * 1000000L;
-                if (ts.tv_nsec >= 1000000000L) {
-                        ts.tv_sec++;
-                        ts.tv_nsec -= 1000000000L;
-                }
-                (void)pthread_cond_timedwait(&rt->cond, &rt->lock, &ts);
-        }
+        while (hashmap_size(rt->slots) > 0 && now_msec() < deadline)
+                (void)cond_wait_until_ms(&rt->cond, &rt->lock, now_msec() + 50);
 }
 
 static int collect_key_cb(const char *key, void *value, void *ud)
