@@ -119,7 +119,7 @@ static int resolver_input(struct b4_runtime *rt,
                           struct b4_error *err)
 {
         struct b4_thread_row row = { 0 };
-        cleanup_(jv_unrefp) struct jv *in = jv_object_new(), *meta = NULL;
+        cleanup_(jv_unrefp) struct jv *in = NULL, *meta = NULL;
         int r;
 
         r = b4_store_thread_get(rt->opts.store, id, &row, err);
@@ -127,15 +127,11 @@ static int resolver_input(struct b4_runtime *rt,
                 return r;
         r = jv_parse(row.metadata_json, strlen(row.metadata_json), &meta, err);
         b4_thread_row_clear(&row);
-        if (r < 0 || !in)
-                return r < 0 ? r : -ENOMEM;
-        r = jv_object_set_new(in, "threadId", jv_string_new(id));
-        if (r >= 0)
-                r = jv_object_set_new(in, "metadata", jv_ref(meta));
-        if (r >= 0)
-                r = jv_object_set_new(in, "staged",
-                                      staged ? jv_ref((struct jv *)staged) : jv_null_new());
-        return r < 0 ? r : jv_dump(in, 0, ret);
+        if (r < 0)
+                return r;
+        in = jv_pack("{s:s, s:O, s:O?}", "threadId", id, "metadata", meta, "staged",
+                     (struct jv *)staged);
+        return in ? jv_dump(in, 0, ret) : -ENOMEM;
 }
 
 /* Run the parse of a config fragment; the first refusal becomes the error. */
@@ -303,26 +299,15 @@ static struct jv *tool_map(const struct b4_tool_patterns *m, size_t n)
 {
         struct jv *o = jv_object_new();
 
-        for (size_t i = 0; o && i < n; i++) {
-                struct jv *a = jv_array_new();
-
-                STRV_FOREACH (p, m[i].patterns)
-                        if (a && jv_array_append_new(a, jv_string_new(*p)) < 0)
-                                a = jv_unref(a);
-                if (!a || jv_object_set_new(o, m[i].tool, a) < 0)
+        for (size_t i = 0; o && i < n; i++)
+                if (jv_object_set_new(o, m[i].tool, jv_string_array_new(m[i].patterns)) < 0)
                         o = jv_unref(o);
-        }
         return o;
 }
 
 static struct jv *network_json(const struct b4_thread_policy *p)
 {
-        struct jv *net = jv_object_new();
-        const char *mode = p->network == B4_NETWORK_DENY ? "deny" : "allow";
-
-        if (net && jv_object_set_new(net, "mode", jv_string_new(mode)) < 0)
-                net = jv_unref(net);
-        return net;
+        return jv_pack("{s:s}", "mode", p->network == B4_NETWORK_DENY ? "deny" : "allow");
 }
 
 static struct jv *env_json(const struct b4_thread_policy *p)
@@ -363,28 +348,29 @@ static struct jv *policy_json(const struct b4_thread_policy *p)
         return r < 0 ? jv_unref(o) : o;
 }
 
+/* The "permissions" member: allow and deny each present only when it has a tool. */
+static struct jv *permissions_json(const struct b4_thread_sandbox *t)
+{
+        struct jv *allow = t->n_allow ? tool_map(t->allow, t->n_allow) : NULL;
+        struct jv *deny = t->n_deny ? tool_map(t->deny, t->n_deny) : NULL;
+
+        if ((t->n_allow && !allow) || (t->n_deny && !deny)) {
+                jv_unref(allow);
+                jv_unref(deny);
+                return NULL;
+        }
+        return jv_pack("{s:o*, s:o*}", "allow", allow, "deny", deny);
+}
+
 static int record_json(const struct b4_thread_sandbox *t, struct jv **ret)
 {
-        cleanup_(jv_unrefp) struct jv *rec = jv_object_new();
-        int r = rec ? jv_object_set_new(rec, "version", jv_integer_new(1)) : -ENOMEM;
+        struct jv *perm = NULL;
 
-        if (r >= 0 && t->image)
-                r = jv_object_set_new(rec, "image", jv_string_new(t->image));
-        if (r >= 0)
-                r = jv_object_set_new(rec, "policy", policy_json(&t->policy));
-        if (r >= 0 && (t->n_allow || t->n_deny)) {
-                struct jv *perm = jv_object_new();
-
-                if (perm && t->n_allow)
-                        r = jv_object_set_new(perm, "allow", tool_map(t->allow, t->n_allow));
-                if (perm && r >= 0 && t->n_deny)
-                        r = jv_object_set_new(perm, "deny", tool_map(t->deny, t->n_deny));
-                r = r < 0 ? r : jv_object_set_new(rec, "permissions", perm);
-        }
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(rec);
-        return 0;
+        if ((t->n_allow || t->n_deny) && !(perm = permissions_json(t)))
+                return -ENOMEM;
+        *ret = jv_pack("{s:i, s:s*, s:o, s:o*}", "version", 1, "image", t->image, "policy",
+                       policy_json(&t->policy), "permissions", perm);
+        return *ret ? 0 : -ENOMEM;
 }
 
 /* ---- effective policy (§2.4) ------------------------------------------------------------ */
@@ -457,34 +443,19 @@ static int association_json(const struct b4_captured_workspace *ws,
                             const char *image,
                             struct jv **ret)
 {
-        cleanup_(jv_unrefp) struct jv *o = jv_object_new(), *links = jv_array_new();
+        cleanup_(jv_unrefp) struct jv *links = jv_array_new();
         char op[37];
-        int r = o && links ? uuid_v4(op) : -ENOMEM;
+        int r = links ? uuid_v4(op) : -ENOMEM;
 
-        for (size_t i = 0; r >= 0 && i < ws->n_links; i++) {
-                struct jv *l = jv_object_new();
-
-                r = l ? jv_object_set_new(l, "path", jv_string_new(ws->links[i].path)) : -ENOMEM;
-                if (r >= 0)
-                        r = jv_object_set_new(l, "target", jv_string_new(ws->links[i].target));
-                r = r < 0 ? (jv_unref(l), r) : jv_array_append_new(links, l);
-        }
-        if (r >= 0)
-                r = jv_object_set_new(o, "version", jv_integer_new(1));
-        if (r >= 0)
-                r = jv_object_set_new(o, "operationId", jv_string_new(op));
-        if (r >= 0)
-                r = jv_object_set_new(o, "sourceDigest", jv_string_new(ws->source->digest));
-        if (r >= 0)
-                r = jv_object_set_new(o, "environmentLinks", jv_ref(links));
-        if (r >= 0 && ws->baseline_git)
-                r = jv_object_set_new(o, "baseline", jv_string_new("git"));
-        if (r >= 0 && image)
-                r = jv_object_set_new(o, "image", jv_string_new(image));
+        for (size_t i = 0; r >= 0 && i < ws->n_links; i++)
+                r = jv_array_append_new(links, jv_pack("{s:s, s:s}", "path", ws->links[i].path,
+                                                       "target", ws->links[i].target));
         if (r < 0)
                 return r;
-        *ret = TAKE_PTR(o);
-        return 0;
+        *ret = jv_pack("{s:i, s:s, s:s, s:o, s:s*, s:s*}", "version", 1, "operationId", op,
+                       "sourceDigest", ws->source->digest, "environmentLinks", TAKE_PTR(links),
+                       "baseline", ws->baseline_git ? "git" : NULL, "image", image);
+        return *ret ? 0 : -ENOMEM;
 }
 
 static void digest_of(const char *tag, const char *json, char ret[SHA256_HEX_LEN + 1])
