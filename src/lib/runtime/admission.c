@@ -186,9 +186,7 @@ static int staged_result(const struct jv *w,
 /* Stand-in for the staged form so the config parser checks the rest of a thread sandbox. */
 static int swap_staged(struct jv *v, bool thread, struct jv **ret_w)
 {
-        static const char placeholder[] = "{\"source\":{\"directory\":\".\",\"include\":[]}}";
-        struct jv *w = thread ? jv_object_get(v, "workspace") : v, *ph = NULL;
-        int r;
+        struct jv *w = thread ? jv_object_get(v, "workspace") : v;
 
         *ret_w = NULL;
         if (!jv_object_get(w, "sourceDigest"))
@@ -196,8 +194,8 @@ static int swap_staged(struct jv *v, bool thread, struct jv **ret_w)
         *ret_w = jv_ref(w);
         if (!thread)
                 return 0;
-        r = jv_parse(placeholder, sizeof(placeholder) - 1, &ph, NULL);
-        return r < 0 ? r : jv_object_set_new(v, "workspace", ph);
+        return jv_object_set_new(v, "workspace",
+                                 jv_pack("{s:{s:s, s:[]}}", "source", "directory", ".", "include"));
 }
 
 static int parse_output(struct b4_runtime *rt,
@@ -322,55 +320,45 @@ static struct jv *env_json(const struct b4_thread_policy *p)
 
 static struct jv *resources_json(const struct b4_thread_policy *p)
 {
-        struct jv *res = jv_object_new();
-        int r = res ? 0 : -ENOMEM;
+        bool lost = false;
+        struct jv *res =
+                jv_pack("{s:o*, s:o*, s:o*}", "memoryMb",
+                        jv_opt(p->memory_mb, jv_integer_new((int64_t)p->memory_mb), &lost), "cpus",
+                        jv_opt(p->cpus > 0, jv_real_new(p->cpus), &lost), "timeoutMs",
+                        jv_opt(p->timeout_ms, jv_integer_new((int64_t)p->timeout_ms), &lost));
 
-        if (r >= 0 && p->memory_mb)
-                r = jv_object_set_new(res, "memoryMb", jv_integer_new((int64_t)p->memory_mb));
-        if (r >= 0 && p->cpus > 0)
-                r = jv_object_set_new(res, "cpus", jv_real_new(p->cpus));
-        if (r >= 0 && p->timeout_ms)
-                r = jv_object_set_new(res, "timeoutMs", jv_integer_new((int64_t)p->timeout_ms));
-        return r < 0 ? jv_unref(res) : res;
+        return lost ? jv_unref(res) : res;
 }
 
 static struct jv *policy_json(const struct b4_thread_policy *p)
 {
-        struct jv *o = jv_object_new();
-        int r = o ? 0 : -ENOMEM;
+        bool lost = false;
+        struct jv *o = jv_pack(
+                "{s:o*, s:o*, s:o*}", "network", jv_opt(p->has_network, network_json(p), &lost),
+                "env", jv_opt(p->has_env, env_json(p), &lost), "resources",
+                jv_opt(p->memory_mb || p->cpus > 0 || p->timeout_ms, resources_json(p), &lost));
 
-        if (r >= 0 && p->has_network)
-                r = jv_object_set_new(o, "network", network_json(p));
-        if (r >= 0 && p->has_env)
-                r = jv_object_set_new(o, "env", env_json(p));
-        if (r >= 0 && (p->memory_mb || p->cpus > 0 || p->timeout_ms))
-                r = jv_object_set_new(o, "resources", resources_json(p));
-        return r < 0 ? jv_unref(o) : o;
+        return lost ? jv_unref(o) : o;
 }
 
-/* The "permissions" member: allow and deny each present only when it has a tool. */
-static struct jv *permissions_json(const struct b4_thread_sandbox *t)
-{
-        struct jv *allow = t->n_allow ? tool_map(t->allow, t->n_allow) : NULL;
-        struct jv *deny = t->n_deny ? tool_map(t->deny, t->n_deny) : NULL;
-
-        if ((t->n_allow && !allow) || (t->n_deny && !deny)) {
-                jv_unref(allow);
-                jv_unref(deny);
-                return NULL;
-        }
-        return jv_pack("{s:o*, s:o*}", "allow", allow, "deny", deny);
-}
-
+/* The record: "permissions" only when a tool is allowed or denied, each map only when it
+ * has a tool. */
 static int record_json(const struct b4_thread_sandbox *t, struct jv **ret)
 {
-        struct jv *perm = NULL;
+        bool lost = false;
+        struct jv *perm = jv_pack("{s:o*, s:o*}", "allow",
+                                  jv_opt(t->n_allow, tool_map(t->allow, t->n_allow), &lost), "deny",
+                                  jv_opt(t->n_deny, tool_map(t->deny, t->n_deny), &lost));
+        struct jv *rec = jv_pack("{s:i, s:s*, s:o, s:o*}", "version", 1, "image", t->image,
+                                 "policy", policy_json(&t->policy), "permissions",
+                                 jv_opt(t->n_allow || t->n_deny, perm, &lost));
 
-        if ((t->n_allow || t->n_deny) && !(perm = permissions_json(t)))
+        if (!rec || lost) {
+                jv_unref(rec);
                 return -ENOMEM;
-        *ret = jv_pack("{s:i, s:s*, s:o, s:o*}", "version", 1, "image", t->image, "policy",
-                       policy_json(&t->policy), "permissions", perm);
-        return *ret ? 0 : -ENOMEM;
+        }
+        *ret = rec;
+        return 0;
 }
 
 /* ---- effective policy (§2.4) ------------------------------------------------------------ */
@@ -444,6 +432,7 @@ static int association_json(const struct b4_captured_workspace *ws,
                             struct jv **ret)
 {
         cleanup_(jv_unrefp) struct jv *links = jv_array_new();
+        struct jv *o;
         char op[37];
         int r = links ? uuid_v4(op) : -ENOMEM;
 
@@ -452,10 +441,13 @@ static int association_json(const struct b4_captured_workspace *ws,
                                                        "target", ws->links[i].target));
         if (r < 0)
                 return r;
-        *ret = jv_pack("{s:i, s:s, s:s, s:o, s:s*, s:s*}", "version", 1, "operationId", op,
-                       "sourceDigest", ws->source->digest, "environmentLinks", TAKE_PTR(links),
-                       "baseline", ws->baseline_git ? "git" : NULL, "image", image);
-        return *ret ? 0 : -ENOMEM;
+        o = jv_pack("{s:i, s:s, s:s, s:o, s:s*, s:s*}", "version", 1, "operationId", op,
+                    "sourceDigest", ws->source->digest, "environmentLinks", TAKE_PTR(links),
+                    "baseline", ws->baseline_git ? "git" : NULL, "image", image);
+        if (!o)
+                return -ENOMEM;
+        *ret = o;
+        return 0;
 }
 
 static void digest_of(const char *tag, const char *json, char ret[SHA256_HEX_LEN + 1])

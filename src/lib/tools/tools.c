@@ -277,12 +277,16 @@ int tool_list_dir(struct b4_tools *t, const struct jv *args, struct jv **ret, st
 
 static int exec_result(const struct b4_exec_result *x, struct jv **ret)
 {
-        *ret = jv_pack("{s:o, s:o, s:i, s:b, s:b, s:b, s:I}", "stdout",
-                       text_json(x->out, x->out_len), "stderr", text_json(x->errout, x->errout_len),
-                       "exitCode", x->exit_code, "timedOut", x->timed_out, "cancelled",
-                       x->cancelled, "truncated", x->truncated, "durationMs",
-                       (int64_t)x->duration_ms);
-        return *ret ? 0 : -ENOMEM;
+        struct jv *o = jv_pack("{s:o, s:o, s:i, s:b, s:b, s:b, s:I}", "stdout",
+                               text_json(x->out, x->out_len), "stderr",
+                               text_json(x->errout, x->errout_len), "exitCode", x->exit_code,
+                               "timedOut", x->timed_out, "cancelled", x->cancelled, "truncated",
+                               x->truncated, "durationMs", (int64_t)x->duration_ms);
+
+        if (!o)
+                return -ENOMEM;
+        *ret = o;
+        return 0;
 }
 
 int tool_run_bash(struct b4_tools *t, const struct jv *args, struct jv **ret, struct b4_error *err)
