@@ -11,8 +11,9 @@ CONFIG     ?=
 PREFIX     ?=
 DESTDIR    ?=
 MESON_INSTALL_FLAGS ?=
-# What `make run` builds: the binary, the keeper and the probe helper (ninja target names).
-RUN_TARGETS = src/cli/b4box src/lib/native/b4box-keeper src/probe/b4box-probe-helper
+# What `make run` builds: the binary, b4box-full (which runs `serve`), the keeper and the probe
+# helper (ninja target names).
+RUN_TARGETS = src/cli/b4box src/cli/b4box-full src/keeper/b4box-keeper src/probe/b4box-probe-helper
 
 .PHONY: all deps deps-serve build run check test bench fuzz format format-check lint clean \
 	install

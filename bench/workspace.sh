@@ -16,7 +16,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/b4wsbench.XXXXXX")
 pid=
 cleanup() { [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
-export B4BOX_KEEPER=${B4BOX_KEEPER:-$PWD/$build/src/lib/native/b4box-keeper}
+export B4BOX_KEEPER=${B4BOX_KEEPER:-$PWD/$build/src/keeper/b4box-keeper}
 
 printf '%-28s %-7s %12s %12s %8s\n' measurement provider p50_ms p99_ms n
 for provider in fake native; do

@@ -3,6 +3,8 @@
 
 /* Umbrella header of libb4box. */
 
+#include <stdbool.h>
+
 #include "b4box/cancel.h"
 #include "b4box/config.h"
 #include "b4box/conformance.h"
@@ -21,3 +23,5 @@
 B4_PUBLIC int b4_provider_new(const struct b4_provider_config *cfg,
                               struct b4_provider **ret,
                               struct b4_error *err);
+/* Whether this build has the provider @type (b4_provider_new() would not say -EOPNOTSUPP). */
+B4_PUBLIC bool b4_provider_available(const char *type);

@@ -109,6 +109,12 @@ struct b4_fs {
         struct b4_reader *rd;  /* the reader this is the filesystem of, or NULL */
 };
 
+/**
+ * b4_fs_can_read_tree() - whether @fs has the members a tree read needs (lstat, list_dir and
+ * read_file; walk and batched reads fall back to them). NULL gives false.
+ */
+B4_PUBLIC bool b4_fs_can_read_tree(const struct b4_fs *fs);
+
 /*
  * Wrappers: dispatch to @fs->ops; a missing member gives -EOPNOTSUPP ("<op> is not supported
  * here"). b4_fs_walk() and b4_fs_read_files() fall back to list_dir/lstat/read_file. The

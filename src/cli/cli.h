@@ -37,6 +37,7 @@ struct cli_command {
         const char *summary;  /* one line, no final period */
         const char *synopsis; /* "b4box NAME ..." lines, '\n' between them */
         const char *options;  /* "  --opt ARG   what" lines, each ending in '\n'; may be "" */
+        bool uses_provider;   /* builds the configured provider (handover.h) */
 };
 
 /* Print the running command's usage line to stderr; returns CLI_EXIT_USAGE. */

@@ -12,6 +12,7 @@
 #include "b4box/b4.h"
 
 #include "cli.h"
+#include "handover.h"
 
 /*
  * The one table of subcommands. A command's synopsis and options live here and nowhere else:
@@ -22,7 +23,8 @@ static const struct cli_command commands[] = {
         { "serve", cmd_serve, "serve the HTTP API",
           "b4box serve [--listen ADDR] [--reap-interval-ms MS]",
           "  --listen ADDR            host:port or unix:PATH (default: server.listen)\n"
-          "  --reap-interval-ms MS    how often idle sandboxes are reaped\n" },
+          "  --reap-interval-ms MS    how often idle sandboxes are reaped\n",
+          .uses_provider = false },
         { "threads", cmd_threads, "create, list, show, remove or release threads through a server",
           "b4box threads create [--id ID] [--metadata JSON] [--parent ID] [--source DIGEST "
           "[--link PATH=TARGET]... [--baseline git]] [--server URL] [--json]\n"
@@ -34,12 +36,14 @@ static const struct cli_command commands[] = {
           "  --source DIGEST          a staged workspace source (see upload)\n"
           "  --link PATH=TARGET       a link in the staged workspace, repeatable\n"
           "  --baseline git           record a git baseline of the staged workspace\n"
-          "  --json                   the server's JSON answer (the only output format)\n" },
+          "  --json                   the server's JSON answer (the only output format)\n",
+          .uses_provider = false },
         { "exec", cmd_exec, "run a command in a thread's sandbox",
           "b4box exec --thread ID [--timeout MS] [--server URL] -- CMD...",
           "  --thread ID              the thread (its sandbox is created on first use)\n"
           "  --timeout MS             kill the command after MS milliseconds (local only)\n"
-          "  --server URL             run through a server (default: $B4BOX_URL)\n" },
+          "  --server URL             run through a server (default: $B4BOX_URL)\n",
+          .uses_provider = true },
         { "tool", cmd_tool, "run one workspace tool",
           "b4box tool --thread ID [--server URL] [--provider native|fake] [--mode MODE] "
           "[--allow KEY:PATTERN]... [--deny KEY:PATTERN]... [--read-cap BYTES] TOOL [ARGS_JSON]",
@@ -50,7 +54,8 @@ static const struct cli_command commands[] = {
           "  --allow KEY:PATTERN      allow rule; KEY: bash readFile writeFile listDir tool\n"
           "  --deny KEY:PATTERN       deny rule\n"
           "  --read-cap BYTES         cap on bytes a read returns\n"
-          "TOOL: readFile writeFile editFile listDir runBash; ARGS_JSON defaults to {}.\n" },
+          "TOOL: readFile writeFile editFile listDir runBash; ARGS_JSON defaults to {}.\n",
+          .uses_provider = true },
         { "read", cmd_read, "a thread's workspace inventory",
           "b4box read THREAD [--root R] [--exclude DIR]... [--expect-source DIGEST] "
           "[--consistent] [--json] [--server URL]",
@@ -59,36 +64,42 @@ static const struct cli_command commands[] = {
           "  --expect-source DIGEST   refuse unless the workspace came from this source\n"
           "  --consistent             freeze the sandbox while reading\n"
           "  --json                   one JSON document\n"
-          "  --server URL             read through a server (default: $B4BOX_URL, else local)\n" },
+          "  --server URL             read through a server (default: $B4BOX_URL, else local)\n",
+          .uses_provider = true },
         { "release", cmd_release, "release a thread's sandbox, keeping its workspace",
-          "b4box release ID", "" },
+          "b4box release ID", "", .uses_provider = true },
         { "destroy", cmd_destroy, "destroy a thread's sandbox and workspace", "b4box destroy ID",
-          "" },
+          "", .uses_provider = true },
         { "bundle", cmd_bundle, "create or verify a source bundle",
           "b4box bundle create DIR [--include-from FILE] [--exclude-dir D]... -o OUT [--json]\n"
           "b4box bundle verify FILE [--json]",
           "  --include-from FILE      the files to include, one a line\n"
           "  --exclude-dir D          skip a directory, repeatable\n"
           "  -o, --output OUT         the bundle file ('-' = stdout)\n"
-          "  --json                   {digest, files, bytes} instead of the digest\n" },
+          "  --json                   {digest, files, bytes} instead of the digest\n",
+          .uses_provider = false },
         { "upload", cmd_upload, "stage a source bundle on a server",
           "b4box upload BUNDLE.json [--server URL] [--json]",
           "  --server URL             the server (default: $B4BOX_URL)\n"
-          "  --json                   {digest, status} instead of text\n" },
+          "  --json                   {digest, status} instead of text\n",
+          .uses_provider = false },
         { "check", cmd_check, "validate the configuration and run the provider's preflight",
           "b4box check [--json] [--strict]",
           "  --json                   one document: {config, provider, ok, refusals, controls}\n"
           "  --strict                 exit 3 when a control is NOT ENFORCED\n"
-          "Exit: 0 ok, 1 refused, 2 usage, 3 NOT ENFORCED with --strict.\n" },
+          "Exit: 0 ok, 1 refused, 2 usage, 3 NOT ENFORCED with --strict.\n",
+          .uses_provider = true },
         { "conformance", cmd_conformance, "run the provider conformance suite",
           "b4box conformance [--provider fake|native]",
-          "  --provider TYPE          the provider to test instead of the configured one\n" },
+          "  --provider TYPE          the provider to test instead of the configured one\n",
+          .uses_provider = true },
         { "probe", cmd_probe, "escape and abuse probes against the provider",
-          "b4box probe [--json]", "  --json                   one JSON document\n" },
-        { "help", cmd_help, "show the help of b4box or of one command", "b4box help [COMMAND]",
-          "" },
+          "b4box probe [--json]", "  --json                   one JSON document\n",
+          .uses_provider = true },
+        { "help", cmd_help, "show the help of b4box or of one command", "b4box help [COMMAND]", "",
+          .uses_provider = false },
         { "version", cmd_version, "print the version", "b4box version [--json]",
-          "  --json                   {\"version\": V}\n" },
+          "  --json                   {\"version\": V}\n", .uses_provider = false },
 };
 
 static const struct cli_command *current; /* the command being run */
@@ -256,6 +267,7 @@ int main(int argc, char **argv)
         struct cli_ctx ctx = { 0 };
         int n = 0;
 
+        cli_handover_init(argc, argv);
         if (split_globals(argc, argv, &ctx, &n) < 0)
                 return CLI_EXIT_USAGE;
         if (n == 0) {
@@ -275,6 +287,8 @@ int main(int argc, char **argv)
                 print_command_help(current);
                 return CLI_EXIT_OK;
         }
+        if (!cli_runs_here(current, &ctx))
+                return cli_handover();
         int rc = current->fn(n, argv, &ctx);
         return rc == CLI_USAGE ? cli_usage() : rc;
 }

@@ -22,7 +22,7 @@
 
 int keeper_main(void);
 #define main keeper_main
-#include "native/keeper-main.c"
+#include "keeper-main.c"
 #undef main
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Fuzz target: the keeper's request parser (recv_header() and read_body() of
- * src/lib/native/keeper-main.c, included here with its main() renamed, since the keeper is a
+ * src/keeper/keeper-main.c, included here with its main() renamed, since the keeper is a
  * standalone libc-only program). Trust boundary: the keeper runs as PID 1 inside the sandbox
  * and parses every request that reaches its socket.
  *
@@ -15,7 +15,7 @@
 
 int keeper_main(void);
 #define main keeper_main
-#include "native/keeper-main.c"
+#include "keeper-main.c"
 #undef main
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

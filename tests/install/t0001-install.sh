@@ -25,7 +25,7 @@ check() { # check DESCRIPTION COMMAND...
         if "$@" >"$tmp/out" 2>&1; then ok "$d"; else nok "$d"; sed 's/^/# /' "$tmp/out"; fi
 }
 
-echo "1..13"
+echo "1..14"
 check "make install DESTDIR PREFIX=$prefix" \
         make --no-print-directory -C "$src" install BUILD="$build" PREFIX="$prefix" \
         DESTDIR="$root" MESON_INSTALL_FLAGS=--no-rebuild
@@ -35,6 +35,9 @@ check "installed b4box --version prints '$want'" \
 check "keeper and probe helper installed, executable and static" bash -c '
         for f in "$@"; do [ -x "$f" ] && ! readelf -d "$f" | grep -q NEEDED || exit 1; done' _ \
         "$root$libexecdir/b4box-keeper" "$root$libexecdir/b4box-probe-helper"
+check "b4box-full installed; b4box loads none of libcurl, libarchive, libmicrohttpd" bash -c '
+        [ -x "$1" ] && ! ldd "$2" | grep -qE "lib(curl|archive|microhttpd)\.so"' _ \
+        "$root$libexecdir/b4box-full" "$root$bindir/b4box"
 if command -v scdoc >/dev/null; then
         check "man pages b4box(1), b4box.json(5), b4box-http(7) render" bash -c '
                 for p in man1/b4box.1 man5/b4box.json.5 man7/b4box-http.7; do

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* SHA-256 (OpenSSL libcrypto), as lowercase hex. */
+/* SHA-256 (OpenSSL libcrypto, without its EVP layer: hash.c says why), as lowercase hex. */
 
 #include <stddef.h>
 

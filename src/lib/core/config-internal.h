@@ -13,6 +13,7 @@
 
 #include "b4box/config.h"
 
+#include "config-answer.h"
 #include "json/json.h"
 
 #define CFG_GOT_MAX   160 /* bytes of a value quoted in a "(got: ...)" */
@@ -142,7 +143,6 @@ void config_server_clear(struct b4_server_config *s);
 void config_sandbox_clear(struct b4_sandbox_config *s);
 void config_resolver_clear(struct b4_resolver *r);
 void config_workspace_def_clear(struct b4_workspace_def *d);
-void config_thread_sandbox_clear(struct b4_thread_sandbox *t);
 void config_thread_targets_clear(struct b4_thread_targets *t);
 void config_tool_map_free(struct b4_tool_patterns *m, size_t n);
 void config_env_free(struct b4_env_var *env, size_t n);

@@ -75,6 +75,21 @@ void config_sandbox_clear(struct b4_sandbox_config *s)
         config_sandbox_init(s);
 }
 
+void b4_provider_config_clear(struct b4_provider_config *c)
+{
+        free(c->type);
+        free(c->scope);
+        free(c->image);
+        strv_free(c->images);
+        free(c->state_dir);
+        free(c->docker_host);
+        free(c->kube_api);
+        free(c->kube_namespace);
+        free(c->kube_token_file);
+        free(c->kube_ca_file);
+        *c = (struct b4_provider_config){ 0 };
+}
+
 int config_provider_default(struct b4_provider_config *p)
 {
         b4_provider_config_clear(p);

@@ -14,6 +14,7 @@
 
 #include "base/alloc.h"
 #include "base/macro.h"
+#include "base/strv.h"
 #include "config-internal.h"
 
 static const char *const thread_keys[] = { "targets", NULL };
@@ -188,6 +189,26 @@ void config_parse_thread_sandbox(struct cfg *c,
                 parse_thread_policy(c, x, cfg_path(q, path, "policy"), &t->policy);
         if ((x = jv_object_get(v, "permissions")))
                 parse_thread_permissions(c, x, cfg_path(q, path, "permissions"), t);
+}
+
+int config_parse_resolver_answer(const struct jv *v,
+                                 bool thread,
+                                 const char *base_dir,
+                                 struct b4_thread_sandbox *t,
+                                 struct b4_error *err)
+{
+        struct cfg c = { .base_dir = base_dir };
+        int r;
+
+        if (thread)
+                config_parse_thread_sandbox(&c, v, "sandbox.thread result", t);
+        else
+                config_parse_workspace_def(&c, v, "sandbox.workspace result", &t->workspace);
+        r = c.r < 0 ? c.r : c.n_errors ? -EINVAL : 0;
+        if (r == -EINVAL)
+                b4_error_set(err, r, "%s", c.errors[0]);
+        strv_free(c.errors);
+        return r;
 }
 
 void config_thread_sandbox_clear(struct b4_thread_sandbox *t)

@@ -84,6 +84,11 @@ static int fs_ready(struct b4_fs *fs, bool has, const char *op, struct b4_error 
  (fs_ready((fs), (fs) && (fs)->ops->member, #member, (err)) \
           ?: FS_RUN((fs), (err), (fs)->ops->member((fs), __VA_ARGS__, (err))))
 
+bool b4_fs_can_read_tree(const struct b4_fs *fs)
+{
+        return fs && fs->ops && fs->ops->lstat && fs->ops->list_dir && fs->ops->read_file;
+}
+
 int b4_fs_read_file_flags(struct b4_fs *fs,
                           const char *path,
                           unsigned flags,

@@ -155,15 +155,6 @@ const char *http_client_target(const struct http_client *c)
         return c->target;
 }
 
-char *http_escape(const char *s)
-{
-        char *e = curl_easy_escape(NULL, s, 0);
-        char *r = e ? b4_strdup(e) : NULL;
-
-        curl_free(e);
-        return r;
-}
-
 /*
  * A header line as kept: a CR, LF or NUL inside it becomes a space (RFC 9110 5.5 lets a
  * recipient do so), then the line end and the value's trailing blanks go. Return: heap.

@@ -26,7 +26,7 @@
 #include "base/hash.h"
 #include "base/macro.h"
 #include "base/strv.h"
-#include "core/config-internal.h"
+#include "core/config-answer.h"
 #include "json/json.h"
 #include "runtime-internal.h"
 
@@ -134,17 +134,6 @@ static int resolver_input(struct b4_runtime *rt,
         return in ? jv_dump(in, 0, ret) : -ENOMEM;
 }
 
-/* Run the parse of a config fragment; the first refusal becomes the error. */
-static int cfg_result(struct cfg *c, struct b4_error *err)
-{
-        int r = c->r < 0 ? c->r : c->n_errors ? -EINVAL : 0;
-
-        if (r == -EINVAL)
-                b4_error_set(err, r, "%s", c->errors[0]);
-        strv_free(c->errors);
-        return r;
-}
-
 /* A resolver that answers the staged form {sourceDigest, environmentLinks?, baseline?}. */
 static int staged_result(const struct jv *w,
                          struct staged *st,
@@ -208,7 +197,6 @@ static int parse_output(struct b4_runtime *rt,
                         struct b4_error *err)
 {
         cleanup_(jv_unrefp) struct jv *v = NULL, *w = NULL;
-        struct cfg c = { .base_dir = rt->opts.config->base_dir };
         int r;
 
         r = jv_parse(out, len, &v, err);
@@ -221,11 +209,9 @@ static int parse_output(struct b4_runtime *rt,
                 r = staged_result(w, st, ret_ws, err);
         if (r < 0)
                 return r;
-        if (thread)
-                config_parse_thread_sandbox(&c, v, "sandbox.thread result", t);
-        else if (!w)
-                config_parse_workspace_def(&c, v, "sandbox.workspace result", &t->workspace);
-        return cfg_result(&c, err);
+        if (thread || !w)
+                r = config_parse_resolver_answer(v, thread, rt->opts.config->base_dir, t, err);
+        return r;
 }
 
 static int run_resolver(struct b4_runtime *rt,

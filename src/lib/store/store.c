@@ -230,6 +230,10 @@ static int open_db(struct b4_store *s, const char *state_dir, struct b4_error *e
                              NULL);
         if (rc != SQLITE_OK)
                 return store_error(s, rc, err, "open state store");
+        /* Keep -wal and -shm when the last connection closes: making them again is the
+         * dearest part of opening the store for a short CLI command. */
+        int persist = 1;
+        (void)sqlite3_file_control(s->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
         (void)sqlite3_busy_timeout(s->db, 5000);
         r = exec_sql(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON",
                      err);

@@ -22,8 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "b4box/provider-impl.h" /* the check of optional fs members */
-
 #include "base/alloc.h"
 #include "base/hashmap.h"
 #include "base/macro.h"
@@ -218,8 +216,7 @@ static int validate_options(struct insp *in)
                 return refuse(in, B4_INSPECT_INVALID_OPTIONS,
                               "Invalid workspace inspection root: %s",
                               quoted(o->root, q, sizeof(q)));
-        if (!in->fs || !in->fs->ops || !in->fs->ops->lstat || !in->fs->ops->read_file ||
-            !in->fs->ops->list_dir)
+        if (!b4_fs_can_read_tree(in->fs))
                 return refuse(in, B4_INSPECT_INVALID_OPTIONS,
                               "Workspace source must provide lstat, listDir and readBinaryFile");
         if (!workspace_root_is_canonical(in->fs->root))
