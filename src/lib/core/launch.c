@@ -9,6 +9,7 @@
 #include "core/launch.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,14 +70,40 @@ static struct jv *launch_json(const struct b4_policy *p)
                        "pidsLimit", (int64_t)s->pids_limit, "user", user_json(p), "init", true);
 }
 
+/* A policy's list and DNS options, in the identity only when it has a list (so identities
+ * of policies without one stay what they were). */
+static struct jv *lists_json(const struct b4_policy *p)
+{
+        cleanup_(jv_unrefp) struct jv *l = jv_array_new();
+        struct jv *o;
+
+        for (size_t i = 0; l && i < p->n_network_list; i++)
+                if (jv_array_append_new(l, jv_string_new(p->network_list[i].text)) < 0)
+                        return NULL;
+        o = jv_pack("{s:o, s:I, s:I}", "entries", TAKE_PTR(l), "pinFloorSeconds",
+                    (int64_t)p->dns.pin_floor_s, "pinCapSeconds", (int64_t)p->dns.pin_cap_s);
+        for (size_t i = 0; o && i < p->dns.n_upstream; i++) {
+                const char *key = i == 0 ? "upstream0" : i == 1 ? "upstream1" : "upstream2";
+                char hex[33];
+
+                for (size_t k = 0; k < 16; k++)
+                        (void)snprintf(hex + 2 * k, 3, "%02x", p->dns.upstream[i].addr[k]);
+                if (jv_object_set_new(o, key, jv_string_new(hex)) < 0)
+                        o = jv_unref(o);
+        }
+        return o;
+}
+
 int launch_identity(const char *image, const struct b4_policy *p, char ret[65])
 {
         cleanup_(jv_unrefp) struct jv *o = NULL;
         cleanup_free char *json = NULL;
+        bool lost = false;
         int r;
 
-        o = jv_pack("{s:s, s:o}", "image", image, "launchConfig", launch_json(p));
-        if (!o)
+        o = jv_pack("{s:s, s:o, s:o*}", "image", image, "launchConfig", launch_json(p),
+                    "networkLists", jv_opt(p->n_network_list > 0, lists_json(p), &lost));
+        if (!o || lost)
                 return -ENOMEM;
         r = jv_dump(o, 0, &json);
         if (r < 0)

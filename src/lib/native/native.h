@@ -88,7 +88,8 @@ struct mount_spec {
         bool host_image;       /* bind only the system dirs of @image */
         const char *workspace; /* host dir bound read-write at /workspace */
         bool read_only_root;
-        bool network_lo_only; /* a fresh netns: bring lo up */
+        bool network_lo_only;    /* a fresh netns: bring lo up */
+        const char *resolv_conf; /* host file bound over etc/resolv.conf, or NULL (lists) */
 };
 
 int mount_plan_build(const struct mount_spec *spec, struct mount_plan *ret, struct b4_error *err);
@@ -468,11 +469,22 @@ int native_rm_rf_at(int dirfd, const char *name);
 
 /* Whether veth + NAT can be set up here; @ret_why says why not (static string). */
 int net_available(const char **ret_why);
-/* Give the keeper @pid's namespace eth0 + default route + NAT (network "allow"). */
+/* Give the keeper @pid's namespace eth0 + default route + NAT (network "allow", or a policy
+ * with a list: then the inet b4box elements and a b4box-netd too, netpolicy.h). */
 int net_setup(struct native_provider *np,
               const char *id,
               const char *hid,
               pid_t pid,
+              const struct b4_policy *p,
               struct b4_error *err);
+/* Network lists: create the (empty) run/<id>.resolv the mount plan binds over
+ * etc/resolv.conf; net_setup() writes its nameserver. *@ret is its path (new). */
+int net_resolv_prepare(struct native_provider *np, const char *id, char **ret);
+/* Network lists of an adopted sandbox: restart its b4box-netd if it died (its elements move
+ * to the new port in one transaction). Return: 0 or a negative errno (then recreate it). */
+int net_lists_revive(struct native_provider *np,
+                     const char *id,
+                     const struct b4_policy *p,
+                     struct b4_error *err);
 /* Remove what net_setup() made for @id / host id @hid (no-op when nothing was). */
 void net_teardown(struct native_provider *np, const char *id, const char *hid);

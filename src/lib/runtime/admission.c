@@ -382,7 +382,9 @@ static int apply_record_policy(const struct b4_policy *app,
                                     "app's policy denies");
         if (mode && strcmp(mode, "deny") == 0 && app->network == B4_NETWORK_ALLOW) {
                 p->network = B4_NETWORK_DENY;
-                p->network_list = strv_free(p->network_list);
+                b4_net_entries_free(p->network_list, p->n_network_list);
+                p->network_list = NULL;
+                p->n_network_list = 0;
         }
         if ((x = jv_object_get(pol, "env")) && (r = merge_env(p, x)) < 0)
                 return r;
