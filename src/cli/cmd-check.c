@@ -33,18 +33,33 @@ static void preflight_clearp(struct b4_preflight *p)
         b4_preflight_clear(p);
 }
 
-/* Network lists are configurable but no provider filters by host: say so. */
+/* Network lists: the provider's row for the configured list leads with the entry count; a
+ * provider without such a row does not filter by host, and the check says so. */
 static int add_config_controls(const struct b4_config *cfg, struct b4_preflight *pf)
 {
         const struct b4_policy *p = b4_config_policy(cfg);
-        size_t n = strv_length(p->network_list);
+        size_t n = p->n_network_list;
+        const char *row = p->network == B4_NETWORK_DENY ? "network allowlist" : "network denylist";
+        const char *noun = n == 1 ? "y" : "ies";
 
         if (n == 0)
                 return 0;
-        return b4_preflight_control(
-                pf, p->network == B4_NETWORK_DENY ? "network allowlist" : "network denylist",
-                B4_NOT_ENFORCED, "%zu entr%s configured; b4box does not filter by host", n,
-                n == 1 ? "y" : "ies");
+        for (size_t i = 0; i < pf->n_controls; i++) {
+                struct b4_control *c = &pf->controls[i];
+                char *detail = NULL;
+
+                if (strcmp(c->name, row) != 0)
+                        continue;
+                if (b4_asprintf(&detail, "%zu entr%s configured: %s", n, noun,
+                                c->detail ? c->detail : "") < 0)
+                        return -ENOMEM;
+                free(c->detail);
+                c->detail = detail;
+                return 0;
+        }
+        return b4_preflight_control(pf, row, B4_NOT_ENFORCED,
+                                    "%zu entr%s configured; b4box does not filter by host", n,
+                                    noun);
 }
 
 /*

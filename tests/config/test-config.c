@@ -11,6 +11,7 @@
  * parsed with base_dir "/app". Lines starting with "#" before the first case are comments.
  */
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -91,6 +92,47 @@ static void test_config_default(void **state)
         b4_config_free(cfg);
 }
 
+/* The typed list: what each entry kind parses to, and the dns defaults and options. */
+static void test_config_network_entries(void **state)
+{
+        struct b4_config *cfg =
+                expect_ok("{\"sandbox\": {\"provider\": {\"type\": \"fake\", \"scope\": \"s\"},"
+                          " \"network\": {\"mode\": \"deny\", \"allowlist\": ["
+                          "\"10.1.0.0/16:80-90\", \"[2001:db8::1]:443\", \"Api.Example.COM.\","
+                          " \"*.example.com\", \"203.0.113.7\"],"
+                          " \"dns\": {\"pinCapSeconds\": 60, \"upstream\": [\"192.0.2.53\"]}}}}");
+        const struct b4_policy *p = b4_config_policy(cfg);
+        const struct b4_net_entry *e = p->network_list;
+        uint8_t v6[16];
+
+        assert_int_equal(p->n_network_list, 5);
+        assert_int_equal(e[0].kind, B4_NET_CIDR);
+        assert_int_equal(e[0].family, AF_INET);
+        assert_memory_equal(e[0].addr, ((uint8_t[]){ 10, 1, 0, 0 }), 4);
+        assert_int_equal(e[0].prefix, 16);
+        assert_int_equal(e[0].port_lo, 80);
+        assert_int_equal(e[0].port_hi, 90);
+        assert_string_equal(e[0].text, "10.1.0.0/16:80-90");
+        assert_int_equal(inet_pton(AF_INET6, "2001:db8::1", v6), 1);
+        assert_int_equal(e[1].family, AF_INET6);
+        assert_memory_equal(e[1].addr, v6, 16);
+        assert_int_equal(e[1].prefix, 128);
+        assert_int_equal(e[1].port_lo, 443);
+        assert_int_equal(e[2].kind, B4_NET_NAME);
+        assert_string_equal(e[2].name, "api.example.com");
+        assert_string_equal(e[2].text, "Api.Example.COM.");
+        assert_int_equal(e[2].port_lo, 0);
+        assert_int_equal(e[2].port_hi, 0);
+        assert_int_equal(e[3].kind, B4_NET_WILDCARD);
+        assert_string_equal(e[3].name, "example.com");
+        assert_int_equal(e[4].prefix, 32);
+        assert_int_equal(p->dns.pin_floor_s, B4_DEFAULT_PIN_FLOOR_S);
+        assert_int_equal(p->dns.pin_cap_s, 60);
+        assert_int_equal(p->dns.n_upstream, 1);
+        assert_int_equal(p->dns.upstream[0].family, AF_INET);
+        b4_config_free(cfg);
+}
+
 static void test_config_empty_object_is_default(void **state)
 {
         struct b4_config *cfg = expect_ok("{}");
@@ -122,7 +164,7 @@ static void test_config_full_sandbox(void **state)
         assert_string_equal(cfg->sandbox.provider.docker_host, "unix:///var/run/docker.sock");
         assert_string_equal(cfg->sandbox.provider.images[0], "debian:*");
         assert_int_equal(p->network, B4_NETWORK_DENY);
-        assert_string_equal(p->network_list[0], "10.0.0.0/8");
+        assert_string_equal(p->network_list[0].text, "10.0.0.0/8");
         assert_int_equal(p->n_env, 2);
         assert_string_equal(p->env[0].name, "A");
         assert_string_equal(p->env[1].value, "2");
@@ -521,6 +563,7 @@ int main(void)
                 cmocka_unit_test(test_config_default),
                 cmocka_unit_test(test_config_empty_object_is_default),
                 cmocka_unit_test(test_config_full_sandbox),
+                cmocka_unit_test(test_config_network_entries),
                 cmocka_unit_test(test_config_managed),
                 cmocka_unit_test(test_config_targets),
                 cmocka_unit_test(test_config_reference_refusals),

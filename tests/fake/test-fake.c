@@ -3,10 +3,12 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "b4box/b4.h"
+#include "b4box/conformance.h"
 
 #include "b4-test.h"
 #include "base/alloc.h"
@@ -314,6 +316,284 @@ static void test_symlinks(void **state)
         b4_sandbox_unref(sb);
 }
 
+/* The walk of @fs as "path:kind," for every entry. */
+static char *walk_joined(struct b4_fs *fs, const char *path, char *const *prune)
+{
+        struct b4_walk_entry *w = NULL;
+        size_t n = 0;
+        char buf[512] = "";
+
+        assert_int_equal(b4_fs_walk(fs, path, 100, prune, &w, &n, NULL), 0);
+        for (size_t i = 0; i < n; i++)
+                assert_true((size_t)snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s:%d,",
+                                             w[i].path,
+                                             (int)w[i].st.kind) < sizeof(buf) - strlen(buf));
+        b4_walk_entries_free(w, n);
+        return strdup(buf);
+}
+
+static void fill_tree(struct b4_sandbox *sb)
+{
+        put(sb, "/workspace/b", "bee");
+        put(sb, "/workspace/a/z", "zed");
+        put(sb, "/workspace/a/b/c", "");
+        put(sb, "/workspace/a-c", "dash");
+        put(sb, "/workspace/skip/deep", "x");
+        assert_int_equal(b4_fs_mkdir_p(b4_sandbox_fs(sb), "/workspace/empty", NULL), 0);
+}
+
+/* The batched members answer what core's fallbacks answer, from one snapshot. */
+static void test_batched(void **state)
+{
+        struct fx *f = *state;
+        struct b4_reader_req rq = { .thread_id = "t" };
+        struct b4_sandbox *sb = acquire(f, "t");
+        struct b4_reader *rd = NULL;
+        struct b4_walk_entry *w = NULL;
+        struct b4_blob *b = NULL;
+        struct b4_error err = { 0 };
+        char *prune[] = { (char *)"skip", NULL };
+        char *plain, *plain_pruned, *got;
+        size_t n = 0;
+
+        fill_tree(sb);
+        assert_null(b4_sandbox_fs(sb)->ops->walk); /* not by default */
+        assert_null(b4_sandbox_fs(sb)->ops->read_files);
+        plain = walk_joined(b4_sandbox_fs(sb), "/workspace", NULL);
+        plain_pruned = walk_joined(b4_sandbox_fs(sb), "/workspace", prune);
+        assert_string_equal(plain_pruned, "a:1,a/b:1,a/b/c:0,a/z:0,a-c:0,b:0,empty:1,skip:1,");
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_release(f->p, "t", NULL), 0);
+
+        assert_int_equal(fake_provider_set_batched(f->p, true), 0);
+        sb = acquire(f, "t");
+        assert_int_equal(b4_provider_open_reader(f->p, &rq, &rd, NULL), 0);
+        assert_non_null(b4_sandbox_fs(sb)->ops->walk);
+        assert_non_null(b4_reader_fs(rd)->ops->read_files);
+        assert_null(b4_reader_fs(rd)->ops->write_file);
+        assert_null(b4_sandbox_fs(sb)->ops->symlink); /* still opt-in on its own */
+        got = walk_joined(b4_sandbox_fs(sb), "/workspace", NULL);
+        assert_string_equal(got, plain);
+        free(got);
+        got = walk_joined(b4_reader_fs(rd), "/workspace", prune);
+        assert_string_equal(got, plain_pruned);
+        free(got);
+        got = walk_joined(b4_reader_fs(rd), "/workspace/a/../a", NULL);
+        assert_string_equal(got, "b:1,b/c:0,z:0,");
+        free(got);
+        expect_error(b4_fs_walk(b4_reader_fs(rd), "/workspace", 8, NULL, &w, &n, &err), -E2BIG,
+                     &err, "Workspace entries limit exceeded");
+        expect_error(b4_fs_walk(b4_reader_fs(rd), "/workspace/b", 8, NULL, &w, &n, &err), -ENOTDIR,
+                     &err, NULL);
+        expect_error(b4_fs_walk(b4_reader_fs(rd), "/workspace/no", 8, NULL, &w, &n, &err), -ENOENT,
+                     &err, NULL);
+
+        struct b4_read_req reqs[] = { { "/workspace/a/z", B4_UNBOUNDED },
+                                      { "/workspace/nope", B4_UNBOUNDED },
+                                      { "/workspace/b", 2 },
+                                      { "/workspace/a", B4_UNBOUNDED },
+                                      { "/workspace/b", 3 } };
+        assert_int_equal(b4_fs_read_files(b4_reader_fs(rd), reqs, 5, &b, NULL), 0);
+        assert_int_equal(b[0].error, 0);
+        assert_int_equal(b[0].len, 3);
+        assert_string_equal(b[0].data, "zed");
+        assert_int_equal(b[1].error, -ENOENT);
+        assert_int_equal(b[2].error, -EFBIG);
+        assert_int_equal(b[3].error, -EISDIR);
+        assert_int_equal(b[4].error, 0);
+        assert_string_equal(b[4].data, "bee");
+        b4_blobs_free(b, 5);
+        assert_int_equal(b4_fs_read_files(b4_reader_fs(rd), reqs, 0, &b, NULL), 0);
+        b4_blobs_free(b, 0);
+        free(plain);
+        free(plain_pruned);
+        b4_reader_free(rd);
+        b4_sandbox_unref(sb);
+}
+
+/* Each fault breaks the batched walk its way, and only the batched one. */
+static void test_walk_faults(void **state)
+{
+        struct fx *f = *state;
+        struct b4_sandbox *sb;
+        char *got;
+
+        assert_int_equal(fake_provider_set_batched(f->p, true), 0);
+        sb = acquire(f, "t");
+        put(sb, "/workspace/a/x", "1");
+        put(sb, "/workspace/b", "2");
+        assert_int_equal(fake_provider_set_walk_faults(f->p, FAKE_WALK_REVERSED), 0);
+        got = walk_joined(b4_sandbox_fs(sb), "/workspace", NULL);
+        assert_string_equal(got, "b:0,a/x:0,a:1,");
+        free(got);
+        assert_int_equal(fake_provider_set_walk_faults(f->p, FAKE_WALK_DUPLICATE), 0);
+        got = walk_joined(b4_sandbox_fs(sb), "/workspace", NULL);
+        assert_string_equal(got, "a:1,a/x:0,b:0,a:1,");
+        free(got);
+        assert_int_equal(fake_provider_set_walk_faults(f->p, FAKE_WALK_NO_DIRS), 0);
+        got = walk_joined(b4_sandbox_fs(sb), "/workspace", NULL);
+        assert_string_equal(got, "a/x:0,b:0,");
+        free(got);
+        assert_int_equal(fake_provider_set_walk_faults(f->p, FAKE_WALK_NO_DIRS |
+                                                                     FAKE_WALK_REVERSED |
+                                                                     FAKE_WALK_DUPLICATE),
+                         0);
+        got = walk_joined(b4_sandbox_fs(sb), "/workspace", NULL);
+        assert_string_equal(got, "b:0,a/x:0,b:0,");
+        free(got);
+        assert_int_equal(fake_provider_set_walk_faults(f->p, 0), 0);
+        got = walk_joined(b4_sandbox_fs(sb), "/workspace", NULL);
+        assert_string_equal(got, "a:1,a/x:0,b:0,");
+        free(got);
+        b4_sandbox_unref(sb);
+}
+
+struct race {
+        struct b4_sandbox *sb;
+        unsigned runs;
+};
+
+static void append_x(void *ud)
+{
+        struct race *race = ud;
+
+        race->runs++;
+        put(race->sb, "/workspace/f", race->runs == 1 ? "x" : "xx");
+}
+
+/* The read hook runs before every read_file and once per read_files, unlocked. */
+static void test_read_hook(void **state)
+{
+        struct fx *f = *state;
+        struct b4_reader_req rq = { .thread_id = "t" };
+        struct race race = { .sb = acquire(f, "t") };
+        struct b4_read_req reqs[] = { { "/workspace/f", 9 }, { "/workspace/f", 9 } };
+        struct b4_reader *rd = NULL;
+        struct b4_blob *b = NULL;
+
+        put(race.sb, "/workspace/f", "");
+        assert_int_equal(fake_provider_set_read_hook(f->p, append_x, &race), 0);
+        assert_int_equal(b4_provider_open_reader(f->p, &rq, &rd, NULL), 0);
+        expect_content(b4_reader_fs(rd), "/workspace/f", "x"); /* the write came first */
+        assert_int_equal(race.runs, 1);
+        assert_int_equal(b4_fs_read_files(b4_reader_fs(rd), reqs, 2, &b, NULL), 0); /* fallback */
+        assert_int_equal(race.runs, 3);
+        b4_blobs_free(b, 2);
+        b4_reader_free(rd);
+        assert_int_equal(fake_provider_set_batched(f->p, true), 0);
+        assert_int_equal(b4_provider_open_reader(f->p, &rq, &rd, NULL), 0);
+        assert_int_equal(b4_fs_read_files(b4_reader_fs(rd), reqs, 2, &b, NULL), 0);
+        assert_int_equal(race.runs, 4); /* once per batch */
+        assert_string_equal(b[0].data, "xx");
+        b4_blobs_free(b, 2);
+        assert_int_equal(fake_provider_set_read_hook(f->p, NULL, &race), 0);
+        expect_content(b4_reader_fs(rd), "/workspace/f", "xx");
+        assert_int_equal(race.runs, 4);
+        b4_reader_free(rd);
+        b4_sandbox_unref(race.sb);
+}
+
+static void test_calls(void **state)
+{
+        struct fx *f = *state;
+        struct b4_sandbox *sb = acquire(f, "t");
+        struct b4_exec_req ex = { .command = "true" };
+        struct b4_exec_result res = { 0 };
+        struct b4_walk_entry *w = NULL;
+        struct b4_stat st = { 0 };
+        size_t n = 0;
+
+        for (int c = 0; c < FAKE_CALL__COUNT; c++)
+                assert_int_equal(fake_provider_calls(f->p, c), 0);
+        put(sb, "/workspace/d/f", "1");
+        assert_int_equal(b4_fs_lstat(b4_sandbox_fs(sb), "/workspace/nope", &st, NULL), -ENOENT);
+        assert_int_equal(b4_fs_walk(b4_sandbox_fs(sb), "/workspace", 9, NULL, &w, &n, NULL), 0);
+        b4_walk_entries_free(w, n);
+        assert_int_equal(b4_sandbox_exec(sb, &ex, &res, NULL), 0);
+        b4_exec_result_clear(&res);
+        assert_int_equal(fake_provider_calls(f->p, FAKE_CALL_WRITE_FILE), 1);
+        assert_int_equal(fake_provider_calls(f->p, FAKE_CALL_LSTAT), 3);    /* failed + d + d/f */
+        assert_int_equal(fake_provider_calls(f->p, FAKE_CALL_LIST_DIR), 2); /* the fallback */
+        assert_int_equal(fake_provider_calls(f->p, FAKE_CALL_WALK), 0);
+        assert_int_equal(fake_provider_calls(f->p, FAKE_CALL_EXEC), 1);
+        assert_int_equal(fake_provider_calls(f->p, FAKE_CALL_READ_FILE), 0);
+        assert_int_equal(fake_provider_reset_calls(f->p), 0);
+        assert_int_equal(fake_provider_calls(f->p, FAKE_CALL_LSTAT), 0);
+        assert_int_equal(fake_provider_calls(f->p, FAKE_CALL__COUNT), -EINVAL);
+        assert_int_equal(fake_provider_calls(NULL, FAKE_CALL_LSTAT), -EINVAL);
+        assert_int_equal(fake_provider_reset_calls(NULL), -EINVAL);
+        b4_sandbox_unref(sb);
+}
+
+/* An "other" entry: what a FIFO is to the contract. */
+static void test_other(void **state)
+{
+        struct fx *f = *state;
+        struct b4_sandbox *sb = acquire(f, "t");
+        struct b4_fs *fs = b4_sandbox_fs(sb);
+        struct b4_error err = { 0 };
+        struct b4_stat st = { 0 };
+        char *got = NULL, **names = NULL;
+        size_t len = 0;
+
+        assert_int_equal(fake_provider_mkother(f->p, "t", "/workspace/d/fifo"), 0);
+        assert_int_equal(fake_provider_mkother(f->p, "t", "/workspace/d/fifo"), -EEXIST);
+        assert_int_equal(fake_provider_mkother(f->p, "t", "/workspace/d/fifo/x"), -ENOTDIR);
+        assert_int_equal(fake_provider_mkother(f->p, "t", "relative"), -EINVAL);
+        assert_int_equal(fake_provider_mkother(f->p, "nope", "/workspace/x"), -ENOENT);
+        assert_int_equal(fake_provider_mkother(NULL, "t", "/workspace/x"), -EINVAL);
+        assert_int_equal(b4_fs_lstat(fs, "/workspace/d/fifo", &st, NULL), 0);
+        assert_int_equal(st.kind, B4_FILE_OTHER);
+        got = list_joined(fs, "/workspace/d");
+        assert_string_equal(got, "fifo,");
+        free(got);
+        got = walk_joined(fs, "/workspace", NULL);
+        assert_string_equal(got, "d:1,d/fifo:3,");
+        free(got);
+        got = NULL;
+        expect_error(b4_fs_read_file(fs, "/workspace/d/fifo", 9, &got, &len, &err), -EINVAL, &err,
+                     NULL);
+        expect_error(b4_fs_list_dir(fs, "/workspace/d/fifo", &names, &err), -ENOTDIR, &err, NULL);
+        assert_int_equal(b4_fs_chmod(fs, "/workspace/d/fifo", 0755, NULL), 0);
+        put(sb, "/workspace/d/fifo", "now a file");
+        expect_content(fs, "/workspace/d/fifo", "now a file");
+        assert_int_equal(fake_provider_mkother(f->p, "t", "/workspace/o"), 0);
+        assert_int_equal(b4_fs_remove(fs, "/workspace/o", NULL), 0);
+        assert_int_equal(b4_fs_lstat(fs, "/workspace/o", &st, NULL), -ENOENT);
+        b4_sandbox_unref(sb);
+}
+
+static int make_batched(void *userdata, struct b4_provider **ret, struct b4_error *err)
+{
+        struct b4_provider_config cfg = { .type = (char *)"fake", .scope = (char *)"conf" };
+        int r = b4_provider_new(&cfg, ret, err);
+
+        if (r >= 0)
+                r = fake_provider_set_batched(*ret, true);
+        if (r >= 0)
+                r = fake_provider_set_symlinks(*ret, true);
+        return r;
+}
+
+static int instances(struct b4_provider *p, const char *thread_id, void *userdata)
+{
+        return fake_provider_instances(p, thread_id);
+}
+
+/* With every opt-in member the fake still passes the contract's suite. */
+static void test_conformance_batched(void **state)
+{
+        struct b4_conformance_opts o = { .make_provider = make_batched,
+                                         .instances = instances,
+                                         .concurrency = 4 };
+        struct b4_conformance_summary sum = { 0 };
+        struct b4_error err = { 0 };
+
+        assert_int_equal(b4_conformance_run(&o, &sum, &err), 0);
+        assert_int_equal(sum.passed, b4_conformance_n_cases());
+        assert_int_equal(sum.failed + sum.skipped, 0);
+}
+
 static void test_release_keeps_destroy_deletes(void **state)
 {
         struct fx *f = *state;
@@ -591,7 +871,11 @@ static void oom_scenario(struct b4_policy *policy)
         struct b4_walk_entry *w = NULL;
         struct b4_stat st = { 0 };
         char *data = NULL, *data2 = NULL, **names = NULL, *rp = NULL;
-        size_t len = 0, n = 0;
+        struct b4_read_req reqs[] = { { "/workspace/d/f", 10 }, { "/workspace/g", 10 } };
+        struct b4_reader *rd2 = NULL;
+        struct b4_walk_entry *w2 = NULL;
+        struct b4_blob *blobs = NULL;
+        size_t len = 0, n = 0, n2 = 0;
         int r;
 
         STEP(fake_provider_new(&cfg, &p, NULL));
@@ -608,11 +892,20 @@ static void oom_scenario(struct b4_policy *policy)
         assert_string_equal(res.out, "a b c\n");
         STEP(b4_provider_open_reader(p, &rq, &rd, NULL));
         STEP(b4_fs_read_file(&rd->fs, "/workspace/d/f", 10, &data2, &len, NULL));
+        STEP(fake_provider_mkother(p, "t", "/workspace/o"));
+        STEP(fake_provider_set_batched(p, true));
+        STEP(fake_provider_set_walk_faults(p, FAKE_WALK_NO_DIRS | FAKE_WALK_DUPLICATE));
+        STEP(b4_provider_open_reader(p, &rq, &rd2, NULL));
+        STEP(b4_fs_walk(&rd2->fs, "/workspace", 100, NULL, &w2, &n2, NULL));
+        STEP(b4_fs_read_files(&rd2->fs, reqs, 2, &blobs, NULL));
         STEP(b4_provider_release(p, "t", NULL));
         STEP(b4_provider_destroy(p, "t", NULL));
 out:
         b4_exec_result_clear(&res);
         b4_walk_entries_free(w, n);
+        b4_walk_entries_free(w2, n2);
+        b4_blobs_free(blobs, 2);
+        b4_reader_free(rd2);
         free(data);
         free(data2);
         free(rp);
@@ -657,6 +950,12 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_stat_and_dirs, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_touch_realpath_walk, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_symlinks, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_batched, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_walk_faults, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_read_hook, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_calls, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_other, setup, teardown),
+                cmocka_unit_test(test_conformance_batched),
                 cmocka_unit_test_setup_teardown(test_release_keeps_destroy_deletes, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_threads_isolated, setup, teardown),

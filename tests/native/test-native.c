@@ -1329,7 +1329,8 @@ static void test_preflight(void **state)
         REQUIRE_ROOT();
         struct b4_preflight pf = { 0 };
         struct b4_error err = { 0 };
-        bool seen_seccomp = false, seen_allow = false, seen_userns = false;
+        bool seen_seccomp = false, seen_allow = false, seen_userns = false, seen_lists = false;
+        enum b4_enforcement allow = B4_NOT_SET;
         FILE *f = fopen("/proc/sys/net/ipv4/ip_forward", "re");
         bool fwd = f && fgetc(f) == '1';
 
@@ -1343,16 +1344,23 @@ static void test_preflight(void **state)
                         seen_seccomp = pf.controls[i].state == B4_ENFORCED;
                 if (strcmp(pf.controls[i].name, "user namespaces") == 0) /* M6, L4 */
                         seen_userns = pf.controls[i].state == B4_ENFORCED;
-                if (strcmp(pf.controls[i].name, "network allow") == 0)
+                if (strcmp(pf.controls[i].name, "network allow") == 0) {
+                        allow = pf.controls[i].state;
                         seen_allow =
                                 pf.controls[i].state ==
                                 (fwd && access("/usr/sbin/iptables", X_OK) == 0 ? B4_ENFORCED
                                                                                 : B4_NOT_ENFORCED);
+                }
+                /* lists need what allow needs (and b4box-netd, built with the tests) */
+                if (strcmp(pf.controls[i].name, "network allowlist") == 0)
+                        seen_lists = pf.controls[i].state == allow;
+                if (pf.controls[i].state == B4_NOT_ENFORCED) /* each one is also a warning */
+                        assert_non_null(pf.warnings);
         }
         assert_true(seen_seccomp);
         assert_true(seen_allow);
+        assert_true(seen_lists);
         assert_true(seen_userns); /* the blocks the other tests see (in_block) */
-        assert_non_null(pf.warnings);
         b4_preflight_clear(&pf);
 }
 

@@ -1,14 +1,113 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* inspectWorkspace (reference §5.1): options, order, every refusal and its exact text. */
+/*
+ * inspectWorkspace (reference §5.1): options, order, every refusal and its exact text. Over
+ * the fake provider: written through a handle, inspected through a reader of the thread, the
+ * batched walk reversed (the inspection must sort) and broken on purpose where a case says.
+ */
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "b4box/b4.h"
 #include "b4box/inspect.h"
 
 #include "b4-test.h"
-#include "memfs.h"
+#include "fake/fake.h"
+
+/* One thread's fake workspace. */
+struct ws {
+        struct b4_provider *p;
+        struct b4_policy policy;
+        struct b4_sandbox *sb; /* writes */
+        struct b4_reader *rd;
+        struct b4_fs *fs;      /* the reader's: what is inspected */
+        const char *hook_text; /* what grow() writes */
+};
+
+/* @batched: the fake offers walk + read_files; otherwise core's generic fallbacks run. */
+static struct ws *ws_new(bool batched)
+{
+        struct ws *w = calloc(1, sizeof(*w));
+        struct b4_provider_config pc = { .type = (char *)"fake", .scope = (char *)"insp" };
+        struct b4_acquire_req aq = { .thread_id = "t" };
+        struct b4_reader_req rq = { .thread_id = "t" };
+
+        assert_non_null(w);
+        b4_policy_init(&w->policy);
+        aq.policy = &w->policy;
+        assert_int_equal(b4_provider_new(&pc, &w->p, NULL), 0);
+        assert_int_equal(fake_provider_set_batched(w->p, batched), 0);
+        assert_int_equal(fake_provider_set_symlinks(w->p, true), 0);
+        assert_int_equal(fake_provider_set_walk_faults(w->p, FAKE_WALK_REVERSED), 0);
+        assert_int_equal(b4_provider_acquire(w->p, &aq, &w->sb, NULL), 0);
+        assert_int_equal(b4_provider_open_reader(w->p, &rq, &w->rd, NULL), 0);
+        w->fs = b4_reader_fs(w->rd);
+        return w;
+}
+
+static void ws_free(struct ws *w)
+{
+        b4_reader_free(w->rd);
+        b4_sandbox_unref(w->sb);
+        b4_provider_free(w->p);
+        b4_policy_clear(&w->policy);
+        free(w);
+}
+
+static unsigned calls(struct ws *w, enum fake_call call)
+{
+        int n = fake_provider_calls(w->p, call);
+
+        assert_true(n >= 0);
+        return (unsigned)n;
+}
+
+/* @rel's absolute path, in @buf. */
+static const char *at(char *buf, size_t size, const char *rel)
+{
+        assert_true((size_t)snprintf(buf, size, "%s/%s", B4_WORKSPACE_ROOT, rel) < size);
+        return buf;
+}
+
+#define AT(rel) at((char[1024]){ 0 }, 1024, (rel))
+
+static void ws_dir(struct ws *w, const char *rel)
+{
+        assert_int_equal(b4_fs_mkdir_p(b4_sandbox_fs(w->sb), AT(rel), NULL), 0);
+}
+
+/* Write (or replace) a file, executable or not. */
+static void ws_file(struct ws *w, const char *rel, const char *data, size_t len, bool exec)
+{
+        struct b4_fs *fs = b4_sandbox_fs(w->sb);
+
+        assert_int_equal(b4_fs_write_file(fs, AT(rel), data, len, NULL), 0);
+        assert_int_equal(b4_fs_chmod(fs, AT(rel), exec ? 0755 : 0644, NULL), 0);
+}
+
+static void ws_text(struct ws *w, const char *rel, const char *text)
+{
+        ws_file(w, rel, text, strlen(text), false);
+}
+
+static void ws_del(struct ws *w, const char *rel)
+{
+        assert_int_equal(b4_fs_remove(b4_sandbox_fs(w->sb), AT(rel), NULL), 0);
+}
+
+/* Make (or replace) a symlink. */
+static void ws_link(struct ws *w, const char *rel, const char *target)
+{
+        ws_del(w, rel);
+        assert_int_equal(b4_fs_symlink(b4_sandbox_fs(w->sb), target, AT(rel), NULL), 0);
+}
+
+static void ws_other(struct ws *w, const char *rel)
+{
+        assert_int_equal(fake_provider_mkother(w->p, "t", AT(rel)), 0);
+}
 
 static struct b4_inspect_options opts(void)
 {
@@ -18,8 +117,8 @@ static struct b4_inspect_options opts(void)
         return o;
 }
 
-/* Inspect @m with @o and expect refusal @code with message @msg. */
-static void expect_refusal(struct memfs *m,
+/* Inspect @w with @o and expect refusal @code with message @msg. */
+static void expect_refusal(struct ws *w,
                            const struct b4_inspect_options *o,
                            enum b4_inspect_code code,
                            const char *msg)
@@ -27,7 +126,7 @@ static void expect_refusal(struct memfs *m,
         struct b4_inspection insp = { 0 };
         struct b4_inspect_failure fail = { 0 };
         struct b4_error err = { 0 };
-        int r = b4_inspect_workspace(&m->fs, o, &insp, &fail, &err);
+        int r = b4_inspect_workspace(w->fs, o, &insp, &fail, &err);
 
         if (r != -EPROTO || fail.code != code || strcmp(err.msg, msg) != 0)
                 fail_msg("got r=%d code=%s msg='%s', want %s '%s'", r,
@@ -35,27 +134,27 @@ static void expect_refusal(struct memfs *m,
         assert_null(insp.files);
 }
 
-static struct memfs *sample(bool batched)
+static struct ws *sample(bool batched)
 {
-        struct memfs *m = memfs_new(batched);
+        struct ws *w = ws_new(batched);
 
-        memfs_text(m, "b.txt", "bee");
-        memfs_dir(m, "a");
-        memfs_text(m, "a/z.md", "zed\n");
-        memfs_dir(m, "a/b");
-        memfs_text(m, "a/b/c", "");
-        memfs_text(m, "a-c", "dash");
-        memfs_dir(m, "empty");
-        return m;
+        ws_text(w, "b.txt", "bee");
+        ws_dir(w, "a");
+        ws_text(w, "a/z.md", "zed\n");
+        ws_dir(w, "a/b");
+        ws_text(w, "a/b/c", "");
+        ws_text(w, "a-c", "dash");
+        ws_dir(w, "empty");
+        return w;
 }
 
-static void check_sample(struct memfs *m)
+static void check_sample(struct ws *w)
 {
         struct b4_inspection insp = { 0 };
         struct b4_error err = { 0 };
         const char *want[] = { "a/b/c", "a/z.md", "a-c", "b.txt" };
 
-        assert_int_equal(b4_inspect_workspace(&m->fs, NULL, &insp, NULL, &err), 0);
+        assert_int_equal(b4_inspect_workspace(w->fs, NULL, &insp, NULL, &err), 0);
         assert_int_equal(insp.n_files, 4);
         for (size_t i = 0; i < 4; i++)
                 assert_string_equal(insp.files[i].path, want[i]);
@@ -68,23 +167,23 @@ static void check_sample(struct memfs *m)
 
 static void test_order_batched(void **state)
 {
-        struct memfs *m = sample(true);
+        struct ws *w = sample(true);
 
-        check_sample(m);
-        assert_int_equal(m->walks, 1);
-        assert_int_equal(m->batch_reads, 1);
-        assert_int_equal(m->lists, 0);
-        memfs_free(m);
+        check_sample(w);
+        assert_int_equal(calls(w, FAKE_CALL_WALK), 1);
+        assert_int_equal(calls(w, FAKE_CALL_READ_FILES), 1);
+        assert_int_equal(calls(w, FAKE_CALL_LIST_DIR), 0);
+        ws_free(w);
 }
 
 static void test_order_fallback(void **state)
 {
-        struct memfs *m = sample(false);
+        struct ws *w = sample(false);
 
-        check_sample(m);
-        assert_int_equal(m->batch_reads, 0);
-        assert_int_equal(m->reads, 4);
-        memfs_free(m);
+        check_sample(w);
+        assert_int_equal(calls(w, FAKE_CALL_READ_FILES), 0);
+        assert_int_equal(calls(w, FAKE_CALL_READ_FILE), 4);
+        ws_free(w);
 }
 
 static void test_defaults(void **state)
@@ -101,29 +200,29 @@ static void test_defaults(void **state)
 
 static void test_invalid_limits(void **state)
 {
-        struct memfs *m = sample(true);
+        struct ws *w = sample(true);
         struct b4_inspect_options o = opts();
 
         o.max_entries = B4_INSPECT_MAX_SAFE_INTEGER + 1;
-        expect_refusal(m, &o, B4_INSPECT_INVALID_OPTIONS, "Invalid entries limit");
+        expect_refusal(w, &o, B4_INSPECT_INVALID_OPTIONS, "Invalid entries limit");
         o = opts();
         o.max_file_bytes = UINT64_MAX;
-        expect_refusal(m, &o, B4_INSPECT_INVALID_OPTIONS, "Invalid file bytes limit");
+        expect_refusal(w, &o, B4_INSPECT_INVALID_OPTIONS, "Invalid file bytes limit");
         o = opts();
         o.max_total_bytes = B4_INSPECT_MAX_SAFE_INTEGER + 1;
-        expect_refusal(m, &o, B4_INSPECT_INVALID_OPTIONS, "Invalid total bytes limit");
+        expect_refusal(w, &o, B4_INSPECT_INVALID_OPTIONS, "Invalid total bytes limit");
         o = opts();
         o.max_total_bytes = B4_INSPECT_MAX_SAFE_INTEGER; /* the largest safe integer is fine */
         struct b4_inspection insp = { 0 };
-        assert_int_equal(b4_inspect_workspace(&m->fs, &o, &insp, NULL, NULL), 0);
+        assert_int_equal(b4_inspect_workspace(w->fs, &o, &insp, NULL, NULL), 0);
         b4_inspection_clear(&insp);
-        assert_int_equal(m->walks, 1); /* nothing read for the refusals */
-        memfs_free(m);
+        assert_int_equal(calls(w, FAKE_CALL_WALK), 1); /* nothing read for the refusals */
+        ws_free(w);
 }
 
 static void test_invalid_names(void **state)
 {
-        struct memfs *m = sample(true);
+        struct ws *w = sample(true);
         struct b4_inspect_options o = opts();
         char *bad_ex[] = { (char *)"a/b", NULL }, *dots[] = { (char *)"..", NULL };
         char *ok_ex[] = { (char *)"x", NULL };
@@ -132,31 +231,31 @@ static void test_invalid_names(void **state)
         struct b4_root_symlink dup[] = { { "y", "t" }, { "y", "u" } };
 
         o.exclude_root = bad_ex;
-        expect_refusal(m, &o, B4_INSPECT_INVALID_OPTIONS,
+        expect_refusal(w, &o, B4_INSPECT_INVALID_OPTIONS,
                        "Invalid excluded root directory: \"a/b\"");
         o.exclude_root = dots;
-        expect_refusal(m, &o, B4_INSPECT_INVALID_OPTIONS,
+        expect_refusal(w, &o, B4_INSPECT_INVALID_OPTIONS,
                        "Invalid excluded root directory: \"..\"");
         o = opts();
         o.expected = &l_bad;
         o.n_expected = 1;
-        expect_refusal(m, &o, B4_INSPECT_INVALID_OPTIONS,
+        expect_refusal(w, &o, B4_INSPECT_INVALID_OPTIONS,
                        "Invalid expected root symlink: \"a\\\\b\"");
         o.exclude_root = ok_ex;
         o.expected = &l_conf;
-        expect_refusal(m, &o, B4_INSPECT_INVALID_OPTIONS, "Conflicting root policy: x");
+        expect_refusal(w, &o, B4_INSPECT_INVALID_OPTIONS, "Conflicting root policy: x");
         o.expected = &l_empty;
-        expect_refusal(m, &o, B4_INSPECT_INVALID_OPTIONS, "Invalid symlink target: y");
+        expect_refusal(w, &o, B4_INSPECT_INVALID_OPTIONS, "Invalid symlink target: y");
         o.expected = dup;
         o.n_expected = 2;
-        expect_refusal(m, &o, B4_INSPECT_INVALID_OPTIONS, "Conflicting root policy: y");
-        assert_int_equal(m->walks + m->lstats, 0);
-        memfs_free(m);
+        expect_refusal(w, &o, B4_INSPECT_INVALID_OPTIONS, "Conflicting root policy: y");
+        assert_int_equal(calls(w, FAKE_CALL_WALK) + calls(w, FAKE_CALL_LSTAT), 0);
+        ws_free(w);
 }
 
 static void test_invalid_root(void **state)
 {
-        struct memfs *m = sample(true);
+        struct ws *w = sample(true);
         struct b4_inspect_options o = opts();
         char long_root[1100];
         const char *bad[] = { "", "/a", "a/", "a//b", "a/./b", "..", "a\\b", "a\x01", "a\x7f" };
@@ -173,30 +272,30 @@ static void test_invalid_root(void **state)
         long_root[1025] = '\0';
         assert_false(b4_inspect_root_is_canonical(long_root));
         o.root = "a//b";
-        expect_refusal(m, &o, B4_INSPECT_INVALID_OPTIONS,
+        expect_refusal(w, &o, B4_INSPECT_INVALID_OPTIONS,
                        "Invalid workspace inspection root: \"a//b\"");
         o.root = "..";
-        expect_refusal(m, &o, B4_INSPECT_INVALID_OPTIONS,
+        expect_refusal(w, &o, B4_INSPECT_INVALID_OPTIONS,
                        "Invalid workspace inspection root: \"..\"");
-        m->fs.root = "/work/../space";
-        expect_refusal(m, NULL, B4_INSPECT_INVALID_OPTIONS,
+        w->fs->root = "/work/../space";
+        expect_refusal(w, NULL, B4_INSPECT_INVALID_OPTIONS,
                        "Invalid workspace root: \"/work/../space\"");
-        m->fs.root = "relative";
-        expect_refusal(m, NULL, B4_INSPECT_INVALID_OPTIONS, "Invalid workspace root: \"relative\"");
-        m->fs.root = B4_WORKSPACE_ROOT;
-        memfs_free(m);
+        w->fs->root = "relative";
+        expect_refusal(w, NULL, B4_INSPECT_INVALID_OPTIONS, "Invalid workspace root: \"relative\"");
+        w->fs->root = w->rd->workspace_root;
+        ws_free(w);
 }
 
 static void test_root(void **state)
 {
-        struct memfs *m = sample(true);
+        struct ws *w = sample(true);
         struct b4_inspect_options o = opts();
         struct b4_inspect_failure fail = { 0 };
         struct b4_inspection insp = { 0 };
 
-        memfs_link(m, "ln", "a");
+        ws_link(w, "ln", "a");
         o.root = "a";
-        assert_int_equal(b4_inspect_workspace(&m->fs, &o, &insp, NULL, NULL), 0);
+        assert_int_equal(b4_inspect_workspace(w->fs, &o, &insp, NULL, NULL), 0);
         assert_int_equal(insp.n_files, 2);
         assert_string_equal(insp.files[0].path, "b/c");
         assert_string_equal(insp.files[1].path, "z.md");
@@ -204,124 +303,126 @@ static void test_root(void **state)
         b4_inspection_clear(&insp);
 
         o.root = "nope/deeper";
-        expect_refusal(m, &o, B4_INSPECT_ROOT_MISSING,
+        expect_refusal(w, &o, B4_INSPECT_ROOT_MISSING,
                        "Workspace root \"nope/deeper\" is missing (\"nope\" does not exist)");
-        assert_int_equal(b4_inspect_workspace(&m->fs, &o, &insp, &fail, NULL), -EPROTO);
+        assert_int_equal(b4_inspect_workspace(w->fs, &o, &insp, &fail, NULL), -EPROTO);
         assert_int_equal(fail.kind, B4_ROOT_ABSENT);
         o.root = "a/missing";
-        expect_refusal(m, &o, B4_INSPECT_ROOT_MISSING,
+        expect_refusal(w, &o, B4_INSPECT_ROOT_MISSING,
                        "Workspace root \"a/missing\" is missing (\"a/missing\" does not exist)");
         o.root = "b.txt/x";
-        expect_refusal(m, &o, B4_INSPECT_ROOT_MISSING,
+        expect_refusal(w, &o, B4_INSPECT_ROOT_MISSING,
                        "Workspace root \"b.txt/x\" is not a directory (\"b.txt\" is not a "
                        "directory)");
-        assert_int_equal(b4_inspect_workspace(&m->fs, &o, &insp, &fail, NULL), -EPROTO);
+        assert_int_equal(b4_inspect_workspace(w->fs, &o, &insp, &fail, NULL), -EPROTO);
         assert_int_equal(fail.kind, B4_ROOT_NOT_DIRECTORY);
         /* a symlink segment is never followed, even to a directory inside */
         o.root = "ln";
-        expect_refusal(m, &o, B4_INSPECT_ROOT_MISSING,
+        expect_refusal(w, &o, B4_INSPECT_ROOT_MISSING,
                        "Workspace root \"ln\" is not a directory (\"ln\" is not a directory)");
-        memfs_free(m);
+        ws_free(w);
 }
 
 static void test_root_must_be_dir(void **state)
 {
-        struct memfs *m = memfs_new(true);
+        struct ws *w = ws_new(true);
 
-        memfs_text(m, "", "x"); /* the workspace root itself */
-        expect_refusal(m, NULL, B4_INSPECT_REFUSED, "Workspace root must be a directory");
-        memfs_free(m);
+        ws_text(w, "root", "x");
+        w->fs->root = B4_WORKSPACE_ROOT "/root"; /* the workspace root itself is a file */
+        expect_refusal(w, NULL, B4_INSPECT_REFUSED, "Workspace root must be a directory");
+        w->fs->root = w->rd->workspace_root;
+        ws_free(w);
 }
 
 static void test_refusals(void **state)
 {
         struct b4_inspect_options o = opts();
-        struct memfs *m;
+        struct ws *w;
 
-        m = sample(true);
-        memfs_link(m, "a/l", "../b.txt");
-        expect_refusal(m, NULL, B4_INSPECT_REFUSED, "Unsupported workspace entry (symlink): a/l");
-        memfs_free(m);
-        m = sample(true);
-        memfs_other(m, "a/fifo");
-        expect_refusal(m, NULL, B4_INSPECT_REFUSED, "Unsupported workspace entry (other): a/fifo");
-        memfs_free(m);
-        m = sample(true);
-        memfs_file(m, "a/run.sh", "x", 1, true);
-        expect_refusal(m, NULL, B4_INSPECT_REFUSED, "Executable workspace file: a/run.sh");
-        memfs_free(m);
-        m = sample(true);
-        memfs_file(m, "bin", "a\0b", 3, false);
-        expect_refusal(m, NULL, B4_INSPECT_REFUSED, "Binary workspace file: bin");
-        memfs_free(m);
-        m = sample(true);
-        memfs_text(m, "latin1", "caf\xe9");
-        expect_refusal(m, NULL, B4_INSPECT_REFUSED, "Workspace file is not UTF-8 text: latin1");
-        memfs_text(m, "latin1", "\xed\xa0\x80"); /* a surrogate */
-        expect_refusal(m, NULL, B4_INSPECT_REFUSED, "Workspace file is not UTF-8 text: latin1");
-        memfs_text(m, "latin1", "\xc0\xaf"); /* overlong */
-        expect_refusal(m, NULL, B4_INSPECT_REFUSED, "Workspace file is not UTF-8 text: latin1");
-        memfs_free(m);
-        m = sample(true);
+        w = sample(true);
+        ws_link(w, "a/l", "../b.txt");
+        expect_refusal(w, NULL, B4_INSPECT_REFUSED, "Unsupported workspace entry (symlink): a/l");
+        ws_free(w);
+        w = sample(true);
+        ws_other(w, "a/fifo");
+        expect_refusal(w, NULL, B4_INSPECT_REFUSED, "Unsupported workspace entry (other): a/fifo");
+        ws_free(w);
+        w = sample(true);
+        ws_file(w, "a/run.sh", "x", 1, true);
+        expect_refusal(w, NULL, B4_INSPECT_REFUSED, "Executable workspace file: a/run.sh");
+        ws_free(w);
+        w = sample(true);
+        ws_file(w, "bin", "a\0b", 3, false);
+        expect_refusal(w, NULL, B4_INSPECT_REFUSED, "Binary workspace file: bin");
+        ws_free(w);
+        w = sample(true);
+        ws_text(w, "latin1", "caf\xe9");
+        expect_refusal(w, NULL, B4_INSPECT_REFUSED, "Workspace file is not UTF-8 text: latin1");
+        ws_text(w, "latin1", "\xed\xa0\x80"); /* a surrogate */
+        expect_refusal(w, NULL, B4_INSPECT_REFUSED, "Workspace file is not UTF-8 text: latin1");
+        ws_text(w, "latin1", "\xc0\xaf"); /* overlong */
+        expect_refusal(w, NULL, B4_INSPECT_REFUSED, "Workspace file is not UTF-8 text: latin1");
+        ws_free(w);
+        w = sample(true);
         o.max_file_bytes = 3;
-        expect_refusal(m, &o, B4_INSPECT_REFUSED, "Workspace file bytes limit exceeded: a/z.md");
+        expect_refusal(w, &o, B4_INSPECT_REFUSED, "Workspace file bytes limit exceeded: a/z.md");
         o = opts();
         o.max_total_bytes = 8; /* a/b/c 0, a/z.md 4, a-c 4, b.txt 3 */
-        expect_refusal(m, &o, B4_INSPECT_REFUSED, "Workspace file bytes limit exceeded: b.txt");
+        expect_refusal(w, &o, B4_INSPECT_REFUSED, "Workspace file bytes limit exceeded: b.txt");
         o = opts();
         o.max_entries = 6;
-        expect_refusal(m, &o, B4_INSPECT_REFUSED, "Workspace entries limit exceeded");
-        memfs_free(m);
-        m = sample(false);
-        expect_refusal(m, &o, B4_INSPECT_REFUSED, "Workspace entries limit exceeded");
-        memfs_free(m);
+        expect_refusal(w, &o, B4_INSPECT_REFUSED, "Workspace entries limit exceeded");
+        ws_free(w);
+        w = sample(false);
+        expect_refusal(w, &o, B4_INSPECT_REFUSED, "Workspace entries limit exceeded");
+        ws_free(w);
 }
 
 static void test_limits_exact(void **state)
 {
-        struct memfs *m = sample(true);
+        struct ws *w = sample(true);
         struct b4_inspect_options o = opts();
         struct b4_inspection insp = { 0 };
 
         o.max_entries = 7;
         o.max_file_bytes = 4;
         o.max_total_bytes = 11;
-        assert_int_equal(b4_inspect_workspace(&m->fs, &o, &insp, NULL, NULL), 0);
+        assert_int_equal(b4_inspect_workspace(w->fs, &o, &insp, NULL, NULL), 0);
         b4_inspection_clear(&insp);
         o.max_entries = 0;
-        expect_refusal(m, &o, B4_INSPECT_REFUSED, "Workspace entries limit exceeded");
-        memfs_free(m);
+        expect_refusal(w, &o, B4_INSPECT_REFUSED, "Workspace entries limit exceeded");
+        ws_free(w);
 }
 
 static void test_refusal_order(void **state)
 {
-        struct memfs *m = memfs_new(true);
+        struct ws *w = ws_new(true);
 
         /* the content of an earlier file is judged before a later structural refusal */
-        memfs_file(m, "a", "\0", 1, false);
-        memfs_file(m, "b", "x", 1, true);
-        expect_refusal(m, NULL, B4_INSPECT_REFUSED, "Binary workspace file: a");
-        memfs_file(m, "a", "x", 1, true);
-        memfs_file(m, "b", "\0", 1, false);
-        expect_refusal(m, NULL, B4_INSPECT_REFUSED, "Executable workspace file: a");
-        memfs_free(m);
+        ws_file(w, "a", "\0", 1, false);
+        ws_file(w, "b", "x", 1, true);
+        expect_refusal(w, NULL, B4_INSPECT_REFUSED, "Binary workspace file: a");
+        ws_file(w, "a", "x", 1, true);
+        ws_file(w, "b", "\0", 1, false);
+        expect_refusal(w, NULL, B4_INSPECT_REFUSED, "Executable workspace file: a");
+        ws_free(w);
 }
 
 static void test_root_policy(void **state)
 {
-        struct memfs *m = sample(true);
+        struct ws *w = sample(true);
         struct b4_inspect_options o = opts();
         struct b4_inspection insp = { 0 };
         char *ex[] = { (char *)"node_modules", NULL };
         struct b4_root_symlink links[] = { { "env", "/etc/shared" } };
 
-        memfs_dir(m, "node_modules");
-        memfs_file(m, "node_modules/x.bin", "\0\0", 2, true);
-        memfs_link(m, "env", "/etc/shared");
+        ws_dir(w, "node_modules");
+        ws_file(w, "node_modules/x.bin", "\0\0", 2, true);
+        ws_link(w, "env", "/etc/shared");
         o.exclude_root = ex;
         o.expected = links;
         o.n_expected = 1;
-        assert_int_equal(b4_inspect_workspace(&m->fs, &o, &insp, NULL, NULL), 0);
+        assert_int_equal(b4_inspect_workspace(w->fs, &o, &insp, NULL, NULL), 0);
         assert_int_equal(insp.n_files, 4);
         assert_int_equal(insp.n_links, 1);
         assert_string_equal(insp.links[0].name, "env");
@@ -329,100 +430,108 @@ static void test_root_policy(void **state)
         assert_int_equal(insp.entries, 9); /* node_modules counted, its content pruned */
         b4_inspection_clear(&insp);
 
-        memfs_link(m, "env", "/etc/shared/");
-        expect_refusal(m, &o, B4_INSPECT_REFUSED, "Unexpected root symlink: env");
-        memfs_text(m, "env", "/etc/shared");
-        expect_refusal(m, &o, B4_INSPECT_REFUSED, "Unexpected root symlink: env");
-        memfs_del(m, "env");
-        expect_refusal(m, &o, B4_INSPECT_REFUSED, "Missing expected root symlink: env");
-        memfs_link(m, "env", "/etc/shared");
-        memfs_text(m, "node_modules", "not a dir");
-        memfs_del(m, "node_modules/x.bin");
-        expect_refusal(m, &o, B4_INSPECT_REFUSED, "Excluded root must be a directory");
-        memfs_free(m);
+        ws_link(w, "env", "/etc/shared/");
+        expect_refusal(w, &o, B4_INSPECT_REFUSED, "Unexpected root symlink: env");
+        ws_text(w, "env", "/etc/shared");
+        expect_refusal(w, &o, B4_INSPECT_REFUSED, "Unexpected root symlink: env");
+        ws_del(w, "env");
+        expect_refusal(w, &o, B4_INSPECT_REFUSED, "Missing expected root symlink: env");
+        ws_link(w, "env", "/etc/shared");
+        ws_del(w, "node_modules/x.bin");
+        ws_del(w, "node_modules");
+        ws_text(w, "node_modules", "not a dir");
+        expect_refusal(w, &o, B4_INSPECT_REFUSED, "Excluded root must be a directory");
+        ws_free(w);
 }
 
 static void test_walk_rules(void **state)
 {
-        struct memfs *m = sample(true);
+        struct ws *w = sample(true);
 
-        m->dup_walk = true;
-        expect_refusal(m, NULL, B4_INSPECT_REFUSED, "Workspace duplicate entry name");
-        memfs_free(m);
-        m = sample(true);
-        memfs_text(m, "a\\b", "x");
-        expect_refusal(m, NULL, B4_INSPECT_REFUSED, "Invalid workspace entry name: \"a\\\\b\"");
-        memfs_free(m);
-        m = memfs_new(true);
-        memfs_text(m, "orphan/x", "x"); /* no "orphan" directory was walked */
-        expect_refusal(m, NULL, B4_INSPECT_REFUSED,
+        assert_int_equal(
+                fake_provider_set_walk_faults(w->p, FAKE_WALK_REVERSED | FAKE_WALK_DUPLICATE), 0);
+        expect_refusal(w, NULL, B4_INSPECT_REFUSED, "Workspace duplicate entry name");
+        ws_free(w);
+        w = sample(true);
+        ws_text(w, "a\\b", "x");
+        expect_refusal(w, NULL, B4_INSPECT_REFUSED, "Invalid workspace entry name: \"a\\\\b\"");
+        ws_free(w);
+        w = ws_new(true);
+        ws_text(w, "orphan/x", "x");
+        assert_int_equal(
+                fake_provider_set_walk_faults(w->p, FAKE_WALK_REVERSED | FAKE_WALK_NO_DIRS), 0);
+        /* no "orphan" directory was walked */
+        expect_refusal(w, NULL, B4_INSPECT_REFUSED,
                        "Workspace entry outside a walked directory: orphan/x");
-        memfs_free(m);
+        ws_free(w);
 }
 
-static void grow(struct memfs *m, void *ud)
+/* Injected writers: they run before the read, through the handle, while the walk is done. */
+static void grow(void *ud)
 {
-        memfs_text(m, "b.txt", ud);
+        struct ws *w = ud;
+
+        ws_text(w, "b.txt", w->hook_text);
 }
 
-static void vanish(struct memfs *m, void *ud)
+static void vanish(void *ud)
 {
-        memfs_del(m, "b.txt");
+        ws_del(ud, "b.txt");
 }
 
 static void test_changed(void **state)
 {
-        struct memfs *m = sample(true);
+        struct ws *w = sample(true);
 
-        m->before_read = grow;
-        m->hook_data = (char *)"beeeee";
-        expect_refusal(m, NULL, B4_INSPECT_CHANGED,
+        assert_int_equal(fake_provider_set_read_hook(w->p, grow, w), 0);
+        w->hook_text = "beeeee";
+        expect_refusal(w, NULL, B4_INSPECT_CHANGED,
                        "Workspace changed: b.txt grew after it was measured");
-        memfs_text(m, "b.txt", "bee");
-        m->hook_data = (char *)"b";
-        expect_refusal(m, NULL, B4_INSPECT_CHANGED,
+        ws_text(w, "b.txt", "bee");
+        w->hook_text = "b";
+        expect_refusal(w, NULL, B4_INSPECT_CHANGED,
                        "Workspace changed: b.txt shrank after it was measured");
-        memfs_text(m, "b.txt", "bee");
-        m->before_read = vanish;
-        expect_refusal(m, NULL, B4_INSPECT_CHANGED,
+        ws_text(w, "b.txt", "bee");
+        assert_int_equal(fake_provider_set_read_hook(w->p, vanish, w), 0);
+        expect_refusal(w, NULL, B4_INSPECT_CHANGED,
                        "Workspace changed: b.txt changed after it was measured");
-        memfs_free(m);
+        ws_free(w);
 }
 
 static void test_bom_and_cancel(void **state)
 {
-        struct memfs *m = memfs_new(true);
+        struct ws *w = ws_new(true);
         struct b4_inspect_options o = opts();
         struct b4_inspection insp = { 0 };
         struct b4_error err = { 0 };
 
-        memfs_text(m, "bom", "\xef\xbb\xbfhi");
-        assert_int_equal(b4_inspect_workspace(&m->fs, NULL, &insp, NULL, NULL), 0);
+        ws_text(w, "bom", "\xef\xbb\xbfhi");
+        assert_int_equal(b4_inspect_workspace(w->fs, NULL, &insp, NULL, NULL), 0);
         assert_int_equal(insp.files[0].len, 5);
         assert_memory_equal(insp.files[0].text, "\xef\xbb\xbfhi", 5);
         b4_inspection_clear(&insp);
         o.cancel = b4_cancel_new();
         b4_cancel_fire(o.cancel);
-        assert_int_equal(b4_inspect_workspace(&m->fs, &o, &insp, NULL, &err), -ECANCELED);
+        assert_int_equal(b4_inspect_workspace(w->fs, &o, &insp, NULL, &err), -ECANCELED);
         assert_string_equal(err.msg, "Workspace inspection cancelled");
-        assert_int_equal(m->walks, 1);
+        assert_int_equal(calls(w, FAKE_CALL_WALK), 1);
         b4_cancel_free(o.cancel);
-        memfs_free(m);
+        ws_free(w);
 }
 
 static void test_json(void **state)
 {
-        struct memfs *m = sample(true);
+        struct ws *w = sample(true);
         struct b4_inspect_options o = opts();
         struct b4_inspection insp = { 0 };
         struct b4_root_symlink links[] = { { "env", "/e" } };
         char *ignore[] = { (char *)"a/", NULL };
         char *json = NULL;
 
-        memfs_link(m, "env", "/e");
+        ws_link(w, "env", "/e");
         o.expected = links;
         o.n_expected = 1;
-        assert_int_equal(b4_inspect_workspace(&m->fs, &o, &insp, NULL, NULL), 0);
+        assert_int_equal(b4_inspect_workspace(w->fs, &o, &insp, NULL, NULL), 0);
         assert_int_equal(b4_inspection_to_json(&insp, NULL, &json), 0);
         assert_string_equal(json, "{\"files\":{\"a/b/c\":\"\",\"a/z.md\":\"zed\\n\","
                                   "\"a-c\":\"dash\",\"b.txt\":\"bee\"},\"symlinks\":"
@@ -433,7 +542,7 @@ static void test_json(void **state)
         assert_non_null(strstr(json, "\"totalBytes\":11")); /* ignored files still count */
         free(json);
         b4_inspection_clear(&insp);
-        memfs_free(m);
+        ws_free(w);
 }
 
 int main(void)

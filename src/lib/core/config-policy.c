@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The policy parts of `sandbox`: network, env, resources and security (reference §2.1,
- * §2.3), filling the app's struct b4_policy. Env maps also follow the §2.4 limits
+ * The policy parts of `sandbox`: network (lists parsed into typed entries by net-entry.c,
+ * DNS pinning options), env, resources and security (reference §2.1, §2.3), filling the
+ * app's struct b4_policy. Env maps also follow the §2.4 limits
  * (at most 256 names, values at most 32768 bytes without NUL) and are kept sorted by name.
  */
 
@@ -15,8 +16,11 @@
 #include "base/macro.h"
 #include "base/strv.h"
 #include "config-internal.h"
+#include "net-entry.h"
 
 #define MAX_NETWORK_LIST 256
+#define MAX_ENTRY        256
+#define MAX_PIN_S        86400ull
 #define MAX_MEMORY_MB    4194304ull
 #define MAX_CPUS         1024.0
 #define MAX_TIMEOUT_MS   86400000ull
@@ -25,7 +29,8 @@
 #define MAX_PIDS         4194304ull
 #define MAX_ID           4294967294ull
 
-static const char *const network_keys[] = { "mode", "denylist", "allowlist", NULL };
+static const char *const network_keys[] = { "mode", "denylist", "allowlist", "dns", NULL };
+static const char *const dns_keys[] = { "pinFloorSeconds", "pinCapSeconds", "upstream", NULL };
 static const char *const resource_keys[] = { "memoryMb", "cpus",           "timeoutMs",
                                              "diskGb",   "outputCapBytes", NULL };
 static const char *const security_keys[] = {
@@ -34,29 +39,110 @@ static const char *const security_keys[] = {
 };
 static const char *const identity_keys[] = { "uid", "gid", NULL };
 
-static char **parse_host_list(struct cfg *c, const struct jv *v, const char *path)
+static void parse_entry(struct cfg *c,
+                        const struct jv *v,
+                        const char *path,
+                        bool allowlist,
+                        struct b4_net_entry *ret,
+                        size_t *n)
 {
-        char **l = NULL;
-        char p[CFG_PATH_MAX];
+        cleanup_free char *s = NULL;
+        const char *why = NULL;
+        int r;
+
+        if (!cfg_string(c, v, path, MAX_ENTRY, &s))
+                return;
+        if (strcmp(s, "*") == 0) {
+                cfg_refuse(c, "b4box.json %s \"*\" would %s every name: use mode \"%s\" instead.",
+                           path, allowlist ? "admit" : "deny", allowlist ? "allow" : "deny");
+                return;
+        }
+        r = net_entry_parse(s, &ret[*n], &why);
+        if (r == -EINVAL)
+                cfg_refuse(c, "b4box.json %s %s (got: %s).", path, why, cfg_got(c, v));
+        else if (r < 0)
+                cfg_fail(c, r);
+        else
+                (*n)++;
+}
+
+static void parse_list(
+        struct cfg *c, const struct jv *v, const char *path, bool allowlist, struct b4_policy *p)
+{
+        char at[CFG_PATH_MAX];
+        struct b4_net_entry *l;
+        size_t n = 0;
 
         if (!jv_is_array(v) || jv_array_size(v) > MAX_NETWORK_LIST) {
                 cfg_refuse(c, "b4box.json %s must be an array of at most %d strings (got: %s).",
                            path, MAX_NETWORK_LIST, cfg_got(c, v));
-                return NULL;
+                return;
         }
-        l = b4_calloc(1, sizeof(char *));
+        l = b4_calloc(jv_array_size(v) + 1, sizeof(*l));
         if (!l) {
                 cfg_fail(c, -ENOMEM);
-                return NULL;
+                return;
         }
-        for (size_t i = 0; i < jv_array_size(v); i++) {
-                char *s = NULL;
+        for (size_t i = 0; i < jv_array_size(v); i++)
+                parse_entry(c, jv_array_get(v, i), cfg_index(at, path, i), allowlist, l, &n);
+        b4_net_entries_free(p->network_list, p->n_network_list);
+        p->network_list = l;
+        p->n_network_list = n;
+}
 
-                if (cfg_string(c, jv_array_get(v, i), cfg_index(p, path, i), 256, &s) &&
-                    strv_consume(&l, s) < 0)
-                        cfg_fail(c, -ENOMEM);
+static void parse_upstream(struct cfg *c, const struct jv *v, struct b4_net_dns *d)
+{
+        char at[CFG_PATH_MAX];
+
+        if (!jv_is_array(v) || jv_array_size(v) < 1 || jv_array_size(v) > B4_NET_MAX_UPSTREAM) {
+                cfg_refuse(c,
+                           "b4box.json sandbox.network.dns.upstream must be an array of 1 to %d "
+                           "IP addresses (got: %s).",
+                           B4_NET_MAX_UPSTREAM, cfg_got(c, v));
+                return;
         }
-        return l;
+        d->n_upstream = 0;
+        for (size_t i = 0; i < jv_array_size(v); i++) {
+                const struct jv *x = jv_array_get(v, i);
+
+                if (!jv_string(x) || net_addr_parse(jv_string(x), &d->upstream[d->n_upstream]) < 0)
+                        cfg_refuse(c, "b4box.json %s must be an IPv4 or IPv6 address (got: %s).",
+                                   cfg_index(at, "sandbox.network.dns.upstream", i), cfg_got(c, x));
+                else
+                        d->n_upstream++;
+        }
+}
+
+static void parse_dns(struct cfg *c, const struct jv *v, struct b4_net_dns *d)
+{
+        const struct jv *x;
+        uint64_t floor_s = d->pin_floor_s, cap_s = d->pin_cap_s;
+
+        if (!jv_is_object(v)) {
+                cfg_refuse(c,
+                           "b4box.json sandbox.network.dns must be { pinFloorSeconds?, "
+                           "pinCapSeconds?, upstream? } (got: %s).",
+                           cfg_got(c, v));
+                return;
+        }
+        cfg_known_keys(c, v, "sandbox.network.dns", "a DNS option", dns_keys);
+        if ((x = jv_object_get(v, "pinFloorSeconds")))
+                (void)cfg_uint_range(c, x, "sandbox.network.dns.pinFloorSeconds", 1, MAX_PIN_S,
+                                     &floor_s);
+        if ((x = jv_object_get(v, "pinCapSeconds")))
+                (void)cfg_uint_range(c, x, "sandbox.network.dns.pinCapSeconds", 1, MAX_PIN_S,
+                                     &cap_s);
+        if (cap_s < floor_s)
+                cfg_refuse(c,
+                           "b4box.json sandbox.network.dns.pinCapSeconds (%llu) must be at least "
+                           "pinFloorSeconds (%llu).",
+                           (unsigned long long)cap_s, (unsigned long long)floor_s);
+        else {
+                d->pin_floor_s = (uint32_t)floor_s;
+                d->pin_cap_s = (uint32_t)cap_s;
+        }
+        if ((x = jv_object_get(v, "upstream")))
+                parse_upstream(c, x, d);
 }
 
 void config_parse_network(struct cfg *c, const struct jv *v, struct b4_policy *p)
@@ -64,6 +150,7 @@ void config_parse_network(struct cfg *c, const struct jv *v, struct b4_policy *p
         const struct jv *mode = jv_object_get(v, "mode");
         const struct jv *deny = jv_object_get(v, "denylist");
         const struct jv *allow = jv_object_get(v, "allowlist");
+        const struct jv *dns = jv_object_get(v, "dns");
         bool is_deny;
 
         if (!jv_is_object(v)) {
@@ -91,9 +178,11 @@ void config_parse_network(struct cfg *c, const struct jv *v, struct b4_policy *p
                 cfg_refuse(c, "b4box.json sandbox.network.allowlist applies only with mode "
                               "\"deny\".");
         if (deny && !is_deny)
-                p->network_list = parse_host_list(c, deny, "sandbox.network.denylist");
+                parse_list(c, deny, "sandbox.network.denylist", false, p);
         if (allow && is_deny)
-                p->network_list = parse_host_list(c, allow, "sandbox.network.allowlist");
+                parse_list(c, allow, "sandbox.network.allowlist", true, p);
+        if (dns)
+                parse_dns(c, dns, &p->dns);
 }
 
 void config_env_free(struct b4_env_var *env, size_t n)

@@ -25,6 +25,10 @@ void b4_policy_init(struct b4_policy *p)
                         .pids_limit = B4_DEFAULT_PIDS_LIMIT,
                 },
                 .output_cap = B4_DEFAULT_OUTPUT_CAP,
+                .dns = {
+                        .pin_floor_s = B4_DEFAULT_PIN_FLOOR_S,
+                        .pin_cap_s = B4_DEFAULT_PIN_CAP_S,
+                },
         };
 }
 
@@ -39,9 +43,27 @@ static void env_free(struct b4_env_var *env, size_t n)
 
 void b4_policy_clear(struct b4_policy *p)
 {
-        strv_free(p->network_list);
+        b4_net_entries_free(p->network_list, p->n_network_list);
         env_free(p->env, p->n_env);
         b4_policy_init(p);
+}
+
+static int copy_entries(struct b4_policy *dst, const struct b4_policy *src)
+{
+        dst->network_list = b4_calloc(src->n_network_list + 1, sizeof(*dst->network_list));
+        if (!dst->network_list)
+                return -ENOMEM;
+        for (size_t i = 0; i < src->n_network_list; i++) {
+                struct b4_net_entry *d = &dst->network_list[i];
+
+                *d = src->network_list[i];
+                d->text = b4_strdup(d->text);
+                d->name = d->name ? b4_strdup(d->name) : NULL;
+                dst->n_network_list++;
+                if (!d->text || (src->network_list[i].name && !d->name))
+                        return -ENOMEM;
+        }
+        return 0;
 }
 
 int b4_policy_copy(struct b4_policy *dst, const struct b4_policy *src)
@@ -49,13 +71,11 @@ int b4_policy_copy(struct b4_policy *dst, const struct b4_policy *src)
         struct b4_policy tmp = *src;
 
         tmp.network_list = NULL;
+        tmp.n_network_list = 0;
         tmp.env = NULL;
         tmp.n_env = 0;
-        if (src->network_list) {
-                tmp.network_list = strv_copy(src->network_list);
-                if (!tmp.network_list)
-                        goto out_nomem;
-        }
+        if (src->network_list && copy_entries(&tmp, src) < 0)
+                goto out_nomem;
         for (size_t i = 0; i < src->n_env; i++)
                 if (b4_policy_set_env(&tmp, src->env[i].name, src->env[i].value) < 0)
                         goto out_nomem;

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The fake provider's in-memory filesystem (see fake-internal.h). Callers resolve a path's
- * symlinks first (fakefs_resolve()); then a path is a symlink when it is stored with a
- * target, a file when it is stored with content, a directory when it is stored as one, is
- * the workspace root or one of its ancestors, or is a proper prefix of any stored path. Missing
- * paths are -ENOENT ("ENOENT: <path>", the reference fake's text), also for list_dir (unlike the
- * reference fake, which lists nothing). list_dir refuses more than B4_LIST_MAX_ENTRIES names, as
- * every provider does.
+ * symlinks first (fakefs_resolve()); then a path has its stored entry's kind, or is a
+ * directory when it is the workspace root or one of its ancestors, or a proper prefix of any
+ * stored path. Missing paths are -ENOENT ("ENOENT: <path>", the reference fake's text), also
+ * for list_dir (unlike the reference fake, which lists nothing). list_dir refuses more than
+ * B4_LIST_MAX_ENTRIES names, as every provider does. An "other" entry reads -EINVAL, lists
+ * -ENOTDIR and is replaced by a write, as a FIFO would be by the atomic replace.
  */
 
 #include <errno.h>
@@ -17,13 +17,6 @@
 #include "base/strv.h"
 #include "base/time-util.h"
 #include "fake-internal.h"
-
-enum kind {
-        KIND_NONE = 0,
-        KIND_FILE = 1,
-        KIND_DIR = 2,
-        KIND_LINK = 3,
-};
 
 #define MAX_LINKS 40 /* as the kernel's */
 
@@ -95,18 +88,18 @@ static struct fake_entry *entry_find(struct fake_ws *ws, const char *path)
         return NULL;
 }
 
-static enum kind kind_of(struct fake_ws *ws, const char *path)
+static enum fake_kind kind_of(struct fake_ws *ws, const char *path)
 {
         struct fake_entry *e = entry_find(ws, path);
 
         if (e)
-                return e->target ? KIND_LINK : e->is_dir ? KIND_DIR : KIND_FILE;
+                return e->kind;
         if (strcmp(path, B4_WORKSPACE_ROOT) == 0 || is_below(B4_WORKSPACE_ROOT, path))
-                return KIND_DIR;
+                return FAKE_DIR;
         for (size_t i = 0; i < ws->n; i++)
                 if (is_below(ws->v[i].path, path))
-                        return KIND_DIR;
-        return KIND_NONE;
+                        return FAKE_DIR;
+        return FAKE_NONE;
 }
 
 static bool in_workspace(const char *p)
@@ -166,7 +159,7 @@ int fakefs_resolve(struct fake_ws *ws,
                         return -ENOMEM;
                 memmove(rest, after, strlen(after) + 1);
                 struct fake_entry *e = entry_find(ws, next);
-                if (!e || !e->target || (last && !follow_last)) {
+                if (!e || e->kind != FAKE_LINK || (last && !follow_last)) {
                         free(cur);
                         cur = TAKE_PTR(next);
                         continue;
@@ -203,20 +196,22 @@ static int64_t newest_mtime(struct fake_ws *ws, const char *path)
 static int check_parents(struct fake_ws *ws, const char *path, const char *op, struct b4_error *err)
 {
         for (size_t i = 0; i < ws->n; i++)
-                if (!ws->v[i].is_dir && is_below(path, ws->v[i].path))
+                if (ws->v[i].kind != FAKE_DIR && is_below(path, ws->v[i].path))
                         return b4_error_set(err, -ENOTDIR, "%s %s: not a directory: '%s'", op, path,
                                             ws->v[i].path);
         return 0;
 }
 
-static struct fake_entry *entry_add(struct fake_ws *ws, const char *path)
+static struct fake_entry *entry_add(struct fake_ws *ws, const char *path, enum fake_kind kind)
 {
         struct fake_entry *v = b4_reallocarray(ws->v, ws->n + 1, sizeof(*v));
 
         if (!v)
                 return NULL;
         ws->v = v;
-        v[ws->n] = (struct fake_entry){ .path = b4_strdup(path) };
+        v[ws->n] = (struct fake_entry){ .path = b4_strdup(path),
+                                        .kind = kind,
+                                        .mtime_ms = realtime_msec() };
         if (!v[ws->n].path)
                 return NULL;
         return &v[ws->n++];
@@ -246,13 +241,15 @@ int fakefs_read(struct fake_ws *ws,
         if (r < 0)
                 return r;
         switch (kind_of(ws, p)) {
-        case KIND_NONE:
+        case FAKE_NONE:
                 return b4_error_set(err, -ENOENT, "ENOENT: %s", path);
-        case KIND_DIR:
+        case FAKE_DIR:
                 return b4_error_set(err, -EISDIR, "EISDIR: %s", path);
-        case KIND_LINK: /* followed by the caller: only with a link leaf left unresolved */
+        case FAKE_LINK: /* followed by the caller: only with a link leaf left unresolved */
                 return b4_error_set(err, -ELOOP, "ELOOP: %s", path);
-        case KIND_FILE:
+        case FAKE_OTHER:
+                return b4_error_set(err, -EINVAL, "EINVAL: %s: not a regular file", path);
+        case FAKE_FILE:
                 break;
         }
         e = entry_find(ws, p);
@@ -278,20 +275,24 @@ int fakefs_lstat(struct fake_ws *ws, const char *path, struct b4_stat *ret, stru
         if (r < 0)
                 return r;
         switch (kind_of(ws, p)) {
-        case KIND_NONE:
+        case FAKE_NONE:
                 return b4_error_set(err, -ENOENT, "ENOENT: %s", path);
-        case KIND_DIR:
+        case FAKE_DIR:
                 *ret = (struct b4_stat){ .kind = B4_FILE_DIRECTORY,
                                          .mtime_ms = newest_mtime(ws, p) };
                 return 0;
-        case KIND_LINK:
+        case FAKE_OTHER:
+                e = entry_find(ws, p);
+                *ret = (struct b4_stat){ .kind = B4_FILE_OTHER, .mtime_ms = e->mtime_ms };
+                return 0;
+        case FAKE_LINK:
                 e = entry_find(ws, p);
                 *ret = (struct b4_stat){ .kind = B4_FILE_SYMLINK,
                                          .size = strlen(e->target),
                                          .mtime_ms = e->mtime_ms,
                                          .target = b4_strdup(e->target) };
                 return ret->target ? 0 : -ENOMEM;
-        case KIND_FILE:
+        case FAKE_FILE:
                 break;
         }
         e = entry_find(ws, p);
@@ -327,12 +328,13 @@ int fakefs_list(struct fake_ws *ws, const char *path, char ***ret, struct b4_err
         if (r < 0)
                 return r;
         switch (kind_of(ws, p)) {
-        case KIND_NONE:
+        case FAKE_NONE:
                 return b4_error_set(err, -ENOENT, "ENOENT: %s", path);
-        case KIND_FILE:
-        case KIND_LINK:
+        case FAKE_FILE:
+        case FAKE_LINK:
+        case FAKE_OTHER:
                 return b4_error_set(err, -ENOTDIR, "ENOTDIR: %s", path);
-        case KIND_DIR:
+        case FAKE_DIR:
                 break;
         }
         names = b4_calloc(1, sizeof(char *));
@@ -365,7 +367,7 @@ int fakefs_write(
         r = fakefs_normalize(path, &p, err);
         if (r < 0)
                 return r;
-        if (kind_of(ws, p) == KIND_DIR)
+        if (kind_of(ws, p) == FAKE_DIR)
                 return b4_error_set(err, -EISDIR, "writeFile %s: is a directory", path);
         r = check_parents(ws, p, "writeFile", err);
         if (r < 0)
@@ -378,12 +380,13 @@ int fakefs_write(
         copy[len] = '\0';
         e = entry_find(ws, p);
         if (!e)
-                e = entry_add(ws, p);
+                e = entry_add(ws, p, FAKE_FILE);
         if (!e)
                 return -ENOMEM;
         free(e->data);
         free(e->target); /* a link leaf is replaced, never followed */
         e->target = NULL;
+        e->kind = FAKE_FILE;
         e->data = TAKE_PTR(copy);
         e->len = len;
         e->mtime_ms = realtime_msec();
@@ -403,16 +406,11 @@ int fakefs_mkdir(struct fake_ws *ws, const char *path, struct b4_error *err)
         if (r < 0)
                 return r;
         e = entry_find(ws, p);
-        if (e && !e->is_dir)
+        if (e && e->kind != FAKE_DIR)
                 return b4_error_set(err, -EEXIST, "mkdir %s: file exists", path);
         if (e || strcmp(p, B4_WORKSPACE_ROOT) == 0 || is_below(B4_WORKSPACE_ROOT, p))
                 return 0;
-        e = entry_add(ws, p);
-        if (!e)
-                return -ENOMEM;
-        e->is_dir = true;
-        e->mtime_ms = realtime_msec();
-        return 0;
+        return entry_add(ws, p, FAKE_DIR) ? 0 : -ENOMEM;
 }
 
 int fakefs_remove(struct fake_ws *ws, const char *path, struct b4_error *err)
@@ -450,7 +448,7 @@ int fakefs_touch(struct fake_ws *ws, const char *path, struct b4_error *err)
                 e->mtime_ms = realtime_msec();
                 return 0;
         }
-        if (kind_of(ws, p) == KIND_DIR) {
+        if (kind_of(ws, p) == FAKE_DIR) {
                 r = fakefs_mkdir(ws, p, err);
                 if (r < 0)
                         return r;
@@ -472,13 +470,14 @@ int fakefs_chmod(struct fake_ws *ws, const char *path, uint32_t mode, struct b4_
         if (r < 0)
                 return r;
         switch (kind_of(ws, p)) {
-        case KIND_NONE:
+        case FAKE_NONE:
                 return b4_error_set(err, -ENOENT, "ENOENT: %s", path);
-        case KIND_DIR:
-                return 0; /* directories carry no mode in the fake */
-        case KIND_LINK:
+        case FAKE_DIR:
+        case FAKE_OTHER:
+                return 0; /* directories and other entries carry no mode in the fake */
+        case FAKE_LINK:
                 return b4_error_set(err, -ELOOP, "chmod %s: a symlink", path);
-        case KIND_FILE:
+        case FAKE_FILE:
                 break;
         }
         e = entry_find(ws, p);
@@ -486,26 +485,180 @@ int fakefs_chmod(struct fake_ws *ws, const char *path, uint32_t mode, struct b4_
         return 0;
 }
 
-int fakefs_symlink(struct fake_ws *ws, const char *target, const char *path, struct b4_error *err)
+/* Add a new entry of @kind at @path (normalised into *@ret); an existing one is -EEXIST. */
+static int entry_create(struct fake_ws *ws,
+                        const char *path,
+                        enum fake_kind kind,
+                        const char *op,
+                        struct fake_entry **ret,
+                        struct b4_error *err)
 {
-        cleanup_free char *p = NULL, *t = b4_strdup(target ? target : "");
-        struct fake_entry *e;
+        cleanup_free char *p = NULL;
         int r;
 
         r = fakefs_normalize(path, &p, err);
         if (r < 0)
                 return r;
-        if (!t)
-                return -ENOMEM;
-        if (kind_of(ws, p) != KIND_NONE)
-                return b4_error_set(err, -EEXIST, "symlink %s: file exists", path);
-        r = check_parents(ws, p, "symlink", err);
+        if (kind_of(ws, p) != FAKE_NONE)
+                return b4_error_set(err, -EEXIST, "%s %s: file exists", op, path);
+        r = check_parents(ws, p, op, err);
         if (r < 0)
                 return r;
-        e = entry_add(ws, p);
-        if (!e)
+        *ret = entry_add(ws, p, kind);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int fakefs_symlink(struct fake_ws *ws, const char *target, const char *path, struct b4_error *err)
+{
+        cleanup_free char *t = b4_strdup(target ? target : "");
+        struct fake_entry *e;
+        int r;
+
+        if (!t)
                 return -ENOMEM;
+        r = entry_create(ws, path, FAKE_LINK, "symlink", &e, err);
+        if (r < 0)
+                return r;
         e->target = TAKE_PTR(t);
-        e->mtime_ms = realtime_msec();
         return 0;
+}
+
+int fakefs_mkother(struct fake_ws *ws, const char *path, struct b4_error *err)
+{
+        struct fake_entry *e;
+
+        return entry_create(ws, path, FAKE_OTHER, "mkother", &e, err);
+}
+
+/* ---- the batched walk ---- */
+
+struct walk {
+        struct fake_ws *ws;
+        size_t max;
+        struct b4_walk_entry *v;
+        size_t n;
+};
+
+/* Append @rel with the lstat of @abs. */
+static int walk_push(struct walk *w, const char *abs, const char *rel, struct b4_error *err)
+{
+        struct b4_walk_entry *v;
+
+        if (w->n >= w->max)
+                return -E2BIG; /* core words it */
+        v = b4_reallocarray(w->v, w->n + 1, sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        w->v = v;
+        v[w->n] = (struct b4_walk_entry){ .path = b4_strdup(rel) };
+        if (!v[w->n].path)
+                return -ENOMEM;
+        w->n++;
+        return fakefs_lstat(w->ws, abs, &v[w->n - 1].st, err);
+}
+
+static int walk_dir(
+        struct walk *w, const char *abs, const char *rel, char *const *prune, struct b4_error *err)
+{
+        cleanup_strv char **names = NULL;
+        int r;
+
+        r = fakefs_list(w->ws, abs, &names, err);
+        if (r < 0)
+                return r;
+        STRV_FOREACH (name, names) {
+                cleanup_free char *cabs = NULL, *crel = NULL;
+
+                if (b4_asprintf(&cabs, "%s/%s", strcmp(abs, "/") == 0 ? "" : abs, *name) < 0 ||
+                    b4_asprintf(&crel, "%s%s%s", rel, *rel ? "/" : "", *name) < 0)
+                        return -ENOMEM;
+                r = walk_push(w, cabs, crel, err);
+                if (r < 0)
+                        return r;
+                if (w->v[w->n - 1].st.kind == B4_FILE_DIRECTORY && !strv_contains(prune, *name))
+                        r = walk_dir(w, cabs, crel, NULL, err);
+                if (r < 0)
+                        return r;
+        }
+        return r;
+}
+
+int fakefs_walk(struct fake_ws *ws,
+                const char *path,
+                size_t max,
+                char *const *prune,
+                struct b4_walk_entry **ret,
+                size_t *ret_n,
+                struct b4_error *err)
+{
+        cleanup_free char *p = NULL;
+        struct walk w = { .ws = ws, .max = max };
+        int r;
+
+        r = fakefs_normalize(path, &p, err);
+        if (r >= 0)
+                r = walk_dir(&w, p, "", prune, err);
+        if (r < 0) {
+                b4_walk_entries_free(w.v, w.n);
+                return r;
+        }
+        *ret = w.v;
+        *ret_n = w.n;
+        return 0;
+}
+
+/* Drop the directories, keeping what was below them. */
+static void walk_drop_dirs(struct b4_walk_entry *v, size_t *n)
+{
+        size_t k = 0;
+
+        for (size_t i = 0; i < *n; i++) {
+                if (v[i].st.kind == B4_FILE_DIRECTORY) {
+                        free(v[i].path);
+                        b4_stat_clear(&v[i].st);
+                        continue;
+                }
+                v[k++] = v[i];
+        }
+        *n = k;
+}
+
+static void walk_reverse(struct b4_walk_entry *v, size_t n)
+{
+        for (size_t i = 0; i < n / 2; i++) {
+                struct b4_walk_entry t = v[i];
+                v[i] = v[n - 1 - i];
+                v[n - 1 - i] = t;
+        }
+}
+
+/* Append a copy of the first entry. */
+static int walk_duplicate(struct b4_walk_entry **v, size_t *n)
+{
+        struct b4_walk_entry *nv;
+
+        if (*n == 0)
+                return 0;
+        nv = b4_reallocarray(*v, *n + 1, sizeof(*nv));
+        if (!nv)
+                return -ENOMEM;
+        *v = nv;
+        nv[*n] = (struct b4_walk_entry){ .path = b4_strdup(nv[0].path), .st = nv[0].st };
+        nv[*n].st.target = nv[0].st.target ? b4_strdup(nv[0].st.target) : NULL;
+        if (!nv[*n].path || (nv[0].st.target && !nv[*n].st.target)) {
+                free(nv[*n].path);
+                free(nv[*n].st.target);
+                return -ENOMEM;
+        }
+        (*n)++;
+        return 0;
+}
+
+int fakefs_walk_break(unsigned faults, struct b4_walk_entry **v, size_t *n)
+{
+        if (faults & FAKE_WALK_NO_DIRS)
+                walk_drop_dirs(*v, n);
+        if (faults & FAKE_WALK_REVERSED)
+                walk_reverse(*v, *n);
+        return faults & FAKE_WALK_DUPLICATE ? walk_duplicate(v, n) : 0;
 }

@@ -3,28 +3,39 @@
 
 /*
  * The fake provider's in-memory workspace: a map of normalised absolute path to file
- * content, explicit directory or symlink. Directories also exist implicitly: every proper
- * prefix of a stored path, the workspace root and its ancestors. All functions expect the
- * caller to hold the provider's lock; all but fakefs_resolve() and fakefs_symlink() take a
- * path whose links are resolved already.
+ * content, explicit directory, symlink or "other" entry (what a FIFO, socket or device is to
+ * lstat). Directories also exist implicitly: every proper prefix of a stored path, the
+ * workspace root and its ancestors. All fakefs_* functions expect the caller to hold the
+ * provider's lock; all but fakefs_resolve(), fakefs_symlink() and fakefs_mkother() take a path
+ * whose links are resolved already. Below them: the provider's core and its views, shared by
+ * fake.c and fake-view.c.
  */
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "b4box/provider-impl.h"
 
-struct fake_sandbox;
+#include "fake.h"
+
+enum fake_kind {
+        FAKE_NONE = 0, /* kind_of() only: nothing at that path */
+        FAKE_FILE,
+        FAKE_DIR, /* stored: an explicitly created directory */
+        FAKE_LINK,
+        FAKE_OTHER, /* neither file, directory nor link (fake_provider_mkother()) */
+};
 
 struct fake_entry {
-        char *path;       /* owned; normalised absolute path */
-        char *data;       /* owned file content, NUL-terminated past len; NULL for a dir */
-        char *target;     /* owned symlink text (never resolved when stored); NULL otherwise */
-        size_t len;       /* content bytes */
-        bool is_dir;      /* an explicitly created directory */
-        bool executable;  /* chmod gave the file an 0111 bit (kept across writes) */
-        int64_t mtime_ms; /* last write or touch */
+        char *path;          /* owned; normalised absolute path */
+        enum fake_kind kind; /* never FAKE_NONE */
+        char *data;          /* owned file content, NUL-terminated past len; NULL otherwise */
+        char *target;        /* owned symlink text (never resolved when stored); NULL otherwise */
+        size_t len;          /* content bytes */
+        bool executable;     /* chmod gave the file an 0111 bit (kept across writes) */
+        int64_t mtime_ms;    /* last write or touch */
 };
 
 struct fake_ws {
@@ -72,3 +83,62 @@ int fakefs_touch(struct fake_ws *ws, const char *path, struct b4_error *err);
 int fakefs_chmod(struct fake_ws *ws, const char *path, uint32_t mode, struct b4_error *err);
 /* Store @path as a symlink to @target (raw text); an existing @path is -EEXIST. */
 int fakefs_symlink(struct fake_ws *ws, const char *target, const char *path, struct b4_error *err);
+/* Store @path as an "other" entry; an existing @path is -EEXIST. */
+int fakefs_mkother(struct fake_ws *ws, const char *path, struct b4_error *err);
+/* The walk member's contract (provider-impl.h) over @path: depth-first, children sorted,
+ * @prune's direct children reported, not descended; over @max entries -E2BIG. */
+int fakefs_walk(struct fake_ws *ws,
+                const char *path,
+                size_t max,
+                char *const *prune,
+                struct b4_walk_entry **ret,
+                size_t *ret_n,
+                struct b4_error *err);
+/* Break a finished walk as enum fake_walk_faults @faults says (fake.h). Return: 0 or -ENOMEM
+ * (then *@v and *@n still describe what is to be freed). */
+int fakefs_walk_break(unsigned faults, struct b4_walk_entry **v, size_t *n);
+
+/* ---- the provider's shared state and its views (fake.c, fake-view.c) ---- */
+
+struct hashmap;
+
+struct fake_core {
+        pthread_mutex_t lock;
+        struct hashmap *threads; /* thread id -> struct fake_ws (its reference) */
+        fake_exec_fn *exec;      /* never NULL */
+        bool symlinks;           /* new handles get the symlink member */
+        bool batched;            /* new handles and readers get walk and read_files */
+        void *exec_userdata;
+        unsigned refs;             /* the provider, every handle and every reader */
+        uint64_t read_delay_ms;    /* B4BOX_FAKE_READ_DELAY_MS: a slow reader open, for tests */
+        unsigned walk_faults;      /* enum fake_walk_faults */
+        fake_read_hook *read_hook; /* NULL = none; called unlocked */
+        void *read_hook_data;
+        unsigned calls[FAKE_CALL__COUNT];
+};
+
+struct fake_sandbox {
+        struct b4_sandbox base;
+        struct fake_core *core; /* a reference */
+        struct fake_ws *ws;     /* a reference */
+        struct b4_fs_ops ops;   /* base.fs's members (fake_view_ops()) */
+};
+
+struct fake_reader {
+        struct b4_reader base;
+        struct fake_core *core; /* a reference */
+        struct fake_ws *ws;     /* a reference */
+        struct b4_fs_ops ops;   /* base.fs's members (fake_view_ops()) */
+};
+
+/* The members of a new handle (@handle) or reader, as the core's switches say. Locked. */
+void fake_view_ops(const struct fake_core *c, bool handle, struct b4_fs_ops *ret);
+/* Lock the core behind @fs, count @call and return the workspace it may touch; a destroyed
+ * one is "Sandbox unavailable" (then unlocked again). */
+int fake_view_lock(struct b4_fs *fs,
+                   enum fake_call call,
+                   struct fake_core **ret_core,
+                   struct fake_ws **ret_ws,
+                   struct b4_error *err);
+/* Unlock; returns @r. */
+int fake_view_unlock(struct fake_core *c, int r);

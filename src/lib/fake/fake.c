@@ -11,6 +11,10 @@
  * "Sandbox unavailable: ... was destroyed"). Core runs the lifecycle (gate, registry) as for
  * every provider. Every map access holds the core lock. Handles and readers may outlive the
  * provider object: the core is freed with the last of them.
+ *
+ * Each view (handle or reader) carries its own ops table (fake-view.c), fixed when it is
+ * made: the members the test switches (symlinks, batched) gave it then. The test hooks at the
+ * end (fake.h) set what the views count, inject and break.
  */
 
 #include "fake.h"
@@ -32,37 +36,12 @@
 #include "fake-internal.h"
 #include "providers.h"
 
-struct fake_core {
-        pthread_mutex_t lock;
-        struct hashmap *threads; /* thread id -> struct fake_ws (its reference) */
-        fake_exec_fn *exec;      /* never NULL */
-        bool symlinks;           /* new handles get the symlink member */
-        void *exec_userdata;
-        unsigned refs;          /* the provider, every handle and every reader */
-        uint64_t read_delay_ms; /* B4BOX_FAKE_READ_DELAY_MS: a slow reader open, for tests */
-};
-
 struct fake_provider {
         struct b4_provider base;
         struct fake_core *core;
 };
 
-struct fake_sandbox {
-        struct b4_sandbox base;
-        struct fake_core *core; /* a reference */
-        struct fake_ws *ws;     /* a reference */
-};
-
-struct fake_reader {
-        struct b4_reader base;
-        struct fake_core *core; /* a reference */
-        struct fake_ws *ws;     /* a reference */
-};
-
 static const struct b4_provider_ops fake_provider_ops;
-static const struct b4_fs_ops sandbox_fs_ops;
-static const struct b4_fs_ops sandbox_fs_ops_links;
-static const struct b4_fs_ops reader_fs_ops;
 
 /* ---- core and workspace lifetime ---- */
 
@@ -120,226 +99,6 @@ static struct fake_ws *ws_get(struct fake_core *c, const char *thread_id)
         return ws;
 }
 
-/* ---- filesystem views (handles and readers) ---- */
-
-/* Lock the core behind @fs and return the workspace it may touch. */
-static int view_lock(struct b4_fs *fs,
-                     struct fake_core **ret_core,
-                     struct fake_ws **ret_ws,
-                     struct b4_error *err)
-{
-        struct fake_core *c;
-        struct fake_ws *ws;
-
-        if (fs->sb) {
-                struct fake_sandbox *sb = container_of(fs, struct fake_sandbox, base.fs);
-                c = sb->core;
-                ws = sb->ws;
-        } else {
-                struct fake_reader *rd = container_of(fs, struct fake_reader, base.fs);
-                c = rd->core;
-                ws = rd->ws;
-        }
-        *ret_core = c;
-        *ret_ws = ws;
-        (void)pthread_mutex_lock(&c->lock);
-        if (ws->destroyed) {
-                (void)pthread_mutex_unlock(&c->lock);
-                return b4_error_set_code(
-                        err, -ENOENT, B4_CODE_SANDBOX_UNAVAILABLE,
-                        "Sandbox unavailable: the workspace of thread \"%s\" was destroyed.",
-                        ws->thread_id);
-        }
-        return 0;
-}
-
-static int view_unlock(struct fake_core *c, int r)
-{
-        (void)pthread_mutex_unlock(&c->lock);
-        return r;
-}
-
-/* Lock the view and resolve @path in it (fakefs_resolve()); unlocked again on error. */
-static int view_resolve(struct b4_fs *fs,
-                        const char *path,
-                        bool follow_last,
-                        unsigned flags,
-                        const char *op,
-                        struct fake_core **ret_core,
-                        struct fake_ws **ret_ws,
-                        char **ret,
-                        struct b4_error *err)
-{
-        int r = view_lock(fs, ret_core, ret_ws, err);
-
-        if (r < 0)
-                return r;
-        r = fakefs_resolve(*ret_ws, path, follow_last, flags, op, ret, err);
-        return r < 0 ? view_unlock(*ret_core, r) : 0;
-}
-
-static int fs_read_file(struct b4_fs *fs,
-                        const char *path,
-                        unsigned flags,
-                        uint64_t max_bytes,
-                        char **ret,
-                        size_t *ret_len,
-                        struct b4_error *err)
-{
-        cleanup_free char *p = NULL;
-        struct fake_core *c = NULL;
-        struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, true, flags, "readFile", &c, &ws, &p, err);
-
-        return r < 0 ? r : view_unlock(c, fakefs_read(ws, p, max_bytes, ret, ret_len, err));
-}
-
-static int fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
-{
-        cleanup_free char *p = NULL;
-        struct fake_core *c = NULL;
-        struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, false, 0, "lstat", &c, &ws, &p, err);
-
-        return r < 0 ? r : view_unlock(c, fakefs_lstat(ws, p, ret, err));
-}
-
-static int fs_stat(struct b4_fs *fs,
-                   const char *path,
-                   unsigned flags,
-                   struct b4_stat *ret,
-                   struct b4_error *err)
-{
-        cleanup_free char *p = NULL;
-        struct fake_core *c = NULL;
-        struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, true, flags, "stat", &c, &ws, &p, err);
-
-        return r < 0 ? r : view_unlock(c, fakefs_lstat(ws, p, ret, err));
-}
-
-static int fs_list_dir(
-        struct b4_fs *fs, const char *path, unsigned flags, char ***ret, struct b4_error *err)
-{
-        cleanup_free char *p = NULL;
-        struct fake_core *c = NULL;
-        struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, true, flags, "listDir", &c, &ws, &p, err);
-
-        return r < 0 ? r : view_unlock(c, fakefs_list(ws, p, ret, err));
-}
-
-static int fs_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err)
-{
-        struct fake_core *c = NULL;
-        struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, true, 0, "realpath", &c, &ws, ret, err);
-
-        return r < 0 ? r : view_unlock(c, 0);
-}
-
-static int fs_write_file(struct b4_fs *fs,
-                         const char *path,
-                         unsigned flags,
-                         const void *data,
-                         size_t len,
-                         struct b4_error *err)
-{
-        cleanup_free char *p = NULL;
-        struct fake_core *c = NULL;
-        struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, false, flags, "writeFile", &c, &ws, &p, err);
-
-        return r < 0 ? r : view_unlock(c, fakefs_write(ws, p, data, len, err));
-}
-
-static int fs_mkdir_p(struct b4_fs *fs, const char *path, struct b4_error *err)
-{
-        cleanup_free char *p = NULL;
-        struct fake_core *c = NULL;
-        struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, true, 0, "mkdir", &c, &ws, &p, err);
-
-        return r < 0 ? r : view_unlock(c, fakefs_mkdir(ws, p, err));
-}
-
-static int fs_remove(struct b4_fs *fs, const char *path, struct b4_error *err)
-{
-        cleanup_free char *p = NULL;
-        struct fake_core *c = NULL;
-        struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, false, 0, "remove", &c, &ws, &p, err);
-
-        return r < 0 ? r : view_unlock(c, fakefs_remove(ws, p, err));
-}
-
-static int fs_touch(struct b4_fs *fs, const char *path, unsigned flags, struct b4_error *err)
-{
-        cleanup_free char *p = NULL;
-        struct fake_core *c = NULL;
-        struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, true, flags, "touchFile", &c, &ws, &p, err);
-
-        return r < 0 ? r : view_unlock(c, fakefs_touch(ws, p, err));
-}
-
-static int fs_chmod(struct b4_fs *fs, const char *path, uint32_t mode, struct b4_error *err)
-{
-        cleanup_free char *p = NULL;
-        struct fake_core *c = NULL;
-        struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, false, 0, "chmod", &c, &ws, &p, err);
-
-        return r < 0 ? r : view_unlock(c, fakefs_chmod(ws, p, mode, err));
-}
-
-static int fs_symlink(struct b4_fs *fs, const char *target, const char *path, struct b4_error *err)
-{
-        cleanup_free char *p = NULL;
-        struct fake_core *c = NULL;
-        struct fake_ws *ws = NULL;
-        int r = view_resolve(fs, path, false, 0, "symlink", &c, &ws, &p, err);
-
-        return r < 0 ? r : view_unlock(c, fakefs_symlink(ws, target, p, err));
-}
-
-/* walk and read_files use the generic fallbacks. Without symlink by default (callers take
- * their no-symlink paths); fake_provider_set_symlinks() gives handles the member. */
-static const struct b4_fs_ops sandbox_fs_ops = {
-        .read_file = fs_read_file,
-        .lstat = fs_lstat,
-        .stat = fs_stat,
-        .list_dir = fs_list_dir,
-        .realpath = fs_realpath,
-        .write_file = fs_write_file,
-        .mkdir_p = fs_mkdir_p,
-        .remove = fs_remove,
-        .touch = fs_touch,
-        .chmod = fs_chmod,
-};
-
-static const struct b4_fs_ops sandbox_fs_ops_links = {
-        .read_file = fs_read_file,
-        .lstat = fs_lstat,
-        .stat = fs_stat,
-        .list_dir = fs_list_dir,
-        .realpath = fs_realpath,
-        .write_file = fs_write_file,
-        .mkdir_p = fs_mkdir_p,
-        .remove = fs_remove,
-        .touch = fs_touch,
-        .chmod = fs_chmod,
-        .symlink = fs_symlink,
-};
-
-static const struct b4_fs_ops reader_fs_ops = {
-        .read_file = fs_read_file,
-        .lstat = fs_lstat,
-        .stat = fs_stat,
-        .list_dir = fs_list_dir,
-        .realpath = fs_realpath,
-};
-
 /* ---- handles ---- */
 
 static int sandbox_exec(struct b4_sandbox *sb,
@@ -353,12 +112,12 @@ static int sandbox_exec(struct b4_sandbox *sb,
         void *userdata;
         int r;
 
-        r = view_lock(&sb->fs, &c, &ws, err);
+        r = fake_view_lock(&sb->fs, FAKE_CALL_EXEC, &c, &ws, err);
         if (r < 0)
                 return r;
         fn = c->exec;
         userdata = c->exec_userdata;
-        (void)view_unlock(c, 0);
+        (void)fake_view_unlock(c, 0);
         return fn(sb, req, ret, userdata, err);
 }
 
@@ -386,9 +145,8 @@ static int instance_start(struct fake_core *c, struct fake_ws *ws, struct fake_s
 
         if (!s)
                 return -ENOMEM;
-        if (b4_sandbox_init(&s->base, &sandbox_ops,
-                            c->symlinks ? &sandbox_fs_ops_links : &sandbox_fs_ops,
-                            ws->thread_id) < 0) {
+        fake_view_ops(c, true, &s->ops);
+        if (b4_sandbox_init(&s->base, &sandbox_ops, &s->ops, ws->thread_id) < 0) {
                 free(s);
                 return -ENOMEM;
         }
@@ -436,7 +194,8 @@ static int reader_new_locked(struct fake_core *c, struct fake_ws *ws, struct b4_
 
         if (!rd)
                 return -ENOMEM;
-        if (b4_reader_init(&rd->base, &reader_ops, &reader_fs_ops, ws->thread_id) < 0) {
+        fake_view_ops(c, false, &rd->ops);
+        if (b4_reader_init(&rd->base, &reader_ops, &rd->ops, ws->thread_id) < 0) {
                 free(rd);
                 return -ENOMEM;
         }
@@ -727,4 +486,81 @@ int fake_provider_set_symlinks(struct b4_provider *p, bool on)
         c->symlinks = on;
         (void)pthread_mutex_unlock(&c->lock);
         return 0;
+}
+
+int fake_provider_set_batched(struct b4_provider *p, bool on)
+{
+        struct fake_core *c = fake_core_of(p);
+
+        if (!c)
+                return -EINVAL;
+        (void)pthread_mutex_lock(&c->lock);
+        c->batched = on;
+        (void)pthread_mutex_unlock(&c->lock);
+        return 0;
+}
+
+int fake_provider_set_walk_faults(struct b4_provider *p, unsigned faults)
+{
+        struct fake_core *c = fake_core_of(p);
+
+        if (!c)
+                return -EINVAL;
+        (void)pthread_mutex_lock(&c->lock);
+        c->walk_faults = faults;
+        (void)pthread_mutex_unlock(&c->lock);
+        return 0;
+}
+
+int fake_provider_set_read_hook(struct b4_provider *p, fake_read_hook *fn, void *userdata)
+{
+        struct fake_core *c = fake_core_of(p);
+
+        if (!c)
+                return -EINVAL;
+        (void)pthread_mutex_lock(&c->lock);
+        c->read_hook = fn;
+        c->read_hook_data = fn ? userdata : NULL;
+        (void)pthread_mutex_unlock(&c->lock);
+        return 0;
+}
+
+int fake_provider_calls(struct b4_provider *p, enum fake_call call)
+{
+        struct fake_core *c = fake_core_of(p);
+        int n;
+
+        if (!c || (unsigned)call >= FAKE_CALL__COUNT)
+                return -EINVAL;
+        (void)pthread_mutex_lock(&c->lock);
+        n = (int)c->calls[call];
+        (void)pthread_mutex_unlock(&c->lock);
+        return n;
+}
+
+int fake_provider_reset_calls(struct b4_provider *p)
+{
+        struct fake_core *c = fake_core_of(p);
+
+        if (!c)
+                return -EINVAL;
+        (void)pthread_mutex_lock(&c->lock);
+        memset(c->calls, 0, sizeof(c->calls));
+        (void)pthread_mutex_unlock(&c->lock);
+        return 0;
+}
+
+int fake_provider_mkother(struct b4_provider *p, const char *thread_id, const char *path)
+{
+        struct fake_core *c = fake_core_of(p);
+        struct fake_ws *ws;
+        int r;
+
+        if (!c || !thread_id || !path)
+                return -EINVAL;
+        (void)pthread_mutex_lock(&c->lock);
+        ws = ws_find(c, thread_id);
+        r = ws ? fakefs_mkother(ws, path, NULL) : -ENOENT;
+        (void)pthread_mutex_unlock(&c->lock);
+        return r;
 }

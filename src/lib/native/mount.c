@@ -300,6 +300,31 @@ static int add_masks(struct builder *b)
         return r;
 }
 
+/* Network lists: the generated resolv.conf over the image's (a regular file only: a
+ * symlinked one keeps pointing where it points, and its stub is caught by the redirect only
+ * when it is not on loopback). */
+static int add_resolv_conf(struct builder *b)
+{
+        cleanup_free char *src = NULL;
+        const char *copy, *dst;
+        struct stat st;
+        int r;
+
+        if (!b->spec->resolv_conf)
+                return 0;
+        if (b4_asprintf(&src, "%s/etc/resolv.conf",
+                        strcmp(b->spec->image, "/") ? b->spec->image : "") < 0)
+                return -ENOMEM;
+        if (lstat(src, &st) < 0 || !S_ISREG(st.st_mode))
+                return 0;
+        copy = pool(b, b4_strdup(b->spec->resolv_conf));
+        dst = fmt(b, b->spec->stage, "etc/resolv.conf");
+        if (!copy || !dst)
+                return -ENOMEM;
+        r = add_mount(b, copy, dst, NULL, MS_BIND, NULL);
+        return r < 0 ? r : add_mount(b, NULL, dst, NULL, RO_BIND, NULL);
+}
+
 static int add_workspace_and_proc(struct builder *b)
 {
         const char *ws = fmt(b, b->spec->stage, "workspace");
@@ -415,6 +440,8 @@ int mount_plan_build(const struct mount_spec *spec, struct mount_plan *ret, stru
                 r = add_image(&b);
         if (r >= 0)
                 r = add_masks(&b);
+        if (r >= 0)
+                r = add_resolv_conf(&b);
         if (r >= 0)
                 r = add_workspace_and_proc(&b);
         if (r >= 0)

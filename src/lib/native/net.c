@@ -15,13 +15,20 @@
  *   IPv6 (audit H4): allow mode is IPv4 only. disable_ipv6=1 on both ends before they go up
  *   (no link-local address, so nothing of the host is reachable over fe80::), and as a belt
  *   ip6tables INPUT/FORWARD -i b4h.. -j DROP, tagged and removed like the IPv4 rules.
- * `ip`, `iptables` and `ip6tables` are exec'd (fixed paths, empty environment but PATH); the
- * in-sandbox half runs `ip` in a forked child that setns()es into the keeper's network namespace.
- * Needs net.ipv4.ip_forward=1 in the provider's namespace: it is checked, never changed.
+ * Network lists (a denylist in allow mode, an allowlist in deny mode; netpolicy.c): the same
+ * veth and NAT, minus the iptables INPUT and 169.254.0.0/16 DROPs (the `inet b4box` table
+ * drops the host but for the thread's b4box-netd, and link-local and metadata unless the
+ * allowlist names the metadata address exactly), plus the thread's elements and its netd. The
+ * delete commands are kept in run/<id>.nft for the teardown. `ip`, `iptables` and `ip6tables` are
+ * exec'd (fixed paths, empty environment but PATH); the in-sandbox half runs `ip` in a forked child
+ * that setns()es into the keeper's network namespace. Needs net.ipv4.ip_forward=1 in the provider's
+ * namespace: it is checked, never changed.
  */
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +41,7 @@
 #include "base/fd-util.h"
 #include "base/macro.h"
 #include "native.h"
+#include "netpolicy.h"
 
 #define SUBNETS    16384 /* /30s in 10.233.0.0/16 */
 #define OUT_MAX    (1u << 20)
@@ -205,8 +213,12 @@ static void addr(unsigned n, unsigned host, char *buf, size_t size)
         (void)snprintf(buf, size, "10.233.%u.%u", v >> 8, v & 255);
 }
 
-/* The iptables rules of one thread, in insertion order (each -I goes on top). */
-static int add_rules(const char *ipt, const char *veth, const char *subnet, const char *tag)
+/* The iptables rules of one thread, in insertion order (each -I goes on top). A listed thread
+ * gets neither the INPUT DROP nor the 169.254.0.0/16 DROP: the table's input chain lets its
+ * netd be reached and drops the rest of the host, and its mode chains drop link-local and
+ * metadata unless the allowlist names the metadata address exactly. */
+static int add_rules(
+        const char *ipt, const char *veth, const char *subnet, const char *tag, bool listed)
 {
         int r;
 
@@ -221,10 +233,10 @@ static int add_rules(const char *ipt, const char *veth, const char *subnet, cons
         if (r >= 0)
                 r = RUN(-1, ipt, "-w", "-I", "FORWARD", "-i", veth, "-o", "b4h+", "-m", "comment",
                         "--comment", tag, "-j", "DROP");
-        if (r >= 0)
+        if (r >= 0 && !listed)
                 r = RUN(-1, ipt, "-w", "-I", "FORWARD", "-i", veth, "-d", "169.254.0.0/16", "-m",
                         "comment", "--comment", tag, "-j", "DROP");
-        if (r >= 0)
+        if (r >= 0 && !listed)
                 r = RUN(-1, ipt, "-w", "-I", "INPUT", "-i", veth, "-m", "comment", "--comment", tag,
                         "-j", "DROP");
         return r;
@@ -298,6 +310,55 @@ static void drop_rules(const char *ipt, const char *table, const char *tag)
         }
 }
 
+int net_resolv_prepare(struct native_provider *np, const char *id, char **ret)
+{
+        char name[64];
+        int fd;
+
+        (void)snprintf(name, sizeof(name), "%s.resolv", id);
+        fd = openat(np->run_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return -errno;
+        safe_close(fd);
+        return b4_asprintf(ret, "%s/%s", np->run_dir, name) < 0 ? -ENOMEM : 0;
+}
+
+/* Write the thread's nameserver into run/<id>.resolv in place (the sandbox binds that inode;
+ * any address would do, as every :53 packet goes to netd, but the gateway reads honestly). */
+static int write_resolv(struct native_provider *np, const char *id, const char *gw)
+{
+        char name[64], text[160];
+        int fd, r;
+
+        (void)snprintf(name, sizeof(name), "%s.resolv", id);
+        (void)snprintf(text, sizeof(text),
+                       "# b4box: every DNS query goes to b4box-netd\n"
+                       "nameserver %s\noptions timeout:2 attempts:2\n",
+                       gw);
+        fd = openat(np->run_fd, name, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        r = write_all(fd, text, strlen(text));
+        safe_close(fd);
+        return r;
+}
+
+/* Delete a listed thread's elements (run/<id>.nft) and stop its netd; its pins expire. */
+static void lists_teardown(struct native_provider *np, const char *id)
+{
+        cleanup_free char *text = NULL;
+        char name[64];
+        size_t len;
+
+        (void)snprintf(name, sizeof(name), "%s.nft", id);
+        if (read_file_at(np->run_fd, name, 1u << 22, &text, &len) >= 0)
+                (void)netpolicy_run(text, NULL);
+        (void)unlinkat(np->run_fd, name, 0);
+        (void)snprintf(name, sizeof(name), "%s.resolv", id);
+        (void)unlinkat(np->run_fd, name, 0);
+        netd_stop(np, id);
+}
+
 void net_teardown(struct native_provider *np, const char *id, const char *hid)
 {
         cleanup_free char *buf = NULL;
@@ -312,6 +373,7 @@ void net_teardown(struct native_provider *np, const char *id, const char *hid)
                 return;
         names(hid, host, peer);
         (void)snprintf(tag, sizeof(tag), TAG_PREFIX "%s", hid);
+        lists_teardown(np, id);
         if (ip)
                 (void)RUN(-1, ip, "link", "del", host);
         if (ipt) {
@@ -332,7 +394,7 @@ struct net_tools {
         const char *ip, *ipt, *ip6t;
 };
 
-static int configure(const struct net_tools *t, const char *hid, pid_t pid, unsigned n)
+static int configure(const struct net_tools *t, const char *hid, pid_t pid, unsigned n, bool listed)
 {
         char host[16], peer[16], tag[64], pids[16], hip[32], hcidr[40], scidr[40], subnet[40];
         char nspath[64];
@@ -374,7 +436,120 @@ static int configure(const struct net_tools *t, const char *hid, pid_t pid, unsi
         if (r >= 0)
                 r = add_rules6(t->ip6t, host, tag);
         if (r >= 0)
-                r = add_rules(t->ipt, host, subnet, tag);
+                r = add_rules(t->ipt, host, subnet, tag, listed);
+        return r;
+}
+
+/* The table, the thread's netd, then its elements (the mode element last: the sandbox runs
+ * nothing before acquire returns, and from then on every new flow meets the lists). */
+static int lists_setup(struct native_provider *np,
+                       const char *id,
+                       const char *hid,
+                       unsigned n,
+                       const struct b4_policy *p,
+                       struct b4_error *err)
+{
+        cleanup_free char *add = NULL, *del = NULL;
+        char host[16], peer[16], gw[32], sbx[32], name[64];
+        struct netpolicy_thread t = { 0 };
+        int r;
+
+        names(hid, host, peer);
+        addr(n, 1, gw, sizeof(gw));
+        addr(n, 2, sbx, sizeof(sbx));
+        t.ifindex = if_nametoindex(host);
+        if (t.ifindex == 0 || inet_pton(AF_INET, sbx, t.sandbox) != 1)
+                return b4_error_set(err, -ENODEV, "cannot find the veth '%s'", host);
+        if (!netpolicy_has_upstream(p))
+                return b4_error_set_code(err, -ENETUNREACH, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: the network list names hosts but "
+                                         "there is no upstream resolver (no nameserver in "
+                                         "/etc/resolv.conf). Set sandbox.network.dns.upstream.");
+        r = netpolicy_table_install(err);
+        if (r >= 0)
+                r = netd_start(np, id, p, t.ifindex, gw, &t.netd_port, err);
+        if (r >= 0 && (netpolicy_thread_text(p, &t, true, &add) < 0 ||
+                       netpolicy_thread_text(p, &t, false, &del) < 0))
+                r = b4_error_set(err, -ENOMEM, "cannot compile the network lists");
+        (void)snprintf(name, sizeof(name), "%s.nft", id);
+        if (r >= 0 && (r = write_file_atomic_at(np->run_fd, name, del, strlen(del), 0600)) < 0)
+                b4_error_set(err, r, "cannot record the network lists of sandbox %s", id);
+        if (r >= 0)
+                r = netpolicy_run(add, err);
+        if (r >= 0 && (r = write_resolv(np, id, gw)) < 0)
+                b4_error_set(err, r, "cannot write the resolv.conf of sandbox %s", id);
+        return r;
+}
+
+/* Whether @pid is a zombie (a dead netd whose reaper has not come by yet). */
+static bool is_zombie(int pid)
+{
+        cleanup_free char *stat = NULL;
+        char path[32];
+        const char *paren;
+        size_t len;
+
+        (void)snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+        if (read_file_at(AT_FDCWD, path, 4096, &stat, &len) < 0)
+                return true;
+        paren = strrchr(stat, ')');
+        return !paren || paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X';
+}
+
+/* Whether thread @id's recorded netd is alive (same pid and start time, not a zombie). */
+static bool netd_alive(struct native_provider *np, const char *id)
+{
+        cleanup_free char *buf = NULL;
+        unsigned long long st = 0;
+        char name[64];
+        uint64_t now;
+        size_t len;
+        int pid = 0;
+
+        (void)snprintf(name, sizeof(name), "%s.netd", id);
+        return read_file_at(np->run_fd, name, 64, &buf, &len) >= 0 &&
+               sscanf(buf, "%d %llu", &pid, &st) == 2 && pid > 1 &&
+               proc_starttime(pid, &now) == 0 && now == st && !is_zombie(pid);
+}
+
+int net_lists_revive(struct native_provider *np,
+                     const char *id,
+                     const struct b4_policy *p,
+                     struct b4_error *err)
+{
+        cleanup_free char *old = NULL, *add = NULL, *del = NULL, *num = NULL, *batch = NULL;
+        char hid[41], host[16], peer[16], gw[32], sbx[32], net_name[64], name[64];
+        struct netpolicy_thread t = { 0 };
+        size_t len;
+        unsigned n;
+        int r;
+
+        if (netd_alive(np, id))
+                return 0;
+        native_host_id(np, id, hid);
+        names(hid, host, peer);
+        (void)snprintf(net_name, sizeof(net_name), "%s.net", id);
+        (void)snprintf(name, sizeof(name), "%s.nft", id);
+        if (read_file_at(np->run_fd, net_name, 32, &num, &len) < 0 ||
+            read_file_at(np->run_fd, name, 1u << 22, &old, &len) < 0)
+                return b4_error_set(err, -ENOENT, "sandbox %s has no network lists to revive", id);
+        n = (unsigned)strtoul(num, NULL, 10);
+        addr(n, 1, gw, sizeof(gw));
+        addr(n, 2, sbx, sizeof(sbx));
+        t.ifindex = if_nametoindex(host);
+        if (t.ifindex == 0 || inet_pton(AF_INET, sbx, t.sandbox) != 1)
+                return b4_error_set(err, -ENODEV, "cannot find the veth '%s'", host);
+        /* the old one is gone (or a zombie): its record is overwritten, its log kept */
+        r = netd_start(np, id, p, t.ifindex, gw, &t.netd_port, err);
+        if (r >= 0 && (netpolicy_thread_text(p, &t, true, &add) < 0 ||
+                       netpolicy_thread_text(p, &t, false, &del) < 0 ||
+                       b4_asprintf(&batch, "%s%s", old, add) < 0))
+                r = b4_error_set(err, -ENOMEM, "cannot compile the network lists");
+        /* the old elements out and the new in, in one transaction: never unfiltered */
+        if (r >= 0)
+                r = netpolicy_run(batch, err);
+        if (r >= 0 && (r = write_file_atomic_at(np->run_fd, name, del, strlen(del), 0600)) < 0)
+                b4_error_set(err, r, "cannot record the network lists of sandbox %s", id);
         return r;
 }
 
@@ -382,8 +557,10 @@ int net_setup(struct native_provider *np,
               const char *id,
               const char *hid,
               pid_t pid,
+              const struct b4_policy *p,
               struct b4_error *err)
 {
+        bool listed = netpolicy_listed(p);
         const char *why = NULL;
         char name[64], num[16];
         unsigned n = 0;
@@ -410,11 +587,13 @@ int net_setup(struct native_provider *np,
         struct net_tools t = { .ip = find_exe(ip_paths, ELEMENTSOF(ip_paths)),
                                .ipt = find_exe(ipt_paths, ELEMENTSOF(ipt_paths)),
                                .ip6t = find_exe(ip6t_paths, ELEMENTSOF(ip6t_paths)) };
-        if (r >= 0)
-                r = configure(&t, hid, pid, n);
+        if (r >= 0 && (r = configure(&t, hid, pid, n, listed)) < 0)
+                b4_error_set(err, r, "cannot set up the veth and NAT of sandbox %s", id);
+        if (r >= 0 && listed)
+                r = lists_setup(np, id, hid, n, p, err);
         if (r < 0) {
                 net_teardown(np, id, hid);
-                return b4_error_set(err, r, "cannot set up the veth and NAT of sandbox %s", id);
+                return r;
         }
         return 0;
 }

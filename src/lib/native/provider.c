@@ -25,6 +25,7 @@
 #include "base/macro.h"
 #include "core/launch.h"
 #include "native.h"
+#include "netpolicy.h"
 #include "providers.h"
 
 #ifndef B4_KEEPER_INSTALL_PATH
@@ -49,7 +50,8 @@ static int check_rootless(const struct b4_policy *policy, struct b4_error *err)
                                          "disabled (%s), so rootless mode cannot run. Run as "
                                          "root or enable them. Run `b4box check`.",
                                          why);
-        if (policy->network == B4_NETWORK_ALLOW && net_available(&why) < 0)
+        if ((policy->network == B4_NETWORK_ALLOW || netpolicy_listed(policy)) &&
+            net_available(&why) < 0)
                 return b4_error_set_code(err, -EPERM, B4_CODE_SANDBOX_UNAVAILABLE,
                                          "Sandbox unavailable: network \"allow\" needs a veth and "
                                          "NAT but %s. Use network \"deny\" or run as root. Run "
@@ -177,7 +179,7 @@ static int userns_row(const struct native_provider *np, struct b4_preflight *ret
         cleanup_free char *what = NULL;
         const char *why = NULL;
 
-        if (!np->userns) {
+        if (!native_userns(np)) {
                 (void)idmap_userns_works(&why);
                 return b4_preflight_control(ret, "user namespaces", B4_NOT_ENFORCED,
                                             "%s: sandboxes share host uid 1000 and uid 0 is the "
@@ -343,14 +345,13 @@ int native_provider_new(const struct b4_provider_config *cfg,
         if (r >= 0)
                 r = setup_dirs(np, cfg->state_dir, err);
         if (r >= 0)
-                r = seccomp_build(&np->bpf, &np->bpf_len, err);
+                r = native_seccomp_filter(np->run_fd, &np->bpf, &np->bpf_len, err);
         if (r < 0) {
                 b4_provider_clear(&np->p);
                 native_provider_unref(np);
                 return err && err->error ? err->error : b4_error_set(err, r, "out of memory");
         }
         np->exe_fd = open_keeper_exe();
-        np->userns = !np->rootless && idmap_userns_works(NULL);
         np->host_uid = (uint32_t)geteuid();
         np->host_gid = (uint32_t)getegid();
         cgroup_host_probe(open("/sys/fs/cgroup", O_RDONLY | O_DIRECTORY | O_CLOEXEC), &np->cg);

@@ -24,6 +24,7 @@
 #include "base/macro.h"
 #include "keeper-proto.h"
 #include "native.h"
+#include "netpolicy.h"
 
 int native_thread_new(struct native_provider *np, const char *thread_id, struct native_thread **ret)
 {
@@ -268,7 +269,7 @@ static int build_plan(struct native_provider *np,
                       struct mount_plan *ret,
                       struct b4_error *err)
 {
-        cleanup_free char *ws = NULL;
+        cleanup_free char *ws = NULL, *resolv = NULL;
         struct mount_spec spec = {
                 .stage = np->stage_dir,
                 .image = np->image_root,
@@ -280,6 +281,10 @@ static int build_plan(struct native_provider *np,
         if (b4_asprintf(&ws, "%s/%s", np->ws_dir, t->id) < 0)
                 return -ENOMEM;
         spec.workspace = ws;
+        if (netpolicy_listed(p) && net_resolv_prepare(np, t->id, &resolv) < 0)
+                return b4_error_set(err, -EIO, "cannot prepare the resolv.conf of thread '%s'",
+                                    t->thread_id);
+        spec.resolv_conf = resolv;
         return mount_plan_build(&spec, ret, err);
 }
 
@@ -361,8 +366,8 @@ static int start_keeper(struct native_provider *np,
                 return b4_error_set(err, r, "cannot record the sandbox of thread '%s'",
                                     t->thread_id);
         r = launch(np, t, p, &kp, err);
-        if (r >= 0 && p->network == B4_NETWORK_ALLOW)
-                r = net_setup(np, t->id, t->hid, kp.pid, err);
+        if (r >= 0 && (p->network == B4_NETWORK_ALLOW || netpolicy_listed(p)))
+                r = net_setup(np, t->id, t->hid, kp.pid, p, err);
         if (r >= 0) {
                 rec = (struct keeper_record){ .pid = kp.pid, .starttime = kp.starttime };
                 memcpy(rec.identity, identity, sizeof(rec.identity));
@@ -402,6 +407,7 @@ static bool try_adopt(struct native_provider *np,
         if (rec.version != KEEPER_RECORD_VERSION || strcmp(rec.identity, identity) != 0 ||
             open_root(rec.pid, &root_fd) < 0 ||
             keeper_connect(np->run_fd, np->run_dir, t->id, &sock) < 0 ||
+            (netpolicy_listed(p) && net_lists_revive(np, t->id, p, NULL) < 0) ||
             set_policy(t, identity, p) < 0) {
                 native_thread_stop_id(np, t->id, pidfd);
                 return false;
@@ -423,6 +429,9 @@ int native_thread_ensure(struct native_provider *np,
 {
         if (t->live && keeper_is_dead(t->kp.pidfd))
                 native_thread_stop(np, t);
+        if (t->live && netpolicy_listed(&t->policy) &&
+            net_lists_revive(np, t->id, &t->policy, NULL) < 0)
+                native_thread_stop(np, t); /* its lists cannot be served: recreate it */
         if (t->live && strcmp(t->identity, identity) != 0)
                 return b4_error_set_code(
                         err, -EBUSY, B4_CODE_SANDBOX_UNAVAILABLE,
@@ -432,7 +441,9 @@ int native_thread_ensure(struct native_provider *np,
                         t->thread_id);
         if (t->live)
                 return 0;
-        if (np->userns) {
+        /* A recorded block says the thread runs in its own user namespace: adopting its
+         * keeper needs no probe of the kernel (a fork), only starting one does. */
+        if (idmap_recorded(np, t->id) || native_userns(np)) {
                 int r = idmap_get(np, t->id, true, &t->host_base, err);
                 if (r < 0)
                         return r;

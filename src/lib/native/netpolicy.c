@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The `inet b4box` table and a listed thread's elements (docs/native.md §Network). The
+ * table text is b4box.nft, embedded at build time; it only ever `add`s and `flush`es its own
+ * chains, so installing it again is harmless. A thread's elements are one transaction:
+ *   mode    deny (allowlist) or allow (denylist)
+ *   dnsport, dnsin  its netd's port
+ *   src4    the sandbox's address
+ *   cidr4   allowlist IPv4 CIDRs minus the special ranges they do not lie in (netpolicy_cidr4)
+ *   dcidr4  denylist IPv4 CIDRs as written
+ * Names go to netd; IPv6 entries are inert (a listed sandbox's IPv6 is rejected entirely).
+ */
+
+#include "netpolicy.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "base/macro.h"
+#include "base/strbuf.h"
+#include "nft-dl.h"
+
+#define TEXT_MAX (4u << 20)
+
+extern const char netpolicy_table_nft[];
+
+struct range4 {
+        uint8_t net[4];
+        uint8_t prefix;
+};
+
+/* The table's never4 set, and the metadata addresses only an exact entry opens. */
+static const struct range4 special4[] = {
+        { { 0, 0, 0, 0 }, 8 },    { { 10, 0, 0, 0 }, 8 },     { { 100, 64, 0, 0 }, 10 },
+        { { 127, 0, 0, 0 }, 8 },  { { 169, 254, 0, 0 }, 16 }, { { 172, 16, 0, 0 }, 12 },
+        { { 192, 0, 0, 0 }, 24 }, { { 192, 168, 0, 0 }, 16 }, { { 198, 18, 0, 0 }, 15 },
+        { { 224, 0, 0, 0 }, 3 },
+};
+static const struct range4 metadata4[] = { { { 169, 254, 169, 254 }, 32 },
+                                           { { 169, 254, 170, 2 }, 32 } };
+
+bool netpolicy_listed(const struct b4_policy *p)
+{
+        return p->n_network_list > 0;
+}
+
+bool netpolicy_has_upstream(const struct b4_policy *p)
+{
+        char line[256], addr[64];
+        bool names = false, found = false;
+        FILE *f;
+
+        for (size_t i = 0; i < p->n_network_list; i++)
+                names = names || p->network_list[i].kind != B4_NET_CIDR;
+        if (!names || p->dns.n_upstream > 0)
+                return true;
+        f = fopen("/etc/resolv.conf", "re");
+        if (!f)
+                return false;
+        while (!found && fgets(line, sizeof(line), f))
+                found = sscanf(line, " nameserver %63s", addr) == 1;
+        (void)fclose(f);
+        return found;
+}
+
+static uint32_t be32(const uint8_t a[4])
+{
+        return (uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 | (uint32_t)a[2] << 8 | a[3];
+}
+
+static uint32_t mask(unsigned prefix)
+{
+        return prefix == 0 ? 0 : ~0u << (32 - prefix);
+}
+
+/* Whether a/ap lies inside b/bp. */
+static bool inside(uint32_t a, unsigned ap, uint32_t b, unsigned bp)
+{
+        return ap >= bp && (a & mask(bp)) == (b & mask(bp));
+}
+
+struct cut {
+        uint32_t net[ELEMENTSOF(special4) + ELEMENTSOF(metadata4)];
+        unsigned prefix[ELEMENTSOF(special4) + ELEMENTSOF(metadata4)];
+        size_t n;
+};
+
+static void emit(const struct cut *c,
+                 uint32_t net,
+                 unsigned prefix,
+                 void (*fn)(const uint8_t net[4], unsigned prefix, void *data),
+                 void *data)
+{
+        bool overlaps = false;
+
+        for (size_t i = 0; i < c->n; i++) {
+                if (inside(net, prefix, c->net[i], c->prefix[i]))
+                        return; /* wholly cut */
+                if (inside(c->net[i], c->prefix[i], net, prefix))
+                        overlaps = true;
+        }
+        if (!overlaps) {
+                uint8_t a[4] = { (uint8_t)(net >> 24), (uint8_t)(net >> 16), (uint8_t)(net >> 8),
+                                 (uint8_t)net };
+
+                fn(a, prefix, data);
+                return;
+        }
+        emit(c, net, prefix + 1, fn, data);
+        emit(c, net | (1u << (31 - prefix)), prefix + 1, fn, data);
+}
+
+void netpolicy_cidr4(const struct b4_net_entry *e,
+                     void (*fn)(const uint8_t net[4], unsigned prefix, void *data),
+                     void *data)
+{
+        uint32_t net = be32(e->addr);
+        struct cut c = { .n = 0 };
+
+        for (size_t i = 0; i < ELEMENTSOF(special4); i++) {
+                uint32_t s = be32(special4[i].net);
+
+                if (!inside(net, e->prefix, s, special4[i].prefix)) {
+                        c.net[c.n] = s;
+                        c.prefix[c.n++] = special4[i].prefix;
+                }
+        }
+        for (size_t i = 0; i < ELEMENTSOF(metadata4); i++) {
+                uint32_t m = be32(metadata4[i].net);
+
+                if (!(e->prefix == 32 && net == m)) {
+                        c.net[c.n] = m;
+                        c.prefix[c.n++] = 32;
+                }
+        }
+        emit(&c, net, e->prefix, fn, data);
+}
+
+struct cidr_out {
+        struct strbuf *sb;
+        const struct netpolicy_thread *t;
+        const struct b4_net_entry *e;
+        int r;
+};
+
+static void add_cidr(const uint8_t net[4], unsigned prefix, void *data)
+{
+        struct cidr_out *o = data;
+        char ip[INET_ADDRSTRLEN];
+        unsigned lo = o->e->port_lo ? o->e->port_lo : 0;
+        unsigned hi = o->e->port_lo ? o->e->port_hi : 65535;
+
+        (void)inet_ntop(AF_INET, net, ip, sizeof(ip));
+        for (const char *proto = "tcp"; proto && o->r >= 0;
+             proto = strcmp(proto, "tcp") == 0 ? "udp" : NULL)
+                o->r = strbuf_addf(o->sb, "%s%u . %s/%u . %s . %u-%u", o->sb->len ? ", " : "",
+                                   o->t->ifindex, ip, prefix, proto, lo, hi);
+}
+
+/* "<verb> element inet b4box <set> { ... }" for every IPv4 CIDR entry; nothing if none. */
+static int cidr_elements(struct strbuf *out,
+                         const struct b4_policy *p,
+                         const struct netpolicy_thread *t,
+                         const char *verb)
+{
+        struct strbuf list;
+        struct cidr_out o = { .sb = &list, .t = t };
+        bool deny = p->network == B4_NETWORK_DENY;
+
+        strbuf_init(&list, TEXT_MAX);
+        for (size_t i = 0; i < p->n_network_list && o.r >= 0; i++) {
+                const struct b4_net_entry *e = &p->network_list[i];
+                uint8_t net[4];
+
+                if (e->kind != B4_NET_CIDR || e->family != AF_INET)
+                        continue;
+                o.e = e;
+                if (deny) {
+                        netpolicy_cidr4(e, add_cidr, &o);
+                } else {
+                        memcpy(net, e->addr, 4);
+                        add_cidr(net, e->prefix, &o);
+                }
+        }
+        if (o.r >= 0 && list.len > 0)
+                o.r = strbuf_addf(out, "%s element inet b4box %s { %s }\n", verb,
+                                  deny ? "cidr4" : "dcidr4", list.buf);
+        strbuf_release(&list);
+        return o.r;
+}
+
+int netpolicy_thread_text(const struct b4_policy *p,
+                          const struct netpolicy_thread *t,
+                          bool add,
+                          char **ret)
+{
+        const char *verb = add ? "add" : "delete";
+        struct strbuf sb;
+        char ip[INET_ADDRSTRLEN], mode[32] = "", dnsport[16] = "";
+        unsigned f = t->ifindex, port = t->netd_port;
+        int r;
+
+        (void)inet_ntop(AF_INET, t->sandbox, ip, sizeof(ip));
+        if (add) {
+                (void)snprintf(mode, sizeof(mode), " : goto %s_mode",
+                               p->network == B4_NETWORK_DENY ? "deny" : "allow");
+                (void)snprintf(dnsport, sizeof(dnsport), " : %u", port);
+        }
+        strbuf_init(&sb, TEXT_MAX);
+        r = strbuf_addf(&sb,
+                        "%s element inet b4box src4 { %u . %s }\n"
+                        "%s element inet b4box dnsport { %u%s }\n"
+                        "%s element inet b4box dnsin { %u . udp . %u, %u . tcp . %u }\n",
+                        verb, f, ip, verb, f, dnsport, verb, f, port, f, port);
+        if (r >= 0)
+                r = cidr_elements(&sb, p, t, verb);
+        /* the mode element last on add (nothing is filtered by halves), first on delete */
+        if (r >= 0)
+                r = strbuf_addf(&sb, "%s element inet b4box mode { %u%s }\n", verb, f, mode);
+        if (r >= 0)
+                r = strbuf_detach(&sb, ret, NULL);
+        strbuf_release(&sb);
+        return r;
+}
+
+int netpolicy_run(const char *text, struct b4_error *err)
+{
+        const char *why = NULL;
+        const struct nft_dl *nft = nft_dl(&why);
+        struct nft_ctx *ctx;
+        int r = 0;
+
+        if (!nft)
+                return b4_error_set(err, -EOPNOTSUPP, "%s", why);
+        ctx = nft->ctx_new(NFT_CTX_DEFAULT);
+        if (!ctx)
+                return b4_error_set(err, -ENOMEM, "cannot create an nftables context");
+        (void)nft->buffer_output(ctx);
+        (void)nft->buffer_error(ctx);
+        if (nft->run_cmd_from_buffer(ctx, text) != 0) {
+                const char *e = nft->get_error_buffer(ctx);
+
+                r = b4_error_set(err, -EIO, "nftables refused the b4box table: %.300s",
+                                 e ? e : "no message");
+        }
+        nft->ctx_free(ctx);
+        return r;
+}
+
+int netpolicy_table_install(struct b4_error *err)
+{
+        return netpolicy_run(netpolicy_table_nft, err);
+}
+
+int netpolicy_probe(const char **ret_why)
+{
+        const struct nft_dl *nft = nft_dl(ret_why);
+        struct nft_ctx *ctx;
+        int r;
+
+        if (!nft)
+                return -EOPNOTSUPP;
+        ctx = nft->ctx_new(NFT_CTX_DEFAULT);
+        if (!ctx)
+                return *ret_why = "libnftables cannot create a context", -ENOMEM;
+        (void)nft->buffer_output(ctx);
+        (void)nft->buffer_error(ctx);
+        nft->set_dry_run(ctx, true);
+        r = nft->run_cmd_from_buffer(ctx, netpolicy_table_nft) == 0 ? 0 : -EOPNOTSUPP;
+        nft->ctx_free(ctx);
+        *ret_why = r < 0 ? "nf_tables refuses the b4box table (sets with timeouts, "
+                           "concatenated intervals, iface_index maps, redirect)"
+                         : NULL;
+        return r;
+}

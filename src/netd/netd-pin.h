@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * b4box-netd's pins: set elements written straight over netlink (libnftnl + libmnl), one
+ * transaction per answer (docs/native.md §Network). The table and its sets exist already
+ * (src/lib/native/b4box.nft); netd never creates or changes anything else.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct mnl_socket;
+
+struct pinner {
+        struct mnl_socket *nl; /* owned */
+        uint32_t portid, seq;
+};
+
+/* One element: pin4 (iif . ip) or pin4p (iif . ip . proto . port range, with key_end). */
+struct pin_elem {
+        uint8_t key[16], key_end[16];
+        size_t len;
+        bool range;
+};
+
+/* pinner_open() - a netfilter netlink socket. Return: 0 or a negative errno. */
+int pinner_open(struct pinner *p);
+/* pinner_close() - close it (a closed or never opened pinner is fine). */
+void pinner_close(struct pinner *p);
+
+/* pin_key4() / pin_key4p() - fill @e with the key of a pin4 / pin4p element. */
+void pin_key4(struct pin_elem *e, unsigned ifindex, const uint8_t ip[4]);
+void pin_key4p(struct pin_elem *e,
+               unsigned ifindex,
+               const uint8_t ip[4],
+               uint8_t proto,
+               uint16_t lo,
+               uint16_t hi);
+
+/*
+ * pinner_run() - add @n elements to set @set of `inet @table` with a fresh timeout of
+ * @timeout_ms (add, delete, add in one batch). Return: 0, or a negative errno: the kernel's
+ * (-ENOENT: no such table or set) or -EPROTO when an acknowledgement is missing.
+ */
+int pinner_run(struct pinner *p,
+               const char *table,
+               const char *set,
+               const struct pin_elem *e,
+               size_t n,
+               uint64_t timeout_ms);
