@@ -469,6 +469,10 @@ int native_rm_rf_at(int dirfd, const char *name);
 
 /* Whether veth + NAT can be set up here; @ret_why says why not (static string). */
 int net_available(const char **ret_why);
+/* net_forward_state() - how allow-mode traffic meets another FORWARD chain here: 0 no policy
+ * of DROP, 1 an iptables-nft one with b4box's accepts, 2 one that gets them at the next
+ * acquire, -EOPNOTSUPP a legacy iptables filter table (out of reach). *@ret_what says it. */
+int net_forward_state(const char **ret_what);
 /* Give the keeper @pid's namespace eth0 + default route + NAT (network "allow", or a policy
  * with a list: then the inet b4box elements and a b4box-netd too, netpolicy.h). */
 int net_setup(struct native_provider *np,
