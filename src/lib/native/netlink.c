@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * rtnetlink requests for net.c (netlink.h): each message is built in a stack buffer, sent with
- * NLM_F_ACK and answered by one NLMSG_ERROR whose error is the result.
+ * Netlink requests for net.c and netpolicy.c (netlink.h): each message is built in a stack
+ * buffer, sent with NLM_F_ACK and answered by one NLMSG_ERROR whose error is the result.
  */
 
 #include "netlink.h"
@@ -10,6 +10,9 @@
 #include <libmnl/libmnl.h>
 #include <linux/if.h>
 #include <linux/if_link.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
 #include <string.h>
@@ -18,9 +21,9 @@
 
 #define MSG_SIZE 8192 /* a request, or an acknowledgement (an error echoes the request) */
 
-struct mnl_socket *rtnl_open(void)
+static struct mnl_socket *nl_open(int protocol)
 {
-        struct mnl_socket *nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+        struct mnl_socket *nl = mnl_socket_open2(protocol, SOCK_CLOEXEC);
 
         if (nl && mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
                 int e = errno;
@@ -29,6 +32,11 @@ struct mnl_socket *rtnl_open(void)
                 return NULL;
         }
         return nl;
+}
+
+struct mnl_socket *rtnl_open(void)
+{
+        return nl_open(NETLINK_ROUTE);
 }
 
 void rtnl_close(struct mnl_socket *nl)
@@ -142,4 +150,25 @@ int rtnl_route4_default(struct mnl_socket *nl, unsigned ifindex, const uint8_t g
         mnl_attr_put(nlh, RTA_GATEWAY, 4, gw);
         mnl_attr_put_u32(nlh, RTA_OIF, ifindex);
         return talk(nl, nlh);
+}
+
+int nft_inet_set_exists(const char *table, const char *set)
+{
+        char buf[MSG_SIZE];
+        struct mnl_socket *nl = nl_open(NETLINK_NETFILTER);
+        struct nlmsghdr *nlh;
+        struct nfgenmsg *nfg;
+        int r;
+
+        if (!nl)
+                return -errno;
+        nlh = start(buf, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETSET, 0);
+        nfg = mnl_nlmsg_put_extra_header(nlh, sizeof(*nfg));
+        nfg->nfgen_family = NFPROTO_INET;
+        nfg->version = NFNETLINK_V0;
+        mnl_attr_put_strz(nlh, NFTA_SET_TABLE, table);
+        mnl_attr_put_strz(nlh, NFTA_SET_NAME, set);
+        r = talk(nl, nlh);
+        (void)mnl_socket_close(nl);
+        return r;
 }

@@ -2,9 +2,10 @@
 #pragma once
 
 /*
- * rtnetlink for a sandbox's network (net.c): the veth pair, its addresses, the default route
- * and link state, over one NETLINK_ROUTE socket each side, no spawned `ip`. Every call waits
- * for the kernel's acknowledgement and returns 0 or its negative errno.
+ * Netlink for a sandbox's network (net.c): the veth pair, its addresses, the default route
+ * and link state, over one NETLINK_ROUTE socket each side, no spawned `ip`; and one nf_tables
+ * query (netpolicy.c). Every call waits for the kernel's acknowledgement and returns 0 or its
+ * negative errno.
  */
 
 #include <stdint.h>
@@ -31,3 +32,7 @@ int rtnl_addr4_add(struct mnl_socket *nl, unsigned ifindex, const uint8_t addr[4
 
 /* rtnl_route4_default() - add the IPv4 default route via @gw (network order) on link @ifindex. */
 int rtnl_route4_default(struct mnl_socket *nl, unsigned ifindex, const uint8_t gw[4]);
+
+/* nft_inet_set_exists() - whether the inet table @table has the set @set. Return: 0 when it
+ * has, -ENOENT when it (or the table) has not, another negative errno. */
+int nft_inet_set_exists(const char *table, const char *set);
