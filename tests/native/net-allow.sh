@@ -69,7 +69,7 @@ eui64_ll() {
                 $((0xfe << 8 | 0x$d)) $((0x$e << 8 | 0x$f))
 }
 
-echo "1..14"
+echo "1..15"
 n=0
 check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
 x() { "$b4box" --state "$dir/st" "$@"; }
@@ -110,6 +110,12 @@ check "release removes the veth and every element (no tagged iptables rule eithe
 iptables -P FORWARD DROP
 out=$(x exec --thread net-f -- curl -s -m 5 http://192.0.2.2:8080/hello 2>&1)
 check "FORWARD policy DROP (iptables-nft): allow mode still reaches the internet" '[ "$out" = hello-internet ]'
+# the drop is real: without b4box's appended accepts the same flow dies
+for h in $(nft -a list chain ip filter FORWARD | awk '/b4box-coexist/ { print $NF }'); do
+        nft delete rule ip filter FORWARD handle "$h"
+done
+x exec --thread net-f -- curl -s -m 2 http://192.0.2.2:8080/hello >/dev/null 2>&1; rc=$?
+check "FORWARD policy DROP without b4box's accepts: dropped (rc=$rc)" '[ $rc -ne 0 ]'
 row=$(x check 2>&1 | grep "^network forward")
 check "FORWARD policy DROP: b4box check reports it ($row)" 'grep -q "policy DROP" <<<"$row"'
 x destroy net-f >/dev/null
