@@ -39,41 +39,50 @@ echo '{"sandbox":{"provider":{"type":"native","scope":"net-bench"},"network":{"m
         >"$work/deny/b4box.json"
 
 now_us() { echo $(($(date +%s%N) / 1000)); }
+bin=
 # p50 and min (ms, 2 decimals) of the microsecond figures in file $1
 stats() {
         sort -n "$1" | awk '{ v[NR] = $1 } END { printf "%7.2f %7.2f", v[int((NR + 1) / 2)] / 1000, v[1] / 1000 }'
 }
-# measure LABEL BUILD MODE: $runs acquires then $runs deletes; prints both and keeps the p50s
+# one timed b4box call (microseconds appended to file $1) in mode dir $2: $3...
+timed() {
+        local out=$1 mode=$2 t0
+        shift 2
+        t0=$(now_us)
+        (cd "$work/$mode" && "$bin" --state "$work/st-$mode" "$@" >/dev/null)
+        echo $(($(now_us) - t0)) >>"$out"
+}
+# measure LABEL BUILD: $runs acquires then $runs deletes, deny and allow interleaved (the
+# machine's load falls on both alike); prints both modes and keeps the p50s
 measure() {
-        local label=$1 b mode=$3 bin i t0
+        local label=$1 b mode i
         b=$(realpath "$2")
         bin=$b/src/cli/b4box
         export B4BOX_KEEPER=$b/src/keeper/b4box-keeper B4BOX_NETD=$b/src/netd/b4box-netd
-        : >"$work/acq" && : >"$work/del"
-        (cd "$work/$mode" && "$bin" --state "$work/st" exec --thread warm -- true >/dev/null &&
-                "$bin" --state "$work/st" destroy warm >/dev/null)
-        for i in $(seq "$runs"); do
-                t0=$(now_us)
-                (cd "$work/$mode" && "$bin" --state "$work/st" exec --thread "n$i" -- true >/dev/null)
-                echo $(($(now_us) - t0)) >>"$work/acq"
+        for mode in deny allow; do
+                : >"$work/acq-$mode" && : >"$work/del-$mode"
+                timed /dev/null "$mode" exec --thread warm -- true
+                timed /dev/null "$mode" destroy warm
         done
         for i in $(seq "$runs"); do
-                t0=$(now_us)
-                (cd "$work/$mode" && "$bin" --state "$work/st" destroy "n$i" >/dev/null)
-                echo $(($(now_us) - t0)) >>"$work/del"
+                for mode in deny allow; do timed "$work/acq-$mode" "$mode" exec --thread "n$i" -- true; done
         done
-        read -r acq_p50 acq_min <<<"$(stats "$work/acq")"
-        read -r del_p50 del_min <<<"$(stats "$work/del")"
-        printf '%-8s %-6s %9s %9s %9s %9s\n' "$label" "$mode" "$acq_p50" "$acq_min" "$del_p50" "$del_min"
-        eval "${label}_${mode}_acq=$acq_p50 ${label}_${mode}_del=$del_p50"
+        for i in $(seq "$runs"); do
+                for mode in deny allow; do timed "$work/del-$mode" "$mode" destroy "n$i"; done
+        done
+        for mode in deny allow; do
+                read -r acq_p50 acq_min <<<"$(stats "$work/acq-$mode")"
+                read -r del_p50 del_min <<<"$(stats "$work/del-$mode")"
+                printf '%-8s %-6s %9s %9s %9s %9s\n' "$label" "$mode" "$acq_p50" "$acq_min" "$del_p50" "$del_min"
+                eval "${label}_${mode}_acq=$acq_p50 ${label}_${mode}_del=$del_p50"
+        done
 }
 echo "native cold acquire and delete, $runs each, ms (this tree: $build; before: $ref)"
 printf '%-8s %-6s %9s %9s %9s %9s\n' binary mode acq-p50 acq-min del-p50 del-min
 for side in before after; do
         b=$build
         [ "$side" = before ] && b=$before_build
-        measure "$side" "$b" deny
-        measure "$side" "$b" allow
+        measure "$side" "$b"
 done
 echo "network plumbing (allow p50 - deny p50), ms:"
 for side in before after; do

@@ -490,5 +490,7 @@ int net_lists_revive(struct native_provider *np,
                      const char *id,
                      const struct b4_policy *p,
                      struct b4_error *err);
-/* Remove what net_setup() made for @id / host id @hid (no-op when nothing was). */
+/* Remove what net_setup() made for @id / host id @hid (no-op when nothing was): the netd and
+ * records at once; the veth, the elements and then the subnet claim by a detached grandchild
+ * (the keeper is dead, so they are inert; done within tens of ms), net.c. */
 void net_teardown(struct native_provider *np, const char *id, const char *hid);

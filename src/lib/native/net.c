@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -191,43 +192,87 @@ static int write_resolv(struct native_provider *np, const char *id, const char *
         return r;
 }
 
-/* Delete the thread's elements (run/<id>.nft) and stop its netd, if any; its pins expire. */
-static void elements_teardown(struct native_provider *np, const char *id)
+/* Delete the veth @host, the elements of @text (may be NULL), then free the subnet claim
+ * @sub under @dfd, in that order: no new thread gets the sandbox's address while masq4 still
+ * names it. */
+static void network_delete(const char *host, int dfd, const char *text, const char *sub)
 {
-        cleanup_free char *text = NULL;
-        char name[64];
-        size_t len;
+        struct mnl_socket *nl = rtnl_open();
 
-        (void)snprintf(name, sizeof(name), "%s.nft", id);
-        if (read_file_at(np->run_fd, name, 1u << 22, &text, &len) >= 0)
+        if (nl)
+                (void)rtnl_link_del(nl, host);
+        rtnl_close(nl);
+        if (text)
                 (void)netpolicy_run(text, NULL);
-        (void)unlinkat(np->run_fd, name, 0);
-        (void)snprintf(name, sizeof(name), "%s.resolv", id);
-        (void)unlinkat(np->run_fd, name, 0);
-        netd_stop(np, id);
+        if (dfd >= 0)
+                (void)unlinkat(dfd, sub, 0);
 }
 
-void net_teardown(struct native_provider *np, const char *id, const char *hid)
+/* The keeper is dead, and with its namespace the veth goes (the kernel deletes it
+ * asynchronously; RTM_DELLINK then waits up to ≈ 20 ms for that, measured), which leaves the
+ * elements keyed by its ifindex inert; deleting them is a kernel transaction of 3-8 ms (an
+ * element delete, measured with `nft` too). Release need not wait for either: a grandchild
+ * does both with stdio on /dev/null and no other inherited descriptor (a caller reading our
+ * stdout sees EOF at once); its parent is reaped here at once, so nobody waits and no zombie
+ * stays. Inline when fork fails. A new veth of the same name meets the old one at most while
+ * it is being deleted: configure() deletes it and retries. */
+static void network_delete_later(const char *host, int dfd, const char *text, const char *sub)
 {
-        cleanup_free char *buf = NULL;
-        struct mnl_socket *nl;
-        char name[64], host[16], sub[32];
+        int status, null_fd;
+        pid_t pid = fork();
+
+        if (pid == 0) {
+                if (fork() != 0)
+                        _exit(0);
+                null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (null_fd < 0 || dup3(null_fd, STDIN_FILENO, 0) < 0 ||
+                    dup3(null_fd, STDOUT_FILENO, 0) < 0 || dup3(null_fd, STDERR_FILENO, 0) < 0)
+                        _exit(1);
+                if (dfd > 3)
+                        (void)close_range(3, (unsigned)dfd - 1, 0);
+                (void)close_range(dfd >= 3 ? (unsigned)dfd + 1 : 3, ~0u, 0);
+                network_delete(host, dfd, text, sub);
+                _exit(0);
+        }
+        if (pid < 0) {
+                network_delete(host, dfd, text, sub);
+                return;
+        }
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+}
+
+/* What net_setup() made for @id; the veth and elements deleted before returning when @wait
+ * (a failed acquire rolls back completely), else by a grandchild (a release). */
+static void teardown(struct native_provider *np, const char *id, const char *hid, bool wait)
+{
+        cleanup_free char *buf = NULL, *text = NULL;
+        char name[64], nft[64], host[16], sub[32];
         size_t len;
 
         (void)snprintf(name, sizeof(name), "%s.net", id);
         if (read_file_at(np->run_fd, name, 32, &buf, &len) < 0)
                 return;
         host_name(hid, host);
-        elements_teardown(np, id);
-        nl = rtnl_open();
-        if (nl)
-                (void)rtnl_link_del(nl, host);
-        rtnl_close(nl);
+        netd_stop(np, id);
+        (void)snprintf(nft, sizeof(nft), "%s.nft", id);
+        if (read_file_at(np->run_fd, nft, 1u << 22, &text, &len) < 0)
+                text = NULL;
         cleanup_close int dfd = alloc_dir(np);
         (void)snprintf(sub, sizeof(sub), "net-%lu", strtoul(buf, NULL, 10));
-        if (dfd >= 0)
-                (void)unlinkat(dfd, sub, 0);
+        if (wait)
+                network_delete(host, dfd, text, sub);
+        else
+                network_delete_later(host, dfd, text, sub);
+        (void)unlinkat(np->run_fd, nft, 0);
+        (void)snprintf(nft, sizeof(nft), "%s.resolv", id);
+        (void)unlinkat(np->run_fd, nft, 0);
         (void)unlinkat(np->run_fd, name, 0);
+}
+
+void net_teardown(struct native_provider *np, const char *id, const char *hid)
+{
+        teardown(np, id, hid, false);
 }
 
 struct sandbox_side {
@@ -283,6 +328,8 @@ static int configure(const char *hid, pid_t pid, unsigned n)
                 return -errno;
         nl = rtnl_open();
         r = nl ? rtnl_veth_add(nl, host, PEER, nsfd) : -errno;
+        if (r == -EEXIST && rtnl_link_del(nl, host) >= 0) /* a release still deleting it */
+                r = rtnl_veth_add(nl, host, PEER, nsfd);
         if (r >= 0)
                 r = ipv6_off(host);
         if (r >= 0 && (hidx = if_nametoindex(host)) == 0)
@@ -549,7 +596,7 @@ int net_setup(struct native_provider *np,
         if (r >= 0)
                 r = elements_setup(np, id, hid, n, p, err);
         if (r < 0) {
-                net_teardown(np, id, hid);
+                teardown(np, id, hid, true);
                 return r;
         }
         return 0;
