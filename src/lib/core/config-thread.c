@@ -419,6 +419,7 @@ int config_thread_network_apply(const struct b4_policy *app,
                 p->network = t.network;
                 p->network_list = TAKE_PTR(t.network_list);
                 p->n_network_list = t.n_network_list;
+                t.n_network_list = 0;
         }
         b4_net_entries_free(t.network_list, t.n_network_list);
         return r;
