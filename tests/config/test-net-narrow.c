@@ -2,7 +2,8 @@
 /*
  * net-narrow.c: entry coverage and disjointness (/0, /32, IPv6, unaligned prefixes, ports,
  * wildcard depth, apex against wildcard, the special ranges and the metadata address), their
- * laws over every pair of a set of entries, and whole-list narrowing with its reasons.
+ * laws over every pair of a set of entries, whole-list narrowing with its reasons, and a
+ * recorded thread network applied over the app's policy (the list the keeper identity hashes).
  */
 
 #include <stdarg.h>
@@ -11,10 +12,15 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <string.h>
 
+#include "b4box/error.h"
+#include "core/config-answer.h"
+#include "core/launch.h"
 #include "core/net-entry.h"
 #include "core/net-narrow.h"
+#include "json/json.h"
 
 static const char *const samples[] = {
         "0.0.0.0/0",       "0.0.0.0/0:443",     "10.0.0.0/8",        "10.0.0.0/7",
@@ -262,6 +268,85 @@ static void test_narrow(void **state)
               "sandbox.network.denylist[0] \"192.0.2.0/24:53\" denies");
 }
 
+/* The record's network @json over @app into a fresh copy @p; the return value. */
+static int apply(const struct b4_policy *app, const char *json, struct b4_policy *p,
+                 struct b4_error *err)
+{
+        struct jv *v = NULL;
+        int r;
+
+        assert_int_equal(jv_parse(json, strlen(json), &v, NULL), 0);
+        assert_int_equal(b4_policy_copy(p, app), 0);
+        r = config_thread_network_apply(app, v, p, err);
+        jv_unref(v);
+        return r;
+}
+
+static void assert_list(const struct b4_policy *p, enum b4_network_mode mode, const char *first,
+                        size_t n)
+{
+        assert_int_equal(p->network, mode);
+        assert_int_equal(p->n_network_list, n);
+        if (first)
+                assert_string_equal(p->network_list[0].text, first);
+}
+
+static void test_apply(void **state)
+{
+        static const char *const allow[] = { "*.example.com:443", "10.0.0.0/8" };
+        static const char *const deny[] = { "bad.example.net" };
+        struct b4_net_entry a[2], d[1];
+        struct b4_policy app, app2, p;
+        struct b4_error err = { 0 };
+        char id_app[65], id_thread[65];
+
+        (void)state;
+        policy_of(&app, B4_NETWORK_DENY, allow, 2, a);
+        assert_int_equal(apply(&app, "{\"mode\": \"deny\", \"allowlist\": [\"api.example.com:443\"]}",
+                               &p, &err), 0);
+        assert_list(&p, B4_NETWORK_DENY, "api.example.com:443", 1);
+        assert_int_equal(launch_identity("img", &app, id_app), 0);
+        assert_int_equal(launch_identity("img", &p, id_thread), 0);
+        assert_string_not_equal(id_app, id_thread);
+        b4_policy_clear(&p);
+        assert_int_equal(apply(&app, "{\"mode\": \"deny\"}", &p, &err), 0);
+        assert_list(&p, B4_NETWORK_DENY, "*.example.com:443", 2);
+        b4_policy_clear(&p);
+        assert_int_equal(apply(&app, "{\"mode\": \"deny\", \"allowlist\": []}", &p, &err), 0);
+        assert_list(&p, B4_NETWORK_DENY, NULL, 0);
+        b4_policy_clear(&p);
+        assert_int_equal(apply(&app, "{\"mode\": \"deny\", \"allowlist\": [\"example.com\"]}",
+                               &p, &err), -EPERM);
+        assert_int_equal(err.code, B4_CODE_THREAD_REFUSED);
+        assert_string_equal(err.msg, "A thread's sandbox policy network.allowlist[0] "
+                                     "\"example.com\" is not inside any entry of the app's "
+                                     "sandbox.network.allowlist");
+        b4_policy_clear(&p);
+        assert_int_equal(apply(&app, "{\"mode\": \"allow\"}", &p, &err), -EPERM);
+        assert_string_equal(err.msg, "A thread's sandbox policy may not open the network the "
+                                     "app's policy denies");
+        b4_policy_clear(&p);
+        assert_int_equal(apply(&app, "{\"mode\": \"deny\", \"allowlist\": [\"*\"]}", &p, &err),
+                         -EBADMSG);
+        b4_policy_clear(&p);
+
+        policy_of(&app2, B4_NETWORK_ALLOW, deny, 1, d);
+        assert_int_equal(apply(&app2, "{\"mode\": \"deny\"}", &p, &err), 0);
+        assert_list(&p, B4_NETWORK_DENY, NULL, 0);
+        b4_policy_clear(&p);
+        assert_int_equal(apply(&app2, "{\"mode\": \"allow\"}", &p, &err), 0);
+        assert_list(&p, B4_NETWORK_ALLOW, "bad.example.net", 1);
+        b4_policy_clear(&p);
+        assert_int_equal(apply(&app2, "{\"mode\": \"allow\", \"denylist\": [\"*.example.net\", "
+                                      "\"x.example\"]}",
+                               &p, &err), 0);
+        assert_list(&p, B4_NETWORK_ALLOW, "*.example.net", 2);
+        b4_policy_clear(&p);
+        for (size_t i = 0; i < 2; i++)
+                net_entry_release(&a[i]);
+        net_entry_release(&d[0]);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -269,6 +354,7 @@ int main(void)
                 cmocka_unit_test(test_ipv6),  cmocka_unit_test(test_ports),
                 cmocka_unit_test(test_names), cmocka_unit_test(test_disjoint),
                 cmocka_unit_test(test_laws),  cmocka_unit_test(test_narrow),
+                cmocka_unit_test(test_apply),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
