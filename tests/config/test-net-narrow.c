@@ -6,16 +6,13 @@
  * recorded thread network applied over the app's policy (the list the keeper identity hashes).
  */
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
-
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "b4box/error.h"
+
+#include "b4-test.h"
 #include "core/config-answer.h"
 #include "core/launch.h"
 #include "core/net-entry.h"
@@ -23,13 +20,34 @@
 #include "json/json.h"
 
 static const char *const samples[] = {
-        "0.0.0.0/0",       "0.0.0.0/0:443",     "10.0.0.0/8",        "10.0.0.0/7",
-        "10.1.0.0/16",     "10.128.0.0/9",      "10.192.0.0/10",     "10.64.0.0/10",
-        "203.0.113.7",     "203.0.113.7:1-1024", "203.0.113.7:80-81", "169.254.0.0/16",
-        "169.254.169.254", "169.254.1.0/24",    "224.0.0.0/3",       "224.0.0.0/4",
-        "::/0",            "2001:db8::/32",     "2001:db8:8000::/33", "[2001:db8::1]:443",
-        "example.com",     "api.example.com",   "*.example.com",     "*.a.example.com",
-        "badexample.com",  "*.badexample.com",  "api.example.com:443", "*.example.com:1-1024",
+        "0.0.0.0/0",
+        "0.0.0.0/0:443",
+        "10.0.0.0/8",
+        "10.0.0.0/7",
+        "10.1.0.0/16",
+        "10.128.0.0/9",
+        "10.192.0.0/10",
+        "10.64.0.0/10",
+        "203.0.113.7",
+        "203.0.113.7:1-1024",
+        "203.0.113.7:80-81",
+        "169.254.0.0/16",
+        "169.254.169.254",
+        "169.254.1.0/24",
+        "224.0.0.0/3",
+        "224.0.0.0/4",
+        "::/0",
+        "2001:db8::/32",
+        "2001:db8:8000::/33",
+        "[2001:db8::1]:443",
+        "example.com",
+        "api.example.com",
+        "*.example.com",
+        "*.a.example.com",
+        "badexample.com",
+        "*.badexample.com",
+        "api.example.com:443",
+        "*.example.com:1-1024",
 };
 
 static struct b4_net_entry entry(const char *s)
@@ -170,7 +188,9 @@ static void test_disjoint(void **state)
  * disjointness is symmetric and irreflexive. */
 static void test_laws(void **state)
 {
-        enum { N = sizeof(samples) / sizeof(samples[0]) };
+        enum {
+                N = sizeof(samples) / sizeof(samples[0])
+        };
         struct b4_net_entry e[N];
 
         (void)state;
@@ -244,7 +264,9 @@ static void test_narrow(void **state)
         static const char *const deny[] = { "bad.example.net", "192.0.2.0/24:53" };
         static const char *const more[] = { "*.example.net", "192.0.2.0/24", "x.example" };
         static const char *const fewer[] = { "192.0.2.0/24:53" };
-        static const char *const reach[] = { "10.0.0.0/8:53" , "192.0.2.7:53" };
+        static const char *const reach[] = { "10.0.0.0/8:53", "192.0.2.7:53" };
+        static const char *const metadata[] = { "169.254.169.254" };
+        static const char *const loopback[] = { "0.0.0.0/0", "127.0.0.0/8:80" };
 
         (void)state;
         check(B4_NETWORK_DENY, allow, 2, B4_NETWORK_DENY, inside, 2, NULL);
@@ -263,13 +285,21 @@ static void test_narrow(void **state)
               "network.denylist does not deny the app's sandbox.network.denylist[0] "
               "\"bad.example.net\": a thread may add entries, not remove them");
         check(B4_NETWORK_ALLOW, NULL, 0, B4_NETWORK_DENY, reach, 2, NULL);
+        check(B4_NETWORK_ALLOW, NULL, 0, B4_NETWORK_DENY, metadata, 1,
+              "network.allowlist[0] \"169.254.169.254\" opens what mode \"allow\" closes (this "
+              "network, loopback, link-local and metadata, multicast)");
+        check(B4_NETWORK_ALLOW, NULL, 0, B4_NETWORK_DENY, loopback, 2,
+              "network.allowlist[1] \"127.0.0.0/8:80\" opens what mode \"allow\" closes (this "
+              "network, loopback, link-local and metadata, multicast)");
         check(B4_NETWORK_ALLOW, fewer, 1, B4_NETWORK_DENY, reach, 2,
               "network.allowlist[1] \"192.0.2.7:53\" may reach what the app's "
               "sandbox.network.denylist[0] \"192.0.2.0/24:53\" denies");
 }
 
 /* The record's network @json over @app into a fresh copy @p; the return value. */
-static int apply(const struct b4_policy *app, const char *json, struct b4_policy *p,
+static int apply(const struct b4_policy *app,
+                 const char *json,
+                 struct b4_policy *p,
                  struct b4_error *err)
 {
         struct jv *v = NULL;
@@ -282,7 +312,9 @@ static int apply(const struct b4_policy *app, const char *json, struct b4_policy
         return r;
 }
 
-static void assert_list(const struct b4_policy *p, enum b4_network_mode mode, const char *first,
+static void assert_list(const struct b4_policy *p,
+                        enum b4_network_mode mode,
+                        const char *first,
                         size_t n)
 {
         assert_int_equal(p->network, mode);
@@ -302,8 +334,10 @@ static void test_apply(void **state)
 
         (void)state;
         policy_of(&app, B4_NETWORK_DENY, allow, 2, a);
-        assert_int_equal(apply(&app, "{\"mode\": \"deny\", \"allowlist\": [\"api.example.com:443\"]}",
-                               &p, &err), 0);
+        assert_int_equal(apply(&app,
+                               "{\"mode\": \"deny\", \"allowlist\": [\"api.example.com:443\"]}", &p,
+                               &err),
+                         0);
         assert_list(&p, B4_NETWORK_DENY, "api.example.com:443", 1);
         assert_int_equal(launch_identity("img", &app, id_app), 0);
         assert_int_equal(launch_identity("img", &p, id_thread), 0);
@@ -315,8 +349,9 @@ static void test_apply(void **state)
         assert_int_equal(apply(&app, "{\"mode\": \"deny\", \"allowlist\": []}", &p, &err), 0);
         assert_list(&p, B4_NETWORK_DENY, NULL, 0);
         b4_policy_clear(&p);
-        assert_int_equal(apply(&app, "{\"mode\": \"deny\", \"allowlist\": [\"example.com\"]}",
-                               &p, &err), -EPERM);
+        assert_int_equal(
+                apply(&app, "{\"mode\": \"deny\", \"allowlist\": [\"example.com\"]}", &p, &err),
+                -EPERM);
         assert_int_equal(err.code, B4_CODE_THREAD_REFUSED);
         assert_string_equal(err.msg, "A thread's sandbox policy network.allowlist[0] "
                                      "\"example.com\" is not inside any entry of the app's "
@@ -337,9 +372,11 @@ static void test_apply(void **state)
         assert_int_equal(apply(&app2, "{\"mode\": \"allow\"}", &p, &err), 0);
         assert_list(&p, B4_NETWORK_ALLOW, "bad.example.net", 1);
         b4_policy_clear(&p);
-        assert_int_equal(apply(&app2, "{\"mode\": \"allow\", \"denylist\": [\"*.example.net\", "
-                                      "\"x.example\"]}",
-                               &p, &err), 0);
+        assert_int_equal(apply(&app2,
+                               "{\"mode\": \"allow\", \"denylist\": [\"*.example.net\", "
+                               "\"x.example\"]}",
+                               &p, &err),
+                         0);
         assert_list(&p, B4_NETWORK_ALLOW, "*.example.net", 2);
         b4_policy_clear(&p);
         for (size_t i = 0; i < 2; i++)

@@ -3,8 +3,8 @@
  * Managed admission over the fake provider: a static definition materialised at the first
  * run; a thread resolver run exactly once across concurrent first runs (a thread and its
  * child share one sandbox) and across a restart; declarative targets; network widening
- * refused; a resolver's network lists narrowing the app's; a hanging resolver hits its deadline; failures leave nothing stored; a thread
- * with a workspace but no record is refused.
+ * refused; a resolver's network lists narrowing the app's; a hanging resolver hits its deadline;
+ * failures leave nothing stored; a thread with a workspace but no record is refused.
  */
 
 #include <errno.h>

@@ -351,8 +351,7 @@ static bool thread_narrows(const struct b4_policy *app,
 {
         if (!t->has_network || (!t->has_network_list && t->network == app->network))
                 return true;
-        return net_narrow_check(app, t->network, t->network_list, t->n_network_list, why,
-                                WHY_MAX);
+        return net_narrow_check(app, t->network, t->network_list, t->n_network_list, why, WHY_MAX);
 }
 
 static void check_target(struct cfg *c,

@@ -9,7 +9,8 @@
  *   app deny, thread allow:  never;
  *   app allow, thread allow: every app denylist entry is covered by a thread denylist entry;
  *   app allow, thread deny:  every thread allowlist entry is disjoint from every app denylist
- *                            entry.
+ *                            entry, and no IPv4 CIDR lies inside what mode allow always
+ *                            closes (net_closed4).
  * IPv6 CIDRs compare by prefix alone: a listed sandbox has no IPv6 (docs/native.md).
  */
 
@@ -29,6 +30,13 @@ const struct net_range4 net_special4[NET_N_SPECIAL4] = {
 };
 const struct net_range4 net_metadata4[NET_N_METADATA4] = { { { 169, 254, 169, 254 }, 32 },
                                                            { { 169, 254, 170, 2 }, 32 } };
+
+const struct net_range4 net_closed4[NET_N_CLOSED4] = {
+        { { 0, 0, 0, 0 }, 8 },
+        { { 127, 0, 0, 0 }, 8 },
+        { { 169, 254, 0, 0 }, 16 },
+        { { 224, 0, 0, 0 }, 3 },
+};
 
 /* Whether the first @prefix bits of @a and @b are equal. */
 static bool same_bits(const uint8_t *a, const uint8_t *b, unsigned prefix)
@@ -97,8 +105,8 @@ static bool name_covers(const struct b4_net_entry *outer, const struct b4_net_en
         if (inner->kind == B4_NET_NAME)
                 return net_entry_admits_name(outer, inner->name);
         /* a wildcard: only a wildcard at or above its suffix covers it */
-        return outer->kind == B4_NET_WILDCARD && (strcmp(outer->name, inner->name) == 0 ||
-                                                  net_entry_admits_name(outer, inner->name));
+        return outer->kind == B4_NET_WILDCARD &&
+               (strcmp(outer->name, inner->name) == 0 || net_entry_admits_name(outer, inner->name));
 }
 
 bool net_entry_covers(const struct b4_net_entry *outer,
@@ -136,6 +144,19 @@ bool net_entries_disjoint(const struct b4_net_entry *a, const struct b4_net_entr
         if (a->kind == B4_NET_CIDR || b->kind == B4_NET_CIDR)
                 return false; /* a name may resolve into the CIDR */
         return !names_meet(a, b);
+}
+
+/* An allowlist entry opens part of what mode allow closes: only a CIDR inside such a range
+ * does (a CIDR opens a special range only when it lies inside it; names resolving there are
+ * refused unless such a CIDR admits them). */
+static bool opens_closed(const struct b4_net_entry *e)
+{
+        if (e->kind != B4_NET_CIDR || e->family != AF_INET)
+                return false;
+        for (size_t i = 0; i < NET_N_CLOSED4; i++)
+                if (inside(e->addr, e->prefix, net_closed4[i].net, net_closed4[i].prefix))
+                        return true;
+        return false;
 }
 
 static bool covered_by_any(const struct b4_net_entry *e,
@@ -180,6 +201,14 @@ bool net_narrow_check(const struct b4_policy *app,
                         (void)snprintf(why, why_len,
                                        "network.allowlist[%zu] \"%s\" is not inside any entry of "
                                        "the app's sandbox.network.allowlist",
+                                       i, list[i].text);
+                        return false;
+                }
+                if (app->network == B4_NETWORK_ALLOW && opens_closed(&list[i])) {
+                        (void)snprintf(why, why_len,
+                                       "network.allowlist[%zu] \"%s\" opens what mode \"allow\" "
+                                       "closes (this network, loopback, link-local and metadata, "
+                                       "multicast)",
                                        i, list[i].text);
                         return false;
                 }

@@ -21,8 +21,13 @@ struct net_range4 {
 
 #define NET_N_SPECIAL4  10
 #define NET_N_METADATA4 2
+#define NET_N_CLOSED4   4
 extern const struct net_range4 net_special4[NET_N_SPECIAL4];
 extern const struct net_range4 net_metadata4[NET_N_METADATA4];
+/* What mode allow always closes: this network, loopback, link-local (metadata) and multicast
+ * (the table's linklocal4 set; plain allow's iptables rules close 169.254.0.0/16 and the
+ * host). */
+extern const struct net_range4 net_closed4[NET_N_CLOSED4];
 
 /*
  * net_entry_covers() - whether everything @inner admits, @outer admits too.
