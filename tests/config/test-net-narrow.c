@@ -184,6 +184,30 @@ static void test_disjoint(void **state)
         assert_true(disjoint("api.example.com:443", "203.0.113.7:80"));
 }
 
+/* Out-of-grammar entries (a prefix past the family, no name, half a port range, an unknown
+ * kind) cover nothing and are disjoint from nothing. */
+static void test_total(void **state)
+{
+        struct b4_net_entry ok = entry("10.0.0.0/8"), bad[5];
+
+        (void)state;
+        for (size_t i = 0; i < 5; i++)
+                bad[i] = ok;
+        bad[0].prefix = 200;
+        bad[1].family = 0;
+        bad[2].kind = B4_NET_WILDCARD; /* name NULL */
+        bad[3].port_hi = 80;           /* port_lo 0 */
+        bad[4].kind = (enum b4_net_kind)77;
+        for (size_t i = 0; i < 5; i++) {
+                assert_false(net_entry_covers(&ok, &bad[i], true));
+                assert_false(net_entry_covers(&bad[i], &ok, false));
+                assert_false(net_entry_covers(&bad[i], &bad[i], true));
+                assert_false(net_entries_disjoint(&ok, &bad[i]));
+                assert_false(net_entries_disjoint(&bad[i], &bad[i]));
+        }
+        net_entry_release(&ok);
+}
+
 /* Laws over every pair and triple: coverage is reflexive and transitive, implies overlap;
  * disjointness is symmetric and irreflexive. */
 static void test_laws(void **state)
@@ -391,7 +415,7 @@ int main(void)
                 cmocka_unit_test(test_ipv6),  cmocka_unit_test(test_ports),
                 cmocka_unit_test(test_names), cmocka_unit_test(test_disjoint),
                 cmocka_unit_test(test_laws),  cmocka_unit_test(test_narrow),
-                cmocka_unit_test(test_apply),
+                cmocka_unit_test(test_apply), cmocka_unit_test(test_total),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -54,6 +54,18 @@ static bool inside(const uint8_t *addr, unsigned prefix, const uint8_t *net, uns
         return prefix >= net_prefix && same_bits(addr, net, net_prefix);
 }
 
+/* What net_entry_parse() guarantees; anything else covers nothing and is disjoint from
+ * nothing, so the functions below are total over any struct b4_net_entry. */
+static bool entry_ok(const struct b4_net_entry *e)
+{
+        if ((e->port_lo == 0) != (e->port_hi == 0) || e->port_lo > e->port_hi)
+                return false;
+        if (e->kind == B4_NET_CIDR)
+                return (e->family == AF_INET && e->prefix <= 32) ||
+                       (e->family == AF_INET6 && e->prefix <= 128);
+        return (e->kind == B4_NET_NAME || e->kind == B4_NET_WILDCARD) && e->name;
+}
+
 static bool ports_cover(const struct b4_net_entry *outer, const struct b4_net_entry *inner)
 {
         if (outer->port_lo == 0)
@@ -113,7 +125,7 @@ bool net_entry_covers(const struct b4_net_entry *outer,
                       const struct b4_net_entry *inner,
                       bool allowlist)
 {
-        if (!ports_cover(outer, inner))
+        if (!entry_ok(outer) || !entry_ok(inner) || !ports_cover(outer, inner))
                 return false;
         if (outer->kind == B4_NET_CIDR || inner->kind == B4_NET_CIDR)
                 return outer->kind == inner->kind && cidr_covers(outer, inner, allowlist);
@@ -135,6 +147,8 @@ bool net_entries_disjoint(const struct b4_net_entry *a, const struct b4_net_entr
 {
         unsigned p;
 
+        if (!entry_ok(a) || !entry_ok(b))
+                return false;
         if (!ports_overlap(a, b))
                 return true;
         if (a->kind == B4_NET_CIDR && b->kind == B4_NET_CIDR) {
