@@ -370,7 +370,7 @@ void config_check_thread_network(struct cfg *c, const struct b4_sandbox_config *
         const struct b4_thread_targets *t = &s->thread_targets;
         char q[CFG_PATH_MAX];
 
-        if (s->thread_kind != B4_THREAD_TARGETS)
+        if (s->thread_kind != B4_THREAD_TARGETS || c->r < 0) /* c->r: a value may be missing */
                 return;
         for (size_t i = 0; i < t->n_values; i++)
                 check_target(c, &s->policy, &t->values[i].sandbox.policy,
