@@ -15,13 +15,13 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <nftables/libnftables.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "base/strbuf.h"
 #include "core/net-narrow.h"
+#include "nft-dl.h"
 
 #define TEXT_MAX (4u << 20)
 
@@ -213,20 +213,25 @@ int netpolicy_thread_text(const struct b4_policy *p,
 
 int netpolicy_run(const char *text, struct b4_error *err)
 {
-        struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
+        const char *why = NULL;
+        const struct nft_dl *nft = nft_dl(&why);
+        struct nft_ctx *ctx;
         int r = 0;
 
+        if (!nft)
+                return b4_error_set(err, -EOPNOTSUPP, "%s", why);
+        ctx = nft->ctx_new(NFT_CTX_DEFAULT);
         if (!ctx)
                 return b4_error_set(err, -ENOMEM, "cannot create an nftables context");
-        (void)nft_ctx_buffer_output(ctx);
-        (void)nft_ctx_buffer_error(ctx);
-        if (nft_run_cmd_from_buffer(ctx, text) != 0) {
-                const char *e = nft_ctx_get_error_buffer(ctx);
+        (void)nft->buffer_output(ctx);
+        (void)nft->buffer_error(ctx);
+        if (nft->run_cmd_from_buffer(ctx, text) != 0) {
+                const char *e = nft->get_error_buffer(ctx);
 
                 r = b4_error_set(err, -EIO, "nftables refused the b4box table: %.300s",
                                  e ? e : "no message");
         }
-        nft_ctx_free(ctx);
+        nft->ctx_free(ctx);
         return r;
 }
 
@@ -237,16 +242,20 @@ int netpolicy_table_install(struct b4_error *err)
 
 int netpolicy_probe(const char **ret_why)
 {
-        struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
+        const struct nft_dl *nft = nft_dl(ret_why);
+        struct nft_ctx *ctx;
         int r;
 
+        if (!nft)
+                return -EOPNOTSUPP;
+        ctx = nft->ctx_new(NFT_CTX_DEFAULT);
         if (!ctx)
                 return *ret_why = "libnftables cannot create a context", -ENOMEM;
-        (void)nft_ctx_buffer_output(ctx);
-        (void)nft_ctx_buffer_error(ctx);
-        nft_ctx_set_dry_run(ctx, true);
-        r = nft_run_cmd_from_buffer(ctx, netpolicy_table_nft) == 0 ? 0 : -EOPNOTSUPP;
-        nft_ctx_free(ctx);
+        (void)nft->buffer_output(ctx);
+        (void)nft->buffer_error(ctx);
+        nft->set_dry_run(ctx, true);
+        r = nft->run_cmd_from_buffer(ctx, netpolicy_table_nft) == 0 ? 0 : -EOPNOTSUPP;
+        nft->ctx_free(ctx);
         *ret_why = r < 0 ? "nf_tables refuses the b4box table (sets with timeouts, "
                            "concatenated intervals, iface_index maps, redirect)"
                          : NULL;
