@@ -3,11 +3,15 @@
  * net-narrow.c: entry coverage and disjointness (/0, /32, IPv6, unaligned prefixes, ports,
  * wildcard depth, apex against wildcard, the special ranges and the metadata address), their
  * laws over every pair of a set of entries, whole-list narrowing with its reasons, and a
- * recorded thread network applied over the app's policy (the list the keeper identity hashes).
+ * recorded thread network applied over the app's policy (the list the keeper identity hashes),
+ * and the special ranges equal to native's table.
  */
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "b4box/error.h"
@@ -182,6 +186,47 @@ static void test_disjoint(void **state)
         assert_true(disjoint("*.example.com", "*.badexample.com"));
         assert_false(disjoint("api.example.com", "203.0.113.7"));
         assert_true(disjoint("api.example.com:443", "203.0.113.7:80"));
+}
+
+/* The ranges here are the ones native's table rejects: never4 is net_special4 and linklocal4
+ * net_closed4, element for element (src/lib/native/b4box.nft). */
+static void expect_set(const char *nft, const char *set, const struct net_range4 *r, size_t n)
+{
+        char want[512] = "", head[64], ip[INET_ADDRSTRLEN];
+        const char *line, *el;
+        size_t len = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                (void)inet_ntop(AF_INET, r[i].net, ip, sizeof(ip));
+                len += (size_t)snprintf(want + len, sizeof(want) - len, "%s%s/%u", i ? ", " : "",
+                                        ip, r[i].prefix);
+        }
+        (void)snprintf(head, sizeof(head), "add set inet b4box %s {", set);
+        line = strstr(nft, head);
+        assert_non_null(line);
+        el = strstr(line, "elements = { ");
+        assert_non_null(el);
+        el += strlen("elements = { ");
+        assert_true(strncmp(el, want, len) == 0 && strncmp(el + len, " }", 2) == 0);
+}
+
+static void test_table_ranges(void **state)
+{
+        const char *src = getenv("B4BOX_SRCDIR");
+        char path[4096], *nft = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        (void)state;
+        assert_non_null(src);
+        (void)snprintf(path, sizeof(path), "%s/src/lib/native/b4box.nft", src);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        assert_true(getdelim(&nft, &len, '\0', f) > 0);
+        (void)fclose(f);
+        expect_set(nft, "never4", net_special4, NET_N_SPECIAL4);
+        expect_set(nft, "linklocal4", net_closed4, NET_N_CLOSED4);
+        free(nft);
 }
 
 /* Out-of-grammar entries (a prefix past the family, no name, half a port range, an unknown
@@ -411,11 +456,12 @@ static void test_apply(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_cidr),  cmocka_unit_test(test_metadata),
-                cmocka_unit_test(test_ipv6),  cmocka_unit_test(test_ports),
-                cmocka_unit_test(test_names), cmocka_unit_test(test_disjoint),
-                cmocka_unit_test(test_laws),  cmocka_unit_test(test_narrow),
-                cmocka_unit_test(test_apply), cmocka_unit_test(test_total),
+                cmocka_unit_test(test_cidr),         cmocka_unit_test(test_metadata),
+                cmocka_unit_test(test_ipv6),         cmocka_unit_test(test_ports),
+                cmocka_unit_test(test_names),        cmocka_unit_test(test_disjoint),
+                cmocka_unit_test(test_laws),         cmocka_unit_test(test_narrow),
+                cmocka_unit_test(test_apply),        cmocka_unit_test(test_total),
+                cmocka_unit_test(test_table_ranges),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
