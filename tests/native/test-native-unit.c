@@ -26,6 +26,7 @@
 
 #include "b4-test.h"
 #include "base/alloc.h"
+#include "base/fd-util.h"
 #include "core/capture.h"
 #include "core/launch.h"
 #include "native/native.h"
@@ -435,6 +436,63 @@ static void test_seccomp_argument_rules(void **state)
         assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* The filter cache: written on first use, used when its key matches, never when it does
+ * not (a changed policy, libseccomp or architecture) or when it is malformed. */
+static void test_seccomp_cache(void **state)
+{
+        char dir[] = "/tmp/b4box-bpf-XXXXXX";
+        void *built = NULL, *a = NULL, *b = NULL, *c = NULL;
+        size_t built_len = 0, a_len = 0, b_len = 0, c_len = 0;
+        char *text = NULL;
+        size_t text_len = 0;
+        int fd;
+
+        assert_non_null(mkdtemp(dir));
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(seccomp_build(&built, &built_len, NULL), 0);
+
+        /* first use compiles and caches: "<64 hex>\n" + the BPF */
+        assert_int_equal(native_seccomp_filter(fd, &a, &a_len, NULL), 0);
+        assert_int_equal(a_len, built_len);
+        assert_memory_equal(a, built, built_len);
+        assert_int_equal(read_file_at(fd, "seccomp.bpf", 1 << 20, &text, &text_len), 0);
+        assert_int_equal(text_len, 65 + built_len);
+        assert_memory_equal(text + 65, built, built_len);
+
+        /* a cache under another key is not used: this one says "allow everything" */
+        memset(text + 65, 0, built_len);
+        text[0] = text[0] == '0' ? '1' : '0';
+        assert_int_equal(write_file_atomic_at(fd, "seccomp.bpf", text, text_len, 0600), 0);
+        assert_int_equal(native_seccomp_filter(fd, &b, &b_len, NULL), 0);
+        assert_int_equal(b_len, built_len);
+        assert_memory_equal(b, built, built_len);
+
+        /* a truncated one neither (its key is right, its length is not whole instructions) */
+        assert_int_equal(write_file_atomic_at(fd, "seccomp.bpf", built, 0, 0600), 0);
+        free(text);
+        text = NULL;
+        assert_int_equal(native_seccomp_filter(fd, &c, &c_len, NULL), 0);
+        assert_memory_equal(c, built, built_len);
+        assert_int_equal(read_file_at(fd, "seccomp.bpf", 1 << 20, &text, &text_len), 0);
+        assert_int_equal(write_file_atomic_at(fd, "seccomp.bpf", text, text_len - 3, 0600), 0);
+        free(c);
+        c = NULL;
+        assert_int_equal(native_seccomp_filter(fd, &c, &c_len, NULL), 0);
+        assert_int_equal(c_len, built_len);
+        assert_memory_equal(c, built, built_len);
+
+        free(text);
+        free(built);
+        free(a);
+        free(b);
+        free(c);
+        assert_int_equal(unlinkat(fd, "seccomp.bpf", 0), 0);
+        close(fd);
+        assert_int_equal(rmdir(dir), 0);
+        (void)state;
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -445,6 +503,7 @@ int main(void)
                 cmocka_unit_test(test_mount_plan_host),
                 cmocka_unit_test(test_identity),
                 cmocka_unit_test(test_seccomp_argument_rules),
+                cmocka_unit_test(test_seccomp_cache),
 #ifdef B4_FAULT_INJECTION
                 cmocka_unit_test(test_oom),
 #endif

@@ -121,6 +121,24 @@ static void test_pack_optional(void **state)
         assert_string_equal(arr, "[3]");
 }
 
+/* jv_opt(): a member wanted, left out, or lost (a NULL it was wanted with) for `o*`. */
+static void test_pack_opt(void **state)
+{
+        cleanup_free char *out = NULL;
+        bool lost = false;
+        struct jv *v;
+
+        out = dumped(jv_pack("{s:o*, s:o*}", "kept", jv_opt(true, jv_integer_new(1), &lost), "out",
+                             jv_opt(false, jv_string_new("x"), &lost)));
+        assert_string_equal(out, "{\"kept\":1}");
+        assert_false(lost);
+        assert_null(jv_opt(false, NULL, &lost));
+        assert_false(lost);
+        v = jv_pack("{s:i, s:o*}", "a", 1, "b", jv_opt(true, NULL, &lost));
+        assert_true(lost); /* the document without "b" is not the one asked for */
+        jv_unref(v);
+}
+
 /*
  * o steals (the caller releases nothing), O borrows (the caller keeps its reference).
  * A wrong count would show as a leak or a double free under ASan, and in the dump of
@@ -179,6 +197,7 @@ int main(void)
                 cmocka_unit_test(test_append_string_escapes),
                 cmocka_unit_test(test_pack_letters),
                 cmocka_unit_test(test_pack_optional),
+                cmocka_unit_test(test_pack_opt),
                 cmocka_unit_test(test_pack_ownership),
                 cmocka_unit_test(test_pack_errors),
                 cmocka_unit_test(test_string_array),

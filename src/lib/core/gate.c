@@ -13,11 +13,11 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
-#include <time.h>
 
 #include "base/alloc.h"
 #include "base/hashmap.h"
 #include "base/macro.h"
+#include "base/time-util.h"
 
 struct gate_waiter {
         enum gate_mode mode;
@@ -165,22 +165,12 @@ static bool can_start_now(const struct gate_slot *s, enum gate_mode mode)
         return mode == GATE_SHARED || s->active_shared == 0;
 }
 
-static void deadline_after_ms(struct timespec *ts, long ms)
-{
-        (void)clock_gettime(CLOCK_MONOTONIC, ts);
-        ts->tv_nsec += ms * 1000000L;
-        ts->tv_sec += ts->tv_nsec / 1000000000L;
-        ts->tv_nsec %= 1000000000L;
-}
-
 /* Block on @w until granted or cancelled. Called and returns with g->lock held. */
 static int wait_turn(struct gate *g,
                      struct gate_slot *s,
                      struct gate_waiter *w,
                      struct b4_cancel *cancel)
 {
-        struct timespec ts;
-
         while (!w->granted) {
                 if (!cancel) {
                         (void)pthread_cond_wait(&w->cond, &g->lock);
@@ -192,26 +182,15 @@ static int wait_turn(struct gate *g,
                         slot_gc(g, s);
                         return -ECANCELED;
                 }
-                deadline_after_ms(&ts, GATE_CANCEL_POLL_MS);
-                (void)pthread_cond_timedwait(&w->cond, &g->lock, &ts);
+                (void)cond_wait_until_ms(&w->cond, &g->lock, now_msec() + GATE_CANCEL_POLL_MS);
         }
         return 0;
 }
 
 static int waiter_init(struct gate_waiter *w, enum gate_mode mode)
 {
-        pthread_condattr_t attr;
-        int r;
-
         *w = (struct gate_waiter){ .mode = mode };
-        r = pthread_condattr_init(&attr);
-        if (r != 0)
-                return -r;
-        r = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-        if (r == 0)
-                r = pthread_cond_init(&w->cond, &attr);
-        (void)pthread_condattr_destroy(&attr);
-        return -r;
+        return -pthread_cond_init(&w->cond, NULL);
 }
 
 /* Queue @mode on @s and wait for it. Called and returns with g->lock held. */

@@ -67,18 +67,6 @@ static int create_container(struct docker_core *c,
         return docker_call(c->d, "POST", path, body, NULL, err);
 }
 
-static int labels_json(const char *key, const char *value, struct jv **ret)
-{
-        struct jv *o = jv_object_new();
-
-        if (!o || jv_object_set_new(o, key, jv_string_new(value)) < 0) {
-                jv_unref(o);
-                return -ENOMEM;
-        }
-        *ret = o;
-        return 0;
-}
-
 /* One-time ownership init of a new volume (reference §3.4 step 4), as root, then removed. */
 static int init_volume(struct docker_core *c,
                        const char *id,
@@ -88,19 +76,19 @@ static int init_volume(struct docker_core *c,
 {
         cleanup_(jv_unrefp) struct jv *body = NULL;
         cleanup_(jv_unrefp) struct jv *resp = NULL;
-        cleanup_free char *json = NULL, *img = NULL, *name = NULL, *path = NULL, *sc = NULL;
+        cleanup_free char *cmd = NULL, *bind = NULL, *name = NULL, *path = NULL;
         int status, r;
 
-        if (jv_quote(image, &img) < 0 || jv_quote(c->seccomp_opt, &sc) < 0 ||
-            b4_asprintf(&name, "b4-sbx-init-%s", id) < 0 ||
-            b4_asprintf(&json,
-                        "{\"Image\":%s,\"User\":\"0:0\",\"Entrypoint\":[\"sh\"],"
-                        "\"Cmd\":[\"-c\",\"mkdir -p /workspace && chown %u:%u /workspace\"],"
-                        "\"Labels\":{\"b4.sandbox.init\":\"%s\"},"
-                        "\"HostConfig\":{\"Binds\":[\"b4-sbx-vol-%s:/workspace\"],"
-                        "\"NetworkMode\":\"none\",\"SecurityOpt\":[%s]}}",
-                        img, p->security.uid, p->security.gid, id, id, sc) < 0 ||
-            jv_parse(json, strlen(json), &body, NULL) < 0)
+        if (b4_asprintf(&name, "b4-sbx-init-%s", id) < 0 ||
+            b4_asprintf(&cmd, "mkdir -p /workspace && chown %u:%u /workspace", p->security.uid,
+                        p->security.gid) < 0 ||
+            b4_asprintf(&bind, "b4-sbx-vol-%s:/workspace", id) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        body = jv_pack("{s:s, s:s, s:[s], s:[s, s], s:{s:s}, s:{s:[s], s:s, s:[s]}}", "Image",
+                       image, "User", "0:0", "Entrypoint", "sh", "Cmd", "-c", cmd, "Labels",
+                       "b4.sandbox.init", id, "HostConfig", "Binds", bind, "NetworkMode", "none",
+                       "SecurityOpt", c->seccomp_opt);
+        if (!body)
                 return b4_error_set(err, -ENOMEM, "out of memory");
         (void)docker_remove_container(c, name, NULL);
         r = create_container(c, name, body, err);
@@ -119,21 +107,19 @@ static int init_volume(struct docker_core *c,
 
 int docker_ensure_volume(struct docker_core *c, const struct docker_state *s, struct b4_error *err)
 {
-        cleanup_(jv_unrefp) struct jv *body = jv_object_new();
-        cleanup_(jv_unrefp) struct jv *labels = NULL;
+        cleanup_(jv_unrefp) struct jv *body = NULL;
         cleanup_free char *path = NULL, *vol = NULL;
         struct b4_error e = { 0 };
         int r;
 
-        if (!body || b4_asprintf(&vol, "b4-sbx-vol-%s", s->id) < 0 ||
+        if (b4_asprintf(&vol, "b4-sbx-vol-%s", s->id) < 0 ||
             b4_asprintf(&path, "/volumes/%s", vol) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
         r = docker_call(c->d, "GET", path, NULL, NULL, &e);
         if (r == -ENOENT) {
-                if (labels_json("b4.sandbox", s->id, &labels) < 0 ||
-                    jv_object_set_new(labels, "b4.sandbox.scope", jv_string_new(c->scope)) < 0 ||
-                    jv_object_set_new(body, "Name", jv_string_new(vol)) < 0 ||
-                    jv_object_set_new(body, "Labels", TAKE_PTR(labels)) < 0)
+                body = jv_pack("{s:s, s:{s:s, s:s}}", "Name", vol, "Labels", "b4.sandbox", s->id,
+                               "b4.sandbox.scope", c->scope);
+                if (!body)
                         return b4_error_set(err, -ENOMEM, "out of memory");
                 r = docker_call(c->d, "POST", "/volumes/create", body, NULL, &e);
                 if (r >= 0 && s->policy.security.run_as_non_root) {

@@ -47,43 +47,23 @@ int docker_shell_quote(const char *s, char **ret)
 
 /* ---- the exec object ---- */
 
-static struct jv *strv_json(char **l)
-{
-        struct jv *a = jv_array_new();
-
-        for (char **p = l; a && p && *p; p++)
-                if (jv_array_append_new(a, jv_string_new(*p)) < 0)
-                        return jv_unref(a);
-        return a;
-}
-
 static int exec_create(struct docker_client *d,
                        const struct docker_exec_spec *s,
                        char **ret_id,
                        struct b4_error *err)
 {
-        cleanup_(jv_unrefp) struct jv *body = jv_object_new();
+        cleanup_(jv_unrefp) struct jv *body = NULL;
         cleanup_(jv_unrefp) struct jv *resp = NULL;
         cleanup_free char *path = NULL;
+        bool lost = false;
         const char *id;
         int r;
 
-        if (!body)
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        r = jv_object_set_new(body, "AttachStdin", jv_bool_new(false));
-        if (r >= 0)
-                r = jv_object_set_new(body, "AttachStdout", jv_bool_new(true));
-        if (r >= 0)
-                r = jv_object_set_new(body, "AttachStderr", jv_bool_new(true));
-        if (r >= 0)
-                r = jv_object_set_new(body, "Tty", jv_bool_new(false));
-        if (r >= 0)
-                r = jv_object_set_new(body, "Cmd", strv_json(s->argv));
-        if (r >= 0 && s->env)
-                r = jv_object_set_new(body, "Env", strv_json(s->env));
-        if (r >= 0 && s->user)
-                r = jv_object_set_new(body, "User", jv_string_new(s->user));
-        if (r < 0 || b4_asprintf(&path, "/containers/%s/exec", s->container) < 0)
+        body = jv_pack("{s:b, s:b, s:b, s:b, s:o, s:o*, s:s*}", "AttachStdin", false,
+                       "AttachStdout", true, "AttachStderr", true, "Tty", false, "Cmd",
+                       jv_string_array_new(s->argv), "Env",
+                       jv_opt(s->env, jv_string_array_new(s->env), &lost), "User", s->user);
+        if (!body || lost || b4_asprintf(&path, "/containers/%s/exec", s->container) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
         r = docker_call(d, "POST", path, body, &resp, err);
         if (r < 0)
@@ -314,7 +294,7 @@ int docker_exec_run_marked(struct docker_client *d,
                            struct b4_error *err)
 {
         cleanup_(http_stream_freep) struct http_stream *st = NULL;
-        cleanup_(jv_unrefp) struct jv *body = jv_object_new();
+        cleanup_(jv_unrefp) struct jv *body = jv_pack("{s:b, s:b}", "Detach", false, "Tty", false);
         cleanup_free char *id = NULL;
         cleanup_free char *path = NULL;
         struct demux m = { .marker = marker };
@@ -326,9 +306,7 @@ int docker_exec_run_marked(struct docker_client *d,
         r = exec_create(d, s, &id, err);
         if (r < 0)
                 return r;
-        if (!body || jv_object_set_new(body, "Detach", jv_bool_new(false)) < 0 ||
-            jv_object_set_new(body, "Tty", jv_bool_new(false)) < 0 ||
-            b4_asprintf(&path, "/exec/%s/start", id) < 0 ||
+        if (!body || b4_asprintf(&path, "/exec/%s/start", id) < 0 ||
             capture_init(&m.out, s->output_cap) < 0 || capture_init(&m.errc, s->output_cap) < 0) {
                 r = b4_error_set(err, -ENOMEM, "out of memory");
                 goto out;

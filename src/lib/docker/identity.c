@@ -42,71 +42,41 @@ static struct jv *env_list(const struct b4_policy *p)
         return TAKE_PTR(out);
 }
 
-static struct jv *string_array(const char *const *v)
-{
-        struct jv *a = jv_array_new();
-
-        for (; a && *v; v++)
-                if (jv_array_append_new(a, jv_string_new(*v)) < 0)
-                        return jv_unref(a);
-        return a;
-}
-
 /* no-new-privileges when the policy asks, and always the profile */
 static struct jv *security_opt(const struct b4_policy *p, const struct docker_seccomp *sc)
 {
-        return string_array(p->security.no_new_privileges
-                                    ? (const char *const[]){ "no-new-privileges", sc->opt, NULL }
-                                    : (const char *const[]){ sc->opt, NULL });
+        if (p->security.no_new_privileges)
+                return jv_pack("[s, s]", "no-new-privileges", sc->opt);
+        return jv_pack("[s]", sc->opt);
 }
 
 static struct jv *keeper_host_config(const struct b4_policy *p,
                                      const char *id,
                                      const struct docker_seccomp *sc)
 {
-        cleanup_(jv_unrefp) struct jv *h = jv_object_new();
-        cleanup_(jv_unrefp) struct jv *tmpfs = jv_object_new();
-        cleanup_free char *bind = NULL;
         const struct b4_security *s = &p->security;
-        int r;
+        const struct b4_resources *res = &p->resources;
+        cleanup_free char *bind = NULL;
+        bool lost = false;
+        struct jv *h;
 
         /* Non-root: the ownership init already copied the image's /workspace into the new
          * volume; nocopy keeps a later mount of a still-empty volume from copying the image
          * directory's owner back over the chown. */
-        if (!h || !tmpfs ||
-            b4_asprintf(&bind, "b4-sbx-vol-%s:/workspace%s", id,
+        if (b4_asprintf(&bind, "b4-sbx-vol-%s:/workspace%s", id,
                         s->run_as_non_root ? ":nocopy" : "") < 0)
                 return NULL;
-        r = jv_object_set_new(h, "Binds", string_array((const char *const[]){ bind, NULL }));
-        if (r >= 0)
-                r = jv_object_set_new(
-                        h, "NetworkMode",
-                        jv_string_new(p->network == B4_NETWORK_DENY ? "none" : "bridge"));
-        if (r >= 0 && p->resources.memory_mb)
-                r = jv_object_set_new(h, "Memory",
-                                      jv_integer_new((int64_t)p->resources.memory_mb << 20));
-        if (r >= 0 && p->resources.cpus > 0)
-                r = jv_object_set_new(h, "NanoCpus",
-                                      jv_integer_new((int64_t)(p->resources.cpus * 1e9)));
-        if (r >= 0)
-                r = jv_object_set_new(h, "Init", jv_bool_new(true));
-        if (r >= 0 && s->drop_all_capabilities)
-                r = jv_object_set_new(h, "CapDrop",
-                                      string_array((const char *const[]){ "ALL", NULL }));
-        if (r >= 0)
-                r = jv_object_set_new(h, "SecurityOpt", security_opt(p, sc));
-        if (r >= 0)
-                r = jv_object_set_new(h, "PidsLimit", jv_integer_new(s->pids_limit));
-        if (r >= 0 && s->read_only_root) {
-                r = jv_object_set_new(h, "ReadonlyRootfs", jv_bool_new(true));
-                if (r >= 0)
-                        r = jv_object_set_new(tmpfs, "/tmp", jv_string_new(""));
-                if (r >= 0)
-                        r = jv_object_set_new(tmpfs, "/run", jv_string_new(""));
-                if (r >= 0)
-                        r = jv_object_set_new(h, "Tmpfs", TAKE_PTR(tmpfs));
-        }
-        return r < 0 ? NULL : TAKE_PTR(h);
+        h = jv_pack(
+                "{s:[s], s:s, s:o*, s:o*, s:b, s:o*, s:o, s:I, s:o*, s:o*}", "Binds", bind,
+                "NetworkMode", p->network == B4_NETWORK_DENY ? "none" : "bridge", "Memory",
+                jv_opt(res->memory_mb, jv_integer_new((int64_t)res->memory_mb << 20), &lost),
+                "NanoCpus",
+                jv_opt(res->cpus > 0, jv_integer_new((int64_t)(res->cpus * 1e9)), &lost), "Init",
+                true, "CapDrop", jv_opt(s->drop_all_capabilities, jv_pack("[s]", "ALL"), &lost),
+                "SecurityOpt", security_opt(p, sc), "PidsLimit", (int64_t)s->pids_limit,
+                "ReadonlyRootfs", jv_opt(s->read_only_root, jv_bool_new(true), &lost), "Tmpfs",
+                jv_opt(s->read_only_root, jv_pack("{s:s, s:s}", "/tmp", "", "/run", ""), &lost));
+        return lost ? jv_unref(h) : h;
 }
 
 int docker_keeper_body(const char *image,
@@ -116,33 +86,17 @@ int docker_keeper_body(const char *image,
                        const struct docker_seccomp *sc,
                        struct jv **ret)
 {
-        cleanup_(jv_unrefp) struct jv *o = jv_object_new();
-        cleanup_(jv_unrefp) struct jv *labels = jv_object_new();
         cleanup_free char *user = NULL;
-        int r;
+        struct jv *o;
 
-        if (!o || !labels || docker_policy_user(p, &user) < 0)
+        if (docker_policy_user(p, &user) < 0)
                 return -ENOMEM;
-        r = jv_object_set_new(labels, "b4.sandbox", jv_string_new(id));
-        if (r >= 0)
-                r = jv_object_set_new(labels, "b4.sandbox.identity", jv_string_new(identity));
-        if (r >= 0)
-                r = jv_object_set_new(labels, "b4.sandbox.seccomp", jv_string_new(sc->digest));
-        if (r >= 0)
-                r = jv_object_set_new(o, "Image", jv_string_new(image));
-        if (r >= 0)
-                r = jv_object_set_new(
-                        o, "Cmd", string_array((const char *const[]){ "sleep", "infinity", NULL }));
-        if (r >= 0)
-                r = jv_object_set_new(o, "Env", env_list(p));
-        if (r >= 0 && user)
-                r = jv_object_set_new(o, "User", jv_string_new(user));
-        if (r >= 0)
-                r = jv_object_set_new(o, "Labels", TAKE_PTR(labels));
-        if (r >= 0)
-                r = jv_object_set_new(o, "HostConfig", keeper_host_config(p, id, sc));
-        if (r < 0)
+        o = jv_pack("{s:s, s:[s, s], s:o, s:s*, s:{s:s, s:s, s:s}, s:o}", "Image", image, "Cmd",
+                    "sleep", "infinity", "Env", env_list(p), "User", user, "Labels", "b4.sandbox",
+                    id, "b4.sandbox.identity", identity, "b4.sandbox.seccomp", sc->digest,
+                    "HostConfig", keeper_host_config(p, id, sc));
+        if (!o)
                 return -ENOMEM;
-        *ret = TAKE_PTR(o);
+        *ret = o;
         return 0;
 }

@@ -247,6 +247,22 @@ static int destroy(struct b4_provider *p, struct b4_entry *e, struct b4_error *e
 
 /* ---- preflight ---- */
 
+/* What the Docker provider enforces, as `b4box check` lists it. */
+static const struct {
+        const char *name;
+        enum b4_enforcement state;
+        const char *detail;
+} controls[] = {
+        { "network deny", B4_ENFORCED, "NetworkMode none" },
+        { "network allow", B4_NOT_ENFORCED, "bridge network: allowlist/denylist are not enforced" },
+        { "capabilities", B4_ENFORCED, "CapDrop ALL" },
+        { "no_new_privs", B4_ENFORCED, "no-new-privileges" },
+        { "read-only root", B4_ENFORCED, "ReadonlyRootfs with tmpfs /tmp and /run" },
+        { "pids limit", B4_ENFORCED, "PidsLimit" },
+        { "memory limit", B4_ENFORCED, "HostConfig.Memory" },
+        { "seccomp", B4_ENFORCED, "b4box's syscall policy as the profile, native arch only" },
+};
+
 static int preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_error *err)
 {
         struct docker_core *c = core_of(p);
@@ -265,26 +281,11 @@ static int preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_
         ret->ok = true;
         if (b4_asprintf(&ret->detail, "Docker %s", ver) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
-        r = b4_preflight_control(ret, "network deny", B4_ENFORCED, "NetworkMode none");
-        if (r >= 0)
-                r = b4_preflight_control(ret, "network allow", B4_NOT_ENFORCED,
-                                         "bridge network: allowlist/denylist are not enforced");
-        if (r >= 0)
-                r = b4_preflight_control(ret, "capabilities", B4_ENFORCED, "CapDrop ALL");
-        if (r >= 0)
-                r = b4_preflight_control(ret, "no_new_privs", B4_ENFORCED, "no-new-privileges");
-        if (r >= 0)
-                r = b4_preflight_control(ret, "read-only root", B4_ENFORCED,
-                                         "ReadonlyRootfs with tmpfs /tmp and /run");
-        if (r >= 0)
-                r = b4_preflight_control(ret, "pids limit", B4_ENFORCED, "PidsLimit");
-        if (r >= 0)
-                r = b4_preflight_control(ret, "memory limit", B4_ENFORCED, "HostConfig.Memory");
-        if (r >= 0)
-                r = b4_preflight_control(ret, "seccomp", B4_ENFORCED,
-                                         "b4box's syscall policy as the profile, native arch "
-                                         "only");
-        return r < 0 ? b4_error_set(err, -ENOMEM, "out of memory") : 0;
+        for (size_t i = 0; i < ELEMENTSOF(controls); i++)
+                if (b4_preflight_control(ret, controls[i].name, controls[i].state, "%s",
+                                         controls[i].detail) < 0)
+                        return b4_error_set(err, -ENOMEM, "out of memory");
+        return 0;
 }
 
 /* ---- readers and images ---- */

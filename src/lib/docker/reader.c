@@ -184,38 +184,19 @@ static int volume_mountpoint(struct docker_client *d,
 
 static struct jv *reader_body(const struct docker_reader_spec *s, const char *mountpoint)
 {
-        cleanup_free char *json = NULL;
         cleanup_free char *user = NULL;
-        cleanup_free char *id = NULL;
-        cleanup_free char *sc = NULL;
-        struct jv *v = NULL;
 
-        if (jv_quote(s->seccomp_opt, &sc) < 0)
+        if (s->run_as_non_root && b4_asprintf(&user, "%u:%u", s->uid, s->gid) < 0)
                 return NULL;
-        if (s->run_as_non_root && b4_asprintf(&user, ",\"User\":\"%u:%u\"", s->uid, s->gid) < 0)
-                return NULL;
-        if (jv_quote(s->resource_id, &id) < 0)
-                return NULL;
-        {
-                cleanup_free char *img = NULL;
-                cleanup_free char *mp = NULL;
-                if (jv_quote(s->image, &img) < 0 || jv_quote(mountpoint, &mp) < 0)
-                        return NULL;
-                if (b4_asprintf(&json,
-                                "{\"Image\":%s,\"Cmd\":[\"sleep\",\"infinity\"]%s,"
-                                "\"Labels\":{\"b4.sandbox.reader\":%s},"
-                                "\"HostConfig\":{\"Mounts\":[{\"Type\":\"bind\",\"Source\":%s,"
-                                "\"Target\":\"/workspace\",\"ReadOnly\":true}],"
-                                "\"NetworkMode\":\"none\",\"CapDrop\":[\"ALL\"],"
-                                "\"SecurityOpt\":[\"no-new-privileges\",%s],\"PidsLimit\":128,"
-                                "\"ReadonlyRootfs\":true,\"Tmpfs\":{\"/tmp\":\"\",\"/run\":\"\"},"
-                                "\"AutoRemove\":true}}",
-                                img, user ? user : "", id, mp, sc) < 0)
-                        return NULL;
-        }
-        if (jv_parse(json, strlen(json), &v, NULL) < 0)
-                return NULL;
-        return v;
+        return jv_pack("{s:s, s:[s, s], s:s*, s:{s:s},"
+                       " s:{s:[{s:s, s:s, s:s, s:b}], s:s, s:[s], s:[s, s], s:i, s:b,"
+                       " s:{s:s, s:s}, s:b}}",
+                       "Image", s->image, "Cmd", "sleep", "infinity", "User", user, "Labels",
+                       "b4.sandbox.reader", s->resource_id, "HostConfig", "Mounts", "Type", "bind",
+                       "Source", mountpoint, "Target", "/workspace", "ReadOnly", true,
+                       "NetworkMode", "none", "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
+                       s->seccomp_opt, "PidsLimit", 128, "ReadonlyRootfs", true, "Tmpfs", "/tmp",
+                       "", "/run", "", "AutoRemove", true);
 }
 
 static int start_reader(struct docker_reader *rd,

@@ -61,18 +61,11 @@ static bool conditional(const char *name)
 /* {"names": [...], "action": ...[, "errnoRet": e]}, names taking @names' reference. */
 static struct jv *entry(struct jv *names, const char *action, int errno_ret)
 {
-        cleanup_(jv_unrefp) struct jv *n = names;
-        cleanup_(jv_unrefp) struct jv *o = jv_object_new();
-        int r;
+        bool lost = false;
+        struct jv *o = jv_pack("{s:o, s:s, s:o*}", "names", names, "action", action, "errnoRet",
+                               jv_opt(errno_ret, jv_integer_new(errno_ret), &lost));
 
-        if (!o || !n)
-                return NULL;
-        r = jv_object_set_new(o, "names", TAKE_PTR(n));
-        if (r >= 0)
-                r = jv_object_set_new(o, "action", jv_string_new(action));
-        if (r >= 0 && errno_ret)
-                r = jv_object_set_new(o, "errnoRet", jv_integer_new(errno_ret));
-        return r < 0 ? NULL : TAKE_PTR(o);
+        return lost ? jv_unref(o) : o;
 }
 
 static struct jv *names_of(const char *const *v, size_t n)
@@ -88,26 +81,9 @@ static struct jv *names_of(const char *const *v, size_t n)
 /* The entry allowing @names when argument 0 compares @op to (@value, @value_two). */
 static struct jv *allow_if(struct jv *names, const char *op, uint64_t value, uint64_t value_two)
 {
-        cleanup_(jv_unrefp) struct jv *e = entry(names, "SCMP_ACT_ALLOW", 0);
-        cleanup_(jv_unrefp) struct jv *args = jv_array_new();
-        struct jv *arg;
-        int r;
-
-        if (!e || !args)
-                return NULL;
-        arg = jv_object_new();
-        if (jv_array_append_new(args, arg) < 0)
-                return NULL;
-        r = jv_object_set_new(arg, "index", jv_integer_new(0));
-        if (r >= 0)
-                r = jv_object_set_new(arg, "value", jv_integer_new((int64_t)value));
-        if (r >= 0)
-                r = jv_object_set_new(arg, "valueTwo", jv_integer_new((int64_t)value_two));
-        if (r >= 0)
-                r = jv_object_set_new(arg, "op", jv_string_new(op));
-        if (r >= 0)
-                r = jv_object_set_new(e, "args", TAKE_PTR(args));
-        return r < 0 ? NULL : TAKE_PTR(e);
+        return jv_pack("{s:o, s:s, s:[{s:i, s:I, s:I, s:s}]}", "names", names, "action",
+                       "SCMP_ACT_ALLOW", "args", "index", 0, "value", (int64_t)value, "valueTwo",
+                       (int64_t)value_two, "op", op);
 }
 
 /* Every syscall of @arch libseccomp knows that is neither denied nor conditional (@allow),
@@ -140,7 +116,6 @@ static int add_family_entries(struct jv *calls)
 
 static int add_persona_entries(struct jv *calls)
 {
-        static const char *const name[] = { "personality" };
         uint32_t v[64];
         size_t n = syscall_policy_persona_values(v, ELEMENTSOF(v));
         int r = 0;
@@ -148,21 +123,21 @@ static int add_persona_entries(struct jv *calls)
         if (n > ELEMENTSOF(v))
                 return -E2BIG;
         for (size_t i = 0; r >= 0 && i < n; i++)
-                r = jv_array_append_new(calls, allow_if(names_of(name, 1), "SCMP_CMP_EQ", v[i], 0));
+                r = jv_array_append_new(
+                        calls, allow_if(jv_pack("[s]", "personality"), "SCMP_CMP_EQ", v[i], 0));
         return r;
 }
 
 /* clone() when (flags & every namespace flag) == 0; clone3 answers ENOSYS. */
 static int add_clone_entries(struct jv *calls)
 {
-        static const char *const name[] = { "clone" };
         const struct syscall_policy *sp = syscall_policy();
         int r;
 
-        r = jv_array_append_new(calls, allow_if(names_of(name, 1), "SCMP_CMP_MASKED_EQ",
+        r = jv_array_append_new(calls, allow_if(jv_pack("[s]", "clone"), "SCMP_CMP_MASKED_EQ",
                                                 syscall_policy_clone_ns_mask(), 0));
         if (r >= 0)
-                r = jv_array_append_new(calls, entry(names_of(&sp->enosys_call, 1),
+                r = jv_array_append_new(calls, entry(jv_pack("[s]", sp->enosys_call),
                                                      "SCMP_ACT_ERRNO", sp->enosys_errno));
         return r;
 }
@@ -191,26 +166,18 @@ static struct jv *syscalls_json(uint32_t arch)
 
 int docker_seccomp_profile(struct jv **ret)
 {
-        cleanup_(jv_unrefp) struct jv *o = jv_object_new();
         uint32_t arch = seccomp_arch_native();
         const char *name = arch_name(arch);
-        int r;
+        struct jv *o;
 
         if (!name)
                 return -EAFNOSUPPORT;
+        o = jv_pack("{s:s, s:i, s:[s], s:o}", "defaultAction", "SCMP_ACT_ERRNO", "defaultErrnoRet",
+                    syscall_policy()->deny_errno, "architectures", name, "syscalls",
+                    syscalls_json(arch));
         if (!o)
                 return -ENOMEM;
-        r = jv_object_set_new(o, "defaultAction", jv_string_new("SCMP_ACT_ERRNO"));
-        if (r >= 0)
-                r = jv_object_set_new(o, "defaultErrnoRet",
-                                      jv_integer_new(syscall_policy()->deny_errno));
-        if (r >= 0)
-                r = jv_object_set_new(o, "architectures", names_of(&name, 1));
-        if (r >= 0)
-                r = jv_object_set_new(o, "syscalls", syscalls_json(arch));
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(o);
+        *ret = o;
         return 0;
 }
 

@@ -293,6 +293,15 @@ struct jv *jv_pack(const char *fmt, ...)
         return v;
 }
 
+struct jv *jv_opt(bool want, struct jv *v, bool *lost)
+{
+        if (!want)
+                return jv_unref(v);
+        if (!v)
+                *lost = true;
+        return v;
+}
+
 int jv_quote(const char *s, char **ret)
 {
         json_t *j = json_string(s);

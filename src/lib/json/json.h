@@ -121,6 +121,15 @@ int jv_object_del(struct jv *o, const char *key);
  */
 struct jv *jv_pack(const char *fmt, ...);
 struct jv *jv_vpack(const char *fmt, va_list ap);
+/*
+ * jv_opt() - the value of a jv_pack() `o*` member that is there only when @want: @v when
+ * @want, else NULL (the member is left out) after releasing @v. `o*` cannot tell a member
+ * left out from a value whose constructor failed, so a wanted @v that is NULL sets *@lost:
+ *   v = jv_pack("{s:o*}", "n", jv_opt(n > 0, jv_integer_new(n), &lost));
+ *   if (lost) v = jv_unref(v);    -- an allocation failure, not a document without "n"
+ * Return: @v or NULL; *@lost is only ever set to true.
+ */
+struct jv *jv_opt(bool want, struct jv *v, bool *lost);
 
 /* Serialise; non-ASCII is written raw (UTF-8). Return: 0 or -ENOMEM; *ret is heap. */
 int jv_dump(const struct jv *v, unsigned flags, char **ret);

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -310,30 +311,44 @@ int idmap_claimed_ids(struct native_provider *np, char ***ret)
         return for_each_claim(np, claims_fd, collect_cb, ret);
 }
 
-bool idmap_userns_works(const char **ret_why)
+static const char *userns_why;
+static bool userns_ok;
+static pthread_once_t userns_once = PTHREAD_ONCE_INIT;
+
+static void userns_probe(void)
 {
-        static const char *why;
-        static int state; /* 0 unknown, 1 works, -1 does not */
         cleanup_free char *v = NULL;
         size_t len;
         int status;
+        pid_t pid;
 
-        if (state == 0) {
-                pid_t pid;
-                if (read_file_at(AT_FDCWD, "/proc/sys/user/max_user_namespaces", 64, &v, &len) >=
-                            0 &&
-                    v[0] == '0' && (len == 1 || v[1] == '\n')) {
-                        why = "user.max_user_namespaces = 0";
-                } else if ((pid = fork()) == 0) {
-                        _exit(unshare(CLONE_NEWUSER) < 0 ? 1 : 0);
-                } else if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-                           WEXITSTATUS(status) != 0) {
-                        why = "this kernel refuses a new user namespace (a container or a "
-                              "security module?)";
-                }
-                state = why ? -1 : 1;
+        if (read_file_at(AT_FDCWD, "/proc/sys/user/max_user_namespaces", 64, &v, &len) >= 0 &&
+            v[0] == '0' && (len == 1 || v[1] == '\n')) {
+                userns_why = "user.max_user_namespaces = 0";
+        } else if ((pid = fork()) == 0) {
+                _exit(unshare(CLONE_NEWUSER) < 0 ? 1 : 0);
+        } else if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+                   WEXITSTATUS(status) != 0) {
+                userns_why = "this kernel refuses a new user namespace (a container or a "
+                             "security module?)";
         }
+        userns_ok = !userns_why;
+}
+
+bool idmap_userns_works(const char **ret_why)
+{
+        (void)pthread_once(&userns_once, userns_probe);
         if (ret_why)
-                *ret_why = why;
-        return state > 0;
+                *ret_why = userns_why;
+        return userns_ok;
+}
+
+bool native_userns(const struct native_provider *np)
+{
+        return !np->rootless && idmap_userns_works(NULL);
+}
+
+bool idmap_recorded(const struct native_provider *np, const char *id)
+{
+        return faccessat(np->ids_fd, id, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 }

@@ -172,8 +172,11 @@ void cgroup_close(struct cgroup *cg);
 
 /* ---- seccomp.c -------------------------------------------------------------------------- */
 
-/* The sandbox's filter as raw BPF (struct sock_filter[]), built once. */
+/* The sandbox's filter as raw BPF (struct sock_filter[]), compiled. */
 int seccomp_build(void **ret_bpf, size_t *ret_len, struct b4_error *err);
+/* The same from the cache under @dir_fd (a private state directory) when it was compiled
+ * from the same inputs, else compiled and cached (a failed cache write is ignored). */
+int native_seccomp_filter(int dir_fd, void **ret_bpf, size_t *ret_len, struct b4_error *err);
 
 /* ---- spawn.c ---------------------------------------------------------------------------- */
 
@@ -301,9 +304,14 @@ int idmap_get(struct native_provider *np,
               bool create,
               uint32_t *ret_base,
               struct b4_error *err);
-/* As root: whether this kernel gives us user namespaces (probed once). @ret_why (may be
- * NULL): why not, a static string. */
+/* As root: whether this kernel gives us user namespaces (probed once per process, on first
+ * need: the probe forks). @ret_why (may be NULL): why not, a static string. */
 bool idmap_userns_works(const char **ret_why);
+/* Whether @np gives each thread a user namespace of its own: as root, when the kernel
+ * allows (idmap_userns_works()). */
+bool native_userns(const struct native_provider *np);
+/* Whether thread @id has a recorded block (it was started in its own user namespace). */
+bool idmap_recorded(const struct native_provider *np, const char *id);
 /* Destroy: drop the record and the host-wide claim (also a claim whose record a crash
  * never wrote). */
 void idmap_forget(struct native_provider *np, const char *id);
@@ -374,8 +382,7 @@ struct native_provider {
         int run_fd, ws_fd;
         int exe_fd; /* the keeper binary */
         struct cgroup_host cg;
-        bool rootless; /* not root: a user namespace maps the sandbox user to us */
-        bool userns;   /* root: a user namespace per thread, ids from a block of its own */
+        bool rootless;              /* not root: a user namespace maps the sandbox user to us */
         uint32_t id_start, id_size; /* the range blocks come from (sandbox.provider.idRange) */
         int ids_fd;                 /* native/ids: the blocks' records */
         int disks_fd;               /* native/disks: workspace filesystem images (diskGb) */

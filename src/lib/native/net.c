@@ -27,7 +27,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
-#include <nftables/libnftables.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -44,6 +43,7 @@
 #include "native.h"
 #include "netlink.h"
 #include "netpolicy.h"
+#include "nft-dl.h"
 
 #define SUBNETS     16384 /* /30s in 10.233.0.0/16 */
 #define PEER        "eth0"
@@ -355,19 +355,23 @@ static int configure(const char *hid, pid_t pid, unsigned n)
 /* Run nft @cmd; *@ret_out is its output (new) when it succeeded. */
 static int nft_query(const char *cmd, char **ret_out)
 {
-        struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
+        const struct nft_dl *nft = nft_dl(NULL);
+        struct nft_ctx *ctx;
         int r = -EIO;
 
+        if (!nft)
+                return -EOPNOTSUPP;
+        ctx = nft->ctx_new(NFT_CTX_DEFAULT);
         if (!ctx)
                 return -ENOMEM;
-        (void)nft_ctx_buffer_output(ctx);
-        (void)nft_ctx_buffer_error(ctx);
-        if (nft_run_cmd_from_buffer(ctx, cmd) == 0) {
-                const char *out = nft_ctx_get_output_buffer(ctx);
+        (void)nft->buffer_output(ctx);
+        (void)nft->buffer_error(ctx);
+        if (nft->run_cmd_from_buffer(ctx, cmd) == 0) {
+                const char *out = nft->get_output_buffer(ctx);
                 *ret_out = strdup(out ? out : "");
                 r = *ret_out ? 0 : -ENOMEM;
         }
-        nft_ctx_free(ctx);
+        nft->ctx_free(ctx);
         return r;
 }
 

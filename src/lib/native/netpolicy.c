@@ -15,7 +15,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <nftables/libnftables.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -23,26 +22,13 @@
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strbuf.h"
+#include "core/net-narrow.h"
 #include "netlink.h"
+#include "nft-dl.h"
 
 #define TEXT_MAX (4u << 20)
 
 extern const char netpolicy_table_nft[];
-
-struct range4 {
-        uint8_t net[4];
-        uint8_t prefix;
-};
-
-/* The table's never4 set, and the metadata addresses only an exact entry opens. */
-static const struct range4 special4[] = {
-        { { 0, 0, 0, 0 }, 8 },    { { 10, 0, 0, 0 }, 8 },     { { 100, 64, 0, 0 }, 10 },
-        { { 127, 0, 0, 0 }, 8 },  { { 169, 254, 0, 0 }, 16 }, { { 172, 16, 0, 0 }, 12 },
-        { { 192, 0, 0, 0 }, 24 }, { { 192, 168, 0, 0 }, 16 }, { { 198, 18, 0, 0 }, 15 },
-        { { 224, 0, 0, 0 }, 3 },
-};
-static const struct range4 metadata4[] = { { { 169, 254, 169, 254 }, 32 },
-                                           { { 169, 254, 170, 2 }, 32 } };
 
 bool netpolicy_listed(const struct b4_policy *p)
 {
@@ -85,8 +71,8 @@ static bool inside(uint32_t a, unsigned ap, uint32_t b, unsigned bp)
 }
 
 struct cut {
-        uint32_t net[ELEMENTSOF(special4) + ELEMENTSOF(metadata4)];
-        unsigned prefix[ELEMENTSOF(special4) + ELEMENTSOF(metadata4)];
+        uint32_t net[NET_N_SPECIAL4 + NET_N_METADATA4];
+        unsigned prefix[NET_N_SPECIAL4 + NET_N_METADATA4];
         size_t n;
 };
 
@@ -122,16 +108,16 @@ void netpolicy_cidr4(const struct b4_net_entry *e,
         uint32_t net = be32(e->addr);
         struct cut c = { .n = 0 };
 
-        for (size_t i = 0; i < ELEMENTSOF(special4); i++) {
-                uint32_t s = be32(special4[i].net);
+        for (size_t i = 0; i < NET_N_SPECIAL4; i++) {
+                uint32_t s = be32(net_special4[i].net);
 
-                if (!inside(net, e->prefix, s, special4[i].prefix)) {
+                if (!inside(net, e->prefix, s, net_special4[i].prefix)) {
                         c.net[c.n] = s;
-                        c.prefix[c.n++] = special4[i].prefix;
+                        c.prefix[c.n++] = net_special4[i].prefix;
                 }
         }
-        for (size_t i = 0; i < ELEMENTSOF(metadata4); i++) {
-                uint32_t m = be32(metadata4[i].net);
+        for (size_t i = 0; i < NET_N_METADATA4; i++) {
+                uint32_t m = be32(net_metadata4[i].net);
 
                 if (!(e->prefix == 32 && net == m)) {
                         c.net[c.n] = m;
@@ -230,20 +216,25 @@ int netpolicy_thread_text(const struct b4_policy *p,
 
 int netpolicy_run(const char *text, struct b4_error *err)
 {
-        struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
+        const char *why = NULL;
+        const struct nft_dl *nft = nft_dl(&why);
+        struct nft_ctx *ctx;
         int r = 0;
 
+        if (!nft)
+                return b4_error_set(err, -EOPNOTSUPP, "%s", why);
+        ctx = nft->ctx_new(NFT_CTX_DEFAULT);
         if (!ctx)
                 return b4_error_set(err, -ENOMEM, "cannot create an nftables context");
-        (void)nft_ctx_buffer_output(ctx);
-        (void)nft_ctx_buffer_error(ctx);
-        if (nft_run_cmd_from_buffer(ctx, text) != 0) {
-                const char *e = nft_ctx_get_error_buffer(ctx);
+        (void)nft->buffer_output(ctx);
+        (void)nft->buffer_error(ctx);
+        if (nft->run_cmd_from_buffer(ctx, text) != 0) {
+                const char *e = nft->get_error_buffer(ctx);
 
                 r = b4_error_set(err, -EIO, "nftables refused the b4box table: %.300s",
                                  e ? e : "no message");
         }
-        nft_ctx_free(ctx);
+        nft->ctx_free(ctx);
         return r;
 }
 
@@ -275,16 +266,20 @@ int netpolicy_table_install(struct b4_error *err)
 
 int netpolicy_probe(const char **ret_why)
 {
-        struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
+        const struct nft_dl *nft = nft_dl(ret_why);
+        struct nft_ctx *ctx;
         int r;
 
+        if (!nft)
+                return -EOPNOTSUPP;
+        ctx = nft->ctx_new(NFT_CTX_DEFAULT);
         if (!ctx)
                 return *ret_why = "libnftables cannot create a context", -ENOMEM;
-        (void)nft_ctx_buffer_output(ctx);
-        (void)nft_ctx_buffer_error(ctx);
-        nft_ctx_set_dry_run(ctx, true);
-        r = nft_run_cmd_from_buffer(ctx, netpolicy_table_nft) == 0 ? 0 : -EOPNOTSUPP;
-        nft_ctx_free(ctx);
+        (void)nft->buffer_output(ctx);
+        (void)nft->buffer_error(ctx);
+        nft->set_dry_run(ctx, true);
+        r = nft->run_cmd_from_buffer(ctx, netpolicy_table_nft) == 0 ? 0 : -EOPNOTSUPP;
+        nft->ctx_free(ctx);
         *ret_why = r < 0 ? "nf_tables refuses the b4box table (sets with timeouts, "
                            "concatenated intervals, iface_index maps, redirect)"
                          : NULL;

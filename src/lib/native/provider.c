@@ -179,7 +179,7 @@ static int userns_row(const struct native_provider *np, struct b4_preflight *ret
         cleanup_free char *what = NULL;
         const char *why = NULL;
 
-        if (!np->userns) {
+        if (!native_userns(np)) {
                 (void)idmap_userns_works(&why);
                 return b4_preflight_control(ret, "user namespaces", B4_NOT_ENFORCED,
                                             "%s: sandboxes share host uid 1000 and uid 0 is the "
@@ -345,14 +345,13 @@ int native_provider_new(const struct b4_provider_config *cfg,
         if (r >= 0)
                 r = setup_dirs(np, cfg->state_dir, err);
         if (r >= 0)
-                r = seccomp_build(&np->bpf, &np->bpf_len, err);
+                r = native_seccomp_filter(np->run_fd, &np->bpf, &np->bpf_len, err);
         if (r < 0) {
                 b4_provider_clear(&np->p);
                 native_provider_unref(np);
                 return err && err->error ? err->error : b4_error_set(err, r, "out of memory");
         }
         np->exe_fd = open_keeper_exe();
-        np->userns = !np->rootless && idmap_userns_works(NULL);
         np->host_uid = (uint32_t)geteuid();
         np->host_gid = (uint32_t)getegid();
         cgroup_host_probe(open("/sys/fs/cgroup", O_RDONLY | O_DIRECTORY | O_CLOEXEC), &np->cg);

@@ -392,7 +392,7 @@ int native_reader_open(struct native_provider *np,
 
         if (b4_resource_id(np->p.scope, req->thread_id, id) < 0)
                 return b4_error_set(err, -EINVAL, "invalid thread id");
-        if (np->userns && (r = idmap_get(np, id, false, &base, err)) < 0 && r != -ENOENT)
+        if ((r = idmap_get(np, id, false, &base, err)) < 0 && r != -ENOENT)
                 return r;
         if (faccessat(np->ws_fd, id, F_OK, AT_SYMLINK_NOFOLLOW) == 0 &&
             (r = disk_attach(np, id, 0, 0, 0, err)) < 0) /* after a reboot: mount it again */

@@ -105,7 +105,7 @@ static int collect(struct native_provider *np, char ***ret)
                 r = scan_dir(np->owners_fd, &ids);
         if (r >= 0 && np->disks_fd >= 0)
                 r = scan_dir(np->disks_fd, &ids);
-        if (r >= 0 && np->userns)
+        if (r >= 0 && native_userns(np))
                 r = idmap_claimed_ids(np, &ids);
         if (r < 0)
                 return r;

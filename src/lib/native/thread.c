@@ -441,7 +441,9 @@ int native_thread_ensure(struct native_provider *np,
                         t->thread_id);
         if (t->live)
                 return 0;
-        if (np->userns) {
+        /* A recorded block says the thread runs in its own user namespace: adopting its
+         * keeper needs no probe of the kernel (a fork), only starting one does. */
+        if (idmap_recorded(np, t->id) || native_userns(np)) {
                 int r = idmap_get(np, t->id, true, &t->host_base, err);
                 if (r < 0)
                         return r;

@@ -119,7 +119,7 @@ static int resolver_input(struct b4_runtime *rt,
                           struct b4_error *err)
 {
         struct b4_thread_row row = { 0 };
-        cleanup_(jv_unrefp) struct jv *in = jv_object_new(), *meta = NULL;
+        cleanup_(jv_unrefp) struct jv *in = NULL, *meta = NULL;
         int r;
 
         r = b4_store_thread_get(rt->opts.store, id, &row, err);
@@ -127,15 +127,11 @@ static int resolver_input(struct b4_runtime *rt,
                 return r;
         r = jv_parse(row.metadata_json, strlen(row.metadata_json), &meta, err);
         b4_thread_row_clear(&row);
-        if (r < 0 || !in)
-                return r < 0 ? r : -ENOMEM;
-        r = jv_object_set_new(in, "threadId", jv_string_new(id));
-        if (r >= 0)
-                r = jv_object_set_new(in, "metadata", jv_ref(meta));
-        if (r >= 0)
-                r = jv_object_set_new(in, "staged",
-                                      staged ? jv_ref((struct jv *)staged) : jv_null_new());
-        return r < 0 ? r : jv_dump(in, 0, ret);
+        if (r < 0)
+                return r;
+        in = jv_pack("{s:s, s:O, s:O?}", "threadId", id, "metadata", meta, "staged",
+                     (struct jv *)staged);
+        return in ? jv_dump(in, 0, ret) : -ENOMEM;
 }
 
 /* A resolver that answers the staged form {sourceDigest, environmentLinks?, baseline?}. */
@@ -179,9 +175,7 @@ static int staged_result(const struct jv *w,
 /* Stand-in for the staged form so the config parser checks the rest of a thread sandbox. */
 static int swap_staged(struct jv *v, bool thread, struct jv **ret_w)
 {
-        static const char placeholder[] = "{\"source\":{\"directory\":\".\",\"include\":[]}}";
-        struct jv *w = thread ? jv_object_get(v, "workspace") : v, *ph = NULL;
-        int r;
+        struct jv *w = thread ? jv_object_get(v, "workspace") : v;
 
         *ret_w = NULL;
         if (!jv_object_get(w, "sourceDigest"))
@@ -189,8 +183,8 @@ static int swap_staged(struct jv *v, bool thread, struct jv **ret_w)
         *ret_w = jv_ref(w);
         if (!thread)
                 return 0;
-        r = jv_parse(placeholder, sizeof(placeholder) - 1, &ph, NULL);
-        return r < 0 ? r : jv_object_set_new(v, "workspace", ph);
+        return jv_object_set_new(v, "workspace",
+                                 jv_pack("{s:{s:s, s:[]}}", "source", "directory", ".", "include"));
 }
 
 static int parse_output(struct b4_runtime *rt,
@@ -289,26 +283,10 @@ static struct jv *tool_map(const struct b4_tool_patterns *m, size_t n)
 {
         struct jv *o = jv_object_new();
 
-        for (size_t i = 0; o && i < n; i++) {
-                struct jv *a = jv_array_new();
-
-                STRV_FOREACH (p, m[i].patterns)
-                        if (a && jv_array_append_new(a, jv_string_new(*p)) < 0)
-                                a = jv_unref(a);
-                if (!a || jv_object_set_new(o, m[i].tool, a) < 0)
+        for (size_t i = 0; o && i < n; i++)
+                if (jv_object_set_new(o, m[i].tool, jv_string_array_new(m[i].patterns)) < 0)
                         o = jv_unref(o);
-        }
         return o;
-}
-
-static struct jv *network_json(const struct b4_thread_policy *p)
-{
-        struct jv *net = jv_object_new();
-        const char *mode = p->network == B4_NETWORK_DENY ? "deny" : "allow";
-
-        if (net && jv_object_set_new(net, "mode", jv_string_new(mode)) < 0)
-                net = jv_unref(net);
-        return net;
 }
 
 static struct jv *env_json(const struct b4_thread_policy *p)
@@ -323,53 +301,45 @@ static struct jv *env_json(const struct b4_thread_policy *p)
 
 static struct jv *resources_json(const struct b4_thread_policy *p)
 {
-        struct jv *res = jv_object_new();
-        int r = res ? 0 : -ENOMEM;
+        bool lost = false;
+        struct jv *res =
+                jv_pack("{s:o*, s:o*, s:o*}", "memoryMb",
+                        jv_opt(p->memory_mb, jv_integer_new((int64_t)p->memory_mb), &lost), "cpus",
+                        jv_opt(p->cpus > 0, jv_real_new(p->cpus), &lost), "timeoutMs",
+                        jv_opt(p->timeout_ms, jv_integer_new((int64_t)p->timeout_ms), &lost));
 
-        if (r >= 0 && p->memory_mb)
-                r = jv_object_set_new(res, "memoryMb", jv_integer_new((int64_t)p->memory_mb));
-        if (r >= 0 && p->cpus > 0)
-                r = jv_object_set_new(res, "cpus", jv_real_new(p->cpus));
-        if (r >= 0 && p->timeout_ms)
-                r = jv_object_set_new(res, "timeoutMs", jv_integer_new((int64_t)p->timeout_ms));
-        return r < 0 ? jv_unref(res) : res;
+        return lost ? jv_unref(res) : res;
 }
 
 static struct jv *policy_json(const struct b4_thread_policy *p)
 {
-        struct jv *o = jv_object_new();
-        int r = o ? 0 : -ENOMEM;
+        bool lost = false;
+        struct jv *o = jv_pack(
+                "{s:o*, s:o*, s:o*}", "network",
+                jv_opt(p->has_network, config_thread_network_json(p), &lost), "env",
+                jv_opt(p->has_env, env_json(p), &lost), "resources",
+                jv_opt(p->memory_mb || p->cpus > 0 || p->timeout_ms, resources_json(p), &lost));
 
-        if (r >= 0 && p->has_network)
-                r = jv_object_set_new(o, "network", network_json(p));
-        if (r >= 0 && p->has_env)
-                r = jv_object_set_new(o, "env", env_json(p));
-        if (r >= 0 && (p->memory_mb || p->cpus > 0 || p->timeout_ms))
-                r = jv_object_set_new(o, "resources", resources_json(p));
-        return r < 0 ? jv_unref(o) : o;
+        return lost ? jv_unref(o) : o;
 }
 
+/* The record: "permissions" only when a tool is allowed or denied, each map only when it
+ * has a tool. */
 static int record_json(const struct b4_thread_sandbox *t, struct jv **ret)
 {
-        cleanup_(jv_unrefp) struct jv *rec = jv_object_new();
-        int r = rec ? jv_object_set_new(rec, "version", jv_integer_new(1)) : -ENOMEM;
+        bool lost = false;
+        struct jv *perm = jv_pack("{s:o*, s:o*}", "allow",
+                                  jv_opt(t->n_allow, tool_map(t->allow, t->n_allow), &lost), "deny",
+                                  jv_opt(t->n_deny, tool_map(t->deny, t->n_deny), &lost));
+        struct jv *rec = jv_pack("{s:i, s:s*, s:o, s:o*}", "version", 1, "image", t->image,
+                                 "policy", policy_json(&t->policy), "permissions",
+                                 jv_opt(t->n_allow || t->n_deny, perm, &lost));
 
-        if (r >= 0 && t->image)
-                r = jv_object_set_new(rec, "image", jv_string_new(t->image));
-        if (r >= 0)
-                r = jv_object_set_new(rec, "policy", policy_json(&t->policy));
-        if (r >= 0 && (t->n_allow || t->n_deny)) {
-                struct jv *perm = jv_object_new();
-
-                if (perm && t->n_allow)
-                        r = jv_object_set_new(perm, "allow", tool_map(t->allow, t->n_allow));
-                if (perm && r >= 0 && t->n_deny)
-                        r = jv_object_set_new(perm, "deny", tool_map(t->deny, t->n_deny));
-                r = r < 0 ? r : jv_object_set_new(rec, "permissions", perm);
+        if (!rec || lost) {
+                jv_unref(rec);
+                return -ENOMEM;
         }
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(rec);
+        *ret = rec;
         return 0;
 }
 
@@ -396,22 +366,14 @@ static int apply_record_policy(const struct b4_policy *app,
                                struct b4_policy *p,
                                struct b4_error *err)
 {
-        const char *mode = jv_string(jv_object_get(jv_object_get(pol, "network"), "mode"));
         const struct jv *res = jv_object_get(pol, "resources"), *x;
         int r = b4_policy_copy(p, app);
 
         if (r < 0)
                 return r;
-        if (mode && strcmp(mode, "allow") == 0 && app->network == B4_NETWORK_DENY)
-                return b4_error_set(err, -EPERM,
-                                    "A thread's sandbox policy may not open the network the "
-                                    "app's policy denies");
-        if (mode && strcmp(mode, "deny") == 0 && app->network == B4_NETWORK_ALLOW) {
-                p->network = B4_NETWORK_DENY;
-                b4_net_entries_free(p->network_list, p->n_network_list);
-                p->network_list = NULL;
-                p->n_network_list = 0;
-        }
+        r = config_thread_network_apply(app, jv_object_get(pol, "network"), p, err);
+        if (r < 0)
+                return r;
         if ((x = jv_object_get(pol, "env")) && (r = merge_env(p, x)) < 0)
                 return r;
         if ((x = jv_object_get(res, "memoryMb")))
@@ -445,33 +407,22 @@ static int association_json(const struct b4_captured_workspace *ws,
                             const char *image,
                             struct jv **ret)
 {
-        cleanup_(jv_unrefp) struct jv *o = jv_object_new(), *links = jv_array_new();
+        cleanup_(jv_unrefp) struct jv *links = jv_array_new();
+        struct jv *o;
         char op[37];
-        int r = o && links ? uuid_v4(op) : -ENOMEM;
+        int r = links ? uuid_v4(op) : -ENOMEM;
 
-        for (size_t i = 0; r >= 0 && i < ws->n_links; i++) {
-                struct jv *l = jv_object_new();
-
-                r = l ? jv_object_set_new(l, "path", jv_string_new(ws->links[i].path)) : -ENOMEM;
-                if (r >= 0)
-                        r = jv_object_set_new(l, "target", jv_string_new(ws->links[i].target));
-                r = r < 0 ? (jv_unref(l), r) : jv_array_append_new(links, l);
-        }
-        if (r >= 0)
-                r = jv_object_set_new(o, "version", jv_integer_new(1));
-        if (r >= 0)
-                r = jv_object_set_new(o, "operationId", jv_string_new(op));
-        if (r >= 0)
-                r = jv_object_set_new(o, "sourceDigest", jv_string_new(ws->source->digest));
-        if (r >= 0)
-                r = jv_object_set_new(o, "environmentLinks", jv_ref(links));
-        if (r >= 0 && ws->baseline_git)
-                r = jv_object_set_new(o, "baseline", jv_string_new("git"));
-        if (r >= 0 && image)
-                r = jv_object_set_new(o, "image", jv_string_new(image));
+        for (size_t i = 0; r >= 0 && i < ws->n_links; i++)
+                r = jv_array_append_new(links, jv_pack("{s:s, s:s}", "path", ws->links[i].path,
+                                                       "target", ws->links[i].target));
         if (r < 0)
                 return r;
-        *ret = TAKE_PTR(o);
+        o = jv_pack("{s:i, s:s, s:s, s:o, s:s*, s:s*}", "version", 1, "operationId", op,
+                    "sourceDigest", ws->source->digest, "environmentLinks", TAKE_PTR(links),
+                    "baseline", ws->baseline_git ? "git" : NULL, "image", image);
+        if (!o)
+                return -ENOMEM;
+        *ret = o;
         return 0;
 }
 

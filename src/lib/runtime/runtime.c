@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 
 #include "base/alloc.h"
 #include "base/hashmap.h"
@@ -96,16 +95,8 @@ static bool drain_readers(struct b4_runtime *rt)
         bool drained;
 
         (void)pthread_mutex_lock(&rt->lock);
-        while (rt->readers > 0 && now_msec() < deadline) {
-                struct timespec ts;
-                (void)clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_nsec += 50 * 1000000L;
-                if (ts.tv_nsec >= 1000000000L) {
-                        ts.tv_sec++;
-                        ts.tv_nsec -= 1000000000L;
-                }
-                (void)pthread_cond_timedwait(&rt->cond, &rt->lock, &ts);
-        }
+        while (rt->readers > 0 && now_msec() < deadline)
+                (void)cond_wait_until_ms(&rt->cond, &rt->lock, now_msec() + 50);
         drained = rt->readers == 0;
         (void)pthread_mutex_unlock(&rt->lock);
         return drained;

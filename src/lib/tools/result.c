@@ -7,16 +7,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "base/macro.h"
 #include "json/json.h"
 #include "tools/tools-internal.h"
-
-static void jv_unref_ptr(struct jv **v)
-{
-        jv_unrefp(v);
-}
-
-#define cleanup_jv cleanup_(jv_unref_ptr)
 
 void b4_tool_result_clear(struct b4_tool_result *r)
 {
@@ -28,21 +20,11 @@ void b4_tool_result_clear(struct b4_tool_result *r)
 
 int result_ok(struct jv *value, struct b4_tool_result *ret)
 {
-        cleanup_jv struct jv *doc = jv_object_new();
-        int r;
+        struct jv *doc = jv_pack("{s:b, s:o}", "ok", true, "result", value);
 
-        if (!doc) {
-                jv_unref(value);
+        if (!doc)
                 return -ENOMEM;
-        }
-        r = jv_object_set_new(doc, "ok", jv_bool_new(true));
-        if (r >= 0)
-                r = jv_object_set_new(doc, "result", value);
-        else
-                jv_unref(value);
-        if (r < 0)
-                return r;
-        *ret = (struct b4_tool_result){ .ok = true, .doc = TAKE_PTR(doc) };
+        *ret = (struct b4_tool_result){ .ok = true, .doc = doc };
         return 0;
 }
 
@@ -53,23 +35,13 @@ const char *result_error_code(const struct b4_error *e)
         return e->error == -EAGAIN ? B4_TOOL_PERMISSION_REQUIRED : B4_TOOL_ERROR;
 }
 
-static int error_object(const char *code, const struct b4_error *e, struct jv **ret)
+/* {code, [errno,] message}: errno (the E name) only for a plain tool_error. NULL on OOM. */
+static struct jv *error_object(const char *code, const struct b4_error *e)
 {
-        cleanup_jv struct jv *o = jv_object_new();
         const char *name = e->error < 0 ? strerrorname_np(-e->error) : NULL;
-        int r;
 
-        if (!o)
-                return -ENOMEM;
-        r = jv_object_set_new(o, "code", jv_string_new(code));
-        if (r >= 0 && strcmp(code, B4_TOOL_ERROR) == 0 && name)
-                r = jv_object_set_new(o, "errno", jv_string_new(name));
-        if (r >= 0)
-                r = jv_object_set_new(o, "message", jv_string_new(e->msg));
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(o);
-        return 0;
+        return jv_pack("{s:s, s:s*, s:s}", "code", code, "errno",
+                       strcmp(code, B4_TOOL_ERROR) == 0 ? name : NULL, "message", e->msg);
 }
 
 int result_error(const char *code,
@@ -77,24 +49,12 @@ int result_error(const char *code,
                  struct jv *request,
                  struct b4_tool_result *ret)
 {
-        cleanup_jv struct jv *doc = jv_object_new();
-        cleanup_jv struct jv *req = request;
-        struct jv *eo = NULL;
-        int r;
+        struct jv *doc = jv_pack("{s:b, s:o, s:o*}", "ok", false, "error", error_object(code, e),
+                                 "permissionRequest", request);
 
         if (!doc)
                 return -ENOMEM;
-        r = error_object(code, e, &eo);
-        if (r >= 0)
-                r = jv_object_set_new(doc, "ok", jv_bool_new(false));
-        if (r >= 0)
-                r = jv_object_set_new(doc, "error", TAKE_PTR(eo));
-        if (r >= 0 && req)
-                r = jv_object_set_new(doc, "permissionRequest", TAKE_PTR(req));
-        jv_unref(eo);
-        if (r < 0)
-                return r;
-        *ret = (struct b4_tool_result){ .ok = false, .code = code, .doc = TAKE_PTR(doc) };
+        *ret = (struct b4_tool_result){ .ok = false, .code = code, .doc = doc };
         return 0;
 }
 
@@ -111,48 +71,30 @@ const char *ask_kind_name(enum ask_kind kind)
         return kind_names[kind];
 }
 
-static int request_detail(const struct ask *a, struct jv **ret)
+/* The request's detail: what was asked for and the pattern that would allow it. */
+static struct jv *request_detail(const struct ask *a)
 {
-        cleanup_jv struct jv *d = jv_object_new();
-        int r;
-
-        if (!d)
-                return -ENOMEM;
-        if (a->kind == ASK_COMMAND)
-                r = jv_object_set_new(d, "command", jv_string_new(a->candidate));
-        else if (a->kind == ASK_PATH) {
-                r = jv_object_set_new(d, "operation", jv_string_new(a->key));
-                if (r >= 0)
-                        r = jv_object_set_new(d, "path", jv_string_new(a->candidate));
-        } else
-                r = jv_object_set_new(d, "toolName", jv_string_new(a->candidate));
-        if (r >= 0)
-                r = jv_object_set_new(d, "suggestedPattern", jv_string_new(a->pattern));
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(d);
-        return 0;
+        switch (a->kind) {
+        case ASK_COMMAND:
+                return jv_pack("{s:s, s:s}", "command", a->candidate, "suggestedPattern",
+                               a->pattern);
+        case ASK_PATH:
+                return jv_pack("{s:s, s:s, s:s}", "operation", a->key, "path", a->candidate,
+                               "suggestedPattern", a->pattern);
+        case ASK_TOOL:
+                break;
+        }
+        return jv_pack("{s:s, s:s}", "toolName", a->candidate, "suggestedPattern", a->pattern);
 }
 
 int result_request(const struct pending *p, struct jv **ret)
 {
-        cleanup_jv struct jv *o = jv_object_new();
-        struct jv *detail = NULL;
-        int r;
+        struct jv *o =
+                jv_pack("{s:s, s:s, s:s, s:o}", "interruptId", p->id, "type", "permission-request",
+                        "kind", kind_names[p->ask.kind], "detail", request_detail(&p->ask));
 
         if (!o)
                 return -ENOMEM;
-        r = jv_object_set_new(o, "interruptId", jv_string_new(p->id));
-        if (r >= 0)
-                r = jv_object_set_new(o, "type", jv_string_new("permission-request"));
-        if (r >= 0)
-                r = jv_object_set_new(o, "kind", jv_string_new(kind_names[p->ask.kind]));
-        if (r >= 0)
-                r = request_detail(&p->ask, &detail);
-        if (r >= 0)
-                r = jv_object_set_new(o, "detail", detail);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(o);
+        *ret = o;
         return 0;
 }

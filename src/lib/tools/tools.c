@@ -44,21 +44,23 @@ static int fs_failed(
         }
 }
 
-/* A JSON string from bytes that may not be UTF-8 (lossy, as the reference's text reads). */
-static int text_value(const char *s, size_t len, struct jv **ret)
+/* A JSON string from bytes that may not be UTF-8 (lossy, as the reference's text reads); NULL
+ * @s reads as empty. NULL on OOM. */
+static struct jv *text_json(const char *s, size_t len)
 {
         cleanup_free char *u = NULL;
         size_t ulen = 0;
-        int r;
 
-        if (utf8_is_valid(s, len)) {
-                *ret = jv_stringn_new(s, len);
-                return *ret ? 0 : -ENOMEM;
-        }
-        r = text_utf8_lossy(s, len, &u, &ulen);
-        if (r < 0)
-                return r;
-        *ret = jv_stringn_new(u, ulen);
+        if (!s)
+                return jv_string_new("");
+        if (utf8_is_valid(s, len))
+                return jv_stringn_new(s, len);
+        return text_utf8_lossy(s, len, &u, &ulen) < 0 ? NULL : jv_stringn_new(u, ulen);
+}
+
+static int text_value(const char *s, size_t len, struct jv **ret)
+{
+        *ret = text_json(s, len);
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -266,49 +268,24 @@ int tool_list_dir(struct b4_tools *t, const struct jv *args, struct jv **ret, st
         list = jv_array_new();
         if (!list)
                 return -ENOMEM;
-        STRV_FOREACH (n, names) {
-                struct jv *s = NULL;
-                r = text_value(*n, strlen(*n), &s);
-                if (r >= 0)
-                        r = jv_array_append_new(list, s);
-                if (r < 0)
-                        return r;
-        }
+        STRV_FOREACH (n, names)
+                if (jv_array_append_new(list, text_json(*n, strlen(*n))) < 0)
+                        return -ENOMEM;
         *ret = TAKE_PTR(list);
         return 0;
 }
 
-static int set_text(struct jv *o, const char *key, const char *s, size_t len)
-{
-        struct jv *v = NULL;
-        int r = text_value(s ? s : "", s ? len : 0, &v);
-
-        return r < 0 ? r : jv_object_set_new(o, key, v);
-}
-
 static int exec_result(const struct b4_exec_result *x, struct jv **ret)
 {
-        cleanup_jv struct jv *o = jv_object_new();
-        int r;
+        struct jv *o = jv_pack("{s:o, s:o, s:i, s:b, s:b, s:b, s:I}", "stdout",
+                               text_json(x->out, x->out_len), "stderr",
+                               text_json(x->errout, x->errout_len), "exitCode", x->exit_code,
+                               "timedOut", x->timed_out, "cancelled", x->cancelled, "truncated",
+                               x->truncated, "durationMs", (int64_t)x->duration_ms);
 
         if (!o)
                 return -ENOMEM;
-        r = set_text(o, "stdout", x->out, x->out_len);
-        if (r >= 0)
-                r = set_text(o, "stderr", x->errout, x->errout_len);
-        if (r >= 0)
-                r = jv_object_set_new(o, "exitCode", jv_integer_new(x->exit_code));
-        if (r >= 0)
-                r = jv_object_set_new(o, "timedOut", jv_bool_new(x->timed_out));
-        if (r >= 0)
-                r = jv_object_set_new(o, "cancelled", jv_bool_new(x->cancelled));
-        if (r >= 0)
-                r = jv_object_set_new(o, "truncated", jv_bool_new(x->truncated));
-        if (r >= 0)
-                r = jv_object_set_new(o, "durationMs", jv_integer_new((int64_t)x->duration_ms));
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(o);
+        *ret = o;
         return 0;
 }
 
