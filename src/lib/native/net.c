@@ -197,7 +197,7 @@ static int write_resolv(struct native_provider *np, const char *id, const char *
  * names it. */
 static void network_delete(const char *host, int dfd, const char *text, const char *sub)
 {
-        struct mnl_socket *nl = rtnl_open();
+        struct nl_sock *nl = rtnl_open();
 
         if (nl)
                 (void)rtnl_link_del(nl, host);
@@ -276,9 +276,9 @@ void net_teardown(struct native_provider *np, const char *id, const char *hid)
 }
 
 struct sandbox_side {
-        int nsfd;              /* in: the sandbox's network namespace */
-        struct mnl_socket *nl; /* out: a NETLINK_ROUTE socket there */
-        unsigned ifindex;      /* out: eth0's index there */
+        int nsfd;           /* in: the sandbox's network namespace */
+        struct nl_sock *nl; /* out: a NETLINK_ROUTE socket there */
+        unsigned ifindex;   /* out: eth0's index there */
         int r;
 };
 
@@ -315,7 +315,7 @@ static int configure(const char *hid, pid_t pid, unsigned n)
         char host[16], nspath[64];
         cleanup_close int nsfd = -EBADF;
         struct sandbox_side sb = { .nsfd = -EBADF };
-        struct mnl_socket *nl = NULL;
+        struct nl_sock *nl = NULL;
         unsigned hidx = 0;
         int r;
 
