@@ -474,7 +474,8 @@ int native_rm_rf_at(int dirfd, const char *name);
 
 /* ---- net.c ------------------------------------------------------------------------------ */
 
-/* Whether veth + NAT can be set up here; @ret_why says why not (static string). */
+/* Whether veth + NAT can be set up here (root, forwarding; nf_tables is probed by preflight);
+ * @ret_why says why not (static string). */
 int net_available(const char **ret_why);
 /* net_forward_state() - how allow-mode traffic meets another FORWARD chain here: 0 no policy
  * of DROP, 1 an iptables-nft one with b4box's accepts, 2 one that gets them at the next

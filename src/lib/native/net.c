@@ -55,9 +55,10 @@ static bool has_ipv6(void)
         return access("/proc/sys/net/ipv6/conf", F_OK) == 0;
 }
 
-/* Root and forwarding; net_available() adds the nf_tables probe (a dry run of the table,
- * which acquire does not need: it installs the table and reports a refusal). */
-static int net_basics(const char **ret_why)
+/* Root and forwarding only: the nf_tables probe (a dry run of the table, which loads
+ * libnftables) is preflight's (netpolicy_probe()); acquire installs the table and reports a
+ * refusal, and a warm exec must not pay for either. */
+int net_available(const char **ret_why)
 {
         cleanup_free char *fwd = NULL;
         size_t len;
@@ -69,13 +70,6 @@ static int net_basics(const char **ret_why)
                 return *ret_why = "net.ipv4.ip_forward is not 1", -ENETDOWN;
         *ret_why = NULL;
         return 0;
-}
-
-int net_available(const char **ret_why)
-{
-        int r = net_basics(ret_why);
-
-        return r < 0 ? r : netpolicy_probe(ret_why);
 }
 
 /* Disable IPv6 on @ifname in the calling thread's network namespace (net sysctls are those
@@ -577,7 +571,7 @@ int net_setup(struct native_provider *np,
         unsigned n = 0;
         int r;
 
-        r = net_basics(&why);
+        r = net_available(&why);
         if (r < 0)
                 return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
                                          "Sandbox unavailable: network \"allow\" needs a veth and "

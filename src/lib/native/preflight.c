@@ -166,7 +166,7 @@ static int allow_row(struct b4_preflight *p)
         const char *fwd = NULL;
         int r, f;
 
-        if (net_available(&why) < 0)
+        if (net_available(&why) < 0 || netpolicy_probe(&why) < 0)
                 return b4_preflight_control(p, "network allow", B4_NOT_ENFORCED,
                                             "%s: allow-mode sandboxes cannot start here", why);
         r = b4_preflight_control(p, "network allow", B4_ENFORCED,
