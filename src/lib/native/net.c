@@ -202,18 +202,36 @@ static void network_delete(const char *host, int dfd, const char *text, const ch
                 (void)unlinkat(dfd, sub, 0);
 }
 
+/* Whether this process has one thread (/proc/self/status). */
+static bool single_threaded(void)
+{
+        cleanup_free char *status = NULL;
+        size_t len;
+
+        return read_file_at(AT_FDCWD, "/proc/self/status", 1u << 16, &status, &len) >= 0 &&
+               strstr(status, "\nThreads:\t1\n") != NULL;
+}
+
 /* The keeper is dead, and with its namespace the veth goes (the kernel deletes it
  * asynchronously; RTM_DELLINK then waits up to ≈ 20 ms for that, measured), which leaves the
  * elements keyed by its ifindex inert; deleting them is a kernel transaction of 3-8 ms (an
  * element delete, measured with `nft` too). Release need not wait for either: a grandchild
  * does both with stdio on /dev/null and no other inherited descriptor (a caller reading our
  * stdout sees EOF at once); its parent is reaped here at once, so nobody waits and no zombie
- * stays. Inline when fork fails. A new veth of the same name meets the old one at most while
- * it is being deleted: configure() deletes it and retries. */
+ * stays. Inline when fork fails or other threads run. A new veth of the same name meets the old one
+ * at most while it is being deleted: configure() deletes it and retries. */
 static void network_delete_later(const char *host, int dfd, const char *text, const char *sub)
 {
         int status, null_fd;
-        pid_t pid = fork();
+        pid_t pid;
+
+        /* a fork of a threaded process (the server) may copy a lock another thread holds
+         * (the loader's, should libnftables be loaded there): it waits for the kernel */
+        if (!single_threaded()) {
+                network_delete(host, dfd, text, sub);
+                return;
+        }
+        pid = fork();
 
         if (pid == 0) {
                 if (fork() != 0)
