@@ -96,6 +96,11 @@ struct b4_workspace_def {
 struct b4_thread_policy {
         bool has_network;
         enum b4_network_mode network;
+        /* set: the thread's allowlist (deny) or denylist (allow), narrowing the app's; unset:
+         * the app's list when the mode is the app's, else none */
+        bool has_network_list;
+        struct b4_net_entry *network_list; /* owned */
+        size_t n_network_list;
         bool has_env;           /* set: replaces the app's env wholesale */
         struct b4_env_var *env; /* owned, sorted by name */
         size_t n_env;

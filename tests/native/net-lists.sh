@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Network lists end to end through the native provider (TAP, root only): `b4box exec` in
-# threads whose b4box.json has an allowlist (mode deny) or a denylist (mode allow), in the
+# threads whose b4box.json has an allowlist (mode deny) or a denylist (mode allow), or whose
+# thread resolver answers its own narrower allowlist (a wider one is refused), in the
 # closed topology of net-netd.sh (a "host" namespace where b4box runs, an "internet"
 # namespace with a fake upstream DNS on 192.0.2.53 logging every query, a "foreign resolver"
 # on 198.51.100.53 and HTTP servers; no route to any real network). The provider makes the
@@ -20,7 +21,7 @@ fi
 dir=$(mktemp -d)
 pids=()
 cleanup() {
-        for t in lists-a lists-b lists-d lists-m lists-e lists-n; do
+        for t in lists-a lists-b lists-d lists-m lists-e lists-n lists-t; do
                 (cd "$dir/$t" 2>/dev/null && "$b4box" --state "$dir/st" destroy "$t" >/dev/null 2>&1)
         done
         for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
@@ -94,9 +95,22 @@ config lists-d allow '["other.test","192.0.2.12/32"]'
 config lists-m deny '["169.254.0.0/16"]'
 config lists-e deny '["169.254.169.254:8080"]'
 mkdir -p "$dir/lists-n" && printf '{"sandbox":{"provider":{"type":"native","scope":"net-lists"},"network":{"mode":"deny"}}}\n' >"$dir/lists-n/b4box.json"
+thread_config() { # thread app-allowlist resolver-allowlist: a thread resolver's own list
+        mkdir -p "$dir/$1/ws" && echo ws >"$dir/$1/ws/f.txt"
+        cat >"$dir/$1/resolve.sh" <<EOF
+#!/bin/sh
+cat >/dev/null
+echo '{"workspace":{"source":{"directory":"ws","include":["f.txt"]}},"policy":{"network":{"mode":"deny","allowlist":$3}}}'
+EOF
+        chmod +x "$dir/$1/resolve.sh"
+        printf '{"sandbox":{"provider":{"type":"native","scope":"net-lists"},"network":{"mode":"deny","allowlist":%s,"dns":{"upstream":["192.0.2.53"],"pinFloorSeconds":1,"pinCapSeconds":3}},"thread":{"command":["./resolve.sh"]}}}\n' \
+                "$2" >"$dir/$1/b4box.json"
+}
+thread_config lists-t '["allowed.test","other.test"]' '["allowed.test"]'
+thread_config lists-w '["allowed.test"]' '["allowed.test","other.test"]'
 x() { local t=$1; shift; (cd "$dir/$t" && "$b4box" --state "$dir/st" exec --thread "$t" -- "$@" 2>&1); }
 
-echo "1..21"
+echo "1..23"
 n=0
 check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
 flat() { tr '\n' ' ' <<<"$1" | sed 's/ *$//'; }
@@ -153,14 +167,26 @@ check "the metadata address named exactly (with its port) opens it, and only tha
         '[ "$(flat "$out")" = "hello-internet rc=7" ]'
 out=$(x lists-n 'dig +time=1 +tries=1 allowed.test >/dev/null 2>&1; echo "rc=$?"; ip -br link | cut -d" " -f1 | tr "\n" " "')
 check "deny without lists: no DNS at all, only lo ($(flat "$out"))" '[ "$(flat "$out")" = "rc=9 lo" ]'
+out=$(x lists-t 'dig +short +time=2 +tries=1 allowed.test; dig +time=2 +tries=1 other.test | grep -o "status: [A-Z]*"')
+check "a resolver's narrower allowlist is the one enforced ($(flat "$out"))" \
+        '[ "$(flat "$out")" = "192.0.2.10 status: NXDOMAIN" ]'
+out=$(x lists-w 'true'; echo "rc=$?")
+check "a resolver's allowlist wider than the app's is refused ($(flat "$out"))" \
+        'grep -q "network.allowlist\[1\] \"other.test\" is not inside any entry" <<<"$out" && grep -q "rc=[1-9]" <<<"$out"'
 mkdir -p "$dir/lists-u" && printf '{"sandbox":{"provider":{"type":"native","scope":"net-lists"},"network":{"mode":"deny","allowlist":["allowed.test"]}}}\n' >"$dir/lists-u/b4box.json"
 : >"$dir/empty.conf"
 nveth=$(ip -br link | grep -c "^b4h")
 out=$(cd "$dir/lists-u" && unshare -m sh -c 'mount --bind "$1" /etc/resolv.conf && exec "$2" --state "$3" exec --thread lists-u -- true' sh "$dir/empty.conf" "$b4box" "$dir/st" 2>&1; echo "rc=$?")
 check "names without any upstream resolver: refused at acquire ($(flat "$out"))" \
         'grep -q "no upstream resolver" <<<"$out" && grep -q "rc=[1-9]" <<<"$out" && [ "$(ip -br link | grep -c "^b4h")" = "$nveth" ]'
-for t in lists-a lists-b lists-d lists-m lists-e lists-n; do (cd "$dir/$t" && "$b4box" --state "$dir/st" destroy "$t" >/dev/null 2>&1); done
+for t in lists-a lists-b lists-d lists-m lists-e lists-n lists-t; do (cd "$dir/$t" && "$b4box" --state "$dir/st" destroy "$t" >/dev/null 2>&1); done
+# release deletes the veth and the (inert) elements in a detached grandchild: up to 2 s
+settled() { for _ in $(seq 40); do "$@" && return 0; sleep 0.05; done; return 1; }
+no_veth() { [ -z "$(ip -br link | grep "^b4h")" ]; }
 check "release leaves no netd record or log, no veth" \
-        '! ls "$dir"/st/native/run/*.netd* >/dev/null 2>&1 && [ -z "$(ip -br link | grep "^b4h")" ]'
-check "release leaves no thread element in inet b4box" \
-        '[ -z "$(nft list map inet b4box mode | grep -o "goto")" ] && [ -z "$(nft list set inet b4box src4 | grep -o "10\.233")" ]'
+        '! ls "$dir"/st/native/run/*.netd* >/dev/null 2>&1 && settled no_veth'
+no_elements() {
+        [ -z "$(nft list map inet b4box mode | grep -o "goto")" ] && [ -z "$(nft list set inet b4box src4 | grep -o "10\.233")" ] &&
+                [ -z "$(nft list set inet b4box masq4 | grep -o "10\.233")" ]
+}
+check "release leaves no thread element in inet b4box" 'settled no_elements'

@@ -3,8 +3,8 @@
  * Managed admission over the fake provider: a static definition materialised at the first
  * run; a thread resolver run exactly once across concurrent first runs (a thread and its
  * child share one sandbox) and across a restart; declarative targets; network widening
- * refused; a hanging resolver hits its deadline; failures leave nothing stored; a thread
- * with a workspace but no record is refused.
+ * refused; a resolver's network lists narrowing the app's; a hanging resolver hits its deadline;
+ * failures leave nothing stored; a thread with a workspace but no record is refused.
  */
 
 #include <errno.h>
@@ -325,11 +325,54 @@ static void test_network_widening(void **state)
               "\"deny\"}, \"thread\": {\"command\": [\"./resolve.sh\"]}}");
         create_thread("w", NULL, NULL);
         assert_int_equal(run_once("w", &err), -EPERM);
+        assert_int_equal(err.code, B4_CODE_THREAD_REFUSED);
         assert_string_equal(err.msg, "A thread's sandbox policy may not open the network the "
                                      "app's policy denies");
         assert_false(has_association("w"));
         char *d = NULL, *p = NULL;
         assert_int_equal(b4_store_record_get(F.store, "w", &d, &p, NULL), -ENOENT);
+}
+
+/* A resolver's thread lists: one that narrows the app's is recorded and applied again after a
+ * restart; one that does not is a thread_refused with the entry and the reason. */
+static void test_network_lists(void **state)
+{
+        static const char ws[] = "{\"workspace\": {\"source\": {\"directory\": \"ws\", "
+                                 "\"include\": [\"main.txt\", \"bin/run.sh\"]}}, \"policy\": "
+                                 "{\"network\": "
+                                 "{\"mode\": \"deny\", \"allowlist\": ";
+        struct b4_error err = { 0 };
+        char *answer = NULL, *d = NULL, *p = NULL;
+
+        assert_true(asprintf(&answer, "%s[\"api.example.com:443\", \"10.1.0.0/16\"]}}}", ws) > 0);
+        resolver(answer, "");
+        free(answer);
+        start("{\"provider\": {\"type\": \"fake\", \"scope\": \"s\"}, \"network\": {\"mode\": "
+              "\"deny\", \"allowlist\": [\"*.example.com:443\", \"10.0.0.0/8\"]}, \"thread\": "
+              "{\"command\": [\"./resolve.sh\"]}}");
+        create_thread("in", NULL, NULL);
+        assert_int_equal(run_once("in", NULL), 0);
+        assert_int_equal(b4_store_record_get(F.store, "in", &d, &p, NULL), 0);
+        assert_non_null(strstr(p, "\"network\":{\"allowlist\":[\"api.example.com:443\","
+                                  "\"10.1.0.0/16\"],\"mode\":\"deny\"}"));
+        free(d);
+        free(p);
+        assert_int_equal(b4_runtime_thread_release(F.rt, "in", NULL), 0);
+        b4_runtime_free(F.rt);
+        runtime_up();
+        assert_int_equal(run_once("in", NULL), 0);
+
+        assert_true(asprintf(&answer, "%s[\"10.1.0.0/16\", \"api.example.com\"]}}}", ws) > 0);
+        resolver(answer, "");
+        free(answer);
+        create_thread("out", NULL, NULL);
+        assert_int_equal(run_once("out", &err), -EPERM);
+        assert_int_equal(err.code, B4_CODE_THREAD_REFUSED);
+        assert_string_equal(err.msg, "A thread's sandbox policy network.allowlist[1] "
+                                     "\"api.example.com\" is not inside any entry of the app's "
+                                     "sandbox.network.allowlist");
+        assert_false(has_association("out"));
+        assert_int_equal(b4_store_record_get(F.store, "out", &d, &p, NULL), -ENOENT);
 }
 
 static void test_resolver_deadline(void **state)
@@ -458,6 +501,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_thread_resolver_once, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_targets, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_network_widening, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_network_lists, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_resolver_deadline, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_resolver_refusals, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_no_record_refused, setup, teardown),

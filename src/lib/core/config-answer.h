@@ -32,3 +32,23 @@ int config_parse_resolver_answer(const struct jv *v,
 
 /* Free what a thread sandbox owns and zero it. */
 void config_thread_sandbox_clear(struct b4_thread_sandbox *t);
+
+struct b4_policy;
+
+/* The sandbox record's "network" object of thread policy @p: {mode, allowlist | denylist?},
+ * entries as configured. Return: a new object, or NULL (out of memory). */
+struct jv *config_thread_network_json(const struct b4_thread_policy *p);
+
+/*
+ * config_thread_network_apply() - a recorded thread network over the app's
+ * @app: the app's policy
+ * @net: the record's policy.network (borrowed), or NULL: the app's network
+ * @p: a copy of @app; on success its mode and list are the thread's narrowed ones
+ *
+ * Return: 0; -EPERM (B4_CODE_THREAD_REFUSED) when @net does not narrow @app's network, with
+ * `A thread's sandbox policy <reason>` in @err; -EBADMSG when @net is malformed; -ENOMEM.
+ */
+int config_thread_network_apply(const struct b4_policy *app,
+                                const struct jv *net,
+                                struct b4_policy *p,
+                                struct b4_error *err);

@@ -109,6 +109,13 @@ void config_parse_env(struct cfg *c,
                       const char *path,
                       struct b4_env_var **ret,
                       size_t *ret_n);
+/* A network allowlist or denylist at @path (at most 256 entries), replacing *@ret. */
+void config_parse_net_list(struct cfg *c,
+                           const struct jv *v,
+                           const char *path,
+                           bool allowlist,
+                           struct b4_net_entry **ret,
+                           size_t *ret_n);
 void config_parse_resources(struct cfg *c, const struct jv *v, struct b4_policy *p);
 void config_parse_security(struct cfg *c, const struct jv *v, struct b4_security *s);
 void config_parse_workspace(struct cfg *c, const struct jv *v, struct b4_sandbox_config *s);
@@ -125,6 +132,8 @@ void config_parse_thread_sandbox(struct cfg *c,
                                  const struct jv *v,
                                  const char *path,
                                  struct b4_thread_sandbox *t);
+/* Refuse declarative thread targets whose network does not narrow the app's policy. */
+void config_check_thread_network(struct cfg *c, const struct b4_sandbox_config *s);
 void config_parse_permissions(struct cfg *c, const struct jv *v, struct b4_permissions_config *p);
 /* A thread's allow or deny map (§2.4): any tool names, sorted. */
 void config_parse_tool_map(struct cfg *c,

@@ -66,8 +66,12 @@ static void parse_entry(struct cfg *c,
                 (*n)++;
 }
 
-static void parse_list(
-        struct cfg *c, const struct jv *v, const char *path, bool allowlist, struct b4_policy *p)
+void config_parse_net_list(struct cfg *c,
+                           const struct jv *v,
+                           const char *path,
+                           bool allowlist,
+                           struct b4_net_entry **ret,
+                           size_t *ret_n)
 {
         char at[CFG_PATH_MAX];
         struct b4_net_entry *l;
@@ -85,9 +89,9 @@ static void parse_list(
         }
         for (size_t i = 0; i < jv_array_size(v); i++)
                 parse_entry(c, jv_array_get(v, i), cfg_index(at, path, i), allowlist, l, &n);
-        b4_net_entries_free(p->network_list, p->n_network_list);
-        p->network_list = l;
-        p->n_network_list = n;
+        b4_net_entries_free(*ret, *ret_n);
+        *ret = l;
+        *ret_n = n;
 }
 
 static void parse_upstream(struct cfg *c, const struct jv *v, struct b4_net_dns *d)
@@ -178,9 +182,11 @@ void config_parse_network(struct cfg *c, const struct jv *v, struct b4_policy *p
                 cfg_refuse(c, "b4box.json sandbox.network.allowlist applies only with mode "
                               "\"deny\".");
         if (deny && !is_deny)
-                parse_list(c, deny, "sandbox.network.denylist", false, p);
+                config_parse_net_list(c, deny, "sandbox.network.denylist", false, &p->network_list,
+                                      &p->n_network_list);
         if (allow && is_deny)
-                parse_list(c, allow, "sandbox.network.allowlist", true, p);
+                config_parse_net_list(c, allow, "sandbox.network.allowlist", true, &p->network_list,
+                                      &p->n_network_list);
         if (dns)
                 parse_dns(c, dns, &p->dns);
 }

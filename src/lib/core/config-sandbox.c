@@ -412,4 +412,5 @@ void config_check_sandbox(struct cfg *c, const struct jv *sandbox, const struct 
                               "(sandbox.thread.command or sandbox.workspace.command): declarative "
                               "sandbox.thread targets would ignore what was staged.");
         check_protocol_policy(c, cfg);
+        config_check_thread_network(c, s);
 }

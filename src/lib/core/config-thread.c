@@ -2,8 +2,9 @@
 /*
  * `sandbox.thread`: a resolver command, or declarative targets that pick a thread sandbox by
  * one metadata key. A thread sandbox follows reference §2.4: a required static workspace, an
- * optional image, a narrow policy (network mode only, env, memoryMb/cpus/timeoutMs) and
- * permission lists.
+ * optional image, a narrow policy (network mode and lists that narrow the app's, env,
+ * memoryMb/cpus/timeoutMs) and permission lists; the thread network as it is recorded and
+ * applied over the app's policy.
  */
 
 #include <errno.h>
@@ -15,7 +16,12 @@
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strv.h"
+#include "config-answer.h"
 #include "config-internal.h"
+#include "json/json.h"
+#include "net-narrow.h"
+
+#define WHY_MAX 1024 /* a narrowing refusal's reason: two entries of at most 256 bytes */
 
 static const char *const thread_keys[] = { "targets", NULL };
 static const char *const targets_keys[] = { "key", "values", "default", NULL };
@@ -23,7 +29,7 @@ static const char *const sandbox_keys[] = { "workspace", "environment", "policy"
                                             NULL };
 static const char *const env_keys[] = { "image", NULL };
 static const char *const policy_keys[] = { "network", "env", "resources", NULL };
-static const char *const network_keys[] = { "mode", NULL };
+static const char *const network_keys[] = { "mode", "allowlist", "denylist", NULL };
 static const char *const resource_keys[] = { "memoryMb", "cpus", "timeoutMs", NULL };
 static const char *const perm_keys[] = { "allow", "deny", NULL };
 
@@ -67,6 +73,28 @@ static void parse_environment(struct cfg *c,
                 cfg_fail(c, -ENOMEM);
 }
 
+static void parse_thread_lists(struct cfg *c,
+                               const struct jv *v,
+                               const char *path,
+                               struct b4_thread_policy *p)
+{
+        const struct jv *allow = jv_object_get(v, "allowlist");
+        const struct jv *deny = jv_object_get(v, "denylist");
+        bool is_deny = p->network == B4_NETWORK_DENY;
+        const struct jv *list = is_deny ? allow : deny;
+        char q[CFG_PATH_MAX];
+
+        if (deny && is_deny)
+                cfg_refuse(c, "b4box.json %s.denylist applies only with mode \"allow\".", path);
+        if (allow && !is_deny)
+                cfg_refuse(c, "b4box.json %s.allowlist applies only with mode \"deny\".", path);
+        if (!list)
+                return;
+        p->has_network_list = true;
+        config_parse_net_list(c, list, cfg_path(q, path, is_deny ? "allowlist" : "denylist"),
+                              is_deny, &p->network_list, &p->n_network_list);
+}
+
 static void parse_thread_network(struct cfg *c,
                                  const struct jv *v,
                                  const char *path,
@@ -75,14 +103,16 @@ static void parse_thread_network(struct cfg *c,
         const struct jv *mode = jv_object_get(v, "mode");
 
         if (!jv_is_object(v)) {
-                cfg_refuse(c, "b4box.json %s must be { \"mode\": \"allow\" | \"deny\" } (got: %s).",
+                cfg_refuse(c,
+                           "b4box.json %s must be { \"mode\": \"allow\" | \"deny\", "
+                           "\"allowlist\"?, \"denylist\"? } (got: %s).",
                            path, cfg_got(c, v));
                 return;
         }
-        if (jv_object_get(v, "allowlist") || jv_object_get(v, "denylist"))
+        if (jv_object_get(v, "dns"))
                 cfg_refuse(c,
-                           "b4box.json %s lists are not enforced by managed workspaces: set only "
-                           "\"mode\".",
+                           "b4box.json %s.dns is the app's (sandbox.network.dns): a thread may "
+                           "not set it.",
                            path);
         else
                 cfg_known_keys(c, v, path, "a thread network option", network_keys);
@@ -91,6 +121,7 @@ static void parse_thread_network(struct cfg *c,
                 p->has_network = true;
                 p->network =
                         strcmp(jv_string(mode), "deny") == 0 ? B4_NETWORK_DENY : B4_NETWORK_ALLOW;
+                parse_thread_lists(c, v, path, p);
                 return;
         }
         cfg_refuse(c, "b4box.json %s.mode must be \"allow\" or \"deny\" (got: %s).", path,
@@ -216,6 +247,7 @@ void config_thread_sandbox_clear(struct b4_thread_sandbox *t)
         config_workspace_def_clear(&t->workspace);
         free(t->image);
         config_env_free(t->policy.env, t->policy.n_env);
+        b4_net_entries_free(t->policy.network_list, t->policy.n_network_list);
         config_tool_map_free(t->allow, t->n_allow);
         config_tool_map_free(t->deny, t->n_deny);
         *t = (struct b4_thread_sandbox){ 0 };
@@ -305,4 +337,89 @@ void config_parse_thread(struct cfg *c, const struct jv *v, struct b4_sandbox_co
                 cfg_refuse(c, "b4box.json sandbox.thread must be a resolver command or "
                               "declarative targets.");
         }
+}
+
+/* ---- the thread network over the app's policy ------------------------------------------ */
+
+/*
+ * Whether the thread network @t narrows @app; else the reason in @why. Without a list a
+ * thread keeps the app's list (same mode) or has none (mode deny over the app's allow).
+ */
+static bool thread_narrows(const struct b4_policy *app,
+                           const struct b4_thread_policy *t,
+                           char why[static WHY_MAX])
+{
+        if (!t->has_network || (!t->has_network_list && t->network == app->network))
+                return true;
+        return net_narrow_check(app, t->network, t->network_list, t->n_network_list, why, WHY_MAX);
+}
+
+static void check_target(struct cfg *c,
+                         const struct b4_policy *app,
+                         const struct b4_thread_policy *p,
+                         const char *path)
+{
+        char why[WHY_MAX];
+
+        if (!thread_narrows(app, p, why))
+                cfg_refuse(c, "b4box.json %s.policy %s.", path, why);
+}
+
+void config_check_thread_network(struct cfg *c, const struct b4_sandbox_config *s)
+{
+        const struct b4_thread_targets *t = &s->thread_targets;
+        char q[CFG_PATH_MAX];
+
+        if (s->thread_kind != B4_THREAD_TARGETS || c->r < 0) /* c->r: a value may be missing */
+                return;
+        for (size_t i = 0; i < t->n_values; i++)
+                check_target(c, &s->policy, &t->values[i].sandbox.policy,
+                             cfg_path(q, "sandbox.thread.targets.values",
+                                      cfg_key(c, t->values[i].value)));
+        if (t->fallback)
+                check_target(c, &s->policy, &t->fallback->policy, "sandbox.thread.targets.default");
+}
+
+struct jv *config_thread_network_json(const struct b4_thread_policy *p)
+{
+        cleanup_(jv_unrefp) struct jv *net = jv_object_new();
+        const char *mode = p->network == B4_NETWORK_DENY ? "deny" : "allow";
+        const char *key = p->network == B4_NETWORK_DENY ? "allowlist" : "denylist";
+        struct jv *l = NULL;
+        int r = net ? jv_object_set_new(net, "mode", jv_string_new(mode)) : -ENOMEM;
+
+        if (r >= 0 && p->has_network_list)
+                r = jv_object_set_new(net, key, l = jv_array_new());
+        for (size_t i = 0; r >= 0 && l && i < p->n_network_list; i++)
+                r = jv_array_append_new(l, jv_string_new(p->network_list[i].text));
+        return r < 0 ? NULL : TAKE_PTR(net);
+}
+
+int config_thread_network_apply(const struct b4_policy *app,
+                                const struct jv *net,
+                                struct b4_policy *p,
+                                struct b4_error *err)
+{
+        struct cfg c = { 0 };
+        struct b4_thread_policy t = { 0 };
+        char why[WHY_MAX];
+        int r;
+
+        if (!net)
+                return 0;
+        parse_thread_network(&c, net, "sandbox record policy.network", &t);
+        r = c.r < 0 ? c.r : c.n_errors ? b4_error_set(err, -EBADMSG, "%s", c.errors[0]) : 0;
+        strv_free(c.errors);
+        if (r >= 0 && !thread_narrows(app, &t, why))
+                r = b4_error_set_code(err, -EPERM, B4_CODE_THREAD_REFUSED,
+                                      "A thread's sandbox policy %s", why);
+        if (r >= 0 && (t.has_network_list || t.network != app->network)) {
+                b4_net_entries_free(p->network_list, p->n_network_list);
+                p->network = t.network;
+                p->network_list = TAKE_PTR(t.network_list);
+                p->n_network_list = t.n_network_list;
+                t.n_network_list = 0;
+        }
+        b4_net_entries_free(t.network_list, t.n_network_list);
+        return r;
 }

@@ -474,8 +474,13 @@ int native_rm_rf_at(int dirfd, const char *name);
 
 /* ---- net.c ------------------------------------------------------------------------------ */
 
-/* Whether veth + NAT can be set up here; @ret_why says why not (static string). */
+/* Whether veth + NAT can be set up here (root, forwarding; nf_tables is probed by preflight);
+ * @ret_why says why not (static string). */
 int net_available(const char **ret_why);
+/* net_forward_state() - how allow-mode traffic meets another FORWARD chain here: 0 no policy
+ * of DROP, 1 an iptables-nft one with b4box's accepts, 2 one that gets them at the next
+ * acquire, -EOPNOTSUPP a legacy iptables filter table (out of reach). *@ret_what says it. */
+int net_forward_state(const char **ret_what);
 /* Give the keeper @pid's namespace eth0 + default route + NAT (network "allow", or a policy
  * with a list: then the inet b4box elements and a b4box-netd too, netpolicy.h). */
 int net_setup(struct native_provider *np,
@@ -493,5 +498,7 @@ int net_lists_revive(struct native_provider *np,
                      const char *id,
                      const struct b4_policy *p,
                      struct b4_error *err);
-/* Remove what net_setup() made for @id / host id @hid (no-op when nothing was). */
+/* Remove what net_setup() made for @id / host id @hid (no-op when nothing was): the netd and
+ * records at once; the veth, the elements and then the subnet claim by a detached grandchild
+ * (the keeper is dead, so they are inert; done within tens of ms), net.c. */
 void net_teardown(struct native_provider *np, const char *id, const char *hid);

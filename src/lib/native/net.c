@@ -1,34 +1,33 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Network "allow": a per-thread veth pair and NAT, set up by the provider after the keeper's
- * (empty) network namespace exists and torn down at release.
+ * Network "allow": a per-thread veth pair, its addresses and routes made over rtnetlink
+ * (netlink.c) after the keeper's (empty) network namespace exists, and the thread's elements
+ * in the host-side `inet b4box` table (b4box.nft, libnftables); nothing is exec'd.
  *   host side  b4h<12 hex of hid>  10.233.<n>.1/30     sandbox side  eth0  10.233.<n>.2/30,
  *   default route via the host side (hid = native_host_id(), unique per state dir). The /30
  *   is claimed with an O_EXCL file /run/b4box/net-<n> (linear probing from the hid), and
- *   remembered in run/<id>.net.
- *   iptables (each rule tagged "--comment b4box:<hid>", removed by that tag):
- *     nat POSTROUTING -s <subnet> ! -o b4h.. -j MASQUERADE
- *     INPUT  -i b4h.. -j DROP                       the host's own addresses, all of them
- *     FORWARD -i b4h.. -d 169.254.0.0/16 -j DROP    cloud metadata and link-local
- *     FORWARD -i b4h.. -o b4h+ -j DROP               other sandboxes
- *     FORWARD -i b4h.. -j ACCEPT, FORWARD -o b4h.. ESTABLISHED,RELATED -j ACCEPT
+ *   remembered in run/<id>.net. The peer is created in the sandbox's namespace as eth0; a
+ *   short-lived thread setns()es there to open a NETLINK_ROUTE socket and write a sysctl.
+ *   Elements (keyed by the host veth's ifindex): masq4 (MASQUERADE when it leaves by a
+ *   non-b4h interface), src4 (anti-spoof) and mode: goto open_mode, whose rules reject
+ *   link-local (169.254.0.0/16, metadata) and let the rest out; the table's input chain drops
+ *   everything for the host (IPv4 and IPv6), its forward chain other sandboxes, IPv6 and new
+ *   flows into the sandbox. The delete commands are kept in run/<id>.nft for the teardown.
  *   IPv6 (audit H4): allow mode is IPv4 only. disable_ipv6=1 on both ends before they go up
- *   (no link-local address, so nothing of the host is reachable over fe80::), and as a belt
- *   ip6tables INPUT/FORWARD -i b4h.. -j DROP, tagged and removed like the IPv4 rules.
+ *   (no link-local address, so nothing of the host is reachable over fe80::); the table is
+ *   the belt.
  * Network lists (a denylist in allow mode, an allowlist in deny mode; netpolicy.c): the same
- * veth and NAT, minus the iptables INPUT and 169.254.0.0/16 DROPs (the `inet b4box` table
- * drops the host but for the thread's b4box-netd, and link-local and metadata unless the
- * allowlist names the metadata address exactly), plus the thread's elements and its netd. The
- * delete commands are kept in run/<id>.nft for the teardown. `ip`, `iptables` and `ip6tables` are
- * exec'd (fixed paths, empty environment but PATH); the in-sandbox half runs `ip` in a forked child
- * that setns()es into the keeper's network namespace. Needs net.ipv4.ip_forward=1 in the provider's
- * namespace: it is checked, never changed.
+ * veth and masq4, the list's elements (mode: goto allow_mode / deny_mode) and its netd.
+ * Coexistence: a FORWARD policy of DROP in iptables-nft's `ip filter` table (Docker's) would
+ * drop what this table accepts, so accepts for b4h* are appended there once (forward_coexist).
+ * Needs net.ipv4.ip_forward=1 in the provider's namespace: it is checked, never changed.
  */
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,26 +39,15 @@
 #include "base/alloc.h"
 #include "base/fd-util.h"
 #include "base/macro.h"
+#include "base/strbuf.h"
 #include "native.h"
+#include "netlink.h"
 #include "netpolicy.h"
+#include "nft-dl.h"
 
-#define SUBNETS    16384 /* /30s in 10.233.0.0/16 */
-#define OUT_MAX    (1u << 20)
-#define TAG_PREFIX "b4box:"
-
-static const char *const ip_paths[] = { "/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip" };
-static const char *const ipt_paths[] = { "/usr/sbin/iptables", "/sbin/iptables",
-                                         "/usr/bin/iptables" };
-static const char *const ip6t_paths[] = { "/usr/sbin/ip6tables", "/sbin/ip6tables",
-                                          "/usr/bin/ip6tables" };
-
-static const char *find_exe(const char *const *paths, size_t n)
-{
-        for (size_t i = 0; i < n; i++)
-                if (access(paths[i], X_OK) == 0)
-                        return paths[i];
-        return NULL;
-}
+#define SUBNETS     16384 /* /30s in 10.233.0.0/16 */
+#define PEER        "eth0"
+#define COEXIST_TAG "b4box-coexist"
 
 /* Whether this network namespace has IPv6 at all (not booted with ipv6.disable=1). */
 static bool has_ipv6(void)
@@ -67,6 +55,9 @@ static bool has_ipv6(void)
         return access("/proc/sys/net/ipv6/conf", F_OK) == 0;
 }
 
+/* Root and forwarding only: the nf_tables probe (a dry run of the table, which loads
+ * libnftables) is preflight's (netpolicy_probe()); acquire installs the table and reports a
+ * refusal, and a warm exec must not pay for either. */
 int net_available(const char **ret_why)
 {
         cleanup_free char *fwd = NULL;
@@ -74,12 +65,6 @@ int net_available(const char **ret_why)
 
         if (geteuid() != 0)
                 return *ret_why = "rootless mode (not root) cannot create them", -EPERM;
-        if (!find_exe(ip_paths, ELEMENTSOF(ip_paths)))
-                return *ret_why = "the ip tool (iproute2) is not installed", -ENOENT;
-        if (!find_exe(ipt_paths, ELEMENTSOF(ipt_paths)))
-                return *ret_why = "iptables is not installed", -ENOENT;
-        if (has_ipv6() && !find_exe(ip6t_paths, ELEMENTSOF(ip6t_paths)))
-                return *ret_why = "ip6tables is not installed (the kernel has IPv6)", -ENOENT;
         if (read_file_at(AT_FDCWD, "/proc/sys/net/ipv4/ip_forward", 16, &fwd, &len) < 0 ||
             fwd[0] != '1')
                 return *ret_why = "net.ipv4.ip_forward is not 1", -ENETDOWN;
@@ -87,84 +72,22 @@ int net_available(const char **ret_why)
         return 0;
 }
 
-/* Run argv (in @netns_fd's network namespace when >= 0); capture stdout when asked. */
-static int run(int netns_fd, const char *const argv[], char **ret_out)
-{
-        char *const envp[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
-        int p[2] = { -EBADF, -EBADF };
-        size_t len;
-        int status, r = 0;
-        pid_t pid;
-
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return -errno;
-        pid = fork();
-        if (pid < 0) {
-                r = -errno;
-                safe_close(p[0]);
-                safe_close(p[1]);
-                return r;
-        }
-        if (pid == 0) {
-                int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-                if ((netns_fd >= 0 && setns(netns_fd, CLONE_NEWNET) < 0) || null_fd < 0 ||
-                    dup3(null_fd, STDIN_FILENO, 0) < 0 || dup3(p[1], STDOUT_FILENO, 0) < 0 ||
-                    dup3(null_fd, STDERR_FILENO, 0) < 0)
-                        _exit(126);
-                execve(argv[0], (char *const *)argv, envp);
-                _exit(127);
-        }
-        p[1] = safe_close(p[1]);
-        if (ret_out)
-                r = read_full_fd(p[0], OUT_MAX, ret_out, &len);
-        else
-                while (read(p[0], &status, sizeof(status)) > 0)
-                        ;
-        safe_close(p[0]);
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        return -errno;
-        if (r >= 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-                r = -EIO;
-        return r;
-}
-
-#define RUN(fd, ...) run((fd), (const char *const[]){ __VA_ARGS__, NULL }, NULL)
-
-/* Write "1" to @path (a disable_ipv6 sysctl); async-signal-safe. */
-static int write_one(const char *path)
-{
-        int fd = open(path, O_WRONLY | O_CLOEXEC), r;
-
-        if (fd < 0)
-                return -errno;
-        r = write_all(fd, "1", 1);
-        (void)close(fd);
-        return r;
-}
-
-/* Disable IPv6 on @ifname, in @netns_fd's namespace when >= 0 (net sysctls are those of the
- * namespace the opener is in, so a forked child joins it first). */
-static int ipv6_off(int netns_fd, const char *ifname)
+/* Disable IPv6 on @ifname in the calling thread's network namespace (net sysctls are those
+ * of the namespace the opener is in). */
+static int ipv6_off(const char *ifname)
 {
         char path[96];
-        int status;
-        pid_t pid;
+        int fd, r;
 
         if (!has_ipv6())
                 return 0;
         (void)snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/disable_ipv6", ifname);
-        if (netns_fd < 0)
-                return write_one(path);
-        pid = fork();
-        if (pid < 0)
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
                 return -errno;
-        if (pid == 0)
-                _exit(setns(netns_fd, CLONE_NEWNET) < 0 || write_one(path) < 0 ? 1 : 0);
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        return -errno;
-        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+        r = write_all(fd, "1", 1);
+        safe_close(fd);
+        return r;
 }
 
 /* Subnets are host-wide (several state dirs may share a network namespace): their O_EXCL
@@ -206,108 +129,28 @@ static int alloc_subnet(struct native_provider *np, const char *hid, unsigned *r
         return -ENOSPC;
 }
 
-static void addr(unsigned n, unsigned host, char *buf, size_t size)
+/* Address @host (0 the network, 1 the host side, 2 the sandbox) of /30 number @n. */
+static void addr4(unsigned n, unsigned host, uint8_t out[4])
 {
         unsigned v = n * 4 + host;
 
-        (void)snprintf(buf, size, "10.233.%u.%u", v >> 8, v & 255);
+        out[0] = 10;
+        out[1] = 233;
+        out[2] = (uint8_t)(v >> 8);
+        out[3] = (uint8_t)(v & 255);
 }
 
-/* The iptables rules of one thread, in insertion order (each -I goes on top). A listed thread
- * gets neither the INPUT DROP nor the 169.254.0.0/16 DROP: the table's input chain lets its
- * netd be reached and drops the rest of the host, and its mode chains drop link-local and
- * metadata unless the allowlist names the metadata address exactly. */
-static int add_rules(
-        const char *ipt, const char *veth, const char *subnet, const char *tag, bool listed)
+static void addr(unsigned n, unsigned host, char *buf, size_t size)
 {
-        int r;
+        uint8_t a[4];
 
-        r = RUN(-1, ipt, "-w", "-t", "nat", "-A", "POSTROUTING", "-s", subnet, "!", "-o", veth,
-                "-m", "comment", "--comment", tag, "-j", "MASQUERADE");
-        if (r >= 0)
-                r = RUN(-1, ipt, "-w", "-I", "FORWARD", "-o", veth, "-m", "conntrack", "--ctstate",
-                        "ESTABLISHED,RELATED", "-m", "comment", "--comment", tag, "-j", "ACCEPT");
-        if (r >= 0)
-                r = RUN(-1, ipt, "-w", "-I", "FORWARD", "-i", veth, "-m", "comment", "--comment",
-                        tag, "-j", "ACCEPT");
-        if (r >= 0)
-                r = RUN(-1, ipt, "-w", "-I", "FORWARD", "-i", veth, "-o", "b4h+", "-m", "comment",
-                        "--comment", tag, "-j", "DROP");
-        if (r >= 0 && !listed)
-                r = RUN(-1, ipt, "-w", "-I", "FORWARD", "-i", veth, "-d", "169.254.0.0/16", "-m",
-                        "comment", "--comment", tag, "-j", "DROP");
-        if (r >= 0 && !listed)
-                r = RUN(-1, ipt, "-w", "-I", "INPUT", "-i", veth, "-m", "comment", "--comment", tag,
-                        "-j", "DROP");
-        return r;
+        addr4(n, host, a);
+        (void)inet_ntop(AF_INET, a, buf, (socklen_t)size);
 }
 
-/* IPv6 from the sandbox goes nowhere: not to the host, not forwarded (the belt behind
- * disable_ipv6, should anything turn it back on). */
-static int add_rules6(const char *ip6t, const char *veth, const char *tag)
+static void host_name(const char *hid, char host[16])
 {
-        int r;
-
-        if (!has_ipv6())
-                return 0;
-        r = RUN(-1, ip6t, "-w", "-I", "FORWARD", "-i", veth, "-m", "comment", "--comment", tag,
-                "-j", "DROP");
-        if (r >= 0)
-                r = RUN(-1, ip6t, "-w", "-I", "INPUT", "-i", veth, "-m", "comment", "--comment",
-                        tag, "-j", "DROP");
-        return r;
-}
-
-static void names(const char *id, char host[16], char peer[16])
-{
-        (void)snprintf(host, 16, "b4h%.12s", id);
-        (void)snprintf(peer, 16, "b4s%.12s", id);
-}
-
-/* Whether an `iptables -S` line carries the comment @tag (printed quoted or not). */
-static bool has_tag(const char *line, const char *tag)
-{
-        char plain[96], quoted[96];
-
-        (void)snprintf(plain, sizeof(plain), "--comment %s", tag);
-        (void)snprintf(quoted, sizeof(quoted), "--comment \"%s\"", tag);
-        for (const char *n = plain; n; n = n == plain ? quoted : NULL) {
-                const char *hit = strstr(line, n);
-                if (hit && (hit[strlen(n)] == ' ' || hit[strlen(n)] == '\0'))
-                        return true;
-        }
-        return false;
-}
-
-/* Delete every rule of @table whose comment is exactly @tag. */
-static void drop_rules(const char *ipt, const char *table, const char *tag)
-{
-        cleanup_free char *out = NULL;
-
-        if (run(-1, (const char *const[]){ ipt, "-w", "-t", table, "-S", NULL }, &out) < 0)
-                return;
-        for (char *line = out, *next; line && *line; line = next) {
-                const char *argv[72] = { ipt, "-w", "-t", table };
-                size_t n = 4;
-                char *save = NULL;
-                next = strchr(line, '\n');
-                if (next)
-                        *next++ = '\0';
-                if (strncmp(line, "-A ", 3) != 0 || !has_tag(line, tag))
-                        continue;
-                line[1] = 'D';
-                for (char *tok = strtok_r(line, " ", &save); tok && n < ELEMENTSOF(argv) - 1;
-                     tok = strtok_r(NULL, " ", &save)) {
-                        size_t len = strlen(tok);
-                        if (len >= 2 && tok[0] == '"' && tok[len - 1] == '"') {
-                                tok[len - 1] = '\0';
-                                tok++;
-                        }
-                        argv[n++] = tok;
-                }
-                argv[n] = NULL;
-                (void)run(-1, (const char *const *)argv, NULL);
-        }
+        (void)snprintf(host, 16, "b4h%.12s", hid);
 }
 
 int net_resolv_prepare(struct native_provider *np, const char *id, char **ret)
@@ -343,140 +186,322 @@ static int write_resolv(struct native_provider *np, const char *id, const char *
         return r;
 }
 
-/* Delete a listed thread's elements (run/<id>.nft) and stop its netd; its pins expire. */
-static void lists_teardown(struct native_provider *np, const char *id)
+/* Delete the veth @host, the elements of @text (may be NULL), then free the subnet claim
+ * @sub under @dfd, in that order: no new thread gets the sandbox's address while masq4 still
+ * names it. */
+static void network_delete(const char *host, int dfd, const char *text, const char *sub)
 {
-        cleanup_free char *text = NULL;
-        char name[64];
-        size_t len;
+        struct nl_sock *nl = rtnl_open();
 
-        (void)snprintf(name, sizeof(name), "%s.nft", id);
-        if (read_file_at(np->run_fd, name, 1u << 22, &text, &len) >= 0)
+        if (nl)
+                (void)rtnl_link_del(nl, host);
+        rtnl_close(nl);
+        if (text)
                 (void)netpolicy_run(text, NULL);
-        (void)unlinkat(np->run_fd, name, 0);
-        (void)snprintf(name, sizeof(name), "%s.resolv", id);
-        (void)unlinkat(np->run_fd, name, 0);
-        netd_stop(np, id);
+        if (dfd >= 0)
+                (void)unlinkat(dfd, sub, 0);
 }
 
-void net_teardown(struct native_provider *np, const char *id, const char *hid)
+/* Whether this process has one thread (/proc/self/status). */
+static bool single_threaded(void)
 {
-        cleanup_free char *buf = NULL;
-        const char *ip = find_exe(ip_paths, ELEMENTSOF(ip_paths));
-        const char *ipt = find_exe(ipt_paths, ELEMENTSOF(ipt_paths));
-        const char *ip6t = find_exe(ip6t_paths, ELEMENTSOF(ip6t_paths));
-        char name[64], host[16], peer[16], tag[64];
+        cleanup_free char *status = NULL;
+        size_t len;
+
+        return read_file_at(AT_FDCWD, "/proc/self/status", 1u << 16, &status, &len) >= 0 &&
+               strstr(status, "\nThreads:\t1\n") != NULL;
+}
+
+/* The keeper is dead, and with its namespace the veth goes (the kernel deletes it
+ * asynchronously; RTM_DELLINK then waits up to ≈ 20 ms for that, measured), which leaves the
+ * elements keyed by its ifindex inert; deleting them is a kernel transaction of 3-8 ms (an
+ * element delete, measured with `nft` too). Release need not wait for either: a grandchild
+ * does both with stdio on /dev/null and no other inherited descriptor (a caller reading our
+ * stdout sees EOF at once); its parent is reaped here at once, so nobody waits and no zombie
+ * stays. Inline when fork fails or other threads run. A new veth of the same name meets the old one
+ * at most while it is being deleted: configure() deletes it and retries. */
+static void network_delete_later(const char *host, int dfd, const char *text, const char *sub)
+{
+        int status, null_fd;
+        pid_t pid;
+
+        /* a fork of a threaded process (the server) may copy a lock another thread holds
+         * (the loader's, should libnftables be loaded there): it waits for the kernel */
+        if (!single_threaded()) {
+                network_delete(host, dfd, text, sub);
+                return;
+        }
+        pid = fork();
+
+        if (pid == 0) {
+                if (fork() != 0)
+                        _exit(0);
+                null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (null_fd < 0 || dup3(null_fd, STDIN_FILENO, 0) < 0 ||
+                    dup3(null_fd, STDOUT_FILENO, 0) < 0 || dup3(null_fd, STDERR_FILENO, 0) < 0)
+                        _exit(1);
+                if (dfd > 3)
+                        (void)close_range(3, (unsigned)dfd - 1, 0);
+                (void)close_range(dfd >= 3 ? (unsigned)dfd + 1 : 3, ~0u, 0);
+                network_delete(host, dfd, text, sub);
+                _exit(0);
+        }
+        if (pid < 0) {
+                network_delete(host, dfd, text, sub);
+                return;
+        }
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+}
+
+/* What net_setup() made for @id; the veth and elements deleted before returning when @wait
+ * (a failed acquire rolls back completely), else by a grandchild (a release). */
+static void teardown(struct native_provider *np, const char *id, const char *hid, bool wait)
+{
+        cleanup_free char *buf = NULL, *text = NULL;
+        char name[64], nft[64], host[16], sub[32];
         size_t len;
 
         (void)snprintf(name, sizeof(name), "%s.net", id);
         if (read_file_at(np->run_fd, name, 32, &buf, &len) < 0)
                 return;
-        names(hid, host, peer);
-        (void)snprintf(tag, sizeof(tag), TAG_PREFIX "%s", hid);
-        lists_teardown(np, id);
-        if (ip)
-                (void)RUN(-1, ip, "link", "del", host);
-        if (ipt) {
-                drop_rules(ipt, "filter", tag);
-                drop_rules(ipt, "nat", tag);
-        }
-        if (ip6t)
-                drop_rules(ip6t, "filter", tag);
-        char sub[32];
+        host_name(hid, host);
+        netd_stop(np, id);
+        (void)snprintf(nft, sizeof(nft), "%s.nft", id);
+        if (read_file_at(np->run_fd, nft, 1u << 22, &text, &len) < 0)
+                text = NULL;
         cleanup_close int dfd = alloc_dir(np);
         (void)snprintf(sub, sizeof(sub), "net-%lu", strtoul(buf, NULL, 10));
-        if (dfd >= 0)
-                (void)unlinkat(dfd, sub, 0);
+        if (wait)
+                network_delete(host, dfd, text, sub);
+        else
+                network_delete_later(host, dfd, text, sub);
+        (void)unlinkat(np->run_fd, nft, 0);
+        (void)snprintf(nft, sizeof(nft), "%s.resolv", id);
+        (void)unlinkat(np->run_fd, nft, 0);
         (void)unlinkat(np->run_fd, name, 0);
 }
 
-struct net_tools {
-        const char *ip, *ipt, *ip6t;
+void net_teardown(struct native_provider *np, const char *id, const char *hid)
+{
+        teardown(np, id, hid, false);
+}
+
+struct sandbox_side {
+        int nsfd;           /* in: the sandbox's network namespace */
+        struct nl_sock *nl; /* out: a NETLINK_ROUTE socket there */
+        unsigned ifindex;   /* out: eth0's index there */
+        int r;
 };
 
-static int configure(const struct net_tools *t, const char *hid, pid_t pid, unsigned n, bool listed)
+/* A short-lived thread joins the sandbox's namespace (setns() moves only the calling thread)
+ * to disable IPv6 on eth0, open the socket and find eth0; the caller's namespace never
+ * changes, and the socket stays in the sandbox's after the thread is gone. */
+static void *sandbox_side_thread(void *data)
 {
-        char host[16], peer[16], tag[64], pids[16], hip[32], hcidr[40], scidr[40], subnet[40];
-        char nspath[64];
+        struct sandbox_side *s = data;
+
+        s->r = setns(s->nsfd, CLONE_NEWNET) < 0 ? -errno : ipv6_off(PEER);
+        if (s->r >= 0 && !(s->nl = rtnl_open()))
+                s->r = -errno;
+        if (s->r >= 0 && (s->ifindex = if_nametoindex(PEER)) == 0)
+                s->r = -errno;
+        return NULL;
+}
+
+static int sandbox_side(struct sandbox_side *s)
+{
+        pthread_t tid;
+        int r = pthread_create(&tid, NULL, sandbox_side_thread, s);
+
+        if (r != 0)
+                return -r;
+        (void)pthread_join(tid, NULL);
+        return s->r;
+}
+
+/* The veth pair, its addresses, link state and the sandbox's default route. */
+static int configure(const char *hid, pid_t pid, unsigned n)
+{
+        uint8_t hip[4], sip[4];
+        char host[16], nspath[64];
         cleanup_close int nsfd = -EBADF;
+        struct sandbox_side sb = { .nsfd = -EBADF };
+        struct nl_sock *nl = NULL;
+        unsigned hidx = 0;
         int r;
 
-        names(hid, host, peer);
-        (void)snprintf(tag, sizeof(tag), TAG_PREFIX "%s", hid);
-        (void)snprintf(pids, sizeof(pids), "%d", (int)pid);
-        addr(n, 1, hip, sizeof(hip));
-        (void)snprintf(hcidr, sizeof(hcidr), "%s/30", hip);
-        addr(n, 2, scidr, sizeof(scidr));
-        (void)strncat(scidr, "/30", sizeof(scidr) - strlen(scidr) - 1);
-        addr(n, 0, subnet, sizeof(subnet));
-        (void)strncat(subnet, "/30", sizeof(subnet) - strlen(subnet) - 1);
+        host_name(hid, host);
+        addr4(n, 1, hip);
+        addr4(n, 2, sip);
         (void)snprintf(nspath, sizeof(nspath), "/proc/%d/ns/net", (int)pid);
         nsfd = open(nspath, O_RDONLY | O_CLOEXEC);
         if (nsfd < 0)
                 return -errno;
-        r = RUN(-1, t->ip, "link", "add", host, "type", "veth", "peer", "name", peer);
+        nl = rtnl_open();
+        r = nl ? rtnl_veth_add(nl, host, PEER, nsfd) : -errno;
+        if (r == -EEXIST && rtnl_link_del(nl, host) >= 0) /* a release still deleting it */
+                r = rtnl_veth_add(nl, host, PEER, nsfd);
         if (r >= 0)
-                r = RUN(-1, t->ip, "link", "set", peer, "netns", pids);
+                r = ipv6_off(host);
+        if (r >= 0 && (hidx = if_nametoindex(host)) == 0)
+                r = -errno;
         if (r >= 0)
-                r = ipv6_off(-1, host);
+                r = rtnl_addr4_add(nl, hidx, hip, 30);
         if (r >= 0)
-                r = RUN(-1, t->ip, "addr", "add", hcidr, "dev", host);
+                r = rtnl_link_up(nl, hidx);
+        sb.nsfd = nsfd;
         if (r >= 0)
-                r = RUN(-1, t->ip, "link", "set", host, "up");
+                r = sandbox_side(&sb);
         if (r >= 0)
-                r = RUN(nsfd, t->ip, "link", "set", peer, "name", "eth0");
+                r = rtnl_addr4_add(sb.nl, sb.ifindex, sip, 30);
         if (r >= 0)
-                r = ipv6_off(nsfd, "eth0");
+                r = rtnl_link_up(sb.nl, sb.ifindex);
         if (r >= 0)
-                r = RUN(nsfd, t->ip, "addr", "add", scidr, "dev", "eth0");
-        if (r >= 0)
-                r = RUN(nsfd, t->ip, "link", "set", "eth0", "up");
-        if (r >= 0)
-                r = RUN(nsfd, t->ip, "route", "add", "default", "via", hip);
-        if (r >= 0)
-                r = add_rules6(t->ip6t, host, tag);
-        if (r >= 0)
-                r = add_rules(t->ipt, host, subnet, tag, listed);
+                r = rtnl_route4_default(sb.nl, sb.ifindex, hip);
+        rtnl_close(sb.nl);
+        rtnl_close(nl);
         return r;
 }
 
-/* The table, the thread's netd, then its elements (the mode element last: the sandbox runs
- * nothing before acquire returns, and from then on every new flow meets the lists). */
-static int lists_setup(struct native_provider *np,
-                       const char *id,
-                       const char *hid,
-                       unsigned n,
-                       const struct b4_policy *p,
-                       struct b4_error *err)
+/* Run nft @cmd; *@ret_out is its output (new) when it succeeded. */
+static int nft_query(const char *cmd, char **ret_out)
+{
+        const struct nft_dl *nft = nft_dl(NULL);
+        struct nft_ctx *ctx;
+        int r = -EIO;
+
+        if (!nft)
+                return -EOPNOTSUPP;
+        ctx = nft->ctx_new(NFT_CTX_DEFAULT);
+        if (!ctx)
+                return -ENOMEM;
+        (void)nft->buffer_output(ctx);
+        (void)nft->buffer_error(ctx);
+        if (nft->run_cmd_from_buffer(ctx, cmd) == 0) {
+                const char *out = nft->get_output_buffer(ctx);
+                *ret_out = strdup(out ? out : "");
+                r = *ret_out ? 0 : -ENOMEM;
+        }
+        nft->ctx_free(ctx);
+        return r;
+}
+
+int net_forward_state(const char **ret_what)
+{
+        cleanup_free char *out = NULL;
+        cleanup_free char *legacy = NULL;
+        size_t len;
+
+        if (read_file_at(AT_FDCWD, "/proc/net/ip_tables_names", 4096, &legacy, &len) >= 0 &&
+            strstr(legacy, "filter"))
+                return *ret_what = "legacy iptables has a filter table: a FORWARD policy of "
+                                   "DROP there would drop allow-mode traffic, and b4box "
+                                   "cannot add its accepts to it",
+                       -EOPNOTSUPP;
+        if (nft_query("list chain ip filter FORWARD", &out) < 0 || !strstr(out, "policy drop"))
+                return *ret_what = "no FORWARD policy of DROP", 0;
+        if (strstr(out, COEXIST_TAG))
+                return *ret_what = "iptables-nft FORWARD policy DROP: b4box's accepts for b4h* "
+                                   "are appended to it",
+                       1;
+        return *ret_what = "iptables-nft FORWARD policy DROP: b4box appends accepts for b4h* "
+                           "at the first allow-mode acquire",
+               2;
+}
+
+/* Every base chain on the forward hook runs and a drop anywhere is final, so a FORWARD policy
+ * of DROP in iptables-nft's `ip filter` (Docker sets one) would drop what inet b4box accepts.
+ * Append, once, accepts for b4h* there: they come after every rule of the chain (an admin's
+ * or Docker's drops still apply), and inet b4box has already dropped what a thread may not
+ * send. A legacy iptables table is out of reach without exec: reported by `b4box check`. */
+static int forward_coexist(struct b4_error *err)
+{
+        const char *what = NULL;
+
+        if (net_forward_state(&what) != 2)
+                return 0;
+        return netpolicy_run(
+                "add rule ip filter FORWARD iifname \"b4h*\" accept comment \"" COEXIST_TAG
+                "\"\nadd rule ip filter FORWARD oifname \"b4h*\" accept comment \"" COEXIST_TAG
+                "\"\n",
+                err);
+}
+
+/* The add and delete texts of a thread's elements: masq4 for every thread, then a listed
+ * thread's lists (netpolicy.c) or an open thread's src4 and mode (the mode element last on
+ * add, first on delete: nothing is filtered by halves). */
+static int thread_texts(const struct b4_policy *p,
+                        const struct netpolicy_thread *t,
+                        char **ret_add,
+                        char **ret_del)
 {
         cleanup_free char *add = NULL, *del = NULL;
-        char host[16], peer[16], gw[32], sbx[32], name[64];
+        char ip[INET_ADDRSTRLEN];
+        unsigned f = t->ifindex;
+
+        (void)inet_ntop(AF_INET, t->sandbox, ip, sizeof(ip));
+        if (netpolicy_listed(p)) {
+                if (netpolicy_thread_text(p, t, true, &add) < 0 ||
+                    netpolicy_thread_text(p, t, false, &del) < 0)
+                        return -ENOMEM;
+        } else if (b4_asprintf(&add,
+                               "add element inet b4box src4 { %u . %s }\n"
+                               "add element inet b4box mode { %u : goto open_mode }\n",
+                               f, ip, f) < 0 ||
+                   b4_asprintf(&del,
+                               "delete element inet b4box mode { %u }\n"
+                               "delete element inet b4box src4 { %u . %s }\n",
+                               f, f, ip) < 0)
+                return -ENOMEM;
+        if (b4_asprintf(ret_add, "add element inet b4box masq4 { %s }\n%s", ip, add) < 0)
+                return -ENOMEM;
+        if (b4_asprintf(ret_del, "%sdelete element inet b4box masq4 { %s }\n", del, ip) < 0) {
+                free(*ret_add);
+                *ret_add = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The table, a listed thread's netd, then the thread's elements. */
+static int elements_setup(struct native_provider *np,
+                          const char *id,
+                          const char *hid,
+                          unsigned n,
+                          const struct b4_policy *p,
+                          struct b4_error *err)
+{
+        cleanup_free char *add = NULL, *del = NULL;
+        bool listed = netpolicy_listed(p);
+        char host[16], gw[32], name[64];
         struct netpolicy_thread t = { 0 };
         int r;
 
-        names(hid, host, peer);
+        host_name(hid, host);
         addr(n, 1, gw, sizeof(gw));
-        addr(n, 2, sbx, sizeof(sbx));
+        addr4(n, 2, t.sandbox);
         t.ifindex = if_nametoindex(host);
-        if (t.ifindex == 0 || inet_pton(AF_INET, sbx, t.sandbox) != 1)
+        if (t.ifindex == 0)
                 return b4_error_set(err, -ENODEV, "cannot find the veth '%s'", host);
-        if (!netpolicy_has_upstream(p))
+        if (listed && !netpolicy_has_upstream(p))
                 return b4_error_set_code(err, -ENETUNREACH, B4_CODE_SANDBOX_UNAVAILABLE,
                                          "Sandbox unavailable: the network list names hosts but "
                                          "there is no upstream resolver (no nameserver in "
                                          "/etc/resolv.conf). Set sandbox.network.dns.upstream.");
         r = netpolicy_table_install(err);
         if (r >= 0)
+                r = forward_coexist(err);
+        if (r >= 0 && listed)
                 r = netd_start(np, id, p, t.ifindex, gw, &t.netd_port, err);
-        if (r >= 0 && (netpolicy_thread_text(p, &t, true, &add) < 0 ||
-                       netpolicy_thread_text(p, &t, false, &del) < 0))
-                r = b4_error_set(err, -ENOMEM, "cannot compile the network lists");
+        if (r >= 0 && thread_texts(p, &t, &add, &del) < 0)
+                r = b4_error_set(err, -ENOMEM, "cannot compile the network elements");
         (void)snprintf(name, sizeof(name), "%s.nft", id);
         if (r >= 0 && (r = write_file_atomic_at(np->run_fd, name, del, strlen(del), 0600)) < 0)
-                b4_error_set(err, r, "cannot record the network lists of sandbox %s", id);
+                b4_error_set(err, r, "cannot record the network elements of sandbox %s", id);
         if (r >= 0)
                 r = netpolicy_run(add, err);
-        if (r >= 0 && (r = write_resolv(np, id, gw)) < 0)
+        if (r >= 0 && listed && (r = write_resolv(np, id, gw)) < 0)
                 b4_error_set(err, r, "cannot write the resolv.conf of sandbox %s", id);
         return r;
 }
@@ -518,7 +543,7 @@ int net_lists_revive(struct native_provider *np,
                      struct b4_error *err)
 {
         cleanup_free char *old = NULL, *add = NULL, *del = NULL, *num = NULL, *batch = NULL;
-        char hid[41], host[16], peer[16], gw[32], sbx[32], net_name[64], name[64];
+        char hid[41], host[16], gw[32], net_name[64], name[64];
         struct netpolicy_thread t = { 0 };
         size_t len;
         unsigned n;
@@ -527,7 +552,7 @@ int net_lists_revive(struct native_provider *np,
         if (netd_alive(np, id))
                 return 0;
         native_host_id(np, id, hid);
-        names(hid, host, peer);
+        host_name(hid, host);
         (void)snprintf(net_name, sizeof(net_name), "%s.net", id);
         (void)snprintf(name, sizeof(name), "%s.nft", id);
         if (read_file_at(np->run_fd, net_name, 32, &num, &len) < 0 ||
@@ -535,15 +560,14 @@ int net_lists_revive(struct native_provider *np,
                 return b4_error_set(err, -ENOENT, "sandbox %s has no network lists to revive", id);
         n = (unsigned)strtoul(num, NULL, 10);
         addr(n, 1, gw, sizeof(gw));
-        addr(n, 2, sbx, sizeof(sbx));
+        addr4(n, 2, t.sandbox);
         t.ifindex = if_nametoindex(host);
-        if (t.ifindex == 0 || inet_pton(AF_INET, sbx, t.sandbox) != 1)
+        if (t.ifindex == 0)
                 return b4_error_set(err, -ENODEV, "cannot find the veth '%s'", host);
         /* the old one is gone (or a zombie): its record is overwritten, its log kept */
         r = netd_start(np, id, p, t.ifindex, gw, &t.netd_port, err);
-        if (r >= 0 && (netpolicy_thread_text(p, &t, true, &add) < 0 ||
-                       netpolicy_thread_text(p, &t, false, &del) < 0 ||
-                       b4_asprintf(&batch, "%s%s", old, add) < 0))
+        if (r >= 0 &&
+            (thread_texts(p, &t, &add, &del) < 0 || b4_asprintf(&batch, "%s%s", old, add) < 0))
                 r = b4_error_set(err, -ENOMEM, "cannot compile the network lists");
         /* the old elements out and the new in, in one transaction: never unfiltered */
         if (r >= 0)
@@ -560,7 +584,6 @@ int net_setup(struct native_provider *np,
               const struct b4_policy *p,
               struct b4_error *err)
 {
-        bool listed = netpolicy_listed(p);
         const char *why = NULL;
         char name[64], num[16];
         unsigned n = 0;
@@ -584,15 +607,12 @@ int net_setup(struct native_provider *np,
                 r = fd < 0 ? -errno : write_all(fd, num, strlen(num));
                 safe_close(fd);
         }
-        struct net_tools t = { .ip = find_exe(ip_paths, ELEMENTSOF(ip_paths)),
-                               .ipt = find_exe(ipt_paths, ELEMENTSOF(ipt_paths)),
-                               .ip6t = find_exe(ip6t_paths, ELEMENTSOF(ip6t_paths)) };
-        if (r >= 0 && (r = configure(&t, hid, pid, n, listed)) < 0)
-                b4_error_set(err, r, "cannot set up the veth and NAT of sandbox %s", id);
-        if (r >= 0 && listed)
-                r = lists_setup(np, id, hid, n, p, err);
+        if (r >= 0 && (r = configure(hid, pid, n)) < 0)
+                b4_error_set(err, r, "cannot set up the veth of sandbox %s", id);
+        if (r >= 0)
+                r = elements_setup(np, id, hid, n, p, err);
         if (r < 0) {
-                net_teardown(np, id, hid);
+                teardown(np, id, hid, true);
                 return r;
         }
         return 0;

@@ -19,28 +19,16 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strbuf.h"
+#include "core/net-narrow.h"
+#include "netlink.h"
 #include "nft-dl.h"
 
 #define TEXT_MAX (4u << 20)
 
 extern const char netpolicy_table_nft[];
-
-struct range4 {
-        uint8_t net[4];
-        uint8_t prefix;
-};
-
-/* The table's never4 set, and the metadata addresses only an exact entry opens. */
-static const struct range4 special4[] = {
-        { { 0, 0, 0, 0 }, 8 },    { { 10, 0, 0, 0 }, 8 },     { { 100, 64, 0, 0 }, 10 },
-        { { 127, 0, 0, 0 }, 8 },  { { 169, 254, 0, 0 }, 16 }, { { 172, 16, 0, 0 }, 12 },
-        { { 192, 0, 0, 0 }, 24 }, { { 192, 168, 0, 0 }, 16 }, { { 198, 18, 0, 0 }, 15 },
-        { { 224, 0, 0, 0 }, 3 },
-};
-static const struct range4 metadata4[] = { { { 169, 254, 169, 254 }, 32 },
-                                           { { 169, 254, 170, 2 }, 32 } };
 
 bool netpolicy_listed(const struct b4_policy *p)
 {
@@ -83,8 +71,8 @@ static bool inside(uint32_t a, unsigned ap, uint32_t b, unsigned bp)
 }
 
 struct cut {
-        uint32_t net[ELEMENTSOF(special4) + ELEMENTSOF(metadata4)];
-        unsigned prefix[ELEMENTSOF(special4) + ELEMENTSOF(metadata4)];
+        uint32_t net[NET_N_SPECIAL4 + NET_N_METADATA4];
+        unsigned prefix[NET_N_SPECIAL4 + NET_N_METADATA4];
         size_t n;
 };
 
@@ -120,16 +108,16 @@ void netpolicy_cidr4(const struct b4_net_entry *e,
         uint32_t net = be32(e->addr);
         struct cut c = { .n = 0 };
 
-        for (size_t i = 0; i < ELEMENTSOF(special4); i++) {
-                uint32_t s = be32(special4[i].net);
+        for (size_t i = 0; i < NET_N_SPECIAL4; i++) {
+                uint32_t s = be32(net_special4[i].net);
 
-                if (!inside(net, e->prefix, s, special4[i].prefix)) {
+                if (!inside(net, e->prefix, s, net_special4[i].prefix)) {
                         c.net[c.n] = s;
-                        c.prefix[c.n++] = special4[i].prefix;
+                        c.prefix[c.n++] = net_special4[i].prefix;
                 }
         }
-        for (size_t i = 0; i < ELEMENTSOF(metadata4); i++) {
-                uint32_t m = be32(metadata4[i].net);
+        for (size_t i = 0; i < NET_N_METADATA4; i++) {
+                uint32_t m = be32(net_metadata4[i].net);
 
                 if (!(e->prefix == 32 && net == m)) {
                         c.net[c.n] = m;
@@ -250,9 +238,30 @@ int netpolicy_run(const char *text, struct b4_error *err)
         return r;
 }
 
+/* The set that marks the table as installed from this b4box.nft: "v" and the text's FNV-1a. */
+static void table_marker(char out[24])
+{
+        uint64_t h = 0xcbf29ce484222325ull;
+
+        for (const char *c = netpolicy_table_nft; *c; c++)
+                h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+        (void)snprintf(out, 24, "v%016llx", (unsigned long long)h);
+}
+
+/* Installing commits every chain's rules again (≈ 8 ms); a table that has this text's marker
+ * is current, and one netlink query (≈ 50 µs) says so. */
 int netpolicy_table_install(struct b4_error *err)
 {
-        return netpolicy_run(netpolicy_table_nft, err);
+        cleanup_free char *text = NULL;
+        char marker[24];
+
+        table_marker(marker);
+        if (nft_inet_set_exists("b4box", marker) == 0)
+                return 0;
+        if (b4_asprintf(&text, "%sadd set inet b4box %s { type ipv4_addr; }\n", netpolicy_table_nft,
+                        marker) < 0)
+                return b4_error_set(err, -ENOMEM, "cannot compile the b4box table");
+        return netpolicy_run(text, err);
 }
 
 int netpolicy_probe(const char **ret_why)

@@ -52,7 +52,8 @@ int netpolicy_thread_text(const struct b4_policy *p,
  */
 int netpolicy_run(const char *text, struct b4_error *err);
 
-/* netpolicy_table_install() - create or refresh the `inet b4box` table. Return: 0, -EIO. */
+/* netpolicy_table_install() - create or refresh the `inet b4box` table, unless it already has
+ * this b4box.nft's marker set (one netlink query). Return: 0, -ENOMEM, -EIO. */
 int netpolicy_table_install(struct b4_error *err);
 
 /* netpolicy_probe() - whether libnftables can install the table here; @ret_why when not. */

@@ -36,6 +36,7 @@ static void load(void)
         api.buffer_output = sym(h, "nft_ctx_buffer_output", &ok);
         api.buffer_error = sym(h, "nft_ctx_buffer_error", &ok);
         api.get_error_buffer = sym(h, "nft_ctx_get_error_buffer", &ok);
+        api.get_output_buffer = sym(h, "nft_ctx_get_output_buffer", &ok);
         api.set_dry_run = sym(h, "nft_ctx_set_dry_run", &ok);
         api.run_cmd_from_buffer = sym(h, "nft_run_cmd_from_buffer", &ok);
         if (!ok) {

@@ -15,6 +15,7 @@ struct nft_dl {
         __typeof__(nft_ctx_buffer_output) *buffer_output;
         __typeof__(nft_ctx_buffer_error) *buffer_error;
         __typeof__(nft_ctx_get_error_buffer) *get_error_buffer;
+        __typeof__(nft_ctx_get_output_buffer) *get_output_buffer;
         __typeof__(nft_ctx_set_dry_run) *set_dry_run;
         __typeof__(nft_run_cmd_from_buffer) *run_cmd_from_buffer;
 };

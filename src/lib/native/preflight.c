@@ -163,14 +163,22 @@ static int allow_row(struct b4_preflight *p)
 {
         const char *why = NULL;
 
-        if (net_available(&why) >= 0)
-                return b4_preflight_control(p, "network allow", B4_ENFORCED,
-                                            "per-thread veth + NAT, IPv4 only (IPv6 disabled on "
-                                            "the veth, ip6tables DROP); 169.254.0.0/16, the "
-                                            "host's own addresses and other sandboxes "
-                                            "unreachable");
-        return b4_preflight_control(p, "network allow", B4_NOT_ENFORCED,
-                                    "%s: allow-mode sandboxes cannot start here", why);
+        const char *fwd = NULL;
+        int r, f;
+
+        if (net_available(&why) < 0 || netpolicy_probe(&why) < 0)
+                return b4_preflight_control(p, "network allow", B4_NOT_ENFORCED,
+                                            "%s: allow-mode sandboxes cannot start here", why);
+        r = b4_preflight_control(p, "network allow", B4_ENFORCED,
+                                 "per-thread veth (rtnetlink) + NAT (nft table inet b4box), "
+                                 "IPv4 only (IPv6 disabled on the veth and rejected by the "
+                                 "table); 169.254.0.0/16, the host's own addresses (IPv4 and "
+                                 "IPv6) and other sandboxes unreachable");
+        f = net_forward_state(&fwd);
+        if (r >= 0)
+                r = b4_preflight_control(p, "network forward",
+                                         f < 0 ? B4_NOT_ENFORCED : B4_ENFORCED, "%s", fwd);
+        return r;
 }
 
 /* Network lists (netpolicy.c): what is enforced, or the first reason it cannot be here. */

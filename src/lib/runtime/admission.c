@@ -290,11 +290,6 @@ static struct jv *tool_map(const struct b4_tool_patterns *m, size_t n)
         return o;
 }
 
-static struct jv *network_json(const struct b4_thread_policy *p)
-{
-        return jv_pack("{s:s}", "mode", p->network == B4_NETWORK_DENY ? "deny" : "allow");
-}
-
 static struct jv *env_json(const struct b4_thread_policy *p)
 {
         struct jv *env = jv_object_new();
@@ -321,8 +316,9 @@ static struct jv *policy_json(const struct b4_thread_policy *p)
 {
         bool lost = false;
         struct jv *o = jv_pack(
-                "{s:o*, s:o*, s:o*}", "network", jv_opt(p->has_network, network_json(p), &lost),
-                "env", jv_opt(p->has_env, env_json(p), &lost), "resources",
+                "{s:o*, s:o*, s:o*}", "network",
+                jv_opt(p->has_network, config_thread_network_json(p), &lost), "env",
+                jv_opt(p->has_env, env_json(p), &lost), "resources",
                 jv_opt(p->memory_mb || p->cpus > 0 || p->timeout_ms, resources_json(p), &lost));
 
         return lost ? jv_unref(o) : o;
@@ -371,22 +367,14 @@ static int apply_record_policy(const struct b4_policy *app,
                                struct b4_policy *p,
                                struct b4_error *err)
 {
-        const char *mode = jv_string(jv_object_get(jv_object_get(pol, "network"), "mode"));
         const struct jv *res = jv_object_get(pol, "resources"), *x;
         int r = b4_policy_copy(p, app);
 
         if (r < 0)
                 return r;
-        if (mode && strcmp(mode, "allow") == 0 && app->network == B4_NETWORK_DENY)
-                return b4_error_set(err, -EPERM,
-                                    "A thread's sandbox policy may not open the network the "
-                                    "app's policy denies");
-        if (mode && strcmp(mode, "deny") == 0 && app->network == B4_NETWORK_ALLOW) {
-                p->network = B4_NETWORK_DENY;
-                b4_net_entries_free(p->network_list, p->n_network_list);
-                p->network_list = NULL;
-                p->n_network_list = 0;
-        }
+        r = config_thread_network_apply(app, jv_object_get(pol, "network"), p, err);
+        if (r < 0)
+                return r;
         if ((x = jv_object_get(pol, "env")) && (r = merge_env(p, x)) < 0)
                 return r;
         if ((x = jv_object_get(res, "memoryMb")))
