@@ -437,8 +437,6 @@ int cgroup_kill_all(const struct cgroup *cg)
                 return 0;
         if (cg->mode == CGROUP_V2)
                 (void)write_string_at(fd, "cgroup.kill", "1");
-        if (cg->unified_fd >= 0) /* the same processes, most of them gone at once */
-                (void)write_string_at(cg->unified_fd, "cgroup.kill", "1");
         for (int i = 0; i < 400; i++) {
                 if (freezer >= 0)
                         (void)write_string_at(freezer, "freezer.state", "FROZEN");
