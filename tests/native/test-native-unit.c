@@ -24,13 +24,13 @@
 
 #include "b4box/b4.h"
 
+#include "../keeper/keeper-proto.h" /* KEEPER_CG_* */
 #include "b4-test.h"
 #include "base/alloc.h"
 #include "base/fd-util.h"
 #include "base/macro.h"
 #include "core/capture.h"
 #include "core/launch.h"
-#include "../keeper/keeper-proto.h" /* KEEPER_CG_* */
 #include "native/native.h"
 
 #define ID "0123456789abcdef0123456789abcdef01234567"

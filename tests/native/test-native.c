@@ -62,10 +62,11 @@ static int group_setup(void **state)
         return C.p ? 0 : -1;
 }
 
-static const char *const threads[] = { "t-id",   "t-fs",     "t-a",    "t-b",    "t-time", "t-cap",
-                                       "t-life", "t-adopt",  "t-bomb", "t-mem",  "t-read", "t-conc",
-                                       "t-env",  "t-cancel", "t-rel",  "t-deny", "t-tree", "t-h1",
-                                       "t-m6",   "t-l4",     "t-l2",   "t-disk", "t-old",  "t-hyb" };
+static const char *const threads[] = {
+        "t-id",   "t-fs",  "t-a",    "t-b",    "t-time", "t-cap",    "t-life", "t-adopt",
+        "t-bomb", "t-mem", "t-read", "t-conc", "t-env",  "t-cancel", "t-rel",  "t-deny",
+        "t-tree", "t-h1",  "t-m6",   "t-l4",   "t-l2",   "t-disk",   "t-old",  "t-hyb"
+};
 
 /* Keeper records left after every thread was destroyed: a thread the test forgot. Killed
  * here so nothing outlives the run, and reported as a teardown failure. */
@@ -459,8 +460,7 @@ static void test_hybrid_command_cgroup(void **state)
 
         host_id("t-hyb", hid);
         /* inside, the cgroup namespace is rooted at the keeper's: a child of it, v1 the root */
-        assert_int_equal(run(sb, "grep -E '^(0::|[0-9]+:(pids|freezer):)' /proc/self/cgroup",
-                             &res),
+        assert_int_equal(run(sb, "grep -E '^(0::|[0-9]+:(pids|freezer):)' /proc/self/cgroup", &res),
                          0);
         assert_non_null(strstr(res.out, "0::/c"));
         assert_non_null(strstr(res.out, ":pids:/\n"));

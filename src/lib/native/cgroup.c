@@ -136,9 +136,9 @@ void cgroup_host_restrict_to_delegated(struct cgroup_host *h)
                         h->has[i] = hier >= 0 && delegated(hier);
                 }
                 /* as in v2 mode: moving the keeper in needs the root writable too */
-                if (h->unified_fd >= 0 && (!delegated(h->unified_fd) ||
-                                           faccessat(h->unified_fd, "cgroup.procs", W_OK,
-                                                     AT_EACCESS) < 0))
+                if (h->unified_fd >= 0 &&
+                    (!delegated(h->unified_fd) ||
+                     faccessat(h->unified_fd, "cgroup.procs", W_OK, AT_EACCESS) < 0))
                         h->unified_fd = safe_close(h->unified_fd);
         }
         for (size_t i = 0; i < CGROUP_V1_MAX; i++)
