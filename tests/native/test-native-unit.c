@@ -195,7 +195,7 @@ static void test_cgroup_hybrid_fake_tree(void **state)
         char rel[128];
         (void)snprintf(rel, sizeof(rel), "unified/b4box/" ID "/%s", name);
         assert_true(exists(t, rel));
-        cgroup_exec_remove(fd, name);
+        cgroup_exec_remove(fd, name, false);
         assert_false(exists(t, rel));
         cfd = safe_close(cfd);
         fd = safe_close(fd);

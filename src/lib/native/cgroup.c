@@ -550,9 +550,12 @@ int cgroup_delegate(int fd, uint32_t uid, uint32_t gid)
         return 0;
 }
 
-void cgroup_exec_remove(int parent_fd, const char *name)
+void cgroup_exec_remove(int parent_fd, const char *name, bool killed)
 {
-        (void)unlinkat(parent_fd, name, AT_REMOVEDIR); /* EBUSY: background jobs live on */
+        if (killed) /* cgroup.kill returns before its processes are gone */
+                (void)rmdir_wait(parent_fd, name);
+        else
+                (void)unlinkat(parent_fd, name, AT_REMOVEDIR); /* EBUSY: jobs live on */
 }
 
 int cgroup_remove(const struct cgroup_host *h, const char *id)

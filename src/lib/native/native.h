@@ -171,8 +171,9 @@ int cgroup_exec_create(int parent_fd, char name[32], int *ret_fd);
  * to @uid:@gid, the keeper's host ids in its user namespace, so it can place and kill its
  * commands there. Return: 0 or -errno. */
 int cgroup_delegate(int fd, uint32_t uid, uint32_t gid);
-/* rmdir it when empty; a command's background jobs keep it alive until release. */
-void cgroup_exec_remove(int parent_fd, const char *name);
+/* rmdir it when empty; a command's background jobs keep it alive until release. @killed: it
+ * was just killed, so wait (bounded, 1 s) for its last processes to exit first. */
+void cgroup_exec_remove(int parent_fd, const char *name, bool killed);
 /* Remove the cgroup dirs, the unified ones of a hybrid host too (they must be empty; the
  * commands' child cgroups go first). */
 int cgroup_remove(const struct cgroup_host *h, const char *id);

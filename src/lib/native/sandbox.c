@@ -127,7 +127,7 @@ static void exec_cg_make(struct native_thread *t, struct exec_cg *cg)
             (cgroup_exec_create(cg->parent_fd, cg->name, &cg->fd) < 0 ||
              (t->host_base && cgroup_delegate(cg->fd, t->host_base, t->host_base) < 0))) {
                 cg->fd = safe_close(cg->fd);
-                cgroup_exec_remove(cg->parent_fd, cg->name);
+                cgroup_exec_remove(cg->parent_fd, cg->name, false);
                 cg->parent_fd = safe_close(cg->parent_fd);
                 return;
         }
@@ -163,7 +163,7 @@ static void exec_cg_done(struct native_thread *t, uint64_t gen, struct exec_cg *
         }
         if (!kept) {
                 cg->fd = safe_close(cg->fd);
-                cgroup_exec_remove(cg->parent_fd, cg->name); /* EBUSY: jobs live on */
+                cgroup_exec_remove(cg->parent_fd, cg->name, killed); /* EBUSY: jobs live on */
         }
         cg->parent_fd = safe_close(cg->parent_fd);
 }
@@ -264,7 +264,7 @@ static int sb_exec_finish(struct b4_sandbox *sb,
         int r;
 
         r = exec_run(TAKE_FD(st->sock), &st->spec, ret, err);
-        exec_cg_done(s->t, st->gen, &st->cg, r < 0 || ret->timed_out || ret->cancelled);
+        exec_cg_done(s->t, st->gen, &st->cg, r >= 0 && (ret->timed_out || ret->cancelled));
         started_free(st);
         return r;
 }
