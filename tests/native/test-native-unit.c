@@ -24,9 +24,11 @@
 
 #include "b4box/b4.h"
 
+#include "../keeper/keeper-proto.h" /* KEEPER_CG_* */
 #include "b4-test.h"
 #include "base/alloc.h"
 #include "base/fd-util.h"
+#include "base/macro.h"
 #include "core/capture.h"
 #include "core/launch.h"
 #include "native/native.h"
@@ -101,15 +103,13 @@ static void test_cgroup_v2_fake_tree(void **state)
         free(t);
 }
 
-static void test_cgroup_v1_fake_tree(void **state)
+/* A v1 host without freezer: pids, memory and cpu dirs of ID, and cgroup2 mounted at
+ * unified with no controllers (the hybrid layout). */
+static void mk_v1_tree(const char *t)
 {
-        char *t = b4_test_tmpdir();
-        struct cgroup_host h;
-        struct cgroup cg;
-        struct cgroup_limits lim = { .memory_bytes = 1u << 20, .cpus = 0.5, .pids = 7 };
-
         mk(t, "unified");
         put(t, "unified/cgroup.controllers", "\n"); /* v2 mounted, nothing delegated */
+        put(t, "unified/cgroup.procs", "");
         mk(t, "pids");
         put(t, "pids/cgroup.procs", "");
         mk(t, "pids/b4box");
@@ -129,6 +129,24 @@ static void test_cgroup_v1_fake_tree(void **state)
         put(t, "cpu/b4box/" ID "/cpu.cfs_period_us", "");
         put(t, "cpu/b4box/" ID "/cpu.cfs_quota_us", "");
         put(t, "cpu/b4box/" ID "/cgroup.procs", "");
+}
+
+static bool exists(const char *dir, const char *rel)
+{
+        char p[4096];
+
+        (void)snprintf(p, sizeof(p), "%s/%s", dir, rel);
+        return access(p, F_OK) == 0;
+}
+
+static void test_cgroup_v1_fake_tree(void **state)
+{
+        char *t = b4_test_tmpdir();
+        struct cgroup_host h;
+        struct cgroup cg;
+        struct cgroup_limits lim = { .memory_bytes = 1u << 20, .cpus = 0.5, .pids = 7 };
+
+        mk_v1_tree(t);
         cgroup_host_probe(open(t, O_RDONLY | O_DIRECTORY | O_CLOEXEC), &h);
         assert_int_equal(h.mode, CGROUP_V1);
         assert_true(h.has[0] && h.has[1] && h.has[2]);
@@ -139,6 +157,64 @@ static void test_cgroup_v1_fake_tree(void **state)
         expect(t, "cpu/b4box/" ID "/cpu.cfs_quota_us", "50000");
         assert_int_equal(cgroup_attach(&cg, 77), 0);
         expect(t, "memory/b4box/" ID "/cgroup.procs", "77");
+        cgroup_close(&cg);
+        cgroup_host_release(&h);
+        b4_test_rmrf(t);
+        free(t);
+}
+
+/* Hybrid: the commands' own cgroups go in the unified hierarchy when it offers cgroup.kill;
+ * the limits stay on v1. Without cgroup.kill (an older kernel) nothing is left there and the
+ * commands' cgroups stay v1. */
+static void test_cgroup_hybrid_fake_tree(void **state)
+{
+        char *t = b4_test_tmpdir(), name[32];
+        struct cgroup_host h;
+        struct cgroup cg;
+        struct cgroup_limits lim = { .memory_bytes = 1u << 20, .cpus = 0.5, .pids = 7 };
+        int fd = -EBADF, cfd = -EBADF;
+        uint32_t flags = 0;
+
+        mk_v1_tree(t);
+        mk(t, "unified/b4box");
+        mk(t, "unified/b4box/" ID);
+        put(t, "unified/b4box/" ID "/cgroup.procs", "");
+        put(t, "unified/b4box/" ID "/cgroup.kill", "");
+        cgroup_host_probe(open(t, O_RDONLY | O_DIRECTORY | O_CLOEXEC), &h);
+        assert_int_equal(h.mode, CGROUP_V1);
+        assert_true(h.unified_fd >= 0);
+        assert_int_equal(cgroup_create(&h, ID, &lim, &cg, NULL), 0);
+        expect(t, "pids/b4box/" ID "/pids.max", "7");
+        expect(t, "memory/b4box/" ID "/memory.limit_in_bytes", "1048576");
+        assert_int_equal(cgroup_attach(&cg, 77), 0);
+        expect(t, "pids/b4box/" ID "/cgroup.procs", "77");
+        expect(t, "unified/b4box/" ID "/cgroup.procs", "77"); /* the keeper, in both */
+        assert_int_equal(cgroup_exec_parent(&h, ID, &fd, &flags), 0);
+        assert_int_equal(flags, KEEPER_CG_KILL);
+        assert_int_equal(cgroup_exec_create(fd, name, &cfd), 0);
+        char rel[128];
+        (void)snprintf(rel, sizeof(rel), "unified/b4box/" ID "/%s", name);
+        assert_true(exists(t, rel));
+        cgroup_exec_remove(fd, name, false);
+        assert_false(exists(t, rel));
+        cfd = safe_close(cfd);
+        fd = safe_close(fd);
+        cgroup_close(&cg);
+
+        /* no cgroup.kill in a fresh unified dir: it goes again, the commands' cgroups are v1 */
+        static const char *const other = "fedcba9876543210fedcba9876543210fedcba98";
+        struct cgroup_limits none = { 0 };
+        assert_int_equal(cgroup_create(&h, other, &none, &cg, NULL), 0);
+        assert_true(cg.unified_fd < 0);
+        (void)snprintf(rel, sizeof(rel), "unified/b4box/%s", other);
+        assert_false(exists(t, rel));
+        assert_int_equal(cgroup_exec_parent(&h, other, &fd, &flags), 0);
+        assert_int_equal(flags, 0); /* the pids hierarchy: no freezer here */
+        assert_int_equal(cgroup_exec_create(fd, name, &cfd), 0);
+        (void)snprintf(rel, sizeof(rel), "pids/b4box/%s/%s", other, name);
+        assert_true(exists(t, rel));
+        safe_close(cfd);
+        safe_close(fd);
         cgroup_close(&cg);
         cgroup_host_release(&h);
         b4_test_rmrf(t);
@@ -498,6 +574,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cgroup_v2_fake_tree),
                 cmocka_unit_test(test_cgroup_v1_fake_tree),
+                cmocka_unit_test(test_cgroup_hybrid_fake_tree),
                 cmocka_unit_test(test_cgroup_none),
                 cmocka_unit_test(test_capture_head_tail),
                 cmocka_unit_test(test_mount_plan_host),

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,10 +62,11 @@ static int group_setup(void **state)
         return C.p ? 0 : -1;
 }
 
-static const char *const threads[] = { "t-id",   "t-fs",     "t-a",    "t-b",    "t-time", "t-cap",
-                                       "t-life", "t-adopt",  "t-bomb", "t-mem",  "t-read", "t-conc",
-                                       "t-env",  "t-cancel", "t-rel",  "t-deny", "t-tree", "t-h1",
-                                       "t-m6",   "t-l4",     "t-l2",   "t-disk", "t-old" };
+static const char *const threads[] = {
+        "t-id",   "t-fs",  "t-a",    "t-b",    "t-time", "t-cap",    "t-life", "t-adopt",
+        "t-bomb", "t-mem", "t-read", "t-conc", "t-env",  "t-cancel", "t-rel",  "t-deny",
+        "t-tree", "t-h1",  "t-m6",   "t-l4",   "t-l2",   "t-disk",   "t-old",  "t-hyb"
+};
 
 /* Keeper records left after every thread was destroyed: a thread the test forgot. Killed
  * here so nothing outlives the run, and reported as a teardown failure. */
@@ -348,18 +350,36 @@ static bool cg_populated(const char *dir)
         return c != EOF;
 }
 
-/* Command cgroups of @thread that still exist (v1 freezer layout; only those with processes
- * in them when @populated), or -1 when the host has no v1 freezer hierarchy. */
+#define UNIFIED "/sys/fs/cgroup/unified"
+
+/* Whether this host is v1 with the unified hierarchy offering cgroup.kill (kernel >= 5.14):
+ * there the commands' own cgroups are cgroup2 ones, under UNIFIED/b4box/<hid>. */
+static bool hybrid_kill(void)
+{
+        struct utsname u;
+        unsigned major = 0, minor = 0;
+
+        if (access("/sys/fs/cgroup/pids/cgroup.procs", F_OK) < 0 ||
+            access(UNIFIED "/cgroup.controllers", F_OK) < 0 || uname(&u) < 0 ||
+            sscanf(u.release, "%u.%u", &major, &minor) != 2)
+                return false;
+        return major > 5 || (major == 5 && minor >= 14);
+}
+
+/* Command cgroups of @thread that still exist (v1 layout: unified on a hybrid host, else
+ * freezer; only those with processes in them when @populated), or -1 when the host has
+ * neither. */
 static int command_cgroups(const char *thread, bool populated)
 {
         char pat[160], hid[SHA256_HEX_LEN + 1];
+        const char *hier = hybrid_kill() ? UNIFIED : "/sys/fs/cgroup/freezer";
         glob_t g;
         int n = 0;
 
-        if (access("/sys/fs/cgroup/freezer/cgroup.procs", F_OK) < 0)
+        if (!hybrid_kill() && access("/sys/fs/cgroup/freezer/cgroup.procs", F_OK) < 0)
                 return -1;
         host_id(thread, hid);
-        (void)snprintf(pat, sizeof(pat), "/sys/fs/cgroup/freezer/b4box/%s/c*", hid);
+        (void)snprintf(pat, sizeof(pat), "%s/b4box/%s/c[0-9]*", hier, hid);
         if (glob(pat, GLOB_ONLYDIR, NULL, &g) != 0)
                 return 0;
         for (size_t i = 0; i < g.gl_pathc; i++)
@@ -405,6 +425,82 @@ static void test_kill_tree(void **state)
         b4_sandbox_unref(sb);
         assert_int_equal(b4_provider_release(C.p, "t-tree", &err), 0);
         assert_true(command_cgroups("t-tree", false) <= 0);
+}
+
+/* The cgroup of hierarchy @ctrl ("" = the unified one) in the /proc/<pid>/cgroup file @path
+ * (owned), or NULL. */
+static char *cgroup_of(const char *path, const char *ctrl)
+{
+        char *line = NULL, *found = NULL, *c;
+        size_t cap = 0, n = strlen(ctrl);
+        FILE *f = fopen(path, "re");
+
+        while (f && !found && getline(&line, &cap, f) > 0) {
+                line[strcspn(line, "\n")] = '\0';
+                if ((c = strchr(line, ':')) && strncmp(c + 1, ctrl, n) == 0 && c[1 + n] == ':')
+                        found = strdup(c + 2 + n);
+        }
+        if (f)
+                fclose(f);
+        free(line);
+        return found;
+}
+
+/* Hybrid host: a command runs in its own cgroup2 cgroup under the thread's unified one and
+ * in the thread's v1 cgroups (the limits); destroy removes the unified dirs. */
+static void test_hybrid_command_cgroup(void **state)
+{
+        REQUIRE_ROOT();
+        if (!hybrid_kill())
+                skip_msg("not a cgroup v1 host with cgroup2 at " UNIFIED " offering cgroup.kill");
+        static const char *const v1[] = { "pids", "memory", "freezer" };
+        struct b4_error err = { 0 };
+        struct b4_exec_result res = { 0 };
+        char hid[SHA256_HEX_LEN + 1], pat[160], path[256], want[128], *cg;
+        struct b4_sandbox *sb = acquire("t-hyb", NULL);
+        long pid = 0;
+        glob_t g;
+        FILE *f;
+
+        host_id("t-hyb", hid);
+        /* inside, the cgroup namespace is rooted at the keeper's: a child of it, v1 the root */
+        assert_int_equal(run(sb, "grep -E '^(0::|[0-9]+:(pids|freezer):)' /proc/self/cgroup", &res),
+                         0);
+        assert_non_null(strstr(res.out, "0::/c"));
+        assert_non_null(strstr(res.out, ":pids:/\n"));
+        assert_non_null(strstr(res.out, ":freezer:/\n"));
+        b4_exec_result_clear(&res);
+        /* from the host: a background job stays in its command's cgroup */
+        assert_int_equal(run(sb, "sleep 4444 >/dev/null 2>&1 &", &res), 0);
+        b4_exec_result_clear(&res);
+        (void)snprintf(pat, sizeof(pat), UNIFIED "/b4box/%s/c[0-9]*/cgroup.procs", hid);
+        assert_int_equal(glob(pat, 0, NULL, &g), 0);
+        for (size_t i = 0; i < g.gl_pathc && pid <= 0; i++)
+                if ((f = fopen(g.gl_pathv[i], "re"))) {
+                        if (fscanf(f, "%ld", &pid) != 1)
+                                pid = 0;
+                        fclose(f);
+                }
+        globfree(&g);
+        assert_true(pid > 0);
+        (void)snprintf(path, sizeof(path), "/proc/%ld/cgroup", pid);
+        (void)snprintf(want, sizeof(want), "/b4box/%s/c", hid);
+        cg = cgroup_of(path, "");
+        assert_non_null(cg);
+        assert_memory_equal(cg, want, strlen(want));
+        free(cg);
+        (void)snprintf(want, sizeof(want), "/b4box/%s", hid);
+        for (size_t i = 0; i < sizeof(v1) / sizeof(v1[0]); i++) {
+                cg = cgroup_of(path, v1[i]);
+                assert_non_null(cg);
+                assert_string_equal(cg, want);
+                free(cg);
+        }
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_destroy(C.p, "t-hyb", &err), 0);
+        (void)snprintf(path, sizeof(path), UNIFIED "/b4box/%s", hid);
+        assert_int_equal(access(path, F_OK), -1);
+        assert_int_equal(errno, ENOENT);
 }
 
 static void *fire_later(void *arg)
@@ -1374,6 +1470,7 @@ int main(void)
                 cmocka_unit_test(test_exit_codes_and_timeout),
                 cmocka_unit_test(test_cancel),
                 cmocka_unit_test(test_kill_tree),
+                cmocka_unit_test(test_hybrid_command_cgroup),
                 cmocka_unit_test(test_output_cap),
                 cmocka_unit_test(test_fs_ops),
                 cmocka_unit_test(test_h1_identity_parity),

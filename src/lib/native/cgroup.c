@@ -4,13 +4,18 @@
  * /sys/fs/cgroup) so the logic runs unchanged against a fake tree in unit tests.
  *   v2: <root>[/unified]/b4box/<id>, when the unified hierarchy offers pids and memory
  *       (controllers enabled through cgroup.subtree_control on the way down);
- *   v1: <root>/<ctrl>/b4box/<id> for ctrl in pids, memory, cpu, freezer (those present).
+ *   v1: <root>/<ctrl>/b4box/<id> for ctrl in pids, memory, cpu, freezer (those present),
+ *       and on a hybrid host <root>/unified/b4box/<id> when that cgroup2 hierarchy offers
+ *       cgroup.kill: it holds no controller, only the commands' own cgroups.
  * Limits: pids.max; memory.max / memory.limit_in_bytes (swap pinned to the same budget);
  * cpu.max / cfs quota. Killing freezes first (v1 freezer) or uses cgroup.kill (v2) so a fork
  * bomb cannot outrun the loop. Each command gets its own child cgroup (<id>/c<pid>-<n>: v2 in
- * the thread's dir, v1 in the freezer hierarchy, else pids) so a timeout or cancel kills
- * everything it started, including processes that left its session; limits stay the
- * thread's (hierarchical). The children are swept and removed with the thread's cgroup.
+ * the thread's dir; v1 in the unified one of a hybrid host, else the freezer hierarchy, else
+ * pids) so a timeout or cancel kills everything it started, including processes that left
+ * its session; limits stay the thread's (hierarchical; on a hybrid host the command simply
+ * stays in the keeper's v1 cgroups). A cgroup2 command cgroup lets the keeper clone3() the
+ * command straight into it, where a v1 one costs a cgroup.procs write (an RCU grace period,
+ * milliseconds). The children are swept and removed with the thread's cgroup.
  */
 
 #include <dirent.h>
@@ -77,9 +82,19 @@ static bool probe_v2(struct cgroup_host *h, const char *sub)
         return true;
 }
 
+/* Hybrid host: the controller-less cgroup2 hierarchy next to the v1 ones, if mounted. */
+static int probe_unified(int root_fd)
+{
+        int fd = openat(root_fd, "unified", O_DIRECTORY | O_CLOEXEC);
+
+        if (fd >= 0 && !file_exists_at(fd, "cgroup.controllers"))
+                fd = safe_close(fd);
+        return fd;
+}
+
 void cgroup_host_probe(int root_fd, struct cgroup_host *ret)
 {
-        struct cgroup_host h = { .root_fd = root_fd, .v2_fd = -EBADF };
+        struct cgroup_host h = { .root_fd = root_fd, .v2_fd = -EBADF, .unified_fd = -EBADF };
 
         if (root_fd >= 0 && !probe_v2(&h, ".") && !probe_v2(&h, "unified")) {
                 for (size_t i = 0; i < CGROUP_V1_MAX; i++) {
@@ -87,8 +102,10 @@ void cgroup_host_probe(int root_fd, struct cgroup_host *ret)
                         (void)snprintf(p, sizeof(p), "%s/cgroup.procs", cgroup_v1_names[i]);
                         h.has[i] = file_exists_at(root_fd, p);
                 }
-                if (h.has[CG_PIDS])
+                if (h.has[CG_PIDS]) {
                         h.mode = CGROUP_V1;
+                        h.unified_fd = probe_unified(root_fd);
+                }
         }
         *ret = h;
 }
@@ -118,29 +135,38 @@ void cgroup_host_restrict_to_delegated(struct cgroup_host *h)
                         hier = openat(h->root_fd, cgroup_v1_names[i], O_DIRECTORY | O_CLOEXEC);
                         h->has[i] = hier >= 0 && delegated(hier);
                 }
+                /* as in v2 mode: moving the keeper in needs the root writable too */
+                if (h->unified_fd >= 0 &&
+                    (!delegated(h->unified_fd) ||
+                     faccessat(h->unified_fd, "cgroup.procs", W_OK, AT_EACCESS) < 0))
+                        h->unified_fd = safe_close(h->unified_fd);
         }
         for (size_t i = 0; i < CGROUP_V1_MAX; i++)
                 any = any || h->has[i];
-        if (!any)
+        if (!any) {
                 h->mode = CGROUP_NONE;
+                h->unified_fd = safe_close(h->unified_fd);
+        }
 }
 
 void cgroup_host_release(struct cgroup_host *h)
 {
         safe_close(h->root_fd);
         safe_close(h->v2_fd);
-        *h = (struct cgroup_host){ .root_fd = -EBADF, .v2_fd = -EBADF };
+        safe_close(h->unified_fd);
+        *h = (struct cgroup_host){ .root_fd = -EBADF, .v2_fd = -EBADF, .unified_fd = -EBADF };
 }
 
 void cgroup_close(struct cgroup *cg)
 {
         for (size_t i = 0; i < CGROUP_V1_MAX; i++)
                 cg->dirfd[i] = safe_close(cg->dirfd[i]);
+        cg->unified_fd = safe_close(cg->unified_fd);
 }
 
 static void cgroup_reset(struct cgroup *cg, const char *id, enum cgroup_mode mode)
 {
-        *cg = (struct cgroup){ .mode = mode };
+        *cg = (struct cgroup){ .mode = mode, .unified_fd = -EBADF };
         for (size_t i = 0; i < CGROUP_V1_MAX; i++)
                 cg->dirfd[i] = -EBADF;
         (void)snprintf(cg->id, sizeof(cg->id), "%s", id);
@@ -174,6 +200,27 @@ static void v2_enable_string(const struct cgroup_host *h, char *buf, size_t size
                                                 v2_ctrls[i]);
 }
 
+/* <unified>/b4box/<id> of a hybrid host, or -EBADF: absent, or (@create) no cgroup.kill on
+ * this kernel, when the dir goes again and the commands' cgroups stay v1. Best effort, as
+ * it only makes commands start faster. */
+static int open_unified(const struct cgroup_host *h, const char *id, bool create)
+{
+        cleanup_close int parent = -EBADF;
+        int fd;
+
+        if (h->mode != CGROUP_V1 || h->unified_fd < 0)
+                return -EBADF;
+        parent = mkdir_open(h->unified_fd, PARENT, create);
+        if (parent < 0)
+                return -EBADF;
+        fd = mkdir_open(parent, id, create);
+        if (fd >= 0 && create && !file_exists_at(fd, "cgroup.kill")) {
+                fd = safe_close(fd);
+                (void)unlinkat(parent, id, AT_REMOVEDIR);
+        }
+        return fd < 0 ? -EBADF : fd;
+}
+
 static int open_all(const struct cgroup_host *h, const char *id, bool create, struct cgroup *cg)
 {
         size_t n = h->mode == CGROUP_V2 ? 1 : CGROUP_V1_MAX;
@@ -200,6 +247,7 @@ static int open_all(const struct cgroup_host *h, const char *id, bool create, st
                 if (cg->dirfd[i] < 0)
                         return cg->dirfd[i];
         }
+        cg->unified_fd = open_unified(h, id, create);
         return 0;
 }
 
@@ -302,7 +350,7 @@ int cgroup_attach(const struct cgroup *cg, pid_t pid)
                 if (r < 0)
                         return r;
         }
-        return 0;
+        return cg->unified_fd < 0 ? 0 : write_string_at(cg->unified_fd, "cgroup.procs", buf);
 }
 
 static int procs_fd(const struct cgroup *cg)
@@ -452,8 +500,14 @@ int cgroup_exec_parent(const struct cgroup_host *h,
 {
         cleanup_close int hier = -EBADF, parent = -EBADF;
         size_t slot = h->mode == CGROUP_V2 ? 0 : h->has[CG_FREEZER] ? CG_FREEZER : CG_PIDS;
-        int fd;
+        int fd = open_unified(h, id, false);
 
+        if (fd >= 0 && file_exists_at(fd, "cgroup.kill")) {
+                *ret_flags = KEEPER_CG_KILL;
+                *ret_fd = fd;
+                return 0;
+        }
+        safe_close(fd);
         if (h->mode == CGROUP_NONE || (h->mode == CGROUP_V1 && !h->has[slot]))
                 return -EOPNOTSUPP;
         hier = hier_open(h, slot);
@@ -496,9 +550,12 @@ int cgroup_delegate(int fd, uint32_t uid, uint32_t gid)
         return 0;
 }
 
-void cgroup_exec_remove(int parent_fd, const char *name)
+void cgroup_exec_remove(int parent_fd, const char *name, bool killed)
 {
-        (void)unlinkat(parent_fd, name, AT_REMOVEDIR); /* EBUSY: background jobs live on */
+        if (killed) /* cgroup.kill returns before its processes are gone */
+                (void)rmdir_wait(parent_fd, name);
+        else
+                (void)unlinkat(parent_fd, name, AT_REMOVEDIR); /* EBUSY: jobs live on */
 }
 
 int cgroup_remove(const struct cgroup_host *h, const char *id)
@@ -514,6 +571,11 @@ int cgroup_remove(const struct cgroup_host *h, const char *id)
                 if (hier < 0)
                         continue;
                 int k = remove_one(hier, id);
+                if (k < 0 && r == 0)
+                        r = k;
+        }
+        if (h->mode == CGROUP_V1 && h->unified_fd >= 0) {
+                int k = remove_one(h->unified_fd, id);
                 if (k < 0 && r == 0)
                         r = k;
         }

@@ -120,6 +120,7 @@ struct cgroup_limits {
 struct cgroup {
         enum cgroup_mode mode;
         int dirfd[CGROUP_V1_MAX]; /* v1: pids, memory, cpu, freezer (-EBADF = absent); v2: [0] */
+        int unified_fd;           /* v1 on a hybrid host: <unified>/b4box/<id>, else -EBADF */
         char id[41];
 };
 
@@ -128,6 +129,8 @@ struct cgroup_host {
         enum cgroup_mode mode;
         int root_fd;             /* owned; the cgroupfs root */
         int v2_fd;               /* owned; the unified hierarchy (v2 mode), else -EBADF */
+        int unified_fd;          /* owned; v1 mode: the controller-less cgroup2 hierarchy
+                                  * (hybrid host) the commands' own cgroups go in, else -EBADF */
         bool has[CGROUP_V1_MAX]; /* v1 pids/memory/cpu/freezer, or v2 pids/memory/cpu/(kill) */
         bool rootless;           /* has[] was narrowed to what is delegated to us */
 };
@@ -140,6 +143,8 @@ void cgroup_host_probe(int root_fd, struct cgroup_host *ret);
  * (delegated by an admin); CGROUP_NONE when nothing is. */
 void cgroup_host_restrict_to_delegated(struct cgroup_host *h);
 void cgroup_host_release(struct cgroup_host *h);
+/* Create the thread's dirs and set @lim. On a hybrid host also <unified>/b4box/<id>, kept
+ * only when it offers cgroup.kill (kernel >= 5.14). Return: 0 or -errno (@err set). */
 int cgroup_create(const struct cgroup_host *h,
                   const char *id,
                   const struct cgroup_limits *lim,
@@ -152,8 +157,10 @@ int cgroup_attach(const struct cgroup *cg, pid_t pid);
 int cgroup_kill_all(const struct cgroup *cg);
 bool cgroup_is_empty(const struct cgroup *cg);
 /* Each command's own cgroup: the thread's dir it is created in (v2: the thread's cgroup; v1:
- * freezer, else pids) and the KEEPER_CG_* flags that say how to kill one. -EOPNOTSUPP when
- * there is none (no cgroups, e.g. rootless without delegation). */
+ * the unified one on a hybrid host with cgroup.kill, so the keeper clone3()s straight into
+ * it, else freezer, else pids) and the KEEPER_CG_* flags that say how to kill one.
+ * @ret_fd is the caller's. -EOPNOTSUPP when there is none (no cgroups, e.g. rootless
+ * without delegation). */
 int cgroup_exec_parent(const struct cgroup_host *h,
                        const char *id,
                        int *ret_fd,
@@ -164,9 +171,11 @@ int cgroup_exec_create(int parent_fd, char name[32], int *ret_fd);
  * to @uid:@gid, the keeper's host ids in its user namespace, so it can place and kill its
  * commands there. Return: 0 or -errno. */
 int cgroup_delegate(int fd, uint32_t uid, uint32_t gid);
-/* rmdir it when empty; a command's background jobs keep it alive until release. */
-void cgroup_exec_remove(int parent_fd, const char *name);
-/* Remove the cgroup dirs (they must be empty; the commands' child cgroups go first). */
+/* rmdir it when empty; a command's background jobs keep it alive until release. @killed: it
+ * was just killed, so wait (bounded, 1 s) for its last processes to exit first. */
+void cgroup_exec_remove(int parent_fd, const char *name, bool killed);
+/* Remove the cgroup dirs, the unified ones of a hybrid host too (they must be empty; the
+ * commands' child cgroups go first). */
 int cgroup_remove(const struct cgroup_host *h, const char *id);
 void cgroup_close(struct cgroup *cg);
 

@@ -127,7 +127,7 @@ static void exec_cg_make(struct native_thread *t, struct exec_cg *cg)
             (cgroup_exec_create(cg->parent_fd, cg->name, &cg->fd) < 0 ||
              (t->host_base && cgroup_delegate(cg->fd, t->host_base, t->host_base) < 0))) {
                 cg->fd = safe_close(cg->fd);
-                cgroup_exec_remove(cg->parent_fd, cg->name);
+                cgroup_exec_remove(cg->parent_fd, cg->name, false);
                 cg->parent_fd = safe_close(cg->parent_fd);
                 return;
         }
@@ -142,14 +142,17 @@ static bool cg_empty(int fd)
         return procs >= 0 && read(procs, &c, 1) == 0;
 }
 
-/* Keep @cg as the spare when it is empty and still belongs to keeper generation @gen. */
-static void exec_cg_done(struct native_thread *t, uint64_t gen, struct exec_cg *cg)
+/* Keep @cg as the spare when it is empty, still belongs to keeper generation @gen and was
+ * not @killed: a cgroup2 one whose cgroup.kill was written kills every process clone3()
+ * starts in it from then on (the kernel compares the kill counts of the parent's and the
+ * target cgroup), so a killed command's cgroup is never reused. */
+static void exec_cg_done(struct native_thread *t, uint64_t gen, struct exec_cg *cg, bool killed)
 {
         bool kept = false;
 
         if (cg->fd < 0)
                 return;
-        if (cg_empty(cg->fd)) {
+        if (!killed && cg_empty(cg->fd)) {
                 (void)pthread_mutex_lock(&t->cg_lock);
                 if (t->live && t->generation == gen && t->cg_spare_fd < 0) {
                         t->cg_spare_fd = TAKE_FD(cg->fd);
@@ -160,7 +163,7 @@ static void exec_cg_done(struct native_thread *t, uint64_t gen, struct exec_cg *
         }
         if (!kept) {
                 cg->fd = safe_close(cg->fd);
-                cgroup_exec_remove(cg->parent_fd, cg->name); /* EBUSY: jobs live on */
+                cgroup_exec_remove(cg->parent_fd, cg->name, killed); /* EBUSY: jobs live on */
         }
         cg->parent_fd = safe_close(cg->parent_fd);
 }
@@ -261,7 +264,7 @@ static int sb_exec_finish(struct b4_sandbox *sb,
         int r;
 
         r = exec_run(TAKE_FD(st->sock), &st->spec, ret, err);
-        exec_cg_done(s->t, st->gen, &st->cg);
+        exec_cg_done(s->t, st->gen, &st->cg, r >= 0 && (ret->timed_out || ret->cancelled));
         started_free(st);
         return r;
 }
