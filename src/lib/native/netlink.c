@@ -138,7 +138,7 @@ static int talk(struct nl_sock *nl, struct nlmsghdr *nlh)
                         return -errno;
                 for (size_t off = 0, len; off + NLMSG_HDRLEN <= (size_t)n;
                      off += NLMSG_ALIGN(len)) {
-                        struct nlmsghdr *h = (struct nlmsghdr *)(reply.buf + off);
+                        struct nlmsghdr *h = (struct nlmsghdr *)(void *)(reply.buf + off);
                         len = h->nlmsg_len;
                         if (len < NLMSG_HDRLEN || len > (size_t)n - off)
                                 return -EBADMSG;
