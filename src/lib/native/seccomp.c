@@ -6,16 +6,19 @@
  * denials as rules. Foreign ABIs (i386, x32) kill the process: only the native architecture
  * is in the filter. Compiling costs ~0.6 ms, a good part of a warm local `b4box exec`, so the
  * result is kept in the private state dir, under the key of everything it is made from (the
- * policy's data, libseccomp's version, the architecture) and used only when the key matches.
+ * policy's data, libseccomp's version, the architecture, and the file this code was loaded
+ * from: the rules are code too) and used only when the key matches.
  */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <link.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -206,22 +209,66 @@ static void hash_strings(struct sha256_ctx *c, const char *const *v, size_t n)
         sha256_update(c, "\n", 1);
 }
 
-/* Everything the filter is compiled from, hashed. Return: 0 or -ENOMEM. */
+struct code_object {
+        uintptr_t addr;
+        const char *name; /* "" for the main program */
+};
+
+static int find_code_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+        struct code_object *o = data;
+
+        for (size_t i = 0; i < info->dlpi_phnum; i++) {
+                const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+                uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+
+                if (ph->p_type == PT_LOAD && o->addr >= start && o->addr - start < ph->p_memsz) {
+                        o->name = info->dlpi_name ? info->dlpi_name : "";
+                        return 1;
+                }
+        }
+        (void)size;
+        return 0;
+}
+
+/* The file this code was loaded from (the executable, or libb4box.so): the rules are code
+ * as well as data, so a cached filter is good only for the build that made it. */
+static int code_identity(struct stat *ret)
+{
+        struct code_object o = { .addr = (uintptr_t)(void *)code_identity };
+        const char *file;
+
+        if (dl_iterate_phdr(find_code_object, &o) == 0 || !o.name)
+                return -ENOENT;
+        file = o.name[0] ? o.name : "/proc/self/exe"; /* the main program has no name */
+        if (file[0] != '/')
+                return -ENOENT;
+        return stat(file, ret) < 0 ? -errno : 0;
+}
+
+/* Everything the filter is compiled from, hashed. Return: 0, -ENOMEM, or -ENOENT when the
+ * code's own file cannot be told (no cache then). */
 static int filter_key(char ret[SHA256_HEX_LEN + 1])
 {
         const struct syscall_policy *sp = syscall_policy();
         const struct scmp_version *v = seccomp_version();
-        struct sha256_ctx *c = sha256_new();
-        char nums[160];
+        struct sha256_ctx *c;
+        char nums[256];
+        struct stat st;
         int n;
 
+        if (code_identity(&st) < 0)
+                return -ENOENT;
+        c = sha256_new();
         if (!c)
                 return -ENOMEM;
         n = snprintf(nums, sizeof(nums),
-                     "%s%u.%u.%u arch %" PRIu32 " persona %" PRIu32 "/%" PRIu32 " errno %d/%d\n",
+                     "%s%u.%u.%u arch %" PRIu32 " persona %" PRIu32 "/%" PRIu32 " errno %d/%d\n"
+                     "code %ju:%ju %jd %jd.%09ld\n",
                      CACHE_TAG, v ? v->major : 0, v ? v->minor : 0, v ? v->micro : 0,
                      (uint32_t)SCMP_ARCH_NATIVE, sp->persona_bits, sp->persona_query,
-                     sp->deny_errno, sp->enosys_errno);
+                     sp->deny_errno, sp->enosys_errno, (uintmax_t)st.st_dev, (uintmax_t)st.st_ino,
+                     (intmax_t)st.st_size, (intmax_t)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
         sha256_update(c, nums, (size_t)n);
         hash_strings(c, sp->denied, sp->n_denied);
         hash_strings(c, sp->family_calls, sp->n_family_calls);
@@ -272,12 +319,13 @@ int native_seccomp_filter(int dir_fd, void **ret_bpf, size_t *ret_len, struct b4
         char key[SHA256_HEX_LEN + 1];
         int r;
 
-        if (filter_key(key) < 0)
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        if (cache_read(dir_fd, key, ret_bpf, ret_len) >= 0)
+        r = filter_key(key);
+        if (r == -ENOMEM)
+                return b4_error_set(err, r, "out of memory");
+        if (r >= 0 && cache_read(dir_fd, key, ret_bpf, ret_len) >= 0)
                 return 0;
-        r = seccomp_build(ret_bpf, ret_len, err);
-        if (r >= 0)
+        int built = seccomp_build(ret_bpf, ret_len, err);
+        if (built >= 0 && r >= 0)
                 cache_write(dir_fd, key, *ret_bpf, *ret_len);
-        return r;
+        return built;
 }
