@@ -93,6 +93,19 @@ static const char *mode_name(enum cgroup_mode m)
         return m == CGROUP_V2 ? "cgroup v2" : m == CGROUP_V1 ? "cgroup v1" : "no cgroups";
 }
 
+/* How a command's tree is killed on this host (the "kill on timeout" row). */
+static const char *kill_means(const struct cgroup_host *cg)
+{
+        if (cg->mode == CGROUP_V2)
+                return "cgroup.kill";
+        if (cg->unified_fd >= 0) /* hybrid: commands go in the unified hierarchy */
+                return cg->has[3] ? "cgroup.kill on the unified hierarchy, where the kernel has "
+                                    "it, else v1 freezer, then SIGKILL"
+                                  : "cgroup.kill on the unified hierarchy, where the kernel has "
+                                    "it, else v1 pids, SIGKILL loop";
+        return cg->has[3] ? "v1 freezer, then SIGKILL" : "v1 pids, SIGKILL loop";
+}
+
 static int cgroup_rows(const struct cgroup_host *cg, struct b4_preflight *p)
 {
         static const char *const rows[] = { "pids limit", "memory limit", "cpu limit" };
@@ -119,9 +132,7 @@ static int cgroup_rows(const struct cgroup_host *cg, struct b4_preflight *p)
                 return b4_preflight_control(p, "kill on timeout", B4_ENFORCED,
                                             "each command in its own cgroup (%s): everything "
                                             "it started dies, setsid() escapees included",
-                                            cg->mode == CGROUP_V2 ? "cgroup.kill"
-                                            : cg->has[3]          ? "v1 freezer, then SIGKILL"
-                                                                  : "v1 pids, SIGKILL loop");
+                                            kill_means(cg));
         return b4_preflight_control(p, "kill on timeout", B4_NOT_ENFORCED,
                                     "no cgroup for commands%s: the process group and session "
                                     "are killed, a process that calls setsid() and leaves them "
