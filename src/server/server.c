@@ -226,6 +226,8 @@ static void request_free(struct request *rq)
                 MHD_destroy_response(rq->response);
         b4_thread_row_clear(&rq->thread);
         strbuf_release(&rq->body);
+        free(rq->identity);
+        free(rq->stamp);
         free(rq);
 }
 
@@ -293,12 +295,9 @@ static uint64_t route_body_timeout_ms(const struct request *rq)
         return rq->srv->config->server.request_timeout_ms;
 }
 
-/* Phase 1. Returns false when a reply was made. */
-static bool request_begin(struct request *rq, const char *url, const char *method)
+/* Phase 1, on the poll thread: the browser guard and the route. false = it replied. */
+static bool request_route(struct request *rq, const char *url, const char *method)
 {
-        const char *cl;
-        uint64_t n;
-
         if (!guard_browser(rq))
                 return false;
         if (rq->path_has_nul) { /* libmicrohttpd would decode it and cut the path there */
@@ -306,8 +305,17 @@ static bool request_begin(struct request *rq, const char *url, const char *metho
                             "the request path must not contain a NUL byte (%%00)");
                 return false;
         }
-        if (!find_route(rq, url, method))
-                return false;
+        rq->url = url;
+        return find_route(rq, url, method);
+}
+
+/* Phase 1, the rest: policy, content type, the route's own checks, the declared length.
+ * On a pool thread when a policy program decides (access_defers()). */
+static bool request_admit(struct request *rq)
+{
+        const char *cl;
+        uint64_t n;
+
         if (!access_check(rq) || !guard_content_type(rq))
                 return false;
         if (rq->route->begin && !rq->route->begin(rq))
@@ -336,6 +344,8 @@ static enum MHD_Result request_flush(struct request *rq)
         return r;
 }
 
+static void request_resume(struct server *s, struct MHD_Connection *conn);
+
 static void handler_main(struct worker_job *job)
 {
         struct request *rq = container_of(job, struct request, job);
@@ -345,21 +355,17 @@ static void handler_main(struct worker_job *job)
         rq->route->handler(rq);
         if (!rq->replied)
                 reply_error(rq, 500, "internal_error", "no reply");
-        /* rq belongs to libmicrohttpd's thread again once resumed: not touched after this */
-        (void)pthread_mutex_lock(&s->workers_lock);
-        MHD_resume_connection(conn);
-        s->workers--;
-        (void)pthread_cond_broadcast(&s->workers_done);
-        (void)pthread_mutex_unlock(&s->workers_lock);
+        request_resume(s, conn); /* rq is not touched after this */
 }
 
-/* Phase 3: run the handler on a pool thread, so a long one blocks no other connection. */
-static void request_dispatch(struct request *rq)
+/* Suspend @rq's connection and run @fn on a pool thread (it resumes the connection).
+ * Return: 0, or -errno when no thread could take it (the connection is not suspended). */
+static int request_offload(struct request *rq, void (*fn)(struct worker_job *job))
 {
         struct server *s = rq->srv;
         int r;
 
-        rq->job.fn = handler_main;
+        rq->job.fn = fn;
         (void)pthread_mutex_lock(&s->workers_lock);
         MHD_suspend_connection(rq->conn);
         r = workers_submit(&s->pool, &rq->job);
@@ -368,6 +374,36 @@ static void request_dispatch(struct request *rq)
         else
                 MHD_resume_connection(rq->conn);
         (void)pthread_mutex_unlock(&s->workers_lock);
+        return r;
+}
+
+/* Resume @conn from a pool thread; @rq belongs to libmicrohttpd's thread again after it. */
+static void request_resume(struct server *s, struct MHD_Connection *conn)
+{
+        (void)pthread_mutex_lock(&s->workers_lock);
+        MHD_resume_connection(conn);
+        s->workers--;
+        (void)pthread_cond_broadcast(&s->workers_done);
+        (void)pthread_mutex_unlock(&s->workers_lock);
+}
+
+/* Phase 1 on a pool thread: the policy program may take up to decisionTimeoutMs. When the
+ * connection is resumed, libmicrohttpd calls on_request() again, which sends any reply. */
+static void admit_main(struct worker_job *job)
+{
+        struct request *rq = container_of(job, struct request, job);
+        struct server *s = rq->srv;
+        struct MHD_Connection *conn = rq->conn;
+
+        (void)request_admit(rq);
+        request_resume(s, conn);
+}
+
+/* Phase 3: run the handler on a pool thread, so a long one blocks no other connection. */
+static void request_dispatch(struct request *rq)
+{
+        int r = request_offload(rq, handler_main);
+
         if (r != 0)
                 reply_error(rq, 503, "server_busy", "cannot start a thread for the request: %s",
                             strerror(-r));
@@ -430,7 +466,22 @@ static enum MHD_Result on_request(void *cls,
         if (!rq->began) {
                 rq->began = true;
                 request_name(rq, url, method);
-                (void)request_begin(rq, url, method);
+                if (request_route(rq, url, method) && access_defers(rq)) {
+                        int r = request_offload(rq, admit_main);
+
+                        rq->begin_deferred = r == 0;
+                        if (r == 0)
+                                return MHD_YES; /* called again once admit_main() resumes */
+                        reply_error(rq, 503, "server_busy",
+                                    "cannot start a thread for the request: %s", strerror(-r));
+                } else if (!rq->replied) {
+                        (void)request_admit(rq);
+                }
+                conns_phase(rq->srv->conns, rq->track, CONN_BODY, route_body_timeout_ms(rq));
+                return request_flush(rq);
+        }
+        if (rq->begin_deferred) { /* the first call after admit_main() */
+                rq->begin_deferred = false;
                 conns_phase(rq->srv->conns, rq->track, CONN_BODY, route_body_timeout_ms(rq));
                 return request_flush(rq);
         }
