@@ -264,11 +264,13 @@ static int ask_locked(struct access_program *p,
                 r = jv_dump(req, 0, &text);
         if (r < 0)
                 return -ENOMEM;
-        char *line = b4_realloc(text, strlen(text) + 2);
+        len = strlen(text);
+        char *line = b4_realloc(text, len + 2);
         if (!line)
                 return -ENOMEM;
-        text = strcat(line, "\n");
-        r = send_all(p->fd, text, strlen(text), deadline_ms);
+        text = line;
+        memcpy(text + len, "\n", 2);
+        r = send_all(p->fd, text, len + 1, deadline_ms);
         if (r >= 0)
                 r = read_line(p, deadline_ms, &len);
         if (r >= 0)

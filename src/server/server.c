@@ -14,9 +14,11 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -158,11 +160,65 @@ static int listen_tcp(struct server *s, const char *spec, struct b4_error *err)
         return r;
 }
 
+/* The socket a service manager passes (sd_listen_fds(3)'s protocol, without libsystemd):
+ * exactly one listening stream socket at fd 3, for this process. The variables are unset so
+ * commands never see them. The same loopback rule as listen_tcp() holds. */
+static int listen_systemd(struct server *s, struct b4_error *err)
+{
+        const char *pid = secure_getenv("LISTEN_PID"), *fds = secure_getenv("LISTEN_FDS");
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        int type = 0, acc = 0;
+        socklen_t tl = sizeof(type), al = sizeof(acc);
+        char host[NI_MAXHOST], port[NI_MAXSERV];
+        uint64_t p = 0;
+
+        if (!pid || !fds || safe_atou64(pid, &p) < 0 || p != (uint64_t)getpid())
+                return b4_error_set(err, -EINVAL,
+                                    "server.listen is \"systemd\", but no socket was passed "
+                                    "to this process (LISTEN_PID/LISTEN_FDS): start it from a "
+                                    ".socket unit");
+        if (strcmp(fds, "1") != 0)
+                return b4_error_set(err, -EINVAL,
+                                    "socket activation passed %s sockets; b4box takes exactly one",
+                                    fds);
+        (void)unsetenv("LISTEN_PID");
+        (void)unsetenv("LISTEN_FDS");
+        (void)unsetenv("LISTEN_FDNAMES");
+        if (getsockopt(3, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM ||
+            getsockopt(3, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 || !acc ||
+            getsockname(3, (struct sockaddr *)&ss, &sl) < 0)
+                return b4_error_set(err, -EINVAL,
+                                    "the socket systemd passed is not a listening stream socket");
+        (void)fcntl(3, F_SETFD, FD_CLOEXEC);
+        s->listen_fd = 3;
+        if (ss.ss_family == AF_UNIX) {
+                const struct sockaddr_un *su = (const struct sockaddr_un *)&ss;
+                int r = b4_asprintf(&s->address, "unix:%s", su->sun_path[0] ? su->sun_path : "@");
+
+                return r < 0 ? -ENOMEM : 0;
+        }
+        if (getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), port, sizeof(port),
+                        NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+                return b4_error_set(err, -EINVAL, "cannot name the socket systemd passed");
+        if (b4_asprintf(&s->address, ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port) <
+            0)
+                return -ENOMEM;
+        if (!s->config->thread_access.present && !addr_is_loopback((struct sockaddr *)&ss))
+                return b4_error_set(
+                        err, -EINVAL,
+                        "refusing to serve the socket systemd passed (%s) without a threadAccess block: anyone who can reach it could run commands in every thread. Listen on loopback or a unix socket, or configure threadAccess",
+                        s->address);
+        return guard_init(s, host, s->address) < 0 ? -ENOMEM : 0;
+}
+
 static int open_listener(struct server *s, const char *spec, struct b4_error *err)
 {
         int r;
 
-        if (strncmp(spec, "unix:", 5) == 0)
+        if (strcmp(spec, "systemd") == 0)
+                r = listen_systemd(s, err);
+        else if (strncmp(spec, "unix:", 5) == 0)
                 r = listen_unix(s, spec + 5, err);
         else
                 r = listen_tcp(s, spec, err);
