@@ -34,6 +34,21 @@ struct b4_permissions;
 struct b4_tool_result;
 struct jv;
 
+/* What a runtime reports to its observer (b4_runtime_options.observe), each with a duration. */
+enum b4_runtime_event {
+        B4_EVENT_ACQUIRE_COLD = 0, /* the provider started the thread's compute */
+        B4_EVENT_ACQUIRE_REATTACH, /* ... found it running (a restart adopted it) */
+        B4_EVENT_ADMISSION,        /* resolving and materialising a managed thread, the acquire
+                                      included */
+        B4_EVENT_RELEASE_IDLE,     /* released after idleTimeoutMs (duration: the release) */
+        B4_EVENT_RELEASE_EXPLICIT, /* b4_runtime_thread_release() */
+        B4_EVENT_RELEASE_SHUTDOWN, /* b4_runtime_free() */
+        B4_EVENT__COUNT,
+};
+
+/* Called on the thread that did the work, with no runtime lock held; must be thread-safe. */
+typedef void b4_runtime_observe_fn(void *data, enum b4_runtime_event ev, uint64_t usec);
+
 struct b4_runtime_options {
         struct b4_provider *provider;   /* borrowed; outlives the runtime */
         struct b4_store *store;         /* b4_store_open(); borrowed; outlives the runtime */
@@ -48,6 +63,8 @@ struct b4_runtime_options {
          * --allow, --deny); the readFile/editFile cap in bytes, 0 = B4_TOOLS_DEFAULT_READ_CAP. */
         struct b4_permissions *permissions;
         uint64_t read_cap;
+        b4_runtime_observe_fn *observe; /* optional */
+        void *observe_data;
         bool local; /* one local command over a state dir that later commands share: the
                        sandboxes outlive the runtime (b4_runtime_free() leaves them acquired,
                        so the next command finds them warm) and b4_runtime_thread_release()

@@ -96,8 +96,10 @@ static int start_locked(struct access_program *p)
                 return -r;
         }
         p->fd = sv[0];
-        fprintf(stderr, "level=info msg=\"policy program started\" pid=%d program=\"%s\"\n",
-                (int)p->pid, p->argv[0]);
+        char pid[16];
+
+        (void)snprintf(pid, sizeof(pid), "%d", (int)p->pid);
+        server_log("info", "policy program started", "pid", pid, "program", p->argv[0], NULL);
         return 0;
 }
 
@@ -300,10 +302,11 @@ int access_program_ask(struct access_program *p, struct jv *req, struct access_d
                 return -r;
         r = ask_locked(p, req, deadline_ms, d);
         if (r < 0 && r != -ENOMEM && r != -EAGAIN) {
-                fprintf(stderr,
-                        "level=warn msg=\"policy program failed; it is restarted\" pid=%d "
-                        "error=\"%s\"\n",
-                        (int)p->pid, strerror(-r));
+                char pid[16];
+
+                (void)snprintf(pid, sizeof(pid), "%d", (int)p->pid);
+                server_log("warning", "policy program failed; it is restarted", "pid", pid, "error",
+                           strerror(-r), NULL);
                 stop_locked(p, true);
         }
         (void)pthread_mutex_unlock(&p->lock);

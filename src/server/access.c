@@ -260,16 +260,16 @@ static void log_decision(const struct request *rq,
                          uint64_t usec)
 {
         const char *opname = b4_access_op_name(op);
+        char ms[32];
 
-        fprintf(stderr,
-                "level=info msg=access decision=%s operation=%s thread=%s identity=%s "
-                "ms=%.2f%s%s\n",
-                r >= 0 && d->allow ? "allow" : "deny", opname ? opname : rq->route->name,
-                rq->route->thread_scoped ? rq->params[0] : "-",
-                d->identity          ? d->identity
-                : rq->principal_name ? rq->principal_name
-                                     : "-",
-                (double)usec / 1000.0, r < 0 ? " error=" : "", r < 0 ? strerror(-r) : "");
+        (void)snprintf(ms, sizeof(ms), "%.2f", (double)usec / 1000.0);
+        server_log("info", "access", "decision", r >= 0 && d->allow ? "allow" : "deny", "operation",
+                   opname ? opname : rq->route->name, "thread",
+                   rq->route->thread_scoped ? rq->params[0] : "-", "identity",
+                   d->identity          ? d->identity
+                   : rq->principal_name ? rq->principal_name
+                                        : "-",
+                   "ms", ms, "error", r < 0 ? strerror(-r) : NULL, NULL);
 }
 
 /* A denial: the program's status and message, else 404 as a missing thread on a thread's

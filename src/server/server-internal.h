@@ -16,6 +16,7 @@
 #define RESPONSE_MAX_BYTES     (256u * 1024u * 1024u) /* a run's results, all calls */
 #define INSPECT_BODY_MAX_BYTES (64u * 1024u)          /* reference INSPECT_BODY_MAX_BYTES */
 #define MAX_PATH_PARAMS        2
+#define TRACEPARENT_LEN        55 /* "00-" 32 hex "-" 16 hex "-" 2 hex */
 
 struct principal;
 struct access_program;
@@ -96,18 +97,19 @@ struct request {
         struct server *srv;
         struct MHD_Connection *conn;
         const struct route *route;
-        char *params[MAX_PATH_PARAMS];     /* owned, decoded path parameters */
-        const struct principal *principal; /* NULL without principals */
-        const char *principal_name;        /* NULL without a policy (or an identity) */
-        char *identity;                    /* owned: the policy program's identity answer */
-        char *stamp;                       /* owned JSON object: its stamp for an upload */
-        bool see_all;                      /* the caller sees every thread (list, parents) */
-        bool begin_deferred;               /* the headers phase runs on the pool */
-        const char *url;                   /* libmicrohttpd's, valid while rq lives */
-        struct b4_thread_row thread;       /* loaded for thread-scoped routes */
-        struct conn *track;                /* the connection's deadlines; NULL if untracked */
-        struct worker_job job;             /* its handler's turn on the pool */
-        struct MHD_Response *response;     /* the reply, until the access handler queues it */
+        char *params[MAX_PATH_PARAMS];         /* owned, decoded path parameters */
+        const struct principal *principal;     /* NULL without principals */
+        const char *principal_name;            /* NULL without a policy (or an identity) */
+        char *identity;                        /* owned: the policy program's identity answer */
+        char *stamp;                           /* owned JSON object: its stamp for an upload */
+        bool see_all;                          /* the caller sees every thread (list, parents) */
+        bool begin_deferred;                   /* the headers phase runs on the pool */
+        const char *url;                       /* libmicrohttpd's, valid while rq lives */
+        char traceparent[TRACEPARENT_LEN + 1]; /* a valid W3C traceparent header, or "" */
+        struct b4_thread_row thread;           /* loaded for thread-scoped routes */
+        struct conn *track;                    /* the connection's deadlines; NULL if untracked */
+        struct worker_job job;                 /* its handler's turn on the pool */
+        struct MHD_Response *response;         /* the reply, until the access handler queues it */
         struct strbuf body;
         bool began;        /* the headers phase ran */
         bool completed;    /* the body is in: phase 3 ran */
@@ -120,6 +122,14 @@ struct request {
         char path[256]; /* for the request log, truncated */
         unsigned status;
 };
+
+/* ---- logs (log.c; server_log() is in server.h) ---- */
+/* The traceparent added to this thread's lines (borrowed; NULL = none), while it handles a
+ * request. */
+void log_set_trace(const char *traceparent);
+/* Copy @h into @rq->traceparent when it is a valid W3C traceparent (version 00-fe, non-zero
+ * ids, lowercase hex); else leave it empty. */
+void trace_accept(struct request *rq, const char *h);
 
 /* ---- replies (http-status.c) ---- */
 /* Keep @resp (taken) as the reply, unless one was made already. */
@@ -243,10 +253,22 @@ bool route_inspect_admit(struct request *rq);
 struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row);
 
 /* ---- metrics (metrics.c) ---- */
+enum metrics_gauge {
+        METRICS_GAUGE_STREAM_CLIENTS = 0,
+        METRICS_GAUGE_PROCESSES,
+        METRICS_GAUGE__COUNT,
+};
 struct metrics *metrics_new(void);
 struct metrics *metrics_free(struct metrics *m);
-void metrics_request(struct metrics *m, const char *route, unsigned status);
+/* The controls @pf (borrowed; NULL ok) reports NOT ENFORCED become gauges. */
+void metrics_controls(struct metrics *m, const struct b4_preflight *pf);
+void metrics_request(struct metrics *m, const char *route, unsigned status, uint64_t usec);
 void metrics_refusal(struct metrics *m, const char *code);
-void metrics_tool_call(struct metrics *m, const char *tool, bool ok, uint64_t usec);
+/* @code: the failed call's code (NULL when ok). */
+void metrics_tool_call(
+        struct metrics *m, const char *tool, bool ok, const char *code, uint64_t usec);
+/* A runtime event (b4_runtime_options.observe, through server_observe()). */
+void metrics_event(struct metrics *m, enum b4_runtime_event ev, uint64_t usec);
+void metrics_gauge_add(struct metrics *m, enum metrics_gauge g, int64_t delta);
 /* Prometheus text exposition; *ret is heap. */
 int metrics_render(struct metrics *m, struct b4_runtime *rt, char **ret);

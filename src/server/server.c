@@ -362,6 +362,7 @@ static bool request_route(struct request *rq, const char *url, const char *metho
                 return false;
         }
         rq->url = url;
+        trace_accept(rq, MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "traceparent"));
         return find_route(rq, url, method);
 }
 
@@ -408,9 +409,11 @@ static void handler_main(struct worker_job *job)
         struct server *s = rq->srv;
         struct MHD_Connection *conn = rq->conn;
 
+        log_set_trace(rq->traceparent[0] ? rq->traceparent : NULL);
         rq->route->handler(rq);
         if (!rq->replied)
                 reply_error(rq, 500, "internal_error", "no reply");
+        log_set_trace(NULL);
         request_resume(s, conn); /* rq is not touched after this */
 }
 
@@ -451,7 +454,9 @@ static void admit_main(struct worker_job *job)
         struct server *s = rq->srv;
         struct MHD_Connection *conn = rq->conn;
 
+        log_set_trace(rq->traceparent[0] ? rq->traceparent : NULL);
         (void)request_admit(rq);
+        log_set_trace(NULL);
         request_resume(s, conn);
 }
 
@@ -558,14 +563,16 @@ static enum MHD_Result on_request(void *cls,
 /* One structured line per request on stderr (the daemon is the logging layer). */
 static void log_request(const struct request *rq, enum MHD_RequestTerminationCode toe)
 {
-        double ms = (double)(now_usec() - rq->started_us) / 1000.0;
+        char status[8], ms[32];
 
-        fprintf(stderr,
-                "level=info msg=request method=%s path=\"%s\" route=%s status=%u ms=%.2f "
-                "principal=%s%s\n",
-                rq->method, rq->path, rq->route ? rq->route->name : "-", rq->status, ms,
-                rq->principal_name ? rq->principal_name : "-",
-                toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=true");
+        (void)snprintf(status, sizeof(status), "%u", rq->status);
+        (void)snprintf(ms, sizeof(ms), "%.2f", (double)(now_usec() - rq->started_us) / 1000.0);
+        log_set_trace(rq->traceparent[0] ? rq->traceparent : NULL);
+        server_log("info", "request", "method", rq->method, "path", rq->path, "route",
+                   rq->route ? rq->route->name : "-", "status", status, "ms", ms, "principal",
+                   rq->principal_name ? rq->principal_name : "-", "aborted",
+                   toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? NULL : "true", NULL);
+        log_set_trace(NULL);
 }
 
 static void on_completed(void *cls,
@@ -577,7 +584,8 @@ static void on_completed(void *cls,
         struct request *rq = *con_cls;
 
         if (rq) {
-                metrics_request(s->metrics, rq->route ? rq->route->name : "unmatched", rq->status);
+                metrics_request(s->metrics, rq->route ? rq->route->name : "unmatched", rq->status,
+                                now_usec() - rq->started_us);
                 log_request(rq, toe);
         }
         request_free(rq);
@@ -616,20 +624,11 @@ static int start_daemon(struct server *s)
  * same logfmt shape: the message quoted with '"' and '\\' escaped, one line. */
 static void log_library(enum b4_log_level level, const char *msg, void *userdata)
 {
-        const char *name = level <= B4_LOG_ERROR     ? "error"
-                           : level <= B4_LOG_WARNING ? "warning"
-                                                     : "info";
-        char line[2 * 1024 + 64]; /* b4_log() messages are under 1 KiB; escaping doubles */
-        size_t n = (size_t)snprintf(line, sizeof(line), "level=%s msg=\"", name);
-
         (void)userdata;
-        for (const char *p = msg; *p && n < sizeof(line) - 4; p++) {
-                if (*p == '"' || *p == '\\')
-                        line[n++] = '\\';
-                line[n++] = (unsigned char)*p < 0x20 ? ' ' : *p;
-        }
-        memcpy(line + n, "\"\n", 3);
-        fputs(line, stderr); /* one call: lines from other threads do not interleave */
+        server_log(level <= B4_LOG_ERROR     ? "error"
+                   : level <= B4_LOG_WARNING ? "warning"
+                                             : "info",
+                   msg, NULL);
 }
 
 int server_start(const struct server_options *opts, struct server **ret, struct b4_error *err)
@@ -648,6 +647,8 @@ int server_start(const struct server_options *opts, struct server **ret, struct 
         workers_init(&s->pool);
         b4_set_log_func(log_library, B4_LOG_WARNING, NULL);
         s->metrics = metrics_new();
+        if (s->metrics)
+                metrics_controls(s->metrics, opts->preflight);
         r = s->metrics ? access_load(s, err) : -ENOMEM;
         if (r >= 0)
                 r = open_listener(s, opts->listen ? opts->listen : sc->listen, err);
@@ -697,6 +698,14 @@ struct server *server_free(struct server *s)
         free(s->address);
         free(s);
         return NULL;
+}
+
+void server_observe(void *srv, enum b4_runtime_event ev, uint64_t usec)
+{
+        struct server *s = srv;
+
+        if (s && s->metrics)
+                metrics_event(s->metrics, ev, usec);
 }
 
 const char *server_address(const struct server *s)
