@@ -214,6 +214,12 @@ B4_PUBLIC int b4_run_resume(struct b4_run *run,
 B4_PUBLIC struct b4_sandbox *b4_run_sandbox(struct b4_run *run);
 /** b4_run_cancel_token() - fired by b4_runtime_thread_cancel(); borrowed. */
 B4_PUBLIC struct b4_cancel *b4_run_cancel_token(struct b4_run *run);
+/**
+ * b4_run_interrupted_ms() - when the thread's previous run was cut short by a crash of the
+ * process running it (its marker was left behind), that run's start, ms since the epoch;
+ * else 0. Reported once: this run's marker replaces it.
+ */
+B4_PUBLIC int64_t b4_run_interrupted_ms(const struct b4_run *run);
 /** b4_run_end() - free the slot (NULL ok). Return: NULL. */
 B4_PUBLIC struct b4_run *b4_run_end(struct b4_run *run);
 

@@ -106,10 +106,11 @@ struct request {
         bool begin_deferred;                   /* the headers phase runs on the pool */
         const char *url;                       /* libmicrohttpd's, valid while rq lives */
         char traceparent[TRACEPARENT_LEN + 1]; /* a valid W3C traceparent header, or "" */
-        struct b4_thread_row thread;           /* loaded for thread-scoped routes */
-        struct conn *track;                    /* the connection's deadlines; NULL if untracked */
-        struct worker_job job;                 /* its handler's turn on the pool */
-        struct MHD_Response *response;         /* the reply, until the access handler queues it */
+        int64_t interrupted_ms;        /* the thread's previous run, cut short by a crash, began */
+        struct b4_thread_row thread;   /* loaded for thread-scoped routes */
+        struct conn *track;            /* the connection's deadlines; NULL if untracked */
+        struct worker_job job;         /* its handler's turn on the pool */
+        struct MHD_Response *response; /* the reply, until the access handler queues it */
         struct strbuf body;
         bool began;        /* the headers phase ran */
         bool completed;    /* the body is in: phase 3 ran */

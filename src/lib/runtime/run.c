@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/log.h"
 #include "base/macro.h"
 #include "base/strv.h"
 #include "base/time-util.h"
@@ -78,6 +79,7 @@ int b4_runtime_run_begin(struct b4_runtime *rt,
         if (!run)
                 return -ENOMEM;
         run->rt = rt;
+        run->marker_fd = -EBADF;
         run->thread_id = b4_strdup(id);
         if (!run->thread_id) {
                 run_free(run);
@@ -114,6 +116,9 @@ int b4_runtime_run_begin(struct b4_runtime *rt,
                 b4_run_end(run);
                 return r;
         }
+        r = run_marker_begin(rt, run);
+        if (r < 0) /* a report lost, never a run refused */
+                log_warning("thread '%s': cannot keep its run marker: %s", id, strerror(-r));
         *ret = run;
         return 0;
 }
@@ -165,6 +170,7 @@ struct b4_run *b4_run_end(struct b4_run *run)
         if (!run)
                 return NULL;
         rt = run->rt;
+        run_marker_end(rt, run);
         (void)pthread_mutex_lock(&rt->lock);
         struct box *b = hashmap_get(rt->boxes, run->box_key);
         if (b && b->users > 0) {

@@ -59,7 +59,14 @@ struct b4_run {
         struct b4_sandbox *sb;        /* a reference */
         struct b4_cancel *cancel;     /* borrowed from the slot */
         struct b4_permissions *perms; /* the thread's own lists, or NULL (the app's) */
+        int marker_fd;                /* run-marker.c: the locked marker, or -1 */
+        int64_t interrupted_ms;       /* the start of a run a crash cut short, or 0 */
 };
+
+/* run-marker.c. Begin: take the thread's marker, noting an interrupted run (never fails a
+ * run for it: errors are returned for the log). End: drop it (NULL-safe on no marker). */
+int run_marker_begin(struct b4_runtime *rt, struct b4_run *run);
+void run_marker_end(struct b4_runtime *rt, struct b4_run *run);
 
 /* The root ancestor of @id (itself without a parent), the one walk up the parent chain.
  * *ret is heap. Return: 0, -ENOENT (no row, or a deletion began), -ELOOP (deeper than

@@ -139,6 +139,9 @@ int b4_store_source_get(struct b4_store *s,
                         int64_t *ret_uploaded_ms,
                         struct b4_error *err);
 
+/** b4_store_dir_fd() - the state directory, open for the store's lifetime (borrowed). */
+int b4_store_dir_fd(const struct b4_store *s);
+
 /**
  * b4_store_source_upload() - keep an uploaded bundle (its canonical JSON) under @digest
  * @uploader:   recorded as an uploader of the digest (principal name); NULL = none
