@@ -26,6 +26,7 @@
 #include "core/launch.h"
 #include "docker/docker.h"
 #include "docker/internal.h"
+#include "docker/net.h"
 #include "json/json.h"
 #include "providers.h"
 
@@ -136,7 +137,10 @@ static int reuse_or_replace(struct docker_core *c,
                                          "Sandbox unavailable: %s. Run `b4box check`.", e.msg);
         if (!k.exists)
                 return 0;
-        if (had_state && k.same_seccomp && k.identity && strcmp(k.identity, s->identity) == 0) {
+        /* a stopped keeper plumbed by b4box would start in a new network namespace: replaced */
+        if (had_state && k.same_seccomp && k.identity && strcmp(k.identity, s->identity) == 0 &&
+            (k.running ? docker_net_revive(c->net, s->id, &s->policy) >= 0
+                       : docker_net_path(c->net, &s->policy) != DOCKER_NET_HOSTNET)) {
                 free(k.identity);
                 r = k.running ? 0 : docker_start_container(c, s->name, &e);
                 if (r < 0)
@@ -154,6 +158,7 @@ static int reuse_or_replace(struct docker_core *c,
                                          "Sandbox unavailable: could not replace stale keeper for "
                                          "thread \"%s\": %s. Run `b4box check`.",
                                          s->thread_id, e.msg);
+        docker_net_detach(c->net, s->id);
         return 0;
 }
 
@@ -230,6 +235,7 @@ static int remove_thread(struct docker_core *c, const char *thread_id, bool volu
                 return 0;
         (void)snprintf(name, sizeof(name), "b4-sbx-%s", id);
         (void)docker_remove_container(c, name, NULL);
+        docker_net_detach(c->net, id);
         if (volume && b4_asprintf(&path, "/volumes/b4-sbx-vol-%s", id) >= 0)
                 (void)docker_call(c->d, "DELETE", path, NULL, NULL, NULL);
         return 0;
@@ -254,7 +260,6 @@ static const struct {
         const char *detail;
 } controls[] = {
         { "network deny", B4_ENFORCED, "NetworkMode none" },
-        { "network allow", B4_NOT_ENFORCED, "bridge network: allowlist/denylist are not enforced" },
         { "capabilities", B4_ENFORCED, "CapDrop ALL" },
         { "no_new_privs", B4_ENFORCED, "no-new-privileges" },
         { "read-only root", B4_ENFORCED, "ReadonlyRootfs with tmpfs /tmp and /run" },
@@ -285,6 +290,8 @@ static int preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_
                 if (b4_preflight_control(ret, controls[i].name, controls[i].state, "%s",
                                          controls[i].detail) < 0)
                         return b4_error_set(err, -ENOMEM, "out of memory");
+        if (docker_net_preflight(c->net, ret) < 0) /* allow, allowlist, denylist, dns */
+                return b4_error_set(err, -ENOMEM, "out of memory");
         return 0;
 }
 
@@ -435,6 +442,11 @@ static struct docker_core *core_new(const struct b4_provider_config *cfg, struct
                 return NULL;
         }
         if (docker_client_new(cfg->docker_host, &c->d, err) < 0) {
+                docker_core_unref(c);
+                return NULL;
+        }
+        if (docker_net_new(c->d, &c->net) < 0) {
+                (void)b4_error_set(err, -ENOMEM, "out of memory");
                 docker_core_unref(c);
                 return NULL;
         }
