@@ -384,14 +384,13 @@ void docker_net_detach(struct docker_net *n, const char *id)
         int path;
 
         (void)pthread_mutex_lock(&n->lock);
-        path = n->path;
+        path = decide(n); /* a fresh process's release: one /info call */
         (void)pthread_mutex_unlock(&n->lock);
         if (path == DOCKER_NET_BRIDGE) {
                 (void)bridge_remove(n, id, NULL);
                 return;
         }
-        /* hostnet, or not asked yet: the records say whether there is anything (no call) */
-        if (geteuid() != 0 || run_dir(n, &hn) < 0)
+        if (run_dir(n, &hn) < 0)
                 return;
         host_id(n, id, hid);
         hostnet_teardown(&hn, hid, hid, false);
