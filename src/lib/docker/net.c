@@ -251,6 +251,22 @@ int docker_net_prepare(struct docker_net *n,
         return 0;
 }
 
+int docker_net_restart(struct docker_net *n,
+                       const char *id,
+                       const char *thread_id,
+                       const struct b4_policy *p,
+                       struct b4_error *err)
+{
+        struct docker_net_spec spec;
+        int r;
+
+        if (docker_net_path(n, p) != DOCKER_NET_HOSTNET)
+                return 0;
+        r = docker_net_prepare(n, id, thread_id, NULL, p, &spec, err);
+        docker_net_spec_clear(&spec);
+        return r;
+}
+
 /* The keeper's State.Pid and Id. */
 static int keeper_pid(struct docker_net *n,
                       const char *name,

@@ -70,6 +70,16 @@ int docker_net_attach(struct docker_net *n,
                       const struct b4_policy *p,
                       struct b4_error *err);
 
+/* docker_net_restart() - before a stopped keeper @id starts again (in a new network
+ * namespace): on hostnet, its old plumbing removed and its resolv.conf record made again
+ * (Docker binds the path at start); nothing otherwise. docker_net_attach() follows the start.
+ * Errors carry B4_E2001. */
+int docker_net_restart(struct docker_net *n,
+                       const char *id,
+                       const char *thread_id,
+                       const struct b4_policy *p,
+                       struct b4_error *err);
+
 /* docker_net_revive() - a reused running keeper with a list: restart its netd if it died.
  * Return: 0, or a negative errno (then replace the keeper). */
 int docker_net_revive(struct docker_net *n, const char *id, const struct b4_policy *p);

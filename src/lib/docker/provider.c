@@ -137,17 +137,26 @@ static int reuse_or_replace(struct docker_core *c,
                                          "Sandbox unavailable: %s. Run `b4box check`.", e.msg);
         if (!k.exists)
                 return 0;
-        /* a stopped keeper plumbed by b4box would start in a new network namespace: replaced */
         if (had_state && k.same_seccomp && k.identity && strcmp(k.identity, s->identity) == 0 &&
-            (k.running ? docker_net_revive(c->net, s->id, &s->policy) >= 0
-                       : docker_net_path(c->net, &s->policy) != DOCKER_NET_HOSTNET)) {
+            (!k.running || docker_net_revive(c->net, s->id, &s->policy) >= 0)) {
                 free(k.identity);
-                r = k.running ? 0 : docker_start_container(c, s->name, &e);
+                if (k.running) {
+                        *ret_ready = true;
+                        return 0;
+                }
+                /* it starts in a new network namespace: plumbed again (net.h) */
+                r = docker_net_restart(c->net, s->id, s->thread_id, &s->policy, err);
+                if (r < 0)
+                        return r;
+                r = docker_start_container(c, s->name, &e);
                 if (r < 0)
                         return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
                                                  "Sandbox unavailable: could not start keeper for "
                                                  "thread \"%s\": %s. Run `b4box check`.",
                                                  s->thread_id, e.msg);
+                r = docker_net_attach(c->net, s->id, s->name, s->thread_id, &s->policy, err);
+                if (r < 0)
+                        return r;
                 *ret_ready = true;
                 return 0;
         }
