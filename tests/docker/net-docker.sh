@@ -32,7 +32,7 @@ image=$B4BOX_TEST_DOCKER_IMAGE
 scope=$B4BOX_TEST_DOCKER_SCOPE
 dir=$(mktemp -d)
 pids=()
-threads=(d-allow d-deny d-o1 d-o2 d-br)
+threads=(d-allow d-deny d-o1 d-o2 d-br d-n)
 cleanup() {
         for t in "${threads[@]}"; do
                 (cd "$dir/$t" 2>/dev/null && "$b4box" --state "$dir/st" destroy "$t" >/dev/null 2>&1)
@@ -71,6 +71,7 @@ config d-deny allow denylist '["other.test"]'
 config d-o1 allow
 config d-o2 allow
 config d-br allow
+config d-n deny
 x() { local t=$1; shift; (cd "$dir/$t" && "$b4box" --state "$dir/st" exec --thread "$t" -- "$@" 2>&1); }
 api() { curl -s --max-time 30 --unix-socket "$sock" "http://docker/v1.41$1"; }
 echo "1..16"
@@ -135,6 +136,16 @@ check "hostnet: the keeper has b4box's eth0 and no Docker network" \
         '[ "$out" = 1 ] && [ "$(api /networks | jq "[.[] | select(.Name | startswith(\"b4-net-\"))] | length")" = 0 ]' ||
         echo "# $out"
 
+# figures (not checked): a CLI exec is a cold acquire (a fresh provider replaces the keeper)
+cold() { # thread: the median of 3 `exec true`, ms
+        for _ in 1 2 3; do
+                local t0=$(date +%s%N)
+                x "$1" true >/dev/null
+                echo $((($(date +%s%N) - t0) / 1000000))
+        done | sort -n | sed -n 2p
+}
+echo "# figure: CLI exec true (cold acquire + replace), median of 3: deny $(cold d-n) ms, hostnet allow $(cold d-o1) ms, hostnet allowlist $(cold d-allow) ms"
+
 # ---- check rows ----
 out=$(cd "$dir/d-allow" && "$b4box" --state "$dir/st" check 2>&1)
 check "check: hostnet rows say ENFORCED for allow, allowlist, denylist and dns" \
@@ -172,6 +183,7 @@ check "check: bridge rows say NOT ENFORCED with the reason" \
         'grep -qi "^network allow  *not enforced  *B4BOX_DOCKER_HOSTNET=0" <<<"$out" &&
          grep -qi "^network allowlist  *not enforced" <<<"$out" && grep -qi "^network dns  *not enforced" <<<"$out"' ||
         echo "# $(grep '^network' <<<"$out" | tr '\n' '|')"
+echo "# figure: CLI exec true, bridge allow (network recreated), median of 3: $(cold d-br) ms"
 (cd "$dir/d-br" && "$b4box" --state "$dir/st" release d-br >/dev/null 2>&1)
 check "bridge: release removes the network" \
         '[ -z "$(api /networks | jq -r ".[] | select(.Name | startswith(\"b4-net-\")) | .Name")" ]'
