@@ -74,7 +74,7 @@ config d-br allow
 config d-n deny
 x() { local t=$1; shift; (cd "$dir/$t" && "$b4box" --state "$dir/st" exec --thread "$t" -- "$@" 2>&1); }
 api() { curl -s --max-time 30 --unix-socket "$sock" "http://docker/v1.41$1"; }
-echo "1..16"
+echo "1..17"
 n=0
 check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; return 1; fi; }
 flat() { tr '\n' ' ' <<<"$1" | sed 's/ *$//'; }
@@ -183,6 +183,11 @@ check "check: bridge rows say NOT ENFORCED with the reason" \
         'grep -qi "^network allow  *not enforced  *B4BOX_DOCKER_HOSTNET=0" <<<"$out" &&
          grep -qi "^network allowlist  *not enforced" <<<"$out" && grep -qi "^network dns  *not enforced" <<<"$out"' ||
         echo "# $(grep '^network' <<<"$out" | tr '\n' '|')"
+out=$(x d-allow 'curl -s -m 3 -o /dev/null -w "%{http_code}" http://192.0.2.10:8080/hello; echo " rc=$?"')
+links=$(x d-allow 'ls /sys/class/net | tr "\n" " "')
+check "bridge: an allowlist thread gets no network at all and reaches nothing" \
+        '[ "$links" = "lo " ] && ! grep -q "^200" <<<"$out"' || echo "# links=$links $out"
+(cd "$dir/d-allow" && "$b4box" --state "$dir/st" release d-allow >/dev/null 2>&1)
 echo "# figure: CLI exec true, bridge allow (network recreated), median of 3: $(cold d-br) ms"
 (cd "$dir/d-br" && "$b4box" --state "$dir/st" release d-br >/dev/null 2>&1)
 check "bridge: release removes the network" \

@@ -180,11 +180,10 @@ static int bridge_remove(struct docker_net *n, const char *id, struct b4_error *
         return r == -ENOENT ? 0 : r;
 }
 
-/* A fresh b4-net-<id>: ICC off, Internal for an allowlist (deny mode). */
+/* A fresh b4-net-<id> with ICC off (allow mode only). */
 static int bridge_create(struct docker_net *n,
                          const char *id,
                          const char *scope,
-                         const struct b4_policy *p,
                          struct b4_error *err)
 {
         cleanup_(jv_unrefp) struct jv *body = NULL;
@@ -195,10 +194,9 @@ static int bridge_create(struct docker_net *n,
         r = bridge_remove(n, id, err);
         if (r < 0)
                 return r;
-        body = jv_pack("{s:s, s:s, s:b, s:b, s:{s:s}, s:{s:s, s:s}}", "Name", name, "Driver",
-                       "bridge", "CheckDuplicate", true, "Internal", p->network == B4_NETWORK_DENY,
-                       "Options", "com.docker.network.bridge.enable_icc", "false", "Labels",
-                       "b4.sandbox", id, "b4.sandbox.scope", scope);
+        body = jv_pack("{s:s, s:s, s:b, s:{s:s}, s:{s:s, s:s}}", "Name", name, "Driver", "bridge",
+                       "CheckDuplicate", true, "Options", "com.docker.network.bridge.enable_icc",
+                       "false", "Labels", "b4.sandbox", id, "b4.sandbox.scope", scope);
         if (!body)
                 return b4_error_set(err, -ENOMEM, "out of memory");
         return docker_call(n->d, "POST", "/networks/create", body, NULL, err);
@@ -232,9 +230,11 @@ int docker_net_prepare(struct docker_net *n,
                 if (r >= 0)
                         hostnet_teardown(&hn, hid, hid, true);
         }
-        if (path == DOCKER_NET_BRIDGE) {
+        /* an allowlist cannot be enforced here: no network at all. (An Internal network
+         * is not that: under dockerd --iptables=false it reached the outside, tested.) */
+        if (path == DOCKER_NET_BRIDGE && p->network == B4_NETWORK_ALLOW) {
                 (void)snprintf(ret->mode, sizeof(ret->mode), "b4-net-%s", id);
-                r = bridge_create(n, id, scope, p, &e);
+                r = bridge_create(n, id, scope, &e);
                 return r < 0 ? unavailable(&e, r, thread_id, "the Docker network") : 0;
         }
         if (path != DOCKER_NET_HOSTNET || !hostnet_listed(p))
@@ -425,8 +425,8 @@ static int bridge_rows(struct b4_preflight *p, const char *why)
                 why);
         if (r >= 0)
                 r = b4_preflight_control(p, "network allowlist", B4_NOT_ENFORCED,
-                                         "%s: an allowlist thread gets an Internal bridge network: "
-                                         "no egress at all, listed destinations included",
+                                         "%s: an allowlist thread gets NetworkMode none: no egress "
+                                         "at all, listed destinations included",
                                          why);
         if (r >= 0)
                 r = b4_preflight_control(p, "network denylist", B4_NOT_ENFORCED,

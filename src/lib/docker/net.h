@@ -10,10 +10,10 @@
  *            plumbs its own veth into the container's namespace (hostnet/hostnet.h): the
  *            rules, netd and records are native's, so is what is enforced. The container's
  *            /etc/resolv.conf is bound from the thread's hostnet record (the gateway).
- *   bridge   otherwise: a per-thread bridge network b4-net-<id> (enable_icc off; Internal
- *            for an allowlist, which then reaches nothing), never the default bridge. The
- *            lists, the metadata address and DNS are not enforced on this path (preflight's
- *            rows say so).
+ *   bridge   otherwise: allow mode gets a per-thread bridge network b4-net-<id> (enable_icc
+ *            off), never the default bridge; an allowlist gets NetworkMode none (nothing
+ *            reachable: it cannot be enforced). The lists, the metadata address and DNS are
+ *            not enforced on this path (preflight's rows say so).
  * B4BOX_DOCKER_HOSTNET=0 in the environment forces the bridge path (tests, operators).
  */
 
@@ -48,7 +48,8 @@ void docker_net_free(struct docker_net *n);
 enum docker_net_path docker_net_path(struct docker_net *n, const struct b4_policy *p);
 
 /* docker_net_prepare() - before the keeper @id of thread @thread_id is created: on hostnet
- * the (empty) resolv.conf record a listed thread binds; on bridge its network (recreated).
+ * the (empty) resolv.conf record a listed thread binds; on bridge in allow mode its network
+ * (recreated).
  * *@ret is filled for the create body (docker_net_spec_clear() it). Errors carry B4_E2001. */
 int docker_net_prepare(struct docker_net *n,
                        const char *id,
