@@ -41,7 +41,7 @@ static char *run_one(struct request *rq,
                 reply_b4_error(rq, &err);
                 return NULL;
         }
-        metrics_tool_call(rq->srv->metrics, tool, res.ok, now_usec() - t0);
+        metrics_tool_call(rq->srv->metrics, tool, res.ok, res.code, now_usec() - t0);
         if (jv_dump(res.doc, 0, &json) < 0)
                 reply_error(rq, 500, "internal_error", "out of memory");
         b4_tool_result_clear(&res);

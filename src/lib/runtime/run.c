@@ -201,6 +201,8 @@ int b4_runtime_thread_release(struct b4_runtime *rt, const char *id, struct b4_e
         r = runtime_sandbox_key(rt, id, &key, err);
         if (r < 0)
                 return r;
+        uint64_t start = now_usec();
+
         (void)pthread_mutex_lock(&rt->lock);
         r = box_take_idle_locked(rt, key, &sb);
         if (r > 0)
@@ -211,7 +213,10 @@ int b4_runtime_thread_release(struct b4_runtime *rt, const char *id, struct b4_e
         if (r == 0 && !rt->opts.local) /* nothing acquired; locally another process may have */
                 return 0;
         b4_sandbox_unref(sb);
-        return b4_provider_release(rt->opts.provider, key, err);
+        r = b4_provider_release(rt->opts.provider, key, err);
+        if (r >= 0)
+                runtime_observe(rt, B4_EVENT_RELEASE_EXPLICIT, start);
+        return r;
 }
 
 /* @id and every thread below it, parents first. */
@@ -340,8 +345,10 @@ int b4_runtime_reap_idle(struct b4_runtime *rt, uint64_t now_ms)
                 (void)pthread_mutex_unlock(&rt->lock);
                 if (r <= 0)
                         continue;
+                uint64_t start = now_usec();
                 b4_sandbox_unref(sb);
                 (void)b4_provider_release(rt->opts.provider, *key, NULL);
+                runtime_observe(rt, B4_EVENT_RELEASE_IDLE, start);
                 released++;
         }
         strv_free(scan.keys);

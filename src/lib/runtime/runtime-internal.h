@@ -74,6 +74,8 @@ void slot_drop_locked(struct b4_runtime *rt, const char *id);
 
 /* Managed admission (admission.c): whether sandbox.workspace or sandbox.thread is set. */
 bool runtime_is_managed(const struct b4_runtime *rt);
+/* Report @ev, which began at @start_us (now_usec()), to the observer if there is one. */
+void runtime_observe(struct b4_runtime *rt, enum b4_runtime_event ev, uint64_t start_us);
 /*
  * Acquire @key's sandbox, resolving and recording it at its first admission and materialising
  * its workspace when not yet made (managed mode); a plain acquire otherwise. Called with the
