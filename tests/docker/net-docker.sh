@@ -66,7 +66,7 @@ config() { # thread mode [list-key list-json]
         printf '{"sandbox":{"provider":{"type":"docker","scope":"%s","image":"%s","host":"unix://%s"},"network":{"mode":"%s"%s}}}\n' \
                 "$scope" "$image" "$sock" "$2" "$list" >"$dir/$1/b4box.json"
 }
-config d-allow deny allowlist '["allowed.test","198.51.100.0/24:443"]'
+config d-allow deny allowlist '["allowed.test","rebind10.test","198.51.100.0/24:443"]'
 config d-deny allow denylist '["other.test"]'
 config d-o1 allow
 config d-o2 allow
@@ -74,7 +74,7 @@ config d-br allow
 config d-n deny
 x() { local t=$1; shift; (cd "$dir/$t" && "$b4box" --state "$dir/st" exec --thread "$t" -- "$@" 2>&1); }
 api() { curl -s --max-time 30 --unix-socket "$sock" "http://docker/v1.41$1"; }
-echo "1..17"
+echo "1..18"
 n=0
 check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; return 1; fi; }
 flat() { tr '\n' ' ' <<<"$1" | sed 's/ *$//'; }
@@ -101,6 +101,10 @@ out=$(x d-allow 'curl -s -m 3 -o /dev/null -w "%{http_code}" http://169.254.169.
 check "hostnet allowlist: the metadata address is blocked" \
         'curl -s -m 3 http://169.254.169.254:8080/hello | grep -q hello-internet && ! grep -q "^200" <<<"$out"' ||
         echo "# $out"
+
+out=$(x d-allow 'dig +short +time=2 +tries=1 rebind10.test; echo "v6=$(cat /proc/sys/net/ipv6/conf/eth0/disable_ipv6 2>/dev/null)"; ip -6 addr show dev eth0 | grep -c inet6')
+check "hostnet allowlist: a rebinding answer (listed name -> 10.x) is refused; eth0 has no IPv6" \
+        '[ "$(flat "$out")" = "v6=1 0" ] || [ "$(flat "$out")" = "v6= 0" ]' || echo "# $out"
 
 # ---- hostnet, allow + denylist ----
 out=$(x d-deny 'dig +time=2 +tries=1 other.test | grep -o "status: [A-Z]*"; curl -s -m 3 http://allowed.test:8080/hello')
