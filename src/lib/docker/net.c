@@ -65,8 +65,8 @@ void docker_net_free(struct docker_net *n)
 }
 
 /* Whether the daemon's /info names this kernel and host name (it runs here, not in a VM or
- * behind a forwarded socket); @why says what it names otherwise. */
-static bool daemon_is_here(struct docker_net *n, char *why, size_t size)
+ * behind a forwarded socket): 1, 0 (@why says what it names), -1 (/info failed: @why). */
+static int daemon_is_here(struct docker_net *n, char *why, size_t size)
 {
         cleanup_(jv_unrefp) struct jv *info = NULL;
         struct utsname u;
@@ -75,36 +75,39 @@ static bool daemon_is_here(struct docker_net *n, char *why, size_t size)
 
         if (docker_call(n->d, "GET", "/info", NULL, &info, &e) < 0) {
                 (void)snprintf(why, size, "the daemon's /info failed (%.160s)", e.msg);
-                return false;
+                return -1;
         }
         kernel = jv_string(jv_object_get(info, "KernelVersion"));
         name = jv_string(jv_object_get(info, "Name"));
         if (uname(&u) == 0 && kernel && name && strcmp(kernel, u.release) == 0 &&
             strcmp(name, u.nodename) == 0)
-                return true;
+                return 1;
         (void)snprintf(why, size,
                        "the daemon is not on this host (its /info names kernel %s on %s, this is "
                        "%s on %s)",
                        kernel ? kernel : "?", name ? name : "?", u.release, u.nodename);
-        return false;
+        return 0;
 }
 
-/* The path of a policy with a network, decided once (under the lock). */
+/* The path of a policy with a network, decided once (under the lock); an /info that failed
+ * decides nothing (DOCKER_NET_UNKNOWN: asked again next time, never a silent downgrade). */
 static int decide(struct docker_net *n)
 {
         const char *off = secure_getenv("B4BOX_DOCKER_HOSTNET");
         const char *why = NULL;
+        int here;
 
         if (n->path >= 0)
                 return n->path;
-        n->path = DOCKER_NET_BRIDGE;
         if (off && strcmp(off, "0") == 0)
                 (void)snprintf(n->why, sizeof(n->why), "B4BOX_DOCKER_HOSTNET=0 forces the bridge");
         else if (hostnet_available(&why) < 0)
                 (void)snprintf(n->why, sizeof(n->why), "%s", why);
-        else if (daemon_is_here(n, n->why, sizeof(n->why)))
-                n->path = DOCKER_NET_HOSTNET;
-        return n->path;
+        else if ((here = daemon_is_here(n, n->why, sizeof(n->why))) < 0)
+                return DOCKER_NET_UNKNOWN;
+        else if (here)
+                return n->path = DOCKER_NET_HOSTNET;
+        return n->path = DOCKER_NET_BRIDGE;
 }
 
 enum docker_net_path docker_net_path(struct docker_net *n, const struct b4_policy *p)
@@ -157,16 +160,17 @@ static void host_id(struct docker_net *n, const char *id, char ret[41])
         ret[40] = '\0';
 }
 
-static int unavailable(struct b4_error *err, int r, const char *thread_id, const char *what)
+/* B4_E2001 in @err for a failure @what whose cause is in @inner. */
+static int unavailable(struct b4_error *err,
+                       const struct b4_error *inner,
+                       int r,
+                       const char *thread_id,
+                       const char *what)
 {
-        struct b4_error inner = { 0 };
-
-        if (err)
-                inner = *err;
         return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
                                  "Sandbox unavailable: %s for thread \"%s\" failed: %s. Run "
                                  "`b4box check`.",
-                                 what, thread_id, inner.msg);
+                                 what, thread_id, inner->msg);
 }
 
 /* DELETE /networks/b4-net-<id>; a missing one is not an error. */
@@ -224,6 +228,16 @@ int docker_net_prepare(struct docker_net *n,
         int r = 0;
 
         *ret = (struct docker_net_spec){ .mode = "none" };
+        if (path == DOCKER_NET_UNKNOWN) {
+                (void)pthread_mutex_lock(&n->lock);
+                r = b4_error_set_code(err, -EAGAIN, B4_CODE_SANDBOX_UNAVAILABLE,
+                                      "Sandbox unavailable: cannot tell whether the Docker daemon "
+                                      "runs on this host for the network of thread \"%s\": %s. "
+                                      "Run `b4box check`.",
+                                      thread_id, n->why);
+                (void)pthread_mutex_unlock(&n->lock);
+                return r;
+        }
         if (path == DOCKER_NET_HOSTNET) { /* a previous keeper's records, if it left any */
                 host_id(n, id, hid);
                 r = run_dir(n, &hn);
@@ -235,7 +249,7 @@ int docker_net_prepare(struct docker_net *n,
         if (path == DOCKER_NET_BRIDGE && p->network == B4_NETWORK_ALLOW) {
                 (void)snprintf(ret->mode, sizeof(ret->mode), "b4-net-%s", id);
                 r = bridge_create(n, id, scope, &e);
-                return r < 0 ? unavailable(&e, r, thread_id, "the Docker network") : 0;
+                return r < 0 ? unavailable(err, &e, r, thread_id, "the Docker network") : 0;
         }
         if (path != DOCKER_NET_HOSTNET || !hostnet_listed(p))
                 return 0;
@@ -257,10 +271,11 @@ int docker_net_restart(struct docker_net *n,
                        const struct b4_policy *p,
                        struct b4_error *err)
 {
+        enum docker_net_path path = docker_net_path(n, p);
         struct docker_net_spec spec;
         int r;
 
-        if (docker_net_path(n, p) != DOCKER_NET_HOSTNET)
+        if (path == DOCKER_NET_NONE || path == DOCKER_NET_BRIDGE)
                 return 0;
         r = docker_net_prepare(n, id, thread_id, NULL, p, &spec, err);
         docker_net_spec_clear(&spec);
@@ -370,14 +385,14 @@ int docker_net_attach(struct docker_net *n,
                                          thread_id, strerror(-r));
         nsfd = keeper_netns(n, name, &e);
         if (nsfd < 0)
-                return unavailable(&e, nsfd, thread_id, "the keeper's network");
+                return unavailable(err, &e, nsfd, thread_id, "the keeper's network");
         r = hostnet_setup(&hn, hid, hid, nsfd, p, &e);
         if (r < 0 && e.code != B4_CODE_NONE) {
                 if (err)
                         *err = e;
                 return r;
         }
-        return r < 0 ? unavailable(&e, r, thread_id, "the keeper's network") : 0;
+        return r < 0 ? unavailable(err, &e, r, thread_id, "the keeper's network") : 0;
 }
 
 int docker_net_revive(struct docker_net *n, const char *id, const struct b4_policy *p)
@@ -402,11 +417,9 @@ void docker_net_detach(struct docker_net *n, const char *id)
         (void)pthread_mutex_lock(&n->lock);
         path = decide(n); /* a fresh process's release: one /info call */
         (void)pthread_mutex_unlock(&n->lock);
-        if (path == DOCKER_NET_BRIDGE) {
+        if (path != DOCKER_NET_HOSTNET) /* unknown (the daemon is not answering): both */
                 (void)bridge_remove(n, id, NULL);
-                return;
-        }
-        if (run_dir(n, &hn) < 0)
+        if (path == DOCKER_NET_BRIDGE || geteuid() != 0 || run_dir(n, &hn) < 0)
                 return;
         host_id(n, id, hid);
         hostnet_teardown(&hn, hid, hid, false);

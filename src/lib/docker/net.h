@@ -30,6 +30,7 @@ enum docker_net_path {
         DOCKER_NET_NONE,    /* NetworkMode none, nothing else */
         DOCKER_NET_HOSTNET, /* NetworkMode none + b4box's veth */
         DOCKER_NET_BRIDGE,  /* a per-thread bridge network */
+        DOCKER_NET_UNKNOWN, /* the daemon's /info failed: not decided (prepare refuses) */
 };
 
 /* What a keeper's create body takes from its network (identity.c). */
