@@ -67,8 +67,9 @@ struct stream {
 
 static int stream_init(struct stream *s, int fd, uint16_t flag, uint64_t cap)
 {
-        *s = (struct stream){ .fd = fd, .flag = flag, .head_cap = cap - cap / 2,
-                              .ring_cap = (size_t)(cap / 2) };
+        *s = (struct stream){
+                .fd = fd, .flag = flag, .head_cap = cap - cap / 2, .ring_cap = (size_t)(cap / 2)
+        };
         s->ring = b4_malloc(s->ring_cap + 1);
         return s->ring ? 0 : -ENOMEM;
 }
@@ -103,8 +104,8 @@ static void stream_flush(struct stream *s, uint32_t id)
         for (size_t i = 0; i < s->ring_len; i++)
                 lin[i] = s->ring[(start + i) % s->ring_cap];
         for (size_t off = 0; off < s->ring_len; off += AGENT_DATA_CHUNK) {
-                size_t n = s->ring_len - off < AGENT_DATA_CHUNK ? s->ring_len - off
-                                                                 : AGENT_DATA_CHUNK;
+                size_t n =
+                        s->ring_len - off < AGENT_DATA_CHUNK ? s->ring_len - off : AGENT_DATA_CHUNK;
                 (void)agent_send(id, AGENT_DATA, s->flag | AGENT_F_TAIL, lin + off, n);
         }
         free(lin);
@@ -279,7 +280,12 @@ static _Noreturn void run_command(const struct spawn *s)
                 if (setrlimit(RLIMIT_NPROC, &rl) < 0)
                         goto fail;
         }
-        if (dup2(s->null_r, 0) < 0 || dup2(s->out_w, 1) < 0 || dup2(s->err_w, 2) < 0) /* checksrc: allow */
+        /* the command's stdin, stdout and stderr */
+        if (dup2(s->null_r, 0) < 0) /* checksrc: allow */
+                goto fail;
+        if (dup2(s->out_w, 1) < 0) /* checksrc: allow */
+                goto fail;
+        if (dup2(s->err_w, 2) < 0) /* checksrc: allow */
                 goto fail;
         if (chdir(s->cwd) < 0)
                 goto fail;
@@ -311,8 +317,8 @@ static void close_others(const int *keep, size_t n)
 
 static _Noreturn void supervise(const struct spawn *s)
 {
-        const int keep[] = { s->out_w, s->err_w, s->null_r, s->status_w, s->ctl_r, s->fail_w,
-                             s->cg_procs };
+        const int keep[] = { s->out_w, s->err_w,  s->null_r,  s->status_w,
+                             s->ctl_r, s->fail_w, s->cg_procs };
         pid_t cmd;
         int st = 0;
         char c = 0;
@@ -525,9 +531,15 @@ void agent_exec_serve(const struct agent_req *q, int cancel_fd)
 {
         char *sh_argv[] = { (char *)"/bin/sh", (char *)"-c", q->argv[0], NULL };
         struct spawn s = { .argv = (q->execflags & AGENT_EXEC_SHELL) ? sh_argv : q->argv,
-                           .cwd = q->cwd, .max_procs = q->max_procs, .cg_procs = -1 };
-        struct run u = { .q = q, .cancel_fd = cancel_fd, .status_r = -1, .ctl_w = -1,
-                         .fail_r = -1, .start = now_ms() };
+                           .cwd = q->cwd,
+                           .max_procs = q->max_procs,
+                           .cg_procs = -1 };
+        struct run u = { .q = q,
+                         .cancel_fd = cancel_fd,
+                         .status_r = -1,
+                         .ctl_w = -1,
+                         .fail_r = -1,
+                         .start = now_ms() };
         int out[2] = { -1, -1 }, err[2] = { -1, -1 }, st[2] = { -1, -1 }, ctl[2] = { -1, -1 },
             fail[2] = { -1, -1 };
         char cgdir[4200] = "";
@@ -537,9 +549,9 @@ void agent_exec_serve(const struct agent_req *q, int cancel_fd)
         if (!s.envp || stream_init(&u.out, -1, AGENT_F_STDOUT, q->output_cap) < 0 ||
             stream_init(&u.err, -1, AGENT_F_STDERR, q->output_cap) < 0)
                 r = -ENOMEM;
-        if (r >= 0 && (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
-                       pipe2(st, O_CLOEXEC) < 0 || pipe2(ctl, O_CLOEXEC) < 0 ||
-                       pipe2(fail, O_CLOEXEC) < 0))
+        if (r >= 0 &&
+            (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0 ||
+             pipe2(ctl, O_CLOEXEC) < 0 || pipe2(fail, O_CLOEXEC) < 0))
                 r = -errno;
         if (r >= 0 && (s.null_r = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
                 r = -errno;

@@ -163,8 +163,9 @@ static struct slot *claim(uint32_t id, uint16_t type, int *ret_r)
                         if (!table[i].used)
                                 s = &table[i];
         if (s) {
-                *s = (struct slot){ .used = true, .id = id, .type = type, .cancel_r = -EBADF,
-                                    .cancel_w = -EBADF };
+                *s = (struct slot){
+                        .used = true, .id = id, .type = type, .cancel_r = -EBADF, .cancel_w = -EBADF
+                };
                 n_used++;
         } else if (*ret_r != -EEXIST) {
                 *ret_r = -EBUSY;
@@ -323,8 +324,9 @@ static void on_request(struct agent_req *req)
         }
         s = claim(req->id, req->type, &r);
         if (!s) {
-                (void)agent_send_error(req->id, r, r == -EEXIST ? "request id already in flight"
-                                                                : "too many requests in flight");
+                (void)agent_send_error(req->id, r,
+                                       r == -EEXIST ? "request id already in flight"
+                                                    : "too many requests in flight");
                 agent_req_clear(req);
                 return;
         }

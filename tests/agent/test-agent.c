@@ -20,9 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "b4-test.h"
-#include "agent/agent-client.h"
 #include "agent.h"
+#include "agent/agent-client.h"
+#include "b4-test.h"
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/time-util.h"
@@ -84,7 +84,8 @@ static void test_write_read_stat(void **state)
         size_t len = 0;
 
         assert_int_equal(agent_write_file(f->c, "/workspace/a/b/c.txt", 0, "hello", 5, &err), 0);
-        assert_int_equal(agent_read_file(f->c, "/workspace/a/b/c.txt", 0, 100, &data, &len, &err), 0);
+        assert_int_equal(agent_read_file(f->c, "/workspace/a/b/c.txt", 0, 100, &data, &len, &err),
+                         0);
         assert_int_equal(len, 5);
         assert_string_equal(data, "hello");
         free(data);
@@ -118,7 +119,8 @@ static void test_read_errors(void **state)
         char *data = NULL;
         size_t len = 0;
 
-        assert_int_equal(agent_read_file(f->c, "/workspace/nope", 0, 10, &data, &len, &err), -ENOENT);
+        assert_int_equal(agent_read_file(f->c, "/workspace/nope", 0, 10, &data, &len, &err),
+                         -ENOENT);
         assert_non_null(strstr(err.msg, "/workspace/nope"));
         assert_int_equal(agent_read_file(f->c, "/workspace", 0, 10, &data, &len, &err), -EISDIR);
         assert_int_equal(agent_write_file(f->c, "/workspace/ten", 0, "0123456789", 10, &err), 0);
@@ -126,9 +128,11 @@ static void test_read_errors(void **state)
         free(data);
         assert_int_equal(agent_read_file(f->c, "/workspace/ten", 0, 9, &data, &len, &err), -EFBIG);
         assert_int_equal(mkfifo(fifo, 0644), 0);
-        assert_int_equal(agent_read_file(f->c, "/workspace/fifo", 0, 10, &data, &len, &err), -EINVAL);
+        assert_int_equal(agent_read_file(f->c, "/workspace/fifo", 0, 10, &data, &len, &err),
+                         -EINVAL);
         assert_int_equal(agent_read_file(f->c, "relative", 0, 10, &data, &len, &err), -EINVAL);
-        assert_int_equal(agent_lstat(f->c, "/workspace/nope", &(struct b4_stat){ 0 }, &err), -ENOENT);
+        assert_int_equal(agent_lstat(f->c, "/workspace/nope", &(struct b4_stat){ 0 }, &err),
+                         -ENOENT);
 }
 
 static void test_big_file(void **state)
@@ -143,7 +147,8 @@ static void test_big_file(void **state)
         for (size_t i = 0; i < n; i++)
                 big[i] = (char)(i * 7 + i / 4096);
         assert_int_equal(agent_write_file(f->c, "/workspace/big", 0, big, n, &err), 0);
-        assert_int_equal(agent_read_file(f->c, "/workspace/big", 0, B4_UNBOUNDED, &data, &len, &err), 0);
+        assert_int_equal(
+                agent_read_file(f->c, "/workspace/big", 0, B4_UNBOUNDED, &data, &len, &err), 0);
         assert_int_equal(len, n);
         assert_memory_equal(data, big, n);
         free(data);
@@ -195,8 +200,9 @@ static void test_symlink_leaf_attack(void **state)
         assert_int_equal(symlink("/outdir", dirlink), 0);
         assert_int_equal(agent_write_file(f->c, "/workspace/dir/x", B4_FS_BENEATH, "x", 1, &err),
                          -EXDEV);
-        assert_int_equal(agent_write_file(f->c, "/workspace/dir/x", B4_FS_NO_SYMLINKS, "x", 1, &err),
-                         -ELOOP);
+        assert_int_equal(
+                agent_write_file(f->c, "/workspace/dir/x", B4_FS_NO_SYMLINKS, "x", 1, &err),
+                -ELOOP);
         /* the symlink itself is seen by lstat with its target */
         struct b4_stat ls = { 0 };
         assert_int_equal(agent_lstat(f->c, "/workspace/dir", &ls, &err), 0);
@@ -271,7 +277,8 @@ static void test_walk_bounds(void **state)
 
         assert_int_equal(agent_write_file(f->c, "/workspace/w/a/1", 0, "1", 1, &err), 0);
         assert_int_equal(agent_write_file(f->c, "/workspace/w/b", 0, "22", 2, &err), 0);
-        assert_int_equal(agent_write_file(f->c, "/workspace/w/node_modules/x/y", 0, "3", 1, &err), 0);
+        assert_int_equal(agent_write_file(f->c, "/workspace/w/node_modules/x/y", 0, "3", 1, &err),
+                         0);
         assert_int_equal(agent_symlink(f->c, "b", "/workspace/w/c", &err), 0);
         /* w/: a, a/1, b, c, node_modules, node_modules/x, node_modules/x/y = 7 */
         assert_int_equal(agent_walk(f->c, "/workspace/w", 100, NULL, &v, &n, &err), 0);
@@ -298,8 +305,10 @@ static void test_read_files(void **state)
         struct fx *f = *state;
         struct b4_error err = { 0 };
         struct b4_blob *b = NULL;
-        struct b4_read_req reqs[] = { { "/workspace/r1", 10 }, { "/workspace/none", 10 },
-                                      { "/workspace/r2", 2 }, { "/workspace", 10 },
+        struct b4_read_req reqs[] = { { "/workspace/r1", 10 },
+                                      { "/workspace/none", 10 },
+                                      { "/workspace/r2", 2 },
+                                      { "/workspace", 10 },
                                       { "/workspace/r2", B4_UNBOUNDED } };
 
         assert_int_equal(agent_write_file(f->c, "/workspace/r1", 0, "one", 3, &err), 0);
@@ -339,16 +348,19 @@ static void test_exec_basic(void **state)
         char *argv[] = { (char *)"printf", (char *)"%s|", (char *)"a b", (char *)"", NULL };
         struct b4_error err = { 0 };
 
-        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "echo out; echo err >&2; exit 3" },
-                             &res), 0);
+        assert_int_equal(
+                run(f, &(struct agent_exec_req){ .command = "echo out; echo err >&2; exit 3" },
+                    &res),
+                0);
         assert_string_equal(res.out, "out\n");
         assert_string_equal(res.errout, "err\n");
         assert_int_equal(res.exit_code, 3);
         assert_false(res.timed_out);
         b4_exec_result_clear(&res);
-        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "pwd; echo \"$B4_X\"",
-                                                          .env = env },
-                             &res), 0);
+        assert_int_equal(
+                run(f, &(struct agent_exec_req){ .command = "pwd; echo \"$B4_X\"", .env = env },
+                    &res),
+                0);
         char want[4200];
         (void)snprintf(want, sizeof(want), "%s\nhello world\n", f->tmp);
         assert_string_equal(res.out, want);
@@ -362,18 +374,23 @@ static void test_exec_basic(void **state)
         /* could not start */
         char *nope[] = { (char *)"/no/such/program", NULL };
         assert_int_equal(run(f, &(struct agent_exec_req){ .argv = nope }, &res), -ENOENT);
-        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "true", .cwd = "/no/dir" },
-                             &res), -ENOENT);
+        assert_int_equal(
+                run(f, &(struct agent_exec_req){ .command = "true", .cwd = "/no/dir" }, &res),
+                -ENOENT);
         /* env cleared */
         char *path[] = { (char *)"PATH=/usr/bin:/bin", NULL };
-        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "env | grep -c . ",
-                                                          .env = path, .clear_env = true },
-                             &res), 0);
+        assert_int_equal(run(f,
+                             &(struct agent_exec_req){ .command = "env | grep -c . ",
+                                                       .env = path,
+                                                       .clear_env = true },
+                             &res),
+                         0);
         assert_true(atoi(res.out) <= 3); /* checksrc: allow (PATH, PWD, SHLVL from sh) */
         b4_exec_result_clear(&res);
         /* bad requests never reach the agent */
-        assert_int_equal(agent_exec(f->c, &(struct agent_exec_req){ .command = "true" }, &res, &err),
-                         -EINVAL);
+        assert_int_equal(
+                agent_exec(f->c, &(struct agent_exec_req){ .command = "true" }, &res, &err),
+                -EINVAL);
 }
 
 static void test_exec_timeout(void **state)
@@ -382,9 +399,11 @@ static void test_exec_timeout(void **state)
         struct b4_exec_result res = { 0 };
         uint64_t t0 = now_msec();
 
-        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "echo before; sleep 30",
-                                                          .timeout_ms = 300 },
-                             &res), 0);
+        assert_int_equal(run(f,
+                             &(struct agent_exec_req){ .command = "echo before; sleep 30",
+                                                       .timeout_ms = 300 },
+                             &res),
+                         0);
         assert_true(res.timed_out);
         assert_int_equal(res.exit_code, 124);
         assert_int_equal(res.timeout_ms, 300);
@@ -447,9 +466,10 @@ static void test_cancel_kills_tree(void **state)
         pid_t a = 0, b = 0;
 
         pthread_create(&t, NULL, cancel_later, &c);
-        assert_int_equal(run(f, &(struct agent_exec_req){ .command = TREE, .cancel = c.cancel,
-                                                          .cwd = cwd },
-                             &res), 0);
+        assert_int_equal(
+                run(f, &(struct agent_exec_req){ .command = TREE, .cancel = c.cancel, .cwd = cwd },
+                    &res),
+                0);
         pthread_join(t, NULL);
         assert_true(res.cancelled);
         assert_false(res.timed_out);
@@ -467,9 +487,10 @@ static void test_timeout_kills_tree(void **state)
         cleanup_free char *cwd = fx_path(f, "/workspace");
         pid_t a = 0, b = 0;
 
-        assert_int_equal(run(f, &(struct agent_exec_req){ .command = TREE, .timeout_ms = 400,
-                                                          .cwd = cwd },
-                             &res), 0);
+        assert_int_equal(
+                run(f, &(struct agent_exec_req){ .command = TREE, .timeout_ms = 400, .cwd = cwd },
+                    &res),
+                0);
         assert_true(res.timed_out);
         assert_int_equal(res.exit_code, 124);
         read_pids(f, &a, &b);
@@ -487,10 +508,12 @@ static void test_background_survives(void **state)
         uint64_t t0 = now_msec();
         pid_t a = 0, b = 0;
 
-        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "sleep 100 & a=$!; "
-                                                                     "echo $a $a > ../pids",
-                                                          .cwd = cwd },
-                             &res), 0);
+        assert_int_equal(run(f,
+                             &(struct agent_exec_req){ .command = "sleep 100 & a=$!; "
+                                                                  "echo $a $a > ../pids",
+                                                       .cwd = cwd },
+                             &res),
+                         0);
         assert_true(now_msec() - t0 < 3000);
         read_pids(f, &a, &b);
         assert_int_equal(kill(a, 0), 0);
@@ -529,9 +552,9 @@ static void test_output_cap(void **state)
         char cmd[4300];
         (void)snprintf(cmd, sizeof(cmd), "cat %s; cat %s >&2", p, p);
         for (size_t cap = 1; cap <= 300000; cap = cap * 7 + 3) {
-                assert_int_equal(run(f, &(struct agent_exec_req){ .command = cmd,
-                                                                  .output_cap = cap },
-                                     &res), 0);
+                assert_int_equal(
+                        run(f, &(struct agent_exec_req){ .command = cmd, .output_cap = cap }, &res),
+                        0);
                 expect_capture(res.out, res.out_len, all, n, cap);
                 expect_capture(res.errout, res.errout_len, all, n, cap);
                 assert_true(res.truncated == (cap < n));
@@ -561,10 +584,13 @@ static void test_streamed_output(void **state)
         struct b4_exec_result res = { 0 };
         struct seen x = { 0 };
 
-        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "head -c 5000 /dev/zero",
-                                                          .output_cap = 1000, .on_output = on_out,
-                                                          .userdata = &x },
-                             &res), 0);
+        assert_int_equal(run(f,
+                             &(struct agent_exec_req){ .command = "head -c 5000 /dev/zero",
+                                                       .output_cap = 1000,
+                                                       .on_output = on_out,
+                                                       .userdata = &x },
+                             &res),
+                         0);
         assert_int_equal(x.live, 500);
         assert_int_equal(x.tail, 500);
         b4_exec_result_clear(&res);
@@ -579,16 +605,17 @@ static void test_max_procs(void **state)
         struct agent_conn *c = NULL;
         pid_t pid = 0;
         const char *agent = getenv("B4BOX_AGENT"); /* checksrc: allow */
-        char *argv[] = { (char *)"--reuid=61234", (char *)"--regid=61234",
-                         (char *)"--clear-groups", (char *)agent, NULL };
+        char *argv[] = { (char *)"--reuid=61234", (char *)"--regid=61234", (char *)"--clear-groups",
+                         (char *)agent, NULL };
         const char *cmd = "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do "
                           "sleep 1 & done; echo ok";
 
         if (!b4_test_is_root() || access("/usr/bin/setpriv", X_OK) < 0)
                 skip();
         assert_int_equal(agent_spawn("/usr/bin/setpriv", argv, NULL, &c, &pid, &err), 0);
-        struct agent_exec_req q = { .command = cmd, .cwd = "/", .output_cap = 4096,
-                                    .max_procs = 8 };
+        struct agent_exec_req q = {
+                .command = cmd, .cwd = "/", .output_cap = 4096, .max_procs = 8
+        };
         assert_int_equal(agent_exec(c, &q, &res, &err), 0);
         assert_int_not_equal(res.exit_code, 0); /* sh: "Cannot fork" */
         assert_null(strstr(res.out, "ok"));
@@ -612,8 +639,9 @@ static void test_binary_path(void **state)
         assert_int_equal(agent_binary_path(&p), 0);
         assert_string_equal(p, getenv("B4BOX_AGENT")); /* checksrc: allow */
         free(p);
-        assert_int_equal(agent_spawn("/nonexistent/agent", NULL, NULL, &(struct agent_conn *){ NULL },
-                                     &(pid_t){ 0 }, &(struct b4_error){ 0 }),
+        assert_int_equal(agent_spawn("/nonexistent/agent", NULL, NULL,
+                                     &(struct agent_conn *){ NULL }, &(pid_t){ 0 },
+                                     &(struct b4_error){ 0 }),
                          -ENOTCONN);
 }
 
@@ -644,9 +672,9 @@ static void *work(void *arg)
                         struct b4_exec_result res = { 0 };
                         char cmd[64];
                         (void)snprintf(cmd, sizeof(cmd), "sleep 0.0%d; echo %d", i % 7, w->n);
-                        struct agent_exec_req q = { .command = cmd, .output_cap = 100,
-                                                    .cwd = "/" };
-                        if (agent_exec(w->f->c, &q, &res, &err) < 0 || atoi(res.out) != w->n) /* checksrc: allow */
+                        struct agent_exec_req q = { .command = cmd, .output_cap = 100, .cwd = "/" };
+                        if (agent_exec(w->f->c, &q, &res, &err) < 0 ||
+                            atoi(res.out) != w->n) /* checksrc: allow */
                                 w->failures++;
                         b4_exec_result_clear(&res);
                 }
@@ -720,7 +748,8 @@ static void test_killed_agent(void **state)
         pthread_t t;
 
         pthread_create(&t, NULL, kill_later, f);
-        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "sleep 20" }, &res), -ENOTCONN);
+        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "sleep 20" }, &res),
+                         -ENOTCONN);
         pthread_join(t, NULL);
         assert_false(agent_conn_alive(f->c));
         assert_int_equal(agent_mkdir_p(f->c, "/workspace/x", &err), -ENOTCONN);
@@ -741,8 +770,8 @@ static void raw_send(int sock, uint32_t id, uint16_t type, uint16_t flags, const
 {
         unsigned char h[AGENT_HDR_LEN];
 
-        agent_hdr_encode(h, &(struct agent_hdr){ .len = (uint32_t)n, .id = id, .type = type,
-                                                 .flags = flags });
+        agent_hdr_encode(h, &(struct agent_hdr){
+                                    .len = (uint32_t)n, .id = id, .type = type, .flags = flags });
         assert_int_equal(write(sock, h, sizeof(h)), sizeof(h));
         if (n)
                 assert_int_equal(write(sock, p, n), (ssize_t)n);
@@ -845,8 +874,8 @@ static void test_agent_refuses_garbage(void **state)
         assert_int_equal(h.type, AGENT_STATR);
         /* an oversized frame is fatal */
         unsigned char hb[AGENT_HDR_LEN];
-        agent_hdr_encode(hb, &(struct agent_hdr){ .len = AGENT_FRAME_MAX + 1, .id = 11,
-                                                  .type = AGENT_LSTAT });
+        agent_hdr_encode(hb, &(struct agent_hdr){
+                                     .len = AGENT_FRAME_MAX + 1, .id = 11, .type = AGENT_LSTAT });
         assert_int_equal(write(r.sock, hb, sizeof(hb)), sizeof(hb));
         assert_int_equal(raw_recv(r.sock, &h, buf, sizeof(buf)), 0);
         assert_int_equal(h.type, AGENT_FATAL);

@@ -18,9 +18,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const uint16_t types[] = { AGENT_LSTAT, AGENT_STAT,    AGENT_REALPATH,  AGENT_READ,
-                                  AGENT_READ_BATCH, AGENT_LIST, AGENT_WALK,   AGENT_WRITE,
-                                  AGENT_MKDIR_P, AGENT_SYMLINK, AGENT_EXEC };
+static const uint16_t types[] = { AGENT_LSTAT,      AGENT_STAT,    AGENT_REALPATH, AGENT_READ,
+                                  AGENT_READ_BATCH, AGENT_LIST,    AGENT_WALK,     AGENT_WRITE,
+                                  AGENT_MKDIR_P,    AGENT_SYMLINK, AGENT_EXEC };
 
 static void check(const struct agent_call *c)
 {

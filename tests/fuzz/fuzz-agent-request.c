@@ -39,8 +39,8 @@ static void check(const struct agent_req *r)
                 while (r->env[envc])
                         if (!strchr(r->env[envc++], '='))
                                 abort();
-                if (!argc || argc + envc > AGENT_ARGS_MAX || !r->cwd ||
-                    r->output_cap == 0 || r->output_cap > AGENT_OUTPUT_MAX)
+                if (!argc || argc + envc > AGENT_ARGS_MAX || !r->cwd || r->output_cap == 0 ||
+                    r->output_cap > AGENT_OUTPUT_MAX)
                         abort();
         }
         if ((r->type == AGENT_READ || r->type == AGENT_WRITE) && r->max > AGENT_FILE_MAX)

@@ -169,10 +169,7 @@ int agent_write_file(struct agent_conn *c,
 int agent_mkdir_p(struct agent_conn *c, const char *path, struct b4_error *err);
 int agent_remove(struct agent_conn *c, const char *path, struct b4_error *err);
 int agent_touch(struct agent_conn *c, const char *path, unsigned flags, struct b4_error *err);
-int agent_symlink(struct agent_conn *c,
-                  const char *target,
-                  const char *path,
-                  struct b4_error *err);
+int agent_symlink(struct agent_conn *c, const char *target, const char *path, struct b4_error *err);
 int agent_chmod(struct agent_conn *c, const char *path, uint32_t mode, struct b4_error *err);
 
 /* ---- commands ---- */
@@ -184,24 +181,21 @@ enum agent_stream {
 
 /* Output as it arrives: the head of each stream live, the kept tail at exit (@tail). Runs
  * on the connection's reader thread: be quick, do not call the connection. */
-typedef void agent_output_fn(enum agent_stream stream,
-                             const char *data,
-                             size_t len,
-                             bool tail,
-                             void *userdata);
+typedef void agent_output_fn(
+        enum agent_stream stream, const char *data, size_t len, bool tail, void *userdata);
 
 struct agent_exec_req {
-        const char *command;      /* run as /bin/sh -c command; or NULL and argv */
-        char *const *argv;        /* NULL-terminated; argv[0] searched in PATH */
-        const char *cwd;          /* NULL = B4_WORKSPACE_ROOT */
-        char *const *env;         /* "NAME=value", NULL-terminated, may be NULL: over the
-                                   * agent's environment (or instead of it: clear_env) */
+        const char *command; /* run as /bin/sh -c command; or NULL and argv */
+        char *const *argv;   /* NULL-terminated; argv[0] searched in PATH */
+        const char *cwd;     /* NULL = B4_WORKSPACE_ROOT */
+        char *const *env;    /* "NAME=value", NULL-terminated, may be NULL: over the
+                              * agent's environment (or instead of it: clear_env) */
         bool clear_env;
-        uint64_t timeout_ms;      /* 0 = none */
-        size_t output_cap;        /* per stream, 1 .. AGENT_OUTPUT_MAX (head and tail kept) */
-        uint32_t max_procs;       /* RLIMIT_NPROC of the command, or the agent's pids cgroup;
-                                   * 0 = none */
-        struct b4_cancel *cancel; /* optional: kills the command's whole tree */
+        uint64_t timeout_ms;        /* 0 = none */
+        size_t output_cap;          /* per stream, 1 .. AGENT_OUTPUT_MAX (head and tail kept) */
+        uint32_t max_procs;         /* RLIMIT_NPROC of the command, or the agent's pids cgroup;
+                                     * 0 = none */
+        struct b4_cancel *cancel;   /* optional: kills the command's whole tree */
         agent_output_fn *on_output; /* optional */
         void *userdata;
 };

@@ -19,7 +19,8 @@
 
 static int build(const struct agent_exec_req *q, struct strbuf *sb)
 {
-        uint32_t flags = (q->command ? AGENT_EXEC_SHELL : 0) | (q->clear_env ? AGENT_EXEC_CLEAR_ENV : 0);
+        uint32_t flags =
+                (q->command ? AGENT_EXEC_SHELL : 0) | (q->clear_env ? AGENT_EXEC_CLEAR_ENV : 0);
         uint32_t argc = 0, envc = 0;
         int r;
 

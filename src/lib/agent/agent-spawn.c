@@ -88,8 +88,10 @@ int agent_transport_fds(int rfd, int wfd, struct agent_transport *ret)
                 return -ENOMEM;
         }
         *f = (struct fds){ .rfd = rfd, .wfd = wfd };
-        *ret = (struct agent_transport){ .write = fds_write, .read = fds_read,
-                                         .shutdown = fds_shutdown, .close = fds_close,
+        *ret = (struct agent_transport){ .write = fds_write,
+                                         .read = fds_read,
+                                         .shutdown = fds_shutdown,
+                                         .close = fds_close,
                                          .userdata = f };
         return 0;
 }
