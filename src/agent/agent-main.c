@@ -386,6 +386,12 @@ static _Noreturn void shut_down(void)
 {
         struct timespec until;
 
+        for (size_t i = 0; i < AGENT_INFLIGHT_MAX; i++)
+                if (table[i].used && table[i].collecting) { /* no job: drop it here */
+                        agent_req_clear(&table[i].req);
+                        free(TAKE_PTR(table[i].data));
+                        unclaim(&table[i]);
+                }
         pthread_mutex_lock(&table_lock);
         for (size_t i = 0; i < AGENT_INFLIGHT_MAX; i++)
                 if (table[i].used && table[i].cancel_w >= 0)

@@ -20,23 +20,24 @@
 #include <stdint.h>
 #include <string.h>
 
-#define AGENT_MAGIC         0x61346262u /* "bb4a" */
-#define AGENT_PROTO_VERSION 1u
-#define AGENT_HDR_LEN       12u
-#define AGENT_FRAME_MAX     (1024u * 1024)          /* payload bytes of one frame */
-#define AGENT_DATA_CHUNK    (256u * 1024)           /* what a sender puts in one DATA frame */
-#define AGENT_PATH_MAX      4096u                   /* a path or symlink target, bytes */
-#define AGENT_NAME_MAX      255u                    /* one directory entry name */
-#define AGENT_MSG_MAX       512u                    /* an ERROR's message */
-#define AGENT_ARGS_MAX      4096u                   /* argv + env entries of one EXEC */
-#define AGENT_BATCH_MAX     4096u                   /* files in one READ_BATCH */
-#define AGENT_PRUNE_MAX     256u                    /* prune names in one WALK */
-#define AGENT_INFLIGHT_MAX  256u                    /* requests the agent runs at once */
-#define AGENT_FILE_MAX      (1024ull * 1024 * 1024) /* one file read or written, bytes */
-#define AGENT_WRITE_PENDING (512ull * 1024 * 1024)  /* WRITE data the agent holds at once */
-#define AGENT_OUTPUT_MAX    (64ull * 1024 * 1024)   /* output_cap of one EXEC stream */
-#define AGENT_WALK_MAX      1000000ull              /* max_entries of one WALK */
-#define AGENT_KILL_GRACE_MS 10000u                  /* after a kill, until the exit is reported */
+#define AGENT_MAGIC          0x61346262u /* "bb4a" */
+#define AGENT_PROTO_VERSION  1u
+#define AGENT_HDR_LEN        12u
+#define AGENT_FRAME_MAX      (1024u * 1024)          /* payload bytes of one frame */
+#define AGENT_DATA_CHUNK     (256u * 1024)           /* what a sender puts in one DATA frame */
+#define AGENT_PATH_MAX       4096u                   /* a path or symlink target, bytes */
+#define AGENT_NAME_MAX       255u                    /* one directory entry name */
+#define AGENT_MSG_MAX        512u                    /* an ERROR's message */
+#define AGENT_ARGS_MAX       4096u                   /* argv + env entries of one EXEC */
+#define AGENT_BATCH_MAX      4096u                   /* files in one READ_BATCH */
+#define AGENT_PRUNE_MAX      256u                    /* prune names in one WALK */
+#define AGENT_INFLIGHT_MAX   256u                    /* requests the agent runs at once */
+#define AGENT_FILE_MAX       (1024ull * 1024 * 1024) /* one file read or written, bytes */
+#define AGENT_WRITE_PENDING  (512ull * 1024 * 1024)  /* WRITE data the agent holds at once */
+#define AGENT_OUTPUT_MAX     (64ull * 1024 * 1024)   /* output_cap of one EXEC stream */
+#define AGENT_WALK_MAX       1000000ull              /* max_entries of one WALK */
+#define AGENT_WALK_BYTES_MAX (256ull * 1024 * 1024)  /* path bytes of one WALK's entries */
+#define AGENT_KILL_GRACE_MS  10000u                  /* after a kill, until the exit is reported */
 
 enum agent_type {
         /* connection */

@@ -632,6 +632,39 @@ static void test_max_procs(void **state)
         (void)waitpid(pid, NULL, 0);
 }
 
+/* A reader's agent: reads work, every write is refused -EROFS. */
+static void test_read_only_agent(void **state)
+{
+        struct b4_error err = { 0 };
+        struct agent_conn *c = NULL;
+        cleanup_free char *tmp = b4_test_tmpdir();
+        cleanup_free char *ws = NULL, *file = NULL;
+        char *argv[] = { (char *)"--root", tmp, (char *)"--read-only", NULL };
+        char *data = NULL;
+        size_t len = 0;
+        pid_t pid = 0;
+
+        assert_true(b4_asprintf(&ws, "%s/workspace", tmp) > 0);
+        assert_true(b4_asprintf(&file, "%s/workspace/f", tmp) > 0);
+        assert_int_equal(mkdir(ws, 0755), 0);
+        assert_int_equal(b4_test_write(file, "data"), 0);
+        assert_int_equal(agent_spawn(NULL, argv, NULL, &c, &pid, &err), 0);
+        assert_int_equal(agent_read_file(c, "/workspace/f", 0, 10, &data, &len, &err), 0);
+        assert_string_equal(data, "data");
+        free(data);
+        assert_int_equal(agent_write_file(c, "/workspace/f", 0, "x", 1, &err), -EROFS);
+        assert_int_equal(agent_write_file(c, "/workspace/g", 0, "", 0, &err), -EROFS);
+        assert_int_equal(agent_mkdir_p(c, "/workspace/d", &err), -EROFS);
+        assert_int_equal(agent_remove(c, "/workspace/f", &err), -EROFS);
+        assert_int_equal(agent_touch(c, "/workspace/f", 0, &err), -EROFS);
+        assert_int_equal(agent_symlink(c, "x", "/workspace/l", &err), -EROFS);
+        assert_int_equal(agent_chmod(c, "/workspace/f", 0600, &err), -EROFS);
+        assert_true(agent_conn_alive(c));
+        agent_conn_free(c);
+        (void)waitpid(pid, NULL, 0);
+        b4_test_rmrf(tmp);
+}
+
 static void test_binary_path(void **state)
 {
         char *p = NULL;
@@ -1009,6 +1042,37 @@ static void lie_late_then_ok(int sock, const struct agent_hdr *h, const unsigned
         say(sock, h->id, AGENT_OK, 0, NULL, 0);
 }
 
+static void lie_started_then_silent(int sock, const struct agent_hdr *h, const unsigned char *p)
+{
+        unsigned char b[4] = { 0 };
+
+        if (h->type == AGENT_EXEC)
+                say(sock, h->id, AGENT_STARTED, 0, b, 4);
+}
+
+/* A command the agent never reports ended: the call ends at timeout + the kill grace. */
+static void test_lying_agent_exec_hang(void **state)
+{
+        struct b4_exec_result res = { 0 };
+        struct b4_error err = { 0 };
+        struct agent_conn *c = NULL;
+        struct liar l = { .fn = lie_started_then_silent };
+        pthread_t t;
+        uint64_t t0;
+
+        assert_int_equal(liar_open(&l, &t, &c, 2000), 0);
+        t0 = now_msec();
+        assert_int_equal(agent_exec(c,
+                                    &(struct agent_exec_req){
+                                            .command = "x", .output_cap = 10, .timeout_ms = 100 },
+                                    &res, &err),
+                         -ETIMEDOUT);
+        assert_true(now_msec() - t0 >= 100 + AGENT_KILL_GRACE_MS);
+        assert_true(now_msec() - t0 < 100 + AGENT_KILL_GRACE_MS + 3000);
+        assert_null(res.out);
+        liar_close(&l, t, c);
+}
+
 static void test_lying_agent(void **state)
 {
         struct b4_error err = { 0 };
@@ -1099,6 +1163,8 @@ int main(void)
                 cmocka_unit_test(test_agent_refuses_garbage),
                 cmocka_unit_test(test_max_procs),
                 cmocka_unit_test(test_binary_path),
+                cmocka_unit_test(test_read_only_agent),
+                cmocka_unit_test(test_lying_agent_exec_hang),
                 cmocka_unit_test(test_lying_agent),
         };
 

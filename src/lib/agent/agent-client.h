@@ -207,8 +207,10 @@ struct agent_exec_req {
  * (core adds the timeout line; nothing here words it), cancelled, truncated, duration_ms.
  * A non-zero exit is a result. Errors: -ECANCELED (cancelled before it started), -E2BIG
  * (command and environment too large), -ENOENT/-EACCES/... (could not start: cwd or
- * program), -ENOTCONN (the agent went away; @ret then holds what arrived), -ETIMEDOUT (no
- * exit report within timeout + AGENT_KILL_GRACE_MS), -EPROTO.
+ * program), -EAGAIN (the agent could not fork: pid exhaustion), -ENOTCONN (the agent went
+ * away), -ETIMEDOUT (no exit report within timeout + AGENT_KILL_GRACE_MS, or that long
+ * after a cancel), -EPROTO. On error @ret is empty: an in-flight command is never retried
+ * here (the caller decides).
  */
 int agent_exec(struct agent_conn *c,
                const struct agent_exec_req *req,

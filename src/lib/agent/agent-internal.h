@@ -39,6 +39,7 @@ struct agent_call {
         /* WALK */
         struct b4_walk_entry *entries;
         size_t n_entries, entries_cap;
+        uint64_t walk_bytes; /* path bytes held, at most AGENT_WALK_BYTES_MAX */
         /* READ_BATCH */
         struct b4_blob *blobs;
         size_t cur;        /* the file DATA goes to, or n_files when none */

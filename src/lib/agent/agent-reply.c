@@ -272,6 +272,9 @@ static int feed_walk(struct agent_call *c,
                 int r;
                 if (agent_rd_str(rd, AGENT_PATH_MAX, &s, &len) < 0 || !rel_path_ok(s, len))
                         return proto(why, "bad walk path");
+                c->walk_bytes += len;
+                if (c->walk_bytes > AGENT_WALK_BYTES_MAX)
+                        return proto(why, "walk paths over the byte cap");
                 *w = (struct b4_walk_entry){ .path = b4_strndup(s, len) };
                 if (!w->path)
                         return -ENOMEM;
