@@ -576,8 +576,7 @@ void agent_exec_serve(const struct agent_req *q, int cancel_fd)
         safe_close(ctl[0]);
         safe_close(fail[1]);
         safe_close(s.cg_procs);
-        if (s.null_r > 0)
-                safe_close(s.null_r);
+        safe_close(s.null_r);
         u.out.fd = out[0];
         u.err.fd = err[0];
         u.status_r = st[0];

@@ -665,6 +665,37 @@ static void test_read_only_agent(void **state)
         b4_test_rmrf(tmp);
 }
 
+/* --cgroup: each command in a child cgroup of its own, removed after; a timeout kills it. */
+static void test_cgroup(void **state)
+{
+        struct b4_exec_result res = { 0 };
+        struct b4_error err = { 0 };
+        struct agent_conn *c = NULL;
+        char dir[256];
+        char *argv[] = { (char *)"--cgroup", dir, NULL };
+        pid_t pid = 0;
+
+        (void)snprintf(dir, sizeof(dir), "/sys/fs/cgroup/unified/b4-agent-test-%d", (int)getpid());
+        if (!b4_test_is_root() || mkdir(dir, 0755) < 0)
+                skip();
+        assert_int_equal(agent_spawn(NULL, argv, NULL, &c, &pid, &err), 0);
+        struct agent_exec_req q = { .command = "grep '^0::' /proc/self/cgroup",
+                                    .cwd = "/",
+                                    .output_cap = 4096 };
+        assert_int_equal(agent_exec(c, &q, &res, &err), 0);
+        assert_non_null(strstr(res.out, "/b4-agent-test-"));
+        assert_non_null(strstr(res.out, "/b4-agent-"));
+        b4_exec_result_clear(&res);
+        q.command = "sleep 100 & setsid sleep 100 & wait";
+        q.timeout_ms = 300;
+        assert_int_equal(agent_exec(c, &q, &res, &err), 0);
+        assert_true(res.timed_out);
+        b4_exec_result_clear(&res);
+        agent_conn_free(c);
+        (void)waitpid(pid, NULL, 0);
+        assert_int_equal(rmdir(dir), 0); /* every per-command child is gone */
+}
+
 static void test_binary_path(void **state)
 {
         char *p = NULL;
@@ -1163,6 +1194,7 @@ int main(void)
                 cmocka_unit_test(test_agent_refuses_garbage),
                 cmocka_unit_test(test_max_procs),
                 cmocka_unit_test(test_binary_path),
+                cmocka_unit_test(test_cgroup),
                 cmocka_unit_test(test_read_only_agent),
                 cmocka_unit_test(test_lying_agent_exec_hang),
                 cmocka_unit_test(test_lying_agent),
