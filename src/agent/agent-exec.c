@@ -251,6 +251,7 @@ static void kill_tree(pid_t cmd)
 struct spawn {
         char **argv, **envp;
         const char *cwd;
+        bool shell;
         uint32_t max_procs;
         int out_w, err_w, null_r; /* the command's 1, 2 and 0 */
         int status_w;             /* supervisor -> agent: pid, then wait status */
@@ -287,8 +288,9 @@ static _Noreturn void run_command(const struct spawn *s)
                 goto fail;
         if (dup2(s->err_w, 2) < 0) /* checksrc: allow */
                 goto fail;
-        if (chdir(s->cwd) < 0)
-                goto fail;
+        umask(022);
+        if (chdir(s->cwd) < 0 && (!s->shell || chdir("/") < 0))
+                goto fail; /* a shell reports a missing cwd itself: "cd '<cwd>' && ..." */
         execvpe(s->argv[0], s->argv, s->envp);
 fail:
         write_int(s->fail_w, errno);
@@ -521,6 +523,28 @@ static void close_cgroup(const char *dir, bool kill_all)
         }
 }
 
+/* The shell form, as native runs it (src/lib/native/exec.c): cd '<cwd>' && <command>. */
+static char *shell_script(const char *cwd, const char *command)
+{
+        struct strbuf sb;
+        char *ret = NULL;
+        size_t len;
+        int r;
+
+        strbuf_init(&sb, STRBUF_UNLIMITED);
+        r = strbuf_adds(&sb, "cd ");
+        if (r >= 0)
+                r = strbuf_add_shell_quoted(&sb, cwd);
+        if (r >= 0)
+                r = strbuf_adds(&sb, " && ");
+        if (r >= 0)
+                r = strbuf_adds(&sb, command);
+        if (r >= 0)
+                r = strbuf_detach(&sb, &ret, &len);
+        strbuf_release(&sb);
+        return ret;
+}
+
 static const char *start_error(int r)
 {
         return r == -ENOENT ? "the program or the working directory does not exist"
@@ -529,11 +553,15 @@ static const char *start_error(int r)
 
 void agent_exec_serve(const struct agent_req *q, int cancel_fd)
 {
-        char *sh_argv[] = { (char *)"/bin/sh", (char *)"-c", q->argv[0], NULL };
-        struct spawn s = { .argv = (q->execflags & AGENT_EXEC_SHELL) ? sh_argv : q->argv,
+        bool shell = q->execflags & AGENT_EXEC_SHELL;
+        cleanup_free char *script = NULL;
+        char *sh_argv[] = { (char *)"/bin/sh", (char *)"-c", NULL, NULL };
+        struct spawn s = { .argv = shell ? sh_argv : q->argv,
                            .cwd = q->cwd,
+                           .shell = shell,
                            .max_procs = q->max_procs,
-                           .cg_procs = -1 };
+                           .cg_procs = -1,
+                           .null_r = -1 };
         struct run u = { .q = q,
                          .cancel_fd = cancel_fd,
                          .status_r = -1,
@@ -546,7 +574,10 @@ void agent_exec_serve(const struct agent_req *q, int cancel_fd)
         int r = 0;
 
         s.envp = build_env(q);
-        if (!s.envp || stream_init(&u.out, -1, AGENT_F_STDOUT, q->output_cap) < 0 ||
+        if (shell)
+                sh_argv[2] = script = shell_script(q->cwd, q->argv[0]);
+        if (!s.envp || (shell && !script) ||
+            stream_init(&u.out, -1, AGENT_F_STDOUT, q->output_cap) < 0 ||
             stream_init(&u.err, -1, AGENT_F_STDERR, q->output_cap) < 0)
                 r = -ENOMEM;
         if (r >= 0 &&

@@ -90,7 +90,7 @@ enum agent_frame_flags {
 };
 
 enum agent_exec_flags {
-        AGENT_EXEC_SHELL = 1u << 0,     /* argv is { command }: run /bin/sh -c command */
+        AGENT_EXEC_SHELL = 1u << 0, /* argv is { command }: /bin/sh -c "cd '<cwd>' && command" */
         AGENT_EXEC_CLEAR_ENV = 1u << 1, /* env replaces the agent's environment */
 };
 

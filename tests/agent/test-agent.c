@@ -374,9 +374,24 @@ static void test_exec_basic(void **state)
         /* could not start */
         char *nope[] = { (char *)"/no/such/program", NULL };
         assert_int_equal(run(f, &(struct agent_exec_req){ .argv = nope }, &res), -ENOENT);
+        assert_int_equal(run(f, &(struct agent_exec_req){ .argv = argv, .cwd = "/no/dir" }, &res),
+                         -ENOENT);
+        /* the shell form reports a missing cwd itself, as native does (cd '<cwd>' && ...) */
         assert_int_equal(
-                run(f, &(struct agent_exec_req){ .command = "true", .cwd = "/no/dir" }, &res),
-                -ENOENT);
+                run(f, &(struct agent_exec_req){ .command = "echo never", .cwd = "/no/dir" }, &res),
+                0);
+        assert_int_not_equal(res.exit_code, 0);
+        assert_non_null(strstr(res.errout, "/no/dir"));
+        assert_string_equal(res.out, "");
+        b4_exec_result_clear(&res);
+        /* a cwd with a quote in it */
+        cleanup_free char *odd = fx_path(f, "/it's here");
+        assert_int_equal(mkdir(odd, 0755), 0);
+        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "pwd", .cwd = odd }, &res), 0);
+        char want2[4200];
+        (void)snprintf(want2, sizeof(want2), "%s\n", odd);
+        assert_string_equal(res.out, want2);
+        b4_exec_result_clear(&res);
         /* env cleared */
         char *path[] = { (char *)"PATH=/usr/bin:/bin", NULL };
         assert_int_equal(run(f,
