@@ -185,7 +185,7 @@ typedef void agent_output_fn(
         enum agent_stream stream, const char *data, size_t len, bool tail, void *userdata);
 
 struct agent_exec_req {
-        const char *command; /* run as /bin/sh -c command; or NULL and argv */
+        const char *command; /* /bin/sh -c "cd '<cwd>' && command" (as native); or NULL */
         char *const *argv;   /* NULL-terminated; argv[0] searched in PATH */
         const char *cwd;     /* NULL = B4_WORKSPACE_ROOT */
         char *const *env;    /* "NAME=value", NULL-terminated, may be NULL: over the
