@@ -551,6 +551,88 @@ static const char *start_error(int r)
                             : "the command could not be started";
 }
 
+/* Pipes, the cgroup and the supervisor. The agent's ends go to @u (also on failure, for
+ * the caller to close). Return: 0 or -errno. */
+static int start_supervisor(struct spawn *s, struct run *u, char *cgdir, size_t cglen)
+{
+        int out[2] = { -1, -1 }, err[2] = { -1, -1 }, st[2] = { -1, -1 }, ctl[2] = { -1, -1 },
+            fail[2] = { -1, -1 };
+        int r = 0;
+
+        if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0 ||
+            pipe2(ctl, O_CLOEXEC) < 0 || pipe2(fail, O_CLOEXEC) < 0)
+                r = -errno;
+        if (r >= 0 && (s->null_r = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+                r = -errno;
+        if (r >= 0) {
+                s->cg_procs = open_cgroup(u->q, cgdir, cglen);
+                if (s->cg_procs < 0)
+                        cgdir[0] = '\0';
+                s->out_w = out[1];
+                s->err_w = err[1];
+                s->status_w = st[1];
+                s->ctl_r = ctl[0];
+                s->fail_w = fail[1];
+                u->sup = fork();
+                if (u->sup < 0)
+                        r = -errno;
+                else if (u->sup == 0)
+                        supervise(s);
+        }
+        safe_close(out[1]);
+        safe_close(err[1]);
+        safe_close(st[1]);
+        safe_close(ctl[0]);
+        safe_close(fail[1]);
+        s->cg_procs = safe_close(s->cg_procs);
+        s->null_r = safe_close(s->null_r);
+        u->out.fd = out[0];
+        u->err.fd = err[0];
+        u->status_r = st[0];
+        u->ctl_w = ctl[1];
+        u->fail_r = fail[0];
+        return r;
+}
+
+/* From STARTED to EXIT: stream the output, enforce the deadline, obey a cancel. */
+static void run_to_end(struct run *u)
+{
+        unsigned char p[4];
+        uint32_t id = u->q->id;
+
+        agent_put_u32(p, (uint32_t)u->cmd);
+        (void)agent_send(id, AGENT_STARTED, 0, p, sizeof(p));
+        (void)fcntl(u->out.fd, F_SETFL, O_NONBLOCK);
+        (void)fcntl(u->err.fd, F_SETFL, O_NONBLOCK);
+        (void)fcntl(u->status_r, F_SETFL, O_NONBLOCK);
+        u->deadline = u->q->timeout_ms ? u->start + u->q->timeout_ms : 0;
+        while (!u->exited && !(u->killed && now_ms() >= u->kill_until))
+                step(u);
+        stream_pump(&u->out, id);
+        stream_pump(&u->err, id);
+        if (!u->killed)
+                (void)write(u->ctl_w, "L", 1); /* leave what runs in the background */
+        stream_flush(&u->out, id);
+        stream_flush(&u->err, id);
+        if (!u->exited)
+                u->status = SIGKILL; /* did not die within the grace: as killed */
+        send_exit(u);
+}
+
+static void run_release(struct run *u)
+{
+        u->ctl_w = safe_close(u->ctl_w); /* the supervisor's cue to exit, if not given */
+        if (u->sup > 0)
+                while (waitpid(u->sup, NULL, 0) < 0 && errno == EINTR)
+                        ;
+        safe_close(u->out.fd);
+        safe_close(u->err.fd);
+        safe_close(u->status_r);
+        safe_close(u->fail_r);
+        free(u->out.ring);
+        free(u->err.ring);
+}
+
 void agent_exec_serve(const struct agent_req *q, int cancel_fd)
 {
         bool shell = q->execflags & AGENT_EXEC_SHELL;
@@ -564,12 +646,12 @@ void agent_exec_serve(const struct agent_req *q, int cancel_fd)
                            .null_r = -1 };
         struct run u = { .q = q,
                          .cancel_fd = cancel_fd,
+                         .out.fd = -1,
+                         .err.fd = -1,
                          .status_r = -1,
                          .ctl_w = -1,
                          .fail_r = -1,
                          .start = now_ms() };
-        int out[2] = { -1, -1 }, err[2] = { -1, -1 }, st[2] = { -1, -1 }, ctl[2] = { -1, -1 },
-            fail[2] = { -1, -1 };
         char cgdir[4200] = "";
         int r = 0;
 
@@ -580,73 +662,15 @@ void agent_exec_serve(const struct agent_req *q, int cancel_fd)
             stream_init(&u.out, -1, AGENT_F_STDOUT, q->output_cap) < 0 ||
             stream_init(&u.err, -1, AGENT_F_STDERR, q->output_cap) < 0)
                 r = -ENOMEM;
-        if (r >= 0 &&
-            (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0 ||
-             pipe2(ctl, O_CLOEXEC) < 0 || pipe2(fail, O_CLOEXEC) < 0))
-                r = -errno;
-        if (r >= 0 && (s.null_r = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
-                r = -errno;
-        if (r >= 0) {
-                s.cg_procs = open_cgroup(q, cgdir, sizeof(cgdir));
-                if (s.cg_procs < 0)
-                        cgdir[0] = '\0';
-                s.out_w = out[1];
-                s.err_w = err[1];
-                s.status_w = st[1];
-                s.ctl_r = ctl[0];
-                s.fail_w = fail[1];
-                u.sup = fork();
-                if (u.sup < 0)
-                        r = -errno;
-                else if (u.sup == 0)
-                        supervise(&s);
-        }
-        safe_close(out[1]);
-        safe_close(err[1]);
-        safe_close(st[1]);
-        safe_close(ctl[0]);
-        safe_close(fail[1]);
-        safe_close(s.cg_procs);
-        safe_close(s.null_r);
-        u.out.fd = out[0];
-        u.err.fd = err[0];
-        u.status_r = st[0];
-        u.ctl_w = ctl[1];
-        u.fail_r = fail[0];
+        if (r >= 0)
+                r = start_supervisor(&s, &u, cgdir, sizeof(cgdir));
         if (r >= 0)
                 r = await_start(&u);
-        if (r < 0) {
+        if (r < 0)
                 (void)agent_send_error(q->id, r, start_error(r));
-        } else {
-                unsigned char p[4];
-                agent_put_u32(p, (uint32_t)u.cmd);
-                (void)agent_send(q->id, AGENT_STARTED, 0, p, sizeof(p));
-                (void)fcntl(u.out.fd, F_SETFL, O_NONBLOCK);
-                (void)fcntl(u.err.fd, F_SETFL, O_NONBLOCK);
-                (void)fcntl(u.status_r, F_SETFL, O_NONBLOCK);
-                u.deadline = q->timeout_ms ? u.start + q->timeout_ms : 0;
-                while (!u.exited && !(u.killed && now_ms() >= u.kill_until))
-                        step(&u);
-                stream_pump(&u.out, q->id);
-                stream_pump(&u.err, q->id);
-                if (!u.killed)
-                        (void)write(u.ctl_w, "L", 1);
-                stream_flush(&u.out, q->id);
-                stream_flush(&u.err, q->id);
-                if (!u.exited)
-                        u.status = SIGKILL; /* did not die within the grace: as killed */
-                send_exit(&u);
-        }
-        safe_close(u.ctl_w);
-        if (u.sup > 0)
-                while (waitpid(u.sup, NULL, 0) < 0 && errno == EINTR)
-                        ;
+        else
+                run_to_end(&u);
+        run_release(&u);
         close_cgroup(cgdir, u.killed);
-        safe_close(u.out.fd);
-        safe_close(u.err.fd);
-        safe_close(u.status_r);
-        safe_close(u.fail_r);
-        free(u.out.ring);
-        free(u.err.ring);
         free(s.envp);
 }
