@@ -90,15 +90,18 @@ int main(int argc, char **argv)
                 b4_exec_result_clear(&res);
         }
         report("exec sh -c true", v, rounds);
-        /* 1,214 entries: 34 directories of 34 files + 34 + 2 more */
+        /* 1,214 entries: 34 directories of 34 files, and 24 files beside them */
         for (int d = 0; d < 34; d++)
                 for (int f = 0; f < 34; f++) {
                         char p[64];
                         (void)snprintf(p, sizeof(p), "/workspace/t/d%02d/f%02d", d, f);
                         (void)agent_write_file(c, p, 0, "x", 1, &err);
                 }
-        (void)agent_write_file(c, "/workspace/t/a", 0, "x", 1, &err);
-        (void)agent_write_file(c, "/workspace/t/b", 0, "x", 1, &err);
+        for (int f = 0; f < 24; f++) {
+                char p[64];
+                (void)snprintf(p, sizeof(p), "/workspace/t/top%02d", f);
+                (void)agent_write_file(c, p, 0, "x", 1, &err);
+        }
         int wr = rounds < 50 ? rounds : 50;
         size_t n = 0;
         for (int i = 0; i < wr; i++) {
