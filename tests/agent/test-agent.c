@@ -392,6 +392,13 @@ static void test_exec_basic(void **state)
         (void)snprintf(want2, sizeof(want2), "%s\n", odd);
         assert_string_equal(res.out, want2);
         b4_exec_result_clear(&res);
+        /* an empty shell command is the shell's to judge (as on native: a result), an empty
+         * program is refused */
+        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "" }, &res), 0);
+        b4_exec_result_clear(&res);
+        char *empty[] = { (char *)"", NULL };
+        assert_true(run(f, &(struct agent_exec_req){ .argv = empty }, &res) < 0);
+        assert_true(agent_conn_alive(f->c));
         /* env cleared */
         char *path[] = { (char *)"PATH=/usr/bin:/bin", NULL };
         assert_int_equal(run(f,
