@@ -250,14 +250,20 @@ static void test_list_cap(void **state)
         assert_int_equal(mkdir(d, 0755), 0);
         for (int i = 0; i <= B4_LIST_MAX_ENTRIES; i++) {
                 char p[512];
-                (void)snprintf(p, sizeof(p), "%s/n%05d-with-a-longer-name-to-fill-frames", d, i);
+                (void)snprintf(
+                        p, sizeof(p),
+                        "%s/n%05d-with-a-longer-name-to-fill-frames-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+                        d, i);
                 int fd = open(p, O_CREAT | O_WRONLY, 0644);
                 assert_true(fd >= 0);
                 close(fd);
         }
         assert_int_equal(agent_list_dir(f->c, "/workspace/many", 0, &names, &err), -E2BIG);
         char p[512];
-        (void)snprintf(p, sizeof(p), "%s/n%05d-with-a-longer-name-to-fill-frames", d, 0);
+        (void)snprintf(
+                p, sizeof(p),
+                "%s/n%05d-with-a-longer-name-to-fill-frames-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+                d, 0);
         assert_int_equal(unlink(p), 0);
         assert_int_equal(agent_list_dir(f->c, "/workspace/many", 0, &names, &err), 0);
         size_t n = 0;
@@ -265,6 +271,14 @@ static void test_list_cap(void **state)
                 free(*s);
         free(names);
         assert_int_equal(n, B4_LIST_MAX_ENTRIES);
+        /* names and entries over several frames (~1.5 MiB of names) */
+        struct b4_walk_entry *v = NULL;
+        size_t nv = 0;
+        assert_int_equal(agent_walk(f->c, "/workspace/many", 20000, NULL, &v, &nv, &err), 0);
+        assert_int_equal(nv, B4_LIST_MAX_ENTRIES);
+        for (size_t i = 1; i < nv; i++)
+                assert_true(strcmp(v[i - 1].path, v[i].path) < 0);
+        b4_walk_entries_free(v, nv);
 }
 
 static void test_walk_bounds(void **state)
