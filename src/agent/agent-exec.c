@@ -37,7 +37,7 @@
 #include "base/alloc.h"
 #include "base/macro.h"
 
-extern char **environ;
+#define CG_PATH_MAX 4096 /* a command's cgroup dir, --cgroup included */
 
 static const char *cgroup_root; /* --cgroup, or NULL */
 
@@ -481,14 +481,14 @@ static int await_start(struct run *u)
 /* The command's own cgroup (v2) under --cgroup, with pids.max; NULL dir = none. */
 static int open_cgroup(const struct agent_req *q, char *dir, size_t len)
 {
-        char path[4200];
-        int fd;
+        char path[CG_PATH_MAX + 32];
+        int fd, n;
 
         if (!cgroup_root)
                 return -1;
-        (void)snprintf(dir, len, "%s/b4-agent-%u-%u", cgroup_root, (unsigned)getpid(),
-                       (unsigned)q->id);
-        if (mkdir(dir, 0755) < 0)
+        n = snprintf(dir, len, "%s/b4-agent-%u-%u", cgroup_root, (unsigned)getpid(),
+                     (unsigned)q->id);
+        if (n < 0 || (size_t)n >= len || mkdir(dir, 0755) < 0)
                 return -1;
         if (q->max_procs) {
                 (void)snprintf(path, sizeof(path), "%s/pids.max", dir);
@@ -504,7 +504,7 @@ static int open_cgroup(const struct agent_req *q, char *dir, size_t len)
 
 static void close_cgroup(const char *dir, bool kill_all)
 {
-        char path[4200];
+        char path[CG_PATH_MAX + 32];
         int fd;
 
         if (!dir[0])
@@ -652,7 +652,7 @@ void agent_exec_serve(const struct agent_req *q, int cancel_fd)
                          .ctl_w = -1,
                          .fail_r = -1,
                          .start = now_ms() };
-        char cgdir[4200] = "";
+        char cgdir[CG_PATH_MAX] = "";
         int r = 0;
 
         s.envp = build_env(q);
