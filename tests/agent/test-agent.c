@@ -732,6 +732,41 @@ static void test_cgroup(void **state)
         assert_int_equal(rmdir(dir), 0); /* every per-command child is gone */
 }
 
+/* Over two pipes (no socket): calls work, and freeing the connection while the agent is
+ * alive and silent returns at once (the transport wakes its blocked reader). */
+static void test_pipes(void **state)
+{
+        const char *agent = getenv("B4BOX_AGENT"); /* checksrc: allow */
+        struct agent_transport tr;
+        struct agent_conn *c = NULL;
+        struct b4_error err = { 0 };
+        struct b4_stat st = { 0 };
+        int in[2], out[2], status = 0;
+        pid_t pid;
+
+        assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+        assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+        pid = fork();
+        if (pid == 0) {
+                dup2(in[0], 0);  /* checksrc: allow */
+                dup2(out[1], 1); /* checksrc: allow */
+                execl(agent, "b4box-agent", (char *)NULL);
+                _exit(127);
+        }
+        close(in[0]);
+        close(out[1]);
+        assert_int_equal(agent_transport_fds(out[0], in[1], &tr), 0);
+        assert_int_equal(agent_conn_open(&tr, NULL, &c, &err), 0);
+        assert_int_equal(agent_stat(c, "/", 0, &st, &err), 0);
+        assert_int_equal(st.kind, B4_FILE_DIRECTORY);
+        uint64_t t0 = now_msec();
+        agent_conn_free(c);
+        assert_true(now_msec() - t0 < 2000);
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0); /* end of stdin: a clean exit */
+}
+
 static void test_binary_path(void **state)
 {
         char *p = NULL;
@@ -1230,6 +1265,7 @@ int main(void)
                 cmocka_unit_test(test_agent_refuses_garbage),
                 cmocka_unit_test(test_max_procs),
                 cmocka_unit_test(test_binary_path),
+                cmocka_unit_test(test_pipes),
                 cmocka_unit_test(test_cgroup),
                 cmocka_unit_test(test_read_only_agent),
                 cmocka_unit_test(test_lying_agent_exec_hang),

@@ -78,9 +78,10 @@ int agent_conn_open(const struct agent_transport *t,
                     struct b4_error *err);
 
 /**
- * agent_transport_fds() - a transport over @rfd (read) and @wfd (write), which may be the
- * same fd (a socket); both are owned by the transport (closed by its close).
- * Return: 0 or -ENOMEM (the fds are closed then).
+ * agent_transport_fds() - a transport over @rfd (read) and @wfd (write): pipes, or the
+ * same fd (a socket); both are owned by the transport (closed by its close). Its shutdown
+ * wakes a blocked read or write whatever the fds are.
+ * Return: 0 or -errno (the fds are closed then).
  */
 int agent_transport_fds(int rfd, int wfd, struct agent_transport *ret);
 
