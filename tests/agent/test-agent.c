@@ -780,6 +780,82 @@ static void test_binary_path(void **state)
                          -ENOTCONN);
 }
 
+#ifdef B4_FAULT_INJECTION
+/* Fail the client's allocation 1, 2, ... N of each call (the reader thread's too): every
+ * attempt succeeds or fails -ENOMEM, leaks nothing, and the connection stays usable. */
+static int one_of_each(struct fx *f, int which)
+{
+        struct b4_error err = { 0 };
+        struct b4_read_req reqs[] = { { "/workspace/t/a", 100 }, { "/workspace/none", 10 } };
+        struct b4_walk_entry *v = NULL;
+        struct b4_exec_result res = { 0 };
+        struct b4_blob *b = NULL;
+        struct b4_stat st = { 0 };
+        char *data = NULL, **names = NULL;
+        size_t len = 0, n = 0;
+        int r;
+
+        switch (which) {
+        case 0:
+                r = agent_read_file(f->c, "/workspace/t/a", 0, 100, &data, &len, &err);
+                free(data);
+                return r;
+        case 1:
+                r = agent_list_dir(f->c, "/workspace/t", 0, &names, &err);
+                for (char **s = r >= 0 ? names : NULL; s && *s; s++)
+                        free(*s);
+                free(r >= 0 ? names : NULL);
+                return r;
+        case 2:
+                r = agent_walk(f->c, "/workspace/t", 100, NULL, &v, &n, &err);
+                if (r >= 0)
+                        b4_walk_entries_free(v, n);
+                return r;
+        case 3:
+                r = agent_read_files(f->c, reqs, 2, &b, &err);
+                if (r >= 0)
+                        b4_blobs_free(b, 2);
+                return r;
+        case 4:
+                r = agent_lstat(f->c, "/workspace/t/l", &st, &err);
+                b4_stat_clear(&st);
+                return r;
+        case 5:
+                r = run(f,
+                        &(struct agent_exec_req){ .command = "echo out; echo err >&2",
+                                                  .output_cap = 4 },
+                        &res);
+                b4_exec_result_clear(&res);
+                return r;
+        default:
+                return agent_write_file(f->c, "/workspace/t/w", 0, "data", 4, &err);
+        }
+}
+
+static void test_alloc_failures(void **state)
+{
+        struct fx *f = *state;
+        struct b4_error err = { 0 };
+
+        assert_int_equal(agent_write_file(f->c, "/workspace/t/a", 0, "aaaa", 4, &err), 0);
+        assert_int_equal(agent_write_file(f->c, "/workspace/t/b", 0, "bb", 2, &err), 0);
+        assert_int_equal(agent_symlink(f->c, "a", "/workspace/t/l", &err), 0);
+        for (int which = 0; which <= 6; which++) {
+                int r = -ENOMEM;
+                for (long n = 0; r == -ENOMEM && n < 1000; n++) {
+                        alloc_fail_after(n);
+                        r = one_of_each(f, which);
+                        alloc_fail_after(-1);
+                        assert_true(r == 0 || r == -ENOMEM);
+                        if (n == 0)
+                                assert_int_equal(r, -ENOMEM); /* the injection works */
+                }
+                assert_int_equal(r, 0);
+                assert_true(agent_conn_alive(f->c));
+        }
+}
+#endif
+
 /* ---- many in flight ---- */
 
 struct worker {
@@ -1259,6 +1335,9 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_background_survives, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_output_cap, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_streamed_output, setup, teardown),
+#ifdef B4_FAULT_INJECTION
+                cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
+#endif
                 cmocka_unit_test_setup_teardown(test_many_in_flight, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_out_of_order, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_killed_agent, setup, teardown),
