@@ -15,6 +15,8 @@
  * AGENT_EXIT_TIMED_OUT (the host's core words the timeout line; nothing here does).
  *
  * Between fork() and execve() only async-signal-safe calls are made: the agent has threads.
+ * Nothing here waits for a supervisor: agent-main.c's reaper reaps every child (the agent
+ * may be PID 1 of its container and inherit every orphan).
  */
 
 #include <dirent.h>
@@ -594,6 +596,23 @@ static int start_supervisor(struct spawn *s, struct run *u, char *cgdir, size_t 
         return r;
 }
 
+/* After a kill, the supervisor closes its end of the status pipe once the whole tree is
+ * gone (it exits): the EXIT then means nothing of the command is left. Bounded by the grace. */
+static void await_tree_dead(struct run *u)
+{
+        char buf[64];
+
+        while (now_ms() < u->kill_until) {
+                struct pollfd p = { .fd = u->status_r, .events = POLLIN };
+                uint64_t left = u->kill_until - now_ms();
+                if (poll(&p, 1, (int)(left > 1000 ? 1000 : left)) < 0 && errno != EINTR)
+                        return;
+                ssize_t n = read(u->status_r, buf, sizeof(buf));
+                if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+                        return;
+        }
+}
+
 /* From STARTED to EXIT: stream the output, enforce the deadline, obey a cancel. */
 static void run_to_end(struct run *u)
 {
@@ -616,15 +635,14 @@ static void run_to_end(struct run *u)
         stream_flush(&u->err, id);
         if (!u->exited)
                 u->status = SIGKILL; /* did not die within the grace: as killed */
+        if (u->killed)
+                await_tree_dead(u);
         send_exit(u);
 }
 
 static void run_release(struct run *u)
 {
         u->ctl_w = safe_close(u->ctl_w); /* the supervisor's cue to exit, if not given */
-        if (u->sup > 0)
-                while (waitpid(u->sup, NULL, 0) < 0 && errno == EINTR)
-                        ;
         safe_close(u->out.fd);
         safe_close(u->err.fd);
         safe_close(u->status_r);

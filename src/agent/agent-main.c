@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -455,6 +456,43 @@ static void serve(void)
         }
 }
 
+/* Reap every child: supervisors (nobody waits for them by pid) and, when the agent is PID 1
+ * of its container, every orphan re-parented to it. SIGCHLD is blocked in every thread and
+ * taken here. */
+static void *reaper_main(void *arg)
+{
+        sigset_t *set = arg;
+        int sig;
+
+        for (;;) {
+                if (sigwait(set, &sig) != 0)
+                        continue;
+                while (waitpid(-1, NULL, WNOHANG) > 0)
+                        ;
+        }
+        return NULL;
+}
+
+static int start_reaper(void)
+{
+        static sigset_t set;
+        pthread_attr_t a;
+        pthread_t t;
+        int r;
+
+        sigemptyset(&set);
+        sigaddset(&set, SIGCHLD);
+        r = -pthread_sigmask(SIG_BLOCK, &set, NULL); /* inherited by every later thread */
+        if (r < 0)
+                return r;
+        pthread_attr_init(&a);
+        pthread_attr_setstacksize(&a, 64 * 1024);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        r = -pthread_create(&t, &a, reaper_main, &set);
+        pthread_attr_destroy(&a);
+        return r;
+}
+
 static _Noreturn void usage(void)
 {
         fprintf(stderr, "usage: b4box-agent [--root DIR] [--read-only] [--cgroup DIR]\n");
@@ -485,5 +523,9 @@ int main(int argc, char **argv)
                 return 1;
         }
         agent_exec_init(cgroup);
+        if (start_reaper() < 0) {
+                fprintf(stderr, "b4box-agent: cannot start the reaper\n");
+                return 1;
+        }
         serve();
 }
