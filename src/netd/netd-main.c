@@ -305,7 +305,7 @@ static void *worker(void *data)
                 (void)pthread_mutex_unlock(&queue.lock);
                 switch (j->kind) {
                 case JOB_UDP:
-                        r = netd_handle(d, j->msg, j->len, out, DNS_EDNS_MAX);
+                        r = netd_handle(d, j->msg, j->len, true, out, DNS_EDNS_MAX);
                         if (r > 0)
                                 (void)sendto(d->udp_fd, out, (size_t)r, 0,
                                              (struct sockaddr *)&j->from, j->from_len);
@@ -389,8 +389,16 @@ static void take_conn(struct netd *d, int listen_fd, int kind)
         push();
 }
 
+/* The workers block SIGTERM and SIGINT (inherited from here), so the main thread's poll() is
+ * the one they interrupt. */
 static int start_workers(struct netd *d)
 {
+        sigset_t term, old;
+
+        (void)sigemptyset(&term);
+        (void)sigaddset(&term, SIGTERM);
+        (void)sigaddset(&term, SIGINT);
+        (void)pthread_sigmask(SIG_BLOCK, &term, &old);
         for (int i = 0; i < NETD_WORKERS; i++) {
                 pthread_t t;
                 int r = pthread_create(&t, NULL, worker, d);
@@ -399,6 +407,7 @@ static int start_workers(struct netd *d)
                         return -r;
                 (void)pthread_detach(t);
         }
+        (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
         /* every worker past its start (rseq, its buffers) before the filter is loaded */
         (void)pthread_mutex_lock(&queue.lock);
         while (queue.ready < NETD_WORKERS)
@@ -428,6 +437,7 @@ static void serve(struct netd *d)
 /* Everything but serving: sockets, privileges, workers, the filter. Return: the port. */
 static int setup(struct netd *d, const char *listen_addr, const char *audit_path)
 {
+        struct pin_elem me;
         int port, r;
 
         if (d->n_up == 0)
@@ -453,6 +463,11 @@ static int setup(struct netd *d, const char *listen_addr, const char *audit_path
                 fprintf(stderr, "b4box-netd: cannot drop privileges: %s\n", strerror(errno));
                 return -EPERM;
         }
+        tzset(); /* gmtime_r() would read /etc/localtime on its first call, after the filter */
+        pin_key_iif(&me, d->ifindex);
+        r = pinner_run(&d->pin, d->table, "audited", &me, 1, 0);
+        if (r < 0) /* an older table: no audit counters, DNS still filtered */
+                fprintf(stderr, "netd: audit counters off: %s\n", strerror(-r));
         r = start_workers(d);
         if (r >= 0)
                 r = netd_seccomp();
@@ -478,6 +493,7 @@ int main(int argc, char **argv)
         };
         const char *audit_path = NULL, *listen_addr = parse_args(&d, argc, argv, &audit_path);
         struct sigaction sa = { .sa_handler = on_term };
+        struct pin_elem me;
         int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC), port;
 
         netd_audit_init(&d.audit);
@@ -498,8 +514,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "netd: ready port=%d workers=%d\n", port, NETD_WORKERS);
         serve(&d);
         (void)pthread_mutex_lock(&d.pin_lock); /* no pin in flight from here */
-        (void)pinner_forget(&d.pin, d.table, "acct4", d.ifindex);
-        (void)pinner_forget(&d.pin, d.table, "deny4", d.ifindex);
+        pin_key_iif(&me, d.ifindex);
+        (void)pinner_del(&d.pin, d.table, "audited", &me, 1);
+        for (size_t i = 0; i < 2; i++) {
+                static const char *const sets[] = { "acct4", "deny4" };
+                int r = pinner_forget(&d.pin, d.table, sets[i], d.ifindex);
+
+                if (r < 0)
+                        fprintf(stderr, "netd: cannot delete the %s elements: %s\n", sets[i],
+                                strerror(-r));
+        }
         fprintf(stderr, "netd: stopped\n");
         _exit(0); /* the workers may be waiting on an upstream: no join */
 }

@@ -112,7 +112,7 @@ static int put_msg(struct pinner *p,
                 if (e[i].range)
                         nftnl_set_elem_set(x, NFTNL_SET_ELEM_KEY_END, e[i].key_end,
                                            (uint32_t)e[i].len);
-                if (type == NFT_MSG_NEWSETELEM)
+                if (type == NFT_MSG_NEWSETELEM && timeout_ms > 0)
                         nftnl_set_elem_set_u64(x, NFTNL_SET_ELEM_TIMEOUT, timeout_ms);
                 nftnl_set_elem_add(s, x);
         }
@@ -207,34 +207,32 @@ static int elem_counter(struct nftnl_expr *x, void *data)
         return 0;
 }
 
-static int dump_cb(const struct nlmsghdr *nlh, void *data)
+static int dump_elem(struct nftnl_set_elem *e, void *data)
 {
         struct dump_ctx *c = data;
-        struct nftnl_set *s = nftnl_set_alloc();
-        struct nftnl_set_elems_iter *it;
-        struct nftnl_set_elem *e;
+        uint32_t len = 0;
+        const void *key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
+        uint64_t pb[2] = { 0, 0 };
 
-        if (!s)
-                return MNL_CB_ERROR;
-        if (nftnl_set_elems_nlmsg_parse(nlh, s) < 0) {
-                nftnl_set_free(s);
-                return MNL_CB_ERROR;
-        }
-        it = nftnl_set_elems_iter_create(s);
-        for (e = it ? nftnl_set_elems_iter_cur(it) : NULL; e; e = nftnl_set_elems_iter_next(it)) {
-                uint32_t len = 0;
-                const void *key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
-                uint64_t pb[2] = { 0, 0 };
-
-                if (!key)
-                        continue;
+        if (key) {
                 (void)nftnl_set_elem_expr_foreach(e, elem_counter, pb);
                 c->fn(key, len, pb[0], pb[1], c->data);
         }
-        if (it)
-                nftnl_set_elems_iter_destroy(it);
+        return 0;
+}
+
+static int dump_cb(const struct nlmsghdr *nlh, void *data)
+{
+        struct nftnl_set *s = nftnl_set_alloc();
+        int r = MNL_CB_ERROR;
+
+        if (!s)
+                return r;
+        if (nftnl_set_elems_nlmsg_parse(nlh, s) >= 0 &&
+            nftnl_set_elem_foreach(s, dump_elem, data) >= 0)
+                r = MNL_CB_OK;
         nftnl_set_free(s);
-        return MNL_CB_OK;
+        return r;
 }
 
 int pinner_dump(struct pinner *p, const char *table, const char *set, pin_dump_fn *fn, void *data)
@@ -312,35 +310,47 @@ static void forget_one(const uint8_t *key, size_t len, uint64_t packets, uint64_
         c->e[c->n++].len = len;
 }
 
-int pinner_forget(struct pinner *p, const char *table, const char *set, unsigned ifindex)
+void pin_key_iif(struct pin_elem *e, unsigned ifindex)
+{
+        uint32_t ifx = ifindex;
+
+        memset(e, 0, sizeof(*e));
+        memcpy(e->key, &ifx, 4);
+        e->len = 4;
+}
+
+int pinner_del(
+        struct pinner *p, const char *table, const char *set, const struct pin_elem *e, size_t n)
 {
         static char buf[BATCH_MAX];
+        struct mnl_nlmsg_batch *batch = mnl_nlmsg_batch_start(buf, sizeof(buf));
+        int r;
+
+        if (!batch)
+                return -ENOMEM;
+        nftnl_batch_begin(mnl_nlmsg_batch_current(batch), p->seq++);
+        (void)mnl_nlmsg_batch_next(batch);
+        r = put_msg(p, batch, NFT_MSG_DELSETELEM, table, set, e, n, 0);
+        if (r >= 0) {
+                nftnl_batch_end(mnl_nlmsg_batch_current(batch), p->seq++);
+                (void)mnl_nlmsg_batch_next(batch);
+                r = mnl_socket_sendto(p->nl, mnl_nlmsg_batch_head(batch),
+                                      mnl_nlmsg_batch_size(batch)) < 0
+                            ? -errno
+                            : read_acks(p, 1);
+        }
+        mnl_nlmsg_batch_stop(batch);
+        return r;
+}
+
+int pinner_forget(struct pinner *p, const char *table, const char *set, unsigned ifindex)
+{
         struct forget_ctx c = { .ifindex = ifindex };
         int r = pinner_dump(p, table, set, forget_one, &c);
 
-        /* one batch per BATCH_MAX worth of elements (a thread's are at most a few thousand) */
-        for (size_t at = 0; r >= 0 && at < c.n;) {
-                size_t n = c.n - at > 2048 ? 2048 : c.n - at;
-                struct mnl_nlmsg_batch *batch = mnl_nlmsg_batch_start(buf, sizeof(buf));
-
-                if (!batch) {
-                        r = -ENOMEM;
-                        break;
-                }
-                nftnl_batch_begin(mnl_nlmsg_batch_current(batch), p->seq++);
-                (void)mnl_nlmsg_batch_next(batch);
-                r = put_msg(p, batch, NFT_MSG_DELSETELEM, table, set, c.e + at, n, 0);
-                if (r >= 0) {
-                        nftnl_batch_end(mnl_nlmsg_batch_current(batch), p->seq++);
-                        (void)mnl_nlmsg_batch_next(batch);
-                        r = mnl_socket_sendto(p->nl, mnl_nlmsg_batch_head(batch),
-                                              mnl_nlmsg_batch_size(batch)) < 0
-                                    ? -errno
-                                    : read_acks(p, 1);
-                }
-                mnl_nlmsg_batch_stop(batch);
-                at += n;
-        }
+        /* 2048 keys per batch fit BATCH_MAX (a thread's are at most a few thousand) */
+        for (size_t at = 0; r >= 0 && at < c.n; at += 2048)
+                r = pinner_del(p, table, set, c.e + at, c.n - at > 2048 ? 2048 : c.n - at);
         free(c.e);
         return r;
 }

@@ -39,9 +39,13 @@ void pin_key4p(struct pin_elem *e,
                uint16_t lo,
                uint16_t hi);
 
+/* pin_key_iif() - fill @e with the key of an `audited` element (the thread's ifindex). */
+void pin_key_iif(struct pin_elem *e, unsigned ifindex);
+
 /*
  * pinner_run() - add @n elements to set @set of `inet @table` with a fresh timeout of
- * @timeout_ms (add, delete, add in one batch). Return: 0, or a negative errno: the kernel's
+ * @timeout_ms (add, delete, add in one batch; 0: no timeout, for a set without one). Return: 0, or
+ * a negative errno: the kernel's
  * (-ENOENT: no such table or set) or -EPROTO when an acknowledgement is missing.
  */
 int pinner_run(struct pinner *p,
@@ -61,6 +65,10 @@ typedef void pin_dump_fn(
  * Return: 0, or a negative errno (the kernel's; -ENOMEM).
  */
 int pinner_dump(struct pinner *p, const char *table, const char *set, pin_dump_fn *fn, void *data);
+
+/* pinner_del() - delete @n elements (keys only) from @set in one transaction. */
+int pinner_del(
+        struct pinner *p, const char *table, const char *set, const struct pin_elem *e, size_t n);
 
 /*
  * pinner_forget() - delete the elements of @set whose key starts with @ifindex (host order,
