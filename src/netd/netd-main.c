@@ -268,7 +268,7 @@ static int bind_audit(struct netd *d, const char *path)
 
         if (strlen(path) >= sizeof(sun.sun_path))
                 return -ENAMETOOLONG;
-        strcpy(sun.sun_path, path);
+        memcpy(sun.sun_path, path, strlen(path) + 1);
         d->audit_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (d->audit_fd < 0)
                 return -errno;
