@@ -21,14 +21,18 @@ static struct jv *empty_audit(void)
                        "destinations", "denials");
 }
 
-static int finish(struct jv *doc, const char *thread_id, const char *provider, const char *reason,
-                  char **ret_json, struct b4_error *err)
+static int finish(struct jv *doc,
+                  const char *thread_id,
+                  const char *provider,
+                  const char *reason,
+                  char **ret_json,
+                  struct b4_error *err)
 {
         int r = doc && jv_object_set_new(doc, "thread", jv_string_new(thread_id)) >= 0 &&
                                 jv_object_set_new(doc, "provider", jv_string_new(provider)) >= 0 &&
                                 jv_object_set_new(doc, "enforced", jv_bool_new(!reason)) >= 0 &&
-                                (!reason || jv_object_set_new(doc, "reason",
-                                                              jv_string_new(reason)) >= 0)
+                                (!reason ||
+                                 jv_object_set_new(doc, "reason", jv_string_new(reason)) >= 0)
                         ? jv_dump(doc, 0, ret_json)
                         : -ENOMEM;
 
@@ -54,16 +58,18 @@ int b4_provider_network_audit(struct b4_provider *p,
         r = p->ops->network_audit(p, thread_id, &text, &why);
         if (r == -ENOENT)
                 return finish(empty_audit(), thread_id, p->ops->name,
-                              why.msg[0] ? why.msg : "nothing is audited for this thread",
-                              ret_json, err);
+                              why.msg[0] ? why.msg : "nothing is audited for this thread", ret_json,
+                              err);
         if (r < 0) {
                 *err = why;
                 return r;
         }
         if (jv_parse(text, strlen(text), &doc, &why) < 0 || !jv_is_object(doc)) {
                 jv_unref(doc);
-                return b4_error_set(err, -EIO, "the network audit of thread '%s' is not a JSON "
-                                               "object", thread_id);
+                return b4_error_set(err, -EIO,
+                                    "the network audit of thread '%s' is not a JSON "
+                                    "object",
+                                    thread_id);
         }
         return finish(doc, thread_id, p->ops->name, NULL, ret_json, err);
 }

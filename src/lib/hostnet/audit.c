@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/fd-util.h"
 #include "base/hash.h"
 #include "base/macro.h"
@@ -51,8 +52,7 @@ static int connect_audit(const struct hostnet *hn, const char *id)
         if (faccessat(hn->run_fd, rec, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
                 return -ENOENT; /* no netd recorded: no list, or not acquired */
         hostnet_audit_name(id, name);
-        (void)snprintf(sun.sun_path, sizeof(sun.sun_path), "/proc/self/fd/%d/%s", hn->run_fd,
-                       name);
+        (void)snprintf(sun.sun_path, sizeof(sun.sun_path), "/proc/self/fd/%d/%s", hn->run_fd, name);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return -errno;
@@ -70,7 +70,7 @@ static int read_all(int fd, char **ret, size_t *ret_len)
 {
         int64_t deadline = now_ms() + READ_TIMEOUT_MS;
         size_t len = 0, cap = 64 * 1024;
-        char *buf = malloc(cap + 1);
+        char *buf = b4_malloc(cap + 1);
 
         if (!buf)
                 return -ENOMEM;
@@ -84,7 +84,8 @@ static int read_all(int fd, char **ret, size_t *ret_len)
                         return -ETIMEDOUT;
                 }
                 if (len == cap) {
-                        char *bigger = cap >= HOSTNET_AUDIT_MAX ? NULL : realloc(buf, 2 * cap + 1);
+                        char *bigger =
+                                cap >= HOSTNET_AUDIT_MAX ? NULL : b4_realloc(buf, 2 * cap + 1);
 
                         if (!bigger) {
                                 free(buf);
@@ -110,11 +111,8 @@ static int read_all(int fd, char **ret, size_t *ret_len)
         return 0;
 }
 
-int hostnet_audit_read(const struct hostnet *hn,
-                       const char *id,
-                       char **ret,
-                       size_t *ret_len,
-                       struct b4_error *err)
+int hostnet_audit_read(
+        const struct hostnet *hn, const char *id, char **ret, size_t *ret_len, struct b4_error *err)
 {
         cleanup_close int fd = connect_audit(hn, id);
         char *doc = NULL;
@@ -124,8 +122,9 @@ int hostnet_audit_read(const struct hostnet *hn,
         if (fd == -ENOENT)
                 return -ENOENT;
         if (fd < 0)
-                return b4_error_set(err, -EIO, "the network audit of thread '%s' is unavailable: %s",
-                                    id, strerror(-fd));
+                return b4_error_set(err, -EIO,
+                                    "the network audit of thread '%s' is unavailable: %s", id,
+                                    strerror(-fd));
         r = read_all(fd, &doc, &len);
         if (r == -ENOMEM)
                 return b4_error_set(err, r, "out of memory");

@@ -4,8 +4,8 @@
  * the server keeps a child to reap), runs in the provider's network namespace, and outlives
  * the process that started it like the keeper does: it is recorded as run/<id>.netd
  * "<pid> <starttime>" and stopped by that record (the start time guards against pid reuse).
- * Its log is run/<id>.netd.log, its audit socket run/a-<hash>.sock (audit.h). Handshake: netd writes "<pid> <port>\n" to its stdout (a
- * pipe) once it listens.
+ * Its log is run/<id>.netd.log, its audit socket run/a-<hash>.sock (audit.h). Handshake: netd
+ * writes "<pid> <port>\n" to its stdout (a pipe) once it listens.
  */
 
 #include <arpa/inet.h>
@@ -20,12 +20,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "base/alloc.h"
 #include "base/fd-util.h"
 #include "base/macro.h"
 #include "base/proc-util.h"
 #include "base/strv.h"
-#include "audit.h"
 #include "hostnet.h"
 #include "netpolicy.h"
 
