@@ -226,8 +226,13 @@ static int np_network_audit(struct b4_provider *p,
                             struct b4_error *err)
 {
         struct hostnet hn = native_hostnet(np_of(p));
+        char id[41]; /* the run records are named by the resource id */
         size_t len;
-        int r = hostnet_audit_read(&hn, thread_id, ret_json, &len, err);
+        int r = b4_resource_id(p->scope, thread_id, id);
+
+        if (r < 0)
+                return b4_error_set(err, r, "thread '%s' has no resource id", thread_id);
+        r = hostnet_audit_read(&hn, id, ret_json, &len, err);
 
         if (r == -ENOENT)
                 return b4_error_set(err, -ENOENT,
