@@ -210,6 +210,9 @@ static int netpolicy_rows(struct b4_preflight *p)
                         r = b4_preflight_control(p, "network denylist", B4_NOT_ENFORCED,
                                                  "%s: sandboxes with a denylist cannot start here",
                                                  why);
+                if (r >= 0)
+                        r = b4_preflight_control(p, "network audit", B4_NOT_ENFORCED,
+                                                 "%s: no listed thread, so nothing audited", why);
                 return r;
         }
         r = b4_preflight_control(
@@ -223,9 +226,18 @@ static int netpolicy_rows(struct b4_preflight *p)
         if (r >= 0)
                 r = b4_preflight_control(
                         p, "network denylist", B4_ENFORCED,
-                        "best-effort by nature: listed CIDRs dropped, listed names NXDOMAIN, DoT "
-                        "(853) rejected; a listed name's addresses stay reachable by IP, and DoH "
-                        "or a proxy gets around any name");
+                        "best-effort by nature: listed CIDRs dropped, listed names NXDOMAIN and the "
+                        "addresses they resolve to dropped for the thread once it asked (dpin4, "
+                        "pinned like allowlist answers), DoT (853) rejected; an address the "
+                        "thread never resolved stays reachable by IP, and DoH or a proxy gets "
+                        "around any name");
+        if (r >= 0)
+                r = b4_preflight_control(
+                        p, "network audit", B4_ENFORCED,
+                        "threads with a list: the last 256 DNS events and their totals (b4box-netd), "
+                        "packets and bytes per destination and denials per destination (nft "
+                        "counters, 65536 destinations host-wide), read by GET /threads/{id}/network "
+                        "and b4box network; threads without a list are not audited");
         return r;
 }
 
