@@ -157,6 +157,10 @@ verdict "network --json through the server: not enforced on fake" $?
 run network t1
 [ "$rc" = 0 ] && [ "$out" = "thread t1 (fake): not audited: this provider keeps no network audit" ]
 verdict "network: the reason in words" $?
+m=$(curl -s --unix-socket "$tmp/s.sock" -H "Authorization: Bearer $B4BOX_TOKEN" http://x/metrics)
+printf '%s\n' "$m" | grep -qx 'b4box_network_audited_threads 0' &&
+    printf '%s\n' "$m" | grep -qx 'b4box_network_dns_queries{result="admitted"} 0'
+verdict "metrics: the network totals (nothing audited on fake)" $?
 run network nosuch --json
 [ "$rc" != 0 ] && printf '%s\n' "$err" | grep -q "thread_not_found\|not found"
 verdict "network: an unknown thread is not found" $?
