@@ -14,11 +14,12 @@
  * It binds ADDR on one free port for UDP and TCP (and the unix socket PATH, mode 0600, for
  * the audit: docs/native.md §Audit), keeps only CAP_NET_ADMIN (as root), starts its
  * NETD_WORKERS workers, loads its seccomp filter (netd-seccomp.c), writes "<pid> <port>\n" to
- * stdout, closes stdout and serves until SIGTERM. The main thread only receives and queues;
- * a worker answers (so a slow upstream holds one worker for at most its timeouts, never the
- * others), a full queue drops the query (counted; the client retries), and TCP clients hold
- * at most NETD_TCP_WORKERS workers. On SIGTERM it deletes its thread's audit elements (acct4,
- * deny4) and exits. Log lines go to stderr.
+ * stdout, closes stdout and serves until SIGTERM. The main thread receives; it answers what
+ * needs no upstream itself (unlisted names, NODATA, errors: a flood of them takes no worker)
+ * and queues the rest for a worker (so a slow upstream holds one worker for at most its
+ * timeouts, never the others); a full queue drops the query (counted; the client retries),
+ * and TCP clients hold at most NETD_TCP_WORKERS workers. On SIGTERM it deletes its thread's audit
+ * elements (acct4, deny4) and exits. Log lines go to stderr.
  */
 
 #include <arpa/inet.h>
@@ -305,7 +306,7 @@ static void *worker(void *data)
                 (void)pthread_mutex_unlock(&queue.lock);
                 switch (j->kind) {
                 case JOB_UDP:
-                        r = netd_handle(d, j->msg, j->len, true, out, DNS_EDNS_MAX);
+                        r = netd_handle(d, j->msg, j->len, true, false, out, DNS_EDNS_MAX);
                         if (r > 0)
                                 (void)sendto(d->udp_fd, out, (size_t)r, 0,
                                              (struct sockaddr *)&j->from, j->from_len);
@@ -337,30 +338,39 @@ static void push(void)
         (void)pthread_mutex_unlock(&queue.lock);
 }
 
-/* One datagram: queued, or dropped and counted when every slot is taken. */
+/* One datagram: answered here when netd needs no upstream for it, else queued for a worker,
+ * or dropped and counted when every slot is taken. */
 static void take_udp(struct netd *d)
 {
-        static uint8_t scratch[NETD_UDP_QUERY_MAX];
+        static uint8_t msg[NETD_UDP_QUERY_MAX], out[DNS_EDNS_MAX];
+        struct sockaddr_storage from;
+        socklen_t from_len = sizeof(from);
+        ssize_t n = recvfrom(d->udp_fd, msg, sizeof(msg), MSG_DONTWAIT, (struct sockaddr *)&from,
+                             &from_len);
         struct job *j;
-        ssize_t n;
+        int r;
 
+        if (n < 0)
+                return;
+        r = netd_handle(d, msg, (size_t)n, true, true, out, sizeof(out));
+        if (r != NETD_NEEDS_UPSTREAM) {
+                if (r > 0)
+                        (void)sendto(d->udp_fd, out, (size_t)r, 0, (struct sockaddr *)&from,
+                                     from_len);
+                return;
+        }
         (void)pthread_mutex_lock(&queue.lock);
         j = slot();
         if (!j) {
                 (void)pthread_mutex_unlock(&queue.lock);
-                if (recv(d->udp_fd, scratch, sizeof(scratch), MSG_DONTWAIT) >= 0)
-                        netd_audit_dropped(&d->audit);
-                return;
-        }
-        j->from_len = sizeof(j->from);
-        n = recvfrom(d->udp_fd, j->msg, sizeof(j->msg), MSG_DONTWAIT, (struct sockaddr *)&j->from,
-                     &j->from_len);
-        if (n < 0) {
-                (void)pthread_mutex_unlock(&queue.lock);
+                netd_audit_dropped(&d->audit);
                 return;
         }
         j->kind = JOB_UDP;
+        memcpy(j->msg, msg, (size_t)n);
         j->len = (size_t)n;
+        j->from = from;
+        j->from_len = from_len;
         push();
 }
 

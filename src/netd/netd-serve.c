@@ -184,7 +184,13 @@ static const char *const verdict_names[] = {
         [NETD_NOTIMP] = "notimp",
 };
 
-int netd_handle(struct netd *d, const uint8_t *msg, size_t len, bool udp, uint8_t *out, size_t cap)
+int netd_handle(struct netd *d,
+                const uint8_t *msg,
+                size_t len,
+                bool udp,
+                bool local_only,
+                uint8_t *out,
+                size_t cap)
 {
         uint8_t buf[DNS_MSG_MAX];
         struct dns_answer ans;
@@ -204,6 +210,8 @@ int netd_handle(struct netd *d, const uint8_t *msg, size_t len, bool udp, uint8_
         if (udp && cap > dns_udp_reply_cap(&q))
                 cap = dns_udp_reply_cap(&q);
         v = netd_query_verdict(&d->policy, &q);
+        if (local_only && (v == NETD_FORWARD || v == NETD_DENIED))
+                return NETD_NEEDS_UPSTREAM;
         o.verdict = verdict_names[v];
         switch (v) {
         case NETD_FORWARD:
@@ -247,7 +255,7 @@ void netd_serve_tcp(struct netd *d, int fd)
 
                 if (netd_recv_tcp_msg(fd, msg, DNS_MSG_MAX, &len) < 0)
                         break;
-                r = netd_handle(d, msg, len, false, out + 2, DNS_MSG_MAX);
+                r = netd_handle(d, msg, len, false, false, out + 2, DNS_MSG_MAX);
                 if (r <= 0)
                         break;
                 out[0] = (uint8_t)(r >> 8);

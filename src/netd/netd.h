@@ -66,13 +66,24 @@ int netd_resolve(const struct netd *d,
  * timeouts apply). Return: 0 with *@ret_len, -EIO (closed, timed out, longer than @cap). */
 int netd_recv_tcp_msg(int fd, uint8_t *buf, size_t cap, size_t *ret_len);
 
+#define NETD_NEEDS_UPSTREAM (-2)
+
 /*
  * netd_handle() - the reply to one query message @msg into @out (@cap bytes; over @udp, at
- * most what the query's EDNS size allows: dns_udp_reply_cap()): decide,
- * resolve, refuse rebinding, pin (before the reply exists), record the outcome in the
- * audit and the log. Thread-safe. Return: the reply's length, or -1 for none (not a query).
+ * most what the query's EDNS size allows: dns_udp_reply_cap()): decide, resolve, refuse
+ * rebinding, pin (before the reply exists), record the outcome in the audit and the log.
+ * With @local_only, only a query netd answers without asking upstream is answered (the main
+ * thread's: no worker for an unlisted name, however many come); the others return
+ * NETD_NEEDS_UPSTREAM, untouched. Thread-safe. Return: the reply's length, -1 for none (not
+ * a query), or NETD_NEEDS_UPSTREAM.
  */
-int netd_handle(struct netd *d, const uint8_t *msg, size_t len, bool udp, uint8_t *out, size_t cap);
+int netd_handle(struct netd *d,
+                const uint8_t *msg,
+                size_t len,
+                bool udp,
+                bool local_only,
+                uint8_t *out,
+                size_t cap);
 
 /* netd_serve_tcp() - answer the queries of one accepted TCP client @fd, then close it. */
 void netd_serve_tcp(struct netd *d, int fd);
