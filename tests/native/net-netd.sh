@@ -102,7 +102,7 @@ start_netd b4h2 10.233.0.5 deny "$dir/netd2.log" other.test
 # thread 3: allow + a denylist, through the fake upstream
 UPSTREAM=192.0.2.54 start_netd b4h3 10.233.0.9 allow "$dir/netd3.log" other.test
 
-echo "1..34"
+echo "1..35"
 n=0
 check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
 q() { grep -c "query\[A\] $1" "$2" 2>/dev/null || true; }
@@ -169,6 +169,18 @@ check "a slow upstream does not stall another query ($out in $ms ms)" \
 wait $slowpid
 check "the slow query is answered too ($(grep -c 192.0.2.10 "$dir/slow.out") answer)" \
         'grep -q "^slow.test.*192.0.2.10" "$dir/slow.out"'
+bg=()
+for i in $(seq 12); do # more than the 8 workers, all waiting on the slow upstream
+        in3 dig +time=4 +tries=1 @10.233.0.9 slow.test >/dev/null 2>&1 &
+        bg+=($!)
+done
+sleep 0.3
+t0=$(date +%s%N)
+out=$(in3 dig +time=3 +tries=1 @10.233.0.9 TXT other.test 2>&1 | grep -o "status: [A-Z]*")
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "every worker busy upstream: what netd answers itself still comes at once ($out in $ms ms)" \
+        '[ "$out" = "status: NXDOMAIN" ] && [ $ms -lt 1000 ]'
+wait "${bg[@]}"
 flags() { grep -o "flags: [a-z ]*;" | head -n1; }
 out=$(in3 dig +ignore +time=2 +tries=1 @10.233.0.9 TXT big.test 2>&1)
 check "a large answer over UDP: TC, no records ($(flags <<<"$out") $(grep -o "ANSWER: [0-9]*" <<<"$out"))" \
