@@ -65,12 +65,12 @@ static void cut(struct dns_query *q, const struct dns_answer *a)
                 q->edns_size = edns ? DNS_EDNS_MAX : 0;
                 cap = dns_udp_reply_cap(q);
                 len = dns_reply_build(q, DNS_RC_NOERROR, a, 60, out, cap);
-                if (len < 0 || (size_t)len > cap || dns_answer_parse(out, (size_t)len, q, &back) ==
-                                                            -EBADMSG)
+                if (len < 0 || (size_t)len > cap ||
+                    dns_answer_parse(out, (size_t)len, q, &back) == -EBADMSG)
                         abort();
-                if (out[2] & 0x02 ? (out[6] | out[7]) != 0 : dns_answer_parse(out, (size_t)len, q,
-                                                                              &back) != 0 ||
-                                                                      back.n != a->n)
+                if (out[2] & 0x02
+                            ? (out[6] | out[7]) != 0
+                            : dns_answer_parse(out, (size_t)len, q, &back) != 0 || back.n != a->n)
                         abort();
         }
         q->edns_size = 0;
@@ -92,9 +92,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     dns_answer_parse(out, (size_t)len, &q, &back) != 0 ||
                     back.rcode != DNS_RC_NXDOMAIN || back.n != 0)
                         abort();
-                if (q.edns_size && (len < DNS_HEADER + DNS_OPT_LEN || out[11] != 1 ||
-                                    out[len - DNS_OPT_LEN] != 0 ||
-                                    out[len - DNS_OPT_LEN + 2] != DNS_T_OPT))
+                if (q.edns_size &&
+                    (len < DNS_HEADER + DNS_OPT_LEN || out[11] != 1 ||
+                     out[len - DNS_OPT_LEN] != 0 || out[len - DNS_OPT_LEN + 2] != DNS_T_OPT))
                         abort();
         } else if (r != -EPROTO && r != -EBADMSG && r != -EOPNOTSUPP) {
                 abort();
