@@ -50,10 +50,13 @@ struct job {
         enum {
                 JOB_UDP,
                 JOB_TCP,
-                JOB_AUDIT
+                JOB_AUDIT,
+                JOB_PREFETCH
         } kind;
 
-        int fd; /* JOB_TCP, JOB_AUDIT: the accepted connection (the worker closes it) */
+        /* JOB_TCP, JOB_AUDIT: the accepted connection (the worker closes it); JOB_PREFETCH:
+         * the index of the entry to resolve */
+        int fd;
         struct sockaddr_storage from;
         socklen_t from_len;
         size_t len;
@@ -68,6 +71,8 @@ static struct {
         size_t head, n;
         unsigned tcp_busy; /* TCP jobs queued or being served */
         unsigned ready;    /* workers started, waiting for jobs */
+        size_t n_entries;
+        int64_t *due_ms; /* per entry: when to prefetch it next (INT64_MAX: never, or queued) */
 } queue = { .lock = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER };
 
 static volatile sig_atomic_t stop;
@@ -282,6 +287,14 @@ static int bind_audit(struct netd *d, const char *path)
 
 /* ---- the workers ---- */
 
+static int64_t mono_ms(void)
+{
+        struct timespec ts;
+
+        (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void *worker(void *data)
 {
         struct netd *d = data;
@@ -320,6 +333,14 @@ static void *worker(void *data)
                 case JOB_AUDIT:
                         netd_serve_audit(d, j->fd);
                         break;
+                case JOB_PREFETCH: {
+                        uint32_t s = netd_prefetch_denied(d, d->policy.entries[j->fd].name);
+
+                        (void)pthread_mutex_lock(&queue.lock);
+                        queue.due_ms[j->fd] = mono_ms() + (int64_t)s * 1000;
+                        (void)pthread_mutex_unlock(&queue.lock);
+                        break;
+                }
                 }
         }
         return NULL;
@@ -426,6 +447,45 @@ static int start_workers(struct netd *d)
         return 0;
 }
 
+/* Allow mode: every exact denylisted name is due at once (docs/native.md §Network). */
+static int prefetch_init(struct netd *d)
+{
+        queue.due_ms = calloc(d->policy.n + 1, sizeof(*queue.due_ms));
+        if (!queue.due_ms)
+                return -ENOMEM;
+        for (size_t i = 0; i < d->policy.n; i++)
+                queue.due_ms[i] = d->policy.mode == B4_NETWORK_ALLOW &&
+                                                  d->policy.entries[i].kind == B4_NET_NAME
+                                          ? 0
+                                          : INT64_MAX;
+        return 0;
+}
+
+/* Queue the prefetches that are due. Return: the poll timeout until the next one (-1: none). */
+static int prefetch_due(void)
+{
+        int64_t now = mono_ms(), next = INT64_MAX;
+
+        (void)pthread_mutex_lock(&queue.lock);
+        for (size_t i = 0; i < queue.n_entries; i++) {
+                struct job *j = queue.due_ms[i] <= now ? slot() : NULL;
+
+                if (j) {
+                        j->kind = JOB_PREFETCH;
+                        j->fd = (int)i;
+                        queue.due_ms[i] = INT64_MAX; /* the worker sets the next time */
+                        queue.n++;
+                        (void)pthread_cond_signal(&queue.more);
+                } else if (queue.due_ms[i] < next) {
+                        next = queue.due_ms[i]; /* a full queue: due again at once */
+                }
+        }
+        (void)pthread_mutex_unlock(&queue.lock);
+        if (next == INT64_MAX)
+                return -1;
+        return next <= now ? 10 : next - now > 60000 ? 60000 : (int)(next - now);
+}
+
 static void serve(struct netd *d)
 {
         while (!stop) {
@@ -433,7 +493,7 @@ static void serve(struct netd *d)
                                        { .fd = d->tcp_fd, .events = POLLIN },
                                        { .fd = d->audit_fd, .events = POLLIN } };
 
-                if (poll(p, d->audit_fd >= 0 ? 3 : 2, -1) < 0)
+                if (poll(p, d->audit_fd >= 0 ? 3 : 2, prefetch_due()) < 0)
                         continue;
                 if (p[0].revents & POLLIN)
                         take_udp(d);
@@ -478,7 +538,10 @@ static int setup(struct netd *d, const char *listen_addr, const char *audit_path
         r = pinner_run(&d->pin, d->table, "audited", &me, 1, 0);
         if (r < 0) /* an older table: no audit counters, DNS still filtered */
                 fprintf(stderr, "netd: audit counters off: %s\n", strerror(-r));
-        r = start_workers(d);
+        queue.n_entries = d->policy.n;
+        r = prefetch_init(d);
+        if (r >= 0)
+                r = start_workers(d);
         if (r >= 0)
                 r = netd_seccomp();
         if (r < 0) {

@@ -178,6 +178,27 @@ static int answer_denied(struct netd *d,
         return dns_reply_build(q, DNS_RC_NXDOMAIN, NULL, 0, out, cap);
 }
 
+uint32_t netd_prefetch_denied(struct netd *d, const char *name)
+{
+        struct dns_query q = { .flags = DNS_FLAG_RD, .qtype = DNS_T_A, .qclass = DNS_CLASS_IN };
+        uint8_t buf[DNS_MSG_MAX];
+        struct dns_answer ans;
+        uint64_t us = 0;
+        uint32_t life;
+
+        (void)snprintf(q.name, sizeof(q.name), "%s", name);
+        if (netd_resolve(d, &q, buf, &ans) < 0 || ans.rcode != DNS_RC_NOERROR) {
+                fprintf(stderr, "netd: prefetch name=%s failed\n", name);
+                return d->policy.pin_floor_s;
+        }
+        life = netd_pin_life(&d->policy, ans.n ? min_ttl(&ans) : 0);
+        if (pin_answer(d, &q, &ans, life, true, &us) < 0)
+                return d->policy.pin_floor_s;
+        fprintf(stderr, "netd: prefetch name=%s verdict=denied pin_s=%u pin_us=%llu\n", name, life,
+                (unsigned long long)us);
+        return life;
+}
+
 static const char *const verdict_names[] = {
         [NETD_FORWARD] = "answer", [NETD_NXDOMAIN] = "nxdomain-policy",
         [NETD_DENIED] = "denied",  [NETD_NODATA] = "nodata",

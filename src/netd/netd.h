@@ -85,6 +85,13 @@ int netd_handle(struct netd *d,
                 uint8_t *out,
                 size_t cap);
 
+/*
+ * netd_prefetch_denied() - allow mode: resolve the denylisted name @name (exact) and pin its
+ * addresses into dpin4, so they are dropped before the sandbox ever asks. Return: the
+ * seconds until it should be done again (the pin's life; pin_floor_s after a failure).
+ */
+uint32_t netd_prefetch_denied(struct netd *d, const char *name);
+
 /* netd_serve_tcp() - answer the queries of one accepted TCP client @fd, then close it. */
 void netd_serve_tcp(struct netd *d, int fd);
 

@@ -196,8 +196,8 @@ in3 curl -s -m 2 http://192.0.2.11:8080/hello >/dev/null 2>&1; rcb=$?
 out=$(in3 dig +time=2 +tries=1 @10.233.0.9 other.test 2>&1 | grep -o "status: [A-Z]*")
 in3 curl -s -m 2 http://192.0.2.11:8080/hello >/dev/null 2>&1; rca=$?
 o10=$(in3 curl -s -m 2 http://192.0.2.10:8080/hello)
-check "a denylisted name: $out, its address dropped once asked (curl rc $rcb before, $rca after)" \
-        '[ "$out" = "status: NXDOMAIN" ] && [ $rcb -eq 0 ] && [ $rca -ne 0 ]'
+check "a denylisted name: $out, its address dropped before the sandbox asked (prefetched at start) and after (curl rc $rcb, $rca; $(grep -c "prefetch name=other.test verdict=denied" "$dir/netd3.log") prefetch)" \
+        '[ "$out" = "status: NXDOMAIN" ] && [ $rcb -ne 0 ] && [ $rca -ne 0 ] && grep -q "prefetch name=other.test verdict=denied" "$dir/netd3.log"'
 check "... and nothing else is ($o10)" '[ "$o10" = hello-internet ]'
 
 # ---- audit ----

@@ -226,11 +226,11 @@ static int netpolicy_rows(struct b4_preflight *p)
         if (r >= 0)
                 r = b4_preflight_control(
                         p, "network denylist", B4_ENFORCED,
-                        "best-effort by nature: listed CIDRs dropped, listed names NXDOMAIN and the "
-                        "addresses they resolve to dropped for the thread once it asked (dpin4, "
-                        "pinned like allowlist answers), DoT (853) rejected; an address the "
-                        "thread never resolved stays reachable by IP, and DoH or a proxy gets "
-                        "around any name");
+                        "best-effort by nature: listed CIDRs dropped, listed names NXDOMAIN and their "
+                        "addresses dropped for the thread (dpin4: exact names resolved by "
+                        "b4box-netd at start and at each pin's end, any listed name when the "
+                        "thread asks), DoT (853) rejected; an address the upstream does not give "
+                        "netd stays reachable by IP, and DoH or a proxy gets around any name");
         if (r >= 0)
                 r = b4_preflight_control(
                         p, "network audit", B4_ENFORCED,
