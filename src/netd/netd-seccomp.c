@@ -76,6 +76,7 @@ static const int allowed[] = {
         SYS_dup3,
         SYS_rseq,
         SYS_set_robust_list,
+        SYS_sigaltstack,
 #ifdef SYS_poll
         SYS_poll,
 #endif
