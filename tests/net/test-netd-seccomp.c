@@ -121,8 +121,8 @@ static void test_netd_seccomp_allows_serving(void **state)
 
 static void test_netd_seccomp_kills_the_rest(void **state)
 {
-        void (*const fns[])(void) = { do_open,  do_netlink, do_unix,   do_packet,
-                                      do_fork,  do_exec,    do_ptrace, do_thread };
+        void (*const fns[])(void) = { do_open, do_netlink, do_unix,   do_packet,
+                                      do_fork, do_exec,    do_ptrace, do_thread };
 
         for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
                 int status = under_filter(fns[i]);
