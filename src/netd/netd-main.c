@@ -6,7 +6,9 @@
  * it was sent to. It answers admitted names only (others NXDOMAIN, nothing upstream), keeps
  * only the answer chain from the question, refuses rebinding answers, and pins each admitted
  * IPv4 answer into the thread's elements (pin4 / pin4p, keyed by the veth ifindex; netlink,
- * netd-pin.c) before the reply leaves.
+ * netd-pin.c) before the reply leaves; in allow mode the addresses of denylisted names go
+ * into dpin4 (dropped), exact names' resolved at start and at each pin's end. It keeps the
+ * thread's audit (netd-audit.c) and serves it on a unix socket.
  *
  *   b4box-netd --ifindex N --listen ADDR --mode deny|allow [--upstream ADDR]...
  *              [--pin-floor S] [--pin-cap S] [--table NAME] [--audit PATH] [--] [ENTRY]...
@@ -18,8 +20,8 @@
  * needs no upstream itself (unlisted names, NODATA, errors: a flood of them takes no worker)
  * and queues the rest for a worker (so a slow upstream holds one worker for at most its
  * timeouts, never the others); a full queue drops the query (counted; the client retries),
- * and TCP clients hold at most NETD_TCP_WORKERS workers. On SIGTERM it deletes its thread's audit
- * elements (acct4, deny4) and exits. Log lines go to stderr.
+ * and TCP clients hold at most NETD_TCP_WORKERS workers. On SIGTERM it deletes its thread's
+ * audit elements (audited, acct4, deny4) and exits. Log lines go to stderr.
  */
 
 #include <arpa/inet.h>
