@@ -76,6 +76,11 @@ out=$(curl -s -i "${JSON[@]}" --unix-socket "$SOCK" -X POST -d '{"command": "ech
 check "its run slot is free" glob "$out" '*"stdout":"again*'
 check "the interrupted run is reported once" bash -c '! [[ $1 == *Interrupted-Run* ]]' _ "$out"
 
+req GET /threads/n1/network
+check "GET /threads/{id}/network on a thread without lists: enforced false, the reason" \
+        bash -c '[ "$1" = 200 ] && [[ $2 == *'"'"'"enforced":false'"'"'* ]] && [[ $2 == *"no network list"* ]] && [[ $2 == *'"'"'"provider":"native"'"'"'* ]]' _ "$STATUS" "$BODY"
+req GET /threads/nosuch/network
+check "... and 404 for an unknown thread" [ "$STATUS" = 404 ]
 req DELETE /threads/n1
 check "delete" [ "$STATUS" = 200 ]
 stop_server
