@@ -9,7 +9,8 @@
 # Python client in each sends QUERIES UDP queries one after another (blocks of 100,
 # alternating between the two so load changes hit both) and times each; prints p50/p90/p99
 # and min in µs for: direct, through netd (an admitted name, answered upstream and
-# pinned), through netd (an unlisted name: NXDOMAIN locally), and the difference of p50s.
+# pinned), through netd (an unlisted name: NXDOMAIN locally), and the difference of p50s;
+# then 100 reads of netd's audit socket (its ring full).
 # With BEFORE_REF (e.g. main), that ref's b4box-netd (exported with `git archive`, built
 # under /tmp) serves a third sandbox, b4h3, the same way, in the same alternation.
 # Needs root, nft, dnsmasq, python3. No packet leaves the namespaces.
@@ -165,3 +166,17 @@ for label, f in rows:
 print(f"netd's hop (admitted p50 - direct p50): {res['netd'][1] - res['direct'][1]:.1f} µs")
 PY
 grep -c "verdict=answer" "$dir/netd.log" | sed 's/^/netd answers logged: /'
+# the audit read (what GET /threads/{id}/network costs netd): 100 reads of its socket
+python3 - "$dir/audit.sock" <<'PY'
+import socket, sys, time
+v, size = [], 0
+for _ in range(100):
+    t0 = time.perf_counter_ns()
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    doc = s.makefile("rb").read()
+    v.append((time.perf_counter_ns() - t0) / 1000)
+    size = len(doc)
+v.sort()
+print(f"audit read: p50 {v[50]:.0f} µs, min {v[0]:.0f} µs ({size} bytes: 256 events, the ring full)")
+PY
