@@ -67,6 +67,11 @@ static const struct cli_command commands[] = {
           "  --json                   one JSON document\n"
           "  --server URL             read through a server (default: $B4BOX_URL, else local)\n",
           .uses_provider = true },
+        { "network", cmd_network, "a thread's network audit (DNS, destinations, denials)",
+          "b4box network THREAD [--json] [--server URL]",
+          "  --json                   the audit document (docs/http-api.md)\n"
+          "  --server URL             read through a server (default: $B4BOX_URL, else local)\n",
+          .uses_provider = true },
         { "release", cmd_release, "release a thread's sandbox, keeping its workspace",
           "b4box release ID", "", .uses_provider = true },
         { "destroy", cmd_destroy, "destroy a thread's sandbox and workspace", "b4box destroy ID",

@@ -24,6 +24,7 @@
 #include "base/fd-util.h"
 #include "base/macro.h"
 #include "core/launch.h"
+#include "hostnet/audit.h"
 #include "hostnet/hostnet.h"
 #include "native.h"
 #include "providers.h"
@@ -230,6 +231,28 @@ static int np_open_reader(struct b4_provider *p,
         return native_reader_open(np_of(p), req, ret, err);
 }
 
+/* Only a listed thread has a netd, and so an audit (docs/native.md §Audit). */
+static int np_network_audit(struct b4_provider *p,
+                            const char *thread_id,
+                            char **ret_json,
+                            struct b4_error *err)
+{
+        struct hostnet hn = native_hostnet(np_of(p));
+        char id[41]; /* the run records are named by the resource id */
+        size_t len;
+        int r = b4_resource_id(p->scope, thread_id, id);
+
+        if (r < 0)
+                return b4_error_set(err, r, "thread '%s' has no resource id", thread_id);
+        r = hostnet_audit_read(&hn, id, ret_json, &len, err);
+
+        if (r == -ENOENT)
+                return b4_error_set(err, -ENOENT,
+                                    "no b4box-netd runs for this thread: it has no network list "
+                                    "(only listed threads are audited), or no live sandbox");
+        return r;
+}
+
 static void np_free(struct b4_provider *p)
 {
         native_provider_unref(np_of(p));
@@ -245,6 +268,7 @@ static const struct b4_provider_ops native_ops = {
         .freeze = native_freeze,
         .sweep = native_sweep,
         .kept = np_kept,
+        .network_audit = np_network_audit,
         .free = np_free,
 };
 
