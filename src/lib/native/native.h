@@ -479,8 +479,6 @@ bool native_owner_is_ours(struct native_provider *np, const char *id);
 /* Destroy's storage part, with the thread stopped and its flock held: the diskGb image and
  * mount, the workspace, then the id block record and claim. Return: 0 or -errno. */
 int native_remove_storage(struct native_provider *np, const char *id);
-/* rm -rf @name under @dirfd without following symlinks. */
-int native_rm_rf_at(int dirfd, const char *name);
 
 /* ---- net.c ------------------------------------------------------------------------------ */
 
