@@ -44,7 +44,10 @@ bool image_ref_valid(const char *ref);
  * Return: 0; -ENOENT "image 'REF' is not in the store (b4box image import ...)"; -EINVAL
  * (a malformed reference); -EIO (a damaged store entry).
  */
-int image_resolve(const char *state_dir, const char *ref, struct image_info *ret, struct b4_error *err);
+int image_resolve(const char *state_dir,
+                  const char *ref,
+                  struct image_info *ret,
+                  struct b4_error *err);
 
 /* image_list() - every image, by digest. Return: 0, -ENOMEM, -EIO. */
 int image_list(const char *state_dir, struct image_info **ret, size_t *ret_n, struct b4_error *err);
@@ -59,11 +62,11 @@ int image_remove(const char *state_dir, const char *ref, struct b4_error *err);
 
 /*
  * image_use_begin() / image_use_end() - record that thread resource @id (a provider's
- * resource id) runs image @digest, or no longer does; image_remove() refuses an image in use.
- * Return: 0 or -errno.
+ * resource id) runs image @digest, or that it runs none any more (whichever it ran);
+ * image_remove() refuses an image in use. Return: 0 or -errno.
  */
 int image_use_begin(const char *state_dir, const char *digest, const char *id);
-void image_use_end(const char *state_dir, const char *digest, const char *id);
+void image_use_end(const char *state_dir, const char *id);
 
 /*
  * image_import() - import a `docker save` archive or an OCI image layout (a directory or a

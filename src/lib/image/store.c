@@ -77,8 +77,8 @@ bool image_ref_valid(const char *ref)
                 return name_valid(ref, strlen(ref));
         size_t tl = strlen(colon + 1);
         return name_valid(ref, (size_t)(colon - ref)) && tl > 0 && tl <= 128 &&
-               strspn(colon + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") ==
-                       tl;
+               strspn(colon + 1,
+                      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == tl;
 }
 
 int image_ref_normalize(const char *ref, char **ret)
@@ -97,10 +97,9 @@ int image_dir(const char *state_dir, const char *sub, int *ret_fd)
         cleanup_close int top = -EBADF, images = -EBADF;
         int r;
 
-        top = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (top < 0)
-                return -errno;
-        r = open_private_dir_at(top, "images", 0700, &images);
+        r = state_dir_open(state_dir, &top, NULL); /* made 0700 when missing, checked */
+        if (r >= 0)
+                r = open_private_dir_at(top, "images", 0700, &images);
         if (r < 0)
                 return r;
         if (!sub) {
@@ -151,8 +150,10 @@ static int ref_hex(const char *state_dir, const char *ref, char hex[65], struct 
         int r = image_ref_normalize(ref, &norm);
 
         if (r == -EINVAL)
-                return b4_error_set(err, r, "'%s' is not an image reference (name:tag, "
-                                            "name@sha256:HEX or sha256:HEX)", ref);
+                return b4_error_set(err, r,
+                                    "'%s' is not an image reference (name:tag, "
+                                    "name@sha256:HEX or sha256:HEX)",
+                                    ref);
         if (r < 0)
                 return r;
         if (strncmp(norm, "sha256:", 7) == 0 || (at = strchr(norm, '@'))) {
@@ -193,7 +194,10 @@ static int opt_string(const struct jv *v, char **ret)
 }
 
 /* Fill @ret from configs/<hex> and the root's path (refs are the caller's). */
-static int load(const char *state_dir, const char *hex, struct image_info *ret, struct b4_error *err)
+static int load(const char *state_dir,
+                const char *hex,
+                struct image_info *ret,
+                struct b4_error *err)
 {
         cleanup_close int configs = -EBADF;
         cleanup_free char *text = NULL;
@@ -251,7 +255,10 @@ static int refs_of(const char *state_dir, const char *hex, char ***ret)
         return 0;
 }
 
-int image_resolve(const char *state_dir, const char *ref, struct image_info *ret, struct b4_error *err)
+int image_resolve(const char *state_dir,
+                  const char *ref,
+                  struct image_info *ret,
+                  struct b4_error *err)
 {
         char hex[65];
         int r = ref_hex(state_dir, ref, hex, err);
@@ -386,17 +393,27 @@ int image_use_begin(const char *state_dir, const char *digest, const char *id)
         dir = openat(users, hex, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (dir < 0)
                 return -errno;
-        return write_string_at(dir, id, "");
+        return write_file_atomic_at(dir, id, "", 0, 0600);
 }
 
-void image_use_end(const char *state_dir, const char *digest, const char *id)
+void image_use_end(const char *state_dir, const char *id)
 {
-        cleanup_close int users = -EBADF, dir = -EBADF;
-        const char *hex = strncmp(digest, "sha256:", 7) == 0 ? digest + 7 : digest;
+        cleanup_close int users = -EBADF;
+        struct dirent *de;
+        DIR *d;
 
-        if (image_dir(state_dir, "users", &users) < 0 || !image_hex_valid(hex))
+        if (image_dir(state_dir, "users", &users) < 0)
                 return;
-        dir = openat(users, hex, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        if (dir >= 0)
-                (void)unlinkat(dir, id, 0);
+        d = fdopendir(fcntl(users, F_DUPFD_CLOEXEC, 3));
+        while (d && (de = readdir(d))) {
+                int dir = image_hex_valid(de->d_name)
+                                  ? openat(users, de->d_name,
+                                           O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
+                                  : -EBADF;
+                if (dir >= 0)
+                        (void)unlinkat(dir, id, 0);
+                safe_close(dir);
+        }
+        if (d)
+                (void)closedir(d);
 }

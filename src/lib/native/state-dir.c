@@ -54,6 +54,8 @@ void native_provider_unref(struct native_provider *np)
         safe_close(np->exe_fd);
         free(np->bpf);
         free(np->image);
+        image_info_clear(&np->oci);
+        free(np->state_dir);
         free(np->native_dir);
         free(np->run_dir);
         free(np->ws_dir);
