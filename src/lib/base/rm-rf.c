@@ -8,6 +8,8 @@
  * stack.
  */
 
+#include "rm-rf.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +20,6 @@
 
 #include "base/macro.h"
 #include "base/strv.h"
-#include "rm-rf.h"
 
 #define RM_DEPTH_MAX 64
 

@@ -41,14 +41,13 @@
 #include "image-internal.h"
 #include "json/json.h"
 
-#define LAYERS_MAX    256
-#define READ_CHUNK    (256u * 1024u)
-#define WH_PREFIX     ".wh."
-#define WH_OPAQUE     ".wh..wh..opq"
-#define EXTRACT_FLAGS                                                                    \
-        (ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |           \
-         ARCHIVE_EXTRACT_UNLINK | ARCHIVE_EXTRACT_SECURE_SYMLINKS |                      \
-         ARCHIVE_EXTRACT_SECURE_NODOTDOT)
+#define LAYERS_MAX 256
+#define READ_CHUNK (256u * 1024u)
+#define WH_PREFIX  ".wh."
+#define WH_OPAQUE  ".wh..wh..opq"
+#define EXTRACT_FLAGS                                                                            \
+ (ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_UNLINK | \
+  ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT)
 
 struct layer {
         char *path;     /* under the input directory */
@@ -161,8 +160,8 @@ static int oci_manifest(int in, struct manifest *m, struct b4_error *err)
             !jv_array_size(jv_object_get(index, "manifests")))
                 return b4_error_set(err, -EINVAL, "index.json lists no manifest");
         desc = jv_array_get(jv_object_get(index, "manifests"), 0);
-        const char *name = jv_string(
-                jv_object_get(jv_object_get(desc, "annotations"), "org.opencontainers.image.ref.name"));
+        const char *name = jv_string(jv_object_get(jv_object_get(desc, "annotations"),
+                                                   "org.opencontainers.image.ref.name"));
         if (name && image_ref_valid(name) && strv_extend(&m->tags, name) < 0)
                 return -ENOMEM;
         if (is_index(desc)) { /* one level: the first manifest of the nested index */
@@ -181,8 +180,10 @@ static int oci_manifest(int in, struct manifest *m, struct b4_error *err)
         r = blob_path(m->config_hex, &m->config_path);
         layers = jv_object_get(man, "layers");
         if (r >= 0 && (!jv_is_array(layers) || jv_array_size(layers) > LAYERS_MAX))
-                return b4_error_set(err, -EINVAL, "the manifest's layers are not a list of at "
-                                                  "most %d", LAYERS_MAX);
+                return b4_error_set(err, -EINVAL,
+                                    "the manifest's layers are not a list of at "
+                                    "most %d",
+                                    LAYERS_MAX);
         for (size_t i = 0; r >= 0 && i < jv_array_size(layers); i++) {
                 char hex[65];
 
@@ -265,13 +266,16 @@ static int check_config(int in,
                 return b4_error_set(err, -EINVAL, "the config is not a JSON object");
         ids = jv_object_get(jv_object_get(c, "rootfs"), "diff_ids");
         if (jv_array_size(ids) != m->n_layers)
-                return b4_error_set(err, -EINVAL,
-                                    "the config lists %zu layers (rootfs.diff_ids), the manifest %zu",
-                                    jv_array_size(ids), m->n_layers);
+                return b4_error_set(
+                        err, -EINVAL,
+                        "the config lists %zu layers (rootfs.diff_ids), the manifest %zu",
+                        jv_array_size(ids), m->n_layers);
         for (size_t i = 0; i < m->n_layers; i++)
                 if (!digest_hex(jv_array_get(ids, i), diff_ids[i]))
-                        return b4_error_set(err, -EINVAL, "rootfs.diff_ids[%zu] is not a sha256 "
-                                                          "digest", i);
+                        return b4_error_set(err, -EINVAL,
+                                            "rootfs.diff_ids[%zu] is not a sha256 "
+                                            "digest",
+                                            i);
         return 0;
 }
 
@@ -452,7 +456,10 @@ static int whiteout(struct apply *ap, const char *rel, struct b4_error *err)
 }
 
 /* One entry: refused, a whiteout, or written under the root with its path prefixed. */
-static int apply_entry(struct apply *ap, struct archive *a, struct archive_entry *e, struct b4_error *err)
+static int apply_entry(struct apply *ap,
+                       struct archive *a,
+                       struct archive_entry *e,
+                       struct b4_error *err)
 {
         char rel[PATH_MAX], full[PATH_MAX], link[PATH_MAX];
         mode_t type = archive_entry_filetype(e);
@@ -644,7 +651,8 @@ static int unpack_root(struct import *im, const char *state_dir, struct b4_error
                 r = image_dir(state_dir, "roots", &roots);
         if (r >= 0 && renameat(AT_FDCWD, canon, roots, im->m.config_hex) < 0 && errno != EEXIST &&
             errno != ENOTEMPTY)
-                r = b4_error_set(err, -errno, "cannot keep the root of sha256:%s", im->m.config_hex);
+                r = b4_error_set(err, -errno, "cannot keep the root of sha256:%s",
+                                 im->m.config_hex);
         return r;
 }
 
