@@ -114,3 +114,4 @@ int cmd_bundle(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_read(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_network(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_upload(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_image(int argc, char **argv, const struct cli_ctx *ctx);

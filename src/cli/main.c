@@ -89,6 +89,14 @@ static const struct cli_command commands[] = {
           "  --server URL             the server (default: $B4BOX_URL)\n"
           "  --json                   {digest, status} instead of text\n",
           .uses_provider = false },
+        { "image", cmd_image, "import, list, inspect or remove OCI images in the state dir",
+          "b4box image import FILE [--name NAME:TAG] [--json]\n"
+          "b4box image ls|inspect REF|rm REF [--json]",
+          "  --name NAME:TAG          a reference for the imported image (besides its own tags)\n"
+          "  --json                   one JSON document\n"
+          "FILE: a `docker save` archive, or an OCI image layout (directory or tar).\n"
+          "REF: name:tag, name@sha256:HEX or sha256:HEX (the image's config digest).\n",
+          .uses_provider = false },
         { "check", cmd_check, "validate the configuration and run the provider's preflight",
           "b4box check [--json] [--strict]",
           "  --json                   one document: {config, provider, ok, refusals, controls}\n"

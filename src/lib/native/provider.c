@@ -314,7 +314,8 @@ static int setup_dirs(struct native_provider *np, const char *state_dir, struct 
                                     "real directories owned by uid %u, not writable by group "
                                     "or others",
                                     state_dir, strerror(-r), (unsigned)geteuid());
-        if (b4_asprintf(&np->native_dir, "%s/native", state_dir) < 0 ||
+        if (!(np->state_dir = b4_strdup(state_dir)) ||
+            b4_asprintf(&np->native_dir, "%s/native", state_dir) < 0 ||
             b4_asprintf(&np->run_dir, "%s/run", np->native_dir) < 0 ||
             b4_asprintf(&np->ws_dir, "%s/workspaces", np->native_dir) < 0 ||
             b4_asprintf(&np->stage_dir, "%s/root", np->native_dir) < 0)
@@ -325,13 +326,36 @@ static int setup_dirs(struct native_provider *np, const char *state_dir, struct 
         return 0;
 }
 
-static int parse_image(struct native_provider *np, const char *image, struct b4_error *err)
+/* "oci:REF": an image of the store (docs/images.md), named by its digest from here on so a
+ * reference moved to another image changes the keepers' identity. */
+static int parse_oci(struct native_provider *np,
+                     const char *state_dir,
+                     const char *ref,
+                     struct b4_error *err)
+{
+        int r = image_resolve(state_dir, ref, &np->oci, err);
+
+        if (r < 0)
+                return r;
+        free(np->image);
+        if (b4_asprintf(&np->image, "oci:%s", np->oci.digest) < 0)
+                return -ENOMEM;
+        np->image_root = np->oci.root;
+        return 0;
+}
+
+static int parse_image(struct native_provider *np,
+                       const char *state_dir,
+                       const char *image,
+                       struct b4_error *err)
 {
         struct stat st;
 
         np->image = b4_strdup(image && *image ? image : "host");
         if (!np->image)
                 return -ENOMEM;
+        if (strncmp(np->image, "oci:", 4) == 0)
+                return parse_oci(np, state_dir, image + 4, err);
         if (strcmp(np->image, "host") == 0) {
                 np->image_root = "/";
                 np->host_image = true;
@@ -339,8 +363,8 @@ static int parse_image(struct native_provider *np, const char *image, struct b4_
         }
         if (strncmp(np->image, "dir:/", 5) != 0)
                 return b4_error_set(err, -EINVAL,
-                                    "sandbox.provider.image for native must be \"host\" or "
-                                    "\"dir:/absolute/rootfs\" (got '%s')",
+                                    "sandbox.provider.image for native must be \"host\", "
+                                    "\"dir:/absolute/rootfs\" or \"oci:REF\" (got '%s')",
                                     np->image);
         np->image_root = np->image + 4;
         if (stat(np->image_root, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -378,7 +402,7 @@ int native_provider_new(const struct b4_provider_config *cfg,
         atomic_init(&np->refs, 1);
         r = b4_provider_init(&np->p, &native_ops, cfg->scope);
         if (r >= 0)
-                r = parse_image(np, cfg->image, err);
+                r = parse_image(np, cfg->state_dir, cfg->image, err);
         if (r >= 0)
                 r = setup_dirs(np, cfg->state_dir, err);
         if (r >= 0)
