@@ -60,10 +60,16 @@ static void test_keeper_body(void **state)
         p.network = B4_NETWORK_DENY;
         p.resources.memory_mb = 64;
         p.resources.cpus = 0.5;
-        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc, &b), 0);
+        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc,
+                                            &(struct docker_keeper_opts){ .scope = "sc" }, &b),
+                         0);
         h = jv_object_get(b, "HostConfig");
-        assert_string_equal(jv_string(jv_array_get(jv_object_get(h, "Binds"), 0)),
-                            "b4-sbx-vol-abc:/workspace:nocopy");
+        assert_int_equal(jv_dump(jv_object_get(h, "Mounts"), 0, &json), 0);
+        assert_string_equal(json, "[{\"Type\":\"volume\",\"Source\":\"b4-sbx-vol-abc\","
+                                  "\"Target\":\"/workspace\",\"VolumeOptions\":{\"NoCopy\":true,"
+                                  "\"Labels\":{\"b4.sandbox\":\"abc\",\"b4.sandbox.scope\":\"sc\"}}}]");
+        free(json);
+        assert_null(jv_object_get(h, "Binds"));
         assert_string_equal(jv_string(jv_object_get(h, "NetworkMode")), "none");
         assert_int_equal(jv_integer(jv_object_get(h, "Memory")), 64 << 20);
         assert_int_equal(jv_integer(jv_object_get(h, "NanoCpus")), 500000000);
@@ -91,7 +97,12 @@ static void test_keeper_body(void **state)
         p.security.drop_all_capabilities = false;
         p.security.no_new_privileges = false;
         p.security.read_only_root = false;
-        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc, &b), 0);
+        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc,
+                                            &(struct docker_keeper_opts){ .scope = "sc",
+                                                                          .copy_image = true,
+                                                                          .agent = "/x/agent" },
+                                            &b),
+                         0);
         h = jv_object_get(b, "HostConfig");
         assert_null(jv_object_get(b, "User"));
         assert_null(jv_object_get(h, "CapDrop"));
@@ -100,8 +111,13 @@ static void test_keeper_body(void **state)
         assert_null(jv_object_get(h, "ReadonlyRootfs"));
         assert_null(jv_object_get(h, "Tmpfs"));
         assert_true(jv_is_true(jv_object_get(h, "Init")));
-        assert_string_equal(jv_string(jv_array_get(jv_object_get(h, "Binds"), 0)),
-                            "b4-sbx-vol-abc:/workspace");
+        assert_int_equal(jv_dump(jv_object_get(h, "Mounts"), 0, &json), 0);
+        assert_string_equal(json, "[{\"Type\":\"volume\",\"Source\":\"b4-sbx-vol-abc\","
+                                  "\"Target\":\"/workspace\",\"VolumeOptions\":{\"NoCopy\":false,"
+                                  "\"Labels\":{\"b4.sandbox\":\"abc\",\"b4.sandbox.scope\":\"sc\"}}},"
+                                  "{\"Type\":\"bind\",\"Source\":\"/x/agent\","
+                                  "\"Target\":\"/.b4box/agent\",\"ReadOnly\":true}]");
+        free(json);
         jv_unref(b);
         b4_policy_clear(&p);
 }

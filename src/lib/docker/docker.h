@@ -268,13 +268,26 @@ struct docker_seccomp {
         const char *digest;
 };
 
+/* Where the agent binary is mounted in a keeper or reader (read-only). */
+#define DOCKER_AGENT_PATH "/.b4box/agent"
+
+/* What a keeper mounts besides its policy. */
+struct docker_keeper_opts {
+        const char *scope; /* the volume's b4.sandbox.scope label */
+        bool copy_image;   /* let Docker copy the image's /workspace into an empty volume */
+        const char *agent; /* host path of b4box-agent, bound read-only at DOCKER_AGENT_PATH;
+                            * NULL: none (the agent is copied in, or not used) */
+};
+
 /* The container-create body of a keeper (reference §3.4 step 5 as Engine API fields) under
- * the seccomp profile @sc. */
+ * the seccomp profile @sc. Its workspace is a Mounts entry that creates the labelled volume
+ * b4-sbx-vol-<id> when absent, so no separate volume create is needed. */
 int docker_keeper_body(const char *image,
                        const struct b4_policy *p,
                        const char *id,
                        const char *identity,
                        const struct docker_seccomp *sc,
+                       const struct docker_keeper_opts *o,
                        struct jv **ret);
 /* The docker "User" value of @p, or NULL for the image default. */
 int docker_policy_user(const struct b4_policy *p, char **ret);

@@ -43,11 +43,15 @@ struct docker_provider {
 void docker_core_unref(struct docker_core *c);
 int docker_remove_container(struct docker_core *c, const char *name, struct b4_error *err);
 int docker_start_container(struct docker_core *c, const char *name, struct b4_error *err);
-/* Create the labelled volume when absent; chown it once when running non-root. Errors
- * carry B4_E2001. */
-int docker_ensure_volume(struct docker_core *c, const struct docker_state *s, struct b4_error *err);
-/* Create and start the keeper of @s (no reuse). Errors carry B4_E2001. */
-int docker_create_keeper(struct docker_core *c, const struct docker_state *s, struct b4_error *err);
+/* Create and start the keeper of @s (no reuse). Its create makes the labelled volume when
+ * absent. @first (acquire, not recovery): a volume that did not exist is new, so the image's
+ * /workspace is copied in and, for a non-root user, its root is chowned once (on the host
+ * when reachable, else by the ownership init container) before the start. Errors carry
+ * B4_E2001. */
+int docker_create_keeper(struct docker_core *c,
+                         const struct docker_state *s,
+                         bool first,
+                         struct b4_error *err);
 
 /* sandbox.c: a new handle on @st's keeper. Return: 0 or -ENOMEM. */
 int docker_sandbox_new(struct docker_core *c,

@@ -187,9 +187,7 @@ static int acquire_locked(struct docker_core *c,
         }
         r = reuse_or_replace(c, want, have != NULL, &ready, err);
         if (r >= 0 && !ready)
-                r = docker_ensure_volume(c, want, err);
-        if (r >= 0 && !ready)
-                r = docker_create_keeper(c, want, err);
+                r = docker_create_keeper(c, want, true, err);
         if (r >= 0 && (!have || !ready))
                 b4_entry_set_state(e, TAKE_PTR(want), state_free);
         state_free(want);

@@ -45,7 +45,7 @@ static int sandbox_recover(struct b4_sandbox *sb, struct b4_error *err)
                                          "Sandbox unavailable: Docker PID recovery removal failed "
                                          "for thread \"%s\": %s. Run `b4box check`.",
                                          st->thread_id, e.msg);
-        return docker_create_keeper(s->core, st, err); /* already coded B4_E2001 */
+        return docker_create_keeper(s->core, st, false, err); /* already coded B4_E2001 */
 }
 
 /* ---- filesystem ---- */
