@@ -34,6 +34,8 @@ void docker_core_unref(struct docker_core *c)
         free(c->image);
         strv_free(c->images);
         free(c->seccomp_opt);
+        free(c->agent_path);
+        free(c->agent_reason);
         (void)pthread_mutex_destroy(&c->lock);
         free(c);
 }
@@ -56,6 +58,27 @@ int docker_start_container(struct docker_core *c, const char *name, struct b4_er
         if (b4_asprintf(&path, "/containers/%s/start", name) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
         return docker_call(c->d, "POST", path, NULL, NULL, err);
+}
+
+int docker_container_running(struct docker_core *c,
+                             const char *name,
+                             bool *ret,
+                             struct b4_error *err)
+{
+        cleanup_(jv_unrefp) struct jv *v = NULL;
+        cleanup_free char *path = NULL;
+        int r;
+
+        *ret = false;
+        if (b4_asprintf(&path, "/containers/%s/json", name) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = docker_call(c->d, "GET", path, NULL, &v, err);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        *ret = jv_is_true(jv_object_get(jv_object_get(v, "State"), "Running"));
+        return 0;
 }
 
 static int create_container(struct docker_core *c,
@@ -189,7 +212,9 @@ int docker_create_keeper(struct docker_core *c,
                                &(struct docker_seccomp){ c->seccomp_opt, c->seccomp_digest },
                                &(struct docker_keeper_opts){ .scope = c->scope,
                                                              .copy_image = !non_root ||
-                                                                           !had_volume },
+                                                                           !had_volume,
+                                                             .agent = s->agent ? c->agent_path
+                                                                               : NULL },
                                &body);
         if (r < 0)
                 return b4_error_set(err, r, "out of memory");

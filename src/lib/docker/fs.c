@@ -27,6 +27,10 @@
  *               one exec each (read_files batches every request into one script, or answers
  *               from one archive what the user's DAC allows and execs the rest)
  *
+ * A target with an agent (agent.c) sends every member to it instead, one request each (the
+ * dispatch at the end): the agent runs as the sandbox user inside the container, so the
+ * kernel decides everything; what follows here is the fallback when no agent can run.
+ *
  * Exec-based members report PID exhaustion (reference §3.6, "started shell fork failure")
  * as -EAGAIN with the shell's message so the provider can recover and retry.
  */
@@ -42,6 +46,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/agent-client.h"
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strbuf.h"
@@ -275,7 +280,7 @@ static int lstat_raw(struct docker_fs_target *t,
         return 0;
 }
 
-int docker_fs_lstat(struct docker_fs_target *t,
+static int archive_lstat(struct docker_fs_target *t,
                     const char *path,
                     struct b4_stat *ret,
                     struct b4_error *err)
@@ -297,7 +302,7 @@ int docker_fs_lstat(struct docker_fs_target *t,
         return 0;
 }
 
-int docker_fs_stat(struct docker_fs_target *t,
+static int archive_stat(struct docker_fs_target *t,
                    const char *path,
                    unsigned flags,
                    struct b4_stat *ret,
@@ -497,7 +502,7 @@ static int read_exec(struct docker_fs_target *t,
         return r;
 }
 
-int docker_fs_read_file(struct docker_fs_target *t,
+static int archive_read_file(struct docker_fs_target *t,
                         const char *path,
                         unsigned flags,
                         uint64_t max,
@@ -650,7 +655,7 @@ static int walk_archive(struct archive *a, const char *prefix, struct walk *w, s
         }
 }
 
-int docker_fs_walk(struct docker_fs_target *t,
+static int archive_walk(struct docker_fs_target *t,
                    const char *path,
                    size_t max_entries,
                    char *const *prune,
@@ -825,7 +830,7 @@ static int prepare_write(struct docker_fs_target *t,
  * temp + rename as native), keeping an existing file's mode. dockerd writes as root, so the
  * user first creates that name itself: the PUT only fills a file the user could create.
  */
-int docker_fs_write_file(struct docker_fs_target *t,
+static int archive_write_file(struct docker_fs_target *t,
                          const char *path,
                          unsigned flags,
                          const void *data,
@@ -865,7 +870,7 @@ int docker_fs_write_file(struct docker_fs_target *t,
         return r < 0 ? op_error(err, r, "writeFile", path) : 0;
 }
 
-int docker_fs_mkdir_p(struct docker_fs_target *t, const char *path, struct b4_error *err)
+static int archive_mkdir_p(struct docker_fs_target *t, const char *path, struct b4_error *err)
 {
         int r = user_step(t, "mkdir -p -- \"$1\"", (char *[]){ (char *)path, NULL }, NULL, err);
 
@@ -940,7 +945,7 @@ static int resolve(struct docker_fs_target *t,
 
 /* Fails closed: the reference returns the input unchanged, which let an unresolvable path
  * pass the jail as if it were canonical (audit H2). */
-int docker_fs_realpath(struct docker_fs_target *t,
+static int archive_realpath(struct docker_fs_target *t,
                        const char *path,
                        char **ret,
                        struct b4_error *err)
@@ -1090,7 +1095,7 @@ static int fs_exec(struct docker_fs_target *t,
         return fs_exec_capped(t, script, args, FS_OUTPUT_CAP, ret, err);
 }
 
-int docker_fs_list_dir(struct docker_fs_target *t,
+static int archive_list_dir(struct docker_fs_target *t,
                        const char *path,
                        unsigned flags,
                        char ***ret,
@@ -1164,7 +1169,7 @@ static int simple_exec(struct docker_fs_target *t,
         return r;
 }
 
-int docker_fs_remove(struct docker_fs_target *t, const char *path, struct b4_error *err)
+static int archive_remove(struct docker_fs_target *t, const char *path, struct b4_error *err)
 {
         return simple_exec(t, "removeFile",
                            "if [ -d \"$1\" ] && [ ! -L \"$1\" ]; then rmdir -- \"$1\" 2>/dev/null "
@@ -1172,7 +1177,7 @@ int docker_fs_remove(struct docker_fs_target *t, const char *path, struct b4_err
                            path, err);
 }
 
-int docker_fs_touch(struct docker_fs_target *t,
+static int archive_touch(struct docker_fs_target *t,
                     const char *path,
                     unsigned flags,
                     struct b4_error *err)
@@ -1482,7 +1487,7 @@ static int exec_batch(struct docker_fs_target *t,
         return r == -ENOMEM ? b4_error_set(err, r, "out of memory") : r;
 }
 
-int docker_fs_read_files(struct docker_fs_target *t,
+static int archive_read_files(struct docker_fs_target *t,
                          const struct b4_read_req *reqs,
                          size_t n,
                          struct b4_blob **ret,
@@ -1507,4 +1512,165 @@ int docker_fs_read_files(struct docker_fs_target *t,
         }
         *ret = out;
         return 0;
+}
+
+/* ---- dispatch: through the target's agent, else the archive/exec path above ---- */
+
+/* 1 with *ret set when @t has an agent, 0 for the fallback, or -errno. */
+static int via_agent(struct docker_fs_target *t, struct agent_conn **ret, struct b4_error *err)
+{
+        int r;
+
+        if (!t->agent)
+                return 0;
+        r = docker_agent_conn(t->agent, ret, err);
+        return r < 0 ? r : 1;
+}
+
+int docker_fs_read_file(struct docker_fs_target *t,
+                        const char *path,
+                        unsigned flags,
+                        uint64_t max_bytes,
+                        char **ret,
+                        size_t *ret_len,
+                        struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k != 0)
+                return k < 0 ? k : agent_read_file(c, path, flags, max_bytes, ret, ret_len, err);
+        return archive_read_file(t, path, flags, max_bytes, ret, ret_len, err);
+}
+
+int docker_fs_lstat(struct docker_fs_target *t,
+                    const char *path,
+                    struct b4_stat *ret,
+                    struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k != 0)
+                return k < 0 ? k : agent_lstat(c, path, ret, err);
+        return archive_lstat(t, path, ret, err);
+}
+
+int docker_fs_stat(struct docker_fs_target *t,
+                   const char *path,
+                   unsigned flags,
+                   struct b4_stat *ret,
+                   struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k != 0)
+                return k < 0 ? k : agent_stat(c, path, flags, ret, err);
+        return archive_stat(t, path, flags, ret, err);
+}
+
+int docker_fs_list_dir(struct docker_fs_target *t,
+                       const char *path,
+                       unsigned flags,
+                       char ***ret,
+                       struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k != 0)
+                return k < 0 ? k : agent_list_dir(c, path, flags, ret, err);
+        return archive_list_dir(t, path, flags, ret, err);
+}
+
+int docker_fs_realpath(struct docker_fs_target *t,
+                       const char *path,
+                       char **ret,
+                       struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k != 0)
+                return k < 0 ? k : agent_realpath(c, path, ret, err);
+        return archive_realpath(t, path, ret, err);
+}
+
+int docker_fs_walk(struct docker_fs_target *t,
+                   const char *path,
+                   size_t max_entries,
+                   char *const *prune,
+                   struct b4_walk_entry **ret,
+                   size_t *ret_n,
+                   struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k != 0)
+                return k < 0 ? k : agent_walk(c, path, max_entries, prune, ret, ret_n, err);
+        return archive_walk(t, path, max_entries, prune, ret, ret_n, err);
+}
+
+int docker_fs_read_files(struct docker_fs_target *t,
+                         const struct b4_read_req *reqs,
+                         size_t n,
+                         struct b4_blob **ret,
+                         struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k != 0)
+                return k < 0 ? k : agent_read_files(c, reqs, n, ret, err);
+        return archive_read_files(t, reqs, n, ret, err);
+}
+
+int docker_fs_write_file(struct docker_fs_target *t,
+                         const char *path,
+                         unsigned flags,
+                         const void *data,
+                         size_t len,
+                         struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k != 0)
+                return k < 0 ? k : agent_write_file(c, path, flags, data, len, err);
+        return archive_write_file(t, path, flags, data, len, err);
+}
+
+int docker_fs_mkdir_p(struct docker_fs_target *t, const char *path, struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k != 0)
+                return k < 0 ? k : agent_mkdir_p(c, path, err);
+        return archive_mkdir_p(t, path, err);
+}
+
+int docker_fs_remove(struct docker_fs_target *t, const char *path, struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k != 0)
+                return k < 0 ? k : agent_remove(c, path, err);
+        return archive_remove(t, path, err);
+}
+
+int docker_fs_touch(struct docker_fs_target *t,
+                    const char *path,
+                    unsigned flags,
+                    struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k != 0)
+                return k < 0 ? k : agent_touch(c, path, flags, err);
+        return archive_touch(t, path, flags, err);
 }

@@ -9,6 +9,7 @@
 #include "b4box/policy.h"
 #include "b4box/provider-impl.h"
 
+struct docker_agent;
 struct docker_client;
 
 /* What this provider instance created for a thread (reference §3.4 step 6): the state of
@@ -21,6 +22,7 @@ struct docker_state {
         struct b4_policy policy;
         char *launch_json; /* owned; compact launch config */
         char identity[65];
+        struct docker_agent *agent; /* owned; NULL: the archive/exec fallback */
 };
 
 struct docker_core {
@@ -31,7 +33,10 @@ struct docker_core {
         char **images;     /* allowlist: exact references or fnmatch patterns */
         char *seccomp_opt; /* "seccomp=<json>": every container's profile (seccomp.c) */
         char seccomp_digest[65];
-        unsigned refs; /* the provider and every handle */
+        char *agent_path;   /* host path of b4box-agent, bound into keepers; NULL: fallback */
+        bool agent_off;     /* under lock: the daemon could not bind it (agent_path kept) */
+        char *agent_reason; /* why operations take the path they take (preflight) */
+        unsigned refs;      /* the provider and every handle */
 };
 
 struct docker_provider {
@@ -43,6 +48,11 @@ struct docker_provider {
 void docker_core_unref(struct docker_core *c);
 int docker_remove_container(struct docker_core *c, const char *name, struct b4_error *err);
 int docker_start_container(struct docker_core *c, const char *name, struct b4_error *err);
+/* Whether container @name exists and runs (a missing one: false). */
+int docker_container_running(struct docker_core *c,
+                             const char *name,
+                             bool *ret,
+                             struct b4_error *err);
 /* Create and start the keeper of @s (no reuse). Its create makes the labelled volume when
  * absent. @first (acquire, not recovery): a volume that did not exist is new, so the image's
  * /workspace is copied in and, for a non-root user, its root is chowned once (on the host

@@ -17,12 +17,14 @@
 #include <pthread.h>
 #include <regex.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strv.h"
+#include "agent/agent-client.h"
 #include "core/launch.h"
 #include "docker/docker.h"
 #include "docker/internal.h"
@@ -43,17 +45,19 @@ static void state_free(void *state)
         free(s->image);
         free(s->launch_json);
         b4_policy_clear(&s->policy);
+        docker_agent_free(s->agent);
         free(s);
 }
 
 /* ---- acquire ---- */
 
-static int state_new(const struct b4_acquire_req *req,
-                     const char *scope,
+static int state_new(struct docker_core *c,
+                     const struct b4_acquire_req *req,
                      const char *image,
                      struct docker_state **ret,
                      struct b4_error *err)
 {
+        const char *scope = c->scope;
         struct docker_state *s = b4_calloc(1, sizeof(*s));
         int r;
 
@@ -73,6 +77,8 @@ static int state_new(const struct b4_acquire_req *req,
                 r = launch_config_json(&s->policy, &s->launch_json);
         if (r >= 0)
                 r = launch_identity(s->image, &s->policy, s->identity);
+        if (r >= 0 && agent_path(c))
+                r = docker_agent_new(c->d, s->name, NULL, false, &s->agent);
         if (r < 0) {
                 state_free(s);
                 return b4_error_set(err, r, "out of memory");
@@ -162,6 +168,52 @@ static struct docker_core *core_of(struct b4_provider *p)
         return container_of(p, struct docker_provider, base)->core;
 }
 
+/* ---- the agent ---- */
+
+/* The b4box-agent keepers bind, or NULL when operations take the archive/exec path. */
+static const char *agent_path(struct docker_core *c)
+{
+        const char *p;
+
+        (void)pthread_mutex_lock(&c->lock);
+        p = c->agent_off ? NULL : c->agent_path;
+        (void)pthread_mutex_unlock(&c->lock);
+        return p;
+}
+
+/* The daemon cannot see the agent binary (it runs on another host or in another mount
+ * namespace): from now on keepers are made without it. */
+static void agent_unreachable(struct docker_core *c, const char *why)
+{
+        char *reason = NULL;
+
+        if (b4_asprintf(&reason,
+                        "archive endpoints and per-operation execs: the daemon cannot bind "
+                        "b4box-agent (%s)",
+                        why) < 0)
+                reason = NULL;
+        (void)pthread_mutex_lock(&c->lock);
+        c->agent_off = true;
+        if (reason) {
+                free(c->agent_reason);
+                c->agent_reason = reason;
+        }
+        (void)pthread_mutex_unlock(&c->lock);
+}
+
+/* Create the keeper; when the daemon refuses the agent's bind, again without the agent. */
+static int create_keeper(struct docker_core *c, struct docker_state *s, struct b4_error *err)
+{
+        int r = docker_create_keeper(c, s, true, err);
+
+        if (r >= 0 || !s->agent || !err || !strstr(err->msg, "bind source path"))
+                return r;
+        agent_unreachable(c, err->msg);
+        s->agent = docker_agent_free(s->agent);
+        *err = (struct b4_error){ 0 };
+        return docker_create_keeper(c, s, true, err);
+}
+
 /* Under the exclusive lease: make the keeper live and record its state in @e. */
 static int acquire_locked(struct docker_core *c,
                           struct b4_entry *e,
@@ -174,7 +226,7 @@ static int acquire_locked(struct docker_core *c,
         bool ready = false;
         int r;
 
-        r = state_new(req, c->scope, image, &want, err);
+        r = state_new(c, req, image, &want, err);
         if (r < 0)
                 return r;
         if (have && strcmp(have->launch_json, want->launch_json) != 0) {
@@ -187,7 +239,7 @@ static int acquire_locked(struct docker_core *c,
         }
         r = reuse_or_replace(c, want, have != NULL, &ready, err);
         if (r >= 0 && !ready)
-                r = docker_create_keeper(c, want, true, err);
+                r = create_keeper(c, want, err);
         if (r >= 0 && (!have || !ready))
                 b4_entry_set_state(e, TAKE_PTR(want), state_free);
         state_free(want);
@@ -283,7 +335,10 @@ static int preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_
                 if (b4_preflight_control(ret, controls[i].name, controls[i].state, "%s",
                                          controls[i].detail) < 0)
                         return b4_error_set(err, -ENOMEM, "out of memory");
-        return 0;
+        (void)pthread_mutex_lock(&c->lock);
+        r = b4_preflight_control(ret, "operations", B4_NOT_APPLICABLE, "%s", c->agent_reason);
+        (void)pthread_mutex_unlock(&c->lock);
+        return r < 0 ? b4_error_set(err, -ENOMEM, "out of memory") : 0;
 }
 
 /* ---- readers and images ---- */
@@ -314,6 +369,7 @@ static int open_reader(struct b4_provider *p,
                                          .thread_id = req->thread_id,
                                          .name_prefix = "b4-sbx-rdr-",
                                          .seccomp_opt = c->seccomp_opt,
+                                         .agent_path = agent_path(c),
                                          .run_as_non_root = req->run_as_non_root,
                                          .uid = req->uid,
                                          .gid = req->gid };
@@ -406,6 +462,40 @@ static int check_config(const struct b4_provider_config *cfg, struct b4_error *e
         return 0;
 }
 
+/*
+ * Which path file operations and commands take (docs/docker.md, "The agent"): b4box-agent
+ * bound read-only into every keeper when it is found and the daemon is local (the provider
+ * only speaks unix sockets); the archive endpoints and per-operation execs otherwise, or
+ * when B4BOX_DOCKER_AGENT=off forces them (the tests run both paths).
+ */
+static int agent_choose(struct docker_core *c)
+{
+        const char *env = secure_getenv("B4BOX_DOCKER_AGENT");
+        int r;
+
+        if (env && strcmp(env, "off") == 0)
+                return b4_asprintf(&c->agent_reason,
+                                   "archive endpoints and per-operation execs: "
+                                   "B4BOX_DOCKER_AGENT=off") < 0
+                               ? -ENOMEM
+                               : 0;
+        r = agent_binary_path(&c->agent_path);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return b4_asprintf(&c->agent_reason,
+                                   "archive endpoints and per-operation execs: b4box-agent "
+                                   "not found (set B4BOX_AGENT or install it)") < 0
+                               ? -ENOMEM
+                               : 0;
+        return b4_asprintf(&c->agent_reason,
+                           "b4box-agent %s, bound read-only at " DOCKER_AGENT_PATH
+                           ", one attached exec per keeper",
+                           c->agent_path) < 0
+                       ? -ENOMEM
+                       : 0;
+}
+
 static struct docker_core *core_new(const struct b4_provider_config *cfg, struct b4_error *err)
 {
         struct docker_core *c = b4_calloc(1, sizeof(*c));
@@ -432,7 +522,9 @@ static struct docker_core *core_new(const struct b4_provider_config *cfg, struct
                 docker_core_unref(c);
                 return NULL;
         }
-        if (docker_client_new(cfg->docker_host, &c->d, err) < 0) {
+        if (docker_client_new(cfg->docker_host, &c->d, err) < 0 || agent_choose(c) < 0) {
+                if (!err || !err->error)
+                        (void)b4_error_set(err, -ENOMEM, "out of memory");
                 docker_core_unref(c);
                 return NULL;
         }
