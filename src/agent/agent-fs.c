@@ -92,6 +92,18 @@ static void reply_stat(const struct agent_req *q, int r, struct b4_stat *st, str
         b4_stat_clear(st);
 }
 
+static void reply_path(const struct agent_req *q, const char *path)
+{
+        struct strbuf sb;
+
+        strbuf_init(&sb, AGENT_FRAME_MAX);
+        if (agent_put_strs(&sb, path, strlen(path)) >= 0)
+                (void)agent_send(q->id, AGENT_PATH, 0, sb.buf, sb.len);
+        else
+                (void)agent_send_error(q->id, -ENOMEM, "out of memory");
+        strbuf_release(&sb);
+}
+
 static int send_done(uint32_t id, uint64_t count)
 {
         unsigned char p[8];
@@ -268,7 +280,7 @@ void agent_fs_serve(const struct agent_req *q, const void *data, size_t len)
                 if (r < 0)
                         (void)agent_send_error(q->id, r, e.msg);
                 else
-                        (void)agent_send(q->id, AGENT_PATH, 0, s, strlen(s));
+                        reply_path(q, s);
                 free(s);
                 return;
         case AGENT_READ:

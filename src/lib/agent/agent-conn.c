@@ -186,19 +186,24 @@ static int dispatch(struct agent_conn *c, const struct agent_hdr *h, const unsig
         }
         call = *s;
         r = agent_call_feed(call, h, p, &why);
-        if (r == 1 || r < 0) {
-                if (r < 0) {
-                        call->done = true;
-                        call->error = r == -ENOMEM ? -ENOMEM : -EPROTO;
-                        log_warning("agent: reply to request %u refused: %s",
-                               (unsigned)h->id, why ? why : "out of memory");
-                }
+        if (r == -ENOMEM) {
+                call->done = true;
+                call->error = -ENOMEM;
+        } else if (r < 0) {
+                call->done = true;
+                call->error = -EPROTO;
+                log_warning("agent: reply to request %u refused: %s", (unsigned)h->id,
+                            why ? why : "malformed");
+        }
+        if (call->done) {
                 *s = NULL;
                 c->n_calls--;
                 signal_efd(call->efd);
         }
+        if (r < 0 && r != -ENOMEM)
+                kill_locked(c, -EPROTO); /* before the caller wakes: it sees the death */
         pthread_mutex_unlock(&c->lock);
-        return r == -ENOMEM ? 0 : r < 0 ? -EPROTO : 0;
+        return r < 0 && r != -ENOMEM ? -EPROTO : 0;
 }
 
 static void *reader_main(void *arg)
