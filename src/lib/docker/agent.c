@@ -27,6 +27,11 @@
 
 #define STDERR_KEEP 512u /* the tail of the agent's stderr kept for errors */
 
+static size_t min_size(size_t a, size_t b)
+{
+        return a < b ? a : b;
+}
+
 /* ---- the transport over a hijacked exec stream ---- */
 
 struct hj_stream {
@@ -44,7 +49,7 @@ struct hj_stream {
 static ssize_t raw_read(struct hj_stream *h, void *buf, size_t len)
 {
         if (h->pending_off < h->pending_len) {
-                size_t k = MIN(len, h->pending_len - h->pending_off);
+                size_t k = min_size(len, h->pending_len - h->pending_off);
                 memcpy(buf, h->pending + h->pending_off, k);
                 h->pending_off += k;
                 return (ssize_t)k;
@@ -110,12 +115,12 @@ static ssize_t hj_read(void *userdata, void *buf, size_t len)
                         continue;
                 }
                 if (h->stream == 1) {
-                        n = raw_read(h, buf, MIN(len, h->left));
+                        n = raw_read(h, buf, min_size(len, h->left));
                         if (n > 0)
                                 h->left -= (size_t)n;
                         return n == 0 ? -EPROTO : n;
                 }
-                n = raw_read(h, junk, MIN(sizeof(junk), h->left));
+                n = raw_read(h, junk, min_size(sizeof(junk), h->left));
                 if (n <= 0)
                         return n == 0 ? -EPROTO : n;
                 h->left -= (size_t)n;

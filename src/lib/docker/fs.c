@@ -1608,8 +1608,18 @@ int docker_fs_walk(struct docker_fs_target *t,
         struct agent_conn *c;
         int k = via_agent(t, &c, err);
 
-        if (k != 0)
-                return k < 0 ? k : agent_walk(c, path, max_entries, prune, ret, ret_n, err);
+        if (k > 0) {
+                /* The agent's walk (native's rules) stops at a directory the user cannot
+                 * read; this provider's walk lists what `ls -R` lists and goes on, which the
+                 * archive walk does from the user's DAC: so such a tree takes that path. */
+                k = agent_walk(c, path, max_entries, prune, ret, ret_n, err);
+                if (k != -EACCES)
+                        return k;
+                if (err)
+                        *err = (struct b4_error){ 0 };
+        } else if (k < 0) {
+                return k;
+        }
         return archive_walk(t, path, max_entries, prune, ret, ret_n, err);
 }
 

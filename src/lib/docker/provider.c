@@ -51,6 +51,18 @@ static void state_free(void *state)
 
 /* ---- acquire ---- */
 
+/* The b4box-agent keepers bind, or NULL when operations take the archive/exec path. */
+static const char *agent_path(struct docker_core *c)
+{
+        const char *p;
+
+        (void)pthread_mutex_lock(&c->lock);
+        p = c->agent_off ? NULL : c->agent_path;
+        (void)pthread_mutex_unlock(&c->lock);
+        return p;
+}
+
+
 static int state_new(struct docker_core *c,
                      const struct b4_acquire_req *req,
                      const char *image,
@@ -170,17 +182,6 @@ static struct docker_core *core_of(struct b4_provider *p)
 
 /* ---- the agent ---- */
 
-/* The b4box-agent keepers bind, or NULL when operations take the archive/exec path. */
-static const char *agent_path(struct docker_core *c)
-{
-        const char *p;
-
-        (void)pthread_mutex_lock(&c->lock);
-        p = c->agent_off ? NULL : c->agent_path;
-        (void)pthread_mutex_unlock(&c->lock);
-        return p;
-}
-
 /* The daemon cannot see the agent binary (it runs on another host or in another mount
  * namespace): from now on keepers are made without it. */
 static void agent_unreachable(struct docker_core *c, const char *why)
@@ -204,14 +205,17 @@ static void agent_unreachable(struct docker_core *c, const char *why)
 /* Create the keeper; when the daemon refuses the agent's bind, again without the agent. */
 static int create_keeper(struct docker_core *c, struct docker_state *s, struct b4_error *err)
 {
-        int r = docker_create_keeper(c, s, true, err);
+        struct b4_error e = { 0 };
+        int r = docker_create_keeper(c, s, true, &e);
 
-        if (r >= 0 || !s->agent || !err || !strstr(err->msg, "bind source path"))
-                return r;
-        agent_unreachable(c, err->msg);
-        s->agent = docker_agent_free(s->agent);
-        *err = (struct b4_error){ 0 };
-        return docker_create_keeper(c, s, true, err);
+        if (r < 0 && s->agent && strstr(e.msg, "bind source path")) {
+                agent_unreachable(c, e.msg);
+                s->agent = docker_agent_free(s->agent);
+                return docker_create_keeper(c, s, true, err);
+        }
+        if (r < 0 && err)
+                *err = e;
+        return r;
 }
 
 /* Under the exclusive lease: make the keeper live and record its state in @e. */
