@@ -230,10 +230,26 @@ static double docker_run_true(void)
 {
         uint64_t t0 = now_usec();
 
-        cli(NULL, (const char *const[]){ "run", "--rm", "--init", "--network", "none", "--cap-drop",
-                                         "ALL", "--security-opt", "no-new-privileges",
-                                         "--pids-limit", "512", "--read-only", "--tmpfs", "/tmp",
-                                         "--tmpfs", "/run", "--user", "1000:1000", E_IMAGE, "true",
+        cli(NULL, (const char *const[]){ "run",
+                                         "--rm",
+                                         "--init",
+                                         "--network",
+                                         "none",
+                                         "--cap-drop",
+                                         "ALL",
+                                         "--security-opt",
+                                         "no-new-privileges",
+                                         "--pids-limit",
+                                         "512",
+                                         "--read-only",
+                                         "--tmpfs",
+                                         "/tmp",
+                                         "--tmpfs",
+                                         "/run",
+                                         "--user",
+                                         "1000:1000",
+                                         E_IMAGE,
+                                         "true",
                                          NULL });
         return ms_since(t0);
 }

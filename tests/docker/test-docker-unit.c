@@ -65,9 +65,10 @@ static void test_keeper_body(void **state)
                          0);
         h = jv_object_get(b, "HostConfig");
         assert_int_equal(jv_dump(jv_object_get(h, "Mounts"), 0, &json), 0);
-        assert_string_equal(json, "[{\"Type\":\"volume\",\"Source\":\"b4-sbx-vol-abc\","
-                                  "\"Target\":\"/workspace\",\"VolumeOptions\":{\"NoCopy\":true,"
-                                  "\"Labels\":{\"b4.sandbox\":\"abc\",\"b4.sandbox.scope\":\"sc\"}}}]");
+        assert_string_equal(json,
+                            "[{\"Type\":\"volume\",\"Source\":\"b4-sbx-vol-abc\","
+                            "\"Target\":\"/workspace\",\"VolumeOptions\":{\"NoCopy\":true,"
+                            "\"Labels\":{\"b4.sandbox\":\"abc\",\"b4.sandbox.scope\":\"sc\"}}}]");
         free(json);
         assert_null(jv_object_get(h, "Binds"));
         assert_string_equal(jv_string(jv_object_get(h, "NetworkMode")), "none");
@@ -112,11 +113,12 @@ static void test_keeper_body(void **state)
         assert_null(jv_object_get(h, "Tmpfs"));
         assert_true(jv_is_true(jv_object_get(h, "Init")));
         assert_int_equal(jv_dump(jv_object_get(h, "Mounts"), 0, &json), 0);
-        assert_string_equal(json, "[{\"Type\":\"volume\",\"Source\":\"b4-sbx-vol-abc\","
-                                  "\"Target\":\"/workspace\",\"VolumeOptions\":{\"NoCopy\":false,"
-                                  "\"Labels\":{\"b4.sandbox\":\"abc\",\"b4.sandbox.scope\":\"sc\"}}},"
-                                  "{\"Type\":\"bind\",\"Source\":\"/x/agent\","
-                                  "\"Target\":\"/.b4box/agent\",\"ReadOnly\":true}]");
+        assert_string_equal(json,
+                            "[{\"Type\":\"volume\",\"Source\":\"b4-sbx-vol-abc\","
+                            "\"Target\":\"/workspace\",\"VolumeOptions\":{\"NoCopy\":false,"
+                            "\"Labels\":{\"b4.sandbox\":\"abc\",\"b4.sandbox.scope\":\"sc\"}}},"
+                            "{\"Type\":\"bind\",\"Source\":\"/x/agent\","
+                            "\"Target\":\"/.b4box/agent\",\"ReadOnly\":true}]");
         free(json);
         jv_unref(b);
         b4_policy_clear(&p);

@@ -874,8 +874,9 @@ static void test_agent_lost(void **state)
         struct b4_policy pol;
         struct b4_sandbox *sb;
         /* the command's parent is the agent's supervisor; its parent is the agent */
-        struct b4_exec_req req = { .command = "echo x >> /workspace/count; "
-                                              "kill -9 $(cut -d' ' -f4 /proc/$PPID/stat); sleep 5" };
+        struct b4_exec_req req = { .command =
+                                           "echo x >> /workspace/count; "
+                                           "kill -9 $(cut -d' ' -f4 /proc/$PPID/stat); sleep 5" };
         struct b4_exec_result x = { 0 };
         struct b4_error err = { 0 };
         char name[64];
@@ -891,7 +892,8 @@ static void test_agent_lost(void **state)
         before = inspect(p, "containers", name);
         /* /tmp is the keeper's tmpfs: it survives only if the keeper is the same */
         free(run(sb, "echo kept > /tmp/mark", 0));
-        free(run(sb, "a=$(cut -d' ' -f4 /proc/$PPID/stat); (sleep 0.3; kill -9 $a) >/dev/null 2>&1 &",
+        free(run(sb,
+                 "a=$(cut -d' ' -f4 /proc/$PPID/stat); (sleep 0.3; kill -9 $a) >/dev/null 2>&1 &",
                  0));
         (void)usleep(1000 * 1000);
         out = read_all(b4_sandbox_fs(sb), "/tmp/mark");
@@ -1057,8 +1059,7 @@ static void test_reader(void **state)
                 struct jv *h = jv_object_get(rv, "HostConfig");
                 struct jv *mounts = jv_object_get(rv, "Mounts"), *m = NULL;
                 for (size_t i = 0; i < jv_array_size(mounts); i++)
-                        if (strcmp(jv_string(jv_object_get(jv_array_get(mounts, i),
-                                                           "Destination")),
+                        if (strcmp(jv_string(jv_object_get(jv_array_get(mounts, i), "Destination")),
                                    "/workspace") == 0)
                                 m = jv_array_get(mounts, i);
                 assert_non_null(m);
@@ -1121,8 +1122,8 @@ static void test_preflight(void **state)
                 assert_int_equal(strncmp(pf.controls[pf.n_controls - 1].detail, "b4box-agent ", 12),
                                  0);
         else
-                assert_non_null(strstr(pf.controls[pf.n_controls - 1].detail,
-                                       "B4BOX_DOCKER_AGENT=off"));
+                assert_non_null(
+                        strstr(pf.controls[pf.n_controls - 1].detail, "B4BOX_DOCKER_AGENT=off"));
         b4_preflight_clear(&pf);
         assert_int_equal(b4_provider_new(&cfg, &bad, NULL), 0);
         assert_int_equal(b4_provider_preflight(bad, &pf, NULL), 0);

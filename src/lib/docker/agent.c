@@ -69,8 +69,8 @@ static void keep_stderr(struct hj_stream *h, const char *p, size_t n)
                 memcpy(h->errtail, p + n - STDERR_KEEP, STDERR_KEEP);
                 h->errtail_len = STDERR_KEEP;
         } else {
-                size_t drop = h->errtail_len + n > STDERR_KEEP ? h->errtail_len + n - STDERR_KEEP
-                                                                : 0;
+                size_t drop =
+                        h->errtail_len + n > STDERR_KEEP ? h->errtail_len + n - STDERR_KEEP : 0;
                 memmove(h->errtail, h->errtail + drop, h->errtail_len - drop);
                 memcpy(h->errtail + h->errtail_len - drop, p, n);
                 h->errtail_len = h->errtail_len - drop + n;
@@ -165,7 +165,7 @@ static void hj_close(void *userdata)
 /* ---- the link ---- */
 
 struct docker_agent {
-        pthread_mutex_t lock; /* conn: set from NULL under it; replaced only by reset */
+        pthread_mutex_t lock;    /* conn: set from NULL under it; replaced only by reset */
         struct docker_client *d; /* borrowed */
         char container[128];
         char *user; /* NULL = the container's */
@@ -255,7 +255,9 @@ static int connect_agent(struct docker_agent *a, struct agent_conn **ret, struct
                 free(hj.pending);
                 return b4_error_set(err, -ENOMEM, "out of memory");
         }
-        *h = (struct hj_stream){ .fd = hj.fd, .pending = hj.pending, .pending_len = hj.pending_len };
+        *h = (struct hj_stream){ .fd = hj.fd,
+                                 .pending = hj.pending,
+                                 .pending_len = hj.pending_len };
         return agent_conn_open(&(struct agent_transport){ .read = hj_read,
                                                           .write = hj_write,
                                                           .shutdown = hj_shutdown,

@@ -208,14 +208,13 @@ int docker_create_keeper(struct docker_core *c,
                                          "Sandbox unavailable: docker volume b4-sbx-vol-%s for "
                                          "thread \"%s\" failed: %s. Run `b4box check`.",
                                          s->id, s->thread_id, e.msg);
-        r = docker_keeper_body(s->image, &s->policy, s->id, s->identity,
-                               &(struct docker_seccomp){ c->seccomp_opt, c->seccomp_digest },
-                               &(struct docker_keeper_opts){ .scope = c->scope,
-                                                             .copy_image = !non_root ||
-                                                                           !had_volume,
-                                                             .agent = s->agent ? c->agent_path
-                                                                               : NULL },
-                               &body);
+        r = docker_keeper_body(
+                s->image, &s->policy, s->id, s->identity,
+                &(struct docker_seccomp){ c->seccomp_opt, c->seccomp_digest },
+                &(struct docker_keeper_opts){ .scope = c->scope,
+                                              .copy_image = !non_root || !had_volume,
+                                              .agent = s->agent ? c->agent_path : NULL },
+                &body);
         if (r < 0)
                 return b4_error_set(err, r, "out of memory");
         r = create_container(c, s->name, body, &e);

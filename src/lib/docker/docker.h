@@ -70,10 +70,11 @@ int docker_stream(struct docker_client *d,
                   int cancel_fd,
                   struct http_stream **ret,
                   struct b4_error *err);
+
 /* A hijacked connection (POST with "Upgrade: tcp"): a raw two-way byte stream from now on. */
 struct docker_hijacked {
-        int fd;            /* owned */
-        char *pending;     /* owned: stream bytes that arrived with the response head */
+        int fd;        /* owned */
+        char *pending; /* owned: stream bytes that arrived with the response head */
         size_t pending_len;
 };
 
@@ -248,9 +249,9 @@ unsigned docker_agent_connects(struct docker_agent *a);
 
 /* Which container a filesystem view talks to; embedded by handles and readers. */
 struct docker_fs_target {
-        struct docker_client *d;   /* borrowed */
-        const char *container;     /* borrowed name */
-        uid_t uid;                 /* owner of written files */
+        struct docker_client *d; /* borrowed */
+        const char *container;   /* borrowed name */
+        uid_t uid;               /* owner of written files */
         gid_t gid;
         struct docker_agent *agent; /* borrowed; NULL: the archive/exec fallback */
 };

@@ -281,9 +281,9 @@ static int lstat_raw(struct docker_fs_target *t,
 }
 
 static int archive_lstat(struct docker_fs_target *t,
-                    const char *path,
-                    struct b4_stat *ret,
-                    struct b4_error *err)
+                         const char *path,
+                         struct b4_stat *ret,
+                         struct b4_error *err)
 {
         struct b4_stat st = { 0 };
         int r;
@@ -303,10 +303,10 @@ static int archive_lstat(struct docker_fs_target *t,
 }
 
 static int archive_stat(struct docker_fs_target *t,
-                   const char *path,
-                   unsigned flags,
-                   struct b4_stat *ret,
-                   struct b4_error *err)
+                        const char *path,
+                        unsigned flags,
+                        struct b4_stat *ret,
+                        struct b4_error *err)
 {
         cleanup_free char *cur = NULL;
         int r;
@@ -503,12 +503,12 @@ static int read_exec(struct docker_fs_target *t,
 }
 
 static int archive_read_file(struct docker_fs_target *t,
-                        const char *path,
-                        unsigned flags,
-                        uint64_t max,
-                        char **ret,
-                        size_t *ret_len,
-                        struct b4_error *err)
+                             const char *path,
+                             unsigned flags,
+                             uint64_t max,
+                             char **ret,
+                             size_t *ret_len,
+                             struct b4_error *err)
 {
         cleanup_free char *cur = NULL;
         struct b4_blob b = { 0 };
@@ -656,12 +656,12 @@ static int walk_archive(struct archive *a, const char *prefix, struct walk *w, s
 }
 
 static int archive_walk(struct docker_fs_target *t,
-                   const char *path,
-                   size_t max_entries,
-                   char *const *prune,
-                   struct b4_walk_entry **ret,
-                   size_t *ret_n,
-                   struct b4_error *err)
+                        const char *path,
+                        size_t max_entries,
+                        char *const *prune,
+                        struct b4_walk_entry **ret,
+                        size_t *ret_n,
+                        struct b4_error *err)
 {
         cleanup_(http_stream_freep) struct http_stream *s = NULL;
         cleanup_free char *prefix = NULL;
@@ -831,11 +831,11 @@ static int prepare_write(struct docker_fs_target *t,
  * user first creates that name itself: the PUT only fills a file the user could create.
  */
 static int archive_write_file(struct docker_fs_target *t,
-                         const char *path,
-                         unsigned flags,
-                         const void *data,
-                         size_t len,
-                         struct b4_error *err)
+                              const char *path,
+                              unsigned flags,
+                              const void *data,
+                              size_t len,
+                              struct b4_error *err)
 {
         cleanup_free char *dir = NULL, *tmp_path = NULL, *lexical = NULL, *confined = NULL;
         char tmp_leaf[32];
@@ -946,9 +946,9 @@ static int resolve(struct docker_fs_target *t,
 /* Fails closed: the reference returns the input unchanged, which let an unresolvable path
  * pass the jail as if it were canonical (audit H2). */
 static int archive_realpath(struct docker_fs_target *t,
-                       const char *path,
-                       char **ret,
-                       struct b4_error *err)
+                            const char *path,
+                            char **ret,
+                            struct b4_error *err)
 {
         int links = 0;
         int r = resolve(t, path, ret, &links, err);
@@ -1096,10 +1096,10 @@ static int fs_exec(struct docker_fs_target *t,
 }
 
 static int archive_list_dir(struct docker_fs_target *t,
-                       const char *path,
-                       unsigned flags,
-                       char ***ret,
-                       struct b4_error *err)
+                            const char *path,
+                            unsigned flags,
+                            char ***ret,
+                            struct b4_error *err)
 {
         static const char script[] = CONFINED_FN
                 "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 2; [ -d \"$1\" ] || exit 20; "
@@ -1178,9 +1178,9 @@ static int archive_remove(struct docker_fs_target *t, const char *path, struct b
 }
 
 static int archive_touch(struct docker_fs_target *t,
-                    const char *path,
-                    unsigned flags,
-                    struct b4_error *err)
+                         const char *path,
+                         unsigned flags,
+                         struct b4_error *err)
 {
         cleanup_free char *use = NULL;
         int r = confine(t, path, flags, &use, err);
@@ -1488,10 +1488,10 @@ static int exec_batch(struct docker_fs_target *t,
 }
 
 static int archive_read_files(struct docker_fs_target *t,
-                         const struct b4_read_req *reqs,
-                         size_t n,
-                         struct b4_blob **ret,
-                         struct b4_error *err)
+                              const struct b4_read_req *reqs,
+                              size_t n,
+                              struct b4_blob **ret,
+                              struct b4_error *err)
 {
         struct b4_blob *out = b4_calloc(n ? n : 1, sizeof(*out));
         cleanup_free bool *pending = b4_calloc(n ? n : 1, sizeof(*pending));

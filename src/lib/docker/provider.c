@@ -17,14 +17,14 @@
 #include <pthread.h>
 #include <regex.h>
 #include <stddef.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "agent/agent-client.h"
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strv.h"
-#include "agent/agent-client.h"
 #include "core/launch.h"
 #include "docker/docker.h"
 #include "docker/internal.h"
@@ -61,7 +61,6 @@ static const char *agent_path(struct docker_core *c)
         (void)pthread_mutex_unlock(&c->lock);
         return p;
 }
-
 
 static int state_new(struct docker_core *c,
                      const struct b4_acquire_req *req,
@@ -478,9 +477,8 @@ static int agent_choose(struct docker_core *c)
         int r;
 
         if (env && strcmp(env, "off") == 0)
-                return b4_asprintf(&c->agent_reason,
-                                   "archive endpoints and per-operation execs: "
-                                   "B4BOX_DOCKER_AGENT=off") < 0
+                return b4_asprintf(&c->agent_reason, "archive endpoints and per-operation execs: "
+                                                     "B4BOX_DOCKER_AGENT=off") < 0
                                ? -ENOMEM
                                : 0;
         r = agent_binary_path(&c->agent_path);

@@ -209,8 +209,7 @@ static struct jv *reader_body(const struct docker_reader_spec *s, const char *mo
                        "b4.sandbox.reader", s->resource_id, "HostConfig", "Mounts",
                        reader_mounts(s, mountpoint), "NetworkMode", "none", "CapDrop", "ALL",
                        "SecurityOpt", "no-new-privileges", s->seccomp_opt, "PidsLimit", 128,
-                       "ReadonlyRootfs", true, "Tmpfs", "/tmp", "", "/run", "", "AutoRemove",
-                       true);
+                       "ReadonlyRootfs", true, "Tmpfs", "/tmp", "", "/run", "", "AutoRemove", true);
 }
 
 static int start_reader(struct docker_reader *rd,

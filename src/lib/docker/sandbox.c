@@ -11,11 +11,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent/agent-client.h"
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strv.h"
 #include "base/time-util.h"
-#include "agent/agent-client.h"
 #include "docker/docker.h"
 #include "docker/internal.h"
 
@@ -81,7 +81,8 @@ static int fs_read_file(struct b4_fs *fs,
                         size_t *ret_len,
                         struct b4_error *err)
 {
-        return docker_fs_read_file(target_of(fs, &(struct docker_fs_target){ 0 }), path, flags, max, ret, ret_len, err);
+        return docker_fs_read_file(target_of(fs, &(struct docker_fs_target){ 0 }), path, flags, max,
+                                   ret, ret_len, err);
 }
 
 static int fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
@@ -95,13 +96,15 @@ static int fs_stat(struct b4_fs *fs,
                    struct b4_stat *ret,
                    struct b4_error *err)
 {
-        return docker_fs_stat(target_of(fs, &(struct docker_fs_target){ 0 }), path, flags, ret, err);
+        return docker_fs_stat(target_of(fs, &(struct docker_fs_target){ 0 }), path, flags, ret,
+                              err);
 }
 
 static int fs_list_dir(
         struct b4_fs *fs, const char *path, unsigned flags, char ***ret, struct b4_error *err)
 {
-        return docker_fs_list_dir(target_of(fs, &(struct docker_fs_target){ 0 }), path, flags, ret, err);
+        return docker_fs_list_dir(target_of(fs, &(struct docker_fs_target){ 0 }), path, flags, ret,
+                                  err);
 }
 
 static int fs_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err)
@@ -117,7 +120,8 @@ static int fs_walk(struct b4_fs *fs,
                    size_t *ret_n,
                    struct b4_error *err)
 {
-        return docker_fs_walk(target_of(fs, &(struct docker_fs_target){ 0 }), path, max_entries, prune, ret, ret_n, err);
+        return docker_fs_walk(target_of(fs, &(struct docker_fs_target){ 0 }), path, max_entries,
+                              prune, ret, ret_n, err);
 }
 
 static int fs_read_files(struct b4_fs *fs,
@@ -126,7 +130,8 @@ static int fs_read_files(struct b4_fs *fs,
                          struct b4_blob **ret,
                          struct b4_error *err)
 {
-        return docker_fs_read_files(target_of(fs, &(struct docker_fs_target){ 0 }), reqs, n, ret, err);
+        return docker_fs_read_files(target_of(fs, &(struct docker_fs_target){ 0 }), reqs, n, ret,
+                                    err);
 }
 
 static int fs_write_file(struct b4_fs *fs,
@@ -136,7 +141,8 @@ static int fs_write_file(struct b4_fs *fs,
                          size_t len,
                          struct b4_error *err)
 {
-        return docker_fs_write_file(target_of(fs, &(struct docker_fs_target){ 0 }), path, flags, data, len, err);
+        return docker_fs_write_file(target_of(fs, &(struct docker_fs_target){ 0 }), path, flags,
+                                    data, len, err);
 }
 
 static int fs_mkdir_p(struct b4_fs *fs, const char *path, struct b4_error *err)
