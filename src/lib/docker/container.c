@@ -35,6 +35,7 @@ void docker_core_unref(struct docker_core *c)
         strv_free(c->images);
         free(c->seccomp_opt);
         free(c->agent_path);
+        free(c->agent_volume);
         free(c->agent_reason);
         (void)pthread_mutex_destroy(&c->lock);
         free(c);
@@ -213,7 +214,8 @@ int docker_create_keeper(struct docker_core *c,
                 &(struct docker_seccomp){ c->seccomp_opt, c->seccomp_digest },
                 &(struct docker_keeper_opts){ .scope = c->scope,
                                               .copy_image = !non_root || !had_volume,
-                                              .agent = s->agent ? c->agent_path : NULL },
+                                              .agent = s->agent ? s->mount.bind : NULL,
+                                              .agent_volume = s->agent ? s->mount.volume : NULL },
                 &body);
         if (r < 0)
                 return b4_error_set(err, r, "out of memory");

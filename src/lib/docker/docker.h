@@ -316,15 +316,22 @@ struct docker_seccomp {
 };
 
 /* Where the agent binary is mounted in a keeper or reader (read-only). */
-#define DOCKER_AGENT_PATH "/.b4box/agent"
+#define DOCKER_AGENT_DIR  "/.b4box"
+#define DOCKER_AGENT_PATH DOCKER_AGENT_DIR "/agent"
 
 /* What a keeper mounts besides its policy. */
 struct docker_keeper_opts {
-        const char *scope; /* the volume's b4.sandbox.scope label */
-        bool copy_image;   /* let Docker copy the image's /workspace into an empty volume */
-        const char *agent; /* host path of b4box-agent, bound read-only at DOCKER_AGENT_PATH;
-                            * NULL: none (the agent is copied in, or not used) */
+        const char *scope;        /* the volume's b4.sandbox.scope label */
+        bool copy_image;          /* let Docker copy the image's /workspace into an empty volume */
+        const char *agent;        /* host path of b4box-agent, bound read-only at
+                                   * DOCKER_AGENT_PATH; NULL: none */
+        const char *agent_volume; /* or the volume holding it, mounted read-only at
+                                   * DOCKER_AGENT_DIR; NULL: none */
 };
+
+/* The Mounts entry of the agent: @bind (a host path) at DOCKER_AGENT_PATH, else @volume at
+ * DOCKER_AGENT_DIR, read-only. NULL on OOM. */
+struct jv *docker_agent_mount_json(const char *bind, const char *volume);
 
 /* The container-create body of a keeper (reference §3.4 step 5 as Engine API fields) under
  * the seccomp profile @sc. Its workspace is a Mounts entry that creates the labelled volume
@@ -357,9 +364,10 @@ struct docker_reader_spec {
         const char *volume;
         const char *resource_id;
         const char *thread_id;
-        const char *name_prefix; /* "b4-sbx-rdr-" */
-        const char *seccomp_opt; /* "seccomp=<json>" */
-        const char *agent_path;  /* b4box-agent to bind in, or NULL: the fallback */
+        const char *name_prefix;  /* "b4-sbx-rdr-" */
+        const char *seccomp_opt;  /* "seccomp=<json>" */
+        const char *agent_bind;   /* b4box-agent to bind in, */
+        const char *agent_volume; /* or its volume to mount; both NULL: the fallback */
         bool run_as_non_root;
         uint32_t uid, gid;
 };

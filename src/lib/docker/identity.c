@@ -65,12 +65,22 @@ static struct jv *workspace_mount(const char *id, const struct docker_keeper_opt
                        "Labels", "b4.sandbox", id, "b4.sandbox.scope", o->scope);
 }
 
+struct jv *docker_agent_mount_json(const char *bind, const char *volume)
+{
+        if (bind)
+                return jv_pack("{s:s, s:s, s:s, s:b}", "Type", "bind", "Source", bind, "Target",
+                               DOCKER_AGENT_PATH, "ReadOnly", true);
+        return jv_pack("{s:s, s:s, s:s, s:b, s:{s:b}}", "Type", "volume", "Source", volume,
+                       "Target", DOCKER_AGENT_DIR, "ReadOnly", true, "VolumeOptions", "NoCopy",
+                       true);
+}
+
 static struct jv *keeper_mounts(const char *id, const struct docker_keeper_opts *o)
 {
-        if (!o->agent)
+        if (!o->agent && !o->agent_volume)
                 return jv_pack("[o]", workspace_mount(id, o));
-        return jv_pack("[o, {s:s, s:s, s:s, s:b}]", workspace_mount(id, o), "Type", "bind",
-                       "Source", o->agent, "Target", DOCKER_AGENT_PATH, "ReadOnly", true);
+        return jv_pack("[o, o]", workspace_mount(id, o),
+                       docker_agent_mount_json(o->agent, o->agent_volume));
 }
 
 static struct jv *keeper_host_config(const struct b4_policy *p,

@@ -12,6 +12,20 @@
 struct docker_agent;
 struct docker_client;
 
+/* How keepers and readers get b4box-agent (agent-mount.c). */
+enum docker_agent_mode {
+        DOCKER_AGENT_OFF,    /* the archive/exec fallback */
+        DOCKER_AGENT_BIND,   /* the host's binary bound read-only at DOCKER_AGENT_PATH */
+        DOCKER_AGENT_VOLUME, /* copied into a volume mounted read-only at DOCKER_AGENT_DIR */
+};
+
+/* What one keeper mounts for the agent: strings borrowed from the core. */
+struct docker_agent_mount {
+        enum docker_agent_mode mode;
+        const char *bind;   /* DOCKER_AGENT_BIND: the host path */
+        const char *volume; /* DOCKER_AGENT_VOLUME: the volume name */
+};
+
 /* What this provider instance created for a thread (reference §3.4 step 6): the state of
  * the thread's lifecycle entry. */
 struct docker_state {
@@ -22,7 +36,8 @@ struct docker_state {
         struct b4_policy policy;
         char *launch_json; /* owned; compact launch config */
         char identity[65];
-        struct docker_agent *agent; /* owned; NULL: the archive/exec fallback */
+        struct docker_agent *agent;      /* owned; NULL: the archive/exec fallback */
+        struct docker_agent_mount mount; /* how its keeper gets the agent */
 };
 
 struct docker_core {
@@ -33,8 +48,11 @@ struct docker_core {
         char **images;     /* allowlist: exact references or fnmatch patterns */
         char *seccomp_opt; /* "seccomp=<json>": every container's profile (seccomp.c) */
         char seccomp_digest[65];
-        char *agent_path;   /* host path of b4box-agent, bound into keepers; NULL: fallback */
-        bool agent_off;     /* under lock: the daemon could not bind it (agent_path kept) */
+        /* b4box-agent (agent-mount.c): the mode, the reason and the volume under lock; the
+         * path and, once set, the volume name never change */
+        enum docker_agent_mode agent_mode;
+        char *agent_path;   /* host path of b4box-agent; NULL: not found */
+        char *agent_volume; /* the copy's volume, in volume mode once made */
         char *agent_reason; /* why operations take the path they take (preflight) */
         unsigned refs;      /* the provider and every handle */
 };
@@ -62,6 +80,18 @@ int docker_create_keeper(struct docker_core *c,
                          const struct docker_state *s,
                          bool first,
                          struct b4_error *err);
+
+/* agent-mount.c */
+/* At construction: the mode from B4BOX_DOCKER_AGENT and agent_binary_path(). Return: 0 or
+ * -ENOMEM. */
+int docker_agent_choose(struct docker_core *c);
+/* What a new keeper of @image mounts; in volume mode the copy is made first (once), and a
+ * failed copy turns the agent off for the provider. */
+void docker_agent_mount_of(struct docker_core *c,
+                           const char *image,
+                           struct docker_agent_mount *ret);
+/* The daemon refused the bind (@why): the provider copies the agent in from now on. */
+void docker_agent_bind_refused(struct docker_core *c, const char *why);
 
 /* sandbox.c: a new handle on @st's keeper. Return: 0 or -ENOMEM. */
 int docker_sandbox_new(struct docker_core *c,

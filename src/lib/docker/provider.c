@@ -51,17 +51,6 @@ static void state_free(void *state)
 
 /* ---- acquire ---- */
 
-/* The b4box-agent keepers bind, or NULL when operations take the archive/exec path. */
-static const char *agent_path(struct docker_core *c)
-{
-        const char *p;
-
-        (void)pthread_mutex_lock(&c->lock);
-        p = c->agent_off ? NULL : c->agent_path;
-        (void)pthread_mutex_unlock(&c->lock);
-        return p;
-}
-
 static int state_new(struct docker_core *c,
                      const struct b4_acquire_req *req,
                      const char *image,
@@ -88,7 +77,9 @@ static int state_new(struct docker_core *c,
                 r = launch_config_json(&s->policy, &s->launch_json);
         if (r >= 0)
                 r = launch_identity(s->image, &s->policy, s->identity);
-        if (r >= 0 && agent_path(c))
+        if (r >= 0)
+                docker_agent_mount_of(c, image, &s->mount);
+        if (r >= 0 && s->mount.mode != DOCKER_AGENT_OFF)
                 r = docker_agent_new(c->d, s->name, NULL, false, &s->agent);
         if (r < 0) {
                 state_free(s);
@@ -179,37 +170,18 @@ static struct docker_core *core_of(struct b4_provider *p)
         return container_of(p, struct docker_provider, base)->core;
 }
 
-/* ---- the agent ---- */
-
-/* The daemon cannot see the agent binary (it runs on another host or in another mount
- * namespace): from now on keepers are made without it. */
-static void agent_unreachable(struct docker_core *c, const char *why)
-{
-        char *reason = NULL;
-
-        if (b4_asprintf(&reason,
-                        "archive endpoints and per-operation execs: the daemon cannot bind "
-                        "b4box-agent (%s)",
-                        why) < 0)
-                reason = NULL;
-        (void)pthread_mutex_lock(&c->lock);
-        c->agent_off = true;
-        if (reason) {
-                free(c->agent_reason);
-                c->agent_reason = reason;
-        }
-        (void)pthread_mutex_unlock(&c->lock);
-}
-
-/* Create the keeper; when the daemon refuses the agent's bind, again without the agent. */
+/* Create the keeper; when the daemon refuses the agent's bind, again with the agent copied
+ * in (or without it, when that fails too). */
 static int create_keeper(struct docker_core *c, struct docker_state *s, struct b4_error *err)
 {
         struct b4_error e = { 0 };
         int r = docker_create_keeper(c, s, true, &e);
 
-        if (r < 0 && s->agent && strstr(e.msg, "bind source path")) {
-                agent_unreachable(c, e.msg);
-                s->agent = docker_agent_free(s->agent);
+        if (r < 0 && s->mount.mode == DOCKER_AGENT_BIND && strstr(e.msg, "bind source path")) {
+                docker_agent_bind_refused(c, e.msg);
+                docker_agent_mount_of(c, s->image, &s->mount);
+                if (s->mount.mode == DOCKER_AGENT_OFF)
+                        s->agent = docker_agent_free(s->agent);
                 return docker_create_keeper(c, s, true, err);
         }
         if (r < 0 && err)
@@ -352,6 +324,7 @@ static int open_reader(struct b4_provider *p,
                        struct b4_error *err)
 {
         struct docker_core *c = core_of(p);
+        struct docker_agent_mount m;
         char id[41], vol[64];
         struct docker_reader_spec s;
 
@@ -365,6 +338,7 @@ static int open_reader(struct b4_provider *p,
         if (b4_resource_id(c->scope, req->thread_id, id) < 0)
                 return b4_error_set(err, -EINVAL, "invalid thread id");
         (void)snprintf(vol, sizeof(vol), "b4-sbx-vol-%s", id);
+        docker_agent_mount_of(c, c->image, &m);
         s = (struct docker_reader_spec){ .d = c->d,
                                          .image = c->image,
                                          .volume = vol,
@@ -372,7 +346,8 @@ static int open_reader(struct b4_provider *p,
                                          .thread_id = req->thread_id,
                                          .name_prefix = "b4-sbx-rdr-",
                                          .seccomp_opt = c->seccomp_opt,
-                                         .agent_path = agent_path(c),
+                                         .agent_bind = m.bind,
+                                         .agent_volume = m.volume,
                                          .run_as_non_root = req->run_as_non_root,
                                          .uid = req->uid,
                                          .gid = req->gid };
@@ -465,39 +440,6 @@ static int check_config(const struct b4_provider_config *cfg, struct b4_error *e
         return 0;
 }
 
-/*
- * Which path file operations and commands take (docs/docker.md, "The agent"): b4box-agent
- * bound read-only into every keeper when it is found and the daemon is local (the provider
- * only speaks unix sockets); the archive endpoints and per-operation execs otherwise, or
- * when B4BOX_DOCKER_AGENT=off forces them (the tests run both paths).
- */
-static int agent_choose(struct docker_core *c)
-{
-        const char *env = secure_getenv("B4BOX_DOCKER_AGENT");
-        int r;
-
-        if (env && strcmp(env, "off") == 0)
-                return b4_asprintf(&c->agent_reason, "archive endpoints and per-operation execs: "
-                                                     "B4BOX_DOCKER_AGENT=off") < 0
-                               ? -ENOMEM
-                               : 0;
-        r = agent_binary_path(&c->agent_path);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0)
-                return b4_asprintf(&c->agent_reason,
-                                   "archive endpoints and per-operation execs: b4box-agent "
-                                   "not found (set B4BOX_AGENT or install it)") < 0
-                               ? -ENOMEM
-                               : 0;
-        return b4_asprintf(&c->agent_reason,
-                           "b4box-agent %s, bound read-only at " DOCKER_AGENT_PATH
-                           ", one attached exec per keeper",
-                           c->agent_path) < 0
-                       ? -ENOMEM
-                       : 0;
-}
-
 static struct docker_core *core_new(const struct b4_provider_config *cfg, struct b4_error *err)
 {
         struct docker_core *c = b4_calloc(1, sizeof(*c));
@@ -524,7 +466,7 @@ static struct docker_core *core_new(const struct b4_provider_config *cfg, struct
                 docker_core_unref(c);
                 return NULL;
         }
-        if (docker_client_new(cfg->docker_host, &c->d, err) < 0 || agent_choose(c) < 0) {
+        if (docker_client_new(cfg->docker_host, &c->d, err) < 0 || docker_agent_choose(c) < 0) {
                 if (!err || !err->error)
                         (void)b4_error_set(err, -ENOMEM, "out of memory");
                 docker_core_unref(c);

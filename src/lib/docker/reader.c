@@ -188,12 +188,12 @@ static int volume_mountpoint(struct docker_client *d,
 
 static struct jv *reader_mounts(const struct docker_reader_spec *s, const char *mountpoint)
 {
-        if (!s->agent_path)
+        if (!s->agent_bind && !s->agent_volume)
                 return jv_pack("[{s:s, s:s, s:s, s:b}]", "Type", "bind", "Source", mountpoint,
                                "Target", B4_WORKSPACE_ROOT, "ReadOnly", true);
-        return jv_pack("[{s:s, s:s, s:s, s:b}, {s:s, s:s, s:s, s:b}]", "Type", "bind", "Source",
-                       mountpoint, "Target", B4_WORKSPACE_ROOT, "ReadOnly", true, "Type", "bind",
-                       "Source", s->agent_path, "Target", DOCKER_AGENT_PATH, "ReadOnly", true);
+        return jv_pack("[{s:s, s:s, s:s, s:b}, o]", "Type", "bind", "Source", mountpoint, "Target",
+                       B4_WORKSPACE_ROOT, "ReadOnly", true,
+                       docker_agent_mount_json(s->agent_bind, s->agent_volume));
 }
 
 static struct jv *reader_body(const struct docker_reader_spec *s, const char *mountpoint)
@@ -266,7 +266,8 @@ int docker_reader_open(const struct docker_reader_spec *s,
                 rnd = (uint32_t)now_usec();
         (void)snprintf(rd->name, sizeof(rd->name), "%s%s-%08x", s->name_prefix, s->resource_id,
                        rnd);
-        if (s->agent_path && docker_agent_new(rd->d, rd->name, NULL, true, &rd->agent) < 0) {
+        if ((s->agent_bind || s->agent_volume) &&
+            docker_agent_new(rd->d, rd->name, NULL, true, &rd->agent) < 0) {
                 rd->closed = true;
                 b4_reader_free(&rd->base);
                 return b4_error_set(err, -ENOMEM, "out of memory");
