@@ -162,6 +162,24 @@ static void hj_close(void *userdata)
         free(h);
 }
 
+int docker_agent_transport(int fd, char *pending, size_t pending_len, struct agent_transport *ret)
+{
+        struct hj_stream *h = b4_calloc(1, sizeof(*h));
+
+        if (!h) {
+                (void)close(fd);
+                free(pending);
+                return -ENOMEM;
+        }
+        *h = (struct hj_stream){ .fd = fd, .pending = pending, .pending_len = pending_len };
+        *ret = (struct agent_transport){ .read = hj_read,
+                                         .write = hj_write,
+                                         .shutdown = hj_shutdown,
+                                         .close = hj_close,
+                                         .userdata = h };
+        return 0;
+}
+
 /* ---- the link ---- */
 
 struct docker_agent {
@@ -238,7 +256,7 @@ static int connect_agent(struct docker_agent *a, struct agent_conn **ret, struct
         cleanup_(jv_unrefp) struct jv *body = jv_pack("{s:b, s:b}", "Detach", false, "Tty", false);
         cleanup_free char *id = NULL, *path = NULL;
         struct docker_hijacked hj = { .fd = -EBADF };
-        struct hj_stream *h;
+        struct agent_transport t;
         int r;
 
         r = exec_create(a, &id, err);
@@ -249,21 +267,9 @@ static int connect_agent(struct docker_agent *a, struct agent_conn **ret, struct
         r = docker_hijack(a->d, path, body, &hj, err);
         if (r < 0)
                 return r;
-        h = b4_calloc(1, sizeof(*h));
-        if (!h) {
-                (void)close(hj.fd);
-                free(hj.pending);
+        if (docker_agent_transport(hj.fd, hj.pending, hj.pending_len, &t) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
-        }
-        *h = (struct hj_stream){ .fd = hj.fd,
-                                 .pending = hj.pending,
-                                 .pending_len = hj.pending_len };
-        return agent_conn_open(&(struct agent_transport){ .read = hj_read,
-                                                          .write = hj_write,
-                                                          .shutdown = hj_shutdown,
-                                                          .close = hj_close,
-                                                          .userdata = h },
-                               NULL, ret, err);
+        return agent_conn_open(&t, NULL, ret, err);
 }
 
 int docker_agent_conn(struct docker_agent *a, struct agent_conn **ret, struct b4_error *err)

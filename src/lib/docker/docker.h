@@ -219,6 +219,7 @@ bool docker_dac_allows(const struct docker_dac *u,
 /* ---- agent.c ---------------------------------------------------------------------------- */
 
 struct agent_conn;
+struct agent_transport;
 struct docker_agent;
 
 /* The link to b4box-agent (at DOCKER_AGENT_PATH) in @container, run as @user (NULL: the
@@ -242,6 +243,11 @@ int docker_agent_conn(struct docker_agent *a, struct agent_conn **ret, struct b4
 bool docker_agent_lost(struct docker_agent *a);
 /* Drop the connection (exclusive lease held): the next docker_agent_conn() makes a new one. */
 void docker_agent_reset(struct docker_agent *a);
+/* The transport over a hijacked exec stream @fd (owned; closed on failure too) whose first
+ * @pending_len bytes are @pending (owned, may be NULL): hands the client the payload of
+ * Docker's stdout frames, keeps the tail of stderr, refuses a malformed frame (-EPROTO).
+ * Return: 0 or -ENOMEM. */
+int docker_agent_transport(int fd, char *pending, size_t pending_len, struct agent_transport *ret);
 /* How many connections @a has made (test hooks). */
 unsigned docker_agent_connects(struct docker_agent *a);
 
