@@ -639,6 +639,27 @@ static void test_fs_batch(void **state)
                 assert_int_equal(blobs[10].len, 292);
                 b4_blobs_free(blobs, nm);
         }
+        /* more files than one agent request carries (AGENT_BATCH_MAX): still in order */
+        {
+                size_t nb = 9000;
+                struct b4_read_req *lots = calloc(nb, sizeof(*lots));
+
+                assert_non_null(lots);
+                for (size_t i = 0; i < nb; i++)
+                        lots[i] = (struct b4_read_req){ i % 3 == 2 ? "/workspace/d/missing"
+                                                        : i % 3    ? "/workspace/d/f2"
+                                                                   : "/workspace/d/f1",
+                                                        100 };
+                assert_int_equal(b4_fs_read_files(fs, lots, nb, &blobs, &err), 0);
+                for (size_t i = 0; i < nb; i++) {
+                        if (i % 3 == 2)
+                                assert_int_equal(blobs[i].error, -ENOENT);
+                        else
+                                assert_string_equal(blobs[i].data, i % 3 ? "two\n" : "one");
+                }
+                b4_blobs_free(blobs, nb);
+                free(lots);
+        }
         b4_sandbox_unref(sb);
         destroy(p, "batch");
         b4_provider_free(p);

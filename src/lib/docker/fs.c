@@ -1623,6 +1623,50 @@ int docker_fs_walk(struct docker_fs_target *t,
         return archive_walk(t, path, max_entries, prune, ret, ret_n, err);
 }
 
+/* How many of @reqs, from the first, fit one batch request: at most AGENT_BATCH_MAX files
+ * in a frame of AGENT_FRAME_MAX bytes (at least one: an oversized path is the client's to
+ * refuse). */
+static size_t batch_fit(const struct b4_read_req *reqs, size_t n)
+{
+        size_t k = 0, bytes = 64;
+
+        while (k < n && k < AGENT_BATCH_MAX && bytes + 12 + strlen(reqs[k].path) <= AGENT_FRAME_MAX)
+                bytes += 12 + strlen(reqs[k++].path);
+        return k ? k : 1;
+}
+
+/* A batch larger than one request is sent as several, their answers joined in order. */
+static int agent_read_files_chunked(struct agent_conn *c,
+                                    const struct b4_read_req *reqs,
+                                    size_t n,
+                                    struct b4_blob **ret,
+                                    struct b4_error *err)
+{
+        struct b4_blob *all = NULL;
+        size_t done = 0;
+
+        if (n == 0 || batch_fit(reqs, n) == n)
+                return agent_read_files(c, reqs, n, ret, err);
+        all = b4_calloc(n, sizeof(*all));
+        if (!all)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        while (done < n) {
+                size_t k = batch_fit(reqs + done, n - done);
+                struct b4_blob *part = NULL;
+                int r = agent_read_files(c, reqs + done, k, &part, err);
+
+                if (r < 0) {
+                        b4_blobs_free(all, n);
+                        return r;
+                }
+                memcpy(all + done, part, k * sizeof(*part));
+                free(part);
+                done += k;
+        }
+        *ret = all;
+        return 0;
+}
+
 int docker_fs_read_files(struct docker_fs_target *t,
                          const struct b4_read_req *reqs,
                          size_t n,
@@ -1633,7 +1677,7 @@ int docker_fs_read_files(struct docker_fs_target *t,
         int k = via_agent(t, &c, err);
 
         if (k != 0)
-                return k < 0 ? k : agent_read_files(c, reqs, n, ret, err);
+                return k < 0 ? k : agent_read_files_chunked(c, reqs, n, ret, err);
         return archive_read_files(t, reqs, n, ret, err);
 }
 
