@@ -248,8 +248,6 @@ void docker_agent_reset(struct docker_agent *a);
  * Docker's stdout frames, keeps the tail of stderr, refuses a malformed frame (-EPROTO).
  * Return: 0 or -ENOMEM. */
 int docker_agent_transport(int fd, char *pending, size_t pending_len, struct agent_transport *ret);
-/* How many connections @a has made (test hooks). */
-unsigned docker_agent_connects(struct docker_agent *a);
 
 /* ---- fs.c ------------------------------------------------------------------------------- */
 
