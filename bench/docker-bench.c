@@ -12,8 +12,8 @@
  *   cold + first true  the same acquire and its first runBash "true" (the agent starts)
  *   warm exec true     runBash "true" on a live sandbox
  *   write/read 4 KiB   one file
- *   inspect 1214       walk + read of a 1,214-entry workspace (CLI: one call per entry,
- *                      measured on a sample and scaled)
+ *   inspect 1214       walk + read of a 1,214-entry workspace, INSPECT_RUNS times (CLI: one
+ *                      call per entry, measured once on a sample and scaled)
  */
 
 #include <errno.h>
@@ -29,12 +29,13 @@
 
 #include "base/time-util.h"
 
-#define WARM_RUNS  30
-#define IO_RUNS    30
-#define COLD_RUNS  5
-#define N_DIRS     34
-#define N_PER_DIR  35 /* 34 dirs + 34*35 files = 1,224 entries; minus 10 = 1,214 */
-#define CLI_SAMPLE 60
+#define WARM_RUNS    30
+#define IO_RUNS      30
+#define COLD_RUNS    5
+#define INSPECT_RUNS 5
+#define N_DIRS       34
+#define N_PER_DIR    35 /* 34 dirs + 34*35 files = 1,224 entries; minus 10 = 1,214 */
+#define CLI_SAMPLE   60
 
 static const char *E_HOST, *E_IMAGE, *E_SCOPE, *CLI;
 static char payload[4096];
@@ -168,24 +169,28 @@ static void bench_provider(struct b4_provider *p, const char *thread, struct row
         (void)sh(sb, "mkdir -p /workspace/tree && cd /workspace/tree && for d in $(seq 1 34); do "
                      "mkdir d$d; for f in $(seq 1 35); do echo $d$f > d$d/f$f; done; done; "
                      "rm d1/f1 d1/f2 d1/f3 d1/f4 d1/f5 d1/f6 d1/f7 d1/f8 d1/f9 d1/f10");
-        t0 = now_usec();
-        if (b4_fs_walk(fs, "/workspace/tree", 5000, NULL, &w, &n, NULL) >= 0) {
-                reqs = calloc(n, sizeof(*reqs));
-                paths = calloc(n, sizeof(*paths));
-                for (size_t i = 0; i < n; i++)
-                        if (w[i].st.kind == B4_FILE_REGULAR) {
-                                snprintf(paths[nf], sizeof(paths[nf]), "/workspace/tree/%s",
-                                         w[i].path);
-                                reqs[nf] = (struct b4_read_req){ paths[nf], 1 << 20 };
-                                nf++;
-                        }
-                if (b4_fs_read_files(fs, reqs, nf, &blobs, NULL) >= 0)
-                        b4_blobs_free(blobs, nf);
-                free(reqs);
-                free(paths);
-                b4_walk_entries_free(w, n);
+        for (int run = 0; run < INSPECT_RUNS; run++) {
+                nf = 0;
+                t0 = now_usec();
+                if (b4_fs_walk(fs, "/workspace/tree", 5000, NULL, &w, &n, NULL) >= 0) {
+                        reqs = calloc(n, sizeof(*reqs));
+                        paths = calloc(n, sizeof(*paths));
+                        for (size_t i = 0; i < n; i++)
+                                if (w[i].st.kind == B4_FILE_REGULAR) {
+                                        snprintf(paths[nf], sizeof(paths[nf]), "/workspace/tree/%s",
+                                                 w[i].path);
+                                        reqs[nf] = (struct b4_read_req){ paths[nf], 1 << 20 };
+                                        nf++;
+                                }
+                        if (b4_fs_read_files(fs, reqs, nf, &blobs, NULL) >= 0)
+                                b4_blobs_free(blobs, nf);
+                        free(reqs);
+                        free(paths);
+                        b4_walk_entries_free(w, n);
+                }
+                t[run] = ms_since(t0);
         }
-        row->inspect = ms_since(t0);
+        row->inspect = median(t, INSPECT_RUNS);
         if (n != 1214)
                 fprintf(stderr, "# walk saw %zu entries\n", n);
         b4_sandbox_unref(sb);

@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "b4box/b4.h"
 
+#include "agent/agent-client.h"
 #include "b4-test.h"
 #include "base/hash.h"
 #include "core/launch.h"
@@ -393,6 +395,68 @@ static void test_refusals(void **state)
         b4_provider_free(p);
 }
 
+/* ---- the agent transport: Docker's stdout/stderr frames ---- */
+
+static size_t frame(char *out, int stream, const char *payload, size_t n)
+{
+        out[0] = (char)stream;
+        out[1] = out[2] = out[3] = 0;
+        out[4] = (char)(n >> 24);
+        out[5] = (char)(n >> 16);
+        out[6] = (char)(n >> 8);
+        out[7] = (char)n;
+        memcpy(out + 8, payload, n);
+        return 8 + n;
+}
+
+/* Feed @in (after @np pending bytes) and read everything: the stdout payload, the end. */
+static ssize_t drain(const char *in, size_t len, size_t np, char *out, size_t cap)
+{
+        struct agent_transport t;
+        char *pending = np ? malloc(np) : NULL;
+        size_t got = 0;
+        ssize_t n;
+        int sv[2];
+
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+        if (np)
+                memcpy(pending, in, np);
+        assert_int_equal(write(sv[1], in + np, len - np), (ssize_t)(len - np));
+        close(sv[1]);
+        assert_int_equal(docker_agent_transport(sv[0], pending, np, &t), 0);
+        while ((n = t.read(t.userdata, out + got, 3)) > 0) /* small reads: frames straddle */
+                got += (size_t)n;
+        t.close(t.userdata);
+        assert_true(got <= cap);
+        return n < 0 ? n : (ssize_t)got;
+}
+
+static void test_agent_transport(void **state)
+{
+        char in[256], out[256];
+        size_t n = 0;
+
+        n += frame(in + n, 1, "hello ", 6);
+        n += frame(in + n, 2, "agent stderr\n", 13);
+        n += frame(in + n, 1, "", 0);
+        n += frame(in + n, 1, "world", 5);
+        for (size_t np = 0; np <= n; np += 5) {
+                memset(out, 0, sizeof(out));
+                assert_int_equal(drain(in, n, np, out, sizeof(out)), 11);
+                assert_string_equal(out, "hello world");
+        }
+        /* a stream id Docker never sends, non-zero padding, a cut header or payload */
+        n = frame(in, 3, "x", 1);
+        assert_int_equal(drain(in, n, 0, out, sizeof(out)), -EPROTO);
+        n = frame(in, 1, "x", 1);
+        in[2] = 1;
+        assert_int_equal(drain(in, n, 0, out, sizeof(out)), -EPROTO);
+        n = frame(in, 1, "abc", 3);
+        assert_int_equal(drain(in, 5, 0, out, sizeof(out)), -EPROTO);
+        assert_int_equal(drain(in, n - 1, 0, out, sizeof(out)), -EPROTO);
+        assert_int_equal(drain(in, 0, 0, out, sizeof(out)), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -400,7 +464,7 @@ int main(void)
                 cmocka_unit_test(test_path_stat),     cmocka_unit_test(test_codecs),
                 cmocka_unit_test(test_pid_detectors), cmocka_unit_test(test_dac),
                 cmocka_unit_test(test_refusals),      cmocka_unit_test(test_seccomp_profile),
-                cmocka_unit_test(test_seccomp_opt),
+                cmocka_unit_test(test_seccomp_opt),   cmocka_unit_test(test_agent_transport),
         };
 
         return cmocka_run_group_tests_name("docker unit", tests, NULL, NULL);
