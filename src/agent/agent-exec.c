@@ -15,6 +15,8 @@
  * AGENT_EXIT_TIMED_OUT (the host's core words the timeout line; nothing here does).
  *
  * Between fork() and execve() only async-signal-safe calls are made: the agent has threads.
+ * Nothing here waits for a supervisor: agent-main.c's reaper reaps every child (the agent
+ * may be PID 1 of its container and inherit every orphan).
  */
 
 #include <dirent.h>
@@ -37,7 +39,7 @@
 #include "base/alloc.h"
 #include "base/macro.h"
 
-extern char **environ;
+#define CG_PATH_MAX 4096 /* a command's cgroup dir, --cgroup included */
 
 static const char *cgroup_root; /* --cgroup, or NULL */
 
@@ -67,8 +69,9 @@ struct stream {
 
 static int stream_init(struct stream *s, int fd, uint16_t flag, uint64_t cap)
 {
-        *s = (struct stream){ .fd = fd, .flag = flag, .head_cap = cap - cap / 2,
-                              .ring_cap = (size_t)(cap / 2) };
+        *s = (struct stream){
+                .fd = fd, .flag = flag, .head_cap = cap - cap / 2, .ring_cap = (size_t)(cap / 2)
+        };
         s->ring = b4_malloc(s->ring_cap + 1);
         return s->ring ? 0 : -ENOMEM;
 }
@@ -103,8 +106,8 @@ static void stream_flush(struct stream *s, uint32_t id)
         for (size_t i = 0; i < s->ring_len; i++)
                 lin[i] = s->ring[(start + i) % s->ring_cap];
         for (size_t off = 0; off < s->ring_len; off += AGENT_DATA_CHUNK) {
-                size_t n = s->ring_len - off < AGENT_DATA_CHUNK ? s->ring_len - off
-                                                                 : AGENT_DATA_CHUNK;
+                size_t n =
+                        s->ring_len - off < AGENT_DATA_CHUNK ? s->ring_len - off : AGENT_DATA_CHUNK;
                 (void)agent_send(id, AGENT_DATA, s->flag | AGENT_F_TAIL, lin + off, n);
         }
         free(lin);
@@ -250,6 +253,7 @@ static void kill_tree(pid_t cmd)
 struct spawn {
         char **argv, **envp;
         const char *cwd;
+        bool shell;
         uint32_t max_procs;
         int out_w, err_w, null_r; /* the command's 1, 2 and 0 */
         int status_w;             /* supervisor -> agent: pid, then wait status */
@@ -279,10 +283,16 @@ static _Noreturn void run_command(const struct spawn *s)
                 if (setrlimit(RLIMIT_NPROC, &rl) < 0)
                         goto fail;
         }
-        if (dup2(s->null_r, 0) < 0 || dup2(s->out_w, 1) < 0 || dup2(s->err_w, 2) < 0) /* checksrc: allow */
+        /* the command's stdin, stdout and stderr */
+        if (dup2(s->null_r, 0) < 0) /* checksrc: allow */
                 goto fail;
-        if (chdir(s->cwd) < 0)
+        if (dup2(s->out_w, 1) < 0) /* checksrc: allow */
                 goto fail;
+        if (dup2(s->err_w, 2) < 0) /* checksrc: allow */
+                goto fail;
+        umask(022);
+        if (chdir(s->cwd) < 0 && (!s->shell || chdir("/") < 0))
+                goto fail; /* a shell reports a missing cwd itself: "cd '<cwd>' && ..." */
         execvpe(s->argv[0], s->argv, s->envp);
 fail:
         write_int(s->fail_w, errno);
@@ -311,8 +321,8 @@ static void close_others(const int *keep, size_t n)
 
 static _Noreturn void supervise(const struct spawn *s)
 {
-        const int keep[] = { s->out_w, s->err_w, s->null_r, s->status_w, s->ctl_r, s->fail_w,
-                             s->cg_procs };
+        const int keep[] = { s->out_w, s->err_w,  s->null_r,  s->status_w,
+                             s->ctl_r, s->fail_w, s->cg_procs };
         pid_t cmd;
         int st = 0;
         char c = 0;
@@ -473,14 +483,14 @@ static int await_start(struct run *u)
 /* The command's own cgroup (v2) under --cgroup, with pids.max; NULL dir = none. */
 static int open_cgroup(const struct agent_req *q, char *dir, size_t len)
 {
-        char path[4200];
-        int fd;
+        char path[CG_PATH_MAX + 32];
+        int fd, n;
 
         if (!cgroup_root)
                 return -1;
-        (void)snprintf(dir, len, "%s/b4-agent-%u-%u", cgroup_root, (unsigned)getpid(),
-                       (unsigned)q->id);
-        if (mkdir(dir, 0755) < 0)
+        n = snprintf(dir, len, "%s/b4-agent-%u-%u", cgroup_root, (unsigned)getpid(),
+                     (unsigned)q->id);
+        if (n < 0 || (size_t)n >= len || mkdir(dir, 0755) < 0)
                 return -1;
         if (q->max_procs) {
                 (void)snprintf(path, sizeof(path), "%s/pids.max", dir);
@@ -496,7 +506,7 @@ static int open_cgroup(const struct agent_req *q, char *dir, size_t len)
 
 static void close_cgroup(const char *dir, bool kill_all)
 {
-        char path[4200];
+        char path[CG_PATH_MAX + 32];
         int fd;
 
         if (!dir[0])
@@ -515,96 +525,170 @@ static void close_cgroup(const char *dir, bool kill_all)
         }
 }
 
+/* The shell form, as native runs it (src/lib/native/exec.c): cd '<cwd>' && <command>. */
+static char *shell_script(const char *cwd, const char *command)
+{
+        struct strbuf sb;
+        char *ret = NULL;
+        size_t len;
+        int r;
+
+        strbuf_init(&sb, STRBUF_UNLIMITED);
+        r = strbuf_adds(&sb, "cd ");
+        if (r >= 0)
+                r = strbuf_add_shell_quoted(&sb, cwd);
+        if (r >= 0)
+                r = strbuf_adds(&sb, " && ");
+        if (r >= 0)
+                r = strbuf_adds(&sb, command);
+        if (r >= 0)
+                r = strbuf_detach(&sb, &ret, &len);
+        strbuf_release(&sb);
+        return ret;
+}
+
 static const char *start_error(int r)
 {
         return r == -ENOENT ? "the program or the working directory does not exist"
                             : "the command could not be started";
 }
 
-void agent_exec_serve(const struct agent_req *q, int cancel_fd)
+/* Pipes, the cgroup and the supervisor. The agent's ends go to @u (also on failure, for
+ * the caller to close). Return: 0 or -errno. */
+static int start_supervisor(struct spawn *s, struct run *u, char *cgdir, size_t cglen)
 {
-        char *sh_argv[] = { (char *)"/bin/sh", (char *)"-c", q->argv[0], NULL };
-        struct spawn s = { .argv = (q->execflags & AGENT_EXEC_SHELL) ? sh_argv : q->argv,
-                           .cwd = q->cwd, .max_procs = q->max_procs, .cg_procs = -1 };
-        struct run u = { .q = q, .cancel_fd = cancel_fd, .status_r = -1, .ctl_w = -1,
-                         .fail_r = -1, .start = now_ms() };
         int out[2] = { -1, -1 }, err[2] = { -1, -1 }, st[2] = { -1, -1 }, ctl[2] = { -1, -1 },
             fail[2] = { -1, -1 };
-        char cgdir[4200] = "";
         int r = 0;
 
-        s.envp = build_env(q);
-        if (!s.envp || stream_init(&u.out, -1, AGENT_F_STDOUT, q->output_cap) < 0 ||
-            stream_init(&u.err, -1, AGENT_F_STDERR, q->output_cap) < 0)
-                r = -ENOMEM;
-        if (r >= 0 && (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
-                       pipe2(st, O_CLOEXEC) < 0 || pipe2(ctl, O_CLOEXEC) < 0 ||
-                       pipe2(fail, O_CLOEXEC) < 0))
+        if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0 ||
+            pipe2(ctl, O_CLOEXEC) < 0 || pipe2(fail, O_CLOEXEC) < 0)
                 r = -errno;
-        if (r >= 0 && (s.null_r = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+        if (r >= 0 && (s->null_r = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
                 r = -errno;
         if (r >= 0) {
-                s.cg_procs = open_cgroup(q, cgdir, sizeof(cgdir));
-                if (s.cg_procs < 0)
+                s->cg_procs = open_cgroup(u->q, cgdir, cglen);
+                if (s->cg_procs < 0)
                         cgdir[0] = '\0';
-                s.out_w = out[1];
-                s.err_w = err[1];
-                s.status_w = st[1];
-                s.ctl_r = ctl[0];
-                s.fail_w = fail[1];
-                u.sup = fork();
-                if (u.sup < 0)
+                s->out_w = out[1];
+                s->err_w = err[1];
+                s->status_w = st[1];
+                s->ctl_r = ctl[0];
+                s->fail_w = fail[1];
+                u->sup = fork();
+                if (u->sup < 0)
                         r = -errno;
-                else if (u.sup == 0)
-                        supervise(&s);
+                else if (u->sup == 0)
+                        supervise(s);
         }
         safe_close(out[1]);
         safe_close(err[1]);
         safe_close(st[1]);
         safe_close(ctl[0]);
         safe_close(fail[1]);
-        safe_close(s.cg_procs);
-        if (s.null_r > 0)
-                safe_close(s.null_r);
-        u.out.fd = out[0];
-        u.err.fd = err[0];
-        u.status_r = st[0];
-        u.ctl_w = ctl[1];
-        u.fail_r = fail[0];
+        s->cg_procs = safe_close(s->cg_procs);
+        s->null_r = safe_close(s->null_r);
+        u->out.fd = out[0];
+        u->err.fd = err[0];
+        u->status_r = st[0];
+        u->ctl_w = ctl[1];
+        u->fail_r = fail[0];
+        return r;
+}
+
+/* After a kill, the supervisor closes its end of the status pipe once the whole tree is
+ * gone (it exits): the EXIT then means nothing of the command is left. Bounded by the grace. */
+static void await_tree_dead(struct run *u)
+{
+        char buf[64];
+
+        while (now_ms() < u->kill_until) {
+                struct pollfd p = { .fd = u->status_r, .events = POLLIN };
+                uint64_t left = u->kill_until - now_ms();
+                if (poll(&p, 1, (int)(left > 1000 ? 1000 : left)) < 0 && errno != EINTR)
+                        return;
+                ssize_t n = read(u->status_r, buf, sizeof(buf));
+                if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+                        return;
+        }
+}
+
+/* From STARTED to EXIT: stream the output, enforce the deadline, obey a cancel. */
+static void run_to_end(struct run *u)
+{
+        unsigned char p[4];
+        uint32_t id = u->q->id;
+
+        agent_put_u32(p, (uint32_t)u->cmd);
+        (void)agent_send(id, AGENT_STARTED, 0, p, sizeof(p));
+        (void)fcntl(u->out.fd, F_SETFL, O_NONBLOCK);
+        (void)fcntl(u->err.fd, F_SETFL, O_NONBLOCK);
+        (void)fcntl(u->status_r, F_SETFL, O_NONBLOCK);
+        u->deadline = u->q->timeout_ms ? u->start + u->q->timeout_ms : 0;
+        while (!u->exited && !(u->killed && now_ms() >= u->kill_until))
+                step(u);
+        stream_pump(&u->out, id);
+        stream_pump(&u->err, id);
+        if (!u->killed)
+                (void)write(u->ctl_w, "L", 1); /* leave what runs in the background */
+        stream_flush(&u->out, id);
+        stream_flush(&u->err, id);
+        if (!u->exited)
+                u->status = SIGKILL; /* did not die within the grace: as killed */
+        if (u->killed)
+                await_tree_dead(u);
+        send_exit(u);
+}
+
+static void run_release(struct run *u)
+{
+        u->ctl_w = safe_close(u->ctl_w); /* the supervisor's cue to exit, if not given */
+        safe_close(u->out.fd);
+        safe_close(u->err.fd);
+        safe_close(u->status_r);
+        safe_close(u->fail_r);
+        free(u->out.ring);
+        free(u->err.ring);
+}
+
+void agent_exec_serve(const struct agent_req *q, int cancel_fd)
+{
+        bool shell = q->execflags & AGENT_EXEC_SHELL;
+        cleanup_free char *script = NULL;
+        char *sh_argv[] = { (char *)"/bin/sh", (char *)"-c", NULL, NULL };
+        struct spawn s = { .argv = shell ? sh_argv : q->argv,
+                           .cwd = q->cwd,
+                           .shell = shell,
+                           .max_procs = q->max_procs,
+                           .cg_procs = -1,
+                           .null_r = -1 };
+        struct run u = { .q = q,
+                         .cancel_fd = cancel_fd,
+                         .out.fd = -1,
+                         .err.fd = -1,
+                         .status_r = -1,
+                         .ctl_w = -1,
+                         .fail_r = -1,
+                         .start = now_ms() };
+        char cgdir[CG_PATH_MAX] = "";
+        int r = 0;
+
+        s.envp = build_env(q);
+        if (shell)
+                sh_argv[2] = script = shell_script(q->cwd, q->argv[0]);
+        if (!s.envp || (shell && !script) ||
+            stream_init(&u.out, -1, AGENT_F_STDOUT, q->output_cap) < 0 ||
+            stream_init(&u.err, -1, AGENT_F_STDERR, q->output_cap) < 0)
+                r = -ENOMEM;
+        if (r >= 0)
+                r = start_supervisor(&s, &u, cgdir, sizeof(cgdir));
         if (r >= 0)
                 r = await_start(&u);
-        if (r < 0) {
+        if (r < 0)
                 (void)agent_send_error(q->id, r, start_error(r));
-        } else {
-                unsigned char p[4];
-                agent_put_u32(p, (uint32_t)u.cmd);
-                (void)agent_send(q->id, AGENT_STARTED, 0, p, sizeof(p));
-                (void)fcntl(u.out.fd, F_SETFL, O_NONBLOCK);
-                (void)fcntl(u.err.fd, F_SETFL, O_NONBLOCK);
-                (void)fcntl(u.status_r, F_SETFL, O_NONBLOCK);
-                u.deadline = q->timeout_ms ? u.start + q->timeout_ms : 0;
-                while (!u.exited && !(u.killed && now_ms() >= u.kill_until))
-                        step(&u);
-                stream_pump(&u.out, q->id);
-                stream_pump(&u.err, q->id);
-                if (!u.killed)
-                        (void)write(u.ctl_w, "L", 1);
-                stream_flush(&u.out, q->id);
-                stream_flush(&u.err, q->id);
-                if (!u.exited)
-                        u.status = SIGKILL; /* did not die within the grace: as killed */
-                send_exit(&u);
-        }
-        safe_close(u.ctl_w);
-        if (u.sup > 0)
-                while (waitpid(u.sup, NULL, 0) < 0 && errno == EINTR)
-                        ;
+        else
+                run_to_end(&u);
+        run_release(&u);
         close_cgroup(cgdir, u.killed);
-        safe_close(u.out.fd);
-        safe_close(u.err.fd);
-        safe_close(u.status_r);
-        safe_close(u.fail_r);
-        free(u.out.ring);
-        free(u.err.ring);
         free(s.envp);
 }

@@ -182,8 +182,8 @@ static int put_entry(struct strbuf *sb, const struct b4_walk_entry *w)
         return r < 0 ? r : agent_put_stat(sb, &w->st);
 }
 
-static void reply_walk(const struct agent_req *q, int r, struct b4_walk_entry *v, size_t n,
-                       struct b4_error *e)
+static void reply_walk(
+        const struct agent_req *q, int r, struct b4_walk_entry *v, size_t n, struct b4_error *e)
 {
         struct strbuf sb;
         size_t in_frame = 0, mark;

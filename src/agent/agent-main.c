@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -163,8 +164,9 @@ static struct slot *claim(uint32_t id, uint16_t type, int *ret_r)
                         if (!table[i].used)
                                 s = &table[i];
         if (s) {
-                *s = (struct slot){ .used = true, .id = id, .type = type, .cancel_r = -EBADF,
-                                    .cancel_w = -EBADF };
+                *s = (struct slot){
+                        .used = true, .id = id, .type = type, .cancel_r = -EBADF, .cancel_w = -EBADF
+                };
                 n_used++;
         } else if (*ret_r != -EEXIST) {
                 *ret_r = -EBUSY;
@@ -323,8 +325,9 @@ static void on_request(struct agent_req *req)
         }
         s = claim(req->id, req->type, &r);
         if (!s) {
-                (void)agent_send_error(req->id, r, r == -EEXIST ? "request id already in flight"
-                                                                : "too many requests in flight");
+                (void)agent_send_error(req->id, r,
+                                       r == -EEXIST ? "request id already in flight"
+                                                    : "too many requests in flight");
                 agent_req_clear(req);
                 return;
         }
@@ -384,6 +387,12 @@ static _Noreturn void shut_down(void)
 {
         struct timespec until;
 
+        for (size_t i = 0; i < AGENT_INFLIGHT_MAX; i++)
+                if (table[i].used && table[i].collecting) { /* no job: drop it here */
+                        agent_req_clear(&table[i].req);
+                        free(TAKE_PTR(table[i].data));
+                        unclaim(&table[i]);
+                }
         pthread_mutex_lock(&table_lock);
         for (size_t i = 0; i < AGENT_INFLIGHT_MAX; i++)
                 if (table[i].used && table[i].cancel_w >= 0)
@@ -447,6 +456,43 @@ static void serve(void)
         }
 }
 
+/* Reap every child: supervisors (nobody waits for them by pid) and, when the agent is PID 1
+ * of its container, every orphan re-parented to it. SIGCHLD is blocked in every thread and
+ * taken here. */
+static void *reaper_main(void *arg)
+{
+        sigset_t *set = arg;
+        int sig;
+
+        for (;;) {
+                if (sigwait(set, &sig) != 0)
+                        continue;
+                while (waitpid(-1, NULL, WNOHANG) > 0)
+                        ;
+        }
+        return NULL;
+}
+
+static int start_reaper(void)
+{
+        static sigset_t set;
+        pthread_attr_t a;
+        pthread_t t;
+        int r;
+
+        sigemptyset(&set);
+        sigaddset(&set, SIGCHLD);
+        r = -pthread_sigmask(SIG_BLOCK, &set, NULL); /* inherited by every later thread */
+        if (r < 0)
+                return r;
+        pthread_attr_init(&a);
+        pthread_attr_setstacksize(&a, 64 * 1024);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        r = -pthread_create(&t, &a, reaper_main, &set);
+        pthread_attr_destroy(&a);
+        return r;
+}
+
 static _Noreturn void usage(void)
 {
         fprintf(stderr, "usage: b4box-agent [--root DIR] [--read-only] [--cgroup DIR]\n");
@@ -477,5 +523,9 @@ int main(int argc, char **argv)
                 return 1;
         }
         agent_exec_init(cgroup);
+        if (start_reaper() < 0) {
+                fprintf(stderr, "b4box-agent: cannot start the reaper\n");
+                return 1;
+        }
         serve();
 }

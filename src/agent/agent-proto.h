@@ -20,66 +20,67 @@
 #include <stdint.h>
 #include <string.h>
 
-#define AGENT_MAGIC        0x61346262u /* "bb4a" */
-#define AGENT_PROTO_VERSION 1u
-#define AGENT_HDR_LEN       12u
-#define AGENT_FRAME_MAX     (1024u * 1024)        /* payload bytes of one frame */
-#define AGENT_DATA_CHUNK    (256u * 1024)         /* what a sender puts in one DATA frame */
-#define AGENT_PATH_MAX      4096u                 /* a path or symlink target, bytes */
-#define AGENT_NAME_MAX      255u                  /* one directory entry name */
-#define AGENT_MSG_MAX       512u                  /* an ERROR's message */
-#define AGENT_ARGS_MAX      4096u                 /* argv + env entries of one EXEC */
-#define AGENT_BATCH_MAX     4096u                 /* files in one READ_BATCH */
-#define AGENT_PRUNE_MAX     256u                  /* prune names in one WALK */
-#define AGENT_INFLIGHT_MAX  256u                  /* requests the agent runs at once */
-#define AGENT_FILE_MAX      (1024ull * 1024 * 1024) /* one file read or written, bytes */
-#define AGENT_WRITE_PENDING (512ull * 1024 * 1024)  /* WRITE data the agent holds at once */
-#define AGENT_OUTPUT_MAX    (64ull * 1024 * 1024)   /* output_cap of one EXEC stream */
-#define AGENT_WALK_MAX      1000000ull            /* max_entries of one WALK */
-#define AGENT_KILL_GRACE_MS 10000u                /* after a kill, until the exit is reported */
+#define AGENT_MAGIC          0x61346262u /* "bb4a" */
+#define AGENT_PROTO_VERSION  1u
+#define AGENT_HDR_LEN        12u
+#define AGENT_FRAME_MAX      (1024u * 1024)          /* payload bytes of one frame */
+#define AGENT_DATA_CHUNK     (256u * 1024)           /* what a sender puts in one DATA frame */
+#define AGENT_PATH_MAX       4096u                   /* a path or symlink target, bytes */
+#define AGENT_NAME_MAX       255u                    /* one directory entry name */
+#define AGENT_MSG_MAX        512u                    /* an ERROR's message */
+#define AGENT_ARGS_MAX       4096u                   /* argv + env entries of one EXEC */
+#define AGENT_BATCH_MAX      4096u                   /* files in one READ_BATCH */
+#define AGENT_PRUNE_MAX      256u                    /* prune names in one WALK */
+#define AGENT_INFLIGHT_MAX   256u                    /* requests the agent runs at once */
+#define AGENT_FILE_MAX       (1024ull * 1024 * 1024) /* one file read or written, bytes */
+#define AGENT_WRITE_PENDING  (512ull * 1024 * 1024)  /* WRITE data the agent holds at once */
+#define AGENT_OUTPUT_MAX     (64ull * 1024 * 1024)   /* output_cap of one EXEC stream */
+#define AGENT_WALK_MAX       1000000ull              /* max_entries of one WALK */
+#define AGENT_WALK_BYTES_MAX (256ull * 1024 * 1024)  /* path bytes of one WALK's entries */
+#define AGENT_KILL_GRACE_MS  10000u                  /* after a kill, until the exit is reported */
 
 enum agent_type {
         /* connection */
-        AGENT_HELLO = 1,  /* host: u32 magic, u32 min_version, u32 max_version;
-                           * agent: u32 magic, u32 version, u32 frame_max, u32 inflight_max,
-                           *        str agent_version */
-        AGENT_FATAL = 2,  /* agent, id 0: str message; the agent then exits */
+        AGENT_HELLO = 1, /* host: u32 magic, u32 min_version, u32 max_version;
+                          * agent: u32 magic, u32 version, u32 frame_max, u32 inflight_max,
+                          *        str agent_version */
+        AGENT_FATAL = 2, /* agent, id 0: str message; the agent then exits */
         /* requests (host -> agent) */
-        AGENT_LSTAT = 16,     /* str path                                  -> STAT */
-        AGENT_STAT = 17,      /* u32 fsflags, str path                     -> STAT */
-        AGENT_REALPATH = 18,  /* str path                                  -> PATH */
-        AGENT_READ = 19,      /* u32 fsflags, u64 max_bytes, str path      -> DATA*, DONE(len) */
+        AGENT_LSTAT = 16,      /* str path                                  -> STAT */
+        AGENT_STAT = 17,       /* u32 fsflags, str path                     -> STAT */
+        AGENT_REALPATH = 18,   /* str path                                  -> PATH */
+        AGENT_READ = 19,       /* u32 fsflags, u64 max_bytes, str path      -> DATA*, DONE(len) */
         AGENT_READ_BATCH = 20, /* u32 n, n x (u64 max_bytes, str path)
                                 * -> per file: FILE, DATA*; then DONE(n) */
-        AGENT_LIST = 21,      /* u32 fsflags, str path                     -> NAMES*, DONE(n) */
-        AGENT_WALK = 22,      /* u64 max_entries, str path, u32 n, n x str prune
-                               *                                            -> ENTRIES*, DONE(n) */
-        AGENT_WRITE = 23,     /* u32 fsflags, u64 len, str path; then the host's DATA frames
-                               * carrying exactly len bytes                -> OK */
-        AGENT_MKDIR_P = 24,   /* str path                                  -> OK */
-        AGENT_REMOVE = 25,    /* str path                                  -> OK */
-        AGENT_TOUCH = 26,     /* u32 fsflags, str path                     -> OK */
-        AGENT_SYMLINK = 27,   /* str target, str path                      -> OK */
-        AGENT_CHMOD = 28,     /* u32 mode, str path                        -> OK */
-        AGENT_EXEC = 29,      /* u32 execflags, u64 timeout_ms, u64 output_cap, u32 max_procs,
-                               * str cwd, u32 argc, argc x str, u32 envc, envc x str
-                               *                      -> STARTED, DATA* (stream flags), EXIT */
-        AGENT_CANCEL = 30,    /* (empty) with the id of a running EXEC: kill it; no reply of
-                               * its own (the EXEC ends with EXIT, cancelled) */
+        AGENT_LIST = 21,       /* u32 fsflags, str path                     -> NAMES*, DONE(n) */
+        AGENT_WALK = 22,       /* u64 max_entries, str path, u32 n, n x str prune
+                                *                                            -> ENTRIES*, DONE(n) */
+        AGENT_WRITE = 23,      /* u32 fsflags, u64 len, str path; then the host's DATA frames
+                                * carrying exactly len bytes                -> OK */
+        AGENT_MKDIR_P = 24,    /* str path                                  -> OK */
+        AGENT_REMOVE = 25,     /* str path                                  -> OK */
+        AGENT_TOUCH = 26,      /* u32 fsflags, str path                     -> OK */
+        AGENT_SYMLINK = 27,    /* str target, str path                      -> OK */
+        AGENT_CHMOD = 28,      /* u32 mode, str path                        -> OK */
+        AGENT_EXEC = 29,       /* u32 execflags, u64 timeout_ms, u64 output_cap, u32 max_procs,
+                                * str cwd, u32 argc, argc x str, u32 envc, envc x str
+                                *                      -> STARTED, DATA* (stream flags), EXIT */
+        AGENT_CANCEL = 30,     /* (empty) with the id of a running EXEC: kill it; no reply of
+                                * its own (the EXEC ends with EXIT, cancelled) */
         /* replies (agent -> host) */
-        AGENT_OK = 64,        /* (empty) */
-        AGENT_ERROR = 65,     /* u32 errno (positive), str message: the request failed */
-        AGENT_STATR = 66,     /* stat: u32 kind, u32 executable, u64 size, i64 mtime_ms,
-                               *       str symlink target (empty unless kind is symlink) */
-        AGENT_PATH = 67,      /* str path */
-        AGENT_DATA = 68,      /* raw bytes (the whole payload) */
-        AGENT_FILE = 69,      /* u32 index, u32 errno (0 = ok), u64 len; len bytes of DATA follow */
-        AGENT_NAMES = 70,     /* u32 n, n x str name */
-        AGENT_ENTRIES = 71,   /* u32 n, n x (str path, stat) */
-        AGENT_DONE = 72,      /* u64 count */
-        AGENT_STARTED = 73,   /* u32 pid (inside the sandbox) */
-        AGENT_EXIT = 74,      /* u32 exit_code (0..255), u32 exitflags, u64 dropped_stdout,
-                               * u64 dropped_stderr, u64 duration_ms */
+        AGENT_OK = 64,      /* (empty) */
+        AGENT_ERROR = 65,   /* u32 errno (positive), str message: the request failed */
+        AGENT_STATR = 66,   /* stat: u32 kind, u32 executable, u64 size, i64 mtime_ms,
+                             *       str symlink target (empty unless kind is symlink) */
+        AGENT_PATH = 67,    /* str path */
+        AGENT_DATA = 68,    /* raw bytes (the whole payload) */
+        AGENT_FILE = 69,    /* u32 index, u32 errno (0 = ok), u64 len; len bytes of DATA follow */
+        AGENT_NAMES = 70,   /* u32 n, n x str name */
+        AGENT_ENTRIES = 71, /* u32 n, n x (str path, stat) */
+        AGENT_DONE = 72,    /* u64 count */
+        AGENT_STARTED = 73, /* u32 pid (inside the sandbox) */
+        AGENT_EXIT = 74,    /* u32 exit_code (0..255), u32 exitflags, u64 dropped_stdout,
+                             * u64 dropped_stderr, u64 duration_ms */
 };
 
 enum agent_frame_flags {
@@ -89,7 +90,7 @@ enum agent_frame_flags {
 };
 
 enum agent_exec_flags {
-        AGENT_EXEC_SHELL = 1u << 0,     /* argv is { command }: run /bin/sh -c command */
+        AGENT_EXEC_SHELL = 1u << 0, /* argv is { command }: /bin/sh -c "cd '<cwd>' && command" */
         AGENT_EXEC_CLEAR_ENV = 1u << 1, /* env replaces the agent's environment */
 };
 

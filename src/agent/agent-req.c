@@ -161,8 +161,8 @@ static int parse_exec(struct parse *p)
         for (char **e = q->env; r >= 0 && e && *e; e++)
                 if (!strchr(*e, '=') || **e == '=')
                         return bad(p, "environment entry is not NAME=value");
-        if (r >= 0 && q->argv[0][0] == '\0')
-                return bad(p, "empty program");
+        if (r >= 0 && !(q->execflags & AGENT_EXEC_SHELL) && q->argv[0][0] == '\0')
+                return bad(p, "empty program"); /* an empty shell command is sh's business */
         return r;
 }
 

@@ -11,22 +11,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "b4box/provider.h"
+
 #include "agent-proto.h"
 #include "base/strbuf.h"
-#include "b4box/provider.h"
 
 /* A request, parsed and validated: every string is owned and NUL-terminated. */
 struct agent_req {
         uint32_t id;
-        uint16_t type; /* enum agent_type */
-        uint32_t fsflags;  /* enum b4_fs_flags (only the known bits) */
-        uint64_t max;      /* READ max_bytes, WALK max_entries, WRITE len */
-        uint32_t mode;     /* CHMOD */
+        uint16_t type;    /* enum agent_type */
+        uint32_t fsflags; /* enum b4_fs_flags (only the known bits) */
+        uint64_t max;     /* READ max_bytes, WALK max_entries, WRITE len */
+        uint32_t mode;    /* CHMOD */
         char *path;
-        char *target;      /* SYMLINK */
+        char *target;              /* SYMLINK */
         struct b4_read_req *reads; /* READ_BATCH: n_reads, paths owned */
         size_t n_reads;
-        char **prune;      /* WALK: NULL-terminated, or NULL */
+        char **prune; /* WALK: NULL-terminated, or NULL */
         /* EXEC */
         uint32_t execflags;
         uint64_t timeout_ms, output_cap;

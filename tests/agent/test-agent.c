@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "b4-test.h"
-#include "agent/agent-client.h"
 #include "agent.h"
+#include "agent/agent-client.h"
+#include "b4-test.h"
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/time-util.h"
@@ -83,7 +84,8 @@ static void test_write_read_stat(void **state)
         size_t len = 0;
 
         assert_int_equal(agent_write_file(f->c, "/workspace/a/b/c.txt", 0, "hello", 5, &err), 0);
-        assert_int_equal(agent_read_file(f->c, "/workspace/a/b/c.txt", 0, 100, &data, &len, &err), 0);
+        assert_int_equal(agent_read_file(f->c, "/workspace/a/b/c.txt", 0, 100, &data, &len, &err),
+                         0);
         assert_int_equal(len, 5);
         assert_string_equal(data, "hello");
         free(data);
@@ -117,7 +119,8 @@ static void test_read_errors(void **state)
         char *data = NULL;
         size_t len = 0;
 
-        assert_int_equal(agent_read_file(f->c, "/workspace/nope", 0, 10, &data, &len, &err), -ENOENT);
+        assert_int_equal(agent_read_file(f->c, "/workspace/nope", 0, 10, &data, &len, &err),
+                         -ENOENT);
         assert_non_null(strstr(err.msg, "/workspace/nope"));
         assert_int_equal(agent_read_file(f->c, "/workspace", 0, 10, &data, &len, &err), -EISDIR);
         assert_int_equal(agent_write_file(f->c, "/workspace/ten", 0, "0123456789", 10, &err), 0);
@@ -125,9 +128,11 @@ static void test_read_errors(void **state)
         free(data);
         assert_int_equal(agent_read_file(f->c, "/workspace/ten", 0, 9, &data, &len, &err), -EFBIG);
         assert_int_equal(mkfifo(fifo, 0644), 0);
-        assert_int_equal(agent_read_file(f->c, "/workspace/fifo", 0, 10, &data, &len, &err), -EINVAL);
+        assert_int_equal(agent_read_file(f->c, "/workspace/fifo", 0, 10, &data, &len, &err),
+                         -EINVAL);
         assert_int_equal(agent_read_file(f->c, "relative", 0, 10, &data, &len, &err), -EINVAL);
-        assert_int_equal(agent_lstat(f->c, "/workspace/nope", &(struct b4_stat){ 0 }, &err), -ENOENT);
+        assert_int_equal(agent_lstat(f->c, "/workspace/nope", &(struct b4_stat){ 0 }, &err),
+                         -ENOENT);
 }
 
 static void test_big_file(void **state)
@@ -142,7 +147,8 @@ static void test_big_file(void **state)
         for (size_t i = 0; i < n; i++)
                 big[i] = (char)(i * 7 + i / 4096);
         assert_int_equal(agent_write_file(f->c, "/workspace/big", 0, big, n, &err), 0);
-        assert_int_equal(agent_read_file(f->c, "/workspace/big", 0, B4_UNBOUNDED, &data, &len, &err), 0);
+        assert_int_equal(
+                agent_read_file(f->c, "/workspace/big", 0, B4_UNBOUNDED, &data, &len, &err), 0);
         assert_int_equal(len, n);
         assert_memory_equal(data, big, n);
         free(data);
@@ -194,8 +200,9 @@ static void test_symlink_leaf_attack(void **state)
         assert_int_equal(symlink("/outdir", dirlink), 0);
         assert_int_equal(agent_write_file(f->c, "/workspace/dir/x", B4_FS_BENEATH, "x", 1, &err),
                          -EXDEV);
-        assert_int_equal(agent_write_file(f->c, "/workspace/dir/x", B4_FS_NO_SYMLINKS, "x", 1, &err),
-                         -ELOOP);
+        assert_int_equal(
+                agent_write_file(f->c, "/workspace/dir/x", B4_FS_NO_SYMLINKS, "x", 1, &err),
+                -ELOOP);
         /* the symlink itself is seen by lstat with its target */
         struct b4_stat ls = { 0 };
         assert_int_equal(agent_lstat(f->c, "/workspace/dir", &ls, &err), 0);
@@ -243,14 +250,20 @@ static void test_list_cap(void **state)
         assert_int_equal(mkdir(d, 0755), 0);
         for (int i = 0; i <= B4_LIST_MAX_ENTRIES; i++) {
                 char p[512];
-                (void)snprintf(p, sizeof(p), "%s/n%05d-with-a-longer-name-to-fill-frames", d, i);
+                (void)snprintf(
+                        p, sizeof(p),
+                        "%s/n%05d-with-a-longer-name-to-fill-frames-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+                        d, i);
                 int fd = open(p, O_CREAT | O_WRONLY, 0644);
                 assert_true(fd >= 0);
                 close(fd);
         }
         assert_int_equal(agent_list_dir(f->c, "/workspace/many", 0, &names, &err), -E2BIG);
         char p[512];
-        (void)snprintf(p, sizeof(p), "%s/n%05d-with-a-longer-name-to-fill-frames", d, 0);
+        (void)snprintf(
+                p, sizeof(p),
+                "%s/n%05d-with-a-longer-name-to-fill-frames-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+                d, 0);
         assert_int_equal(unlink(p), 0);
         assert_int_equal(agent_list_dir(f->c, "/workspace/many", 0, &names, &err), 0);
         size_t n = 0;
@@ -258,6 +271,14 @@ static void test_list_cap(void **state)
                 free(*s);
         free(names);
         assert_int_equal(n, B4_LIST_MAX_ENTRIES);
+        /* names and entries over several frames (~1.5 MiB of names) */
+        struct b4_walk_entry *v = NULL;
+        size_t nv = 0;
+        assert_int_equal(agent_walk(f->c, "/workspace/many", 20000, NULL, &v, &nv, &err), 0);
+        assert_int_equal(nv, B4_LIST_MAX_ENTRIES);
+        for (size_t i = 1; i < nv; i++)
+                assert_true(strcmp(v[i - 1].path, v[i].path) < 0);
+        b4_walk_entries_free(v, nv);
 }
 
 static void test_walk_bounds(void **state)
@@ -270,7 +291,8 @@ static void test_walk_bounds(void **state)
 
         assert_int_equal(agent_write_file(f->c, "/workspace/w/a/1", 0, "1", 1, &err), 0);
         assert_int_equal(agent_write_file(f->c, "/workspace/w/b", 0, "22", 2, &err), 0);
-        assert_int_equal(agent_write_file(f->c, "/workspace/w/node_modules/x/y", 0, "3", 1, &err), 0);
+        assert_int_equal(agent_write_file(f->c, "/workspace/w/node_modules/x/y", 0, "3", 1, &err),
+                         0);
         assert_int_equal(agent_symlink(f->c, "b", "/workspace/w/c", &err), 0);
         /* w/: a, a/1, b, c, node_modules, node_modules/x, node_modules/x/y = 7 */
         assert_int_equal(agent_walk(f->c, "/workspace/w", 100, NULL, &v, &n, &err), 0);
@@ -297,8 +319,10 @@ static void test_read_files(void **state)
         struct fx *f = *state;
         struct b4_error err = { 0 };
         struct b4_blob *b = NULL;
-        struct b4_read_req reqs[] = { { "/workspace/r1", 10 }, { "/workspace/none", 10 },
-                                      { "/workspace/r2", 2 }, { "/workspace", 10 },
+        struct b4_read_req reqs[] = { { "/workspace/r1", 10 },
+                                      { "/workspace/none", 10 },
+                                      { "/workspace/r2", 2 },
+                                      { "/workspace", 10 },
                                       { "/workspace/r2", B4_UNBOUNDED } };
 
         assert_int_equal(agent_write_file(f->c, "/workspace/r1", 0, "one", 3, &err), 0);
@@ -338,16 +362,19 @@ static void test_exec_basic(void **state)
         char *argv[] = { (char *)"printf", (char *)"%s|", (char *)"a b", (char *)"", NULL };
         struct b4_error err = { 0 };
 
-        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "echo out; echo err >&2; exit 3" },
-                             &res), 0);
+        assert_int_equal(
+                run(f, &(struct agent_exec_req){ .command = "echo out; echo err >&2; exit 3" },
+                    &res),
+                0);
         assert_string_equal(res.out, "out\n");
         assert_string_equal(res.errout, "err\n");
         assert_int_equal(res.exit_code, 3);
         assert_false(res.timed_out);
         b4_exec_result_clear(&res);
-        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "pwd; echo \"$B4_X\"",
-                                                          .env = env },
-                             &res), 0);
+        assert_int_equal(
+                run(f, &(struct agent_exec_req){ .command = "pwd; echo \"$B4_X\"", .env = env },
+                    &res),
+                0);
         char want[4200];
         (void)snprintf(want, sizeof(want), "%s\nhello world\n", f->tmp);
         assert_string_equal(res.out, want);
@@ -361,18 +388,45 @@ static void test_exec_basic(void **state)
         /* could not start */
         char *nope[] = { (char *)"/no/such/program", NULL };
         assert_int_equal(run(f, &(struct agent_exec_req){ .argv = nope }, &res), -ENOENT);
-        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "true", .cwd = "/no/dir" },
-                             &res), -ENOENT);
+        assert_int_equal(run(f, &(struct agent_exec_req){ .argv = argv, .cwd = "/no/dir" }, &res),
+                         -ENOENT);
+        /* the shell form reports a missing cwd itself, as native does (cd '<cwd>' && ...) */
+        assert_int_equal(
+                run(f, &(struct agent_exec_req){ .command = "echo never", .cwd = "/no/dir" }, &res),
+                0);
+        assert_int_not_equal(res.exit_code, 0);
+        assert_non_null(strstr(res.errout, "/no/dir"));
+        assert_string_equal(res.out, "");
+        b4_exec_result_clear(&res);
+        /* a cwd with a quote in it */
+        cleanup_free char *odd = fx_path(f, "/it's here");
+        assert_int_equal(mkdir(odd, 0755), 0);
+        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "pwd", .cwd = odd }, &res), 0);
+        char want2[4200];
+        (void)snprintf(want2, sizeof(want2), "%s\n", odd);
+        assert_string_equal(res.out, want2);
+        b4_exec_result_clear(&res);
+        /* an empty shell command is the shell's to judge (as on native: a result), an empty
+         * program is refused */
+        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "" }, &res), 0);
+        b4_exec_result_clear(&res);
+        char *empty[] = { (char *)"", NULL };
+        assert_true(run(f, &(struct agent_exec_req){ .argv = empty }, &res) < 0);
+        assert_true(agent_conn_alive(f->c));
         /* env cleared */
         char *path[] = { (char *)"PATH=/usr/bin:/bin", NULL };
-        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "env | grep -c . ",
-                                                          .env = path, .clear_env = true },
-                             &res), 0);
+        assert_int_equal(run(f,
+                             &(struct agent_exec_req){ .command = "env | grep -c . ",
+                                                       .env = path,
+                                                       .clear_env = true },
+                             &res),
+                         0);
         assert_true(atoi(res.out) <= 3); /* checksrc: allow (PATH, PWD, SHLVL from sh) */
         b4_exec_result_clear(&res);
         /* bad requests never reach the agent */
-        assert_int_equal(agent_exec(f->c, &(struct agent_exec_req){ .command = "true" }, &res, &err),
-                         -EINVAL);
+        assert_int_equal(
+                agent_exec(f->c, &(struct agent_exec_req){ .command = "true" }, &res, &err),
+                -EINVAL);
 }
 
 static void test_exec_timeout(void **state)
@@ -381,9 +435,11 @@ static void test_exec_timeout(void **state)
         struct b4_exec_result res = { 0 };
         uint64_t t0 = now_msec();
 
-        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "echo before; sleep 30",
-                                                          .timeout_ms = 300 },
-                             &res), 0);
+        assert_int_equal(run(f,
+                             &(struct agent_exec_req){ .command = "echo before; sleep 30",
+                                                       .timeout_ms = 300 },
+                             &res),
+                         0);
         assert_true(res.timed_out);
         assert_int_equal(res.exit_code, 124);
         assert_int_equal(res.timeout_ms, 300);
@@ -392,16 +448,6 @@ static void test_exec_timeout(void **state)
         assert_null(strstr(res.errout, "timed out"));
         assert_true(now_msec() - t0 < 5000);
         b4_exec_result_clear(&res);
-}
-
-static bool gone(pid_t pid)
-{
-        for (int i = 0; i < 200; i++) {
-                if (kill(pid, 0) < 0 && errno == ESRCH)
-                        return true;
-                usleep(10000);
-        }
-        return false;
 }
 
 static void read_pids(struct fx *f, pid_t *a, pid_t *b)
@@ -446,15 +492,17 @@ static void test_cancel_kills_tree(void **state)
         pid_t a = 0, b = 0;
 
         pthread_create(&t, NULL, cancel_later, &c);
-        assert_int_equal(run(f, &(struct agent_exec_req){ .command = TREE, .cancel = c.cancel,
-                                                          .cwd = cwd },
-                             &res), 0);
+        assert_int_equal(
+                run(f, &(struct agent_exec_req){ .command = TREE, .cancel = c.cancel, .cwd = cwd },
+                    &res),
+                0);
         pthread_join(t, NULL);
         assert_true(res.cancelled);
         assert_false(res.timed_out);
         read_pids(f, &a, &b);
-        assert_true(gone(a));
-        assert_true(gone(b));
+        /* gone when the call returns: EXIT comes after the supervisor emptied the tree */
+        assert_int_equal(kill(a, 0), -1);
+        assert_int_equal(kill(b, 0), -1);
         b4_exec_result_clear(&res);
         b4_cancel_free(c.cancel);
 }
@@ -466,14 +514,15 @@ static void test_timeout_kills_tree(void **state)
         cleanup_free char *cwd = fx_path(f, "/workspace");
         pid_t a = 0, b = 0;
 
-        assert_int_equal(run(f, &(struct agent_exec_req){ .command = TREE, .timeout_ms = 400,
-                                                          .cwd = cwd },
-                             &res), 0);
+        assert_int_equal(
+                run(f, &(struct agent_exec_req){ .command = TREE, .timeout_ms = 400, .cwd = cwd },
+                    &res),
+                0);
         assert_true(res.timed_out);
         assert_int_equal(res.exit_code, 124);
         read_pids(f, &a, &b);
-        assert_true(gone(a));
-        assert_true(gone(b));
+        assert_int_equal(kill(a, 0), -1);
+        assert_int_equal(kill(b, 0), -1);
         b4_exec_result_clear(&res);
 }
 
@@ -486,10 +535,12 @@ static void test_background_survives(void **state)
         uint64_t t0 = now_msec();
         pid_t a = 0, b = 0;
 
-        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "sleep 100 & a=$!; "
-                                                                     "echo $a $a > ../pids",
-                                                          .cwd = cwd },
-                             &res), 0);
+        assert_int_equal(run(f,
+                             &(struct agent_exec_req){ .command = "sleep 100 & a=$!; "
+                                                                  "echo $a $a > ../pids",
+                                                       .cwd = cwd },
+                             &res),
+                         0);
         assert_true(now_msec() - t0 < 3000);
         read_pids(f, &a, &b);
         assert_int_equal(kill(a, 0), 0);
@@ -528,9 +579,9 @@ static void test_output_cap(void **state)
         char cmd[4300];
         (void)snprintf(cmd, sizeof(cmd), "cat %s; cat %s >&2", p, p);
         for (size_t cap = 1; cap <= 300000; cap = cap * 7 + 3) {
-                assert_int_equal(run(f, &(struct agent_exec_req){ .command = cmd,
-                                                                  .output_cap = cap },
-                                     &res), 0);
+                assert_int_equal(
+                        run(f, &(struct agent_exec_req){ .command = cmd, .output_cap = cap }, &res),
+                        0);
                 expect_capture(res.out, res.out_len, all, n, cap);
                 expect_capture(res.errout, res.errout_len, all, n, cap);
                 assert_true(res.truncated == (cap < n));
@@ -560,14 +611,271 @@ static void test_streamed_output(void **state)
         struct b4_exec_result res = { 0 };
         struct seen x = { 0 };
 
-        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "head -c 5000 /dev/zero",
-                                                          .output_cap = 1000, .on_output = on_out,
-                                                          .userdata = &x },
-                             &res), 0);
+        assert_int_equal(run(f,
+                             &(struct agent_exec_req){ .command = "head -c 5000 /dev/zero",
+                                                       .output_cap = 1000,
+                                                       .on_output = on_out,
+                                                       .userdata = &x },
+                             &res),
+                         0);
         assert_int_equal(x.live, 500);
         assert_int_equal(x.tail, 500);
         b4_exec_result_clear(&res);
 }
+
+/* max_procs is the command's RLIMIT_NPROC: proven with the agent as an unprivileged user
+ * (root with CAP_SYS_RESOURCE is not limited by it), through setpriv. */
+static void test_max_procs(void **state)
+{
+        struct b4_exec_result res = { 0 };
+        struct b4_error err = { 0 };
+        struct agent_conn *c = NULL;
+        pid_t pid = 0;
+        const char *agent = getenv("B4BOX_AGENT"); /* checksrc: allow */
+        char *argv[] = { (char *)"--reuid=61234", (char *)"--regid=61234", (char *)"--clear-groups",
+                         (char *)agent, NULL };
+        const char *cmd = "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do "
+                          "sleep 1 & done; echo ok";
+
+        if (!b4_test_is_root() || access("/usr/bin/setpriv", X_OK) < 0)
+                skip();
+        assert_int_equal(agent_spawn("/usr/bin/setpriv", argv, NULL, &c, &pid, &err), 0);
+        struct agent_exec_req q = {
+                .command = cmd, .cwd = "/", .output_cap = 4096, .max_procs = 8
+        };
+        assert_int_equal(agent_exec(c, &q, &res, &err), 0);
+        assert_int_not_equal(res.exit_code, 0); /* sh: "Cannot fork" */
+        assert_null(strstr(res.out, "ok"));
+        b4_exec_result_clear(&res);
+        /* the same without a limit forks them all */
+        q.max_procs = 0;
+        q.command = "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do "
+                    "sleep 0.2 & done; wait; echo ok";
+        assert_int_equal(agent_exec(c, &q, &res, &err), 0);
+        assert_string_equal(res.out, "ok\n");
+        assert_int_equal(res.errout_len, 0);
+        b4_exec_result_clear(&res);
+        agent_conn_free(c);
+        (void)waitpid(pid, NULL, 0);
+}
+
+/* A reader's agent: reads work, every write is refused -EROFS. */
+static void test_read_only_agent(void **state)
+{
+        struct b4_error err = { 0 };
+        struct agent_conn *c = NULL;
+        cleanup_free char *tmp = b4_test_tmpdir();
+        cleanup_free char *ws = NULL, *file = NULL;
+        char *argv[] = { (char *)"--root", tmp, (char *)"--read-only", NULL };
+        char *data = NULL;
+        size_t len = 0;
+        pid_t pid = 0;
+
+        assert_true(b4_asprintf(&ws, "%s/workspace", tmp) > 0);
+        assert_true(b4_asprintf(&file, "%s/workspace/f", tmp) > 0);
+        assert_int_equal(mkdir(ws, 0755), 0);
+        assert_int_equal(b4_test_write(file, "data"), 0);
+        assert_int_equal(agent_spawn(NULL, argv, NULL, &c, &pid, &err), 0);
+        assert_int_equal(agent_read_file(c, "/workspace/f", 0, 10, &data, &len, &err), 0);
+        assert_string_equal(data, "data");
+        free(data);
+        assert_int_equal(agent_write_file(c, "/workspace/f", 0, "x", 1, &err), -EROFS);
+        assert_int_equal(agent_write_file(c, "/workspace/g", 0, "", 0, &err), -EROFS);
+        assert_int_equal(agent_mkdir_p(c, "/workspace/d", &err), -EROFS);
+        assert_int_equal(agent_remove(c, "/workspace/f", &err), -EROFS);
+        assert_int_equal(agent_touch(c, "/workspace/f", 0, &err), -EROFS);
+        assert_int_equal(agent_symlink(c, "x", "/workspace/l", &err), -EROFS);
+        assert_int_equal(agent_chmod(c, "/workspace/f", 0600, &err), -EROFS);
+        assert_true(agent_conn_alive(c));
+        agent_conn_free(c);
+        (void)waitpid(pid, NULL, 0);
+        b4_test_rmrf(tmp);
+}
+
+/* --cgroup: each command in a child cgroup of its own, removed after; a timeout kills it. */
+static void test_cgroup(void **state)
+{
+        struct b4_exec_result res = { 0 };
+        struct b4_error err = { 0 };
+        struct agent_conn *c = NULL;
+        char dir[256];
+        char *argv[] = { (char *)"--cgroup", dir, NULL };
+        pid_t pid = 0;
+
+        (void)snprintf(dir, sizeof(dir), "/sys/fs/cgroup/unified/b4-agent-test-%d", (int)getpid());
+        if (!b4_test_is_root() || mkdir(dir, 0755) < 0)
+                skip();
+        assert_int_equal(agent_spawn(NULL, argv, NULL, &c, &pid, &err), 0);
+        struct agent_exec_req q = { .command = "grep '^0::' /proc/self/cgroup",
+                                    .cwd = "/",
+                                    .output_cap = 4096 };
+        assert_int_equal(agent_exec(c, &q, &res, &err), 0);
+        assert_non_null(strstr(res.out, "/b4-agent-test-"));
+        assert_non_null(strstr(res.out, "/b4-agent-"));
+        b4_exec_result_clear(&res);
+        q.command = "sleep 100 & setsid sleep 100 & wait";
+        q.timeout_ms = 300;
+        assert_int_equal(agent_exec(c, &q, &res, &err), 0);
+        assert_true(res.timed_out);
+        b4_exec_result_clear(&res);
+        agent_conn_free(c);
+        (void)waitpid(pid, NULL, 0);
+        assert_int_equal(rmdir(dir), 0); /* every per-command child is gone */
+}
+
+/* Over two pipes (no socket): calls work, and freeing the connection while the agent is
+ * alive and silent returns at once (the transport wakes its blocked reader). */
+static void test_pipes(void **state)
+{
+        const char *agent = getenv("B4BOX_AGENT"); /* checksrc: allow */
+        struct agent_transport tr;
+        struct agent_conn *c = NULL;
+        struct b4_error err = { 0 };
+        struct b4_stat st = { 0 };
+        int in[2], out[2], status = 0;
+        pid_t pid;
+
+        assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+        assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+        pid = fork();
+        if (pid == 0) {
+                dup2(in[0], 0);  /* checksrc: allow */
+                dup2(out[1], 1); /* checksrc: allow */
+                execl(agent, "b4box-agent", (char *)NULL);
+                _exit(127);
+        }
+        close(in[0]);
+        close(out[1]);
+        assert_int_equal(agent_transport_fds(out[0], in[1], &tr), 0);
+        assert_int_equal(agent_conn_open(&tr, NULL, &c, &err), 0);
+        assert_int_equal(agent_stat(c, "/", 0, &st, &err), 0);
+        assert_int_equal(st.kind, B4_FILE_DIRECTORY);
+        uint64_t t0 = now_msec();
+        agent_conn_free(c);
+        assert_true(now_msec() - t0 < 2000);
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0); /* end of stdin: a clean exit */
+}
+
+/* As PID 1 of its own PID namespace (the container's init), the agent reaps the orphans a
+ * command leaves: no zombie stays behind. */
+static void test_pid1_reaps(void **state)
+{
+        struct b4_exec_result res = { 0 };
+        struct b4_error err = { 0 };
+        struct agent_conn *c = NULL;
+        const char *agent = getenv("B4BOX_AGENT"); /* checksrc: allow */
+        char *argv[] = { (char *)"--pid",        (char *)"--fork", (char *)"--mount-proc",
+                         (char *)"--kill-child", (char *)agent,    NULL };
+        pid_t pid = 0;
+
+        if (!b4_test_is_root() || access("/usr/bin/unshare", X_OK) < 0 ||
+            agent_spawn("/usr/bin/unshare", argv, NULL, &c, &pid, &err) < 0)
+                skip();
+        struct agent_exec_req q = { .command = "echo $PPID; (sleep 0.2 &) ; sleep 0.1 & exit 0",
+                                    .cwd = "/",
+                                    .output_cap = 4096 };
+        assert_int_equal(agent_exec(c, &q, &res, &err), 0);
+        b4_exec_result_clear(&res);
+        usleep(600000);
+        q.command = "n=0; for s in /proc/[0-9]*/stat; do set -- $(cat $s 2>/dev/null); "
+                    "[ \"$3\" = Z ] && n=$((n+1)); done; echo $n; cat /proc/1/comm";
+        assert_int_equal(agent_exec(c, &q, &res, &err), 0);
+        assert_int_equal(strncmp(res.out, "0\nb4box-agent", 13), 0); /* no zombie; we are PID 1 */
+        b4_exec_result_clear(&res);
+        agent_conn_free(c);
+        (void)waitpid(pid, NULL, 0);
+}
+
+static void test_binary_path(void **state)
+{
+        char *p = NULL;
+
+        assert_int_equal(agent_binary_path(&p), 0);
+        assert_string_equal(p, getenv("B4BOX_AGENT")); /* checksrc: allow */
+        free(p);
+        assert_int_equal(agent_spawn("/nonexistent/agent", NULL, NULL,
+                                     &(struct agent_conn *){ NULL }, &(pid_t){ 0 },
+                                     &(struct b4_error){ 0 }),
+                         -ENOTCONN);
+}
+
+#ifdef B4_FAULT_INJECTION
+/* Fail the client's allocation 1, 2, ... N of each call (the reader thread's too): every
+ * attempt succeeds or fails -ENOMEM, leaks nothing, and the connection stays usable. */
+static int one_of_each(struct fx *f, int which)
+{
+        struct b4_error err = { 0 };
+        struct b4_read_req reqs[] = { { "/workspace/t/a", 100 }, { "/workspace/none", 10 } };
+        struct b4_walk_entry *v = NULL;
+        struct b4_exec_result res = { 0 };
+        struct b4_blob *b = NULL;
+        struct b4_stat st = { 0 };
+        char *data = NULL, **names = NULL;
+        size_t len = 0, n = 0;
+        int r;
+
+        switch (which) {
+        case 0:
+                r = agent_read_file(f->c, "/workspace/t/a", 0, 100, &data, &len, &err);
+                free(data);
+                return r;
+        case 1:
+                r = agent_list_dir(f->c, "/workspace/t", 0, &names, &err);
+                for (char **s = r >= 0 ? names : NULL; s && *s; s++)
+                        free(*s);
+                free(r >= 0 ? names : NULL);
+                return r;
+        case 2:
+                r = agent_walk(f->c, "/workspace/t", 100, NULL, &v, &n, &err);
+                if (r >= 0)
+                        b4_walk_entries_free(v, n);
+                return r;
+        case 3:
+                r = agent_read_files(f->c, reqs, 2, &b, &err);
+                if (r >= 0)
+                        b4_blobs_free(b, 2);
+                return r;
+        case 4:
+                r = agent_lstat(f->c, "/workspace/t/l", &st, &err);
+                b4_stat_clear(&st);
+                return r;
+        case 5:
+                r = run(f,
+                        &(struct agent_exec_req){ .command = "echo out; echo err >&2",
+                                                  .output_cap = 4 },
+                        &res);
+                b4_exec_result_clear(&res);
+                return r;
+        default:
+                return agent_write_file(f->c, "/workspace/t/w", 0, "data", 4, &err);
+        }
+}
+
+static void test_alloc_failures(void **state)
+{
+        struct fx *f = *state;
+        struct b4_error err = { 0 };
+
+        assert_int_equal(agent_write_file(f->c, "/workspace/t/a", 0, "aaaa", 4, &err), 0);
+        assert_int_equal(agent_write_file(f->c, "/workspace/t/b", 0, "bb", 2, &err), 0);
+        assert_int_equal(agent_symlink(f->c, "a", "/workspace/t/l", &err), 0);
+        for (int which = 0; which <= 6; which++) {
+                int r = -ENOMEM;
+                for (long n = 0; r == -ENOMEM && n < 1000; n++) {
+                        alloc_fail_after(n);
+                        r = one_of_each(f, which);
+                        alloc_fail_after(-1);
+                        assert_true(r == 0 || r == -ENOMEM);
+                        if (n == 0)
+                                assert_int_equal(r, -ENOMEM); /* the injection works */
+                }
+                assert_int_equal(r, 0);
+                assert_true(agent_conn_alive(f->c));
+        }
+}
+#endif
 
 /* ---- many in flight ---- */
 
@@ -596,9 +904,9 @@ static void *work(void *arg)
                         struct b4_exec_result res = { 0 };
                         char cmd[64];
                         (void)snprintf(cmd, sizeof(cmd), "sleep 0.0%d; echo %d", i % 7, w->n);
-                        struct agent_exec_req q = { .command = cmd, .output_cap = 100,
-                                                    .cwd = "/" };
-                        if (agent_exec(w->f->c, &q, &res, &err) < 0 || atoi(res.out) != w->n) /* checksrc: allow */
+                        struct agent_exec_req q = { .command = cmd, .output_cap = 100, .cwd = "/" };
+                        if (agent_exec(w->f->c, &q, &res, &err) < 0 ||
+                            atoi(res.out) != w->n) /* checksrc: allow */
                                 w->failures++;
                         b4_exec_result_clear(&res);
                 }
@@ -623,13 +931,16 @@ static void test_many_in_flight(void **state)
 }
 
 /* A slow command does not hold up file calls behind it: replies leave out of order. */
+static atomic_bool slow_done;
+
 static void *slow_exec(void *arg)
 {
         struct fx *f = arg;
         struct b4_exec_result res = { 0 };
 
-        (void)run(f, &(struct agent_exec_req){ .command = "sleep 1; echo slow" }, &res);
+        (void)run(f, &(struct agent_exec_req){ .command = "sleep 3; echo slow" }, &res);
         b4_exec_result_clear(&res);
+        atomic_store(&slow_done, true);
         return NULL;
 }
 
@@ -640,13 +951,14 @@ static void test_out_of_order(void **state)
         struct b4_stat st = { 0 };
         pthread_t t;
 
+        atomic_store(&slow_done, false);
         pthread_create(&t, NULL, slow_exec, f);
         usleep(100000);
-        uint64_t t0 = now_msec();
-        for (int i = 0; i < 50; i++)
+        for (int i = 0; i < 20; i++)
                 assert_int_equal(agent_stat(f->c, "/workspace", 0, &st, &err), 0);
-        assert_true(now_msec() - t0 < 500);
+        assert_false(atomic_load(&slow_done));
         pthread_join(t, NULL);
+        assert_true(atomic_load(&slow_done));
 }
 
 /* ---- a killed agent ---- */
@@ -668,7 +980,8 @@ static void test_killed_agent(void **state)
         pthread_t t;
 
         pthread_create(&t, NULL, kill_later, f);
-        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "sleep 20" }, &res), -ENOTCONN);
+        assert_int_equal(run(f, &(struct agent_exec_req){ .command = "sleep 20" }, &res),
+                         -ENOTCONN);
         pthread_join(t, NULL);
         assert_false(agent_conn_alive(f->c));
         assert_int_equal(agent_mkdir_p(f->c, "/workspace/x", &err), -ENOTCONN);
@@ -689,8 +1002,8 @@ static void raw_send(int sock, uint32_t id, uint16_t type, uint16_t flags, const
 {
         unsigned char h[AGENT_HDR_LEN];
 
-        agent_hdr_encode(h, &(struct agent_hdr){ .len = (uint32_t)n, .id = id, .type = type,
-                                                 .flags = flags });
+        agent_hdr_encode(h, &(struct agent_hdr){
+                                    .len = (uint32_t)n, .id = id, .type = type, .flags = flags });
         assert_int_equal(write(sock, h, sizeof(h)), sizeof(h));
         if (n)
                 assert_int_equal(write(sock, p, n), (ssize_t)n);
@@ -793,8 +1106,8 @@ static void test_agent_refuses_garbage(void **state)
         assert_int_equal(h.type, AGENT_STATR);
         /* an oversized frame is fatal */
         unsigned char hb[AGENT_HDR_LEN];
-        agent_hdr_encode(hb, &(struct agent_hdr){ .len = AGENT_FRAME_MAX + 1, .id = 11,
-                                                  .type = AGENT_LSTAT });
+        agent_hdr_encode(hb, &(struct agent_hdr){
+                                     .len = AGENT_FRAME_MAX + 1, .id = 11, .type = AGENT_LSTAT });
         assert_int_equal(write(r.sock, hb, sizeof(hb)), sizeof(hb));
         assert_int_equal(raw_recv(r.sock, &h, buf, sizeof(buf)), 0);
         assert_int_equal(h.type, AGENT_FATAL);
@@ -928,6 +1241,37 @@ static void lie_late_then_ok(int sock, const struct agent_hdr *h, const unsigned
         say(sock, h->id, AGENT_OK, 0, NULL, 0);
 }
 
+static void lie_started_then_silent(int sock, const struct agent_hdr *h, const unsigned char *p)
+{
+        unsigned char b[4] = { 0 };
+
+        if (h->type == AGENT_EXEC)
+                say(sock, h->id, AGENT_STARTED, 0, b, 4);
+}
+
+/* A command the agent never reports ended: the call ends at timeout + the kill grace. */
+static void test_lying_agent_exec_hang(void **state)
+{
+        struct b4_exec_result res = { 0 };
+        struct b4_error err = { 0 };
+        struct agent_conn *c = NULL;
+        struct liar l = { .fn = lie_started_then_silent };
+        pthread_t t;
+        uint64_t t0;
+
+        assert_int_equal(liar_open(&l, &t, &c, 2000), 0);
+        t0 = now_msec();
+        assert_int_equal(agent_exec(c,
+                                    &(struct agent_exec_req){
+                                            .command = "x", .output_cap = 10, .timeout_ms = 100 },
+                                    &res, &err),
+                         -ETIMEDOUT);
+        assert_true(now_msec() - t0 >= 100 + AGENT_KILL_GRACE_MS);
+        assert_true(now_msec() - t0 < 100 + AGENT_KILL_GRACE_MS + 3000);
+        assert_null(res.out);
+        liar_close(&l, t, c);
+}
+
 static void test_lying_agent(void **state)
 {
         struct b4_error err = { 0 };
@@ -1012,10 +1356,20 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_background_survives, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_output_cap, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_streamed_output, setup, teardown),
+#ifdef B4_FAULT_INJECTION
+                cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
+#endif
                 cmocka_unit_test_setup_teardown(test_many_in_flight, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_out_of_order, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_killed_agent, setup, teardown),
                 cmocka_unit_test(test_agent_refuses_garbage),
+                cmocka_unit_test(test_max_procs),
+                cmocka_unit_test(test_binary_path),
+                cmocka_unit_test(test_pid1_reaps),
+                cmocka_unit_test(test_pipes),
+                cmocka_unit_test(test_cgroup),
+                cmocka_unit_test(test_read_only_agent),
+                cmocka_unit_test(test_lying_agent_exec_hang),
                 cmocka_unit_test(test_lying_agent),
         };
 

@@ -78,9 +78,10 @@ int agent_conn_open(const struct agent_transport *t,
                     struct b4_error *err);
 
 /**
- * agent_transport_fds() - a transport over @rfd (read) and @wfd (write), which may be the
- * same fd (a socket); both are owned by the transport (closed by its close).
- * Return: 0 or -ENOMEM (the fds are closed then).
+ * agent_transport_fds() - a transport over @rfd (read) and @wfd (write): pipes, or the
+ * same fd (a socket); both are owned by the transport (closed by its close). Its shutdown
+ * wakes a blocked read or write whatever the fds are.
+ * Return: 0 or -errno (the fds are closed then).
  */
 int agent_transport_fds(int rfd, int wfd, struct agent_transport *ret);
 
@@ -169,10 +170,7 @@ int agent_write_file(struct agent_conn *c,
 int agent_mkdir_p(struct agent_conn *c, const char *path, struct b4_error *err);
 int agent_remove(struct agent_conn *c, const char *path, struct b4_error *err);
 int agent_touch(struct agent_conn *c, const char *path, unsigned flags, struct b4_error *err);
-int agent_symlink(struct agent_conn *c,
-                  const char *target,
-                  const char *path,
-                  struct b4_error *err);
+int agent_symlink(struct agent_conn *c, const char *target, const char *path, struct b4_error *err);
 int agent_chmod(struct agent_conn *c, const char *path, uint32_t mode, struct b4_error *err);
 
 /* ---- commands ---- */
@@ -184,24 +182,21 @@ enum agent_stream {
 
 /* Output as it arrives: the head of each stream live, the kept tail at exit (@tail). Runs
  * on the connection's reader thread: be quick, do not call the connection. */
-typedef void agent_output_fn(enum agent_stream stream,
-                             const char *data,
-                             size_t len,
-                             bool tail,
-                             void *userdata);
+typedef void agent_output_fn(
+        enum agent_stream stream, const char *data, size_t len, bool tail, void *userdata);
 
 struct agent_exec_req {
-        const char *command;      /* run as /bin/sh -c command; or NULL and argv */
-        char *const *argv;        /* NULL-terminated; argv[0] searched in PATH */
-        const char *cwd;          /* NULL = B4_WORKSPACE_ROOT */
-        char *const *env;         /* "NAME=value", NULL-terminated, may be NULL: over the
-                                   * agent's environment (or instead of it: clear_env) */
+        const char *command; /* /bin/sh -c "cd '<cwd>' && command" (as native); or NULL */
+        char *const *argv;   /* NULL-terminated; argv[0] searched in PATH */
+        const char *cwd;     /* NULL = B4_WORKSPACE_ROOT */
+        char *const *env;    /* "NAME=value", NULL-terminated, may be NULL: over the
+                              * agent's environment (or instead of it: clear_env) */
         bool clear_env;
-        uint64_t timeout_ms;      /* 0 = none */
-        size_t output_cap;        /* per stream, 1 .. AGENT_OUTPUT_MAX (head and tail kept) */
-        uint32_t max_procs;       /* RLIMIT_NPROC of the command, or the agent's pids cgroup;
-                                   * 0 = none */
-        struct b4_cancel *cancel; /* optional: kills the command's whole tree */
+        uint64_t timeout_ms;        /* 0 = none */
+        size_t output_cap;          /* per stream, 1 .. AGENT_OUTPUT_MAX (head and tail kept) */
+        uint32_t max_procs;         /* RLIMIT_NPROC of the command, or the agent's pids cgroup;
+                                     * 0 = none */
+        struct b4_cancel *cancel;   /* optional: kills the command's whole tree */
         agent_output_fn *on_output; /* optional */
         void *userdata;
 };
@@ -213,8 +208,10 @@ struct agent_exec_req {
  * (core adds the timeout line; nothing here words it), cancelled, truncated, duration_ms.
  * A non-zero exit is a result. Errors: -ECANCELED (cancelled before it started), -E2BIG
  * (command and environment too large), -ENOENT/-EACCES/... (could not start: cwd or
- * program), -ENOTCONN (the agent went away; @ret then holds what arrived), -ETIMEDOUT (no
- * exit report within timeout + AGENT_KILL_GRACE_MS), -EPROTO.
+ * program), -EAGAIN (the agent could not fork: pid exhaustion), -ENOTCONN (the agent went
+ * away), -ETIMEDOUT (no exit report within timeout + AGENT_KILL_GRACE_MS, or that long
+ * after a cancel), -EPROTO. On error @ret is empty: an in-flight command is never retried
+ * here (the caller decides).
  */
 int agent_exec(struct agent_conn *c,
                const struct agent_exec_req *req,

@@ -153,11 +153,10 @@ static int on_hello(struct agent_conn *c, const struct agent_hdr *h, const unsig
         const char *text;
         size_t n;
 
-        if (c->hello_done || h->type != AGENT_HELLO || h->flags ||
-            agent_rd_u32(&rd, &magic) < 0 || agent_rd_u32(&rd, &version) < 0 ||
-            agent_rd_u32(&rd, &frame_max) < 0 || agent_rd_u32(&rd, &inflight) < 0 ||
-            agent_rd_str(&rd, 256, &text, &n) < 0 || agent_rd_end(&rd) < 0 ||
-            magic != AGENT_MAGIC || version != AGENT_PROTO_VERSION)
+        if (c->hello_done || h->type != AGENT_HELLO || h->flags || agent_rd_u32(&rd, &magic) < 0 ||
+            agent_rd_u32(&rd, &version) < 0 || agent_rd_u32(&rd, &frame_max) < 0 ||
+            agent_rd_u32(&rd, &inflight) < 0 || agent_rd_str(&rd, 256, &text, &n) < 0 ||
+            agent_rd_end(&rd) < 0 || magic != AGENT_MAGIC || version != AGENT_PROTO_VERSION)
                 return -EPROTO;
         pthread_mutex_lock(&c->lock);
         c->version = version;
@@ -282,7 +281,10 @@ static void leave(struct agent_conn *c, struct agent_call *call)
         pthread_mutex_unlock(&c->lock);
 }
 
-int agent_conn_submit(struct agent_conn *c, struct agent_call *call, const void *payload, size_t len)
+int agent_conn_submit(struct agent_conn *c,
+                      struct agent_call *call,
+                      const void *payload,
+                      size_t len)
 {
         struct agent_call **free_slot = NULL;
 

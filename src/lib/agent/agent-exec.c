@@ -19,7 +19,8 @@
 
 static int build(const struct agent_exec_req *q, struct strbuf *sb)
 {
-        uint32_t flags = (q->command ? AGENT_EXEC_SHELL : 0) | (q->clear_env ? AGENT_EXEC_CLEAR_ENV : 0);
+        uint32_t flags =
+                (q->command ? AGENT_EXEC_SHELL : 0) | (q->clear_env ? AGENT_EXEC_CLEAR_ENV : 0);
         uint32_t argc = 0, envc = 0;
         int r;
 
@@ -140,6 +141,9 @@ int agent_exec(struct agent_conn *conn,
         }
         if (r >= 0)
                 r = finish(&c, q, ret);
+        else if (c.id && (r == -ETIMEDOUT || r == -ENOMEM || r == -ECANCELED))
+                /* the host gave up on a command the agent may still run: end it there too */
+                (void)agent_conn_send(conn, c.id, AGENT_CANCEL, 0, NULL, 0);
         agent_call_release(&c);
         if (r < 0) {
                 const char *w = why(r);

@@ -29,8 +29,8 @@ static int fail(struct b4_error *err, int r, const char *op, const char *path)
         if (r == -EFBIG || r == -E2BIG)
                 return r; /* core words them */
         return b4_error_set(err, r, "%s %s: %s", op, path ? path : "",
-                            r == -EPROTO ? "the sandbox agent broke the protocol"
-                            : r == -ENOTCONN ? "the sandbox agent is gone"
+                            r == -EPROTO      ? "the sandbox agent broke the protocol"
+                            : r == -ENOTCONN  ? "the sandbox agent is gone"
                             : r == -ETIMEDOUT ? "the sandbox agent did not answer in time"
                                               : strerror(-r));
 }
@@ -60,8 +60,13 @@ static int req_path(struct strbuf *req, const unsigned *flags, const uint64_t *n
 }
 
 /* One request whose answer is OK, STAT or PATH. */
-static int simple(struct agent_conn *conn, uint16_t type, const unsigned *flags,
-                  const char *path, const char *op, struct agent_call *c, struct b4_error *err)
+static int simple(struct agent_conn *conn,
+                  uint16_t type,
+                  const unsigned *flags,
+                  const char *path,
+                  const char *op,
+                  struct agent_call *c,
+                  struct b4_error *err)
 {
         struct strbuf req;
         int r = agent_call_init(c, type, 0);
@@ -105,7 +110,10 @@ int agent_read_file(struct agent_conn *conn,
         return r < 0 ? fail(err, r, "readFile", path) : 0;
 }
 
-int agent_lstat(struct agent_conn *conn, const char *path, struct b4_stat *ret, struct b4_error *err)
+int agent_lstat(struct agent_conn *conn,
+                const char *path,
+                struct b4_stat *ret,
+                struct b4_error *err)
 {
         struct agent_call c;
         int r = simple(conn, AGENT_LSTAT, NULL, path, "lstat", &c, err);
@@ -291,8 +299,12 @@ int agent_write_file(struct agent_conn *conn,
                      : 0;
 }
 
-static int status_call(struct agent_conn *conn, uint16_t type, const unsigned *flags,
-                       const char *path, const char *op, struct b4_error *err)
+static int status_call(struct agent_conn *conn,
+                       uint16_t type,
+                       const unsigned *flags,
+                       const char *path,
+                       const char *op,
+                       struct b4_error *err)
 {
         struct agent_call c;
         int r = simple(conn, type, flags, path, op, &c, err);
@@ -317,7 +329,10 @@ int agent_touch(struct agent_conn *conn, const char *path, unsigned flags, struc
         return status_call(conn, AGENT_TOUCH, &flags, path, "touchFile", err);
 }
 
-int agent_symlink(struct agent_conn *conn, const char *target, const char *path, struct b4_error *err)
+int agent_symlink(struct agent_conn *conn,
+                  const char *target,
+                  const char *path,
+                  struct b4_error *err)
 {
         struct agent_call c;
         struct strbuf req;

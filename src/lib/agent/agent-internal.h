@@ -18,15 +18,15 @@
 /* What a call's replies fill. Everything owned; freed by agent_call_release(). */
 struct agent_call {
         uint32_t id;
-        uint16_t type;  /* the request's enum agent_type */
-        int efd;        /* eventfd written when the call ends; owned by agent-conn.c */
-        bool done;      /* a final reply (or the connection's end) arrived */
-        int error;      /* the outcome: 0 or -errno (the agent's, validated, or ours) */
+        uint16_t type; /* the request's enum agent_type */
+        int efd;       /* eventfd written when the call ends; owned by agent-conn.c */
+        bool done;     /* a final reply (or the connection's end) arrived */
+        int error;     /* the outcome: 0 or -errno (the agent's, validated, or ours) */
 
         /* limits the replies must respect (set by the caller before submitting) */
-        uint64_t max_bytes;    /* READ: the cap asked */
-        size_t max_entries;    /* WALK / LIST */
-        size_t n_files;        /* READ_BATCH: how many FILE replies */
+        uint64_t max_bytes;       /* READ: the cap asked */
+        size_t max_entries;       /* WALK / LIST */
+        size_t n_files;           /* READ_BATCH: how many FILE replies */
         const uint64_t *file_max; /* READ_BATCH: each file's cap (n_files) */
 
         /* READ / STAT / PATH */
@@ -39,11 +39,12 @@ struct agent_call {
         /* WALK */
         struct b4_walk_entry *entries;
         size_t n_entries, entries_cap;
+        uint64_t walk_bytes; /* path bytes held, at most AGENT_WALK_BYTES_MAX */
         /* READ_BATCH */
         struct b4_blob *blobs;
-        size_t cur;          /* the file DATA goes to, or n_files when none */
-        uint64_t cur_left;   /* bytes still due for it */
-        size_t n_seen;       /* FILE replies seen */
+        size_t cur;        /* the file DATA goes to, or n_files when none */
+        uint64_t cur_left; /* bytes still due for it */
+        size_t n_seen;     /* FILE replies seen */
         /* EXEC */
         struct capture out, err;
         uint64_t got_out, got_err; /* bytes per stream (head + tail), at most output_cap */

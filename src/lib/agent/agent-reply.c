@@ -60,9 +60,9 @@ static bool in(int v, const int *set, size_t n)
 
 int agent_errno_filter(uint16_t type, uint32_t e)
 {
-        static const int common[] = { ENOENT, EACCES, EPERM, ENOTDIR, ELOOP, EXDEV,
-                                      ENAMETOOLONG, EROFS, ENOMEM, EIO, EBUSY, EINVAL,
-                                      ENOSPC, EDQUOT, EOPNOTSUPP, EMFILE, ENFILE };
+        static const int common[] = { ENOENT,       EACCES, EPERM,      ENOTDIR, ELOOP, EXDEV,
+                                      ENAMETOOLONG, EROFS,  ENOMEM,     EIO,     EBUSY, EINVAL,
+                                      ENOSPC,       EDQUOT, EOPNOTSUPP, EMFILE,  ENFILE };
         static const int read_x[] = { EFBIG, EISDIR };
         static const int list_x[] = { E2BIG };
         static const int write_x[] = { EISDIR, EEXIST, ENOTEMPTY, EFBIG };
@@ -124,8 +124,10 @@ static int get_stat(struct agent_rd *rd, bool may_link, struct b4_stat *st, cons
                 return proto(why, "bad stat fields");
         if (tn && (kind != B4_FILE_SYMLINK || !may_link))
                 return proto(why, "a link target for what is not a symlink");
-        *st = (struct b4_stat){ .kind = (enum b4_file_kind)kind, .size = size,
-                                .executable = exe == 1, .mtime_ms = (int64_t)mtime };
+        *st = (struct b4_stat){ .kind = (enum b4_file_kind)kind,
+                                .size = size,
+                                .executable = exe == 1,
+                                .mtime_ms = (int64_t)mtime };
         if (kind == B4_FILE_SYMLINK && may_link) {
                 st->target = b4_strndup(t, tn);
                 if (!st->target)
@@ -172,8 +174,11 @@ static int on_done(struct agent_call *c, struct agent_rd *rd, uint64_t expect, c
         return end(c, 0);
 }
 
-static int feed_read(struct agent_call *c, const struct agent_hdr *h, const unsigned char *p,
-                     struct agent_rd *rd, const char **why)
+static int feed_read(struct agent_call *c,
+                     const struct agent_hdr *h,
+                     const unsigned char *p,
+                     struct agent_rd *rd,
+                     const char **why)
 {
         if (h->type == AGENT_DATA) {
                 if (h->len > c->max_bytes - c->data.len)
@@ -211,7 +216,9 @@ static int add_name(struct agent_call *c, const char *s, size_t n, const char **
         return 0;
 }
 
-static int feed_list(struct agent_call *c, const struct agent_hdr *h, struct agent_rd *rd,
+static int feed_list(struct agent_call *c,
+                     const struct agent_hdr *h,
+                     struct agent_rd *rd,
                      const char **why)
 {
         uint32_t n;
@@ -235,7 +242,9 @@ static int feed_list(struct agent_call *c, const struct agent_hdr *h, struct age
         return r;
 }
 
-static int feed_walk(struct agent_call *c, const struct agent_hdr *h, struct agent_rd *rd,
+static int feed_walk(struct agent_call *c,
+                     const struct agent_hdr *h,
+                     struct agent_rd *rd,
                      const char **why)
 {
         uint32_t n;
@@ -263,6 +272,9 @@ static int feed_walk(struct agent_call *c, const struct agent_hdr *h, struct age
                 int r;
                 if (agent_rd_str(rd, AGENT_PATH_MAX, &s, &len) < 0 || !rel_path_ok(s, len))
                         return proto(why, "bad walk path");
+                c->walk_bytes += len;
+                if (c->walk_bytes > AGENT_WALK_BYTES_MAX)
+                        return proto(why, "walk paths over the byte cap");
                 *w = (struct b4_walk_entry){ .path = b4_strndup(s, len) };
                 if (!w->path)
                         return -ENOMEM;
@@ -274,8 +286,11 @@ static int feed_walk(struct agent_call *c, const struct agent_hdr *h, struct age
         return agent_rd_end(rd) < 0 ? proto(why, "trailing bytes in ENTRIES") : 0;
 }
 
-static int feed_batch(struct agent_call *c, const struct agent_hdr *h, const unsigned char *p,
-                      struct agent_rd *rd, const char **why)
+static int feed_batch(struct agent_call *c,
+                      const struct agent_hdr *h,
+                      const unsigned char *p,
+                      struct agent_rd *rd,
+                      const char **why)
 {
         uint32_t idx, e;
         uint64_t len;
@@ -297,8 +312,8 @@ static int feed_batch(struct agent_call *c, const struct agent_hdr *h, const uns
                                                : on_done(c, rd, c->n_files, why);
         if (h->type != AGENT_FILE)
                 return proto(why, "unexpected reply to READ_BATCH");
-        if (agent_rd_u32(rd, &idx) < 0 || agent_rd_u32(rd, &e) < 0 ||
-            agent_rd_u64(rd, &len) < 0 || agent_rd_end(rd) < 0)
+        if (agent_rd_u32(rd, &idx) < 0 || agent_rd_u32(rd, &e) < 0 || agent_rd_u64(rd, &len) < 0 ||
+            agent_rd_end(rd) < 0)
                 return proto(why, "bad FILE");
         if (idx != c->n_seen || idx >= c->n_files)
                 return proto(why, "FILE out of order");
@@ -319,7 +334,9 @@ static int feed_batch(struct agent_call *c, const struct agent_hdr *h, const uns
         return 0;
 }
 
-static int feed_exec_data(struct agent_call *c, const struct agent_hdr *h, const unsigned char *p,
+static int feed_exec_data(struct agent_call *c,
+                          const struct agent_hdr *h,
+                          const unsigned char *p,
                           const char **why)
 {
         uint16_t s = h->flags & (AGENT_F_STDOUT | AGENT_F_STDERR);
@@ -360,8 +377,11 @@ static int feed_exit(struct agent_call *c, struct agent_rd *rd, const char **why
         return end(c, 0);
 }
 
-static int feed_exec(struct agent_call *c, const struct agent_hdr *h, const unsigned char *p,
-                     struct agent_rd *rd, const char **why)
+static int feed_exec(struct agent_call *c,
+                     const struct agent_hdr *h,
+                     const unsigned char *p,
+                     struct agent_rd *rd,
+                     const char **why)
 {
         switch (h->type) {
         case AGENT_STARTED:
@@ -390,7 +410,9 @@ static int feed_error(struct agent_call *c, struct agent_rd *rd, const char **wh
         return end(c, agent_errno_filter(c->type, e));
 }
 
-static int feed_single(struct agent_call *c, const struct agent_hdr *h, struct agent_rd *rd,
+static int feed_single(struct agent_call *c,
+                       const struct agent_hdr *h,
+                       struct agent_rd *rd,
                        const char **why)
 {
         const char *s;

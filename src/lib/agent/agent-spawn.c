@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +27,32 @@
 # define B4_AGENT_BUILD_PATH ""
 #endif
 
+/* A pair of fds (or one socket). shutdown must wake a blocked read or write whatever the
+ * fds are (shutdown(2) does nothing to a pipe), so both wait in poll() beside a wake pipe
+ * that shutdown makes readable for good. */
 struct fds {
         int rfd, wfd;
+        int wake_r, wake_w;
 };
+
+/* Wait until @fd is ready for @events or the transport is shut down. Return: 0 or -errno. */
+static int fds_wait(struct fds *f, int fd, short events)
+{
+        struct pollfd p[2] = { { .fd = fd, .events = events },
+                               { .fd = f->wake_r, .events = POLLIN } };
+
+        for (;;) {
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (p[1].revents)
+                        return -ESHUTDOWN;
+                if (p[0].revents)
+                        return 0;
+        }
+}
 
 static int fds_write(void *u, const void *buf, size_t len)
 {
@@ -36,10 +60,13 @@ static int fds_write(void *u, const void *buf, size_t len)
         const char *p = buf;
 
         while (len > 0) {
-                ssize_t n = send(f->wfd, p, len, MSG_NOSIGNAL);
+                int r = fds_wait(f, f->wfd, POLLOUT);
+                if (r < 0)
+                        return r;
+                ssize_t n = send(f->wfd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (n < 0 && errno == ENOTSOCK)
                         n = write(f->wfd, p, len);
-                if (n < 0 && errno == EINTR)
+                if (n < 0 && (errno == EINTR || errno == EAGAIN))
                         continue;
                 if (n < 0)
                         return -errno;
@@ -52,19 +79,24 @@ static int fds_write(void *u, const void *buf, size_t len)
 static ssize_t fds_read(void *u, void *buf, size_t len)
 {
         struct fds *f = u;
-        ssize_t n = read(f->rfd, buf, len);
 
-        return n < 0 ? -errno : n;
+        for (;;) {
+                int r = fds_wait(f, f->rfd, POLLIN);
+                if (r < 0)
+                        return r;
+                ssize_t n = read(f->rfd, buf, len);
+                if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                        continue;
+                return n < 0 ? -errno : n;
+        }
 }
 
 static void fds_shutdown(void *u)
 {
         struct fds *f = u;
 
-        /* A socket: wakes a blocked read and write. A pipe's reader sees the writer's end. */
-        (void)shutdown(f->rfd, SHUT_RDWR);
-        if (f->wfd != f->rfd)
-                (void)shutdown(f->wfd, SHUT_RDWR);
+        (void)!write(f->wake_w, "x", 1);
+        (void)shutdown(f->wfd, SHUT_WR); /* a socket's peer sees the end at once */
 }
 
 static void fds_close(void *u)
@@ -74,22 +106,32 @@ static void fds_close(void *u)
         if (f->wfd != f->rfd)
                 safe_close(f->wfd);
         safe_close(f->rfd);
+        safe_close(f->wake_r);
+        safe_close(f->wake_w);
         free(f);
 }
 
 int agent_transport_fds(int rfd, int wfd, struct agent_transport *ret)
 {
         struct fds *f = b4_malloc(sizeof(*f));
+        int w[2];
 
-        if (!f) {
+        if (!f || pipe2(w, O_CLOEXEC | O_NONBLOCK) < 0) {
+                int r = f ? -errno : -ENOMEM;
+                free(f);
                 if (wfd != rfd)
                         safe_close(wfd);
                 safe_close(rfd);
-                return -ENOMEM;
+                return r;
         }
-        *f = (struct fds){ .rfd = rfd, .wfd = wfd };
-        *ret = (struct agent_transport){ .write = fds_write, .read = fds_read,
-                                         .shutdown = fds_shutdown, .close = fds_close,
+        *f = (struct fds){ .rfd = rfd, .wfd = wfd, .wake_r = w[0], .wake_w = w[1] };
+        /* non-blocking: a write never blocks past a shutdown (a pipe's would) */
+        (void)fcntl(rfd, F_SETFL, fcntl(rfd, F_GETFL) | O_NONBLOCK);
+        (void)fcntl(wfd, F_SETFL, fcntl(wfd, F_GETFL) | O_NONBLOCK);
+        *ret = (struct agent_transport){ .write = fds_write,
+                                         .read = fds_read,
+                                         .shutdown = fds_shutdown,
+                                         .close = fds_close,
                                          .userdata = f };
         return 0;
 }
