@@ -1516,7 +1516,13 @@ static int archive_read_files(struct docker_fs_target *t,
 
 /* ---- dispatch: through the target's agent, else the archive/exec path above ---- */
 
-/* 1 with *ret set when @t has an agent, 0 for the fallback, or -errno. */
+/*
+ * 1 with *ret set when @t has an agent, 0 for the fallback, or -errno. Each member below
+ * then answers -EIO from the agent on the fallback path instead: the agent could not start
+ * the request (no thread for it at the keeper's pids limit, where the fallback's fork
+ * failure recovers the keeper), or reported an errno outside the member's contract. A
+ * connection error (-ENOTCONN, -EAGAIN) is core's to recover.
+ */
 static int via_agent(struct docker_fs_target *t, struct agent_conn **ret, struct b4_error *err)
 {
         int r;
@@ -1538,8 +1544,10 @@ int docker_fs_read_file(struct docker_fs_target *t,
         struct agent_conn *c;
         int k = via_agent(t, &c, err);
 
-        if (k != 0)
-                return k < 0 ? k : agent_read_file(c, path, flags, max_bytes, ret, ret_len, err);
+        if (k > 0 && (k = agent_read_file(c, path, flags, max_bytes, ret, ret_len, err)) != -EIO)
+                return k;
+        if (k < 0 && k != -EIO)
+                return k;
         return archive_read_file(t, path, flags, max_bytes, ret, ret_len, err);
 }
 
@@ -1551,8 +1559,10 @@ int docker_fs_lstat(struct docker_fs_target *t,
         struct agent_conn *c;
         int k = via_agent(t, &c, err);
 
-        if (k != 0)
-                return k < 0 ? k : agent_lstat(c, path, ret, err);
+        if (k > 0 && (k = agent_lstat(c, path, ret, err)) != -EIO)
+                return k;
+        if (k < 0 && k != -EIO)
+                return k;
         return archive_lstat(t, path, ret, err);
 }
 
@@ -1565,8 +1575,10 @@ int docker_fs_stat(struct docker_fs_target *t,
         struct agent_conn *c;
         int k = via_agent(t, &c, err);
 
-        if (k != 0)
-                return k < 0 ? k : agent_stat(c, path, flags, ret, err);
+        if (k > 0 && (k = agent_stat(c, path, flags, ret, err)) != -EIO)
+                return k;
+        if (k < 0 && k != -EIO)
+                return k;
         return archive_stat(t, path, flags, ret, err);
 }
 
@@ -1579,8 +1591,10 @@ int docker_fs_list_dir(struct docker_fs_target *t,
         struct agent_conn *c;
         int k = via_agent(t, &c, err);
 
-        if (k != 0)
-                return k < 0 ? k : agent_list_dir(c, path, flags, ret, err);
+        if (k > 0 && (k = agent_list_dir(c, path, flags, ret, err)) != -EIO)
+                return k;
+        if (k < 0 && k != -EIO)
+                return k;
         return archive_list_dir(t, path, flags, ret, err);
 }
 
@@ -1592,8 +1606,10 @@ int docker_fs_realpath(struct docker_fs_target *t,
         struct agent_conn *c;
         int k = via_agent(t, &c, err);
 
-        if (k != 0)
-                return k < 0 ? k : agent_realpath(c, path, ret, err);
+        if (k > 0 && (k = agent_realpath(c, path, ret, err)) != -EIO)
+                return k;
+        if (k < 0 && k != -EIO)
+                return k;
         return archive_realpath(t, path, ret, err);
 }
 
@@ -1608,18 +1624,14 @@ int docker_fs_walk(struct docker_fs_target *t,
         struct agent_conn *c;
         int k = via_agent(t, &c, err);
 
-        if (k > 0) {
-                /* The agent's walk (native's rules) stops at a directory the user cannot
-                 * read; this provider's walk lists what `ls -R` lists and goes on, which the
-                 * archive walk does from the user's DAC: so such a tree takes that path. */
-                k = agent_walk(c, path, max_entries, prune, ret, ret_n, err);
-                if (k != -EACCES)
-                        return k;
-                if (err)
-                        *err = (struct b4_error){ 0 };
-        } else if (k < 0) {
+        /* The agent's walk (native's rules) stops at a directory the user cannot read; this
+         * provider's walk lists what `ls -R` lists and goes on, which the archive walk does
+         * from the user's DAC: so such a tree takes that path. */
+        if (k > 0 && (k = agent_walk(c, path, max_entries, prune, ret, ret_n, err)) != -EIO &&
+            k != -EACCES)
                 return k;
-        }
+        if (k < 0 && k != -EIO && k != -EACCES)
+                return k;
         return archive_walk(t, path, max_entries, prune, ret, ret_n, err);
 }
 
@@ -1676,8 +1688,10 @@ int docker_fs_read_files(struct docker_fs_target *t,
         struct agent_conn *c;
         int k = via_agent(t, &c, err);
 
-        if (k != 0)
-                return k < 0 ? k : agent_read_files_chunked(c, reqs, n, ret, err);
+        if (k > 0 && (k = agent_read_files_chunked(c, reqs, n, ret, err)) != -EIO)
+                return k;
+        if (k < 0 && k != -EIO)
+                return k;
         return archive_read_files(t, reqs, n, ret, err);
 }
 
@@ -1691,8 +1705,10 @@ int docker_fs_write_file(struct docker_fs_target *t,
         struct agent_conn *c;
         int k = via_agent(t, &c, err);
 
-        if (k != 0)
-                return k < 0 ? k : agent_write_file(c, path, flags, data, len, err);
+        if (k > 0 && (k = agent_write_file(c, path, flags, data, len, err)) != -EIO)
+                return k;
+        if (k < 0 && k != -EIO)
+                return k;
         return archive_write_file(t, path, flags, data, len, err);
 }
 
@@ -1701,8 +1717,10 @@ int docker_fs_mkdir_p(struct docker_fs_target *t, const char *path, struct b4_er
         struct agent_conn *c;
         int k = via_agent(t, &c, err);
 
-        if (k != 0)
-                return k < 0 ? k : agent_mkdir_p(c, path, err);
+        if (k > 0 && (k = agent_mkdir_p(c, path, err)) != -EIO)
+                return k;
+        if (k < 0 && k != -EIO)
+                return k;
         return archive_mkdir_p(t, path, err);
 }
 
@@ -1711,8 +1729,10 @@ int docker_fs_remove(struct docker_fs_target *t, const char *path, struct b4_err
         struct agent_conn *c;
         int k = via_agent(t, &c, err);
 
-        if (k != 0)
-                return k < 0 ? k : agent_remove(c, path, err);
+        if (k > 0 && (k = agent_remove(c, path, err)) != -EIO)
+                return k;
+        if (k < 0 && k != -EIO)
+                return k;
         return archive_remove(t, path, err);
 }
 
@@ -1724,7 +1744,9 @@ int docker_fs_touch(struct docker_fs_target *t,
         struct agent_conn *c;
         int k = via_agent(t, &c, err);
 
-        if (k != 0)
-                return k < 0 ? k : agent_touch(c, path, flags, err);
+        if (k > 0 && (k = agent_touch(c, path, flags, err)) != -EIO)
+                return k;
+        if (k < 0 && k != -EIO)
+                return k;
         return archive_touch(t, path, flags, err);
 }
