@@ -286,6 +286,15 @@ static int feed_walk(struct agent_call *c,
         return agent_rd_end(rd) < 0 ? proto(why, "trailing bytes in ENTRIES") : 0;
 }
 
+/* The current file's bytes are complete: they become its blob. */
+static int file_done(struct agent_call *c)
+{
+        struct b4_blob *b = &c->blobs[c->cur];
+
+        c->cur = c->n_files; /* no current file: more DATA is a breach */
+        return strbuf_detach(&c->data, &b->data, &b->len) < 0 ? -ENOMEM : 0;
+}
+
 static int feed_batch(struct agent_call *c,
                       const struct agent_hdr *h,
                       const unsigned char *p,
@@ -296,14 +305,13 @@ static int feed_batch(struct agent_call *c,
         uint64_t len;
 
         if (h->type == AGENT_DATA) {
-                struct b4_blob *b = &c->blobs[c->cur < c->n_files ? c->cur : 0];
                 if (c->cur >= c->n_files || h->len > c->cur_left)
                         return proto(why, "DATA beyond the file's length");
-                memcpy(b->data + b->len, p, h->len);
-                b->len += h->len;
-                b->data[b->len] = '\0';
                 c->cur_left -= h->len;
-                return 0;
+                /* grown as bytes arrive (never sized on the agent's word), capped at len */
+                if (strbuf_add(&c->data, p, h->len) < 0)
+                        return -ENOMEM;
+                return c->cur_left ? 0 : file_done(c);
         }
         if (c->cur_left)
                 return proto(why, "a file's data is incomplete");
@@ -326,12 +334,9 @@ static int feed_batch(struct agent_call *c,
                 c->blobs[idx].error = agent_errno_filter(AGENT_READ_BATCH, e);
                 return 0;
         }
-        /* The length is within what the caller allowed for this file. */
-        c->blobs[idx].data = b4_malloc((size_t)len + 1);
-        if (!c->blobs[idx].data)
-                return -ENOMEM;
-        c->blobs[idx].data[0] = '\0';
-        return 0;
+        strbuf_release(&c->data);
+        strbuf_init(&c->data, (size_t)len);
+        return len ? 0 : file_done(c);
 }
 
 static int feed_exec_data(struct agent_call *c,
