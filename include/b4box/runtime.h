@@ -187,6 +187,12 @@ B4_PUBLIC int b4_run_resume(struct b4_run *run,
 B4_PUBLIC struct b4_sandbox *b4_run_sandbox(struct b4_run *run);
 /** b4_run_cancel_token() - fired by b4_runtime_thread_cancel(); borrowed. */
 B4_PUBLIC struct b4_cancel *b4_run_cancel_token(struct b4_run *run);
+/**
+ * b4_run_set_output() - hand every later runBash command's output of this run to @fn as it
+ * comes (b4_exec_req.on_output; called on the caller's thread, inside b4_run_call()); NULL
+ * stops it. @userdata is borrowed.
+ */
+B4_PUBLIC void b4_run_set_output(struct b4_run *run, b4_exec_output_fn *fn, void *userdata);
 /** b4_run_end() - free the slot (NULL ok). Return: NULL. */
 B4_PUBLIC struct b4_run *b4_run_end(struct b4_run *run);
 

@@ -29,6 +29,7 @@
 
 #include "b4box/config.h"
 #include "b4box/error.h"
+#include "b4box/provider.h"
 
 struct b4_cancel;
 struct b4_sandbox;
@@ -122,6 +123,9 @@ struct b4_tools_options {
         const char *const *approve_tools;
         /* Borrowed; firing it kills a running runBash command. NULL = none. */
         struct b4_cancel *cancel;
+        /* Optional: a runBash command's output as it comes (b4_exec_req.on_output). */
+        b4_exec_output_fn *on_output;
+        void *output_userdata;
 };
 
 /**

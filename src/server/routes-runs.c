@@ -121,6 +121,12 @@ void route_runs(struct request *rq)
         struct jv *calls = jv_object_get(body, "calls");
         if (!calls_valid(rq, calls) || !begin(rq, &run))
                 return;
+        enum stream_format format = stream_format_of(rq);
+        if (format != STREAM_NONE) {
+                if (run_events_start(rq, format, run, calls, false) < 0)
+                        b4_run_end(run);
+                return;
+        }
         strbuf_init(&out, RESPONSE_MAX_BYTES);
         ok = strbuf_adds(&out, "{\"results\":") >= 0 && run_calls(rq, run, calls, &out) &&
              strbuf_addc(&out, '}') >= 0;
@@ -140,6 +146,16 @@ void route_tool(struct request *rq)
 
         if (!args || !begin(rq, &run))
                 return;
+        enum stream_format format = stream_format_of(rq);
+        if (format != STREAM_NONE) {
+                cleanup_(jv_unrefp) struct jv *calls =
+                        jv_pack("[{s:s, s:O}]", "tool", rq->params[1], "args", args);
+                if (!calls)
+                        reply_error(rq, 500, "internal_error", "out of memory");
+                if (!calls || run_events_start(rq, format, run, calls, true) < 0)
+                        b4_run_end(run);
+                return;
+        }
         res = run_one(rq, run, rq->params[1], args);
         b4_run_end(run);
         if (!res)

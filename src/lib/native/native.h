@@ -253,6 +253,8 @@ struct exec_spec {
         uint64_t timeout_ms;
         size_t output_cap;
         struct b4_cancel *cancel;
+        b4_exec_output_fn *on_output; /* optional, b4_exec_req's */
+        void *output_userdata;
 };
 
 /* Run one command through the connected keeper socket @sock (taken).

@@ -212,6 +212,8 @@ static int build_spec(struct native_sandbox *s,
                                       ? req->output_cap
                                       : (p->output_cap ? p->output_cap : B4_DEFAULT_OUTPUT_CAP),
                 .cancel = req->cancel,
+                .on_output = req->on_output,
+                .output_userdata = req->output_userdata,
         };
         return 0;
 }

@@ -63,6 +63,8 @@ static int open_context(struct tools_host *h,
                 .read_cap = h->opts.read_cap,
                 .approve_tools = h->opts.approve_tools,
                 .cancel = c->cancel,
+                .on_output = c->on_output,
+                .output_userdata = c->output_userdata,
         };
 
         if (!c->sb || !c->thread_id)

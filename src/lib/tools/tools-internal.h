@@ -191,6 +191,8 @@ struct b4_tools {
         uint64_t read_cap;
         char **approve;
         struct b4_cancel *cancel;
+        b4_exec_output_fn *on_output; /* runBash's output as it comes, or NULL */
+        void *output_userdata;
         struct pending_store *pending; /* borrowed from the host, or own_pending */
         struct pending_store *own_pending;
         /* During one call: the one-shot answers in force and the request a gate raised. */

@@ -275,13 +275,25 @@ int tool_list_dir(struct b4_tools *t, const struct jv *args, struct jv **ret, st
         return 0;
 }
 
+/* A usage figure, or null where the provider cannot know it. */
+static struct jv *usage_json(const struct b4_exec_usage *u, unsigned bit, uint64_t v)
+{
+        return (u->known & bit) ? jv_integer_new((int64_t)v) : jv_null_new();
+}
+
 static int exec_result(const struct b4_exec_result *x, struct jv **ret)
 {
-        struct jv *o = jv_pack("{s:o, s:o, s:i, s:b, s:b, s:b, s:I}", "stdout",
-                               text_json(x->out, x->out_len), "stderr",
-                               text_json(x->errout, x->errout_len), "exitCode", x->exit_code,
-                               "timedOut", x->timed_out, "cancelled", x->cancelled, "truncated",
-                               x->truncated, "durationMs", (int64_t)x->duration_ms);
+        const struct b4_exec_usage *u = &x->usage;
+        struct jv *o =
+                jv_pack("{s:o, s:o, s:i, s:b, s:b, s:b, s:I, s:I, s:o, s:o, s:o, s:o}", "stdout",
+                        text_json(x->out, x->out_len), "stderr",
+                        text_json(x->errout, x->errout_len), "exitCode", x->exit_code, "timedOut",
+                        x->timed_out, "cancelled", x->cancelled, "truncated", x->truncated,
+                        "durationMs", (int64_t)x->duration_ms, "wallMs", (int64_t)x->duration_ms,
+                        "cpuMs", usage_json(u, B4_USAGE_CPU, u->cpu_ms), "peakMemoryBytes",
+                        usage_json(u, B4_USAGE_PEAK_MEMORY, u->peak_memory_bytes), "maxProcesses",
+                        usage_json(u, B4_USAGE_MAX_PROCESSES, u->max_processes), "oomKilled",
+                        (u->known & B4_USAGE_OOM) ? jv_bool_new(u->oom_killed) : jv_null_new());
 
         if (!o)
                 return -ENOMEM;
@@ -292,7 +304,11 @@ static int exec_result(const struct b4_exec_result *x, struct jv **ret)
 int tool_run_bash(struct b4_tools *t, const struct jv *args, struct jv **ret, struct b4_error *err)
 {
         const char *command = jv_string(jv_object_get(args, "command"));
-        struct b4_exec_req req = { .command = command, .cwd = t->root, .cancel = t->cancel };
+        struct b4_exec_req req = { .command = command,
+                                   .cwd = t->root,
+                                   .cancel = t->cancel,
+                                   .on_output = t->on_output,
+                                   .output_userdata = t->output_userdata };
         struct b4_exec_result x = { 0 };
         struct b4_error inner = { 0 };
         int r;
