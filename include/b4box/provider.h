@@ -258,6 +258,12 @@ struct b4_exec_result {
         struct b4_exec_usage usage; /* accounting; a provider that knows nothing leaves it 0 */
 };
 
+/* The policy's bounds on a command, which per-call options may lower but not raise. */
+struct b4_exec_bounds {
+        uint64_t timeout_ms; /* resources.timeout_ms; 0 = no timeout (any per-call one goes) */
+        size_t output_cap;   /* per stream; the policy's output_cap or B4_DEFAULT_OUTPUT_CAP */
+};
+
 /** b4_exec_result_clear() - free what @r owns and zero it. */
 B4_PUBLIC void b4_exec_result_clear(struct b4_exec_result *r);
 
@@ -277,6 +283,11 @@ B4_PUBLIC struct b4_sandbox *b4_sandbox_ref(struct b4_sandbox *sb);
 B4_PUBLIC struct b4_sandbox *b4_sandbox_unref(struct b4_sandbox *sb);
 /** b4_sandbox_fs() - the handle's filesystem; borrowed for the handle's lifetime. */
 B4_PUBLIC struct b4_fs *b4_sandbox_fs(struct b4_sandbox *sb);
+/**
+ * b4_sandbox_exec_bounds() - the bounds of the policy the handle was acquired with (all 0 on a
+ * handle b4_provider_acquire() did not return).
+ */
+B4_PUBLIC struct b4_exec_bounds b4_sandbox_exec_bounds(const struct b4_sandbox *sb);
 /**
  * b4_sandbox_exec() - run @req, under the thread's shared lease (a provider may hold it only
  * while the command starts), retried once after a recovery when the sandbox was lost before

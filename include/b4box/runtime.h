@@ -174,6 +174,16 @@ B4_PUBLIC int b4_run_call(struct b4_run *run,
                           struct b4_tool_result *ret,
                           struct b4_error *err);
 /**
+ * b4_run_check() - b4_tools_check() over the run's sandbox: what b4_run_call() would refuse
+ * about @args before running anything (a streamed reply answers that before its 200)
+ * Return: 0 (@ret ok, or the refusal), -EINVAL, -ENOMEM.
+ */
+B4_PUBLIC int b4_run_check(struct b4_run *run,
+                           const char *tool,
+                           const struct jv *args,
+                           struct b4_tool_result *ret,
+                           struct b4_error *err);
+/**
  * b4_run_resume() - answer a permission request an earlier call of this thread raised
  * ("once", "always" or "deny") and finish that call inside this run
  * Return: 0, -ENOENT (no such request for this thread), -EINVAL (bad answer), -ENOMEM.

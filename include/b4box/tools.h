@@ -159,3 +159,15 @@ B4_PUBLIC int b4_tools_call(struct b4_tools *t,
                             const struct jv *args,
                             struct b4_tool_result *ret,
                             struct b4_error *err);
+/**
+ * b4_tools_check() - what b4_tools_call() would refuse about @args before running anything
+ * (their shape, runBash's per-call bounds), for a caller that must answer before it starts
+ * (a streamed reply). Gates and paths are not checked: the call still does that.
+ * @ret: ok, or the invalid_arguments result the call would give (the caller clears it)
+ * Return: 0, -EINVAL (NULL @t/@name/@ret), -ENOMEM.
+ */
+B4_PUBLIC int b4_tools_check(struct b4_tools *t,
+                             const char *name,
+                             const struct jv *args,
+                             struct b4_tool_result *ret,
+                             struct b4_error *err);

@@ -407,6 +407,11 @@ struct b4_entry *b4_sandbox_entry(struct b4_sandbox *sb)
         return sb->core->entry;
 }
 
+struct b4_exec_bounds b4_sandbox_exec_bounds(const struct b4_sandbox *sb)
+{
+        return sb->core->bounds;
+}
+
 struct b4_fs *b4_sandbox_fs(struct b4_sandbox *sb)
 {
         return &sb->fs;
@@ -681,6 +686,12 @@ int b4_provider_acquire(struct b4_provider *p,
         r = p->ops->acquire(p, e, req, ret, err);
         if (r >= 0 && !(*ret)->core->entry)
                 (*ret)->core->entry = entry_ref(e);
+        if (r >= 0)
+                (*ret)->core->bounds = (struct b4_exec_bounds){
+                        .timeout_ms = req->policy->resources.timeout_ms,
+                        .output_cap = req->policy->output_cap ? req->policy->output_cap
+                                                              : B4_DEFAULT_OUTPUT_CAP,
+                };
         lifecycle_leave(e, lease);
         return r;
 }

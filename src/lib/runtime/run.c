@@ -139,6 +139,17 @@ int b4_run_call(struct b4_run *run,
         return tools_host_call(run->rt->tools, &c, tool, args, ret, err);
 }
 
+int b4_run_check(struct b4_run *run,
+                 const char *tool,
+                 const struct jv *args,
+                 struct b4_tool_result *ret,
+                 struct b4_error *err)
+{
+        struct tools_host_call c = run_context(run);
+
+        return tools_host_check(run->rt->tools, &c, tool, args, ret, err);
+}
+
 int b4_run_resume(struct b4_run *run,
                   const char *interrupt_id,
                   const char *answer,

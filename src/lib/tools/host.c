@@ -105,3 +105,20 @@ int tools_host_resume(struct tools_host *h,
         b4_tools_free(t);
         return r;
 }
+
+int tools_host_check(struct tools_host *h,
+                     const struct tools_host_call *c,
+                     const char *tool,
+                     const struct jv *args,
+                     struct b4_tool_result *ret,
+                     struct b4_error *err)
+{
+        struct b4_tools *t = NULL;
+        int r;
+
+        r = open_context(h, c, &t, err);
+        if (r >= 0)
+                r = b4_tools_check(t, tool, args, ret, err);
+        b4_tools_free(t);
+        return r;
+}

@@ -58,3 +58,11 @@ int tools_host_resume(struct tools_host *h,
                       const char *answer,
                       struct b4_tool_result *ret,
                       struct b4_error *err);
+
+/** tools_host_check() - b4_tools_check() on a fresh context for @c. */
+int tools_host_check(struct tools_host *h,
+                     const struct tools_host_call *c,
+                     const char *tool,
+                     const struct jv *args,
+                     struct b4_tool_result *ret,
+                     struct b4_error *err);
