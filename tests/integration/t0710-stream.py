@@ -207,7 +207,7 @@ def stable(events):
 
 def fake_part(work):
     srv = Server(work, "fake", {"server": {"streamKeepaliveMs": KEEPALIVE_MS},
-                                "sandbox": {"provider": {"type": "fake", "scope": "t0700"}}})
+                                "sandbox": {"provider": {"type": "fake", "scope": "t0710"}}})
     try:
         srv.request("POST", "/threads", {"thread_id": "f1"})
         st, h, body = srv.request("POST", "/threads/f1/tools/runBash", {"command": "echo hi"})
@@ -294,7 +294,7 @@ def pids_of(pattern):
 
 def native_part(work):
     srv = Server(work, "native", {"server": {"streamKeepaliveMs": KEEPALIVE_MS},
-                                  "sandbox": {"provider": {"type": "native", "scope": "t0700"},
+                                  "sandbox": {"provider": {"type": "native", "scope": "t0710"},
                                               "network": {"mode": "deny"},
                                               "resources": {"memoryMb": 128,
                                                             "timeoutMs": 60000}}})
@@ -402,7 +402,7 @@ def native_part(work):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="b4t0700.")
+    work = tempfile.mkdtemp(prefix="b4t0710.")
     try:
         fake_part(work)
         if os.getuid() == 0:
