@@ -292,6 +292,36 @@ def pids_of(pattern):
     return [int(p) for p in out.split()]
 
 
+def timed_lines(argv):
+    """Run @argv; each stdout line with the seconds since the start, and the exit code."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines = [(time.monotonic() - t0, line) for line in iter(p.stdout.readline, b"")]
+    err = p.stderr.read()
+    p.wait(60)
+    return lines, time.monotonic() - t0, p.returncode, err
+
+
+def cli_part(srv, work):
+    cmd = "echo a; sleep 2; echo b; exit 3"
+    for where, argv in (
+            ("through --server", [B4BOX, "exec", "--server", "unix:" + srv.sock, "--thread", "n1",
+                                  "--", cmd]),
+            ("locally", [B4BOX, "-c", os.path.join(srv.dir, "b4box.json"), "--state",
+                         os.path.join(work, "cli-state"), "exec", "--thread", "c1", "--", cmd])):
+        lines, total, rc, err = timed_lines(argv)
+        ok([l for _, l in lines] == [b"a\n", b"b\n"] and rc == 3,
+           "native CLI %s: output and exit code (%s, rc %s, %s)" % (where, lines, rc, err))
+        ok(len(lines) == 2 and total - lines[0][0] >= 1.5,
+           "native CLI %s: 'a' is printed >= 1.5 s before the end" % where)
+    subprocess.run([B4BOX, "-c", os.path.join(srv.dir, "b4box.json"), "--state",
+                    os.path.join(work, "cli-state"), "destroy", "c1"], capture_output=True)
+    lines, total, rc, err = timed_lines([B4BOX, "exec", "--server", "unix:" + srv.sock,
+                                         "--thread", "n1", "--timeout", "300", "--", "sleep 5"])
+    ok(rc == 124 and b"timeoutMs: 300ms" in err,
+       "native CLI through --server: --timeout is the call's timeoutMs (rc %s)" % rc)
+
+
 def native_part(work):
     srv = Server(work, "native", {"server": {"streamKeepaliveMs": KEEPALIVE_MS},
                                   "sandbox": {"provider": {"type": "native", "scope": "t0710"},
@@ -370,6 +400,7 @@ def native_part(work):
            "native: a CPU loop's cpuMs (%s) is within 20%% of what the shell's times says "
            "(%.0f ms of %s ms wall)" % (res["cpuMs"], truth, res["wallMs"]))
         ok(res["wallMs"] >= 1900, "native: wallMs covers the loop (%s)" % res["wallMs"])
+        cli_part(srv, work)
         options_part(srv, "native")
         srv.request("POST", "/threads/n1/tools/runBash", {"command": "mkdir -p sub"})
         st, h, body = srv.request("POST", "/threads/n1/tools/runBash",
