@@ -41,7 +41,8 @@ static const struct cli_command commands[] = {
         { "exec", cmd_exec, "run a command in a thread's sandbox",
           "b4box exec --thread ID [--timeout MS] [--server URL] -- CMD...",
           "  --thread ID              the thread (its sandbox is created on first use)\n"
-          "  --timeout MS             kill the command after MS milliseconds (local only)\n"
+          "  --timeout MS             kill the command after MS milliseconds (a server:\n"
+          "                           at most its resources.timeoutMs)\n"
           "  --server URL             run through a server (default: $B4BOX_URL)\n",
           .uses_provider = true },
         { "tool", cmd_tool, "run one workspace tool",
