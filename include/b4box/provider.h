@@ -174,6 +174,27 @@ B4_PUBLIC int b4_fs_read_file_flags(struct b4_fs *fs,
                                     char **ret,
                                     size_t *ret_len,
                                     struct b4_error *err);
+/* A provider without a ranged read (b4_fs_ops.read_range) serves b4_fs_read_range_flags() by
+ * reading the whole file, at most this many bytes: a larger file fails -EFBIG there. */
+#define B4_FS_RANGE_FALLBACK_MAX (64u * 1024 * 1024)
+/**
+ * b4_fs_read_range_flags() - at most @length bytes of the regular file @path from byte
+ * @offset (fewer at its end; none at or past it)
+ * @ret:      owned by the caller, NUL-terminated past *ret_len
+ * @ret_size: the file's size in bytes
+ * Return: 0; as read_file (-ENOENT, -EISDIR, -EINVAL for a non-regular file); -EFBIG
+ * "readRange <path>: no ranged read here and the file exceeds <n> bytes" on a provider
+ * without one for a file over B4_FS_RANGE_FALLBACK_MAX.
+ */
+B4_PUBLIC int b4_fs_read_range_flags(struct b4_fs *fs,
+                                     const char *path,
+                                     unsigned flags,
+                                     uint64_t offset,
+                                     uint64_t length,
+                                     char **ret,
+                                     size_t *ret_len,
+                                     uint64_t *ret_size,
+                                     struct b4_error *err);
 B4_PUBLIC int b4_fs_stat_flags(struct b4_fs *fs,
                                const char *path,
                                unsigned flags,

@@ -32,6 +32,7 @@ struct b4_config;
 
 struct b4_permissions;
 struct b4_tool_result;
+struct b4_tools;
 struct jv;
 
 struct b4_runtime_options {
@@ -173,6 +174,13 @@ B4_PUBLIC int b4_run_call(struct b4_run *run,
                           const struct jv *args,
                           struct b4_tool_result *ret,
                           struct b4_error *err);
+/**
+ * b4_run_tools() - a tools context over the run's sandbox with the run's permissions (those
+ * of its b4_run_call()s), for the typed file operations of b4box/tools.h (b4_tools_fs_*)
+ * @ret: owned by the caller; free it (b4_tools_free()) before b4_run_end()
+ * Return: 0, -EINVAL, -ENOMEM.
+ */
+B4_PUBLIC int b4_run_tools(struct b4_run *run, struct b4_tools **ret, struct b4_error *err);
 /**
  * b4_run_resume() - answer a permission request an earlier call of this thread raised
  * ("once", "always" or "deny") and finish that call inside this run
