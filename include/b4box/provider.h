@@ -321,6 +321,18 @@ struct b4_preflight {
 };
 
 B4_PUBLIC void b4_preflight_clear(struct b4_preflight *p);
+/**
+ * b4_preflight_apply_policy() - turn a provider's preflight into the check rows of @policy
+ * (src/lib/core/check-rows.c; `b4box check` and GET /threads/{id}/check): each limit row the
+ * provider reports (memory, cpu, pids, disk, command timeout) leads with the value @policy
+ * sets, or becomes B4_NOT_SET when it sets none (its NOT ENFORCED warning dropped); the
+ * network list row leads with the entry count, and is NOT ENFORCED when the provider has no
+ * such row. An n/a row stays.
+ * Return: 0, -EINVAL, -ENOMEM (@pf partly rewritten).
+ */
+B4_PUBLIC int b4_preflight_apply_policy(struct b4_preflight *pf, const struct b4_policy *policy);
+/** b4_enforcement_name() - "enforced", "not_enforced", "not_set" or "n/a"; static. */
+B4_PUBLIC const char *b4_enforcement_name(enum b4_enforcement s);
 
 struct b4_acquire_req {
         const char *thread_id;          /* logical id; any non-empty UTF-8 string */

@@ -246,6 +246,26 @@ B4_PUBLIC int b4_runtime_inspect(struct b4_runtime *rt,
                                  const struct b4_cancel *cancel,
                                  struct b4_workspace_read *ret,
                                  struct b4_error *err);
+/* Where a thread's effective policy comes from. */
+enum b4_policy_source {
+        B4_POLICY_APP = 0,     /* no per-thread resolution: the app's policy */
+        B4_POLICY_THREAD = 1,  /* the sandbox record its admission wrote (sandbox.thread) */
+        B4_POLICY_PENDING = 2, /* sandbox.thread, not admitted yet: the app's for now, the
+                                  resolver may narrow it at the first run */
+};
+
+/**
+ * b4_runtime_thread_policy() - the effective policy of thread @id (its root ancestor's):
+ * the app's, or the one its sandbox record holds; never runs a resolver or touches compute
+ * @ret:        an initialised policy to fill (b4_policy_clear() it); on error left initialised
+ * @ret_source: where it came from
+ * Return: 0, -ENOENT (no thread), -EIO, -ENOMEM, -EINVAL (a record that does not parse).
+ */
+B4_PUBLIC int b4_runtime_thread_policy(struct b4_runtime *rt,
+                                       const char *id,
+                                       struct b4_policy *ret,
+                                       enum b4_policy_source *ret_source,
+                                       struct b4_error *err);
 /** b4_runtime_provider() - the runtime's provider; borrowed. */
 B4_PUBLIC struct b4_provider *b4_runtime_provider(struct b4_runtime *rt);
 

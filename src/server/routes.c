@@ -71,6 +71,13 @@ const struct route server_routes[] = {
           .thread_scoped = true,
           .handler = route_permissions,
           .name = "thread.permissions" },
+        { .method = "GET",
+          .pattern = "/threads/{}/check",
+          .op = B4_OP_THREAD_READ,
+          .thread_scoped = true,
+          .read_op = true,
+          .handler = route_thread_check,
+          .name = "thread.check" },
         /* the handle's filesystem (routes-fs.c): the changes first, thread.run only; then
          * the reads, thread.run or thread.workspace */
         { .method = "POST",
