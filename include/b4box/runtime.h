@@ -246,6 +246,7 @@ B4_PUBLIC int b4_runtime_inspect(struct b4_runtime *rt,
                                  const struct b4_cancel *cancel,
                                  struct b4_workspace_read *ret,
                                  struct b4_error *err);
+
 /* Where a thread's effective policy comes from. */
 enum b4_policy_source {
         B4_POLICY_APP = 0,     /* no per-thread resolution: the app's policy */

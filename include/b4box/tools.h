@@ -182,7 +182,7 @@ B4_PUBLIC int b4_tools_call(struct b4_tools *t,
 
 /* One child of a directory (b4_tools_fs_list()). */
 struct b4_tools_dirent {
-        char *name; /* owned; the raw name */
+        char *name;             /* owned; the raw name */
         enum b4_file_kind kind; /* of its lstat */
 };
 
@@ -236,11 +236,8 @@ B4_PUBLIC int b4_tools_fs_read(struct b4_tools *t,
                                uint64_t *ret_size,
                                struct b4_error *err);
 /** b4_tools_fs_write() - replace the file atomically with @len bytes (parents created). */
-B4_PUBLIC int b4_tools_fs_write(struct b4_tools *t,
-                                const char *path,
-                                const void *data,
-                                size_t len,
-                                struct b4_error *err);
+B4_PUBLIC int b4_tools_fs_write(
+        struct b4_tools *t, const char *path, const void *data, size_t len, struct b4_error *err);
 /** b4_tools_fs_mkdir() - create the directory and its parents; an existing one is success. */
 B4_PUBLIC int b4_tools_fs_mkdir(struct b4_tools *t, const char *path, struct b4_error *err);
 /**

@@ -21,8 +21,8 @@
 #include "base/macro.h"
 #include "base/strv.h"
 #include "check.h"
-#include "core/check-rows.h"
 #include "cli.h"
+#include "core/check-rows.h"
 #include "json/json.h"
 
 DEFINE_CLEANUP_FUNC(struct b4_config, b4_config_free)

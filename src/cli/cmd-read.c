@@ -95,8 +95,8 @@ static struct jv *request_body(const struct read_args *a)
                 return NULL;
         }
         return jv_pack("{s:s*, s:o*, s:o*, s:s*, s:b}", "root", a->root, "excludeRootDirectories",
-                       ex, "excludePaths", xp, "unsupported",
-                       a->skip_unsupported ? "skip" : NULL, "consistent", a->consistent);
+                       ex, "excludePaths", xp, "unsupported", a->skip_unsupported ? "skip" : NULL,
+                       "consistent", a->consistent);
 }
 
 /* POST /threads/{id}/workspace/inspect with the answer bounded to the inspect cap. */

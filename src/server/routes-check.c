@@ -43,14 +43,14 @@ static struct jv *policy_json(const struct b4_policy *p)
                 return NULL;
         return jv_pack("{s:{s:s, s:O}, s:{s:I, s:f, s:I, s:I}, s:{s:I, s:b, s:b, s:b, s:b}}",
                        "network", "mode", p->network == B4_NETWORK_DENY ? "deny" : "allow",
-                       p->network == B4_NETWORK_DENY ? "allowlist" : "denylist", list,
-                       "resources", "memoryMb", (int64_t)p->resources.memory_mb, "cpus",
-                       p->resources.cpus, "timeoutMs", (int64_t)p->resources.timeout_ms,
-                       "diskGb", (int64_t)p->resources.disk_gb, "security", "pidsLimit",
-                       (int64_t)p->security.pids_limit, "runAsNonRoot",
-                       p->security.run_as_non_root, "readOnlyRoot", p->security.read_only_root,
-                       "dropAllCapabilities", p->security.drop_all_capabilities,
-                       "noNewPrivileges", p->security.no_new_privileges);
+                       p->network == B4_NETWORK_DENY ? "allowlist" : "denylist", list, "resources",
+                       "memoryMb", (int64_t)p->resources.memory_mb, "cpus", p->resources.cpus,
+                       "timeoutMs", (int64_t)p->resources.timeout_ms, "diskGb",
+                       (int64_t)p->resources.disk_gb, "security", "pidsLimit",
+                       (int64_t)p->security.pids_limit, "runAsNonRoot", p->security.run_as_non_root,
+                       "readOnlyRoot", p->security.read_only_root, "dropAllCapabilities",
+                       p->security.drop_all_capabilities, "noNewPrivileges",
+                       p->security.no_new_privileges);
 }
 
 static struct jv *check_json(struct request *rq,

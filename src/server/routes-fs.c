@@ -128,7 +128,10 @@ static int run_stat_as(struct b4_tools *t,
         return *ret && jv_object_set_new(*ret, "path", jv_string_new(q->path)) >= 0 ? 0 : -ENOMEM;
 }
 
-static int run_stat(struct b4_tools *t, const struct fs_call *q, struct jv **ret, struct b4_error *err)
+static int run_stat(struct b4_tools *t,
+                    const struct fs_call *q,
+                    struct jv **ret,
+                    struct b4_error *err)
 {
         return run_stat_as(t, q, true, ret, err);
 }
@@ -155,7 +158,10 @@ static int run_realpath(struct b4_tools *t,
         return *ret && set_name(*ret, "path", real) >= 0 ? 0 : -ENOMEM;
 }
 
-static int run_list(struct b4_tools *t, const struct fs_call *q, struct jv **ret, struct b4_error *err)
+static int run_list(struct b4_tools *t,
+                    const struct fs_call *q,
+                    struct jv **ret,
+                    struct b4_error *err)
 {
         struct b4_tools_dirent *d = NULL;
         cleanup_(jv_unrefp) struct jv *a = NULL;
@@ -177,7 +183,10 @@ static int run_list(struct b4_tools *t, const struct fs_call *q, struct jv **ret
         return *ret ? 0 : -ENOMEM;
 }
 
-static int run_walk(struct b4_tools *t, const struct fs_call *q, struct jv **ret, struct b4_error *err)
+static int run_walk(struct b4_tools *t,
+                    const struct fs_call *q,
+                    struct jv **ret,
+                    struct b4_error *err)
 {
         struct b4_walk_entry *w = NULL;
         cleanup_(jv_unrefp) struct jv *a = NULL;
@@ -223,7 +232,10 @@ static int read_content(const struct fs_call *q,
         return *ret ? 0 : -ENOMEM;
 }
 
-static int run_read(struct b4_tools *t, const struct fs_call *q, struct jv **ret, struct b4_error *err)
+static int run_read(struct b4_tools *t,
+                    const struct fs_call *q,
+                    struct jv **ret,
+                    struct b4_error *err)
 {
         cleanup_free char *data = NULL;
         struct jv *content = NULL;
@@ -242,7 +254,10 @@ static int run_read(struct b4_tools *t, const struct fs_call *q, struct jv **ret
         return *ret ? 0 : -ENOMEM;
 }
 
-static int run_write(struct b4_tools *t, const struct fs_call *q, struct jv **ret, struct b4_error *err)
+static int run_write(struct b4_tools *t,
+                     const struct fs_call *q,
+                     struct jv **ret,
+                     struct b4_error *err)
 {
         int r = b4_tools_fs_write(t, q->path, q->content, q->content_len, err);
 
@@ -260,7 +275,10 @@ static int path_only(struct jv **ret, const struct fs_call *q, int r)
         return *ret ? 0 : -ENOMEM;
 }
 
-static int run_mkdir(struct b4_tools *t, const struct fs_call *q, struct jv **ret, struct b4_error *err)
+static int run_mkdir(struct b4_tools *t,
+                     const struct fs_call *q,
+                     struct jv **ret,
+                     struct b4_error *err)
 {
         return path_only(ret, q, b4_tools_fs_mkdir(t, q->path, err));
 }
@@ -273,7 +291,10 @@ static int run_remove(struct b4_tools *t,
         return path_only(ret, q, b4_tools_fs_remove(t, q->path, err));
 }
 
-static int run_touch(struct b4_tools *t, const struct fs_call *q, struct jv **ret, struct b4_error *err)
+static int run_touch(struct b4_tools *t,
+                     const struct fs_call *q,
+                     struct jv **ret,
+                     struct b4_error *err)
 {
         return path_only(ret, q, b4_tools_fs_touch(t, q->path, err));
 }
@@ -303,19 +324,16 @@ static bool encoding_field(struct request *rq, struct fs_call *q)
 }
 
 /* An optional integer field from 0 to @max. */
-static bool number_field(struct request *rq,
-                         const struct fs_call *q,
-                         const char *key,
-                         uint64_t max,
-                         uint64_t *ret)
+static bool number_field(
+        struct request *rq, const struct fs_call *q, const char *key, uint64_t max, uint64_t *ret)
 {
         const struct jv *v = jv_object_get(q->body, key);
 
         if (!v)
                 return true;
         if (!jv_is_safe_integer(v) || jv_integer(v) < 0 || (uint64_t)jv_integer(v) > max) {
-                reply_error(rq, 400, "invalid_request", "%s must be an integer from 0 to %llu",
-                            key, (unsigned long long)max);
+                reply_error(rq, 400, "invalid_request", "%s must be an integer from 0 to %llu", key,
+                            (unsigned long long)max);
                 return false;
         }
         *ret = (uint64_t)jv_integer(v);
@@ -444,15 +462,24 @@ static const struct {
         unsigned status;
         const char *code;
 } fs_refusals[] = {
-        { -EINVAL, 400, "invalid_path" },     { -ENAMETOOLONG, 400, "invalid_path" },
-        { -ENOENT, 404, "not_found" },        { -EISDIR, 409, "is_directory" },
-        { -ENOTDIR, 409, "not_directory" },   { -ENOTEMPTY, 409, "not_empty" },
-        { -EEXIST, 409, "exists" },           { -ELOOP, 403, "path_refused" },
-        { -EXDEV, 403, "path_refused" },      { -EAGAIN, 403, "permission_required" },
-        { -EACCES, 403, "permission_denied" }, { -EPERM, 403, "permission_denied" },
-        { -EROFS, 403, "read_only" },         { -EFBIG, 413, "too_large" },
-        { -E2BIG, 413, "too_large" },         { -EILSEQ, 422, "not_utf8" },
-        { -ENOSPC, 507, "no_space" },         { -EOPNOTSUPP, 501, "not_supported" },
+        { -EINVAL, 400, "invalid_path" },
+        { -ENAMETOOLONG, 400, "invalid_path" },
+        { -ENOENT, 404, "not_found" },
+        { -EISDIR, 409, "is_directory" },
+        { -ENOTDIR, 409, "not_directory" },
+        { -ENOTEMPTY, 409, "not_empty" },
+        { -EEXIST, 409, "exists" },
+        { -ELOOP, 403, "path_refused" },
+        { -EXDEV, 403, "path_refused" },
+        { -EAGAIN, 403, "permission_required" },
+        { -EACCES, 403, "permission_denied" },
+        { -EPERM, 403, "permission_denied" },
+        { -EROFS, 403, "read_only" },
+        { -EFBIG, 413, "too_large" },
+        { -E2BIG, 413, "too_large" },
+        { -EILSEQ, 422, "not_utf8" },
+        { -ENOSPC, 507, "no_space" },
+        { -EOPNOTSUPP, 501, "not_supported" },
 };
 
 static void refuse(struct request *rq, int r, const struct b4_error *err)

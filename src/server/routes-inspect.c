@@ -202,7 +202,8 @@ static bool unsupported_option(struct request *rq, const struct jv *v, struct re
         else if (s && strcmp(s, "skip") == 0)
                 q->o.unsupported = B4_INSPECT_UNSUPPORTED_SKIP;
         else {
-                reply_error(rq, 400, "invalid_request", "unsupported must be \"refuse\" or \"skip\"");
+                reply_error(rq, 400, "invalid_request",
+                            "unsupported must be \"refuse\" or \"skip\"");
                 return false;
         }
         return true;

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "docker/docker.h"
 #include "base/base64.h"
+#include "docker/docker.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

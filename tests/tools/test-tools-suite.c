@@ -1300,8 +1300,7 @@ static struct b4_tools *fs_tools(struct env *e, struct b4_permissions *p)
 {
         struct b4_tools *t = NULL;
 
-        assert_int_equal(b4_tools_new(e->sb, &(struct b4_tools_options){ .app = p }, &t, NULL),
-                         0);
+        assert_int_equal(b4_tools_new(e->sb, &(struct b4_tools_options){ .app = p }, &t, NULL), 0);
         return t;
 }
 
@@ -1371,7 +1370,7 @@ static void test_fs_ranges(void **state)
                         uint64_t off = k * 103;
                         assert_int_equal(rs[k], 0);
                         assert_int_equal(sizes[k], sizeof(every));
-                        assert_int_equal(lens[k], off >= 1024 ? 0
+                        assert_int_equal(lens[k], off >= 1024       ? 0
                                                   : 1024 - off < 77 ? 1024 - off
                                                                     : 77);
                         assert_memory_equal(got[k], every + (off < 1024 ? off : 0), lens[k]);
@@ -1380,8 +1379,7 @@ static void test_fs_ranges(void **state)
                 assert_int_equal(dir, -EISDIR);
         }
         assert_int_equal(b4_tools_fs_read(t, "bin", 0, 1, &data, &len, &size, &err), -EISDIR);
-        assert_int_equal(b4_tools_fs_read(t, "bin/none", 0, 1, &data, &len, &size, &err),
-                         -ENOENT);
+        assert_int_equal(b4_tools_fs_read(t, "bin/none", 0, 1, &data, &len, &size, &err), -ENOENT);
         assert_string_equal(err.msg, "read /workspace/bin/none: No such file or directory");
         assert_int_equal(b4_tools_fs_read(t, "", 0, 1, &data, &len, &size, &err), -EINVAL);
         b4_tools_free(t);
@@ -1433,9 +1431,9 @@ static void test_fs_gates(void **state)
         assert_int_equal(b4_tools_fs_list(t, "/", &d, &n, &err), 0);
         assert_true(n > 0);
         b4_tools_dirents_free(d, n);
-        assert_int_equal(b4_tools_fs_read(t, "/etc/hostname", 0, 10, &s, &n, &(uint64_t){ 0 },
-                                          &err),
-                         -EACCES);
+        assert_int_equal(
+                b4_tools_fs_read(t, "/etc/hostname", 0, 10, &s, &n, &(uint64_t){ 0 }, &err),
+                -EACCES);
         b4_tools_free(t);
         b4_permissions_free(ni);
         b4_permissions_free(ia);

@@ -554,10 +554,14 @@ static void test_skip_unsupported(void **state)
         struct b4_inspection insp = { 0 };
         struct b4_error err = { 0 };
         char *json = NULL;
+
         struct {
                 const char *path, *reason;
-        } want[] = { { "a/fifo", "other" },  { "a/l", "symlink" },    { "a/run.sh", "executable" },
-                     { "bin", "binary" },    { "latin1", "not_utf8" } };
+        } want[] = { { "a/fifo", "other" },
+                     { "a/l", "symlink" },
+                     { "a/run.sh", "executable" },
+                     { "bin", "binary" },
+                     { "latin1", "not_utf8" } };
 
         ws_link(w, "a/l", "../b.txt");
         ws_other(w, "a/fifo");
@@ -631,8 +635,10 @@ static void test_exclude_paths(void **state)
         struct b4_inspection insp = { 0 };
         struct b4_error err = { 0 };
         char *ex[] = { (char *)"a/b", (char *)"b.txt", (char *)"none/such", NULL };
-        char *bad[][2] = { { (char *)"/abs", NULL }, { (char *)"a/../b", NULL },
-                           { (char *)"a//b", NULL }, { (char *)"", NULL } };
+        char *bad[][2] = { { (char *)"/abs", NULL },
+                           { (char *)"a/../b", NULL },
+                           { (char *)"a//b", NULL },
+                           { (char *)"", NULL } };
         char *conflict[] = { (char *)"env", NULL };
         struct b4_root_symlink links[] = { { "env", "/e" } };
 
@@ -663,15 +669,24 @@ static void test_exclude_paths(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_defaults),       cmocka_unit_test(test_order_batched),
-                cmocka_unit_test(test_order_fallback), cmocka_unit_test(test_invalid_limits),
-                cmocka_unit_test(test_invalid_names),  cmocka_unit_test(test_invalid_root),
-                cmocka_unit_test(test_root),           cmocka_unit_test(test_root_must_be_dir),
-                cmocka_unit_test(test_refusals),       cmocka_unit_test(test_limits_exact),
-                cmocka_unit_test(test_refusal_order),  cmocka_unit_test(test_root_policy),
-                cmocka_unit_test(test_walk_rules),     cmocka_unit_test(test_changed),
-                cmocka_unit_test(test_bom_and_cancel), cmocka_unit_test(test_json),
-                cmocka_unit_test(test_skip_unsupported), cmocka_unit_test(test_exclude_paths),
+                cmocka_unit_test(test_defaults),
+                cmocka_unit_test(test_order_batched),
+                cmocka_unit_test(test_order_fallback),
+                cmocka_unit_test(test_invalid_limits),
+                cmocka_unit_test(test_invalid_names),
+                cmocka_unit_test(test_invalid_root),
+                cmocka_unit_test(test_root),
+                cmocka_unit_test(test_root_must_be_dir),
+                cmocka_unit_test(test_refusals),
+                cmocka_unit_test(test_limits_exact),
+                cmocka_unit_test(test_refusal_order),
+                cmocka_unit_test(test_root_policy),
+                cmocka_unit_test(test_walk_rules),
+                cmocka_unit_test(test_changed),
+                cmocka_unit_test(test_bom_and_cancel),
+                cmocka_unit_test(test_json),
+                cmocka_unit_test(test_skip_unsupported),
+                cmocka_unit_test(test_exclude_paths),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

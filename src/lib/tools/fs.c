@@ -44,8 +44,11 @@ static int target(struct b4_tools *t,
         return r;
 }
 
-int b4_tools_fs_stat(
-        struct b4_tools *t, const char *path, bool follow, struct b4_stat *ret, struct b4_error *err)
+int b4_tools_fs_stat(struct b4_tools *t,
+                     const char *path,
+                     bool follow,
+                     struct b4_stat *ret,
+                     struct b4_error *err)
 {
         cleanup_(jail_target_clear) struct jail_target jt = { 0 };
         struct b4_error inner = { 0 };
@@ -250,8 +253,7 @@ int b4_tools_fs_remove(struct b4_tools *t, const char *path, struct b4_error *er
         if (r < 0)
                 return r;
         if (strcmp(jt.abs, t->root) == 0 || (t->real_root && strcmp(jt.path, t->real_root) == 0))
-                return b4_error_set(err, -EPERM, "remove %s: refused: the workspace root",
-                                    jt.abs);
+                return b4_error_set(err, -EPERM, "remove %s: refused: the workspace root", jt.abs);
         r = b4_fs_remove(t->fs, jt.path, &inner);
         return r < 0 ? jail_failed("remove", &jt, r, &inner, err) : 0;
 }

@@ -73,10 +73,10 @@ static int string_value(const char *s, struct jv **ret)
 }
 
 int jail_failed(const char *op,
-                       const struct jail_target *jt,
-                       int r,
-                       const struct b4_error *inner,
-                       struct b4_error *err)
+                const struct jail_target *jt,
+                int r,
+                const struct b4_error *inner,
+                struct b4_error *err)
 {
         if (r == -ELOOP && (jt->flags & B4_FS_NO_SYMLINKS))
                 return b4_error_set(err, r, "%s %s: refused: a symbolic link is in the way", op,

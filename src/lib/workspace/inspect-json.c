@@ -61,9 +61,7 @@ static int append_map(struct strbuf *sb,
 }
 
 /* ,"skipped":[{"path","reason"}...] (skip mode only), ignored paths left out. */
-static int append_skipped(struct strbuf *sb,
-                          const struct b4_inspection *insp,
-                          char *const *ignore)
+static int append_skipped(struct strbuf *sb, const struct b4_inspection *insp, char *const *ignore)
 {
         bool first = true;
         int r;
@@ -80,8 +78,7 @@ static int append_skipped(struct strbuf *sb,
                 if (r >= 0)
                         r = jv_append_string(sb, k->path, strlen(k->path));
                 if (r >= 0)
-                        r = strbuf_addf(sb, ",\"reason\":\"%s\"}",
-                                        b4_skip_reason_name(k->reason));
+                        r = strbuf_addf(sb, ",\"reason\":\"%s\"}", b4_skip_reason_name(k->reason));
         }
         return r < 0 ? r : strbuf_addc(sb, ']');
 }
@@ -256,8 +253,8 @@ static bool skipped_ok(const struct jv *v)
 
 static bool inspection_ok(const struct jv *in, uint64_t *ret_files)
 {
-        static const char *const keys[] = { "files", "symlinks", "skipped", "totalBytes",
-                                            "entries", NULL };
+        static const char *const keys[] = { "files",      "symlinks", "skipped",
+                                            "totalBytes", "entries",  NULL };
         static const char *const required[] = { "files", "symlinks", "totalBytes", "entries",
                                                 NULL };
         const struct jv *files = jv_object_get(in, "files");

@@ -549,11 +549,9 @@ static int unsupported(struct insp *in, size_t i)
 
         if (e->st.kind != B4_FILE_REGULAR) {
                 if (!skipping(in))
-                        return defer(in, B4_INSPECT_REFUSED,
-                                     "Unsupported workspace entry (%s): %s",
+                        return defer(in, B4_INSPECT_REFUSED, "Unsupported workspace entry (%s): %s",
                                      kind_name(e->st.kind), e->path);
-                skip_entry(in, i,
-                           e->st.kind == B4_FILE_SYMLINK ? B4_SKIP_SYMLINK : B4_SKIP_OTHER);
+                skip_entry(in, i, e->st.kind == B4_FILE_SYMLINK ? B4_SKIP_SYMLINK : B4_SKIP_OTHER);
                 return 0;
         }
         if (!skipping(in))
@@ -685,10 +683,10 @@ static int collect(struct insp *in, struct b4_blob *blobs)
                         skip_entry(in, in->plan[i], (enum b4_skip_reason)(r - 1));
                         continue;
                 }
-                res->files[res->n_files++] = (struct b4_inspected_file){
-                        .path = TAKE_PTR(e->path), .text = TAKE_PTR(blobs[i].data),
-                        .len = blobs[i].len
-                };
+                res->files[res->n_files++] =
+                        (struct b4_inspected_file){ .path = TAKE_PTR(e->path),
+                                                    .text = TAKE_PTR(blobs[i].data),
+                                                    .len = blobs[i].len };
                 res->total_bytes += blobs[i].len;
         }
         return 0;
