@@ -58,10 +58,13 @@ static const struct cli_command commands[] = {
           "TOOL: readFile writeFile editFile listDir runBash; ARGS_JSON defaults to {}.\n",
           .uses_provider = true },
         { "read", cmd_read, "a thread's workspace inventory",
-          "b4box read THREAD [--root R] [--exclude DIR]... [--expect-source DIGEST] "
-          "[--consistent] [--json] [--server URL]",
+          "b4box read THREAD [--root R] [--exclude DIR]... [--exclude-path P]... "
+          "[--skip-unsupported] [--expect-source DIGEST] [--consistent] [--json] [--server URL]",
           "  --root R                 the directory to read (default: the workspace)\n"
           "  --exclude DIR            skip a root directory, repeatable\n"
+          "  --exclude-path P         skip a path below the root (and all under it), repeatable\n"
+          "  --skip-unsupported       list executables, binaries, non-UTF-8 files and links as\n"
+          "                           skipped instead of refusing the read\n"
           "  --expect-source DIGEST   refuse unless the workspace came from this source\n"
           "  --consistent             freeze the sandbox while reading\n"
           "  --json                   one JSON document\n"

@@ -203,9 +203,14 @@ static void run_events_main(void *ctx)
         struct run_events *ev = ctx;
         struct b4_error err = { 0 };
         struct strbuf out;
+        int r;
 
         strbuf_init(&out, RESPONSE_MAX_BYTES);
-        if (run_all(ev, &out, &err) >= 0) {
+        r = run_all(ev, &out, &err);
+        /* the slot is free before the last event goes: a client that saw it may run again */
+        b4_run_set_output(ev->run, NULL, NULL);
+        ev->run = b4_run_end(ev->run);
+        if (r >= 0) {
                 (void)stream_end(ev->st, "exit", out.buf, out.len);
         } else {
                 cleanup_free char *msg = NULL;
@@ -217,8 +222,6 @@ static void run_events_main(void *ctx)
                         stream_close(ev->st);
         }
         strbuf_release(&out);
-        b4_run_set_output(ev->run, NULL, NULL);
-        b4_run_end(ev->run);
         jv_unref(ev->calls);
         free(ev);
 }

@@ -242,6 +242,22 @@ int gate_path(struct b4_tools *t,
               struct jail_target *ret,
               struct b4_error *err);
 
+/* gate_path() with the leaf kept or canonicalised as asked (gate_path keeps it for
+ * writeFile only): an lstat or a remove acts on a symlink leaf, never through it. */
+int gate_path_leaf(struct b4_tools *t,
+                   const char *key,
+                   const char *path,
+                   bool keep_leaf,
+                   struct jail_target *ret,
+                   struct b4_error *err);
+
+/* A failure of the backend on @jt in the tools' words, shown with the lexical path (tools.c). */
+int jail_failed(const char *op,
+                const struct jail_target *jt,
+                int r,
+                const struct b4_error *inner,
+                struct b4_error *err);
+
 /* The five tools: @args validated by the dispatcher. *ret = the result value. */
 typedef int tool_fn(struct b4_tools *t,
                     const struct jv *args,

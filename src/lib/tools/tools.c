@@ -35,6 +35,8 @@ static int fs_failed(
         case -EPERM:
         case -ELOOP:
         case -ENAMETOOLONG:
+        case -ENOTEMPTY:
+        case -EEXIST:
                 return b4_error_set(err, r, "%s %s: %s", op, abs, strerror(-r));
         case -ENOMEM:
                 return r;
@@ -70,12 +72,11 @@ static int string_value(const char *s, struct jv **ret)
         return *ret ? 0 : -ENOMEM;
 }
 
-/* A failure of the backend on @jt, shown with the lexical path. */
-static int jail_failed(const char *op,
-                       const struct jail_target *jt,
-                       int r,
-                       const struct b4_error *inner,
-                       struct b4_error *err)
+int jail_failed(const char *op,
+                const struct jail_target *jt,
+                int r,
+                const struct b4_error *inner,
+                struct b4_error *err)
 {
         if (r == -ELOOP && (jt->flags & B4_FS_NO_SYMLINKS))
                 return b4_error_set(err, r, "%s %s: refused: a symbolic link is in the way", op,
