@@ -114,6 +114,12 @@ struct b4_fs {
  * read_file; walk and batched reads fall back to them). NULL gives false.
  */
 B4_PUBLIC bool b4_fs_can_read_tree(const struct b4_fs *fs);
+/**
+ * b4_fs_has_read_range() - whether @fs reads ranges itself (b4_fs_ops.read_range): without
+ * it every b4_fs_read_range_flags() call reads the whole file (a scan in chunks would read it
+ * once per chunk). NULL gives false.
+ */
+B4_PUBLIC bool b4_fs_has_read_range(const struct b4_fs *fs);
 
 /*
  * Wrappers: dispatch to @fs->ops; a missing member gives -EOPNOTSUPP ("<op> is not supported

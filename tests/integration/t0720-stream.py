@@ -338,6 +338,39 @@ def cli_part(srv, work):
        "native CLI through --server: --timeout is the call's timeoutMs (rc %s)" % rc)
 
 
+def bigfile_part(srv):
+    """readFile's line range on a file over the whole-file cap (256 KiB): 100,000 lines."""
+    st, h, body = srv.request("POST", "/threads/n1/tools/runBash",
+                              {"command": "seq -f 'line %g' 100000 > big.log; wc -c < big.log"})
+    size = int(json.loads(body)["result"]["stdout"])
+    st, h, body = srv.request("POST", "/threads/n1/tools/readFile", {"path": "big.log"})
+    doc = json.loads(body)
+    ok(size > 256 * 1024 and not doc["ok"] and "File too large" in doc["error"]["message"],
+       "native: a %d-byte file is over the whole-file cap" % size)
+    st, h, body = srv.request("POST", "/threads/n1/tools/readFile",
+                              {"path": "big.log", "startLine": 90000, "endLine": 90002})
+    doc = json.loads(body)
+    ok(doc["ok"] and doc["result"] == "[big.log lines 90000-90002 of 100000]\n"
+       "line 90000\nline 90001\nline 90002", "native: readFile lines 90000-90002 of it (%s)"
+       % str(doc)[:200])
+    st, h, body = srv.request("POST", "/threads/n1/tools/readFile",
+                              {"path": "big.log", "startLine": 99999})
+    doc = json.loads(body)
+    ok(doc["ok"] and doc["result"] == "[big.log lines 99999-100000 of 100000]\n"
+       "line 99999\nline 100000", "native: readFile from line 99999 to the end")
+    st, h, body = srv.request("POST", "/threads/n1/tools/readFile",
+                              {"path": "big.log", "startLine": 100001})
+    doc = json.loads(body)
+    ok(not doc["ok"] and doc["error"]["message"] ==
+       "readFile: startLine 100001 is past the end of big.log (100000 lines)",
+       "native: a start past the end is refused with the usual text")
+    st, h, body = srv.request("POST", "/threads/n1/tools/readFile",
+                              {"path": "big.log", "startLine": 1, "endLine": 60000})
+    doc = json.loads(body)
+    ok(not doc["ok"] and "are more than 262144 bytes (the size cap)" in doc["error"]["message"],
+       "native: a range over the cap is refused naming it (%s)" % doc["error"]["message"])
+
+
 def native_part(work):
     srv = Server(work, "native", {"server": {"streamKeepaliveMs": KEEPALIVE_MS},
                                   "sandbox": {"provider": {"type": "native", "scope": "t0720"},
@@ -422,6 +455,7 @@ def native_part(work):
         ok(res["wallMs"] >= 1900, "native: wallMs covers the loop (%s)" % res["wallMs"])
         cli_part(srv, work)
         options_part(srv, "native")
+        bigfile_part(srv)
         srv.request("POST", "/threads/n1/tools/runBash", {"command": "mkdir -p sub"})
         st, h, body = srv.request("POST", "/threads/n1/tools/runBash",
                                   {"command": "pwd; echo $X", "cwd": "sub", "env": {"X": "y"}})

@@ -89,6 +89,11 @@ bool b4_fs_can_read_tree(const struct b4_fs *fs)
         return fs && fs->ops && fs->ops->lstat && fs->ops->list_dir && fs->ops->read_file;
 }
 
+bool b4_fs_has_read_range(const struct b4_fs *fs)
+{
+        return fs && fs->ops && fs->ops->read_range;
+}
+
 int b4_fs_read_file_flags(struct b4_fs *fs,
                           const char *path,
                           unsigned flags,
