@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Local use without a server, in-process against the state dir:
- *   b4box exec --thread ID [--timeout MS] -- CMD...   run CMD in the thread's sandbox
+ *   b4box exec --thread ID [--timeout MS] [--max-output BYTES] [--cwd DIR] [--env K=V]...
+ *              -- CMD...                            run CMD in the thread's sandbox
  * With --server URL (or $B4BOX_URL) exec goes through the HTTP API instead (runBash, streamed
  * as NDJSON; --timeout is the call's timeoutMs there).
  *   b4box release ID                                 drop its compute, keep the workspace
@@ -37,13 +38,53 @@
 #include "client.h"
 #include "json/json.h"
 
+#define EXEC_ENV_MAX 64 /* --env options */
+
 struct exec_args {
         const char *thread;
         const char *server; /* --server URL; else $B4BOX_URL; else local */
         uint64_t timeout_ms;
+        uint64_t max_output;           /* --max-output BYTES; 0 = the policy's */
+        const char *cwd;               /* --cwd DIR, relative to the workspace; NULL = its root */
+        const char *env[EXEC_ENV_MAX]; /* --env NAME=VALUE, borrowed from argv (unsplit:
+                                        * a handover passes argv on as it came) */
+        size_t n_env;
         char **cmd; /* borrowed from argv */
         int n_cmd;
 };
+
+/* --env NAME=VALUE. Return: 0, or -1 after a usage error. */
+static int parse_env(struct exec_args *a, const char *v)
+{
+        const char *eq = strchr(v, '=');
+
+        if (!eq || eq == v || a->n_env == EXEC_ENV_MAX) {
+                cli_error("exec: --env needs NAME=VALUE (at most %d)", EXEC_ENV_MAX);
+                return -1;
+        }
+        a->env[a->n_env++] = v;
+        return 0;
+}
+
+/* The --env options as variables: names copied into @names (freed by the caller with
+ * free_names()), values borrowed. Return: 0, -ENOMEM. */
+static int env_vars(const struct exec_args *a, struct b4_env_var *vars, char **names)
+{
+        for (size_t i = 0; i < a->n_env; i++) {
+                const char *eq = strchr(a->env[i], '=');
+                names[i] = b4_strndup(a->env[i], (size_t)(eq - a->env[i]));
+                if (!names[i])
+                        return -ENOMEM;
+                vars[i] = (struct b4_env_var){ .name = names[i], .value = (char *)eq + 1 };
+        }
+        return 0;
+}
+
+static void free_names(char **names, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                free(names[i]);
+}
 
 static struct b4_cancel *arg_cancel;
 
@@ -63,9 +104,19 @@ static int parse_exec(int argc, char **argv, struct exec_args *a)
                         a->thread = v;
                 else if (strcmp(argv[i], "--server") == 0 && v)
                         a->server = v;
-                else if (strcmp(argv[i], "--timeout") == 0 && v) {
+                else if (strcmp(argv[i], "--cwd") == 0 && v && *v)
+                        a->cwd = v;
+                else if (strcmp(argv[i], "--env") == 0 && v) {
+                        if (parse_env(a, v) < 0)
+                                return -1;
+                } else if (strcmp(argv[i], "--timeout") == 0 && v) {
                         if (safe_atou64(v, &a->timeout_ms) < 0 || a->timeout_ms == 0) {
                                 cli_error("exec: --timeout needs a positive number of ms");
+                                return -1;
+                        }
+                } else if (strcmp(argv[i], "--max-output") == 0 && v) {
+                        if (safe_atou64(v, &a->max_output) < 0 || a->max_output == 0) {
+                                cli_error("exec: --max-output needs a positive number of bytes");
                                 return -1;
                         }
                 } else {
@@ -114,8 +165,14 @@ static void pass_output(void *userdata, enum b4_exec_stream stream, const char *
 /* In the thread's sandbox as the runtime gives it (its root ancestor's, admitted). */
 static int run_exec(struct b4_runtime *rt, const struct exec_args *a, const char *command)
 {
+        cleanup_free char *cwd = NULL;
+        struct b4_env_var vars[EXEC_ENV_MAX];
+        char *names[EXEC_ENV_MAX] = { 0 };
         struct b4_exec_req req = { .command = command,
+                                   .env = vars,
+                                   .n_env = a->n_env,
                                    .timeout_ms = a->timeout_ms,
+                                   .output_cap = (size_t)a->max_output,
                                    .cancel = arg_cancel,
                                    .on_output = pass_output };
         struct b4_exec_result res = { 0 };
@@ -123,12 +180,23 @@ static int run_exec(struct b4_runtime *rt, const struct exec_args *a, const char
         struct b4_run *run = NULL;
         int r;
 
+        if (a->cwd) { /* the operator's own sandbox: relative to the workspace, no jail */
+                if (b4_asprintf(&cwd, "%s%s", a->cwd[0] == '/' ? "" : B4_WORKSPACE_ROOT "/",
+                                a->cwd) < 0)
+                        return cli_error("out of memory"), CLI_EXIT_FAILED;
+                req.cwd = cwd;
+        }
+        if (env_vars(a, vars, names) < 0) {
+                free_names(names, a->n_env);
+                return cli_error("out of memory"), CLI_EXIT_FAILED;
+        }
         r = b4_runtime_run_begin(rt, a->thread, &run, &err);
-        if (r < 0)
-                return cli_fail(&err);
-        (void)fflush(stdout);
-        r = b4_sandbox_exec(b4_run_sandbox(run), &req, &res, &err);
+        if (r >= 0) {
+                (void)fflush(stdout);
+                r = b4_sandbox_exec(b4_run_sandbox(run), &req, &res, &err);
+        }
         run = b4_run_end(run);
+        free_names(names, a->n_env);
         if (r < 0)
                 return cli_fail(&err);
         if (res.timed_out)
@@ -179,10 +247,21 @@ static int remote_exec(const char *url, const struct exec_args *a, const char *c
         struct remote_run rr = { .exit_code = -1 };
         int r;
 
-        args = jv_pack("{s:s, s:o*}", "command", command, "timeoutMs",
-                       a->timeout_ms ? jv_integer_new((int64_t)a->timeout_ms) : NULL);
-        if (!args || jv_dump(args, 0, &args_json) < 0)
-                return cli_error("out of memory"), CLI_EXIT_FAILED;
+        struct jv *env = a->n_env ? jv_object_new() : NULL;
+        for (size_t i = 0; env && i < a->n_env; i++) {
+                const char *eq = strchr(a->env[i], '=');
+                cleanup_free char *name = b4_strndup(a->env[i], (size_t)(eq - a->env[i]));
+                if (!name || jv_object_set_new(env, name, jv_string_new(eq + 1)) < 0)
+                        env = jv_unref(env);
+        }
+        args = jv_pack("{s:s, s:o*, s:o*, s:s*, s:o*}", "command", command, "timeoutMs",
+                       a->timeout_ms ? jv_integer_new((int64_t)a->timeout_ms) : NULL,
+                       "maxOutputBytes",
+                       a->max_output ? jv_integer_new((int64_t)a->max_output) : NULL, "cwd", a->cwd,
+                       "env", env);
+        if (!args || (a->n_env && !jv_object_get(args, "env")) || jv_dump(args, 0, &args_json) < 0)
+                return cli_error("exec: out of memory, or an argument is not UTF-8"),
+                       CLI_EXIT_FAILED;
         r = cli_remote_tool_stream(url, a->thread, "runBash", args_json,
                                    arg_cancel ? b4_cancel_fd(arg_cancel) : -EBADF, remote_event,
                                    &rr);

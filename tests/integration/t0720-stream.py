@@ -330,6 +330,22 @@ def cli_part(srv, work):
            "native CLI %s: output and exit code (%s, rc %s, %s)" % (where, lines, rc, err))
         ok(len(lines) == 2 and total - lines[0][0] >= 1.5,
            "native CLI %s: 'a' is printed >= 1.5 s before the end" % where)
+    srv.request("POST", "/threads/n1/tools/runBash", {"command": "mkdir -p cdir"})
+    for where, pre in (("through --server", ["exec", "--server", "unix:" + srv.sock,
+                                             "--thread", "n1"]),
+                       ("locally", ["-c", os.path.join(srv.dir, "b4box.json"), "--state",
+                                    os.path.join(work, "cli-state"), "exec", "--thread", "c1"])):
+        if where == "locally":
+            subprocess.run([B4BOX] + pre + ["--", "mkdir -p cdir"], capture_output=True)
+        lines, total, rc, err = timed_lines(
+            [B4BOX] + pre + ["--cwd", "cdir", "--env", "X=y=z", "--max-output", "100", "--",
+                             "pwd; echo $X; head -c 1000 /dev/zero | tr '\\0' q"])
+        out = b"".join(l for _, l in lines)
+        ok(out.startswith(b"/workspace/cdir\ny=z\n") and rc == 0,
+           "native CLI %s: --cwd and --env (%r, rc %s, %s)" % (where, out[:60], rc, err))
+        if where == "through --server":  # the result is capped; the live stream is not
+            ok(out.count(b"q") == 1000, "native CLI %s: the stream carries all the output"
+               % where)
     subprocess.run([B4BOX, "-c", os.path.join(srv.dir, "b4box.json"), "--state",
                     os.path.join(work, "cli-state"), "destroy", "c1"], capture_output=True)
     lines, total, rc, err = timed_lines([B4BOX, "exec", "--server", "unix:" + srv.sock,
