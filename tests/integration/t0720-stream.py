@@ -354,6 +354,37 @@ def cli_part(srv, work):
        "native CLI through --server: --timeout is the call's timeoutMs (rc %s)" % rc)
 
 
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def backpressure_part(srv):
+    """A client that does not read: the command waits, the server's memory does not grow."""
+    before = rss_kib(srv.proc.pid)
+    r = Reader(srv, "/threads/n1/tools/runBash",
+               {"command": "yes 0123456789abcdef | head -c 64000000; echo; echo done >&2",
+                "maxOutputBytes": 4096}, "application/x-ndjson")
+    time.sleep(2)  # not reading: the kernel buffers fill, then the 1 MiB queue, then the pipe
+    during = rss_kib(srv.proc.pid)
+    ok(during - before < 32 * 1024,
+       "native: a client that does not read holds the server at +%d KiB (bounded)"
+       % (during - before))
+    got = 0
+    r.read_until("exit", timeout=120)
+    for _, name, _, data in r.events:
+        if name == "stdout":
+            got += len(data["text"])
+    ok(got == 64000001, "native: and it gets every byte once it reads (%d)" % got)
+    ex = [e for e in r.events if e[1] == "exit"]
+    ok(ex and ex[0][3]["result"]["truncated"] and len(ex[0][3]["result"]["stdout"]) < 8192,
+       "native: while the result stays capped by maxOutputBytes")
+    r.close()
+
+
 def bigfile_part(srv):
     """readFile's line range on a file over the whole-file cap (256 KiB): 100,000 lines."""
     st, h, body = srv.request("POST", "/threads/n1/tools/runBash",
@@ -469,6 +500,7 @@ def native_part(work):
            "native: a CPU loop's cpuMs (%s) is within 20%% of what the shell's times says "
            "(%.0f ms of %s ms wall)" % (res["cpuMs"], truth, res["wallMs"]))
         ok(res["wallMs"] >= 1900, "native: wallMs covers the loop (%s)" % res["wallMs"])
+        backpressure_part(srv)
         cli_part(srv, work)
         options_part(srv, "native")
         bigfile_part(srv)
