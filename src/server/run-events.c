@@ -153,9 +153,6 @@ static void flush_held(struct run_events *ev)
         }
 }
 
-#define CANCELLED_RESULT \
- "{\"ok\":false,\"error\":{\"code\":\"cancelled\",\"message\":\"the run was cancelled\"}}"
-
 /* One call's result document as JSON text (heap), or NULL with @err set. */
 static char *call_one(struct run_events *ev, const struct jv *c, struct b4_error *err)
 {
@@ -167,7 +164,7 @@ static char *call_one(struct run_events *ev, const struct jv *c, struct b4_error
         char *json = NULL;
 
         if (b4_cancel_is_set(b4_run_cancel_token(ev->run)))
-                return strdup(CANCELLED_RESULT);
+                return strdup(RUN_CANCELLED_RESULT);
         memset(ev->off, 0, sizeof(ev->off));
         if (b4_run_call(ev->run, tool, args ? args : empty, &res, err) < 0)
                 return NULL;

@@ -216,6 +216,11 @@ bool route_inspect_admit(struct request *rq);
 /* The JSON view of a thread row. */
 struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row);
 
+/* A call after its run was cancelled (routes-runs.c, run-events.c). */
+#define RUN_CANCELLED_RESULT                                                  \
+ "{\"ok\":false,\"error\":{\"code\":\"cancelled\",\"message\":\"the run was " \
+ "cancelled\"}}"
+
 /* ---- streamed runs (run-events.c) ---- */
 /*
  * Answer @rq with a @format stream of @run's @calls ([{tool, args}], a reference is taken):
