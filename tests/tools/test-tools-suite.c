@@ -325,11 +325,25 @@ static const struct tool_case cases[] = {
           "{\"path\":\"c10.txt\"}",
           OK("\"0123456789\""),
           { .mode = B4_PERMISSION_NON_INTERACTIVE, .read_cap = 10 } },
-        { "read cap applies to ranges",
+        { "read cap bounds a range's bytes on a file over it",
           { { "c11.txt", "0123456789X" } },
           "readFile",
           "{\"path\":\"c11.txt\",\"startLine\":1}",
-          ERRNO("EFBIG", "File too large: 11 bytes (max 10) at /workspace/c11.txt"),
+          ERRNO("EFBIG",
+                "readFile: lines 1-end of c11.txt are more than 10 bytes (the size "
+                "cap); ask for fewer lines"),
+          { .mode = B4_PERMISSION_NON_INTERACTIVE, .read_cap = 10 } },
+        { "a range that fits is read from a file over the cap",
+          { { "c12.txt", "0123456789\nX\n" } },
+          "readFile",
+          "{\"path\":\"c12.txt\",\"startLine\":2}",
+          OK("\"[c12.txt lines 2-2 of 2]\\nX\""),
+          { .mode = B4_PERMISSION_NON_INTERACTIVE, .read_cap = 10 } },
+        { "a range past the end of a file over the cap",
+          { { "c13.txt", "0123456789\nX\n" } },
+          "readFile",
+          "{\"path\":\"c13.txt\",\"startLine\":3}",
+          ERRNO("EINVAL", "readFile: startLine 3 is past the end of c13.txt (2 lines)"),
           { .mode = B4_PERMISSION_NON_INTERACTIVE, .read_cap = 10 } },
         { "read outside fail-closed",
           { { 0 } },
@@ -694,8 +708,10 @@ static void test_read_cap_default(void **state)
                 json,
                 ERRNO("EFBIG", "File too large: 307200 bytes (max 262144) at /workspace/big.txt"));
         free(json);
-        json = call(e, &o, "readFile", "{\"path\":\"big.txt\",\"startLine\":1,\"endLine\":1}");
-        assert_non_null(strstr(json, "File too large: 307200 bytes (max 262144)"));
+        /* a range of a file over the cap is scanned: only the range must fit */
+        json = call(e, &o, "readFile",
+                    "{\"path\":\"big.txt\",\"startLine\":3000,\"endLine\":3000}");
+        assert_non_null(strstr(json, "\"[big.txt lines 3000-3000 of 3840]\\nxxxxxxxxxx"));
         free(json);
         /* tool-outputs/ reads go past the read cap (up to B4_TOOLS_TOOL_OUTPUT_CAP) */
         put(e, "tool-outputs/call-1.txt", big, n);
@@ -1179,13 +1195,19 @@ static void test_h5_tool_output_cap(void **state)
         put(e, "tool-outputs/h5-big", big, n);
         free(big);
         json = call_open(e, "readFile", "{\"path\":\"tool-outputs/h5-big\",\"endLine\":1}");
+        assert_string_equal(json, ERRNO("EFBIG", "readFile: lines 1-1 of tool-outputs/h5-big are "
+                                                 "more than 33554432 bytes (the size cap); ask "
+                                                 "for fewer lines"));
+        free(json);
+        json = call_open(e, "readFile", "{\"path\":\"tool-outputs/h5-big\"}");
         assert_string_equal(json, ERRNO("EFBIG", "File too large: 33554433 bytes (max 33554432) "
                                                  "at /workspace/tool-outputs/h5-big"));
         free(json);
         put(e, "tool-outputs/h5-big", "", 0);
 }
 
-/* H5: a sparse 400 MiB tool output is refused from its size, without reading it. */
+/* H5: a sparse 400 MiB tool output is refused from its size without a range, and a range of
+ * it is refused once the range passes the cap: never read whole, never held. */
 static void test_h5_sparse_tool_output(void **state)
 {
         struct env *e = need(state);
@@ -1198,6 +1220,12 @@ static void test_h5_sparse_tool_output(void **state)
         t0 = now_s();
         json = call_open(e, "readFile",
                          "{\"path\":\"tool-outputs/h5-sparse\",\"startLine\":1,\"endLine\":1}");
+        /* scanned, but the one 400 MiB line is refused once it passes the cap */
+        assert_string_equal(json, ERRNO("EFBIG", "readFile: lines 1-1 of tool-outputs/h5-sparse "
+                                                 "are more than 33554432 bytes (the size cap); "
+                                                 "ask for fewer lines"));
+        free(json);
+        json = call_open(e, "readFile", "{\"path\":\"tool-outputs/h5-sparse\"}");
         assert_string_equal(json, ERRNO("EFBIG", "File too large: 419430400 bytes (max 33554432) "
                                                  "at /workspace/tool-outputs/h5-sparse"));
         free(json);
