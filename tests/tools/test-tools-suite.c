@@ -1209,9 +1209,9 @@ static void test_h5_tool_output_cap(void **state)
 /* The range scan holds at most the 32 MiB cap (plus its growth and one 256 KiB read); ASan's
  * quarantine keeps every freed block resident for a while, so its builds get more room. */
 #if defined(__SANITIZE_ADDRESS__)
-#define H5_SPARSE_RSS_KIB (192 * 1024)
+# define H5_SPARSE_RSS_KIB (192 * 1024)
 #else
-#define H5_SPARSE_RSS_KIB (64 * 1024)
+# define H5_SPARSE_RSS_KIB (64 * 1024)
 #endif
 
 /* H5: a sparse 400 MiB tool output is refused from its size without a range, and a range of
