@@ -301,6 +301,8 @@ struct b4_sandbox {
         struct b4_fs fs;              /* full filesystem (read + write members) */
         char *thread_id;              /* owned; the logical thread id, never the hash */
         char *workspace_root;         /* owned; absolute in-sandbox path */
+        bool reattached;              /* set by the provider at acquire: its compute was found
+                                         running (a kept keeper or container), not started */
         struct b4_sandbox_core *core; /* owned: ops, references, lifecycle entry */
 };
 
@@ -419,6 +421,9 @@ B4_PUBLIC int b4_provider_release(struct b4_provider *p,
 B4_PUBLIC int b4_provider_destroy(struct b4_provider *p,
                                   const char *thread_id,
                                   struct b4_error *err);
+/** b4_provider_kept() - whether @thread_id's compute runs without a handle here, so the next
+ * acquire reattaches it (native: a kept keeper); false for providers that cannot tell. */
+B4_PUBLIC bool b4_provider_kept(struct b4_provider *p, const char *thread_id);
 /** b4_provider_preflight() - without a preflight member: ok with no controls. */
 B4_PUBLIC int b4_provider_preflight(struct b4_provider *p,
                                     struct b4_preflight *ret,
@@ -460,6 +465,22 @@ B4_PUBLIC int b4_provider_freeze(struct b4_provider *p,
                                  const char *thread_id,
                                  bool frozen,
                                  struct b4_error *err);
+
+/**
+ * b4_provider_network_audit() - thread @thread_id's network audit (docs/http-api.md,
+ * GET /threads/{id}/network): one JSON object {thread, provider, enforced, reason?, mode?,
+ * dns: {queries, admitted, refused, failed, dropped, events: [...]}, destinations: [...],
+ * denials: [...], truncated?}. A provider without an audit, or a thread with nothing
+ * audited (no network list, not acquired), gives that shape with "enforced": false, the
+ * reason, zero totals and empty lists.
+ * @ret_json: new, NUL-terminated; the caller frees it with free().
+ * Return: 0; -EINVAL (no provider or id); -EIO (the audit exists but could not be read:
+ * message in @err); -ENOMEM.
+ */
+B4_PUBLIC int b4_provider_network_audit(struct b4_provider *p,
+                                        const char *thread_id,
+                                        char **ret_json,
+                                        struct b4_error *err);
 
 /** b4_provider_free() - NULL ok. Does not release live sandboxes. Return: NULL. */
 B4_PUBLIC struct b4_provider *b4_provider_free(struct b4_provider *p);

@@ -169,7 +169,7 @@ static char *call_one(struct run_events *ev, const struct jv *c, struct b4_error
         if (b4_run_call(ev->run, tool, args ? args : empty, &res, err) < 0)
                 return NULL;
         flush_held(ev);
-        metrics_tool_call(ev->metrics, tool, res.ok, now_usec() - t0);
+        metrics_tool_call(ev->metrics, tool, res.ok, res.code, now_usec() - t0);
         if (jv_dump(res.doc, 0, &json) < 0)
                 (void)b4_error_set(err, -ENOMEM, "out of memory");
         b4_tool_result_clear(&res);

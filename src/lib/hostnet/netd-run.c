@@ -4,8 +4,8 @@
  * the server keeps a child to reap), runs in the provider's network namespace, and outlives
  * the process that started it like the keeper does: it is recorded as run/<id>.netd
  * "<pid> <starttime>" and stopped by that record (the start time guards against pid reuse).
- * Its log is run/<id>.netd.log. Handshake: netd writes "<pid> <port>\n" to its stdout (a
- * pipe) once it listens.
+ * Its log is run/<id>.netd.log, its audit socket run/a-<hash>.sock (audit.h). Handshake: netd
+ * writes "<pid> <port>\n" to its stdout (a pipe) once it listens.
  */
 
 #include <arpa/inet.h>
@@ -20,11 +20,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "base/alloc.h"
 #include "base/fd-util.h"
 #include "base/macro.h"
+#include "base/proc-util.h"
 #include "base/strv.h"
-#include "native.h"
+#include "hostnet.h"
 #include "netpolicy.h"
 
 #ifndef B4_NETD_BUILD_PATH
@@ -62,6 +64,7 @@ static int push(char ***argv, const char *fmt, ...)
 }
 
 static int build_argv(const char *exe,
+                      const char *id,
                       const struct b4_policy *p,
                       unsigned ifindex,
                       const char *gateway,
@@ -82,6 +85,12 @@ static int build_argv(const char *exe,
                 r = push(&argv, "--pin-floor=%u", p->dns.pin_floor_s);
         if (r >= 0)
                 r = push(&argv, "--pin-cap=%u", p->dns.pin_cap_s);
+        if (r >= 0) { /* relative: netd starts in the run directory (middle()) */
+                char name[HOSTNET_AUDIT_NAME_LEN];
+
+                hostnet_audit_name(id, name);
+                r = push(&argv, "--audit=%s", name);
+        }
         for (size_t i = 0; r >= 0 && i < p->dns.n_upstream; i++) {
                 const struct b4_net_addr *a = &p->dns.upstream[i];
 
@@ -99,7 +108,7 @@ static int build_argv(const char *exe,
 }
 
 /* The middle child: fork netd and exit. Async-signal-safe only. */
-static void middle(char **argv, int out_fd, int log_fd)
+static void middle(char **argv, int run_fd, int out_fd, int log_fd)
 {
         char *const envp[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
         int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -113,7 +122,7 @@ static void middle(char **argv, int out_fd, int log_fd)
         if (pid > 0)
                 _exit(0);
         if (dup3(null_fd, STDIN_FILENO, 0) < 0 || dup3(out_fd, STDOUT_FILENO, 0) < 0 ||
-            dup3(log_fd, STDERR_FILENO, 0) < 0)
+            dup3(log_fd, STDERR_FILENO, 0) < 0 || fchdir(run_fd) < 0)
                 _exit(126);
         execve(argv[0], argv, envp);
         _exit(127);
@@ -146,7 +155,7 @@ static int read_handshake(int fd, pid_t *ret_pid, uint16_t *ret_port)
         return 0;
 }
 
-static int record(struct native_provider *np, const char *id, pid_t pid)
+static int record(const struct hostnet *hn, const char *id, pid_t pid)
 {
         char name[64], text[64];
         uint64_t st;
@@ -156,10 +165,10 @@ static int record(struct native_provider *np, const char *id, pid_t pid)
                 return r;
         (void)snprintf(name, sizeof(name), "%s.netd", id);
         (void)snprintf(text, sizeof(text), "%d %llu\n", (int)pid, (unsigned long long)st);
-        return write_file_atomic_at(np->run_fd, name, text, strlen(text), 0600);
+        return write_file_atomic_at(hn->run_fd, name, text, strlen(text), 0600);
 }
 
-int netd_start(struct native_provider *np,
+int netd_start(const struct hostnet *hn,
                const char *id,
                const struct b4_policy *p,
                unsigned ifindex,
@@ -176,16 +185,16 @@ int netd_start(struct native_provider *np,
 
         if (!exe)
                 return b4_error_set(err, -ENOENT, "b4box-netd not found (set B4BOX_NETD)");
-        r = build_argv(exe, p, ifindex, gateway, &argv);
+        r = build_argv(exe, id, p, ifindex, gateway, &argv);
         if (r < 0)
                 return b4_error_set(err, r, "cannot start b4box-netd");
         (void)snprintf(log, sizeof(log), "%s.netd.log", id);
-        log_fd = openat(np->run_fd, log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        log_fd = openat(hn->run_fd, log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
         if (log_fd < 0 || pipe2(pipe_fd, O_CLOEXEC) < 0)
                 return b4_error_set(err, -errno, "cannot start b4box-netd");
         mid = fork();
         if (mid == 0)
-                middle(argv, pipe_fd[1], log_fd);
+                middle(argv, hn->run_fd, pipe_fd[1], log_fd);
         r = mid < 0 ? -errno : 0;
         safe_close(pipe_fd[1]);
         while (mid > 0 && waitpid(mid, &status, 0) < 0 && errno == EINTR)
@@ -194,7 +203,7 @@ int netd_start(struct native_provider *np,
                 r = read_handshake(pipe_fd[0], &pid, ret_port);
         safe_close(pipe_fd[0]);
         if (r >= 0)
-                r = record(np, id, pid);
+                r = record(hn, id, pid);
         if (r < 0) {
                 if (pid > 0)
                         (void)kill(pid, SIGKILL);
@@ -203,7 +212,7 @@ int netd_start(struct native_provider *np,
         return 0;
 }
 
-void netd_stop(struct native_provider *np, const char *id)
+void netd_stop(const struct hostnet *hn, const char *id)
 {
         cleanup_free char *buf = NULL;
         char name[64];
@@ -213,12 +222,14 @@ void netd_stop(struct native_provider *np, const char *id)
         int pid = 0;
 
         (void)snprintf(name, sizeof(name), "%s.netd", id);
-        if (read_file_at(np->run_fd, name, 64, &buf, &len) < 0)
+        if (read_file_at(hn->run_fd, name, 64, &buf, &len) < 0)
                 return;
         if (sscanf(buf, "%d %llu", &pid, &st) == 2 && pid > 1 && proc_starttime(pid, &now) == 0 &&
             now == st)
                 (void)kill(pid, SIGTERM);
-        (void)unlinkat(np->run_fd, name, 0);
+        (void)unlinkat(hn->run_fd, name, 0);
         (void)snprintf(name, sizeof(name), "%s.netd.log", id);
-        (void)unlinkat(np->run_fd, name, 0);
+        (void)unlinkat(hn->run_fd, name, 0);
+        hostnet_audit_name(id, name);
+        (void)unlinkat(hn->run_fd, name, 0);
 }
