@@ -12,6 +12,7 @@
 #include "base/strbuf.h"
 #include "json/json.h"
 #include "server.h"
+#include "stream.h"
 
 #define RESPONSE_MAX_BYTES     (256u * 1024u * 1024u) /* a run's results, all calls */
 #define INSPECT_BODY_MAX_BYTES (64u * 1024u)          /* reference INSPECT_BODY_MAX_BYTES */
@@ -122,7 +123,16 @@ struct request {
         char method[8]; /* for the request log */
         char path[256]; /* for the request log, truncated */
         unsigned status;
+        void (*after)(void *ctx); /* request_detach() */
+        void *after_ctx;
 };
+
+/*
+ * Run @fn(@ctx) on the handler's pool thread once the handler returned and its reply was
+ * handed to libmicrohttpd: a streamed reply's producer (stream.h). @fn must not touch @rq;
+ * the server's stop waits for it.
+ */
+void request_detach(struct request *rq, void (*fn)(void *ctx), void *ctx);
 
 /* ---- logs (log.c; server_log() is in server.h) ---- */
 /* The traceparent added to this thread's lines (borrowed; NULL = none), while it handles a
@@ -248,11 +258,34 @@ void staged_thread_create(struct request *rq,
                           const char *id,
                           const char *meta,
                           const char *parent);
+/* routes-check.c: GET /threads/{id}/check */
+void route_thread_check(struct request *rq);
+/* routes-fs.c: POST /threads/{id}/fs/{op} (reads) and its changes' own routes */
+void route_fs(struct request *rq);
+void route_fs_change(struct request *rq);
 void route_workspace_inspect(struct request *rq);
 /* The inspect route's headers-phase checks (its .begin hook); replies and returns false. */
 bool route_inspect_admit(struct request *rq);
 /* The JSON view of a thread row. */
 struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row);
+
+/* A call after its run was cancelled (routes-runs.c, run-events.c). */
+#define RUN_CANCELLED_RESULT                                                  \
+ "{\"ok\":false,\"error\":{\"code\":\"cancelled\",\"message\":\"the run was " \
+ "cancelled\"}}"
+
+/* ---- streamed runs (run-events.c) ---- */
+/*
+ * Answer @rq with a @format stream of @run's @calls ([{tool, args}], a reference is taken):
+ * the 200 is its reply, the calls run after the handler returns, and the run (taken) ends
+ * with them. @single: the one-call route (exit carries the call's document, not
+ * {"results":[...]}). Return: 0, or -errno with a reply made and @run still the caller's.
+ */
+int run_events_start(struct request *rq,
+                     enum stream_format format,
+                     struct b4_run *run,
+                     struct jv *calls,
+                     bool single);
 
 /* ---- metrics (metrics.c) ---- */
 enum metrics_gauge {

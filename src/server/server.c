@@ -413,8 +413,29 @@ static void handler_main(struct worker_job *job)
         rq->route->handler(rq);
         if (!rq->replied)
                 reply_error(rq, 500, "internal_error", "no reply");
+        void (*after)(void *ctx) = rq->after;
+        void *after_ctx = rq->after_ctx;
         log_set_trace(NULL);
-        request_resume(s, conn); /* rq is not touched after this */
+        if (!after) {
+                request_resume(s, conn); /* rq is not touched after this */
+                return;
+        }
+        /* a streamed reply: its producer runs once the reply is on its way (rq is not touched
+         * after the resume), still counted as a worker so that the server's stop waits */
+        (void)pthread_mutex_lock(&s->workers_lock);
+        MHD_resume_connection(conn);
+        (void)pthread_mutex_unlock(&s->workers_lock);
+        after(after_ctx);
+        (void)pthread_mutex_lock(&s->workers_lock);
+        s->workers--;
+        (void)pthread_cond_broadcast(&s->workers_done);
+        (void)pthread_mutex_unlock(&s->workers_lock);
+}
+
+void request_detach(struct request *rq, void (*fn)(void *ctx), void *ctx)
+{
+        rq->after = fn;
+        rq->after_ctx = ctx;
 }
 
 /* Suspend @rq's connection and run @fn on a pool thread (it resumes the connection).

@@ -89,6 +89,11 @@ bool b4_fs_can_read_tree(const struct b4_fs *fs)
         return fs && fs->ops && fs->ops->lstat && fs->ops->list_dir && fs->ops->read_file;
 }
 
+bool b4_fs_has_read_range(const struct b4_fs *fs)
+{
+        return fs && fs->ops && fs->ops->read_range;
+}
+
 int b4_fs_read_file_flags(struct b4_fs *fs,
                           const char *path,
                           unsigned flags,
@@ -110,6 +115,57 @@ int b4_fs_read_file(struct b4_fs *fs,
                     struct b4_error *err)
 {
         return b4_fs_read_file_flags(fs, path, 0, max_bytes, ret, ret_len, err);
+}
+
+/* The fallback of a provider without read_range: the whole file (bounded), then the slice. */
+static int read_range_whole(struct b4_fs *fs,
+                            const char *path,
+                            unsigned flags,
+                            uint64_t offset,
+                            uint64_t length,
+                            char **ret,
+                            size_t *ret_len,
+                            uint64_t *ret_size,
+                            struct b4_error *err)
+{
+        cleanup_free char *data = NULL;
+        size_t len = 0, n;
+        int r;
+
+        r = FS_CALL(fs, read_file, err, path, flags, B4_FS_RANGE_FALLBACK_MAX, &data, &len);
+        if (r == -EFBIG)
+                return b4_error_set(err, r,
+                                    "readRange %s: no ranged read here and the file exceeds %u "
+                                    "bytes",
+                                    path, B4_FS_RANGE_FALLBACK_MAX);
+        if (r < 0)
+                return r;
+        n = offset >= len ? 0 : len - (size_t)offset;
+        if ((uint64_t)n > length)
+                n = (size_t)length;
+        if (n > 0 && offset > 0)
+                memmove(data, data + offset, n);
+        data[n] = '\0';
+        *ret = TAKE_PTR(data);
+        *ret_len = n;
+        *ret_size = len;
+        return 0;
+}
+
+int b4_fs_read_range_flags(struct b4_fs *fs,
+                           const char *path,
+                           unsigned flags,
+                           uint64_t offset,
+                           uint64_t length,
+                           char **ret,
+                           size_t *ret_len,
+                           uint64_t *ret_size,
+                           struct b4_error *err)
+{
+        if (fs && fs->ops && !fs->ops->read_range)
+                return read_range_whole(fs, path, flags, offset, length, ret, ret_len, ret_size,
+                                        err);
+        return FS_CALL(fs, read_range, err, path, flags, offset, length, ret, ret_len, ret_size);
 }
 
 int b4_fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
@@ -407,6 +463,11 @@ struct b4_entry *b4_sandbox_entry(struct b4_sandbox *sb)
         return sb->core->entry;
 }
 
+struct b4_exec_bounds b4_sandbox_exec_bounds(const struct b4_sandbox *sb)
+{
+        return sb->core->bounds;
+}
+
 struct b4_fs *b4_sandbox_fs(struct b4_sandbox *sb)
 {
         return &sb->fs;
@@ -430,30 +491,77 @@ static int exec_raw(struct attempt *a,
         return r < 0 ? r : ops->exec_finish(sb, started, ret, err);
 }
 
+/* Core's side of b4_exec_req.on_output: counts what the provider streamed, so a provider
+ * that never calls it gets its captured output delivered at the end (exec_stream_rest()). */
+struct exec_tap {
+        b4_exec_output_fn *fn;
+        void *userdata;
+        uint64_t streamed;
+};
+
+static void exec_tap_output(void *userdata, enum b4_exec_stream stream, const char *p, size_t n)
+{
+        struct exec_tap *tap = userdata;
+
+        if (n == 0)
+                return;
+        tap->streamed += n;
+        tap->fn(tap->userdata, stream, p, n);
+}
+
+/* After the command: what the stream has not carried yet. A provider that streamed nothing
+ * gets its capture sent whole; the timeout line core appends to stderr always goes. */
+static void exec_stream_rest(struct exec_tap *tap,
+                             const struct b4_exec_result *ret,
+                             size_t errout_before)
+{
+        if (!tap->fn)
+                return;
+        if (tap->streamed == 0) {
+                exec_tap_output(tap, B4_EXEC_STDOUT, ret->out, ret->out_len);
+                exec_tap_output(tap, B4_EXEC_STDERR, ret->errout, errout_before);
+        }
+        if (ret->errout_len > errout_before)
+                exec_tap_output(tap, B4_EXEC_STDERR, ret->errout + errout_before,
+                                ret->errout_len - errout_before);
+}
+
 int b4_sandbox_exec(struct b4_sandbox *sb,
                     const struct b4_exec_req *req,
                     struct b4_exec_result *ret,
                     struct b4_error *err)
 {
         struct attempt a = { .sb = sb, .cancel = req ? req->cancel : NULL };
+        struct exec_tap tap = { 0 };
+        struct b4_exec_req q;
+        size_t errout_before;
         int r;
 
         if (!sb || !req || !req->command)
                 return b4_error_set(err, -EINVAL, "exec needs a command");
         if (b4_cancel_is_set(req->cancel))
                 return b4_error_set(err, -ECANCELED, "command cancelled before it started");
+        q = *req;
+        if (req->on_output) {
+                tap = (struct exec_tap){ .fn = req->on_output, .userdata = req->output_userdata };
+                q.on_output = exec_tap_output;
+                q.output_userdata = &tap;
+        }
         *ret = (struct b4_exec_result){ 0 };
         do {
                 r = attempt_begin(&a, err);
                 if (r >= 0) {
                         b4_exec_result_clear(ret);
-                        r = exec_raw(&a, sb, req, ret, err);
+                        r = exec_raw(&a, sb, &q, ret, err);
                 }
         } while (attempt_again(&a, &r, err));
         if ((r == -EAGAIN || r == -ENOTCONN) && (ret->out || ret->errout))
                 r = 0; /* no retry (declined or failed again): the failed result stands */
+        errout_before = ret->errout_len;
         if (r >= 0 && ret->timed_out && msg_append_timeout(ret, ret->timeout_ms) < 0)
                 r = b4_error_set(err, -ENOMEM, "out of memory");
+        if (r >= 0)
+                exec_stream_rest(&tap, ret, errout_before);
         if (r < 0)
                 b4_exec_result_clear(ret);
         return r;
@@ -634,6 +742,12 @@ int b4_provider_acquire(struct b4_provider *p,
         r = p->ops->acquire(p, e, req, ret, err);
         if (r >= 0 && !(*ret)->core->entry)
                 (*ret)->core->entry = entry_ref(e);
+        if (r >= 0)
+                (*ret)->core->bounds = (struct b4_exec_bounds){
+                        .timeout_ms = req->policy->resources.timeout_ms,
+                        .output_cap = req->policy->output_cap ? req->policy->output_cap
+                                                              : B4_DEFAULT_OUTPUT_CAP,
+                };
         lifecycle_leave(e, lease);
         return r;
 }

@@ -61,6 +61,8 @@ struct b4_run {
         struct b4_permissions *perms; /* the thread's own lists, or NULL (the app's) */
         int marker_fd;                /* run-marker.c: the locked marker, or -1 */
         int64_t interrupted_ms;       /* the start of a run a crash cut short, or 0 */
+        b4_exec_output_fn *on_output; /* b4_run_set_output() */
+        void *output_userdata;
 };
 
 /* run-marker.c. Begin: take the thread's marker, noting an interrupted run (never fails a

@@ -35,6 +35,8 @@ static int fs_failed(
         case -EPERM:
         case -ELOOP:
         case -ENAMETOOLONG:
+        case -ENOTEMPTY:
+        case -EEXIST:
                 return b4_error_set(err, r, "%s %s: %s", op, abs, strerror(-r));
         case -ENOMEM:
                 return r;
@@ -70,12 +72,11 @@ static int string_value(const char *s, struct jv **ret)
         return *ret ? 0 : -ENOMEM;
 }
 
-/* A failure of the backend on @jt, shown with the lexical path. */
-static int jail_failed(const char *op,
-                       const struct jail_target *jt,
-                       int r,
-                       const struct b4_error *inner,
-                       struct b4_error *err)
+int jail_failed(const char *op,
+                const struct jail_target *jt,
+                int r,
+                const struct b4_error *inner,
+                struct b4_error *err)
 {
         if (r == -ELOOP && (jt->flags & B4_FS_NO_SYMLINKS))
                 return b4_error_set(err, r, "%s %s: refused: a symbolic link is in the way", op,
@@ -115,6 +116,50 @@ static int64_t line_arg(const struct jv *args, const char *name)
         return v && !jv_is_null(v) ? jv_integer(v) : 0;
 }
 
+#define READ_SCAN_CHUNK (256u * 1024)
+
+/*
+ * A line range of a file over the size cap: the file is read in pieces (ranged reads where
+ * the provider has them, else once whole up to B4_FS_RANGE_FALLBACK_MAX) and only the range
+ * is kept, at most @cap bytes of it. *ret as text_slice_lines().
+ */
+static int read_scan(struct b4_tools *t,
+                     const struct jail_target *jt,
+                     const char *path,
+                     uint64_t cap,
+                     int64_t start,
+                     int64_t end,
+                     char **ret,
+                     size_t *ret_len,
+                     struct b4_error *err)
+{
+        uint64_t chunk = b4_fs_has_read_range(t->fs) ? READ_SCAN_CHUNK : UINT64_MAX;
+        struct b4_error inner = { 0 };
+        struct line_scan s;
+        uint64_t off = 0, size = 0;
+        int r;
+
+        line_scan_init(&s, start, end, (size_t)cap);
+        do {
+                cleanup_free char *buf = NULL;
+                size_t n = 0;
+                r = b4_fs_read_range_flags(t->fs, jt->path, jt->flags, off, chunk, &buf, &n, &size,
+                                           &inner);
+                if (r < 0) {
+                        r = r == -ENOMEM ? r : jail_failed("readFile", jt, r, &inner, err);
+                        break;
+                }
+                r = line_scan_feed(&s, path, buf, n, err);
+                off += n;
+                if (n == 0)
+                        break;
+        } while (r >= 0 && off < size);
+        if (r >= 0)
+                r = line_scan_finish(&s, path, ret, ret_len, err);
+        line_scan_release(&s);
+        return r;
+}
+
 int tool_read_file(struct b4_tools *t, const struct jv *args, struct jv **ret, struct b4_error *err)
 {
         const char *path = jv_string(jv_object_get(args, "path"));
@@ -125,11 +170,20 @@ int tool_read_file(struct b4_tools *t, const struct jv *args, struct jv **ret, s
         size_t len = 0;
         int r;
 
+        uint64_t cap;
+
         r = gate_path(t, "readFile", path, &jt, err);
         if (r < 0)
                 return r;
-        r = read_capped(t, &jt, jt.tool_output ? B4_TOOLS_TOOL_OUTPUT_CAP : t->read_cap, &data,
-                        &len, err);
+        cap = jt.tool_output ? B4_TOOLS_TOOL_OUTPUT_CAP : t->read_cap;
+        r = read_capped(t, &jt, cap, &data, &len, err);
+        if (r == -EFBIG && (start || end)) { /* over the cap: only the range must fit */
+                *err = (struct b4_error){ 0 };
+                r = read_scan(t, &jt, path, cap, start, end, &sliced, &len, err);
+                if (r >= 0 && jt.tool_output)
+                        (void)b4_fs_touch_flags(t->fs, jt.path, jt.flags, NULL);
+                return r < 0 ? r : text_value(sliced, len, ret);
+        }
         if (r < 0)
                 return r;
         if (jt.tool_output)
@@ -275,13 +329,25 @@ int tool_list_dir(struct b4_tools *t, const struct jv *args, struct jv **ret, st
         return 0;
 }
 
+/* A usage figure, or null where the provider cannot know it. */
+static struct jv *usage_json(const struct b4_exec_usage *u, unsigned bit, uint64_t v)
+{
+        return (u->known & bit) ? jv_integer_new((int64_t)v) : jv_null_new();
+}
+
 static int exec_result(const struct b4_exec_result *x, struct jv **ret)
 {
-        struct jv *o = jv_pack("{s:o, s:o, s:i, s:b, s:b, s:b, s:I}", "stdout",
-                               text_json(x->out, x->out_len), "stderr",
-                               text_json(x->errout, x->errout_len), "exitCode", x->exit_code,
-                               "timedOut", x->timed_out, "cancelled", x->cancelled, "truncated",
-                               x->truncated, "durationMs", (int64_t)x->duration_ms);
+        const struct b4_exec_usage *u = &x->usage;
+        struct jv *o =
+                jv_pack("{s:o, s:o, s:i, s:b, s:b, s:b, s:I, s:I, s:o, s:o, s:o, s:o}", "stdout",
+                        text_json(x->out, x->out_len), "stderr",
+                        text_json(x->errout, x->errout_len), "exitCode", x->exit_code, "timedOut",
+                        x->timed_out, "cancelled", x->cancelled, "truncated", x->truncated,
+                        "durationMs", (int64_t)x->duration_ms, "wallMs", (int64_t)x->duration_ms,
+                        "cpuMs", usage_json(u, B4_USAGE_CPU, u->cpu_ms), "peakMemoryBytes",
+                        usage_json(u, B4_USAGE_PEAK_MEMORY, u->peak_memory_bytes), "maxProcesses",
+                        usage_json(u, B4_USAGE_MAX_PROCESSES, u->max_processes), "oomKilled",
+                        (u->known & B4_USAGE_OOM) ? jv_bool_new(u->oom_killed) : jv_null_new());
 
         if (!o)
                 return -ENOMEM;
@@ -289,14 +355,130 @@ static int exec_result(const struct b4_exec_result *x, struct jv **ret)
         return 0;
 }
 
+#define RUN_BASH_ENV_MAX 1024 /* per-call env entries */
+
+static bool env_name_valid(const char *n)
+{
+        if (!(*n == '_' || (*n >= 'A' && *n <= 'Z') || (*n >= 'a' && *n <= 'z')))
+                return false;
+        for (n++; *n; n++)
+                if (!(*n == '_' || (*n >= 'A' && *n <= 'Z') || (*n >= 'a' && *n <= 'z') ||
+                      (*n >= '0' && *n <= '9')))
+                        return false;
+        return true;
+}
+
+int run_bash_check(struct b4_tools *t, const struct jv *args, struct b4_error *err)
+{
+        struct b4_exec_bounds b = b4_sandbox_exec_bounds(t->sb);
+        const struct jv *tv = jv_object_get(args, "timeoutMs");
+        const struct jv *ov = jv_object_get(args, "maxOutputBytes");
+        const struct jv *env = jv_object_get(args, "env");
+
+        if (tv && b.timeout_ms && (uint64_t)jv_integer(tv) > b.timeout_ms)
+                return b4_error_set(err, -EINVAL,
+                                    "runBash: timeoutMs (%lld) exceeds the policy's "
+                                    "resources.timeoutMs (%llu)",
+                                    (long long)jv_integer(tv), (unsigned long long)b.timeout_ms);
+        if (ov && b.output_cap && (uint64_t)jv_integer(ov) > b.output_cap)
+                return b4_error_set(err, -EINVAL,
+                                    "runBash: maxOutputBytes (%lld) exceeds the policy's "
+                                    "resources.outputCapBytes (%zu)",
+                                    (long long)jv_integer(ov), b.output_cap);
+        if (env && jv_object_size(env) > RUN_BASH_ENV_MAX)
+                return b4_error_set(err, -EINVAL, "runBash: env has more than %d variables",
+                                    RUN_BASH_ENV_MAX);
+        for (void *it = env ? jv_object_iter(env) : NULL; it; it = jv_object_next(env, it)) {
+                if (!env_name_valid(jv_iter_key(it)))
+                        return b4_error_set(err, -EINVAL,
+                                            "runBash: env name '%s' is not a variable name "
+                                            "([A-Za-z_][A-Za-z0-9_]*)",
+                                            jv_iter_key(it));
+                if (strlen(jv_string(jv_iter_value(it))) != jv_string_length(jv_iter_value(it)))
+                        return b4_error_set(err, -EINVAL,
+                                            "runBash: env value of '%s' must not contain NUL",
+                                            jv_iter_key(it));
+        }
+        return 0;
+}
+
+/* The per-call cwd: inside the workspace (lexically) and a directory there. *ret is heap. */
+static int run_bash_cwd(struct b4_tools *t, const char *cwd, char **ret, struct b4_error *err)
+{
+        cleanup_free char *abs = NULL;
+        struct b4_stat st = { 0 };
+        struct b4_error inner = { 0 };
+        int r;
+
+        r = jail_resolve(t->root, cwd, &abs);
+        if (r < 0)
+                return r == -ENOMEM ? r : b4_error_set(err, r, "cannot resolve '%s'", cwd);
+        if (!jail_is_inside(t->root, abs))
+                return b4_error_set(err, -EINVAL, "runBash: cwd %s is outside the workspace %s",
+                                    abs, t->root);
+        r = b4_fs_stat_flags(t->fs, abs, B4_FS_BENEATH, &st, &inner);
+        if (r >= 0 && st.kind != B4_FILE_DIRECTORY)
+                r = -ENOTDIR;
+        b4_stat_clear(&st);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return b4_error_set(err, r, "runBash: cwd %s: %s", abs, strerror(-r));
+        *ret = TAKE_PTR(abs);
+        return 0;
+}
+
+/* The per-call env as exec variables; borrowed strings of @env. *ret is heap. */
+static int run_bash_env(const struct jv *env, struct b4_env_var **ret, size_t *ret_n)
+{
+        size_t n = env ? jv_object_size(env) : 0, i = 0;
+        struct b4_env_var *v;
+
+        *ret = NULL;
+        *ret_n = 0;
+        if (n == 0)
+                return 0;
+        v = b4_calloc(n, sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        for (void *it = jv_object_iter(env); it; it = jv_object_next(env, it), i++)
+                v[i] = (struct b4_env_var){ .name = (char *)jv_iter_key(it),
+                                            .value = (char *)jv_string(jv_iter_value(it)) };
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
 int tool_run_bash(struct b4_tools *t, const struct jv *args, struct jv **ret, struct b4_error *err)
 {
         const char *command = jv_string(jv_object_get(args, "command"));
-        struct b4_exec_req req = { .command = command, .cwd = t->root, .cancel = t->cancel };
+        const struct jv *cwd = jv_object_get(args, "cwd");
+        const struct jv *tv = jv_object_get(args, "timeoutMs");
+        const struct jv *ov = jv_object_get(args, "maxOutputBytes");
+        cleanup_free struct b4_env_var *env = NULL;
+        cleanup_free char *cwd_abs = NULL;
+        struct b4_exec_req req = { .command = command,
+                                   .cwd = t->root,
+                                   .timeout_ms = tv ? (uint64_t)jv_integer(tv) : 0,
+                                   .output_cap = ov ? (size_t)jv_integer(ov) : 0,
+                                   .cancel = t->cancel,
+                                   .on_output = t->on_output,
+                                   .output_userdata = t->output_userdata };
         struct b4_exec_result x = { 0 };
         struct b4_error inner = { 0 };
         int r;
 
+        if (cwd) /* the bounds were checked with the arguments (dispatch.c) */
+                r = run_bash_cwd(t, jv_string(cwd), &cwd_abs, err);
+        else
+                r = 0;
+        if (r >= 0)
+                r = run_bash_env(jv_object_get(args, "env"), &env, &req.n_env);
+        if (r < 0)
+                return r;
+        req.env = env;
+        if (cwd_abs)
+                req.cwd = cwd_abs;
         r = gate_command(t, command, err);
         if (r < 0)
                 return r;
