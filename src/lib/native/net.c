@@ -44,6 +44,7 @@
 #include "netlink.h"
 #include "netpolicy.h"
 #include "nft-dl.h"
+#include "nft-elems.h"
 
 #define SUBNETS     16384 /* /30s in 10.233.0.0/16 */
 #define PEER        "eth0"
@@ -186,18 +187,20 @@ static int write_resolv(struct native_provider *np, const char *id, const char *
         return r;
 }
 
-/* Delete the veth @host, the elements of @text (may be NULL), then free the subnet claim
- * @sub under @dfd, in that order: no new thread gets the sandbox's address while masq4 still
- * names it. */
+/* Delete the veth @host, the elements recorded in @text (may be NULL), then free the subnet
+ * claim @sub under @dfd, in that order: no new thread gets the sandbox's address while masq4
+ * still names it. */
 static void network_delete(const char *host, int dfd, const char *text, const char *sub)
 {
+        struct nft_elems del = { 0 };
         struct nl_sock *nl = rtnl_open();
 
         if (nl)
                 (void)rtnl_link_del(nl, host);
         rtnl_close(nl);
-        if (text)
-                (void)netpolicy_run(text, NULL);
+        if (text && nft_elems_parse(text, &del) >= 0)
+                (void)nft_elems_commit(&del, NULL, NULL);
+        nft_elems_release(&del);
         if (dfd >= 0)
                 (void)unlinkat(dfd, sub, 0);
 }
@@ -428,42 +431,6 @@ static int forward_coexist(struct b4_error *err)
                 err);
 }
 
-/* The add and delete texts of a thread's elements: masq4 for every thread, then a listed
- * thread's lists (netpolicy.c) or an open thread's src4 and mode (the mode element last on
- * add, first on delete: nothing is filtered by halves). */
-static int thread_texts(const struct b4_policy *p,
-                        const struct netpolicy_thread *t,
-                        char **ret_add,
-                        char **ret_del)
-{
-        cleanup_free char *add = NULL, *del = NULL;
-        char ip[INET_ADDRSTRLEN];
-        unsigned f = t->ifindex;
-
-        (void)inet_ntop(AF_INET, t->sandbox, ip, sizeof(ip));
-        if (netpolicy_listed(p)) {
-                if (netpolicy_thread_text(p, t, true, &add) < 0 ||
-                    netpolicy_thread_text(p, t, false, &del) < 0)
-                        return -ENOMEM;
-        } else if (b4_asprintf(&add,
-                               "add element inet b4box src4 { %u . %s }\n"
-                               "add element inet b4box mode { %u : goto open_mode }\n",
-                               f, ip, f) < 0 ||
-                   b4_asprintf(&del,
-                               "delete element inet b4box mode { %u }\n"
-                               "delete element inet b4box src4 { %u . %s }\n",
-                               f, f, ip) < 0)
-                return -ENOMEM;
-        if (b4_asprintf(ret_add, "add element inet b4box masq4 { %s }\n%s", ip, add) < 0)
-                return -ENOMEM;
-        if (b4_asprintf(ret_del, "%sdelete element inet b4box masq4 { %s }\n", del, ip) < 0) {
-                free(*ret_add);
-                *ret_add = NULL;
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 /* The table, a listed thread's netd, then the thread's elements. */
 static int elements_setup(struct native_provider *np,
                           const char *id,
@@ -472,10 +439,11 @@ static int elements_setup(struct native_provider *np,
                           const struct b4_policy *p,
                           struct b4_error *err)
 {
-        cleanup_free char *add = NULL, *del = NULL;
+        cleanup_free char *record = NULL;
         bool listed = netpolicy_listed(p);
         char host[16], gw[32], name[64];
         struct netpolicy_thread t = { 0 };
+        struct nft_elems add = { 0 };
         int r;
 
         host_name(hid, host);
@@ -494,15 +462,18 @@ static int elements_setup(struct native_provider *np,
                 r = forward_coexist(err);
         if (r >= 0 && listed)
                 r = netd_start(np, id, p, t.ifindex, gw, &t.netd_port, err);
-        if (r >= 0 && thread_texts(p, &t, &add, &del) < 0)
+        if (r >= 0 &&
+            (netpolicy_thread_elems(p, &t, &add) < 0 || nft_elems_format(&add, &record) < 0))
                 r = b4_error_set(err, -ENOMEM, "cannot compile the network elements");
         (void)snprintf(name, sizeof(name), "%s.nft", id);
-        if (r >= 0 && (r = write_file_atomic_at(np->run_fd, name, del, strlen(del), 0600)) < 0)
+        if (r >= 0 &&
+            (r = write_file_atomic_at(np->run_fd, name, record, strlen(record), 0600)) < 0)
                 b4_error_set(err, r, "cannot record the network elements of sandbox %s", id);
         if (r >= 0)
-                r = netpolicy_run(add, err);
+                r = nft_elems_commit(NULL, &add, err);
         if (r >= 0 && listed && (r = write_resolv(np, id, gw)) < 0)
                 b4_error_set(err, r, "cannot write the resolv.conf of sandbox %s", id);
+        nft_elems_release(&add);
         return r;
 }
 
@@ -542,8 +513,9 @@ int net_lists_revive(struct native_provider *np,
                      const struct b4_policy *p,
                      struct b4_error *err)
 {
-        cleanup_free char *old = NULL, *add = NULL, *del = NULL, *num = NULL, *batch = NULL;
+        cleanup_free char *old = NULL, *num = NULL, *record = NULL;
         char hid[41], host[16], gw[32], net_name[64], name[64];
+        struct nft_elems del = { 0 }, add = { 0 };
         struct netpolicy_thread t = { 0 };
         size_t len;
         unsigned n;
@@ -566,14 +538,20 @@ int net_lists_revive(struct native_provider *np,
                 return b4_error_set(err, -ENODEV, "cannot find the veth '%s'", host);
         /* the old one is gone (or a zombie): its record is overwritten, its log kept */
         r = netd_start(np, id, p, t.ifindex, gw, &t.netd_port, err);
+        if (r >= 0 && nft_elems_parse(old, &del) < 0)
+                r = b4_error_set(err, -EINVAL, "the network record of sandbox %s is unreadable",
+                                 id);
         if (r >= 0 &&
-            (thread_texts(p, &t, &add, &del) < 0 || b4_asprintf(&batch, "%s%s", old, add) < 0))
+            (netpolicy_thread_elems(p, &t, &add) < 0 || nft_elems_format(&add, &record) < 0))
                 r = b4_error_set(err, -ENOMEM, "cannot compile the network lists");
         /* the old elements out and the new in, in one transaction: never unfiltered */
         if (r >= 0)
-                r = netpolicy_run(batch, err);
-        if (r >= 0 && (r = write_file_atomic_at(np->run_fd, name, del, strlen(del), 0600)) < 0)
+                r = nft_elems_commit(&del, &add, err);
+        if (r >= 0 &&
+            (r = write_file_atomic_at(np->run_fd, name, record, strlen(record), 0600)) < 0)
                 b4_error_set(err, r, "cannot record the network lists of sandbox %s", id);
+        nft_elems_release(&del);
+        nft_elems_release(&add);
         return r;
 }
 
