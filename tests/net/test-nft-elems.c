@@ -23,8 +23,8 @@
 #include "base/strbuf.h"
 #include "core/net-entry.h"
 #include "core/nft-key.h"
-#include "native/netpolicy.h"
-#include "native/nft-elems.h"
+#include "hostnet/netpolicy.h"
+#include "hostnet/nft-elems.h"
 
 #define MAX_ENTRIES 300
 

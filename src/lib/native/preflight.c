@@ -19,8 +19,9 @@
 #include "base/alloc.h"
 #include "base/fd-util.h"
 #include "base/macro.h"
+#include "hostnet/hostnet.h"
+#include "hostnet/netpolicy.h"
 #include "native.h"
-#include "netpolicy.h"
 
 static bool wait_ok(pid_t pid)
 {
@@ -177,7 +178,7 @@ static int allow_row(struct b4_preflight *p)
         const char *fwd = NULL;
         int r, f;
 
-        if (net_available(&why) < 0 || netpolicy_probe(&why) < 0)
+        if (hostnet_available(&why) < 0 || netpolicy_probe(&why) < 0)
                 return b4_preflight_control(p, "network allow", B4_NOT_ENFORCED,
                                             "%s: allow-mode sandboxes cannot start here", why);
         r = b4_preflight_control(p, "network allow", B4_ENFORCED,
@@ -185,7 +186,7 @@ static int allow_row(struct b4_preflight *p)
                                  "IPv4 only (IPv6 disabled on the veth and rejected by the "
                                  "table); 169.254.0.0/16, the host's own addresses (IPv4 and "
                                  "IPv6) and other sandboxes unreachable");
-        f = net_forward_state(&fwd);
+        f = hostnet_forward_state(&fwd);
         if (r >= 0)
                 r = b4_preflight_control(p, "network forward",
                                          f < 0 ? B4_NOT_ENFORCED : B4_ENFORCED, "%s", fwd);
@@ -198,7 +199,7 @@ static int netpolicy_rows(struct b4_preflight *p)
         const char *why = NULL;
         int r;
 
-        if (net_available(&why) >= 0 && !netd_exe_path())
+        if (hostnet_available(&why) >= 0 && !netd_exe_path())
                 why = "b4box-netd is not installed (set B4BOX_NETD)";
         if (!why)
                 (void)netpolicy_probe(&why);

@@ -24,8 +24,8 @@
 #include "base/fd-util.h"
 #include "base/macro.h"
 #include "core/launch.h"
+#include "hostnet/hostnet.h"
 #include "native.h"
-#include "netpolicy.h"
 #include "providers.h"
 
 #ifndef B4_KEEPER_INSTALL_PATH
@@ -50,8 +50,8 @@ static int check_rootless(const struct b4_policy *policy, struct b4_error *err)
                                          "disabled (%s), so rootless mode cannot run. Run as "
                                          "root or enable them. Run `b4box check`.",
                                          why);
-        if ((policy->network == B4_NETWORK_ALLOW || netpolicy_listed(policy)) &&
-            net_available(&why) < 0)
+        if ((policy->network == B4_NETWORK_ALLOW || hostnet_listed(policy)) &&
+            hostnet_available(&why) < 0)
                 return b4_error_set_code(err, -EPERM, B4_CODE_SANDBOX_UNAVAILABLE,
                                          "Sandbox unavailable: network \"allow\" needs a veth and "
                                          "NAT but %s. Use network \"deny\" or run as root. Run "
