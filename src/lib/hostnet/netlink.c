@@ -189,6 +189,17 @@ int rtnl_link_del(struct nl_sock *nl, const char *name)
         return talk(nl, nlh);
 }
 
+int rtnl_link_del_index(struct nl_sock *nl, unsigned ifindex)
+{
+        struct msg m;
+        struct nlmsghdr *nlh = start(&m, RTM_DELLINK, 0);
+        struct ifinfomsg *ifi = put(nlh, sizeof(*ifi));
+
+        ifi->ifi_family = AF_UNSPEC;
+        ifi->ifi_index = (int)ifindex;
+        return talk(nl, nlh);
+}
+
 int rtnl_link_up(struct nl_sock *nl, unsigned ifindex)
 {
         struct msg m;

@@ -24,6 +24,9 @@ int rtnl_veth_add(struct nl_sock *nl, const char *host, const char *peer, int ne
 /* rtnl_link_del() - delete link @name (a veth takes its peer along). Return: 0, -ENODEV. */
 int rtnl_link_del(struct nl_sock *nl, const char *name);
 
+/* rtnl_link_del_index() - delete link @ifindex. Return: 0, -ENODEV. */
+int rtnl_link_del_index(struct nl_sock *nl, unsigned ifindex);
+
 /* rtnl_link_up() - set link @ifindex up. */
 int rtnl_link_up(struct nl_sock *nl, unsigned ifindex);
 

@@ -43,6 +43,7 @@
 #include "base/proc-util.h"
 #include "base/strbuf.h"
 #include "hostnet.h"
+#include "internal.h"
 #include "netlink.h"
 #include "netpolicy.h"
 #include "nft-dl.h"
@@ -103,6 +104,11 @@ static int alloc_dir(const struct hostnet *hn)
                 return fcntl(hn->run_fd, F_DUPFD_CLOEXEC, 3);
         fd = open("/run/b4box", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         return fd >= 0 ? fd : fcntl(hn->run_fd, F_DUPFD_CLOEXEC, 3);
+}
+
+int hostnet_claims_open(const struct hostnet *hn)
+{
+        return alloc_dir(hn);
 }
 
 static int alloc_subnet(const struct hostnet *hn, const char *hid, unsigned *ret)
@@ -189,82 +195,11 @@ static int write_resolv(const struct hostnet *hn, const char *id, const char *gw
         return r;
 }
 
-/* Delete the veth @host, the elements recorded in @text (may be NULL), then free the subnet
- * claim @sub under @dfd, in that order: no new thread gets the sandbox's address while masq4
- * still names it. */
-static void network_delete(const char *host, int dfd, const char *text, const char *sub)
-{
-        struct nft_elems del = { 0 };
-        struct nl_sock *nl = rtnl_open();
-
-        if (nl)
-                (void)rtnl_link_del(nl, host);
-        rtnl_close(nl);
-        if (text && nft_elems_parse(text, &del) >= 0)
-                (void)nft_elems_commit(&del, NULL, NULL);
-        nft_elems_release(&del);
-        if (dfd >= 0)
-                (void)unlinkat(dfd, sub, 0);
-}
-
-/* Whether this process has one thread (/proc/self/status). */
-static bool single_threaded(void)
-{
-        cleanup_free char *status = NULL;
-        size_t len;
-
-        return read_file_at(AT_FDCWD, "/proc/self/status", 1u << 16, &status, &len) >= 0 &&
-               strstr(status, "\nThreads:\t1\n") != NULL;
-}
-
-/* The keeper is dead, and with its namespace the veth goes (the kernel deletes it
- * asynchronously; RTM_DELLINK then waits up to ≈ 20 ms for that, measured), which leaves the
- * elements keyed by its ifindex inert; deleting them is a kernel transaction of 3-8 ms (an
- * element delete, measured with `nft` too). Release need not wait for either: a grandchild
- * does both with stdio on /dev/null and no other inherited descriptor (a caller reading our
- * stdout sees EOF at once); its parent is reaped here at once, so nobody waits and no zombie
- * stays. Inline when fork fails or other threads run. A new veth of the same name meets the old one
- * at most while it is being deleted: configure() deletes it and retries. */
-static void network_delete_later(const char *host, int dfd, const char *text, const char *sub)
-{
-        int status, null_fd;
-        pid_t pid;
-
-        /* a fork of a threaded process (the server) may copy a lock another thread holds
-         * (the loader's, should libnftables be loaded there): it waits for the kernel */
-        if (!single_threaded()) {
-                network_delete(host, dfd, text, sub);
-                return;
-        }
-        pid = fork();
-
-        if (pid == 0) {
-                if (fork() != 0)
-                        _exit(0);
-                null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-                if (null_fd < 0 || dup3(null_fd, STDIN_FILENO, 0) < 0 ||
-                    dup3(null_fd, STDOUT_FILENO, 0) < 0 || dup3(null_fd, STDERR_FILENO, 0) < 0)
-                        _exit(1);
-                if (dfd > 3)
-                        (void)close_range(3, (unsigned)dfd - 1, 0);
-                (void)close_range(dfd >= 3 ? (unsigned)dfd + 1 : 3, ~0u, 0);
-                network_delete(host, dfd, text, sub);
-                _exit(0);
-        }
-        if (pid < 0) {
-                network_delete(host, dfd, text, sub);
-                return;
-        }
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                ;
-}
-
-/* What hostnet_setup() made for @id; the veth and elements deleted before returning when @wait
- * (a failed acquire rolls back completely), else by a grandchild (a release). */
+/* What hostnet_setup() made for @id: netd and the records here, the rest by hostnet_gone(). */
 void hostnet_teardown(const struct hostnet *hn, const char *id, const char *hid, bool wait)
 {
         cleanup_free char *buf = NULL, *text = NULL;
-        char name[64], nft[64], host[16], sub[32];
+        char name[64], nft[64], host[16];
         size_t len;
 
         (void)snprintf(name, sizeof(name), "%s.net", id);
@@ -275,12 +210,7 @@ void hostnet_teardown(const struct hostnet *hn, const char *id, const char *hid,
         (void)snprintf(nft, sizeof(nft), "%s.nft", id);
         if (read_file_at(hn->run_fd, nft, 1u << 22, &text, &len) < 0)
                 text = NULL;
-        cleanup_close int dfd = alloc_dir(hn);
-        (void)snprintf(sub, sizeof(sub), "net-%lu", strtoul(buf, NULL, 10));
-        if (wait)
-                network_delete(host, dfd, text, sub);
-        else
-                network_delete_later(host, dfd, text, sub);
+        hostnet_gone(hn, (unsigned)strtoul(buf, NULL, 10), if_nametoindex(host), text, wait);
         (void)unlinkat(hn->run_fd, nft, 0);
         (void)snprintf(nft, sizeof(nft), "%s.resolv", id);
         (void)unlinkat(hn->run_fd, nft, 0);
