@@ -6,23 +6,35 @@
  * batch installs equal, set by set, those the nft text of the same policy installs (nft's
  * own parser as the oracle, `nft -j list table inet b4box`), a delete leaves none of the
  * thread's and all of another thread's, a delete survives an element already gone, and a
- * revive (old out, new in) is one transaction.
+ * revive (old out, new in) is one transaction. And the teardown (hostnet/teardown.c): a
+ * release's veth, elements and subnet claim are gone after hostnet_teardown(), waiting, in
+ * a grandchild (single-threaded caller) or in a thread (the server); a record left by a
+ * crash is finished by hostnet_sweep().
  */
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
+#include <net/if.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "b4-test.h"
+#include "base/fd-util.h"
 #include "base/macro.h"
 #include "base/strbuf.h"
 #include "core/net-entry.h"
 #include "core/nft-key.h"
+#include "hostnet/hostnet.h"
 #include "hostnet/netpolicy.h"
 #include "hostnet/nft-elems.h"
 
@@ -542,6 +554,192 @@ static void test_replace_and_clash(void **state)
         table_drop();
 }
 
+/* --- the teardown ------------------------------------------------------------------ */
+
+#define T_ID   "0123456789abcdef0123456789abcdef01234567"
+#define T_HID  "abcdef0123456789abcdef0123456789abcdef01"
+#define T_VETH "b4habcdef012345"
+
+struct gone_fixture {
+        char dir[64];
+        struct hostnet hn;
+        char *empty;
+};
+
+static void sh(const char *cmd)
+{
+        assert_int_equal(system(cmd), 0);
+}
+
+/* /run private to this process (the claims live in /run/b4box): never the host's */
+static void private_run(void)
+{
+        static bool done;
+
+        if (done)
+                return;
+        assert_int_equal(unshare(CLONE_NEWNS), 0);
+        assert_int_equal(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+        assert_int_equal(mount("tmpfs", "/run", "tmpfs", 0, "mode=0755"), 0);
+        done = true;
+}
+
+/* A thread's network as hostnet_setup() leaves it: veth, elements, claim, records. */
+static unsigned make_thread_net(struct gone_fixture *f)
+{
+        struct policy pol;
+        struct netpolicy_thread t;
+        struct nft_elems l = { 0 };
+        struct b4_error err = { 0 };
+        cleanup_free char *record = NULL;
+        unsigned ifindex;
+        int fd;
+
+        sh("ip link add " T_VETH " type veth peer name b4p-test0");
+        ifindex = if_nametoindex(T_VETH);
+        assert_true(ifindex > 0);
+        policy_make(&pol, B4_NETWORK_DENY, deny_list, ELEMENTSOF(deny_list));
+        thread_of(&t, ifindex, 40001);
+        assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &l), 0);
+        assert_int_equal(nft_elems_commit(NULL, &l, &err), 0);
+        assert_int_equal(nft_elems_format(&l, &record), 0);
+        assert_int_equal(
+                write_file_atomic_at(f->hn.run_fd, T_ID ".nft", record, strlen(record), 0600), 0);
+        assert_int_equal(write_file_atomic_at(f->hn.run_fd, T_ID ".net", "77", 2, 0600), 0);
+        (void)mkdir("/run/b4box", 0700);
+        fd = open("/run/b4box/net-77", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        close(fd);
+        nft_elems_release(&l);
+        policy_release(&pol);
+        return ifindex;
+}
+
+/* Whether nothing of the thread's network is left (no veth, no element, no claim, no
+ * record of any kind). */
+static bool all_gone(struct gone_fixture *f)
+{
+        cleanup_free char *now = table_elements();
+        DIR *d = opendir(f->dir);
+        struct dirent *de;
+        bool records = false;
+
+        assert_non_null(d);
+        while ((de = readdir(d)))
+                records =
+                        records || de->d_name[0] != '.' || strncmp(de->d_name, ".netgone", 8) == 0;
+        closedir(d);
+        return if_nametoindex(T_VETH) == 0 && strcmp(now, f->empty) == 0 &&
+               access("/run/b4box/net-77", F_OK) < 0 && !records;
+}
+
+static bool settled(struct gone_fixture *f)
+{
+        for (int i = 0; i < 100; i++) {
+                if (all_gone(f))
+                        return true;
+                usleep(20000);
+        }
+        return false;
+}
+
+static void gone_setup(struct gone_fixture *f)
+{
+        private_run();
+        table_reset();
+        f->empty = table_elements();
+        (void)snprintf(f->dir, sizeof(f->dir), "/tmp/b4-test-gone.XXXXXX");
+        assert_non_null(mkdtemp(f->dir));
+        f->hn.run_dir = f->dir;
+        f->hn.run_fd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(f->hn.run_fd >= 0);
+}
+
+static void gone_teardown(struct gone_fixture *f)
+{
+        char cmd[128];
+        int r = system("ip link del " T_VETH " 2>/dev/null");
+
+        (void)r;
+        free(f->empty);
+        close(f->hn.run_fd);
+        (void)snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+        sh(cmd);
+        table_drop();
+}
+
+static void *idle_thread(void *data)
+{
+        pthread_mutex_t *m = data;
+
+        pthread_mutex_lock(m);
+        pthread_mutex_unlock(m);
+        return NULL;
+}
+
+static void test_teardown_all_ways(void **state)
+{
+        pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+        struct gone_fixture f = { 0 };
+        pthread_t tid;
+
+        (void)state;
+        if (!privileged())
+                skip();
+        gone_setup(&f);
+        /* waiting (a failed acquire's rollback) */
+        (void)make_thread_net(&f);
+        hostnet_teardown(&f.hn, T_ID, T_HID, true);
+        assert_true(all_gone(&f));
+        /* a release in a single-threaded process (the CLI): a grandchild */
+        (void)make_thread_net(&f);
+        hostnet_teardown(&f.hn, T_ID, T_HID, false);
+        assert_true(settled(&f));
+        /* a release in a threaded process (the server): a thread */
+        pthread_mutex_lock(&m);
+        assert_int_equal(pthread_create(&tid, NULL, idle_thread, &m), 0);
+        (void)make_thread_net(&f);
+        hostnet_teardown(&f.hn, T_ID, T_HID, false);
+        assert_true(settled(&f));
+        pthread_mutex_unlock(&m);
+        pthread_join(tid, NULL);
+        gone_teardown(&f);
+}
+
+/* A crash after the record was written: the sweep deletes it all, and the veth by its
+ * ifindex only (a new veth of the same name, a new thread of the same id's, stays). */
+static void test_sweep_finishes_a_crashed_teardown(void **state)
+{
+        struct gone_fixture f = { 0 };
+        cleanup_free char *text = NULL;
+        char name[64];
+        unsigned ifindex;
+        size_t len;
+
+        (void)state;
+        if (!privileged())
+                skip();
+        gone_setup(&f);
+        ifindex = make_thread_net(&f);
+        assert_int_equal(read_file_at(f.hn.run_fd, T_ID ".nft", 1u << 22, &text, &len), 0);
+        (void)snprintf(name, sizeof(name), ".netgone-77-%u", ifindex);
+        assert_int_equal(write_file_atomic_at(f.hn.run_fd, name, text, len, 0600), 0);
+        assert_int_equal(unlinkat(f.hn.run_fd, T_ID ".nft", 0), 0);
+        assert_int_equal(unlinkat(f.hn.run_fd, T_ID ".net", 0), 0);
+        hostnet_sweep(&f.hn);
+        assert_true(all_gone(&f));
+
+        /* same again, but the veth of that name is a new one by now */
+        ifindex = make_thread_net(&f);
+        assert_int_equal(unlinkat(f.hn.run_fd, T_ID ".nft", 0), 0);
+        assert_int_equal(unlinkat(f.hn.run_fd, T_ID ".net", 0), 0);
+        (void)snprintf(name, sizeof(name), ".netgone-77-%u", ifindex + 1000);
+        assert_int_equal(write_file_atomic_at(f.hn.run_fd, name, text, len, 0600), 0);
+        hostnet_sweep(&f.hn);
+        assert_int_equal(if_nametoindex(T_VETH), ifindex);
+        gone_teardown(&f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -554,6 +752,8 @@ int main(void)
                 cmocka_unit_test(test_batch_equals_text_many),
                 cmocka_unit_test(test_delete_survives_missing),
                 cmocka_unit_test(test_replace_and_clash),
+                cmocka_unit_test(test_teardown_all_ways),
+                cmocka_unit_test(test_sweep_finishes_a_crashed_teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
