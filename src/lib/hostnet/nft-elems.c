@@ -5,7 +5,8 @@
  * is one nested attribute, whose length is 16 bits), END. Every message asks for an
  * acknowledgement; the kernel handles a batch inside sendmsg() and queues every reply
  * (errors too: it goes on after the first, then aborts the whole transaction), so all of
- * them are read without waiting and each must say 0. Keys are core/nft-key.h's, the layout
+ * them are read without waiting and each must say 0. One socket serves the process (see
+ * sock_get() for why). Keys are core/nft-key.h's, the layout
  * b4box-netd's pins use too.
  */
 
@@ -16,6 +17,7 @@
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,8 +178,46 @@ static int put_list(struct batch *b, const struct nft_elems *l, bool add)
         return r;
 }
 
-/* Read every queued reply: b->acks acknowledgements, the first error if any. */
-static int read_acks(int fd, unsigned want)
+/* The process's netfilter socket, kept open: the close of one that has taken part in a
+ * transaction waits for the kernel's deferred release of every pending delete of the host
+ * (nft_rcv_nl_event() flushes it: an RCU grace period, 8-20 ms here), so a socket per commit
+ * made every delete, and every add after one, pay for it. Batches from several threads take
+ * turns (sock_lock); the child of a fork opens its own. */
+static pthread_mutex_t sock_lock = PTHREAD_MUTEX_INITIALIZER;
+static int sock_fd = -1;
+static pid_t sock_pid;
+static uint32_t sock_seq = 1;
+
+/* Call with sock_lock held. Return: the socket, or -errno. */
+static int sock_get(void)
+{
+        int one = 1, fd;
+
+        if (sock_fd >= 0 && sock_pid == getpid())
+                return sock_fd;
+        if (sock_fd >= 0)
+                (void)close(sock_fd); /* the parent's: this drops our reference only */
+        sock_fd = -1;
+        fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+        if (fd < 0)
+                return -errno;
+        /* short error acknowledgements (no echo of the request) */
+        (void)setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
+        sock_fd = fd;
+        sock_pid = getpid();
+        return fd;
+}
+
+static void sock_drop(void)
+{
+        if (sock_fd >= 0)
+                (void)close(sock_fd);
+        sock_fd = -1;
+}
+
+/* Read every queued reply to the messages numbered @first to @last: @want acknowledgements,
+ * the first error if any (replies to anything else are stale and skipped). */
+static int read_acks(int fd, uint32_t first, uint32_t last, unsigned want)
 {
         char buf[16384] __attribute__((aligned(8)));
         unsigned acks = 0;
@@ -193,16 +233,19 @@ static int read_acks(int fd, unsigned want)
                 for (size_t off = 0, len; off + NLMSG_HDRLEN <= (size_t)n;
                      off += NLMSG_ALIGN(len)) {
                         const struct nlmsghdr *h = (const void *)(buf + off);
+                        int e;
 
                         len = h->nlmsg_len;
                         if (len < NLMSG_HDRLEN || len > (size_t)n - off)
                                 return -EBADMSG;
-                        if (h->nlmsg_type != NLMSG_ERROR)
+                        if (h->nlmsg_type != NLMSG_ERROR || h->nlmsg_seq < first ||
+                            h->nlmsg_seq > last)
                                 continue;
                         if (len < NLMSG_LENGTH(sizeof(struct nlmsgerr)))
                                 return -EBADMSG;
-                        if (((const struct nlmsgerr *)NLMSG_DATA(h))->error != 0 && err == 0)
-                                err = ((const struct nlmsgerr *)NLMSG_DATA(h))->error;
+                        e = ((const struct nlmsgerr *)NLMSG_DATA(h))->error;
+                        if (e != 0 && err == 0)
+                                err = e;
                         acks++;
                 }
         }
@@ -211,17 +254,19 @@ static int read_acks(int fd, unsigned want)
         return acks >= want ? 0 : -EPROTO;
 }
 
-static int send_batch(const struct batch *b)
+/* Call with sock_lock held. */
+static int send_batch(const struct batch *b, uint32_t first)
 {
         struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
-        int one = 1, size = (int)b->len;
-        int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
-        int r = 0;
+        char stale[4096];
+        int size = (int)b->len;
+        int fd = sock_get();
+        int r;
 
         if (fd < 0)
-                return -errno;
-        /* short error acknowledgements (no echo of the request) */
-        (void)setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
+                return fd;
+        while (recv(fd, stale, sizeof(stale), MSG_DONTWAIT) > 0)
+                ; /* what an interrupted batch left */
         /* a batch is one message: the send buffer must hold it all */
         if (b->len > SNDBUF_FLOOR &&
             setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) < 0)
@@ -229,20 +274,24 @@ static int send_batch(const struct batch *b)
         if (sendto(fd, b->buf, b->len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
                 r = -errno;
         else
-                r = read_acks(fd, b->acks);
-        (void)close(fd);
+                r = read_acks(fd, first, b->seq - 1, b->acks);
+        if (r == -EPROTO || r == -EBADMSG || r == -ENOBUFS)
+                sock_drop(); /* a socket in an unknown state is not reused */
         return r;
 }
 
 /* One transaction: @del's deletes, then @add's adds. */
 static int run(const struct nftnl_dl *nl, const struct nft_elems *del, const struct nft_elems *add)
 {
-        struct batch b = { .nl = nl, .seq = 1 };
+        struct batch b = { .nl = nl };
         struct nlmsghdr *nlh;
+        uint32_t first;
         int r;
 
         if ((!del || del->n == 0) && (!add || add->n == 0))
                 return 0;
+        (void)pthread_mutex_lock(&sock_lock);
+        b.seq = first = sock_seq;
         r = reserve(&b, MSG_ROOM);
         if (r >= 0) {
                 nlh = nl->batch_begin(b.buf + b.len, b.seq++);
@@ -256,8 +305,10 @@ static int run(const struct nftnl_dl *nl, const struct nft_elems *del, const str
         if (r >= 0) {
                 nlh = nl->batch_end(b.buf + b.len, b.seq++);
                 advance(&b, nlh);
-                r = send_batch(&b);
+                r = send_batch(&b, first);
         }
+        sock_seq = b.seq;
+        (void)pthread_mutex_unlock(&sock_lock);
         free(b.buf);
         return r;
 }
