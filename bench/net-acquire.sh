@@ -97,7 +97,10 @@ measure() {
 req() {
         local t
         t=$(curl -sf -o /dev/null -w '%{time_total}' -X "$2" -H 'Content-Type: application/json' \
-                ${5:+-d "$5"} "127.0.0.1:$4$3")
+                ${5:+-d "$5"} "127.0.0.1:$4$3") || {
+                echo "bench/net-acquire.sh: $2 $3 on :$4 failed" >&2
+                return 1
+        }
         awk -v t="$t" 'BEGIN { printf "%d\n", t * 1e6 }' >>"$1"
 }
 # measure_serve LABEL BUILD: one `b4box serve` per mode; $runs acquires then $runs deletes,

@@ -4,7 +4,8 @@
 #   sandbox ns  eth0 10.233.0.2/30 ── b4hbench00000 10.233.0.1/30  "host" ns (this script,
 #               forwarding, the table) up0 198.51.100.1/24 ── 198.51.100.10/24 server ns
 # a client in the sandbox ns makes 2,000 new TCP connections to the server's port 443 (connect
-# time, p50/p90) and one 3 s stream (Gbit/s), with: no table at all ("none"); the table and the
+# time, p50/p90) and one 3 s stream (Gbit/s), with: no table at all ("none"); a table that only
+# masquerades the sandbox (conntrack and NAT, what any NAT'd sandbox pays: "nat only"); the table and the
 # one thread's elements ("1 thread": deny mode, allowlist 198.51.100.0/24:443, so every new
 # flow runs listed_out, deny_mode and the cidr4 lookup); the same plus 1,000 other threads'
 # elements with 20 pins each ("1000 threads"). The three are measured in turn, ROUNDS times
@@ -63,12 +64,20 @@ state() {
         nft delete table inet b4box 2>/dev/null || true
         case $1 in
         none) ;;
+        nat)
+                nft -f - <<-'EOF'
+			table inet b4box {
+				chain nat_out { type nat hook postrouting priority srcnat - 10; policy accept;
+					oifname != "b4h*" ip saddr 10.233.0.0/16 masquerade }
+			}
+		EOF
+                ;;
         one) "$nb" install "$ifx" 10.233.0.2 0 0 ;;
         thousand) "$nb" install "$ifx" 10.233.0.2 1000 20 ;;
         esac
         conntrack -F >/dev/null 2>&1 || true
 }
-configs="none one thousand"
+configs="none nat one thousand"
 for c in $configs; do : >"/tmp/b4-net-rules-$$-$c"; done
 for r in $(seq "$rounds"); do
         for c in $configs; do
@@ -92,6 +101,7 @@ for c in $configs; do
         gbit=$(awk '{ print $3 }' "$f" | med)
         [ -z "$base_p50" ] && base_p50=$p50 && base_gbit=$gbit
         label=$c
+        [ "$c" = nat ] && label="nat only"
         [ "$c" = one ] && label="1 thread"
         [ "$c" = thousand ] && label="1000 threads"
         awk -v l="$label" -v a="$p50" -v b="$p90" -v g="$gbit" -v ba="$base_p50" -v bg="$base_gbit" \

@@ -35,6 +35,7 @@
 #include "core/net-entry.h"
 #include "core/nft-key.h"
 #include "hostnet/hostnet.h"
+#include "hostnet/internal.h" /* hostnet_record_write() */
 #include "hostnet/netpolicy.h"
 #include "hostnet/nft-elems.h"
 
@@ -603,8 +604,7 @@ static unsigned make_thread_net(struct gone_fixture *f)
         assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &l), 0);
         assert_int_equal(nft_elems_commit(NULL, &l, &err), 0);
         assert_int_equal(nft_elems_format(&l, &record), 0);
-        assert_int_equal(
-                write_file_atomic_at(f->hn.run_fd, T_ID ".nft", record, strlen(record), 0600), 0);
+        assert_int_equal(hostnet_record_write(f->hn.run_fd, T_ID ".nft", record), 0);
         assert_int_equal(write_file_atomic_at(f->hn.run_fd, T_ID ".net", "77", 2, 0600), 0);
         (void)mkdir("/run/b4box", 0700);
         fd = open("/run/b4box/net-77", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -723,7 +723,8 @@ static void test_sweep_finishes_a_crashed_teardown(void **state)
         ifindex = make_thread_net(&f);
         assert_int_equal(read_file_at(f.hn.run_fd, T_ID ".nft", 1u << 22, &text, &len), 0);
         (void)snprintf(name, sizeof(name), ".netgone-77-%u", ifindex);
-        assert_int_equal(write_file_atomic_at(f.hn.run_fd, name, text, len, 0600), 0);
+        assert_non_null(hostnet_record_body(text));
+        assert_int_equal(hostnet_record_write(f.hn.run_fd, name, hostnet_record_body(text)), 0);
         assert_int_equal(unlinkat(f.hn.run_fd, T_ID ".nft", 0), 0);
         assert_int_equal(unlinkat(f.hn.run_fd, T_ID ".net", 0), 0);
         hostnet_sweep(&f.hn);
@@ -734,9 +735,21 @@ static void test_sweep_finishes_a_crashed_teardown(void **state)
         assert_int_equal(unlinkat(f.hn.run_fd, T_ID ".nft", 0), 0);
         assert_int_equal(unlinkat(f.hn.run_fd, T_ID ".net", 0), 0);
         (void)snprintf(name, sizeof(name), ".netgone-77-%u", ifindex + 1000);
-        assert_int_equal(write_file_atomic_at(f.hn.run_fd, name, text, len, 0600), 0);
+        assert_int_equal(hostnet_record_write(f.hn.run_fd, name, hostnet_record_body(text)), 0);
         hostnet_sweep(&f.hn);
         assert_int_equal(if_nametoindex(T_VETH), ifindex);
+        /* a record of another boot names nothing of this one: only the record goes (the
+         * claim net-77 is someone else's by now) */
+        sh("touch /run/b4box/net-77");
+        (void)snprintf(name, sizeof(name), ".netgone-77-%u", ifindex);
+        assert_int_equal(write_file_atomic_at(f.hn.run_fd, name,
+                                              "boot 00000000-0000-0000-0000-000000000000\n", 42,
+                                              0600),
+                         0);
+        hostnet_sweep(&f.hn);
+        assert_int_equal(if_nametoindex(T_VETH), ifindex);
+        assert_int_equal(access("/run/b4box/net-77", F_OK), 0);
+        assert_int_equal(faccessat(f.hn.run_fd, name, F_OK, 0), -1);
         gone_teardown(&f);
 }
 

@@ -5,8 +5,8 @@
  * is one nested attribute, whose length is 16 bits), END. Every message asks for an
  * acknowledgement; the kernel handles a batch inside sendmsg() and queues every reply
  * (errors too: it goes on after the first, then aborts the whole transaction), so all of
- * them are read without waiting and each must say 0. One socket serves the process (see
- * sock_get() for why). Keys are core/nft-key.h's, the layout
+ * them are read without waiting and each must say 0. One socket serves the process
+ * (nfnl-sock.c says why). Keys are core/nft-key.h's, the layout
  * b4box-netd's pins use too.
  */
 
@@ -17,7 +17,6 @@
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,14 +27,14 @@
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strbuf.h"
+#include "internal.h"
 #include "nftnl-dl.h"
 
-#define TABLE        "b4box"
-#define PER_MSG      128
-#define ELEM_ROOM    160 /* an element's attributes: key, key_end, a verdict with its chain */
-#define MSG_ROOM     256 /* a message's header, table and set names */
-#define SNDBUF_FLOOR 200000
-#define RECORD_MAX   (4u << 20)
+#define TABLE      "b4box"
+#define PER_MSG    128
+#define ELEM_ROOM  160 /* an element's attributes: key, key_end, a verdict with its chain */
+#define MSG_ROOM   256 /* a message's header, table and set names */
+#define RECORD_MAX (4u << 20)
 
 static const char *const set_names[NFT_N_SETS] = {
         [NFT_SET_MASQ4] = "masq4", [NFT_SET_SRC4] = "src4",   [NFT_SET_DNSPORT] = "dnsport",
@@ -178,106 +177,10 @@ static int put_list(struct batch *b, const struct nft_elems *l, bool add)
         return r;
 }
 
-/* The process's netfilter socket, kept open: the close of one that has taken part in a
- * transaction waits for the kernel's deferred release of every pending delete of the host
- * (nft_rcv_nl_event() flushes it: an RCU grace period, 8-20 ms here), so a socket per commit
- * made every delete, and every add after one, pay for it. Batches from several threads take
- * turns (sock_lock); the child of a fork opens its own. */
-static pthread_mutex_t sock_lock = PTHREAD_MUTEX_INITIALIZER;
-static int sock_fd = -1;
-static pid_t sock_pid;
-static uint32_t sock_seq = 1;
-
-/* Call with sock_lock held. Return: the socket, or -errno. */
-static int sock_get(void)
-{
-        int one = 1, fd;
-
-        if (sock_fd >= 0 && sock_pid == getpid())
-                return sock_fd;
-        if (sock_fd >= 0)
-                (void)close(sock_fd); /* the parent's: this drops our reference only */
-        sock_fd = -1;
-        fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
-        if (fd < 0)
-                return -errno;
-        /* short error acknowledgements (no echo of the request) */
-        (void)setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
-        sock_fd = fd;
-        sock_pid = getpid();
-        return fd;
-}
-
-static void sock_drop(void)
-{
-        if (sock_fd >= 0)
-                (void)close(sock_fd);
-        sock_fd = -1;
-}
-
-/* Read every queued reply to the messages numbered @first to @last: @want acknowledgements,
- * the first error if any (replies to anything else are stale and skipped). */
-static int read_acks(int fd, uint32_t first, uint32_t last, unsigned want)
-{
-        char buf[16384] __attribute__((aligned(8)));
-        unsigned acks = 0;
-        int err = 0;
-
-        for (;;) {
-                ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                for (size_t off = 0, len; off + NLMSG_HDRLEN <= (size_t)n;
-                     off += NLMSG_ALIGN(len)) {
-                        const struct nlmsghdr *h = (const void *)(buf + off);
-                        int e;
-
-                        len = h->nlmsg_len;
-                        if (len < NLMSG_HDRLEN || len > (size_t)n - off)
-                                return -EBADMSG;
-                        if (h->nlmsg_type != NLMSG_ERROR || h->nlmsg_seq < first ||
-                            h->nlmsg_seq > last)
-                                continue;
-                        if (len < NLMSG_LENGTH(sizeof(struct nlmsgerr)))
-                                return -EBADMSG;
-                        e = ((const struct nlmsgerr *)NLMSG_DATA(h))->error;
-                        if (e != 0 && err == 0)
-                                err = e;
-                        acks++;
-                }
-        }
-        if (err)
-                return err;
-        return acks >= want ? 0 : -EPROTO;
-}
-
-/* Call with sock_lock held. */
+/* The batch on the process's netfilter socket (nfnl-sock.c). */
 static int send_batch(const struct batch *b, uint32_t first)
 {
-        struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
-        char stale[4096];
-        int size = (int)b->len;
-        int fd = sock_get();
-        int r;
-
-        if (fd < 0)
-                return fd;
-        while (recv(fd, stale, sizeof(stale), MSG_DONTWAIT) > 0)
-                ; /* what an interrupted batch left */
-        /* a batch is one message: the send buffer must hold it all */
-        if (b->len > SNDBUF_FLOOR &&
-            setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) < 0)
-                (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
-        if (sendto(fd, b->buf, b->len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
-                r = -errno;
-        else
-                r = read_acks(fd, first, b->seq - 1, b->acks);
-        if (r == -EPROTO || r == -EBADMSG || r == -ENOBUFS)
-                sock_drop(); /* a socket in an unknown state is not reused */
-        return r;
+        return nfnl_talk(b->buf, b->len, first, b->seq - 1, b->acks, NULL, NULL);
 }
 
 /* One transaction: @del's deletes, then @add's adds. */
@@ -290,8 +193,7 @@ static int run(const struct nftnl_dl *nl, const struct nft_elems *del, const str
 
         if ((!del || del->n == 0) && (!add || add->n == 0))
                 return 0;
-        (void)pthread_mutex_lock(&sock_lock);
-        b.seq = first = sock_seq;
+        b.seq = first = nfnl_seq((unsigned)((del ? del->n : 0) + (add ? add->n : 0) + 2));
         r = reserve(&b, MSG_ROOM);
         if (r >= 0) {
                 nlh = nl->batch_begin(b.buf + b.len, b.seq++);
@@ -307,8 +209,6 @@ static int run(const struct nftnl_dl *nl, const struct nft_elems *del, const str
                 advance(&b, nlh);
                 r = send_batch(&b, first);
         }
-        sock_seq = b.seq;
-        (void)pthread_mutex_unlock(&sock_lock);
         free(b.buf);
         return r;
 }

@@ -8,7 +8,9 @@
  * this 2-vCPU host, one element or a thousand), and so does a veth delete. So release
  * writes a record and hands the deletes to a job.
  *   record  run/.netgone-<n>-<ifindex>: subnet n, host veth ifindex (0: gone already), the
- *           elements (nft-elems.h's record) inside. Written before release returns, unlinked
+ *           boot id and the elements (nft-elems.h's record) inside; a record of another boot
+ *           names nothing that exists (ifindexes restart at boot) and is only unlinked.
+ *           Written (not fsync()ed) before release returns, unlinked
  *           by the job when all of it is gone, so a crash at any point leaves it to
  *           hostnet_sweep(). A job holds an exclusive flock on its record: two never run one.
  *   job     the veth by ifindex (never by name: a new thread of the same id may have made a
@@ -75,6 +77,7 @@ static void job_run(const struct job *j)
         cleanup_close int fd = openat(j->run_fd, j->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         cleanup_free char *text = NULL;
         struct nft_elems del = { 0 };
+        const char *body;
         char claim[32];
         struct stat st;
         size_t len;
@@ -89,13 +92,16 @@ static void job_run(const struct job *j)
         } else if (!j->unrecorded) {
                 return;
         }
-        veth_delete(j->ifindex);
-        if (nft_elems_parse(text ? text : j->elems ? j->elems : "", &del) >= 0)
-                (void)nft_elems_commit(&del, NULL, NULL);
-        nft_elems_release(&del);
-        (void)snprintf(claim, sizeof(claim), "net-%u", j->n);
-        if (j->claims_fd >= 0)
-                (void)unlinkat(j->claims_fd, claim, 0);
+        body = text ? hostnet_record_body(text) : j->elems ? j->elems : "";
+        if (body) { /* this boot's */
+                veth_delete(j->ifindex);
+                if (nft_elems_parse(body, &del) >= 0)
+                        (void)nft_elems_commit(&del, NULL, NULL);
+                nft_elems_release(&del);
+                (void)snprintf(claim, sizeof(claim), "net-%u", j->n);
+                if (j->claims_fd >= 0)
+                        (void)unlinkat(j->claims_fd, claim, 0);
+        }
         if (fd >= 0)
                 (void)unlinkat(j->run_fd, j->name, 0);
 }
@@ -186,6 +192,51 @@ static void job_start(struct job *j)
         }
 }
 
+/* This boot's id (36 characters), or "" when /proc does not say. */
+static void boot_id(char out[40])
+{
+        cleanup_free char *id = NULL;
+        size_t len;
+
+        out[0] = '\0';
+        if (read_file_at(AT_FDCWD, "/proc/sys/kernel/random/boot_id", 64, &id, &len) >= 0 &&
+            len >= 36)
+                (void)snprintf(out, 40, "%.36s", id);
+}
+
+int hostnet_record_write(int dirfd, const char *name, const char *text)
+{
+        char tmp[128], boot[40], head[48];
+        int fd, r;
+
+        boot_id(boot);
+        (void)snprintf(head, sizeof(head), "boot %s\n", boot);
+        (void)snprintf(tmp, sizeof(tmp), ".%s.%d.tmp", name, (int)getpid());
+        (void)unlinkat(dirfd, tmp, 0);
+        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        r = write_all(fd, head, strlen(head));
+        if (r >= 0)
+                r = write_all(fd, text, strlen(text));
+        (void)close(fd);
+        if (r >= 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+                r = -errno;
+        if (r < 0)
+                (void)unlinkat(dirfd, tmp, 0);
+        return r;
+}
+
+const char *hostnet_record_body(const char *record)
+{
+        char boot[40], head[48];
+        size_t n;
+
+        boot_id(boot);
+        n = (size_t)snprintf(head, sizeof(head), "boot %s\n", boot);
+        return boot[0] && strncmp(record, head, n) == 0 ? record + n : NULL;
+}
+
 static struct job *job_new(const struct hostnet *hn, unsigned n, unsigned ifindex)
 {
         struct job *j = b4_calloc(1, sizeof(*j));
@@ -212,7 +263,7 @@ void hostnet_gone(
 
         if (!j)
                 return; /* nothing recorded: the elements are inert, the claim stays */
-        if (write_file_atomic_at(hn->run_fd, j->name, text, strlen(text), 0600) < 0) {
+        if (hostnet_record_write(hn->run_fd, j->name, text) < 0) {
                 /* no record: nothing may outlive this call */
                 j->elems = b4_strdup(text);
                 j->unrecorded = true;
@@ -236,6 +287,7 @@ void hostnet_sweep(const struct hostnet *hn)
                 safe_close(fd);
                 return;
         }
+        rewinddir(d); /* the duplicate shares run_fd's offset: an earlier scan's end */
         while ((de = readdir(d))) {
                 unsigned n, ifindex;
                 char tail;

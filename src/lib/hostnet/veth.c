@@ -27,6 +27,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netfilter.h>
 #include <net/if.h>
 #include <pthread.h>
 #include <sched.h>
@@ -210,7 +211,10 @@ void hostnet_teardown(const struct hostnet *hn, const char *id, const char *hid,
         (void)snprintf(nft, sizeof(nft), "%s.nft", id);
         if (read_file_at(hn->run_fd, nft, 1u << 22, &text, &len) < 0)
                 text = NULL;
-        hostnet_gone(hn, (unsigned)strtoul(buf, NULL, 10), if_nametoindex(host), text, wait);
+        /* a record of another boot names nothing that exists: only the files go */
+        if (!text || hostnet_record_body(text))
+                hostnet_gone(hn, (unsigned)strtoul(buf, NULL, 10), if_nametoindex(host),
+                             text ? hostnet_record_body(text) : NULL, wait);
         (void)unlinkat(hn->run_fd, nft, 0);
         (void)snprintf(nft, sizeof(nft), "%s.resolv", id);
         (void)unlinkat(hn->run_fd, nft, 0);
@@ -331,6 +335,7 @@ int hostnet_forward_state(const char **ret_what)
 {
         cleanup_free char *out = NULL;
         cleanup_free char *legacy = NULL;
+        uint32_t policy = NF_ACCEPT;
         size_t len;
 
         if (read_file_at(AT_FDCWD, "/proc/net/ip_tables_names", 4096, &legacy, &len) >= 0 &&
@@ -339,7 +344,10 @@ int hostnet_forward_state(const char **ret_what)
                                    "DROP there would drop allow-mode traffic, and b4box "
                                    "cannot add its accepts to it",
                        -EOPNOTSUPP;
-        if (nft_query("list chain ip filter FORWARD", &out) < 0 || !strstr(out, "policy drop"))
+        /* one netlink query says the common case (no such chain, or policy accept) without
+         * loading libnftables; only a drop policy needs the rules listed */
+        if (nft_ip_chain_policy("filter", "FORWARD", &policy) < 0 || policy != NF_DROP ||
+            nft_query("list chain ip filter FORWARD", &out) < 0 || !strstr(out, "policy drop"))
                 return *ret_what = "no FORWARD policy of DROP", 0;
         if (strstr(out, COEXIST_TAG))
                 return *ret_what = "iptables-nft FORWARD policy DROP: b4box's accepts for b4h* "
@@ -403,8 +411,7 @@ static int elements_setup(const struct hostnet *hn,
             (netpolicy_thread_elems(p, &t, &add) < 0 || nft_elems_format(&add, &record) < 0))
                 r = b4_error_set(err, -ENOMEM, "cannot compile the network elements");
         (void)snprintf(name, sizeof(name), "%s.nft", id);
-        if (r >= 0 &&
-            (r = write_file_atomic_at(hn->run_fd, name, record, strlen(record), 0600)) < 0)
+        if (r >= 0 && (r = hostnet_record_write(hn->run_fd, name, record)) < 0)
                 b4_error_set(err, r, "cannot record the network elements of sandbox %s", id);
         if (r >= 0)
                 r = nft_elems_commit(NULL, &add, err);
@@ -475,7 +482,8 @@ int hostnet_lists_revive(const struct hostnet *hn,
                 return b4_error_set(err, -ENODEV, "cannot find the veth '%s'", host);
         /* the old one is gone (or a zombie): its record is overwritten, its log kept */
         r = netd_start(hn, id, p, t.ifindex, gw, &t.netd_port, err);
-        if (r >= 0 && nft_elems_parse(old, &del) < 0)
+        if (r >= 0 &&
+            (!hostnet_record_body(old) || nft_elems_parse(hostnet_record_body(old), &del) < 0))
                 r = b4_error_set(err, -EINVAL, "the network record of sandbox %s is unreadable",
                                  id);
         if (r >= 0 &&
@@ -484,8 +492,7 @@ int hostnet_lists_revive(const struct hostnet *hn,
         /* the old elements out and the new in, in one transaction: never unfiltered */
         if (r >= 0)
                 r = nft_elems_commit(&del, &add, err);
-        if (r >= 0 &&
-            (r = write_file_atomic_at(hn->run_fd, name, record, strlen(record), 0600)) < 0)
+        if (r >= 0 && (r = hostnet_record_write(hn->run_fd, name, record)) < 0)
                 b4_error_set(err, r, "cannot record the network lists of sandbox %s", id);
         nft_elems_release(&del);
         nft_elems_release(&add);
