@@ -68,7 +68,8 @@ state() {
                 nft -f - <<-'EOF'
 			table inet b4box {
 				chain nat_out { type nat hook postrouting priority srcnat - 10; policy accept;
-					oifname != "b4h*" ip saddr 10.233.0.0/16 masquerade }
+					oifname != "b4h*" ip saddr 10.233.0.0/16 masquerade
+				}
 			}
 		EOF
                 ;;
