@@ -25,16 +25,17 @@ check() { # check DESCRIPTION COMMAND...
         if "$@" >"$tmp/out" 2>&1; then ok "$d"; else nok "$d"; sed 's/^/# /' "$tmp/out"; fi
 }
 
-echo "1..14"
+echo "1..15"
 check "make install DESTDIR PREFIX=$prefix" \
         make --no-print-directory -C "$src" install BUILD="$build" PREFIX="$prefix" \
         DESTDIR="$root" MESON_INSTALL_FLAGS=--no-rebuild
 want=$("$build/src/cli/b4box" --version)
 check "installed b4box --version prints '$want'" \
         bash -c '[ "$("$1" --version)" = "$2" ]' _ "$root$bindir/b4box" "$want"
-check "keeper and probe helper installed, executable and static" bash -c '
+check "keeper, agent and probe helper installed, executable and static" bash -c '
         for f in "$@"; do [ -x "$f" ] && ! readelf -d "$f" | grep -q NEEDED || exit 1; done' _ \
-        "$root$libexecdir/b4box-keeper" "$root$libexecdir/b4box-probe-helper"
+        "$root$libexecdir/b4box-keeper" "$root$libexecdir/b4box-agent" \
+        "$root$libexecdir/b4box-probe-helper"
 check "b4box-full installed; b4box loads none of libcurl, libarchive, libmicrohttpd" bash -c '
         [ -x "$1" ] && ! ldd "$2" | grep -qE "lib(curl|archive|microhttpd)\.so"' _ \
         "$root$libexecdir/b4box-full" "$root$bindir/b4box"
@@ -86,9 +87,13 @@ if command -v systemd-analyze >/dev/null; then
                 env MANPATH="$root$mandir" systemd-analyze verify "$tmp/unit/b4box.service"
         check "systemd-analyze security --offline: exposure at or below 7.0" \
                 systemd-analyze security --offline=yes --threshold=70 "$tmp/unit/b4box.service"
+        cp "$root$prefix/lib/systemd/system/b4box.socket" "$tmp/unit/"
+        check "systemd-analyze verify b4box.socket" \
+                env MANPATH="$root$mandir" systemd-analyze verify "$tmp/unit/b4box.socket"
 else
         skip "systemd-analyze not installed (scripts/install-deps installs systemd): unit not verified"
         skip "systemd-analyze not installed: unit exposure not measured"
+        skip "systemd-analyze not installed: b4box.socket not verified"
 fi
 if [ -f "$src/completions/b4box.bash" ] || [ -f "$src/completions/_b4box" ]; then
         check "shell completions installed" bash -c '

@@ -38,6 +38,13 @@ int hostnet_available(const char **ret_why);
  * -EOPNOTSUPP a legacy iptables filter table b4box cannot reach. *@ret_what says it. */
 int hostnet_forward_state(const char **ret_what);
 
+struct b4_preflight;
+
+/* hostnet_preflight() - the rows of `b4box check` for sandboxes plumbed through hostnet here:
+ * network allow, network forward, network allowlist, network denylist, network dns, each
+ * ENFORCED with what is or NOT ENFORCED with the first reason. Return: 0 or -ENOMEM. */
+int hostnet_preflight(struct b4_preflight *p);
+
 /* hostnet_listed() - whether @p has a network list (then a netd and a resolv.conf). */
 bool hostnet_listed(const struct b4_policy *p);
 

@@ -60,15 +60,25 @@ int b4_runtime_new(const struct b4_runtime_options *opts,
         return 0;
 }
 
+void runtime_observe(struct b4_runtime *rt, enum b4_runtime_event ev, uint64_t start_us)
+{
+        if (rt->opts.observe)
+                rt->opts.observe(rt->opts.observe_data, ev, now_usec() - start_us);
+}
+
 static int release_box_cb(const char *key, void *value, void *ud)
 {
         struct b4_runtime *rt = ud;
         struct box *b = value;
 
         if (b->sb) {
+                uint64_t start = now_usec();
+
                 if (!rt->opts.local) /* a local command leaves it warm for the next one */
                         (void)b4_provider_release(rt->opts.provider, key, NULL);
                 b4_sandbox_unref(b->sb);
+                if (!rt->opts.local)
+                        runtime_observe(rt, B4_EVENT_RELEASE_SHUTDOWN, start);
         }
         free(b);
         return 0;
@@ -264,18 +274,25 @@ int b4_runtime_thread_create_staged(struct b4_runtime *rt,
         return thread_create(rt, id, metadata_json, NULL, owner, staged, ret, err);
 }
 
-bool b4_runtime_thread_is_live(struct b4_runtime *rt, const char *id)
+const char *b4_runtime_thread_state(struct b4_runtime *rt, const char *id)
 {
         cleanup_free char *key = NULL;
         bool live;
 
         if (runtime_sandbox_key(rt, id, &key, NULL) < 0)
-                return false;
+                return "released";
         (void)pthread_mutex_lock(&rt->lock);
         struct box *b = hashmap_get(rt->boxes, key);
         live = b && b->sb;
         (void)pthread_mutex_unlock(&rt->lock);
-        return live;
+        if (live)
+                return "live";
+        return b4_provider_kept(rt->opts.provider, key) ? "kept" : "released";
+}
+
+bool b4_runtime_thread_is_live(struct b4_runtime *rt, const char *id)
+{
+        return strcmp(b4_runtime_thread_state(rt, id), "live") == 0;
 }
 
 bool b4_runtime_thread_busy(struct b4_runtime *rt, const char *id)
