@@ -21,6 +21,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -753,6 +754,46 @@ static void test_sweep_finishes_a_crashed_teardown(void **state)
         gone_teardown(&f);
 }
 
+/* A caller that blocks SIGTERM (the server does, for sigtimedwait()) still stops its netd:
+ * the mask is not handed down. */
+static void test_netd_stop_with_sigterm_blocked(void **state)
+{
+        struct gone_fixture f = { 0 };
+        struct policy pol;
+        struct b4_error err = { 0 };
+        cleanup_free char *rec = NULL;
+        sigset_t set, old;
+        uint16_t port = 0;
+        int pid = 0, gone = 0;
+        size_t len;
+
+        (void)state;
+        if (!privileged() || !netd_exe_path())
+                skip();
+        gone_setup(&f);
+        policy_make(&pol, B4_NETWORK_DENY, deny_list, ELEMENTSOF(deny_list));
+        sigemptyset(&set);
+        sigaddset(&set, SIGTERM);
+        assert_int_equal(sigprocmask(SIG_BLOCK, &set, &old), 0);
+        sh("ip link set lo up");
+        assert_int_equal(netd_start(&f.hn, T_ID, &pol.p, 1, "127.0.0.1", &port, &err), 0);
+        assert_int_equal(read_file_at(f.hn.run_fd, T_ID ".netd", 64, &rec, &len), 0);
+        assert_int_equal(sscanf(rec, "%d", &pid), 1);
+        assert_int_equal(kill(pid, 0), 0);
+        netd_stop(&f.hn, T_ID);
+        for (int i = 0; i < 100 && !gone; i++) {
+                gone = kill(pid, 0) < 0 && errno == ESRCH;
+                if (!gone)
+                        usleep(20000);
+        }
+        if (!gone)
+                (void)kill(pid, SIGKILL); /* never leave it behind */
+        assert_true(gone);
+        assert_int_equal(sigprocmask(SIG_SETMASK, &old, NULL), 0);
+        policy_release(&pol);
+        gone_teardown(&f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -767,6 +808,7 @@ int main(void)
                 cmocka_unit_test(test_replace_and_clash),
                 cmocka_unit_test(test_teardown_all_ways),
                 cmocka_unit_test(test_sweep_finishes_a_crashed_teardown),
+                cmocka_unit_test(test_netd_stop_with_sigterm_blocked),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
