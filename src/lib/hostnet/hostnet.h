@@ -11,9 +11,9 @@
  * provider.
  *
  * Every record lives under the caller's run directory: <id>.net (the subnet number),
- * <id>.nft (the delete commands), <id>.resolv (the nameserver file the sandbox binds over
- * /etc/resolv.conf), <id>.netd and <id>.netd.log (netd-run.c). A thread's host veth is
- * named b4h<12 hex of @hid>: @hid (40 hex, the caller's) must be unique on the host.
+ * <id>.nft (the thread's elements, nft-elems.h's record), <id>.resolv (the nameserver file the
+ * sandbox binds over /etc/resolv.conf), <id>.netd and <id>.netd.log (netd-run.c). A thread's host
+ * veth is named b4h<12 hex of @hid>: @hid (40 hex, the caller's) must be unique on the host.
  */
 
 #include <stdbool.h>
@@ -81,6 +81,12 @@ int hostnet_lists_revive(const struct hostnet *hn,
                          struct b4_error *err);
 
 /* hostnet_teardown() - remove what hostnet_setup() made for @id (a no-op when nothing was):
- * netd and the records at once; the veth, the elements, then the subnet claim by a detached
- * grandchild unless @wait (the namespace is gone or going, so they are inert; tens of ms). */
+ * netd and the records at once; the veth, the elements, then the subnet claim before
+ * returning when @wait, else in the background (the namespace is gone or going, so they are
+ * inert; each delete waits for the kernel, tens of ms), under a record run/.netgone-* that
+ * hostnet_sweep() finishes should the process die first. */
 void hostnet_teardown(const struct hostnet *hn, const char *id, const char *hid, bool wait);
+
+/* hostnet_sweep() - finish every teardown recorded under @hn's run directory that a crash
+ * (or an exit) interrupted. */
+void hostnet_sweep(const struct hostnet *hn);

@@ -112,8 +112,13 @@ static void middle(char **argv, int run_fd, int out_fd, int log_fd)
 {
         char *const envp[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
         int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        sigset_t none;
         pid_t pid;
 
+        /* netd_stop() stops it with SIGTERM: a caller that blocks it (the server waits for
+         * its own in sigtimedwait()) must not hand that mask down (netd outlived DELETE) */
+        (void)sigemptyset(&none);
+        (void)sigprocmask(SIG_SETMASK, &none, NULL);
         if (null_fd < 0 || setsid() < 0)
                 _exit(126);
         pid = fork();

@@ -3,11 +3,12 @@
  * Netlink requests for net.c and netpolicy.c (netlink.h), over raw AF_NETLINK sockets (no
  * library: `b4box` loads none for this): each message is built in a stack buffer, sent with
  * NLM_F_ACK and answered by one NLMSG_ERROR whose error is the result (a get's reply comes
- * before it).
+ * before it). nf_tables queries go over the process's netfilter socket (nfnl-sock.c).
  */
 
 #include "netlink.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <linux/if.h>
 #include <linux/if_link.h>
@@ -17,12 +18,14 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "internal.h"
 
 #define MSG_SIZE 8192 /* a request, or an acknowledgement (an error echoes the request) */
 
@@ -189,6 +192,17 @@ int rtnl_link_del(struct nl_sock *nl, const char *name)
         return talk(nl, nlh);
 }
 
+int rtnl_link_del_index(struct nl_sock *nl, unsigned ifindex)
+{
+        struct msg m;
+        struct nlmsghdr *nlh = start(&m, RTM_DELLINK, 0);
+        struct ifinfomsg *ifi = put(nlh, sizeof(*ifi));
+
+        ifi->ifi_family = AF_UNSPEC;
+        ifi->ifi_index = (int)ifindex;
+        return talk(nl, nlh);
+}
+
 int rtnl_link_up(struct nl_sock *nl, unsigned ifindex)
 {
         struct msg m;
@@ -233,23 +247,73 @@ int rtnl_route4_default(struct nl_sock *nl, unsigned ifindex, const uint8_t gw[4
         return talk(nl, nlh);
 }
 
+/* A GET of nf_tables object @type in @family's table @table, name attribute @name_attr =
+ * @name, on the process's netfilter socket (nfnl-sock.c: no close, so no wait for the
+ * kernel's deferred deletes); @fn gets the reply. */
+static int nft_get(uint16_t type,
+                   uint8_t family,
+                   uint16_t table_attr,
+                   const char *table,
+                   uint16_t name_attr,
+                   const char *name,
+                   void (*fn)(const struct nlmsghdr *h, void *data),
+                   void *data)
+{
+        struct msg m;
+        struct nlmsghdr *nlh = start(&m, (NFNL_SUBSYS_NFTABLES << 8) | type, 0);
+        struct nfgenmsg *nfg = put(nlh, sizeof(*nfg));
+
+        nfg->nfgen_family = family;
+        nfg->version = NFNETLINK_V0;
+        attr_str(nlh, table_attr, table);
+        attr_str(nlh, name_attr, name);
+        nlh->nlmsg_seq = nfnl_seq(1);
+        return nfnl_talk(nlh, nlh->nlmsg_len, nlh->nlmsg_seq, nlh->nlmsg_seq, 1, fn, data);
+}
+
 int nft_inet_set_exists(const char *table, const char *set)
 {
-        struct nl_sock *nl = nl_open(NETLINK_NETFILTER);
-        struct msg m;
-        struct nlmsghdr *nlh;
-        struct nfgenmsg *nfg;
-        int r;
+        return nft_get(NFT_MSG_GETSET, NFPROTO_INET, NFTA_SET_TABLE, table, NFTA_SET_NAME, set,
+                       NULL, NULL);
+}
 
-        if (!nl)
-                return -errno;
-        nlh = start(&m, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETSET, 0);
-        nfg = put(nlh, sizeof(*nfg));
-        nfg->nfgen_family = NFPROTO_INET;
-        nfg->version = NFNETLINK_V0;
-        attr_str(nlh, NFTA_SET_TABLE, table);
-        attr_str(nlh, NFTA_SET_NAME, set);
-        r = talk(nl, nlh);
-        rtnl_close(nl);
-        return r;
+struct policy_out {
+        uint32_t policy;
+        bool found;
+};
+
+static void chain_policy(const struct nlmsghdr *h, void *data)
+{
+        struct policy_out *o = data;
+        size_t off = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(struct nfgenmsg));
+
+        while (off + NLA_HDRLEN <= h->nlmsg_len) {
+                const struct nlattr *a = (const void *)((const char *)h + off);
+
+                if (a->nla_len < NLA_HDRLEN || off + a->nla_len > h->nlmsg_len)
+                        return;
+                if ((a->nla_type & NLA_TYPE_MASK) == NFTA_CHAIN_POLICY &&
+                    a->nla_len >= NLA_HDRLEN + 4) {
+                        uint32_t be;
+
+                        memcpy(&be, (const char *)a + NLA_HDRLEN, 4);
+                        o->policy = ntohl(be);
+                        o->found = true;
+                }
+                off += NLA_ALIGN(a->nla_len);
+        }
+}
+
+int nft_ip_chain_policy(const char *table, const char *chain, uint32_t *ret)
+{
+        struct policy_out o = { 0 };
+        int r = nft_get(NFT_MSG_GETCHAIN, NFPROTO_IPV4, NFTA_CHAIN_TABLE, table, NFTA_CHAIN_NAME,
+                        chain, chain_policy, &o);
+
+        if (r < 0)
+                return r;
+        if (!o.found)
+                return -ENODATA;
+        *ret = o.policy;
+        return 0;
 }

@@ -24,6 +24,9 @@ int rtnl_veth_add(struct nl_sock *nl, const char *host, const char *peer, int ne
 /* rtnl_link_del() - delete link @name (a veth takes its peer along). Return: 0, -ENODEV. */
 int rtnl_link_del(struct nl_sock *nl, const char *name);
 
+/* rtnl_link_del_index() - delete link @ifindex. Return: 0, -ENODEV. */
+int rtnl_link_del_index(struct nl_sock *nl, unsigned ifindex);
+
 /* rtnl_link_up() - set link @ifindex up. */
 int rtnl_link_up(struct nl_sock *nl, unsigned ifindex);
 
@@ -36,3 +39,8 @@ int rtnl_route4_default(struct nl_sock *nl, unsigned ifindex, const uint8_t gw[4
 /* nft_inet_set_exists() - whether the inet table @table has the set @set. Return: 0 when it
  * has, -ENOENT when it (or the table) has not, another negative errno. */
 int nft_inet_set_exists(const char *table, const char *set);
+
+/* nft_ip_chain_policy() - the policy (NF_ACCEPT, NF_DROP) of base chain @chain of the ip
+ * table @table. Return: 0, -ENOENT (no such table or chain), -ENODATA (not a base chain),
+ * another negative errno. */
+int nft_ip_chain_policy(const char *table, const char *chain, uint32_t *ret);

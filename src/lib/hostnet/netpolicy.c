@@ -15,18 +15,18 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "base/alloc.h"
 #include "base/macro.h"
-#include "base/strbuf.h"
 #include "core/net-narrow.h"
+#include "core/nft-key.h"
 #include "netlink.h"
 #include "nft-dl.h"
-
-#define TEXT_MAX (4u << 20)
+#include "nft-elems.h"
 
 extern const char netpolicy_table_nft[];
 
@@ -128,89 +128,95 @@ void netpolicy_cidr4(const struct b4_net_entry *e,
 }
 
 struct cidr_out {
-        struct strbuf *sb;
+        struct nft_elems *l;
         const struct netpolicy_thread *t;
         const struct b4_net_entry *e;
+        enum nft_set set;
         int r;
 };
 
 static void add_cidr(const uint8_t net[4], unsigned prefix, void *data)
 {
+        static const uint8_t protos[] = { IPPROTO_TCP, IPPROTO_UDP };
         struct cidr_out *o = data;
-        char ip[INET_ADDRSTRLEN];
-        unsigned lo = o->e->port_lo ? o->e->port_lo : 0;
-        unsigned hi = o->e->port_lo ? o->e->port_hi : 65535;
+        uint16_t lo = o->e->port_lo ? o->e->port_lo : 0;
+        uint16_t hi = o->e->port_lo ? o->e->port_hi : 65535;
 
-        (void)inet_ntop(AF_INET, net, ip, sizeof(ip));
-        for (const char *proto = "tcp"; proto && o->r >= 0;
-             proto = strcmp(proto, "tcp") == 0 ? "udp" : NULL)
-                o->r = strbuf_addf(o->sb, "%s%u . %s/%u . %s . %u-%u", o->sb->len ? ", " : "",
-                                   o->t->ifindex, ip, prefix, proto, lo, hi);
+        for (size_t i = 0; i < ELEMENTSOF(protos) && o->r >= 0; i++) {
+                struct nft_elem x = { .set = o->set };
+
+                nft_key_iif_net4_ports(&x.k, o->t->ifindex, net, prefix, protos[i], lo, hi);
+                o->r = nft_elems_push(o->l, &x);
+        }
 }
 
-/* "<verb> element inet b4box <set> { ... }" for every IPv4 CIDR entry; nothing if none. */
-static int cidr_elements(struct strbuf *out,
+/* cidr4 (allowlist, minus the special ranges) or dcidr4 (denylist, as written) elements for
+ * every IPv4 CIDR entry. */
+static int cidr_elements(struct nft_elems *l,
                          const struct b4_policy *p,
-                         const struct netpolicy_thread *t,
-                         const char *verb)
+                         const struct netpolicy_thread *t)
 {
-        struct strbuf list;
-        struct cidr_out o = { .sb = &list, .t = t };
         bool deny = p->network == B4_NETWORK_DENY;
+        struct cidr_out o = { .l = l, .t = t, .set = deny ? NFT_SET_CIDR4 : NFT_SET_DCIDR4 };
 
-        strbuf_init(&list, TEXT_MAX);
         for (size_t i = 0; i < p->n_network_list && o.r >= 0; i++) {
                 const struct b4_net_entry *e = &p->network_list[i];
-                uint8_t net[4];
 
                 if (e->kind != B4_NET_CIDR || e->family != AF_INET)
                         continue;
                 o.e = e;
-                if (deny) {
+                if (deny)
                         netpolicy_cidr4(e, add_cidr, &o);
-                } else {
-                        memcpy(net, e->addr, 4);
-                        add_cidr(net, e->prefix, &o);
-                }
+                else
+                        add_cidr(e->addr, e->prefix, &o);
         }
-        if (o.r >= 0 && list.len > 0)
-                o.r = strbuf_addf(out, "%s element inet b4box %s { %s }\n", verb,
-                                  deny ? "cidr4" : "dcidr4", list.buf);
-        strbuf_release(&list);
         return o.r;
 }
 
-int netpolicy_thread_text(const struct b4_policy *p,
-                          const struct netpolicy_thread *t,
-                          bool add,
-                          char **ret)
+static int push(struct nft_elems *l,
+                enum nft_set set,
+                const struct nft_key *k,
+                uint16_t port,
+                const char *chain)
 {
-        const char *verb = add ? "add" : "delete";
-        struct strbuf sb;
-        char ip[INET_ADDRSTRLEN], mode[32] = "", dnsport[16] = "";
-        unsigned f = t->ifindex, port = t->netd_port;
+        struct nft_elem e = { .set = set, .k = *k, .port = port, .chain = chain };
+
+        return nft_elems_push(l, &e);
+}
+
+int netpolicy_thread_elems(const struct b4_policy *p,
+                           const struct netpolicy_thread *t,
+                           struct nft_elems *ret)
+{
+        bool listed = netpolicy_listed(p);
+        const char *chain = !listed                         ? "open_mode"
+                            : p->network == B4_NETWORK_DENY ? "deny_mode"
+                                                            : "allow_mode";
+        struct nft_key k;
         int r;
 
-        (void)inet_ntop(AF_INET, t->sandbox, ip, sizeof(ip));
-        if (add) {
-                (void)snprintf(mode, sizeof(mode), " : goto %s_mode",
-                               p->network == B4_NETWORK_DENY ? "deny" : "allow");
-                (void)snprintf(dnsport, sizeof(dnsport), " : %u", port);
+        nft_key_addr4(&k, t->sandbox);
+        r = push(ret, NFT_SET_MASQ4, &k, 0, NULL);
+        nft_key_iif_addr4(&k, t->ifindex, t->sandbox);
+        if (r >= 0)
+                r = push(ret, NFT_SET_SRC4, &k, 0, NULL);
+        if (listed) {
+                nft_key_iif(&k, t->ifindex);
+                if (r >= 0)
+                        r = push(ret, NFT_SET_DNSPORT, &k, t->netd_port, NULL);
+                nft_key_iif_proto_port(&k, t->ifindex, IPPROTO_UDP, t->netd_port);
+                if (r >= 0)
+                        r = push(ret, NFT_SET_DNSIN, &k, 0, NULL);
+                nft_key_iif_proto_port(&k, t->ifindex, IPPROTO_TCP, t->netd_port);
+                if (r >= 0)
+                        r = push(ret, NFT_SET_DNSIN, &k, 0, NULL);
+                if (r >= 0)
+                        r = cidr_elements(ret, p, t);
         }
-        strbuf_init(&sb, TEXT_MAX);
-        r = strbuf_addf(&sb,
-                        "%s element inet b4box src4 { %u . %s }\n"
-                        "%s element inet b4box dnsport { %u%s }\n"
-                        "%s element inet b4box dnsin { %u . udp . %u, %u . tcp . %u }\n",
-                        verb, f, ip, verb, f, dnsport, verb, f, port, f, port);
+        /* the mode element last (nft_elems_commit() deletes it first) */
+        nft_key_iif(&k, t->ifindex);
         if (r >= 0)
-                r = cidr_elements(&sb, p, t, verb);
-        /* the mode element last on add (nothing is filtered by halves), first on delete */
-        if (r >= 0)
-                r = strbuf_addf(&sb, "%s element inet b4box mode { %u%s }\n", verb, f, mode);
-        if (r >= 0)
-                r = strbuf_detach(&sb, ret, NULL);
-        strbuf_release(&sb);
+                r = push(ret, NFT_SET_MODE, &k, 0, chain);
         return r;
 }
 

@@ -15,6 +15,7 @@
 #include "b4box/policy.h"
 
 struct hostnet;
+struct nft_elems;
 
 /* What one listed thread's elements are keyed by and point to. */
 struct netpolicy_thread {
@@ -40,13 +41,14 @@ void netpolicy_cidr4(const struct b4_net_entry *e,
                      void *data);
 
 /*
- * netpolicy_thread_text() - the nft commands that add (@add) or delete the elements of
- * thread @t with policy @p. *@ret is new text. Return: 0 or -ENOMEM.
+ * netpolicy_thread_elems() - append thread @t's elements under policy @p to @ret (in the
+ * order nft_elems_commit() adds them, the mode element last): masq4 and src4 for every
+ * thread with a veth; a listed thread's dnsport, dnsin, cidr4 (allowlist) or dcidr4
+ * (denylist); mode (goto open_mode, allow_mode or deny_mode). Return: 0 or -ENOMEM.
  */
-int netpolicy_thread_text(const struct b4_policy *p,
-                          const struct netpolicy_thread *t,
-                          bool add,
-                          char **ret);
+int netpolicy_thread_elems(const struct b4_policy *p,
+                           const struct netpolicy_thread *t,
+                           struct nft_elems *ret);
 
 /* netpolicy_run() - run nft commands @text in one transaction. Return: 0, -EIO (message in @err).
  */

@@ -27,6 +27,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netfilter.h>
 #include <net/if.h>
 #include <pthread.h>
 #include <sched.h>
@@ -43,9 +44,11 @@
 #include "base/proc-util.h"
 #include "base/strbuf.h"
 #include "hostnet.h"
+#include "internal.h"
 #include "netlink.h"
 #include "netpolicy.h"
 #include "nft-dl.h"
+#include "nft-elems.h"
 
 #define SUBNETS     16384 /* /30s in 10.233.0.0/16 */
 #define PEER        "eth0"
@@ -102,6 +105,11 @@ static int alloc_dir(const struct hostnet *hn)
                 return fcntl(hn->run_fd, F_DUPFD_CLOEXEC, 3);
         fd = open("/run/b4box", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         return fd >= 0 ? fd : fcntl(hn->run_fd, F_DUPFD_CLOEXEC, 3);
+}
+
+int hostnet_claims_open(const struct hostnet *hn)
+{
+        return alloc_dir(hn);
 }
 
 static int alloc_subnet(const struct hostnet *hn, const char *hid, unsigned *ret)
@@ -188,80 +196,11 @@ static int write_resolv(const struct hostnet *hn, const char *id, const char *gw
         return r;
 }
 
-/* Delete the veth @host, the elements of @text (may be NULL), then free the subnet claim
- * @sub under @dfd, in that order: no new thread gets the sandbox's address while masq4 still
- * names it. */
-static void network_delete(const char *host, int dfd, const char *text, const char *sub)
-{
-        struct nl_sock *nl = rtnl_open();
-
-        if (nl)
-                (void)rtnl_link_del(nl, host);
-        rtnl_close(nl);
-        if (text)
-                (void)netpolicy_run(text, NULL);
-        if (dfd >= 0)
-                (void)unlinkat(dfd, sub, 0);
-}
-
-/* Whether this process has one thread (/proc/self/status). */
-static bool single_threaded(void)
-{
-        cleanup_free char *status = NULL;
-        size_t len;
-
-        return read_file_at(AT_FDCWD, "/proc/self/status", 1u << 16, &status, &len) >= 0 &&
-               strstr(status, "\nThreads:\t1\n") != NULL;
-}
-
-/* The keeper is dead, and with its namespace the veth goes (the kernel deletes it
- * asynchronously; RTM_DELLINK then waits up to ≈ 20 ms for that, measured), which leaves the
- * elements keyed by its ifindex inert; deleting them is a kernel transaction of 3-8 ms (an
- * element delete, measured with `nft` too). Release need not wait for either: a grandchild
- * does both with stdio on /dev/null and no other inherited descriptor (a caller reading our
- * stdout sees EOF at once); its parent is reaped here at once, so nobody waits and no zombie
- * stays. Inline when fork fails or other threads run. A new veth of the same name meets the old one
- * at most while it is being deleted: configure() deletes it and retries. */
-static void network_delete_later(const char *host, int dfd, const char *text, const char *sub)
-{
-        int status, null_fd;
-        pid_t pid;
-
-        /* a fork of a threaded process (the server) may copy a lock another thread holds
-         * (the loader's, should libnftables be loaded there): it waits for the kernel */
-        if (!single_threaded()) {
-                network_delete(host, dfd, text, sub);
-                return;
-        }
-        pid = fork();
-
-        if (pid == 0) {
-                if (fork() != 0)
-                        _exit(0);
-                null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-                if (null_fd < 0 || dup3(null_fd, STDIN_FILENO, 0) < 0 ||
-                    dup3(null_fd, STDOUT_FILENO, 0) < 0 || dup3(null_fd, STDERR_FILENO, 0) < 0)
-                        _exit(1);
-                if (dfd > 3)
-                        (void)close_range(3, (unsigned)dfd - 1, 0);
-                (void)close_range(dfd >= 3 ? (unsigned)dfd + 1 : 3, ~0u, 0);
-                network_delete(host, dfd, text, sub);
-                _exit(0);
-        }
-        if (pid < 0) {
-                network_delete(host, dfd, text, sub);
-                return;
-        }
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                ;
-}
-
-/* What hostnet_setup() made for @id; the veth and elements deleted before returning when @wait
- * (a failed acquire rolls back completely), else by a grandchild (a release). */
+/* What hostnet_setup() made for @id: netd and the records here, the rest by hostnet_gone(). */
 void hostnet_teardown(const struct hostnet *hn, const char *id, const char *hid, bool wait)
 {
         cleanup_free char *buf = NULL, *text = NULL;
-        char name[64], nft[64], host[16], sub[32];
+        char name[64], nft[64], host[16];
         size_t len;
 
         (void)snprintf(name, sizeof(name), "%s.net", id);
@@ -272,12 +211,10 @@ void hostnet_teardown(const struct hostnet *hn, const char *id, const char *hid,
         (void)snprintf(nft, sizeof(nft), "%s.nft", id);
         if (read_file_at(hn->run_fd, nft, 1u << 22, &text, &len) < 0)
                 text = NULL;
-        cleanup_close int dfd = alloc_dir(hn);
-        (void)snprintf(sub, sizeof(sub), "net-%lu", strtoul(buf, NULL, 10));
-        if (wait)
-                network_delete(host, dfd, text, sub);
-        else
-                network_delete_later(host, dfd, text, sub);
+        /* a record of another boot names nothing that exists: only the files go */
+        if (!text || hostnet_record_body(text))
+                hostnet_gone(hn, (unsigned)strtoul(buf, NULL, 10), if_nametoindex(host),
+                             text ? hostnet_record_body(text) : NULL, wait);
         (void)unlinkat(hn->run_fd, nft, 0);
         (void)snprintf(nft, sizeof(nft), "%s.resolv", id);
         (void)unlinkat(hn->run_fd, nft, 0);
@@ -398,6 +335,7 @@ int hostnet_forward_state(const char **ret_what)
 {
         cleanup_free char *out = NULL;
         cleanup_free char *legacy = NULL;
+        uint32_t policy = NF_ACCEPT;
         size_t len;
 
         if (read_file_at(AT_FDCWD, "/proc/net/ip_tables_names", 4096, &legacy, &len) >= 0 &&
@@ -406,7 +344,10 @@ int hostnet_forward_state(const char **ret_what)
                                    "DROP there would drop allow-mode traffic, and b4box "
                                    "cannot add its accepts to it",
                        -EOPNOTSUPP;
-        if (nft_query("list chain ip filter FORWARD", &out) < 0 || !strstr(out, "policy drop"))
+        /* one netlink query says the common case (no such chain, or policy accept) without
+         * loading libnftables; only a drop policy needs the rules listed */
+        if (nft_ip_chain_policy("filter", "FORWARD", &policy) < 0 || policy != NF_DROP ||
+            nft_query("list chain ip filter FORWARD", &out) < 0 || !strstr(out, "policy drop"))
                 return *ret_what = "no FORWARD policy of DROP", 0;
         if (strstr(out, COEXIST_TAG))
                 return *ret_what = "iptables-nft FORWARD policy DROP: b4box's accepts for b4h* "
@@ -435,42 +376,6 @@ static int forward_coexist(struct b4_error *err)
                 err);
 }
 
-/* The add and delete texts of a thread's elements: masq4 for every thread, then a listed
- * thread's lists (netpolicy.c) or an open thread's src4 and mode (the mode element last on
- * add, first on delete: nothing is filtered by halves). */
-static int thread_texts(const struct b4_policy *p,
-                        const struct netpolicy_thread *t,
-                        char **ret_add,
-                        char **ret_del)
-{
-        cleanup_free char *add = NULL, *del = NULL;
-        char ip[INET_ADDRSTRLEN];
-        unsigned f = t->ifindex;
-
-        (void)inet_ntop(AF_INET, t->sandbox, ip, sizeof(ip));
-        if (netpolicy_listed(p)) {
-                if (netpolicy_thread_text(p, t, true, &add) < 0 ||
-                    netpolicy_thread_text(p, t, false, &del) < 0)
-                        return -ENOMEM;
-        } else if (b4_asprintf(&add,
-                               "add element inet b4box src4 { %u . %s }\n"
-                               "add element inet b4box mode { %u : goto open_mode }\n",
-                               f, ip, f) < 0 ||
-                   b4_asprintf(&del,
-                               "delete element inet b4box mode { %u }\n"
-                               "delete element inet b4box src4 { %u . %s }\n",
-                               f, f, ip) < 0)
-                return -ENOMEM;
-        if (b4_asprintf(ret_add, "add element inet b4box masq4 { %s }\n%s", ip, add) < 0)
-                return -ENOMEM;
-        if (b4_asprintf(ret_del, "%sdelete element inet b4box masq4 { %s }\n", del, ip) < 0) {
-                free(*ret_add);
-                *ret_add = NULL;
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 /* The table, a listed thread's netd, then the thread's elements. */
 static int elements_setup(const struct hostnet *hn,
                           const char *id,
@@ -479,10 +384,11 @@ static int elements_setup(const struct hostnet *hn,
                           const struct b4_policy *p,
                           struct b4_error *err)
 {
-        cleanup_free char *add = NULL, *del = NULL;
+        cleanup_free char *record = NULL;
         bool listed = netpolicy_listed(p);
         char host[16], gw[32], name[64];
         struct netpolicy_thread t = { 0 };
+        struct nft_elems add = { 0 };
         int r;
 
         host_name(hid, host);
@@ -501,15 +407,17 @@ static int elements_setup(const struct hostnet *hn,
                 r = forward_coexist(err);
         if (r >= 0 && listed)
                 r = netd_start(hn, id, p, t.ifindex, gw, &t.netd_port, err);
-        if (r >= 0 && thread_texts(p, &t, &add, &del) < 0)
+        if (r >= 0 &&
+            (netpolicy_thread_elems(p, &t, &add) < 0 || nft_elems_format(&add, &record) < 0))
                 r = b4_error_set(err, -ENOMEM, "cannot compile the network elements");
         (void)snprintf(name, sizeof(name), "%s.nft", id);
-        if (r >= 0 && (r = write_file_atomic_at(hn->run_fd, name, del, strlen(del), 0600)) < 0)
+        if (r >= 0 && (r = hostnet_record_write(hn->run_fd, name, record)) < 0)
                 b4_error_set(err, r, "cannot record the network elements of sandbox %s", id);
         if (r >= 0)
-                r = netpolicy_run(add, err);
+                r = nft_elems_commit(NULL, &add, err);
         if (r >= 0 && listed && (r = write_resolv(hn, id, gw)) < 0)
                 b4_error_set(err, r, "cannot write the resolv.conf of sandbox %s", id);
+        nft_elems_release(&add);
         return r;
 }
 
@@ -550,8 +458,9 @@ int hostnet_lists_revive(const struct hostnet *hn,
                          const struct b4_policy *p,
                          struct b4_error *err)
 {
-        cleanup_free char *old = NULL, *add = NULL, *del = NULL, *num = NULL, *batch = NULL;
+        cleanup_free char *old = NULL, *num = NULL, *record = NULL;
         char host[16], gw[32], net_name[64], name[64];
+        struct nft_elems del = { 0 }, add = { 0 };
         struct netpolicy_thread t = { 0 };
         size_t len;
         unsigned n;
@@ -574,13 +483,19 @@ int hostnet_lists_revive(const struct hostnet *hn,
         /* the old one is gone (or a zombie): its record is overwritten, its log kept */
         r = netd_start(hn, id, p, t.ifindex, gw, &t.netd_port, err);
         if (r >= 0 &&
-            (thread_texts(p, &t, &add, &del) < 0 || b4_asprintf(&batch, "%s%s", old, add) < 0))
+            (!hostnet_record_body(old) || nft_elems_parse(hostnet_record_body(old), &del) < 0))
+                r = b4_error_set(err, -EINVAL, "the network record of sandbox %s is unreadable",
+                                 id);
+        if (r >= 0 &&
+            (netpolicy_thread_elems(p, &t, &add) < 0 || nft_elems_format(&add, &record) < 0))
                 r = b4_error_set(err, -ENOMEM, "cannot compile the network lists");
         /* the old elements out and the new in, in one transaction: never unfiltered */
         if (r >= 0)
-                r = netpolicy_run(batch, err);
-        if (r >= 0 && (r = write_file_atomic_at(hn->run_fd, name, del, strlen(del), 0600)) < 0)
+                r = nft_elems_commit(&del, &add, err);
+        if (r >= 0 && (r = hostnet_record_write(hn->run_fd, name, record)) < 0)
                 b4_error_set(err, r, "cannot record the network lists of sandbox %s", id);
+        nft_elems_release(&del);
+        nft_elems_release(&add);
         return r;
 }
 

@@ -229,5 +229,7 @@ int native_sweep(struct b4_provider *p, char *const *live_thread_ids, struct b4_
                                              ids[i]);
         }
         hashmap_free(live);
+        struct hostnet hn = native_hostnet(np);
+        hostnet_sweep(&hn); /* teardowns a crash cut short (run/.netgone-*) */
         return first < 0 ? first : swept;
 }

@@ -1,0 +1,815 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A thread's elements over netlink (native/nft-elems.c, native/netpolicy.c). Unprivileged:
+ * the key layout, the record's round trip and refusals, the order of a thread's elements.
+ * As root, in the private network namespace tests/native/in-netns.sh makes: the elements a
+ * batch installs equal, set by set, those the nft text of the same policy installs (nft's
+ * own parser as the oracle, `nft -j list table inet b4box`), a delete leaves none of the
+ * thread's and all of another thread's, a delete survives an element already gone, and a
+ * revive (old out, new in) is one transaction. And the teardown (hostnet/teardown.c): a
+ * release's veth, elements and subnet claim are gone after hostnet_teardown(), waiting, in
+ * a grandchild (single-threaded caller) or in a thread (the server); a record left by a
+ * crash is finished by hostnet_sweep().
+ */
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "b4-test.h"
+#include "base/fd-util.h"
+#include "base/macro.h"
+#include "base/strbuf.h"
+#include "core/net-entry.h"
+#include "core/nft-key.h"
+#include "hostnet/hostnet.h"
+#include "hostnet/internal.h" /* hostnet_record_write() */
+#include "hostnet/netpolicy.h"
+#include "hostnet/nft-elems.h"
+
+#define MAX_ENTRIES 300
+
+struct policy {
+        struct b4_policy p;
+        struct b4_net_entry e[MAX_ENTRIES];
+};
+
+static void policy_make(struct policy *pol,
+                        enum b4_network_mode mode,
+                        const char *const *texts,
+                        size_t n)
+{
+        const char *why;
+
+        assert_true(n <= MAX_ENTRIES);
+        b4_policy_init(&pol->p);
+        pol->p.network = mode;
+        for (size_t i = 0; i < n; i++)
+                assert_int_equal(net_entry_parse(texts[i], &pol->e[i], &why), 0);
+        pol->p.network_list = pol->e;
+        pol->p.n_network_list = n;
+}
+
+static void policy_release(struct policy *pol)
+{
+        for (size_t i = 0; i < pol->p.n_network_list; i++)
+                net_entry_release(&pol->e[i]);
+}
+
+/* --- unprivileged ------------------------------------------------------------------- */
+
+static void test_key_layout(void **state)
+{
+        const uint8_t ip[4] = { 10, 1, 2, 77 };
+        struct nft_key k;
+        uint32_t host = 7;
+
+        (void)state;
+        nft_key_iif_addr4(&k, 7, ip);
+        assert_int_equal(k.len, 8);
+        assert_memory_equal(k.key, &host, 4); /* hash sets: iif in host order */
+        assert_memory_equal(k.key + 4, ip, 4);
+        assert_false(k.range);
+        nft_key_iif_proto_port(&k, 7, IPPROTO_TCP, 0x1234);
+        assert_int_equal(k.len, 12);
+        assert_int_equal(k.key[4], IPPROTO_TCP);
+        assert_int_equal(k.key[8], 0x12);
+        assert_int_equal(k.key[9], 0x34);
+        /* intervals: iif in network order, host bits cleared, the end the last address */
+        nft_key_iif_net4_ports(&k, 7, ip, 16, IPPROTO_UDP, 80, 443);
+        assert_true(k.range);
+        assert_int_equal(k.len, 16);
+        assert_memory_equal(
+                k.key, ((uint8_t[]){ 0, 0, 0, 7, 10, 1, 0, 0, IPPROTO_UDP, 0, 0, 0, 0, 80, 0, 0 }),
+                16);
+        assert_memory_equal(
+                k.key_end,
+                ((uint8_t[]){ 0, 0, 0, 7, 10, 1, 255, 255, IPPROTO_UDP, 0, 0, 0, 1, 187, 0, 0 }),
+                16);
+        nft_key_iif_net4_ports(&k, 7, ip, 0, IPPROTO_TCP, 0, 65535);
+        assert_memory_equal(k.key + 4, ((uint8_t[]){ 0, 0, 0, 0 }), 4);
+        assert_memory_equal(k.key_end + 4, ((uint8_t[]){ 255, 255, 255, 255 }), 4);
+        nft_key_iif_net4_ports(&k, 7, ip, 32, IPPROTO_TCP, 1, 1);
+        assert_memory_equal(k.key + 4, ip, 4);
+        assert_memory_equal(k.key_end + 4, ip, 4);
+}
+
+static const char *const deny_list[] = { "198.51.100.0/24:443", "0.0.0.0/0:80-81",
+                                         "api.example.test",    "10.9.0.0/16",
+                                         "[2001:db8::1]:443",   "*.example.test" };
+
+static void thread_of(struct netpolicy_thread *t, unsigned ifindex, unsigned port)
+{
+        *t = (struct netpolicy_thread){ .ifindex = ifindex,
+                                        .sandbox = { 10, 233, 0, (uint8_t)(ifindex * 4 + 2) },
+                                        .netd_port = (uint16_t)port };
+}
+
+static void test_thread_elems_order(void **state)
+{
+        struct policy pol;
+        struct netpolicy_thread t;
+        struct nft_elems l = { 0 };
+        size_t cidr = 0;
+
+        (void)state;
+        policy_make(&pol, B4_NETWORK_DENY, deny_list, ELEMENTSOF(deny_list));
+        thread_of(&t, 5, 5353);
+        assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &l), 0);
+        assert_true(l.n > 6);
+        assert_int_equal(l.v[0].set, NFT_SET_MASQ4);
+        assert_int_equal(l.v[1].set, NFT_SET_SRC4);
+        assert_int_equal(l.v[2].set, NFT_SET_DNSPORT);
+        assert_int_equal(l.v[2].port, 5353);
+        assert_int_equal(l.v[3].set, NFT_SET_DNSIN);
+        assert_int_equal(l.v[4].set, NFT_SET_DNSIN);
+        for (size_t i = 5; i + 1 < l.n; i++) {
+                assert_int_equal(l.v[i].set, NFT_SET_CIDR4); /* names and IPv6 make none */
+                cidr++;
+        }
+        assert_true(cidr % 2 == 0); /* tcp and udp each */
+        assert_int_equal(l.v[l.n - 1].set, NFT_SET_MODE);
+        assert_string_equal(l.v[l.n - 1].chain, "deny_mode");
+        nft_elems_release(&l);
+        policy_release(&pol);
+
+        /* a thread without lists: masq4, src4, goto open_mode */
+        policy_make(&pol, B4_NETWORK_ALLOW, NULL, 0);
+        assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &l), 0);
+        assert_int_equal(l.n, 3);
+        assert_int_equal(l.v[2].set, NFT_SET_MODE);
+        assert_string_equal(l.v[2].chain, "open_mode");
+        nft_elems_release(&l);
+}
+
+static void test_record_round_trip(void **state)
+{
+        static const char *const bad[] = {
+                "nosuchset 01020304\n",
+                "masq4\n",
+                "masq4 0102030\n",
+                "masq4 01020g04\n",
+                "cidr4 0102-010203\n",
+                "masq4 01020304x",
+                "src4 " /* too long */
+                "0102030405060708090a0b0c0d0e0f1011\n",
+        };
+        struct policy pol;
+        struct netpolicy_thread t;
+        struct nft_elems l = { 0 }, back = { 0 };
+        char *text = NULL, *again = NULL;
+
+        (void)state;
+        policy_make(&pol, B4_NETWORK_DENY, deny_list, ELEMENTSOF(deny_list));
+        thread_of(&t, 9, 1000);
+        assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &l), 0);
+        assert_int_equal(nft_elems_format(&l, &text), 0);
+        assert_int_equal(nft_elems_parse(text, &back), 0);
+        assert_int_equal(back.n, l.n);
+        for (size_t i = 0; i < l.n; i++) {
+                assert_int_equal(back.v[i].set, l.v[i].set);
+                assert_int_equal(back.v[i].k.len, l.v[i].k.len);
+                assert_int_equal(back.v[i].k.range, l.v[i].k.range);
+                assert_memory_equal(back.v[i].k.key, l.v[i].k.key, l.v[i].k.len);
+                if (l.v[i].k.range)
+                        assert_memory_equal(back.v[i].k.key_end, l.v[i].k.key_end, l.v[i].k.len);
+        }
+        assert_int_equal(nft_elems_format(&back, &again), 0);
+        assert_string_equal(text, again);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                size_t n = back.n;
+
+                assert_int_equal(nft_elems_parse(bad[i], &back), -EINVAL);
+                assert_int_equal(back.n, n); /* unchanged */
+        }
+        free(text);
+        free(again);
+        nft_elems_release(&l);
+        nft_elems_release(&back);
+        policy_release(&pol);
+}
+
+/* --- root, in a private network namespace ------------------------------------------- */
+
+static bool privileged(void)
+{
+        const char *why = NULL;
+
+        if (geteuid() != 0 || netpolicy_probe(&why) < 0 ||
+            system("nft --version >/dev/null 2>&1") != 0)
+                return false;
+        /* in-netns.sh runs us in a namespace of our own: never touch the host's table */
+        return getenv("B4_TEST_OWN_NETNS") != NULL;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The elements of every set and map of `inet b4box`, canonical: "<set>: <elem>" lines,
+ * sorted (hash sets list in no fixed order). */
+static char *table_elements(void)
+{
+        FILE *f = popen("nft -j list table inet b4box", "r");
+        struct strbuf out, all;
+        json_error_t jerr;
+        json_t *root, *arr, *o;
+        char **lines = NULL, buf[65536];
+        size_t n = 0, cap = 0, got;
+        char *ret = NULL;
+
+        assert_non_null(f);
+        strbuf_init(&all, 64u << 20);
+        while ((got = fread(buf, 1, sizeof(buf), f)) > 0)
+                assert_int_equal(strbuf_add(&all, buf, got), 0);
+        assert_int_equal(pclose(f), 0);
+        root = json_loads(all.buf ? all.buf : "", 0, &jerr);
+        assert_non_null(root);
+        arr = json_object_get(root, "nftables");
+        for (size_t i = 0; i < json_array_size(arr); i++) {
+                json_t *set = json_object_get(json_array_get(arr, i), "set");
+                json_t *elems;
+
+                if (!set)
+                        set = json_object_get(json_array_get(arr, i), "map");
+                elems = set ? json_object_get(set, "elem") : NULL;
+                for (size_t j = 0; j < json_array_size(elems); j++) {
+                        char *e =
+                                json_dumps(json_array_get(elems, j), JSON_COMPACT | JSON_SORT_KEYS);
+
+                        o = json_object_get(set, "name");
+                        if (n == cap) {
+                                cap = cap ? cap * 2 : 256;
+                                lines = realloc(lines, cap * sizeof(*lines));
+                                assert_non_null(lines);
+                        }
+                        assert_true(asprintf(&lines[n++], "%s: %s", json_string_value(o), e) > 0);
+                        free(e);
+                }
+        }
+        qsort(lines, n, sizeof(*lines), cmp_str); /* checksrc: allow (tests) */
+        strbuf_init(&out, 64u << 20);
+        for (size_t i = 0; i < n; i++) {
+                assert_int_equal(strbuf_addf(&out, "%s\n", lines[i]), 0);
+                free(lines[i]);
+        }
+        free(lines);
+        assert_int_equal(strbuf_detach(&out, &ret, NULL), 0);
+        strbuf_release(&out);
+        strbuf_release(&all);
+        json_decref(root);
+        return ret;
+}
+
+static void nft_text(const char *text)
+{
+        FILE *f = popen("nft -f -", "w");
+
+        assert_non_null(f);
+        assert_true(fputs(text, f) >= 0);
+        assert_int_equal(pclose(f), 0);
+}
+
+struct text_out {
+        struct strbuf *sb;
+        unsigned ifindex;
+        const struct b4_net_entry *e;
+};
+
+static void text_cidr(const uint8_t net[4], unsigned prefix, void *data)
+{
+        struct text_out *o = data;
+        char ip[INET_ADDRSTRLEN];
+        unsigned lo = o->e->port_lo, hi = o->e->port_lo ? o->e->port_hi : 65535;
+
+        assert_non_null(inet_ntop(AF_INET, net, ip, sizeof(ip)));
+        assert_int_equal(strbuf_addf(o->sb, "%s%u . %s/%u . tcp . %u-%u, %u . %s/%u . udp . %u-%u",
+                                     o->sb->len ? ", " : "", o->ifindex, ip, prefix, lo, hi,
+                                     o->ifindex, ip, prefix, lo, hi),
+                         0);
+}
+
+/* The nft text that adds thread @t's elements under @p (what b4box ran before the batches). */
+static char *thread_text(const struct b4_policy *p, const struct netpolicy_thread *t)
+{
+        bool deny = p->network == B4_NETWORK_DENY, listed = p->n_network_list > 0;
+        struct strbuf sb, cidr;
+        struct text_out o = { .sb = &cidr, .ifindex = t->ifindex };
+        char ip[INET_ADDRSTRLEN], *ret = NULL;
+        unsigned f = t->ifindex, port = t->netd_port;
+
+        assert_non_null(inet_ntop(AF_INET, t->sandbox, ip, sizeof(ip)));
+        strbuf_init(&sb, 64u << 20);
+        strbuf_init(&cidr, 64u << 20);
+        assert_int_equal(strbuf_addf(&sb,
+                                     "add element inet b4box masq4 { %s }\n"
+                                     "add element inet b4box src4 { %u . %s }\n",
+                                     ip, f, ip),
+                         0);
+        if (listed) {
+                assert_int_equal(
+                        strbuf_addf(
+                                &sb,
+                                "add element inet b4box dnsport { %u : %u }\n"
+                                "add element inet b4box dnsin { %u . udp . %u, %u . tcp . %u }\n",
+                                f, port, f, port, f, port),
+                        0);
+                for (size_t i = 0; i < p->n_network_list; i++) {
+                        o.e = &p->network_list[i];
+                        if (o.e->kind != B4_NET_CIDR || o.e->family != AF_INET)
+                                continue;
+                        if (deny)
+                                netpolicy_cidr4(o.e, text_cidr, &o);
+                        else
+                                text_cidr(o.e->addr, o.e->prefix, &o);
+                }
+                if (cidr.len)
+                        assert_int_equal(strbuf_addf(&sb, "add element inet b4box %s { %s }\n",
+                                                     deny ? "cidr4" : "dcidr4", cidr.buf),
+                                         0);
+        }
+        assert_int_equal(strbuf_addf(&sb, "add element inet b4box mode { %u : goto %s }\n", f,
+                                     !listed ? "open_mode"
+                                     : deny  ? "deny_mode"
+                                             : "allow_mode"),
+                         0);
+        assert_int_equal(strbuf_detach(&sb, &ret, NULL), 0);
+        strbuf_release(&sb);
+        strbuf_release(&cidr);
+        return ret;
+}
+
+/* The delete of @add_text's elements: "add element" -> "delete element", map values kept
+ * (nft accepts and ignores them on delete). */
+static void text_delete_thread(const char *add_text)
+{
+        struct strbuf sb;
+        const char *s = add_text, *at;
+
+        strbuf_init(&sb, 64u << 20);
+        while ((at = strstr(s, "add element"))) {
+                assert_int_equal(strbuf_add(&sb, s, (size_t)(at - s)), 0);
+                assert_int_equal(strbuf_addf(&sb, "delete element"), 0);
+                s = at + strlen("add element");
+        }
+        assert_int_equal(strbuf_addf(&sb, "%s", s), 0);
+        nft_text(sb.buf);
+        strbuf_release(&sb);
+}
+
+/* Whatever the table holds goes (an earlier case's leftovers); exit status ignored: there may
+ * be no table. */
+static void table_drop(void)
+{
+        int r = system("nft delete table inet b4box 2>/dev/null");
+
+        (void)r;
+}
+
+static void table_reset(void)
+{
+        struct b4_error err = { 0 };
+
+        table_drop();
+        assert_int_equal(netpolicy_table_install(&err), 0);
+}
+
+/* One policy: batch-installed == text-installed, and the batch delete leaves only the other
+ * thread's elements. */
+static void check_policy(enum b4_network_mode mode, const char *const *texts, size_t n)
+{
+        struct policy pol;
+        struct netpolicy_thread t, other;
+        struct nft_elems l = { 0 }, lo = { 0 }, rec = { 0 };
+        struct b4_error err = { 0 };
+        cleanup_free char *empty = NULL, *with_other = NULL, *by_batch = NULL, *by_text = NULL,
+                          *after = NULL, *text = NULL, *record = NULL;
+
+        policy_make(&pol, mode, texts, n);
+        thread_of(&t, 7, 40001);
+        thread_of(&other, 8, 40002);
+        table_reset();
+        empty = table_elements();
+        assert_int_equal(netpolicy_thread_elems(&pol.p, &other, &lo), 0);
+        assert_int_equal(nft_elems_commit(NULL, &lo, &err), 0);
+        with_other = table_elements();
+        assert_string_not_equal(with_other, empty);
+
+        assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &l), 0);
+        assert_int_equal(nft_elems_commit(NULL, &l, &err), 0);
+        by_batch = table_elements();
+        /* the record is what the teardown deletes by */
+        assert_int_equal(nft_elems_format(&l, &record), 0);
+        assert_int_equal(nft_elems_parse(record, &rec), 0);
+        assert_int_equal(nft_elems_commit(&rec, NULL, &err), 0);
+        after = table_elements();
+        assert_string_equal(after, with_other);
+
+        text = thread_text(&pol.p, &t);
+        nft_text(text);
+        by_text = table_elements();
+        assert_string_equal(by_batch, by_text);
+        text_delete_thread(text);
+        free(after);
+        after = table_elements();
+        assert_string_equal(after, with_other);
+
+        assert_int_equal(nft_elems_commit(&lo, NULL, &err), 0);
+        free(after);
+        after = table_elements();
+        assert_string_equal(after, empty);
+        nft_elems_release(&l);
+        nft_elems_release(&lo);
+        nft_elems_release(&rec);
+        policy_release(&pol);
+}
+
+static void test_batch_equals_text_open(void **state)
+{
+        (void)state;
+        if (!privileged())
+                skip();
+        check_policy(B4_NETWORK_ALLOW, NULL, 0);
+}
+
+static void test_batch_equals_text_allowlist(void **state)
+{
+        (void)state;
+        if (!privileged())
+                skip();
+        check_policy(B4_NETWORK_DENY, deny_list, ELEMENTSOF(deny_list));
+}
+
+static void test_batch_equals_text_denylist(void **state)
+{
+        static const char *const list[] = { "203.0.113.0/24", "192.0.2.7:53", "bad.example.test",
+                                            "10.0.0.0/8:1-1024" };
+
+        (void)state;
+        if (!privileged())
+                skip();
+        check_policy(B4_NETWORK_ALLOW, list, ELEMENTSOF(list));
+}
+
+/* 256 entries: many messages of one set in one batch */
+static void test_batch_equals_text_many(void **state)
+{
+        static char texts[256][32];
+        const char *list[256];
+
+        (void)state;
+        if (!privileged())
+                skip();
+        for (size_t i = 0; i < 256; i++) {
+                (void)snprintf(texts[i], sizeof(texts[i]), "%zu.%zu.0.0/16:%zu", 11 + i / 200,
+                               i % 200, 1000 + i);
+                list[i] = texts[i];
+        }
+        check_policy(B4_NETWORK_DENY, list, 256);
+}
+
+/* An element already gone (a crash between two deletes, an admin's `nft delete`) does not
+ * keep the others. */
+static void test_delete_survives_missing(void **state)
+{
+        struct policy pol;
+        struct netpolicy_thread t;
+        struct nft_elems l = { 0 };
+        struct b4_error err = { 0 };
+        cleanup_free char *empty = NULL, *after = NULL;
+
+        (void)state;
+        if (!privileged())
+                skip();
+        policy_make(&pol, B4_NETWORK_DENY, deny_list, ELEMENTSOF(deny_list));
+        thread_of(&t, 7, 40001);
+        table_reset();
+        empty = table_elements();
+        assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &l), 0);
+        assert_int_equal(nft_elems_commit(NULL, &l, &err), 0);
+        nft_text("delete element inet b4box masq4 { 10.233.0.30 }\n"
+                 "delete element inet b4box dnsport { 7 }\n");
+        assert_int_equal(nft_elems_commit(&l, NULL, &err), 0);
+        after = table_elements();
+        assert_string_equal(after, empty);
+        /* and with the mode element gone as well */
+        assert_int_equal(nft_elems_commit(NULL, &l, &err), 0);
+        nft_text("delete element inet b4box mode { 7 }\n");
+        assert_int_equal(nft_elems_commit(&l, NULL, &err), 0);
+        free(after);
+        after = table_elements();
+        assert_string_equal(after, empty);
+        nft_elems_release(&l);
+        policy_release(&pol);
+}
+
+/* A revive: the old netd port's elements out, the new in, in one commit; a clash (an element
+ * of another value already there) fails the whole transaction and changes nothing. */
+static void test_replace_and_clash(void **state)
+{
+        struct policy pol;
+        struct netpolicy_thread t;
+        struct nft_elems old = { 0 }, new = { 0 };
+        struct b4_error err = { 0 };
+        cleanup_free char *by_text = NULL, *by_batch = NULL, *before = NULL, *after = NULL,
+                          *text = NULL;
+
+        (void)state;
+        if (!privileged())
+                skip();
+        policy_make(&pol, B4_NETWORK_DENY, deny_list, ELEMENTSOF(deny_list));
+        table_reset();
+        thread_of(&t, 7, 40001);
+        assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &old), 0);
+        thread_of(&t, 7, 40009);
+        assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &new), 0);
+        assert_int_equal(nft_elems_commit(NULL, &old, &err), 0);
+        assert_int_equal(nft_elems_commit(&old, &new, &err), 0);
+        by_batch = table_elements();
+        assert_int_equal(nft_elems_commit(&new, NULL, &err), 0);
+        text = thread_text(&pol.p, &t);
+        nft_text(text);
+        by_text = table_elements();
+        assert_string_equal(by_batch, by_text);
+        /* new again over the present elements: dnsport 7 maps to 40009 already, old says 40001 */
+        before = table_elements();
+        assert_int_equal(nft_elems_commit(NULL, &old, &err), -EEXIST);
+        after = table_elements();
+        assert_string_equal(before, after);
+        nft_elems_release(&old);
+        nft_elems_release(&new);
+        policy_release(&pol);
+        table_drop();
+}
+
+/* --- the teardown ------------------------------------------------------------------ */
+
+#define T_ID   "0123456789abcdef0123456789abcdef01234567"
+#define T_HID  "abcdef0123456789abcdef0123456789abcdef01"
+#define T_VETH "b4habcdef012345"
+
+struct gone_fixture {
+        char dir[64];
+        struct hostnet hn;
+        char *empty;
+};
+
+static void sh(const char *cmd)
+{
+        assert_int_equal(system(cmd), 0);
+}
+
+/* /run private to this process (the claims live in /run/b4box): never the host's */
+static void private_run(void)
+{
+        static bool done;
+
+        if (done)
+                return;
+        assert_int_equal(unshare(CLONE_NEWNS), 0);
+        assert_int_equal(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+        assert_int_equal(mount("tmpfs", "/run", "tmpfs", 0, "mode=0755"), 0);
+        done = true;
+}
+
+/* A thread's network as hostnet_setup() leaves it: veth, elements, claim, records. */
+static unsigned make_thread_net(struct gone_fixture *f)
+{
+        struct policy pol;
+        struct netpolicy_thread t;
+        struct nft_elems l = { 0 };
+        struct b4_error err = { 0 };
+        cleanup_free char *record = NULL;
+        unsigned ifindex;
+        int fd;
+
+        sh("ip link add " T_VETH " type veth peer name b4p-test0");
+        ifindex = if_nametoindex(T_VETH);
+        assert_true(ifindex > 0);
+        policy_make(&pol, B4_NETWORK_DENY, deny_list, ELEMENTSOF(deny_list));
+        thread_of(&t, ifindex, 40001);
+        assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &l), 0);
+        assert_int_equal(nft_elems_commit(NULL, &l, &err), 0);
+        assert_int_equal(nft_elems_format(&l, &record), 0);
+        assert_int_equal(hostnet_record_write(f->hn.run_fd, T_ID ".nft", record), 0);
+        assert_int_equal(write_file_atomic_at(f->hn.run_fd, T_ID ".net", "77", 2, 0600), 0);
+        (void)mkdir("/run/b4box", 0700);
+        fd = open("/run/b4box/net-77", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        close(fd);
+        nft_elems_release(&l);
+        policy_release(&pol);
+        return ifindex;
+}
+
+/* Whether nothing of the thread's network is left (no veth, no element, no claim, no
+ * record of any kind). */
+static bool all_gone(struct gone_fixture *f)
+{
+        cleanup_free char *now = table_elements();
+        DIR *d = opendir(f->dir);
+        struct dirent *de;
+        bool records = false;
+
+        assert_non_null(d);
+        while ((de = readdir(d)))
+                records =
+                        records || de->d_name[0] != '.' || strncmp(de->d_name, ".netgone", 8) == 0;
+        closedir(d);
+        return if_nametoindex(T_VETH) == 0 && strcmp(now, f->empty) == 0 &&
+               access("/run/b4box/net-77", F_OK) < 0 && !records;
+}
+
+static bool settled(struct gone_fixture *f)
+{
+        for (int i = 0; i < 100; i++) {
+                if (all_gone(f))
+                        return true;
+                usleep(20000);
+        }
+        return false;
+}
+
+static void gone_setup(struct gone_fixture *f)
+{
+        private_run();
+        table_reset();
+        f->empty = table_elements();
+        (void)snprintf(f->dir, sizeof(f->dir), "/tmp/b4-test-gone.XXXXXX");
+        assert_non_null(mkdtemp(f->dir));
+        f->hn.run_dir = f->dir;
+        f->hn.run_fd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(f->hn.run_fd >= 0);
+}
+
+static void gone_teardown(struct gone_fixture *f)
+{
+        char cmd[128];
+        int r = system("ip link del " T_VETH " 2>/dev/null");
+
+        (void)r;
+        free(f->empty);
+        close(f->hn.run_fd);
+        (void)snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+        sh(cmd);
+        table_drop();
+}
+
+static void *idle_thread(void *data)
+{
+        pthread_mutex_t *m = data;
+
+        pthread_mutex_lock(m);
+        pthread_mutex_unlock(m);
+        return NULL;
+}
+
+static void test_teardown_all_ways(void **state)
+{
+        pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+        struct gone_fixture f = { 0 };
+        pthread_t tid;
+
+        (void)state;
+        if (!privileged())
+                skip();
+        gone_setup(&f);
+        /* waiting (a failed acquire's rollback) */
+        (void)make_thread_net(&f);
+        hostnet_teardown(&f.hn, T_ID, T_HID, true);
+        assert_true(all_gone(&f));
+        /* a release in a single-threaded process (the CLI): a grandchild */
+        (void)make_thread_net(&f);
+        hostnet_teardown(&f.hn, T_ID, T_HID, false);
+        assert_true(settled(&f));
+        /* a release in a threaded process (the server): a thread */
+        pthread_mutex_lock(&m);
+        assert_int_equal(pthread_create(&tid, NULL, idle_thread, &m), 0);
+        (void)make_thread_net(&f);
+        hostnet_teardown(&f.hn, T_ID, T_HID, false);
+        assert_true(settled(&f));
+        pthread_mutex_unlock(&m);
+        pthread_join(tid, NULL);
+        gone_teardown(&f);
+}
+
+/* A crash after the record was written: the sweep deletes it all, and the veth by its
+ * ifindex only (a new veth of the same name, a new thread of the same id's, stays). */
+static void test_sweep_finishes_a_crashed_teardown(void **state)
+{
+        struct gone_fixture f = { 0 };
+        cleanup_free char *text = NULL;
+        char name[64];
+        unsigned ifindex;
+        size_t len;
+
+        (void)state;
+        if (!privileged())
+                skip();
+        gone_setup(&f);
+        ifindex = make_thread_net(&f);
+        assert_int_equal(read_file_at(f.hn.run_fd, T_ID ".nft", 1u << 22, &text, &len), 0);
+        (void)snprintf(name, sizeof(name), ".netgone-77-%u", ifindex);
+        assert_non_null(hostnet_record_body(text));
+        assert_int_equal(hostnet_record_write(f.hn.run_fd, name, hostnet_record_body(text)), 0);
+        assert_int_equal(unlinkat(f.hn.run_fd, T_ID ".nft", 0), 0);
+        assert_int_equal(unlinkat(f.hn.run_fd, T_ID ".net", 0), 0);
+        hostnet_sweep(&f.hn);
+        assert_true(all_gone(&f));
+
+        /* same again, but the veth of that name is a new one by now */
+        ifindex = make_thread_net(&f);
+        assert_int_equal(unlinkat(f.hn.run_fd, T_ID ".nft", 0), 0);
+        assert_int_equal(unlinkat(f.hn.run_fd, T_ID ".net", 0), 0);
+        (void)snprintf(name, sizeof(name), ".netgone-77-%u", ifindex + 1000);
+        assert_int_equal(hostnet_record_write(f.hn.run_fd, name, hostnet_record_body(text)), 0);
+        hostnet_sweep(&f.hn);
+        assert_int_equal(if_nametoindex(T_VETH), ifindex);
+        /* a record of another boot names nothing of this one: only the record goes (the
+         * claim net-77 is someone else's by now) */
+        sh("touch /run/b4box/net-77");
+        (void)snprintf(name, sizeof(name), ".netgone-77-%u", ifindex);
+        assert_int_equal(write_file_atomic_at(f.hn.run_fd, name,
+                                              "boot 00000000-0000-0000-0000-000000000000\n", 42,
+                                              0600),
+                         0);
+        hostnet_sweep(&f.hn);
+        assert_int_equal(if_nametoindex(T_VETH), ifindex);
+        assert_int_equal(access("/run/b4box/net-77", F_OK), 0);
+        assert_int_equal(faccessat(f.hn.run_fd, name, F_OK, 0), -1);
+        gone_teardown(&f);
+}
+
+/* A caller that blocks SIGTERM (the server does, for sigtimedwait()) still stops its netd:
+ * the mask is not handed down. */
+static void test_netd_stop_with_sigterm_blocked(void **state)
+{
+        struct gone_fixture f = { 0 };
+        struct policy pol;
+        struct b4_error err = { 0 };
+        cleanup_free char *rec = NULL;
+        sigset_t set, old;
+        uint16_t port = 0;
+        int pid = 0, gone = 0;
+        size_t len;
+
+        (void)state;
+        if (!privileged() || !netd_exe_path())
+                skip();
+        gone_setup(&f);
+        policy_make(&pol, B4_NETWORK_DENY, deny_list, ELEMENTSOF(deny_list));
+        sigemptyset(&set);
+        sigaddset(&set, SIGTERM);
+        assert_int_equal(sigprocmask(SIG_BLOCK, &set, &old), 0);
+        sh("ip link set lo up");
+        assert_int_equal(netd_start(&f.hn, T_ID, &pol.p, 1, "127.0.0.1", &port, &err), 0);
+        assert_int_equal(read_file_at(f.hn.run_fd, T_ID ".netd", 64, &rec, &len), 0);
+        assert_int_equal(sscanf(rec, "%d", &pid), 1);
+        assert_int_equal(kill(pid, 0), 0);
+        netd_stop(&f.hn, T_ID);
+        for (int i = 0; i < 100 && !gone; i++) {
+                gone = kill(pid, 0) < 0 && errno == ESRCH;
+                if (!gone)
+                        usleep(20000);
+        }
+        if (!gone)
+                (void)kill(pid, SIGKILL); /* never leave it behind */
+        assert_true(gone);
+        assert_int_equal(sigprocmask(SIG_SETMASK, &old, NULL), 0);
+        policy_release(&pol);
+        gone_teardown(&f);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_key_layout),
+                cmocka_unit_test(test_thread_elems_order),
+                cmocka_unit_test(test_record_round_trip),
+                cmocka_unit_test(test_batch_equals_text_open),
+                cmocka_unit_test(test_batch_equals_text_allowlist),
+                cmocka_unit_test(test_batch_equals_text_denylist),
+                cmocka_unit_test(test_batch_equals_text_many),
+                cmocka_unit_test(test_delete_survives_missing),
+                cmocka_unit_test(test_replace_and_clash),
+                cmocka_unit_test(test_teardown_all_ways),
+                cmocka_unit_test(test_sweep_finishes_a_crashed_teardown),
+                cmocka_unit_test(test_netd_stop_with_sigterm_blocked),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
