@@ -93,9 +93,13 @@ class Server:
         return self.request("POST", "/threads/%s/fs/%s" % (thread, op), body, token=token)
 
     def stop(self):
+        """SIGTERM; the first stop reports the exit status (a sanitizer report fails it)."""
         if self.proc.poll() is None:
             self.proc.terminate()
-            self.proc.wait()
+            rc = self.proc.wait()
+            if not ok(rc == 0, "%s: the server exits cleanly" % os.path.basename(self.dir)):
+                with open(os.path.join(self.dir, "server.log"), "rb") as f:
+                    diag(f.read()[-3000:].decode(errors="replace"))
 
 
 def code(answer):
@@ -354,9 +358,42 @@ def policy_cases():
     s.stop()
 
 
+def compare(answers, a, b):
+    diff = [k for k in answers[a] if answers[a][k] != answers[b].get(k)]
+    for k in diff:
+        diag("%s:\n  %s %s\n  %s %s" % (k, a, answers[a][k], b, answers[b].get(k)))
+    ok(not diff, "%s and %s answer every shared case the same (%d cases)" %
+       (a, b, len(answers[a])))
+
+
+def docker_main(common):
+    """Under tests/docker/with-dockerd.sh: the fake's answers against Docker's."""
+    answers = {}
+    fake = Server("fake", dict(common, sandbox={"provider": {"type": "fake", "scope": "it-fs"}}))
+    if ok(fake.up(), "fake: server starts"):
+        fake.request("POST", "/threads", {"thread_id": "f1"})
+        answers["fake"] = cases(fake, "f1", "fake")
+        fake.stop()
+    provider = {"type": "docker", "scope": os.environ["B4BOX_TEST_DOCKER_SCOPE"],
+                "image": os.environ["B4BOX_TEST_DOCKER_IMAGE"],
+                "host": os.environ["B4BOX_TEST_DOCKER_HOST"]}
+    docker = Server("docker", dict(common, sandbox={"provider": provider,
+                                                    "network": {"mode": "deny"}}))
+    if ok(docker.up(), "docker: server starts"):
+        docker.request("POST", "/threads", {"thread_id": "d1"})
+        answers["docker"] = cases(docker, "d1", "docker")
+        bounds(docker, "d1", "docker")
+        docker.request("DELETE", "/threads/d1")
+        docker.stop()
+    if "fake" in answers and "docker" in answers:
+        compare(answers, "fake", "docker")
+
+
 def main():
     common = {"permissions": {"mode": "non-interactive",
                               "allow": {"bash": ["ln -s ", "stat -c ", "sleep "]}}}
+    if os.environ.get("B4BOX_TEST_DOCKER_IMAGE"):
+        return docker_main(common)
     fake = Server("fake", dict(common, sandbox={"provider": {"type": "fake", "scope": "it-fs"}}))
     answers = {}
     if ok(fake.up(), "fake: server starts"):
@@ -376,12 +413,7 @@ def main():
             native.request("DELETE", "/threads/n1")
             native.stop()
         if "fake" in answers and "native" in answers:
-            diff = [k for k in answers["fake"] if answers["fake"][k] != answers["native"].get(k)]
-            for k in diff:
-                diag("%s:\n  fake   %s\n  native %s" % (k, answers["fake"][k],
-                                                       answers["native"].get(k)))
-            ok(not diff, "fake and native answer every shared case the same (%d cases)" %
-               len(answers["fake"]))
+            compare(answers, "fake", "native")
     else:
         print("ok %d - native # SKIP not root" % (TAP["n"] + 1))
         TAP["n"] += 1
