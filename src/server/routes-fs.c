@@ -462,7 +462,7 @@ static const struct {
         unsigned status;
         const char *code;
 } fs_refusals[] = {
-        { -EINVAL, 400, "invalid_path" },
+        { -EINVAL, 409, "not_regular_file" },
         { -ENAMETOOLONG, 400, "invalid_path" },
         { -ENOENT, 404, "not_found" },
         { -EISDIR, 409, "is_directory" },

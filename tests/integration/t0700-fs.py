@@ -282,7 +282,7 @@ def bounds(s, t, label):
 def native_only(s, t):
     a = s.request("POST", "/threads/%s/tools/runBash" % t,
                   {"command": "ln -s /etc out && ln -s a.txt link && ln -s loop loop && "
-                   "printf '#!/bin/sh\\n' > x.sh && chmod +x x.sh"})
+                   "printf '#!/bin/sh\\n' > x.sh && chmod +x x.sh && mkfifo fifo"})
     ok(a[0] == 200 and a[1]["result"]["exitCode"] == 0, "native: links made by a command")
     a = s.fs(t, "read", {"path": "out/hostname"})
     ok(code(a) == (403, "permission_denied"), "native: a link out of the workspace is gated")
@@ -297,6 +297,10 @@ def native_only(s, t):
     ok(code(a)[0] in (400, 403), "native: a link loop is refused")
     a = s.fs(t, "stat", {"path": "x.sh"})
     ok(a[0] == 200 and a[1]["executable"] is True, "native: executable bit")
+    a = s.fs(t, "read", {"path": "fifo"})
+    ok(code(a) == (409, "not_regular_file"), "native: a fifo is not read (409)")
+    a = s.fs(t, "stat", {"path": "fifo"})
+    ok(a[0] == 200 and a[1]["kind"] == "other" and a[1]["size"] == 0, "native: a fifo is other")
     a = s.fs(t, "remove", {"path": "link"})
     ok(a[0] == 200, "native: remove a link")
     a = s.fs(t, "stat", {"path": "a.txt"})
@@ -392,6 +396,17 @@ def docker_main(common):
 def main():
     common = {"permissions": {"mode": "non-interactive",
                               "allow": {"bash": ["ln -s ", "stat -c ", "sleep "]}}}
+    interactive = Server("interactive", {"permissions": {"mode": "interactive"}, "sandbox": {
+        "provider": {"type": "fake", "scope": "it-fs-ia"}}})
+    if ok(interactive.up(), "interactive: server starts"):
+        interactive.request("POST", "/threads", {"thread_id": "i1"})
+        a = interactive.fs("i1", "read", {"path": "/etc/hostname"})
+        ok(code(a) == (403, "permission_required") and
+           a[1]["error"]["message"] == "permission required: /etc/hostname",
+           "interactive: an ask is 403 permission_required, nothing parked")
+        a = interactive.fs("i1", "write", {"path": "in.txt", "content": "x"})
+        ok(a[0] == 200, "interactive: inside the workspace no one is asked")
+        interactive.stop()
     if os.environ.get("B4BOX_TEST_DOCKER_IMAGE"):
         return docker_main(common)
     fake = Server("fake", dict(common, sandbox={"provider": {"type": "fake", "scope": "it-fs"}}))
