@@ -34,7 +34,7 @@ _b4box() {
     fi
     local opts words=
     case $cmd in
-    serve) opts="--listen --reap-interval-ms" ;;
+    serve) opts="--listen --reap-interval-ms --log-format" ;;
     threads) opts="--server --id --metadata --parent --source --link --baseline --json" words="create ls show rm release" ;;
     exec) opts="--thread --timeout --server" ;;
     tool) opts="--thread --server --provider --mode --allow --deny --read-cap" words="readFile writeFile editFile listDir runBash" ;;

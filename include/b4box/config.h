@@ -209,6 +209,8 @@ enum b4_access_op {
         B4_OP_THREAD_APPROVE = 1 << 7, /* thread.approve: answer permission requests; thread.run
                                           does not imply it (a principal must not approve its
                                           own requests) */
+        B4_OP_SOURCE_READ = 1 << 8,    /* workspace.source.read: list and describe uploads */
+        B4_OP_SOURCE_DELETE = 1 << 9,  /* workspace.source.delete */
 };
 
 /**
@@ -230,11 +232,17 @@ struct b4_principal {
         enum b4_access_threads threads;
 };
 
+#define B4_DEFAULT_DECISION_TIMEOUT_MS 1000
+
 struct b4_thread_access_config {
         bool present; /* the block exists: a thread-access policy is configured */
         struct b4_principal *principals;
         size_t n_principals;
         bool staged_sources_own; /* stagedSources: "own" */
+        /* threadAccess.command: a long-running policy program asked about every request
+         * (docs/configuration.md "The policy program"); NULL = none. Owned strv. */
+        char **command;
+        uint64_t decision_timeout_ms; /* decisionTimeoutMs, default B4_DEFAULT_DECISION_... */
 };
 
 struct b4_config {

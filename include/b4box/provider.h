@@ -251,6 +251,8 @@ struct b4_sandbox {
         struct b4_fs fs;              /* full filesystem (read + write members) */
         char *thread_id;              /* owned; the logical thread id, never the hash */
         char *workspace_root;         /* owned; absolute in-sandbox path */
+        bool reattached;              /* set by the provider at acquire: its compute was found
+                                         running (a kept keeper or container), not started */
         struct b4_sandbox_core *core; /* owned: ops, references, lifecycle entry */
 };
 

@@ -35,6 +35,21 @@ struct b4_tool_result;
 struct b4_tools;
 struct jv;
 
+/* What a runtime reports to its observer (b4_runtime_options.observe), each with a duration. */
+enum b4_runtime_event {
+        B4_EVENT_ACQUIRE_COLD = 0, /* the provider started the thread's compute */
+        B4_EVENT_ACQUIRE_REATTACH, /* ... found it running (a restart adopted it) */
+        B4_EVENT_ADMISSION,        /* resolving and materialising a managed thread, the acquire
+                                      included */
+        B4_EVENT_RELEASE_IDLE,     /* released after idleTimeoutMs (duration: the release) */
+        B4_EVENT_RELEASE_EXPLICIT, /* b4_runtime_thread_release() */
+        B4_EVENT_RELEASE_SHUTDOWN, /* b4_runtime_free() */
+        B4_EVENT__COUNT,
+};
+
+/* Called on the thread that did the work, with no runtime lock held; must be thread-safe. */
+typedef void b4_runtime_observe_fn(void *data, enum b4_runtime_event ev, uint64_t usec);
+
 struct b4_runtime_options {
         struct b4_provider *provider;   /* borrowed; outlives the runtime */
         struct b4_store *store;         /* b4_store_open(); borrowed; outlives the runtime */
@@ -49,6 +64,8 @@ struct b4_runtime_options {
          * --allow, --deny); the readFile/editFile cap in bytes, 0 = B4_TOOLS_DEFAULT_READ_CAP. */
         struct b4_permissions *permissions;
         uint64_t read_cap;
+        b4_runtime_observe_fn *observe; /* optional */
+        void *observe_data;
         bool local; /* one local command over a state dir that later commands share: the
                        sandboxes outlive the runtime (b4_runtime_free() leaves them acquired,
                        so the next command finds them warm) and b4_runtime_thread_release()
@@ -126,6 +143,16 @@ struct b4_reconcile_stats {
 B4_PUBLIC int b4_runtime_reconcile(struct b4_runtime *rt,
                                    struct b4_reconcile_stats *ret,
                                    struct b4_error *err);
+/**
+ * b4_runtime_thread_source() - the source digest a thread was created with (a staged
+ * workspace, reference §6.4)
+ * @ret: heap copy (the caller's), or NULL when the thread names none
+ * Return: 0, -EIO, -ENOMEM.
+ */
+B4_PUBLIC int b4_runtime_thread_source(struct b4_runtime *rt,
+                                       const char *id,
+                                       char **ret,
+                                       struct b4_error *err);
 /** b4_runtime_thread_is_live() - whether the thread's sandbox is acquired right now. */
 B4_PUBLIC bool b4_runtime_thread_is_live(struct b4_runtime *rt, const char *id);
 /** b4_runtime_thread_busy() - whether a run or read holds the thread's slot. */
@@ -195,6 +222,12 @@ B4_PUBLIC int b4_run_resume(struct b4_run *run,
 B4_PUBLIC struct b4_sandbox *b4_run_sandbox(struct b4_run *run);
 /** b4_run_cancel_token() - fired by b4_runtime_thread_cancel(); borrowed. */
 B4_PUBLIC struct b4_cancel *b4_run_cancel_token(struct b4_run *run);
+/**
+ * b4_run_interrupted_ms() - when the thread's previous run was cut short by a crash of the
+ * process running it (its marker was left behind), that run's start, ms since the epoch;
+ * else 0. Reported once: this run's marker replaces it.
+ */
+B4_PUBLIC int64_t b4_run_interrupted_ms(const struct b4_run *run);
 /** b4_run_end() - free the slot (NULL ok). Return: NULL. */
 B4_PUBLIC struct b4_run *b4_run_end(struct b4_run *run);
 
@@ -308,6 +341,7 @@ B4_PUBLIC int b4_runtime_thread_list(struct b4_runtime *rt,
  * b4_runtime_source_upload() - keep an uploaded bundle (its canonical JSON) under @digest
  * (reference §6.4)
  * @uploader:    recorded as an uploader of the digest (principal name); NULL = none
+ * @stamp:       kept with @uploader: the policy program's stamp (JSON object); NULL = none
  * @now_ms:      the upload time (refreshes the retention window of a held source)
  * @max_staged:  quota on the sum of uploaded payload bytes
  * @ret_created: true when the digest was not held as an upload before
@@ -318,6 +352,7 @@ B4_PUBLIC int b4_runtime_source_upload(struct b4_runtime *rt,
                                        const char *payload,
                                        size_t len,
                                        const char *uploader,
+                                       const char *stamp,
                                        int64_t now_ms,
                                        uint64_t max_staged,
                                        bool *ret_created,
@@ -344,10 +379,31 @@ B4_PUBLIC int b4_runtime_source_get(struct b4_runtime *rt,
                                     struct b4_error *err);
 /**
  * b4_runtime_source_uploaders() - the principals that uploaded @digest, sorted
- * @ret: an owned strv (possibly empty)
+ * @ret:        an owned strv (possibly empty)
+ * @ret_stamps: optional; an owned strv parallel to @ret: each one's stamp, "" for none
  * Return: 0, -EIO, -ENOMEM.
  */
 B4_PUBLIC int b4_runtime_source_uploaders(struct b4_runtime *rt,
                                           const char *digest,
                                           char ***ret,
+                                          char ***ret_stamps,
                                           struct b4_error *err);
+/**
+ * b4_runtime_sources_list() - the sources held as uploads, by digest; only those
+ * @uploader uploaded unless it is NULL
+ * @ret: the caller's (b4_source_infos_free())
+ * Return: 0, -EIO, -ENOMEM.
+ */
+B4_PUBLIC int b4_runtime_sources_list(struct b4_runtime *rt,
+                                      const char *uploader,
+                                      struct b4_source_info **ret,
+                                      size_t *ret_n,
+                                      struct b4_error *err);
+/**
+ * b4_runtime_source_delete() - forget an upload no thread's workspace names
+ * Return: 0; -ENOENT when it is not held as an upload; -EBUSY when a thread's workspace
+ * names it (message in @err); -EIO.
+ */
+B4_PUBLIC int b4_runtime_source_delete(struct b4_runtime *rt,
+                                       const char *digest,
+                                       struct b4_error *err);

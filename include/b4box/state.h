@@ -47,6 +47,17 @@ struct b4_thread_row {
         bool deleting;       /* its deletion began and has not finished (b4_runtime_reconcile()) */
 };
 
+/* A source held as an upload (GET /workspace/sources). */
+struct b4_source_info {
+        char *digest;        /* owned; 64 lowercase hex */
+        uint64_t size;       /* payload bytes */
+        int64_t uploaded_ms; /* the last upload, ms since the epoch */
+        uint64_t references; /* threads whose workspace names it */
+};
+
+/** b4_source_infos_free() - free @n infos and the array (NULL ok). */
+B4_PUBLIC void b4_source_infos_free(struct b4_source_info *l, size_t n);
+
 /** b4_thread_row_clear() - free what @row owns. */
 B4_PUBLIC void b4_thread_row_clear(struct b4_thread_row *row);
 /** b4_thread_rows_free() - clear @n rows and free the array. Return: NULL. */

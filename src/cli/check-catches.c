@@ -122,18 +122,19 @@ static int executable(const char *prog)
         return access(prog, X_OK) < 0 ? -errno : 0;
 }
 
-static void check_resolver(struct check *c, const char *key, const struct b4_resolver *res)
+/* @what: "resolver" or "policy". */
+static void check_program(struct check *c, const char *key, char *const *argv, const char *what)
 {
-        const char *prog = res->argv && res->argv[0] ? res->argv[0] : NULL;
+        const char *prog = argv && argv[0] ? argv[0] : NULL;
         int r;
 
         if (!prog)
                 return;
         r = executable(prog);
         if (r == -ENOENT)
-                check_refuse(c, "%s.command: the resolver program '%s' does not exist", key, prog);
+                check_refuse(c, "%s.command: the %s program '%s' does not exist", key, what, prog);
         else if (r < 0)
-                check_refuse(c, "%s.command: the resolver program '%s' is not executable: %s", key,
+                check_refuse(c, "%s.command: the %s program '%s' is not executable: %s", key, what,
                              prog, strerror(-r));
 }
 
@@ -142,9 +143,10 @@ void check_resolvers(struct check *c, const struct b4_config *cfg)
         const struct b4_sandbox_config *s = &cfg->sandbox;
 
         if (s->thread_kind == B4_THREAD_RESOLVER)
-                check_resolver(c, "sandbox.thread", &s->thread_resolver);
+                check_program(c, "sandbox.thread", s->thread_resolver.argv, "resolver");
         if (s->workspace_kind == B4_WORKSPACE_RESOLVER)
-                check_resolver(c, "sandbox.workspace", &s->workspace_resolver);
+                check_program(c, "sandbox.workspace", s->workspace_resolver.argv, "resolver");
+        check_program(c, "threadAccess", cfg->thread_access.command, "policy");
 }
 
 /* The images a thread target names (environment.image), in order. */

@@ -23,7 +23,8 @@ void check_refuse(struct check *c, const char *fmt, ...) B4_PRINTF(2, 3);
 /* threadAccess principals: a token file is readable and at least 16 characters, a token
  * variable is set (src/server/access.c refuses the same at start-up). */
 void check_tokens(struct check *c, const struct b4_config *cfg);
-/* sandbox.thread / sandbox.workspace resolver programs exist and are executable. */
+/* The resolver programs (sandbox.thread / sandbox.workspace) and the policy program
+ * (threadAccess.command) exist and are executable. */
 void check_resolvers(struct check *c, const struct b4_config *cfg);
 /* Per-thread images need a provider that resolves images; on docker every exact image the
  * config names must exist in the daemon. Call after a successful preflight. */

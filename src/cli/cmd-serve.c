@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "b4box/runtime.h"
 #include "b4box/state.h"
 
+#include "base/strv.h"
 #include "cli.h"
 #include "server/server.h"
 
@@ -39,6 +41,16 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
                         a->listen = argv[++i];
                 } else if (strcmp(argv[i], "--reap-interval-ms") == 0 && i + 1 < argc) {
                         a->reap_interval_ms = strtoull(argv[++i], NULL, 10);
+                } else if (strcmp(argv[i], "--log-format") == 0 && i + 1 < argc) {
+                        const char *f = argv[++i];
+
+                        if (strcmp(f, "json") != 0 && strcmp(f, "logfmt") != 0) {
+                                cli_error("serve: --log-format must be logfmt or json (got '%s')",
+                                          f);
+                                return -EINVAL;
+                        }
+                        server_log_set_format(strcmp(f, "json") == 0 ? SERVER_LOG_JSON
+                                                                     : SERVER_LOG_LOGFMT);
                 } else {
                         cli_error("serve: unexpected argument '%s'", argv[i]);
                         return -EINVAL;
@@ -74,10 +86,19 @@ struct serve_state {
         struct b4_provider *provider;
         struct b4_runtime *rt;
         struct server *srv;
+        struct server *_Atomic observed; /* st->srv once it serves; the runtime's observer */
 };
+
+static void serve_observe(void *data, enum b4_runtime_event ev, uint64_t usec)
+{
+        struct serve_state *st = data;
+
+        server_observe(atomic_load(&st->observed), ev, usec);
+}
 
 static void serve_state_clear(struct serve_state *st)
 {
+        atomic_store(&st->observed, NULL); /* the runtime's last releases are not counted */
         st->srv = server_free(st->srv);
         st->rt = b4_runtime_free(st->rt);
         st->provider = b4_provider_free(st->provider);
@@ -94,9 +115,13 @@ static int reconcile(struct b4_runtime *rt, struct b4_error *err)
         r = b4_runtime_reconcile(rt, &rs, err);
         if (r < 0)
                 return b4_error_wrap(err, r, "cannot reconcile the state dir");
-        fprintf(stderr,
-                "level=info msg=\"reconciled\" threads=%zu deletions_finished=%zu swept=%d\n",
-                rs.threads, rs.deletions_finished, rs.swept);
+        char threads[24], finished[24], swept[24];
+
+        (void)snprintf(threads, sizeof(threads), "%zu", rs.threads);
+        (void)snprintf(finished, sizeof(finished), "%zu", rs.deletions_finished);
+        (void)snprintf(swept, sizeof(swept), "%d", rs.swept);
+        server_log("info", "reconciled", "threads", threads, "deletions_finished", finished,
+                   "swept", swept, NULL);
         return 0;
 }
 
@@ -119,18 +144,29 @@ static int serve_open(struct serve_state *st,
                                           .store = st->store,
                                           .policy = b4_config_policy(st->cfg),
                                           .idle_timeout_ms = st->cfg->sandbox.idle_timeout_ms,
-                                          .config = st->cfg };
+                                          .config = st->cfg,
+                                          .observe = serve_observe,
+                                          .observe_data = st };
         r = b4_runtime_new(&ro, &st->rt, err);
         if (r < 0)
                 return r;
         r = reconcile(st->rt, err);
         if (r < 0)
                 return r;
+        struct b4_preflight pf = { 0 };
+        bool have_pf = b4_provider_preflight(st->provider, &pf, NULL) >= 0;
+        STRV_FOREACH (w, have_pf ? pf.warnings : NULL) /* what check would warn about */
+                server_log("warning", *w, NULL);
         struct server_options so = { .config = st->cfg,
                                      .listen = listen,
                                      .runtime = st->rt,
-                                     .provider_name = b4_provider_name(st->provider) };
-        return server_start(&so, &st->srv, err);
+                                     .provider_name = b4_provider_name(st->provider),
+                                     .preflight = have_pf ? &pf : NULL };
+        r = server_start(&so, &st->srv, err);
+        b4_preflight_clear(&pf);
+        if (r >= 0)
+                atomic_store(&st->observed, st->srv);
+        return r;
 }
 
 /*
@@ -176,12 +212,12 @@ int cmd_serve(int argc, char **argv, const struct cli_ctx *ctx)
                 serve_state_clear(&st);
                 return err.error ? cli_fail(&err) : CLI_EXIT_FAILED;
         }
-        fprintf(stderr, "level=info msg=\"serving\" address=%s provider=%s state=%s\n",
-                server_address(st.srv), b4_provider_name(st.provider),
-                st.cfg->sandbox.provider.state_dir);
+        server_log("info", "serving", "address", server_address(st.srv), "provider",
+                   b4_provider_name(st.provider), "state", st.cfg->sandbox.provider.state_dir,
+                   NULL);
         notify("READY=1\nSTATUS=serving");
         wait_for_signal(st.rt, a.reap_interval_ms ? a.reap_interval_ms : REAP_INTERVAL_MS);
-        fprintf(stderr, "level=info msg=\"shutting down\"\n");
+        server_log("info", "shutting down", NULL);
         notify("STOPPING=1");
         server_quiesce(st.srv);
         b4_runtime_shutdown(st.rt, SHUTDOWN_DEADLINE_MS);

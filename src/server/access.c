@@ -10,13 +10,17 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/alloc.h"
 #include "base/fd-util.h"
 #include "base/hash.h"
 #include "base/macro.h"
+#include "base/strv.h"
+#include "base/time-util.h"
 #include "server-internal.h"
 
 struct principal {
@@ -79,11 +83,14 @@ int access_load(struct server *s, struct b4_error *err)
                 explicit_bzero(token, strlen(token));
         }
         s->n_principals = ta->n_principals;
+        if (ta->command)
+                return access_program_new(ta->command, ta->decision_timeout_ms, &s->program);
         return 0;
 }
 
 void access_free(struct server *s)
 {
+        s->program = access_program_free(s->program);
         if (s->principals)
                 explicit_bzero(s->principals, s->n_principals * sizeof(*s->principals));
         free(s->principals);
@@ -116,11 +123,11 @@ static const struct principal *authenticate(const struct request *rq)
 
 bool access_may_see(const struct request *rq, const char *owner)
 {
-        if (!rq->principal)
+        if (!rq->principal && !rq->srv->program)
                 return true;
-        if (rq->principal->cfg->threads == B4_THREADS_ALL)
+        if (rq->see_all)
                 return true;
-        return owner && strcmp(owner, rq->principal->cfg->name) == 0;
+        return owner && rq->principal_name && strcmp(owner, rq->principal_name) == 0;
 }
 
 /* The one "no such thread" answer: a thread the caller may not see gets exactly this too, so
@@ -163,21 +170,241 @@ static bool check_thread(struct request *rq, bool policy)
         return true;
 }
 
+/* ---- the policy program ---------------------------------------------------------------- */
+
+/* The reference's actions (§6.1) by operation. */
+static const char *action_of(unsigned op)
+{
+        switch (op) {
+        case B4_OP_THREAD_CREATE:
+        case B4_OP_SOURCE_PUT:
+                return "create";
+        case B4_OP_THREAD_READ:
+        case B4_OP_THREAD_WORKSPACE:
+        case B4_OP_SOURCE_READ:
+                return "read";
+        case B4_OP_THREAD_DELETE:
+        case B4_OP_SOURCE_DELETE:
+                return "delete";
+        case B4_OP_THREAD_UPDATE:
+        case B4_OP_THREAD_RUN:
+        case B4_OP_THREAD_APPROVE:
+                return "update";
+        default:
+                return "fallback";
+        }
+}
+
+static bool header_secret(const char *name)
+{
+        return strcasecmp(name, "authorization") == 0 || strcasecmp(name, "cookie") == 0 ||
+               strcasecmp(name, "proxy-authorization") == 0;
+}
+
+/* Lower-cased names, repeats joined ", " (as the reference hands them to its policy). */
+static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char *k, const char *v)
+{
+        struct jv *h = cls;
+        char name[128];
+        size_t n = strlen(k);
+        const struct jv *old;
+        cleanup_free char *joined = NULL;
+
+        (void)kind;
+        if (n >= sizeof(name) || header_secret(k))
+                return MHD_YES;
+        for (size_t i = 0; i <= n; i++)
+                name[i] = (char)(k[i] >= 'A' && k[i] <= 'Z' ? k[i] - 'A' + 'a' : k[i]);
+        old = jv_object_get(h, name);
+        if (old && asprintf(&joined, "%s, %s", jv_string(old), v ? v : "") < 0)
+                return MHD_NO;
+        (void)jv_object_set_new(h, name, jv_string_new(joined ? joined : v ? v : ""));
+        return MHD_YES;
+}
+
+static struct jv *token_digest(const struct request *rq)
+{
+        const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Authorization");
+        char digest[SHA256_HEX_LEN + 1];
+
+        if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+                return jv_null_new();
+        sha256_hex(h + 7, strlen(h + 7), digest);
+        return jv_string_new(digest);
+}
+
+/* The ThreadAccessRequest line (docs/configuration.md "The policy program"). */
+static struct jv *program_request(struct request *rq, unsigned op, const struct jv *workspace)
+{
+        const char *opname = b4_access_op_name(op);
+        bool thread = rq->route->thread_scoped;
+        struct jv *h = jv_object_new();
+
+        if (h)
+                (void)MHD_get_connection_values(rq->conn, MHD_HEADER_KIND, add_header, h);
+        return jv_pack("{s:i, s:s, s:s, s:o, s:o, s:s, s:s, s:s?, s:o, s:o, s:O?}", "v", 1,
+                       "action", action_of(op), "operation", opname ? opname : rq->route->name,
+                       "threadId", thread ? jv_string_new(rq->params[0]) : jv_null_new(), "thread",
+                       thread ? jv_pack("{s:s?, s:s?}", "owner", rq->thread.owner, "parent",
+                                        rq->thread.parent_id)
+                              : jv_null_new(),
+                       "method", rq->method, "url", rq->url ? rq->url : rq->path, "principal",
+                       rq->principal ? rq->principal->cfg->name : NULL, "tokenDigest",
+                       token_digest(rq), "headers", h, "requestedWorkspace", workspace);
+}
+
+static void log_decision(const struct request *rq,
+                         unsigned op,
+                         const struct access_decision *d,
+                         int r,
+                         uint64_t usec)
+{
+        const char *opname = b4_access_op_name(op);
+        char ms[32];
+
+        (void)snprintf(ms, sizeof(ms), "%.2f", (double)usec / 1000.0);
+        server_log("info", "access", "decision", r >= 0 && d->allow ? "allow" : "deny", "operation",
+                   opname ? opname : rq->route->name, "thread",
+                   rq->route->thread_scoped ? rq->params[0] : "-", "identity",
+                   d->identity          ? d->identity
+                   : rq->principal_name ? rq->principal_name
+                                        : "-",
+                   "ms", ms, "error", r < 0 ? strerror(-r) : NULL, NULL);
+}
+
+/* A denial: the program's status and message, else 404 as a missing thread on a thread's
+ * route (a refusal must not tell an existing thread from a missing one), 403 elsewhere. */
+static bool program_refuse(struct request *rq, unsigned op, const struct access_decision *d)
+{
+        const char *opname = b4_access_op_name(op);
+        unsigned status = d->status;
+
+        if (!status)
+                status = rq->route->thread_scoped || rq->route->read_op ? 404 : 403;
+        if (status == 404 && !d->message && rq->route->thread_scoped)
+                return thread_not_found(rq);
+        if (d->message)
+                reply_error(rq, status, status == 404 ? "not_found" : "forbidden", "%s",
+                            d->message);
+        else if (status == 404)
+                reply_error(rq, 404, "not_found", "Not found");
+        else
+                reply_error(rq, status, "forbidden", "the access policy does not allow %s",
+                            opname ? opname : rq->route->name);
+        return false;
+}
+
+/* Keep what an allowing answer says about the caller. */
+static void program_accept(struct request *rq, struct access_decision *d)
+{
+        if (d->identity) {
+                free(rq->identity);
+                rq->identity = TAKE_PTR(d->identity);
+                rq->principal_name = rq->identity;
+        }
+        if (d->threads_set)
+                rq->see_all = d->see_all;
+        if (d->stamp) {
+                free(rq->stamp);
+                rq->stamp = TAKE_PTR(d->stamp);
+        }
+}
+
+static bool program_decide(struct request *rq, unsigned op, const struct jv *workspace)
+{
+        struct access_decision d = { 0 };
+        uint64_t start = now_usec();
+        struct jv *req = program_request(rq, op, workspace);
+        int r = req ? access_program_ask(rq->srv->program, req, &d) : -ENOMEM;
+        bool ok;
+
+        jv_unref(req);
+        log_decision(rq, op, &d, r, now_usec() - start);
+        ok = r >= 0 && d.allow;
+        if (ok)
+                program_accept(rq, &d);
+        else
+                (void)program_refuse(rq, op, &d);
+        access_decision_clear(&d);
+        return ok;
+}
+
+bool access_defers(const struct request *rq)
+{
+        return rq->srv->program && rq->route && rq->route->op;
+}
+
+/* The uploaders of @digest as the program sees them: each stamp, or {principal} for an
+ * uploader that has no stamp. */
+static struct jv *uploaded_by(struct request *rq, const char *digest)
+{
+        cleanup_strv char **who = NULL, **stamps = NULL;
+        struct jv *a = jv_array_new();
+
+        if (!a ||
+            b4_runtime_source_uploaders(rq->srv->opts.runtime, digest, &who, &stamps, NULL) < 0)
+                return jv_unref(a);
+        for (size_t i = 0; who[i]; i++) {
+                struct jv *e = NULL;
+
+                if (*stamps[i])
+                        (void)jv_parse(stamps[i], strlen(stamps[i]), &e, NULL);
+                else
+                        e = jv_pack("{s:s}", "principal", who[i]);
+                if (!e || jv_array_append_new(a, e) < 0)
+                        return jv_unref(a);
+        }
+        return a;
+}
+
+bool access_check_workspace(struct request *rq, const struct jv *requested)
+{
+        const struct jv *digest = jv_object_get(requested, "sourceDigest");
+        cleanup_(jv_unrefp) struct jv *w = NULL;
+        struct jv *by;
+
+        if (!rq->srv->program)
+                return true;
+        w = jv_pack("{}");
+        for (void *it = jv_object_iter(requested); w && it; it = jv_object_next(requested, it))
+                if (jv_object_set_new(w, jv_iter_key(it), jv_ref(jv_iter_value(it))) < 0)
+                        w = jv_unref(w);
+        by = w ? uploaded_by(rq, jv_string(digest)) : NULL;
+        if (!by || jv_object_set_new(w, "uploadedBy", by) < 0) {
+                reply_error(rq, 500, "internal_error", "out of memory");
+                return false;
+        }
+        return program_decide(rq, B4_OP_THREAD_CREATE, w);
+}
+
+/* ---- the headers phase ------------------------------------------------------------------ */
+
+static bool check_principal(struct request *rq)
+{
+        rq->principal = authenticate(rq);
+        if (!rq->principal) {
+                reply_error(rq, 401, "unauthorized", "a valid bearer token is required");
+                return false;
+        }
+        rq->principal_name = rq->principal->cfg->name;
+        rq->see_all = rq->principal->cfg->threads == B4_THREADS_ALL;
+        if (!(rq->principal->cfg->operations & rq->route->op))
+                return refuse(rq, rq->route->read_op && rq->route->thread_scoped);
+        return true;
+}
+
 bool access_check(struct request *rq)
 {
         bool policy = rq->srv->config->thread_access.present;
+        bool principals = policy && rq->srv->n_principals > 0;
+        /* a program without principals decides visibility itself */
+        bool visibility = principals;
 
-        if (policy && rq->route->op) {
-                rq->principal = authenticate(rq);
-                if (!rq->principal) {
-                        reply_error(rq, 401, "unauthorized", "a valid bearer token is required");
-                        return false;
-                }
-                rq->principal_name = rq->principal->cfg->name;
-                if (!(rq->principal->cfg->operations & rq->route->op))
-                        return refuse(rq, rq->route->read_op && rq->route->thread_scoped);
-        }
-        if (rq->route->thread_scoped)
-                return check_thread(rq, policy);
+        if (principals && rq->route->op && !check_principal(rq))
+                return false;
+        if (rq->route->thread_scoped && !check_thread(rq, visibility))
+                return false;
+        if (access_defers(rq))
+                return program_decide(rq, rq->route->op == ROUTE_OP_ANY ? 0 : rq->route->op, NULL);
         return true;
 }

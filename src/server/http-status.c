@@ -27,6 +27,14 @@ void reply_response(struct request *rq, unsigned status, struct MHD_Response *re
         }
         if (status == 401)
                 (void)MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+        if (rq->traceparent[0]) /* echoed (W3C trace context) */
+                (void)MHD_add_response_header(resp, "traceparent", rq->traceparent);
+        if (rq->interrupted_ms) {
+                char ms[24];
+
+                (void)snprintf(ms, sizeof(ms), "%lld", (long long)rq->interrupted_ms);
+                (void)MHD_add_response_header(resp, "B4box-Interrupted-Run", ms);
+        }
         rq->response = resp;
         rq->replied = true;
         rq->status = status;

@@ -6,6 +6,7 @@
  */
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,7 +42,7 @@ static char *run_one(struct request *rq,
                 reply_b4_error(rq, &err);
                 return NULL;
         }
-        metrics_tool_call(rq->srv->metrics, tool, res.ok, now_usec() - t0);
+        metrics_tool_call(rq->srv->metrics, tool, res.ok, res.code, now_usec() - t0);
         if (jv_dump(res.doc, 0, &json) < 0)
                 reply_error(rq, 500, "internal_error", "out of memory");
         b4_tool_result_clear(&res);
@@ -55,6 +56,14 @@ static bool begin(struct request *rq, struct b4_run **ret)
         if (b4_runtime_run_begin(rq->srv->opts.runtime, rq->thread.id, ret, &err) < 0) {
                 reply_b4_error(rq, &err);
                 return false;
+        }
+        rq->interrupted_ms = b4_run_interrupted_ms(*ret);
+        if (rq->interrupted_ms) {
+                char ms[24];
+
+                (void)snprintf(ms, sizeof(ms), "%lld", (long long)rq->interrupted_ms);
+                server_log("warning", "the thread's previous run was interrupted", "thread",
+                           rq->thread.id, "started_ms", ms, NULL);
         }
         return true;
 }
@@ -123,6 +132,8 @@ void route_runs(struct request *rq)
                 return;
         strbuf_init(&out, RESPONSE_MAX_BYTES);
         ok = strbuf_adds(&out, "{\"results\":") >= 0 && run_calls(rq, run, calls, &out) &&
+             (!rq->interrupted_ms || strbuf_addf(&out, ",\"interruptedRun\":{\"startedMs\":%lld}",
+                                                 (long long)rq->interrupted_ms) >= 0) &&
              strbuf_addc(&out, '}') >= 0;
         b4_run_end(run);
         if (ok)

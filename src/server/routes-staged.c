@@ -122,6 +122,13 @@ static struct b4_bundle *verify_upload(struct request *rq)
         return b;
 }
 
+/* Who an upload is recorded under: the caller's name, else (a policy program that gives a
+ * stamp but no identity) the stamp itself, so each distinct stamp is kept. */
+static const char *uploader_key(const struct request *rq)
+{
+        return rq->principal_name ? rq->principal_name : rq->stamp;
+}
+
 static void store_upload(struct request *rq, const struct b4_bundle *b)
 {
         const struct b4_staged_config *sc = &rq->srv->config->sandbox.staged;
@@ -134,7 +141,7 @@ static void store_upload(struct request *rq, const struct b4_bundle *b)
         r = b4_bundle_format(b, &canon, &len, &err);
         if (r >= 0)
                 r = b4_runtime_source_upload(rq->srv->opts.runtime, b->digest, canon, len,
-                                             rq->principal_name, (int64_t)realtime_msec(),
+                                             uploader_key(rq), rq->stamp, (int64_t)realtime_msec(),
                                              sc->max_staged_bytes, &created, &err);
         if (r == -ENOSPC)
                 reply_error(rq, 507, "staged_quota_exceeded", "%s", err.msg);
@@ -221,7 +228,7 @@ static bool may_use(struct request *rq, const char *digest)
 
         if (!rq->srv->config->thread_access.staged_sources_own || !rq->principal_name)
                 return true;
-        if (b4_runtime_source_uploaders(rq->srv->opts.runtime, digest, &who, NULL) < 0)
+        if (b4_runtime_source_uploaders(rq->srv->opts.runtime, digest, &who, NULL, NULL) < 0)
                 return false;
         return strv_contains(who, rq->principal_name);
 }
@@ -301,6 +308,8 @@ static void create_held(struct request *rq, const struct jv *w, const char *id, 
                 reply_error(rq, 422, "workspace_invalid", "%s", err.msg);
                 return;
         }
+        if (r >= 0 && !access_check_workspace(rq, w))
+                return; /* the policy program refused this caller this workspace */
         if (r >= 0)
                 r = b4_runtime_thread_create_staged(rq->srv->opts.runtime, id, meta,
                                                     rq->principal_name, digest, ref, &row, &err);
@@ -346,4 +355,107 @@ void staged_thread_create(struct request *rq,
         }
         create_held(rq, w, id, meta);
         atomic_fetch_sub(&creates_in_use, 1);
+}
+
+/* ---- GET /workspace/sources, GET and DELETE /workspace/sources/{digest} ------------------ */
+
+/* The caller's view: with stagedSources "own", only what it uploaded. */
+static const char *listing_uploader(const struct request *rq)
+{
+        return rq->srv->config->thread_access.staged_sources_own ? uploader_key(rq) : NULL;
+}
+
+static struct jv *source_to_json(const struct b4_source_info *si)
+{
+        return jv_pack("{s:s, s:I, s:I, s:I}", "digest", si->digest, "size", (int64_t)si->size,
+                       "uploadedMs", si->uploaded_ms, "references", (int64_t)si->references);
+}
+
+/* The one held upload @digest the caller may see, or a 404 (also when it may not see it). */
+static bool find_source(struct request *rq, const char *digest, struct b4_source_info *ret)
+{
+        struct b4_source_info *l = NULL;
+        struct b4_error err = { 0 };
+        size_t n = 0;
+        int r;
+
+        if (!rq->srv->config->sandbox.staged.enabled) {
+                reply_error(rq, 404, "not_found", "Not found");
+                return false;
+        }
+        if (!is_digest(digest)) {
+                reply_error(rq, 400, "invalid_digest",
+                            "the source digest must be 64 lowercase hex characters");
+                return false;
+        }
+        r = b4_runtime_sources_list(rq->srv->opts.runtime, listing_uploader(rq), &l, &n, &err);
+        if (r < 0) {
+                reply_b4_error(rq, &err);
+                return false;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(l[i].digest, digest) == 0) {
+                        *ret = l[i];
+                        l[i].digest = NULL;
+                        b4_source_infos_free(l, n);
+                        return true;
+                }
+        b4_source_infos_free(l, n);
+        reply_error(rq, 404, "source_not_found", "source %s is not held", digest);
+        return false;
+}
+
+void route_sources_list(struct request *rq)
+{
+        struct b4_source_info *l = NULL;
+        struct b4_error err = { 0 };
+        struct jv *arr;
+        size_t n = 0;
+        int r;
+
+        if (!rq->srv->config->sandbox.staged.enabled) {
+                reply_error(rq, 404, "not_found", "Not found");
+                return;
+        }
+        r = b4_runtime_sources_list(rq->srv->opts.runtime, listing_uploader(rq), &l, &n, &err);
+        if (r < 0) {
+                reply_b4_error(rq, &err);
+                return;
+        }
+        arr = jv_array_new();
+        for (size_t i = 0; arr && i < n; i++)
+                if (jv_array_append_new(arr, source_to_json(&l[i])) < 0)
+                        arr = jv_unref(arr);
+        b4_source_infos_free(l, n);
+        reply_json(rq, 200, jv_pack("{s:o}", "sources", arr));
+}
+
+void route_source_get(struct request *rq)
+{
+        struct b4_source_info si = { 0 };
+
+        if (!find_source(rq, rq->params[0], &si))
+                return;
+        reply_json(rq, 200, source_to_json(&si));
+        free(si.digest);
+}
+
+void route_source_delete(struct request *rq)
+{
+        struct b4_source_info si = { 0 };
+        struct b4_error err = { 0 };
+        int r;
+
+        if (!find_source(rq, rq->params[0], &si))
+                return;
+        r = b4_runtime_source_delete(rq->srv->opts.runtime, si.digest, &err);
+        if (r == -ENOENT)
+                reply_error(rq, 404, "source_not_found", "source %s is not held", si.digest);
+        else if (r == -EBUSY)
+                reply_error(rq, 409, "source_in_use", "%s", err.msg);
+        else if (r < 0)
+                reply_b4_error(rq, &err);
+        else
+                reply_json(rq, 200, status_body(si.digest, "deleted"));
+        free(si.digest);
 }

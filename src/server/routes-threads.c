@@ -11,16 +11,23 @@
 struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row)
 {
         struct b4_runtime *rt = rq->srv->opts.runtime;
+        cleanup_free char *source = NULL;
         struct jv *meta = NULL;
+        bool lost = false;
+        struct jv *v;
 
         if (jv_parse(row->metadata_json, strlen(row->metadata_json), &meta, NULL) < 0)
                 meta = jv_object_new();
-        return jv_pack("{s:s, s:o, s:s?, s:s?, s:I, s:{s:s, s:s, s:b}}", "thread_id", row->id,
-                       "metadata", meta, "parent_thread_id", row->parent_id, "owner", row->owner,
-                       "created_ms", (int64_t)row->created_ms, "sandbox", "provider",
-                       rq->srv->opts.provider_name, "state",
-                       b4_runtime_thread_is_live(rt, row->id) ? "live" : "released",
-                       "run_in_flight", b4_runtime_thread_busy(rt, row->id));
+        if (b4_runtime_thread_source(rt, row->id, &source, NULL) < 0)
+                source = NULL; /* the view still answers; the digest is left out */
+        v = jv_pack("{s:s, s:o, s:s?, s:s?, s:I, s:{s:s, s:s, s:b}, s:o*}", "thread_id", row->id,
+                    "metadata", meta, "parent_thread_id", row->parent_id, "owner", row->owner,
+                    "created_ms", (int64_t)row->created_ms, "sandbox", "provider",
+                    rq->srv->opts.provider_name, "state",
+                    b4_runtime_thread_is_live(rt, row->id) ? "live" : "released", "run_in_flight",
+                    b4_runtime_thread_busy(rt, row->id), "workspace",
+                    jv_opt(source != NULL, jv_pack("{s:s}", "sourceDigest", source), &lost));
+        return lost ? jv_unref(v) : v;
 }
 
 static const char *opt_string(struct request *rq, struct jv *body, const char *key, bool *ok)

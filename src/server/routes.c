@@ -3,8 +3,6 @@
 
 #include "server-internal.h"
 
-#define OP_ANY (~0u) /* any authenticated principal */
-
 /* Most routes have no begin/end hooks: the trailing members are left NULL on purpose. */
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
@@ -12,7 +10,7 @@ const struct route server_routes[] = {
         { .method = "GET", .pattern = "/healthz", .handler = route_healthz, .name = "healthz" },
         { .method = "GET",
           .pattern = "/metrics",
-          .op = OP_ANY,
+          .op = ROUTE_OP_ANY,
           .handler = route_metrics,
           .name = "metrics" },
         { .method = "POST",
@@ -120,6 +118,21 @@ const struct route server_routes[] = {
           .begin = staged_put_begin,
           .end = staged_put_end,
           .name = "workspace.source.put" },
+        { .method = "GET",
+          .pattern = "/workspace/sources",
+          .op = B4_OP_SOURCE_READ,
+          .handler = route_sources_list,
+          .name = "workspace.sources" },
+        { .method = "GET",
+          .pattern = "/workspace/sources/{}",
+          .op = B4_OP_SOURCE_READ,
+          .handler = route_source_get,
+          .name = "workspace.source.read" },
+        { .method = "DELETE",
+          .pattern = "/workspace/sources/{}",
+          .op = B4_OP_SOURCE_DELETE,
+          .handler = route_source_delete,
+          .name = "workspace.source.delete" },
         { .method = "POST",
           .pattern = "/threads/{}/workspace/inspect",
           .op = B4_OP_THREAD_WORKSPACE,

@@ -16,8 +16,10 @@
 #define RESPONSE_MAX_BYTES     (256u * 1024u * 1024u) /* a run's results, all calls */
 #define INSPECT_BODY_MAX_BYTES (64u * 1024u)          /* reference INSPECT_BODY_MAX_BYTES */
 #define MAX_PATH_PARAMS        2
+#define TRACEPARENT_LEN        55 /* "00-" 32 hex "-" 16 hex "-" 2 hex */
 
 struct principal;
+struct access_program;
 struct metrics;
 struct conns;
 struct conn;
@@ -49,6 +51,7 @@ struct server {
         const struct b4_config *config;
         struct principal *principals; /* loaded tokens; NULL without threadAccess */
         size_t n_principals;
+        struct access_program *program; /* threadAccess.command; NULL = none */
         struct metrics *metrics;
         struct conns *conns; /* deadlines and the per-address cap (conns.c) */
         char *address;
@@ -74,6 +77,8 @@ enum route_body {
         ROUTE_BODY_INSPECT,     /* INSPECT_BODY_MAX_BYTES (reference §6.2: 64 KiB) */
 };
 
+#define ROUTE_OP_ANY (~0u) /* route.op: any authenticated principal */
+
 struct route {
         const char *method;
         const char *pattern;  /* "/threads/{}/tools/{}": {} matches one segment */
@@ -92,13 +97,20 @@ struct request {
         struct server *srv;
         struct MHD_Connection *conn;
         const struct route *route;
-        char *params[MAX_PATH_PARAMS];     /* owned, decoded path parameters */
-        const struct principal *principal; /* NULL without a policy */
-        const char *principal_name;        /* NULL without a policy */
-        struct b4_thread_row thread;       /* loaded for thread-scoped routes */
-        struct conn *track;                /* the connection's deadlines; NULL if untracked */
-        struct worker_job job;             /* its handler's turn on the pool */
-        struct MHD_Response *response;     /* the reply, until the access handler queues it */
+        char *params[MAX_PATH_PARAMS];         /* owned, decoded path parameters */
+        const struct principal *principal;     /* NULL without principals */
+        const char *principal_name;            /* NULL without a policy (or an identity) */
+        char *identity;                        /* owned: the policy program's identity answer */
+        char *stamp;                           /* owned JSON object: its stamp for an upload */
+        bool see_all;                          /* the caller sees every thread (list, parents) */
+        bool begin_deferred;                   /* the headers phase runs on the pool */
+        const char *url;                       /* libmicrohttpd's, valid while rq lives */
+        char traceparent[TRACEPARENT_LEN + 1]; /* a valid W3C traceparent header, or "" */
+        int64_t interrupted_ms;        /* the thread's previous run, cut short by a crash, began */
+        struct b4_thread_row thread;   /* loaded for thread-scoped routes */
+        struct conn *track;            /* the connection's deadlines; NULL if untracked */
+        struct worker_job job;         /* its handler's turn on the pool */
+        struct MHD_Response *response; /* the reply, until the access handler queues it */
         struct strbuf body;
         bool began;        /* the headers phase ran */
         bool completed;    /* the body is in: phase 3 ran */
@@ -111,6 +123,14 @@ struct request {
         char path[256]; /* for the request log, truncated */
         unsigned status;
 };
+
+/* ---- logs (log.c; server_log() is in server.h) ---- */
+/* The traceparent added to this thread's lines (borrowed; NULL = none), while it handles a
+ * request. */
+void log_set_trace(const char *traceparent);
+/* Copy @h into @rq->traceparent when it is a valid W3C traceparent (version 00-fe, non-zero
+ * ids, lowercase hex); else leave it empty. */
+void trace_accept(struct request *rq, const char *h);
 
 /* ---- replies (http-status.c) ---- */
 /* Keep @resp (taken) as the reply, unless one was made already. */
@@ -169,6 +189,35 @@ void access_free(struct server *s);
 bool access_check(struct request *rq);
 /* Whether the caller may see @owner's thread (list filtering). */
 bool access_may_see(const struct request *rq, const char *owner);
+/* Whether the headers phase of @rq asks the policy program (so it must leave the poll
+ * thread: it may wait up to decisionTimeoutMs). */
+bool access_defers(const struct request *rq);
+/* Ask the policy program about a create naming a workspace, with @requested (borrowed:
+ * {sourceDigest, environmentLinks?, baseline?}; uploadedBy is added here). true = allowed;
+ * false = it replied. true at once without a program. */
+bool access_check_workspace(struct request *rq, const struct jv *requested);
+
+/* ---- the policy program (access-program.c) ---- */
+struct access_decision {
+        bool allow;
+        unsigned status;  /* 400-499 from the answer; 0 = the default refusal */
+        char *message;    /* owned; NULL = the default text */
+        char *identity;   /* owned; NULL = none */
+        char *stamp;      /* owned JSON object text; NULL = none */
+        bool threads_set; /* the answer said "threads" */
+        bool see_all;     /* ... and it was "all" */
+};
+
+void access_decision_clear(struct access_decision *d);
+/* A program running @argv (borrowed; started at the first decision), @timeout_ms per
+ * decision. Return: 0 or -ENOMEM. */
+int access_program_new(char **argv, uint64_t timeout_ms, struct access_program **ret);
+/* Close its stdin, give it a second to exit, kill it; NULL ok. Return: NULL. */
+struct access_program *access_program_free(struct access_program *p);
+/* Send @req (an object; "id" is set here) and read the decision into @d (cleared first; the
+ * caller's on success). Return: 0; -ETIMEDOUT, -EBADMSG, -EMSGSIZE, -EPIPE, -EAGAIN (it is
+ * being restarted), -ENOMEM or a spawn error: then the request is denied. */
+int access_program_ask(struct access_program *p, struct jv *req, struct access_decision *d);
 
 /* ---- routes ---- */
 extern const struct route server_routes[];
@@ -186,6 +235,9 @@ void route_tool(struct request *rq);
 void route_permissions(struct request *rq);
 /* routes-staged.c */
 void route_source_put(struct request *rq);
+void route_sources_list(struct request *rq);
+void route_source_get(struct request *rq);
+void route_source_delete(struct request *rq);
 bool staged_put_begin(struct request *rq);
 void staged_put_end(struct request *rq);
 uint64_t staged_upload_cap(const struct request *rq);
@@ -207,10 +259,22 @@ bool route_inspect_admit(struct request *rq);
 struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row);
 
 /* ---- metrics (metrics.c) ---- */
+enum metrics_gauge {
+        METRICS_GAUGE_STREAM_CLIENTS = 0,
+        METRICS_GAUGE_PROCESSES,
+        METRICS_GAUGE__COUNT,
+};
 struct metrics *metrics_new(void);
 struct metrics *metrics_free(struct metrics *m);
-void metrics_request(struct metrics *m, const char *route, unsigned status);
+/* The controls @pf (borrowed; NULL ok) reports NOT ENFORCED become gauges. */
+void metrics_controls(struct metrics *m, const struct b4_preflight *pf);
+void metrics_request(struct metrics *m, const char *route, unsigned status, uint64_t usec);
 void metrics_refusal(struct metrics *m, const char *code);
-void metrics_tool_call(struct metrics *m, const char *tool, bool ok, uint64_t usec);
+/* @code: the failed call's code (NULL when ok). */
+void metrics_tool_call(
+        struct metrics *m, const char *tool, bool ok, const char *code, uint64_t usec);
+/* A runtime event (b4_runtime_options.observe, through server_observe()). */
+void metrics_event(struct metrics *m, enum b4_runtime_event ev, uint64_t usec);
+void metrics_gauge_add(struct metrics *m, enum metrics_gauge g, int64_t delta);
 /* Prometheus text exposition; *ret is heap. */
 int metrics_render(struct metrics *m, struct b4_runtime *rt, char **ret);

@@ -14,9 +14,11 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -158,11 +160,65 @@ static int listen_tcp(struct server *s, const char *spec, struct b4_error *err)
         return r;
 }
 
+/* The socket a service manager passes (sd_listen_fds(3)'s protocol, without libsystemd):
+ * exactly one listening stream socket at fd 3, for this process. The variables are unset so
+ * commands never see them. The same loopback rule as listen_tcp() holds. */
+static int listen_systemd(struct server *s, struct b4_error *err)
+{
+        const char *pid = secure_getenv("LISTEN_PID"), *fds = secure_getenv("LISTEN_FDS");
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        int type = 0, acc = 0;
+        socklen_t tl = sizeof(type), al = sizeof(acc);
+        char host[NI_MAXHOST], port[NI_MAXSERV];
+        uint64_t p = 0;
+
+        if (!pid || !fds || safe_atou64(pid, &p) < 0 || p != (uint64_t)getpid())
+                return b4_error_set(err, -EINVAL,
+                                    "server.listen is \"systemd\", but no socket was passed "
+                                    "to this process (LISTEN_PID/LISTEN_FDS): start it from a "
+                                    ".socket unit");
+        if (strcmp(fds, "1") != 0)
+                return b4_error_set(err, -EINVAL,
+                                    "socket activation passed %s sockets; b4box takes exactly one",
+                                    fds);
+        (void)unsetenv("LISTEN_PID");
+        (void)unsetenv("LISTEN_FDS");
+        (void)unsetenv("LISTEN_FDNAMES");
+        if (getsockopt(3, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM ||
+            getsockopt(3, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 || !acc ||
+            getsockname(3, (struct sockaddr *)&ss, &sl) < 0)
+                return b4_error_set(err, -EINVAL,
+                                    "the socket systemd passed is not a listening stream socket");
+        (void)fcntl(3, F_SETFD, FD_CLOEXEC);
+        s->listen_fd = 3;
+        if (ss.ss_family == AF_UNIX) {
+                const struct sockaddr_un *su = (const struct sockaddr_un *)&ss;
+                int r = b4_asprintf(&s->address, "unix:%s", su->sun_path[0] ? su->sun_path : "@");
+
+                return r < 0 ? -ENOMEM : 0;
+        }
+        if (getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), port, sizeof(port),
+                        NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+                return b4_error_set(err, -EINVAL, "cannot name the socket systemd passed");
+        if (b4_asprintf(&s->address, ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port) <
+            0)
+                return -ENOMEM;
+        if (!s->config->thread_access.present && !addr_is_loopback((struct sockaddr *)&ss))
+                return b4_error_set(
+                        err, -EINVAL,
+                        "refusing to serve the socket systemd passed (%s) without a threadAccess block: anyone who can reach it could run commands in every thread. Listen on loopback or a unix socket, or configure threadAccess",
+                        s->address);
+        return guard_init(s, host, s->address) < 0 ? -ENOMEM : 0;
+}
+
 static int open_listener(struct server *s, const char *spec, struct b4_error *err)
 {
         int r;
 
-        if (strncmp(spec, "unix:", 5) == 0)
+        if (strcmp(spec, "systemd") == 0)
+                r = listen_systemd(s, err);
+        else if (strncmp(spec, "unix:", 5) == 0)
                 r = listen_unix(s, spec + 5, err);
         else
                 r = listen_tcp(s, spec, err);
@@ -226,6 +282,8 @@ static void request_free(struct request *rq)
                 MHD_destroy_response(rq->response);
         b4_thread_row_clear(&rq->thread);
         strbuf_release(&rq->body);
+        free(rq->identity);
+        free(rq->stamp);
         free(rq);
 }
 
@@ -293,12 +351,9 @@ static uint64_t route_body_timeout_ms(const struct request *rq)
         return rq->srv->config->server.request_timeout_ms;
 }
 
-/* Phase 1. Returns false when a reply was made. */
-static bool request_begin(struct request *rq, const char *url, const char *method)
+/* Phase 1, on the poll thread: the browser guard and the route. false = it replied. */
+static bool request_route(struct request *rq, const char *url, const char *method)
 {
-        const char *cl;
-        uint64_t n;
-
         if (!guard_browser(rq))
                 return false;
         if (rq->path_has_nul) { /* libmicrohttpd would decode it and cut the path there */
@@ -306,8 +361,18 @@ static bool request_begin(struct request *rq, const char *url, const char *metho
                             "the request path must not contain a NUL byte (%%00)");
                 return false;
         }
-        if (!find_route(rq, url, method))
-                return false;
+        rq->url = url;
+        trace_accept(rq, MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "traceparent"));
+        return find_route(rq, url, method);
+}
+
+/* Phase 1, the rest: policy, content type, the route's own checks, the declared length.
+ * On a pool thread when a policy program decides (access_defers()). */
+static bool request_admit(struct request *rq)
+{
+        const char *cl;
+        uint64_t n;
+
         if (!access_check(rq) || !guard_content_type(rq))
                 return false;
         if (rq->route->begin && !rq->route->begin(rq))
@@ -336,30 +401,30 @@ static enum MHD_Result request_flush(struct request *rq)
         return r;
 }
 
+static void request_resume(struct server *s, struct MHD_Connection *conn);
+
 static void handler_main(struct worker_job *job)
 {
         struct request *rq = container_of(job, struct request, job);
         struct server *s = rq->srv;
         struct MHD_Connection *conn = rq->conn;
 
+        log_set_trace(rq->traceparent[0] ? rq->traceparent : NULL);
         rq->route->handler(rq);
         if (!rq->replied)
                 reply_error(rq, 500, "internal_error", "no reply");
-        /* rq belongs to libmicrohttpd's thread again once resumed: not touched after this */
-        (void)pthread_mutex_lock(&s->workers_lock);
-        MHD_resume_connection(conn);
-        s->workers--;
-        (void)pthread_cond_broadcast(&s->workers_done);
-        (void)pthread_mutex_unlock(&s->workers_lock);
+        log_set_trace(NULL);
+        request_resume(s, conn); /* rq is not touched after this */
 }
 
-/* Phase 3: run the handler on a pool thread, so a long one blocks no other connection. */
-static void request_dispatch(struct request *rq)
+/* Suspend @rq's connection and run @fn on a pool thread (it resumes the connection).
+ * Return: 0, or -errno when no thread could take it (the connection is not suspended). */
+static int request_offload(struct request *rq, void (*fn)(struct worker_job *job))
 {
         struct server *s = rq->srv;
         int r;
 
-        rq->job.fn = handler_main;
+        rq->job.fn = fn;
         (void)pthread_mutex_lock(&s->workers_lock);
         MHD_suspend_connection(rq->conn);
         r = workers_submit(&s->pool, &rq->job);
@@ -368,6 +433,38 @@ static void request_dispatch(struct request *rq)
         else
                 MHD_resume_connection(rq->conn);
         (void)pthread_mutex_unlock(&s->workers_lock);
+        return r;
+}
+
+/* Resume @conn from a pool thread; @rq belongs to libmicrohttpd's thread again after it. */
+static void request_resume(struct server *s, struct MHD_Connection *conn)
+{
+        (void)pthread_mutex_lock(&s->workers_lock);
+        MHD_resume_connection(conn);
+        s->workers--;
+        (void)pthread_cond_broadcast(&s->workers_done);
+        (void)pthread_mutex_unlock(&s->workers_lock);
+}
+
+/* Phase 1 on a pool thread: the policy program may take up to decisionTimeoutMs. When the
+ * connection is resumed, libmicrohttpd calls on_request() again, which sends any reply. */
+static void admit_main(struct worker_job *job)
+{
+        struct request *rq = container_of(job, struct request, job);
+        struct server *s = rq->srv;
+        struct MHD_Connection *conn = rq->conn;
+
+        log_set_trace(rq->traceparent[0] ? rq->traceparent : NULL);
+        (void)request_admit(rq);
+        log_set_trace(NULL);
+        request_resume(s, conn);
+}
+
+/* Phase 3: run the handler on a pool thread, so a long one blocks no other connection. */
+static void request_dispatch(struct request *rq)
+{
+        int r = request_offload(rq, handler_main);
+
         if (r != 0)
                 reply_error(rq, 503, "server_busy", "cannot start a thread for the request: %s",
                             strerror(-r));
@@ -430,7 +527,22 @@ static enum MHD_Result on_request(void *cls,
         if (!rq->began) {
                 rq->began = true;
                 request_name(rq, url, method);
-                (void)request_begin(rq, url, method);
+                if (request_route(rq, url, method) && access_defers(rq)) {
+                        int r = request_offload(rq, admit_main);
+
+                        rq->begin_deferred = r == 0;
+                        if (r == 0)
+                                return MHD_YES; /* called again once admit_main() resumes */
+                        reply_error(rq, 503, "server_busy",
+                                    "cannot start a thread for the request: %s", strerror(-r));
+                } else if (!rq->replied) {
+                        (void)request_admit(rq);
+                }
+                conns_phase(rq->srv->conns, rq->track, CONN_BODY, route_body_timeout_ms(rq));
+                return request_flush(rq);
+        }
+        if (rq->begin_deferred) { /* the first call after admit_main() */
+                rq->begin_deferred = false;
                 conns_phase(rq->srv->conns, rq->track, CONN_BODY, route_body_timeout_ms(rq));
                 return request_flush(rq);
         }
@@ -451,14 +563,16 @@ static enum MHD_Result on_request(void *cls,
 /* One structured line per request on stderr (the daemon is the logging layer). */
 static void log_request(const struct request *rq, enum MHD_RequestTerminationCode toe)
 {
-        double ms = (double)(now_usec() - rq->started_us) / 1000.0;
+        char status[8], ms[32];
 
-        fprintf(stderr,
-                "level=info msg=request method=%s path=\"%s\" route=%s status=%u ms=%.2f "
-                "principal=%s%s\n",
-                rq->method, rq->path, rq->route ? rq->route->name : "-", rq->status, ms,
-                rq->principal_name ? rq->principal_name : "-",
-                toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=true");
+        (void)snprintf(status, sizeof(status), "%u", rq->status);
+        (void)snprintf(ms, sizeof(ms), "%.2f", (double)(now_usec() - rq->started_us) / 1000.0);
+        log_set_trace(rq->traceparent[0] ? rq->traceparent : NULL);
+        server_log("info", "request", "method", rq->method, "path", rq->path, "route",
+                   rq->route ? rq->route->name : "-", "status", status, "ms", ms, "principal",
+                   rq->principal_name ? rq->principal_name : "-", "aborted",
+                   toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? NULL : "true", NULL);
+        log_set_trace(NULL);
 }
 
 static void on_completed(void *cls,
@@ -470,7 +584,8 @@ static void on_completed(void *cls,
         struct request *rq = *con_cls;
 
         if (rq) {
-                metrics_request(s->metrics, rq->route ? rq->route->name : "unmatched", rq->status);
+                metrics_request(s->metrics, rq->route ? rq->route->name : "unmatched", rq->status,
+                                now_usec() - rq->started_us);
                 log_request(rq, toe);
         }
         request_free(rq);
@@ -509,20 +624,11 @@ static int start_daemon(struct server *s)
  * same logfmt shape: the message quoted with '"' and '\\' escaped, one line. */
 static void log_library(enum b4_log_level level, const char *msg, void *userdata)
 {
-        const char *name = level <= B4_LOG_ERROR     ? "error"
-                           : level <= B4_LOG_WARNING ? "warning"
-                                                     : "info";
-        char line[2 * 1024 + 64]; /* b4_log() messages are under 1 KiB; escaping doubles */
-        size_t n = (size_t)snprintf(line, sizeof(line), "level=%s msg=\"", name);
-
         (void)userdata;
-        for (const char *p = msg; *p && n < sizeof(line) - 4; p++) {
-                if (*p == '"' || *p == '\\')
-                        line[n++] = '\\';
-                line[n++] = (unsigned char)*p < 0x20 ? ' ' : *p;
-        }
-        memcpy(line + n, "\"\n", 3);
-        fputs(line, stderr); /* one call: lines from other threads do not interleave */
+        server_log(level <= B4_LOG_ERROR     ? "error"
+                   : level <= B4_LOG_WARNING ? "warning"
+                                             : "info",
+                   msg, NULL);
 }
 
 int server_start(const struct server_options *opts, struct server **ret, struct b4_error *err)
@@ -541,6 +647,8 @@ int server_start(const struct server_options *opts, struct server **ret, struct 
         workers_init(&s->pool);
         b4_set_log_func(log_library, B4_LOG_WARNING, NULL);
         s->metrics = metrics_new();
+        if (s->metrics)
+                metrics_controls(s->metrics, opts->preflight);
         r = s->metrics ? access_load(s, err) : -ENOMEM;
         if (r >= 0)
                 r = open_listener(s, opts->listen ? opts->listen : sc->listen, err);
@@ -590,6 +698,14 @@ struct server *server_free(struct server *s)
         free(s->address);
         free(s);
         return NULL;
+}
+
+void server_observe(void *srv, enum b4_runtime_event ev, uint64_t usec)
+{
+        struct server *s = srv;
+
+        if (s && s->metrics)
+                metrics_event(s->metrics, ev, usec);
 }
 
 const char *server_address(const struct server *s)

@@ -16,6 +16,9 @@ struct server_options {
         const char *listen;             /* overrides config->server.listen when set */
         struct b4_runtime *runtime;     /* borrowed */
         const char *provider_name;      /* for GET /threads/{id} */
+        /* Borrowed for server_start(), optional: the provider's preflight, whose NOT
+         * ENFORCED controls become b4box_control_not_enforced gauges. */
+        const struct b4_preflight *preflight;
 };
 
 /**
@@ -28,5 +31,23 @@ int server_start(const struct server_options *opts, struct server **ret, struct 
 void server_quiesce(struct server *s);
 /* Stop everything and free (NULL ok). Return: NULL. */
 struct server *server_free(struct server *s);
+/* A runtime event for the metrics (a b4_runtime_observe_fn; @srv may be NULL: dropped). */
+void server_observe(void *srv, enum b4_runtime_event ev, uint64_t usec);
 /* The address actually bound ("127.0.0.1:4100", "unix:/x"); borrowed. */
 const char *server_address(const struct server *s);
+
+/* ---- logs (log.c): one line per event on stderr, logfmt or JSON ---- */
+enum server_log_format {
+        SERVER_LOG_LOGFMT = 0, /* level=info msg=request method=GET ... (the default) */
+        SERVER_LOG_JSON,       /* {"ts":"...","level":"info","msg":"request","method":"GET"} */
+};
+
+/* Set before server_start(); applies to every line, the library's messages included. */
+void server_log_set_format(enum server_log_format f);
+/*
+ * server_log() - one line: @level ("info", "warning", "error"), @msg, then pairs of string
+ * key and string value, ended by NULL (a NULL value leaves its key out). A request's
+ * traceparent is added on the thread that handles it. Written with one call, so lines from
+ * other threads never interleave.
+ */
+void server_log(const char *level, const char *msg, ...) __attribute__((sentinel));

@@ -180,6 +180,9 @@ printf '#!/bin/sh\n' >"$tmp/noexec.sh"
 check_refuses "a resolver program that is not executable" "sandbox.workspace.command: the resolver program '.*noexec.sh' is not executable" \
     "noexec.sh' is not executable" \
     '{"sandbox": {"provider": {"type": "fake", "scope": "s"}, "workspace": {"command": ["./noexec.sh"]}}}'
+check_refuses "a policy program that does not exist" "threadAccess.command: the policy program '.*nopolicy' does not exist" \
+    "nopolicy' does not exist" \
+    '{"sandbox": {"provider": {"type": "fake", "scope": "s"}}, "threadAccess": {"command": ["./nopolicy"]}}'
 check_refuses "per-thread images on native" 'sandbox.provider.images: provider "native" cannot run a per-thread image' \
     'cannot run a per-thread image' \
     '{"sandbox": {"provider": {"type": "native", "scope": "s", "images": ["python:*"]}, "network": {"mode": "deny"}}}'

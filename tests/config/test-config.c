@@ -273,6 +273,41 @@ static void test_config_reference_refusals(void **state)
                        "false or { uid, gid }.");
 }
 
+/* threadAccess.command: a policy program instead of, or after, principals. */
+static void test_config_policy_program(void **state)
+{
+        struct b4_config *cfg;
+
+        cfg = expect_ok("{\"threadAccess\": {\"command\": [\"bin/policy\", \"--strict\"]}}");
+        assert_string_equal(cfg->thread_access.command[0], "/app/bin/policy");
+        assert_string_equal(cfg->thread_access.command[1], "--strict");
+        assert_null(cfg->thread_access.command[2]);
+        assert_int_equal(cfg->thread_access.decision_timeout_ms, B4_DEFAULT_DECISION_TIMEOUT_MS);
+        assert_int_equal(cfg->thread_access.n_principals, 0);
+        b4_config_free(cfg);
+        cfg = expect_ok(
+                "{\"threadAccess\": {\"command\": [\"policy\"], \"decisionTimeoutMs\": 250,"
+                " \"principals\": [{\"name\": \"a\", \"tokenFile\": \"t\","
+                " \"operations\": [\"workspace.source.read\", \"workspace.source.delete\"]}]}}");
+        assert_string_equal(cfg->thread_access.command[0], "policy"); /* found on PATH */
+        assert_int_equal(cfg->thread_access.decision_timeout_ms, 250);
+        assert_int_equal(cfg->thread_access.principals[0].operations,
+                         B4_OP_SOURCE_READ | B4_OP_SOURCE_DELETE);
+        b4_config_free(cfg);
+        expect_refusal("{\"threadAccess\": {\"command\": []}}",
+                       "b4box.json threadAccess.command must be a non-empty array of at most 256 "
+                       "strings (got: []).");
+        expect_refusal("{\"threadAccess\": {\"command\": [\"p\"], \"decisionTimeoutMs\": 0}}",
+                       "b4box.json threadAccess.decisionTimeoutMs must be an integer from 1 to "
+                       "60000 (got: 0).");
+        expect_refusal("{\"threadAccess\": {}}",
+                       "b4box.json threadAccess.principals must be an array of at most 64 "
+                       "principals (got: undefined).");
+        expect_refusal("{\"threadAccess\": {\"cmd\": 1, \"principals\": []}}",
+                       "b4box.json threadAccess.cmd is not a threadAccess option (known: "
+                       "principals, stagedSources, command, decisionTimeoutMs).");
+}
+
 static void test_config_number_quoting(void **state)
 {
         static const struct {
@@ -567,6 +602,7 @@ int main(void)
                 cmocka_unit_test(test_config_managed),
                 cmocka_unit_test(test_config_targets),
                 cmocka_unit_test(test_config_reference_refusals),
+                cmocka_unit_test(test_config_policy_program),
                 cmocka_unit_test(test_config_number_quoting),
                 cmocka_unit_test(test_config_load),
                 cmocka_unit_test(test_config_error_cap),

@@ -25,7 +25,7 @@ check() { # check DESCRIPTION COMMAND...
         if "$@" >"$tmp/out" 2>&1; then ok "$d"; else nok "$d"; sed 's/^/# /' "$tmp/out"; fi
 }
 
-echo "1..14"
+echo "1..15"
 check "make install DESTDIR PREFIX=$prefix" \
         make --no-print-directory -C "$src" install BUILD="$build" PREFIX="$prefix" \
         DESTDIR="$root" MESON_INSTALL_FLAGS=--no-rebuild
@@ -86,9 +86,13 @@ if command -v systemd-analyze >/dev/null; then
                 env MANPATH="$root$mandir" systemd-analyze verify "$tmp/unit/b4box.service"
         check "systemd-analyze security --offline: exposure at or below 7.0" \
                 systemd-analyze security --offline=yes --threshold=70 "$tmp/unit/b4box.service"
+        cp "$root$prefix/lib/systemd/system/b4box.socket" "$tmp/unit/"
+        check "systemd-analyze verify b4box.socket" \
+                env MANPATH="$root$mandir" systemd-analyze verify "$tmp/unit/b4box.socket"
 else
         skip "systemd-analyze not installed (scripts/install-deps installs systemd): unit not verified"
         skip "systemd-analyze not installed: unit exposure not measured"
+        skip "systemd-analyze not installed: b4box.socket not verified"
 fi
 if [ -f "$src/completions/b4box.bash" ] || [ -f "$src/completions/_b4box" ]; then
         check "shell completions installed" bash -c '

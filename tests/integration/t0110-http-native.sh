@@ -62,10 +62,19 @@ start_server "$CFG" || { not_ok "server restarts"; done_testing; exit 1; }
 ok "the server restarts on the same state dir after SIGKILL"
 req GET /threads/n1
 check "the thread survived" [ "$STATUS" = 200 ]
-req POST /threads/n1/tools/readFile '{"path": "keep.txt"}'
-check "its workspace survived" [ "$(json_get "$BODY" result)" = kept ]
-req POST /threads/n1/tools/runBash '{"command": "echo again"}'
-check "its run slot is free" [ "$(json_get "$BODY" result.stdout)" = again ]
+before=$(($(date +%s%3N) - 60000))
+out=$(curl -s -i "${JSON[@]}" --unix-socket "$SOCK" -X POST -d '{"calls": [{"tool": "readFile", "args": {"path": "keep.txt"}}]}' \
+        http://b4/threads/n1/runs)
+check "its workspace survived" glob "$out" '*"result":"kept"*'
+started=$(sed -n 's/.*"interruptedRun":{"startedMs":\([0-9]*\)}.*/\1/p' <<<"$out")
+check "the next run reports the run the crash interrupted ($started)" \
+        bash -c '[ -n "$1" ] && [ "$1" -gt "$2" ] && [ "$1" -lt "$(date +%s%3N)" ]' _ "$started" "$before"
+check "... in a header too" glob "$out" "*B4box-Interrupted-Run: $started*"
+check "... and in the log" grep -q 'msg="the thread.s previous run was interrupted" thread=n1' "$WORK/server.log"
+out=$(curl -s -i "${JSON[@]}" --unix-socket "$SOCK" -X POST -d '{"command": "echo again"}' \
+        http://b4/threads/n1/tools/runBash)
+check "its run slot is free" glob "$out" '*"stdout":"again*'
+check "the interrupted run is reported once" bash -c '! [[ $1 == *Interrupted-Run* ]]' _ "$out"
 
 req DELETE /threads/n1
 check "delete" [ "$STATUS" = 200 ]

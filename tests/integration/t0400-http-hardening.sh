@@ -13,7 +13,7 @@ start_tcp() {
                 2>>"$WORK/server.log" &
         SERVER_PID=$!
         for _ in $(seq 100); do
-                PORT=$(sed -n 's/.*msg="serving" address=127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$WORK/server.log")
+                PORT=$(sed -n 's/.*msg="\{0,1\}serving"\{0,1\} address=127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$WORK/server.log")
                 [ -n "$PORT" ] && return 0
                 sleep 0.05
         done

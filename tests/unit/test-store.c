@@ -192,8 +192,9 @@ static void test_v1_upgrades_to_v2(void **state)
         /* not held as an upload: nothing is created */
         assert_int_equal(b4_store_thread_insert_staged(s, &row, D1, "{}", &err), -ENOENT);
         assert_int_equal(b4_store_thread_get(s, "new", &got, &err), -ENOENT);
-        assert_int_equal(
-                b4_store_source_upload(s, D1, "{}", 2, "alice", 1000, 1 << 20, &created, &err), 0);
+        assert_int_equal(b4_store_source_upload(s, D1, "{}", 2, "alice", NULL, 1000, 1 << 20,
+                                                &created, &err),
+                         0);
         assert_int_equal(b4_store_thread_insert_staged(s, &row, D1, "{\"x\":1}", &err), 0);
         assert_int_equal(b4_store_thread_insert_staged(s, &row, D1, "{}", &err), -EEXIST);
         assert_int_equal(b4_store_thread_staged_get(s, "new", &digest, &json, &err), 0);

@@ -456,19 +456,19 @@ static void test_staged_retention(void **state)
         int64_t at = 0;
 
         start(STATIC_WS);
-        assert_int_equal(b4_store_source_upload(F.store, d1, "0123456789", 10, "alice", 1000, 15,
-                                                &created, NULL),
+        assert_int_equal(b4_store_source_upload(F.store, d1, "0123456789", 10, "alice", NULL, 1000,
+                                                15, &created, NULL),
                          0);
         assert_true(created);
-        assert_int_equal(b4_store_source_upload(F.store, d2, "0123456789", 10, "bob", 1000, 15,
-                                                &created, &err),
+        assert_int_equal(b4_store_source_upload(F.store, d2, "0123456789", 10, "bob", NULL, 1000,
+                                                15, &created, &err),
                          -ENOSPC);
         assert_string_equal(err.msg, "staged sources would exceed maxStagedBytes (15 bytes)");
-        assert_int_equal(b4_store_source_upload(F.store, d1, "0123456789", 10, "bob", 5000, 15,
-                                                &created, NULL),
+        assert_int_equal(b4_store_source_upload(F.store, d1, "0123456789", 10, "bob", NULL, 5000,
+                                                15, &created, NULL),
                          0);
         assert_false(created);
-        assert_int_equal(b4_store_source_uploaders(F.store, d1, &up, NULL), 0);
+        assert_int_equal(b4_store_source_uploaders(F.store, d1, &up, NULL, NULL), 0);
         assert_string_equal(up[0], "alice");
         assert_string_equal(up[1], "bob");
         assert_null(up[2]);

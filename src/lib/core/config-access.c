@@ -3,7 +3,8 @@
  * The `threadAccess` block: who may call the HTTP API. Each principal names where its bearer
  * token lives (a file or an environment variable, exactly one), which operations it may call
  * and whether it sees only the threads it created. A token itself is never accepted in the
- * file, so b4box.json can be committed.
+ * file, so b4box.json can be committed. A policy program (`command`) may decide instead of,
+ * or after, the principals (src/server/access-program.c).
  */
 
 #include <errno.h>
@@ -14,11 +15,13 @@
 
 #include "base/alloc.h"
 #include "base/macro.h"
+#include "base/strv.h"
 #include "config-internal.h"
 
 #define MAX_PRINCIPAL_NAME 128
 
-static const char *const access_keys[] = { "principals", "stagedSources", NULL };
+static const char *const access_keys[] = { "principals", "stagedSources", "command",
+                                           "decisionTimeoutMs", NULL };
 static const char *const principal_keys[] = { "name",       "tokenFile", "tokenEnv",
                                               "operations", "threads",   NULL };
 
@@ -34,6 +37,8 @@ static const struct {
         { "thread.workspace", B4_OP_THREAD_WORKSPACE },
         { "workspace.source.put", B4_OP_SOURCE_PUT },
         { "thread.approve", B4_OP_THREAD_APPROVE },
+        { "workspace.source.read", B4_OP_SOURCE_READ },
+        { "workspace.source.delete", B4_OP_SOURCE_DELETE },
 };
 
 const char *b4_access_op_name(enum b4_access_op op)
@@ -71,7 +76,8 @@ static void parse_operations(struct cfg *c, const struct jv *v, const char *path
                         cfg_refuse(c,
                                    "b4box.json %s must be one of thread.create, thread.read, "
                                    "thread.update, thread.delete, thread.run, thread.workspace, "
-                                   "workspace.source.put, thread.approve (got: %s).",
+                                   "workspace.source.put, thread.approve, "
+                                   "workspace.source.read, workspace.source.delete (got: %s).",
                                    p, cfg_got(c, e));
                 else if (*ret & bit)
                         cfg_refuse(c, "b4box.json %s repeats %s.", p, cfg_got(c, e));
@@ -213,7 +219,15 @@ void config_parse_thread_access(struct cfg *c,
                 return;
         }
         cfg_known_keys(c, v, "threadAccess", "a threadAccess option", access_keys);
-        parse_principals(c, jv_object_get(v, "principals"), a);
+        a->decision_timeout_ms = B4_DEFAULT_DECISION_TIMEOUT_MS;
+        if ((x = jv_object_get(v, "command")))
+                config_parse_argv(c, x, "threadAccess", &a->command);
+        if ((x = jv_object_get(v, "decisionTimeoutMs")))
+                (void)cfg_uint_range(c, x, "threadAccess.decisionTimeoutMs", 1, 60000,
+                                     &a->decision_timeout_ms);
+        /* principals may be left out only when a policy program decides */
+        if ((x = jv_object_get(v, "principals")) || !jv_object_get(v, "command"))
+                parse_principals(c, x, a);
         if (!(x = jv_object_get(v, "stagedSources")))
                 return;
         if (jv_is_string(x) && strcmp(jv_string(x), "own") == 0 && jv_string_length(x) == 3)
@@ -231,5 +245,6 @@ void config_thread_access_clear(struct b4_thread_access_config *a)
                 free(a->principals[i].token_env);
         }
         free(a->principals);
+        strv_free(a->command);
         *a = (struct b4_thread_access_config){ 0 };
 }

@@ -120,6 +120,9 @@ void config_parse_resources(struct cfg *c, const struct jv *v, struct b4_policy 
 void config_parse_security(struct cfg *c, const struct jv *v, struct b4_security *s);
 void config_parse_workspace(struct cfg *c, const struct jv *v, struct b4_sandbox_config *s);
 void config_parse_thread(struct cfg *c, const struct jv *v, struct b4_sandbox_config *s);
+/* "<path>.command": a non-empty argv of at most CFG_MAX_ARGV strings; a relative argv[0]
+ * with a '/' is made absolute against the config's folder. *@ret is a new strv. */
+void config_parse_argv(struct cfg *c, const struct jv *v, const char *path, char ***ret);
 void config_parse_resolver(struct cfg *c,
                            const struct jv *v,
                            const char *path,

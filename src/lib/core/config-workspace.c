@@ -35,7 +35,7 @@ static bool arg_ok(const struct jv *a)
                jv_string_length(a) <= CFG_MAX_STRING;
 }
 
-static void parse_argv(struct cfg *c, const struct jv *v, const char *path, struct b4_resolver *r)
+void config_parse_argv(struct cfg *c, const struct jv *v, const char *path, char ***ret)
 {
         char p[CFG_PATH_MAX];
 
@@ -46,8 +46,8 @@ static void parse_argv(struct cfg *c, const struct jv *v, const char *path, stru
                            path, CFG_MAX_ARGV, cfg_got(c, v));
                 return;
         }
-        r->argv = b4_calloc(1, sizeof(char *));
-        if (!r->argv) {
+        *ret = b4_calloc(1, sizeof(char *));
+        if (!*ret) {
                 cfg_fail(c, -ENOMEM);
                 return;
         }
@@ -64,7 +64,7 @@ static void parse_argv(struct cfg *c, const struct jv *v, const char *path, stru
                                    p, CFG_MAX_STRING, cfg_got(c, a));
                 else if (i == 0 && !*s)
                         cfg_refuse(c, "b4box.json %s must name a program.", p);
-                else if (strv_consume(&r->argv, rel ? cfg_abs_path(c, s) : b4_strdup(s)) < 0)
+                else if (strv_consume(ret, rel ? cfg_abs_path(c, s) : b4_strdup(s)) < 0)
                         cfg_fail(c, -ENOMEM);
         }
 }
@@ -79,7 +79,7 @@ void config_parse_resolver(struct cfg *c,
 
         r->timeout_ms = B4_DEFAULT_RESOLVER_TIMEOUT_MS;
         cfg_known_keys(c, v, path, "a resolver option", resolver_keys);
-        parse_argv(c, jv_object_get(v, "command"), path, r);
+        config_parse_argv(c, jv_object_get(v, "command"), path, &r->argv);
         if ((x = jv_object_get(v, "timeoutMs")))
                 (void)cfg_uint_range(c, x, cfg_path(p, path, "timeoutMs"), 1000, 600000,
                                      &r->timeout_ms);

@@ -89,11 +89,15 @@ static void parse_listen(struct cfg *c, const struct jv *v, struct b4_server_con
 
         if (!cfg_string(c, v, "server.listen", CFG_MAX_PATH, &l))
                 return;
+        if (strcmp(l, "systemd") == 0) { /* socket activation: the socket systemd passes */
+                s->listen = TAKE_PTR(l);
+                return;
+        }
         if (strncmp(l, "unix:", 5) != 0) {
                 if (!host_port_ok(l))
                         cfg_refuse(c,
-                                   "b4box.json server.listen must be \"host:port\" or "
-                                   "\"unix:/path\" (got: %s).",
+                                   "b4box.json server.listen must be \"host:port\", "
+                                   "\"unix:/path\" or \"systemd\" (got: %s).",
                                    cfg_got(c, v));
                 else
                         s->listen = TAKE_PTR(l);

@@ -406,8 +406,9 @@ struct native_thread {
         atomic_int refs; /* the entry's + handles' */
         char *thread_id;
         char id[41];
-        char hid[41]; /* native_host_id() of id */
-        bool live;    /* this process holds a keeper for it; under cg_lock */
+        char hid[41];    /* native_host_id() of id */
+        bool live;       /* this process holds a keeper for it; under cg_lock */
+        bool reattached; /* the last acquire found its keeper running (not started) */
         char identity[65];
         struct keeper_proc kp;
         int root_fd;             /* /proc/<keeper>/root */

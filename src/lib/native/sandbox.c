@@ -328,6 +328,7 @@ int native_sandbox_new(struct native_provider *np,
         }
         s->t = native_thread_ref(t);
         s->np = native_provider_ref(np);
+        s->sb.reattached = t->reattached;
         *ret = &s->sb;
         return 0;
 }

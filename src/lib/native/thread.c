@@ -439,6 +439,7 @@ int native_thread_ensure(struct native_provider *np,
                         "configuration. Release the thread sandbox first, then acquire it with a "
                         "different policy.",
                         t->thread_id);
+        t->reattached = t->live;
         if (t->live)
                 return 0;
         /* A recorded block says the thread runs in its own user namespace: adopting its
@@ -448,7 +449,7 @@ int native_thread_ensure(struct native_provider *np,
                 if (r < 0)
                         return r;
         }
-        if (try_adopt(np, t, identity, policy))
+        if ((t->reattached = try_adopt(np, t, identity, policy)))
                 return 0;
         native_thread_stop_id(np, t->id, -EBADF);
         return start_keeper(np, t, identity, policy, err);

@@ -26,6 +26,7 @@
 #include "base/hash.h"
 #include "base/macro.h"
 #include "base/strv.h"
+#include "base/time-util.h"
 #include "core/config-answer.h"
 #include "json/json.h"
 #include "runtime-internal.h"
@@ -718,6 +719,22 @@ static int make_workspace(struct b4_runtime *rt,
         return r;
 }
 
+/* The provider's acquire, reported as cold or reattach. */
+static int acquire_observed(struct b4_runtime *rt,
+                            const struct b4_acquire_req *req,
+                            struct b4_sandbox **ret,
+                            struct b4_error *err)
+{
+        uint64_t start = now_usec();
+        int r = b4_provider_acquire(rt->opts.provider, req, ret, err);
+
+        if (r >= 0)
+                runtime_observe(
+                        rt, (*ret)->reattached ? B4_EVENT_ACQUIRE_REATTACH : B4_EVENT_ACQUIRE_COLD,
+                        start);
+        return r;
+}
+
 int admission_acquire(struct b4_runtime *rt,
                       const char *key,
                       struct b4_cancel *cancel,
@@ -725,12 +742,13 @@ int admission_acquire(struct b4_runtime *rt,
                       struct b4_error *err)
 {
         struct b4_acquire_req req = { .thread_id = key, .policy = &rt->policy, .cancel = cancel };
+        uint64_t start = now_usec();
         struct admission a = { 0 };
         struct b4_sandbox *sb = NULL;
         int r;
 
         if (!runtime_is_managed(rt))
-                return b4_provider_acquire(rt->opts.provider, &req, ret, err);
+                return acquire_observed(rt, &req, ret, err);
         b4_policy_init(&a.policy);
         r = load(rt, key, cancel, &a, err);
         if (r >= 0 && a.ws) /* never materialise over what a crashed attempt left */
@@ -738,7 +756,7 @@ int admission_acquire(struct b4_runtime *rt,
         if (r >= 0) {
                 req.policy = &a.policy;
                 req.image = a.image;
-                r = b4_provider_acquire(rt->opts.provider, &req, &sb, err);
+                r = acquire_observed(rt, &req, &sb, err);
         }
         if (r >= 0 && a.ws)
                 r = make_workspace(rt, &a, sb, cancel, err);
@@ -747,7 +765,9 @@ int admission_acquire(struct b4_runtime *rt,
                 (void)b4_provider_release(rt->opts.provider, key, NULL);
         }
         admission_release(&a);
-        if (r >= 0)
+        if (r >= 0) {
                 *ret = sb;
+                runtime_observe(rt, B4_EVENT_ADMISSION, start);
+        }
         return r;
 }

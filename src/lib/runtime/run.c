@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/log.h"
 #include "base/macro.h"
 #include "base/strv.h"
 #include "base/time-util.h"
@@ -78,6 +79,7 @@ int b4_runtime_run_begin(struct b4_runtime *rt,
         if (!run)
                 return -ENOMEM;
         run->rt = rt;
+        run->marker_fd = -EBADF;
         run->thread_id = b4_strdup(id);
         if (!run->thread_id) {
                 run_free(run);
@@ -114,6 +116,9 @@ int b4_runtime_run_begin(struct b4_runtime *rt,
                 b4_run_end(run);
                 return r;
         }
+        r = run_marker_begin(rt, run);
+        if (r < 0) /* a report lost, never a run refused */
+                log_warning("thread '%s': cannot keep its run marker: %s", id, strerror(-r));
         *ret = run;
         return 0;
 }
@@ -172,6 +177,7 @@ struct b4_run *b4_run_end(struct b4_run *run)
         if (!run)
                 return NULL;
         rt = run->rt;
+        run_marker_end(rt, run);
         (void)pthread_mutex_lock(&rt->lock);
         struct box *b = hashmap_get(rt->boxes, run->box_key);
         if (b && b->users > 0) {
@@ -208,6 +214,8 @@ int b4_runtime_thread_release(struct b4_runtime *rt, const char *id, struct b4_e
         r = runtime_sandbox_key(rt, id, &key, err);
         if (r < 0)
                 return r;
+        uint64_t start = now_usec();
+
         (void)pthread_mutex_lock(&rt->lock);
         r = box_take_idle_locked(rt, key, &sb);
         if (r > 0)
@@ -218,7 +226,10 @@ int b4_runtime_thread_release(struct b4_runtime *rt, const char *id, struct b4_e
         if (r == 0 && !rt->opts.local) /* nothing acquired; locally another process may have */
                 return 0;
         b4_sandbox_unref(sb);
-        return b4_provider_release(rt->opts.provider, key, err);
+        r = b4_provider_release(rt->opts.provider, key, err);
+        if (r >= 0)
+                runtime_observe(rt, B4_EVENT_RELEASE_EXPLICIT, start);
+        return r;
 }
 
 /* @id and every thread below it, parents first. */
@@ -347,8 +358,10 @@ int b4_runtime_reap_idle(struct b4_runtime *rt, uint64_t now_ms)
                 (void)pthread_mutex_unlock(&rt->lock);
                 if (r <= 0)
                         continue;
+                uint64_t start = now_usec();
                 b4_sandbox_unref(sb);
                 (void)b4_provider_release(rt->opts.provider, *key, NULL);
+                runtime_observe(rt, B4_EVENT_RELEASE_IDLE, start);
                 released++;
         }
         strv_free(scan.keys);

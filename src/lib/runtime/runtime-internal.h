@@ -59,7 +59,14 @@ struct b4_run {
         struct b4_sandbox *sb;        /* a reference */
         struct b4_cancel *cancel;     /* borrowed from the slot */
         struct b4_permissions *perms; /* the thread's own lists, or NULL (the app's) */
+        int marker_fd;                /* run-marker.c: the locked marker, or -1 */
+        int64_t interrupted_ms;       /* the start of a run a crash cut short, or 0 */
 };
+
+/* run-marker.c. Begin: take the thread's marker, noting an interrupted run (never fails a
+ * run for it: errors are returned for the log). End: drop it (NULL-safe on no marker). */
+int run_marker_begin(struct b4_runtime *rt, struct b4_run *run);
+void run_marker_end(struct b4_runtime *rt, struct b4_run *run);
 
 /* The root ancestor of @id (itself without a parent), the one walk up the parent chain.
  * *ret is heap. Return: 0, -ENOENT (no row, or a deletion began), -ELOOP (deeper than
@@ -74,6 +81,8 @@ void slot_drop_locked(struct b4_runtime *rt, const char *id);
 
 /* Managed admission (admission.c): whether sandbox.workspace or sandbox.thread is set. */
 bool runtime_is_managed(const struct b4_runtime *rt);
+/* Report @ev, which began at @start_us (now_usec()), to the observer if there is one. */
+void runtime_observe(struct b4_runtime *rt, enum b4_runtime_event ev, uint64_t start_us);
 /*
  * Acquire @key's sandbox, resolving and recording it at its first admission and materialising
  * its workspace when not yet made (managed mode); a plain acquire otherwise. Called with the

@@ -60,15 +60,25 @@ int b4_runtime_new(const struct b4_runtime_options *opts,
         return 0;
 }
 
+void runtime_observe(struct b4_runtime *rt, enum b4_runtime_event ev, uint64_t start_us)
+{
+        if (rt->opts.observe)
+                rt->opts.observe(rt->opts.observe_data, ev, now_usec() - start_us);
+}
+
 static int release_box_cb(const char *key, void *value, void *ud)
 {
         struct b4_runtime *rt = ud;
         struct box *b = value;
 
         if (b->sb) {
+                uint64_t start = now_usec();
+
                 if (!rt->opts.local) /* a local command leaves it warm for the next one */
                         (void)b4_provider_release(rt->opts.provider, key, NULL);
                 b4_sandbox_unref(b->sb);
+                if (!rt->opts.local)
+                        runtime_observe(rt, B4_EVENT_RELEASE_SHUTDOWN, start);
         }
         free(b);
         return 0;

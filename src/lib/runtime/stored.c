@@ -4,8 +4,12 @@
  * read and write besides runs and reads. The store itself is library-internal (store/store.h).
  */
 
+#include <errno.h>
+#include <stdlib.h>
+
 #include "b4box/runtime.h"
 
+#include "base/macro.h"
 #include "runtime-internal.h"
 #include "store/store.h"
 
@@ -31,12 +35,13 @@ int b4_runtime_source_upload(struct b4_runtime *rt,
                              const char *payload,
                              size_t len,
                              const char *uploader,
+                             const char *stamp,
                              int64_t now_ms,
                              uint64_t max_staged,
                              bool *ret_created,
                              struct b4_error *err)
 {
-        return b4_store_source_upload(rt->opts.store, digest, payload, len, uploader, now_ms,
+        return b4_store_source_upload(rt->opts.store, digest, payload, len, uploader, stamp, now_ms,
                                       max_staged, ret_created, err);
 }
 
@@ -61,7 +66,37 @@ int b4_runtime_source_get(struct b4_runtime *rt,
 int b4_runtime_source_uploaders(struct b4_runtime *rt,
                                 const char *digest,
                                 char ***ret,
+                                char ***ret_stamps,
                                 struct b4_error *err)
 {
-        return b4_store_source_uploaders(rt->opts.store, digest, ret, err);
+        return b4_store_source_uploaders(rt->opts.store, digest, ret, ret_stamps, err);
+}
+
+int b4_runtime_sources_list(struct b4_runtime *rt,
+                            const char *uploader,
+                            struct b4_source_info **ret,
+                            size_t *ret_n,
+                            struct b4_error *err)
+{
+        return b4_store_sources_list(rt->opts.store, uploader, ret, ret_n, err);
+}
+
+int b4_runtime_source_delete(struct b4_runtime *rt, const char *digest, struct b4_error *err)
+{
+        return b4_store_source_delete(rt->opts.store, digest, err);
+}
+
+int b4_runtime_thread_source(struct b4_runtime *rt,
+                             const char *id,
+                             char **ret,
+                             struct b4_error *err)
+{
+        cleanup_free char *json = NULL;
+        int r = b4_store_thread_staged_get(rt->opts.store, id, ret, &json, err);
+
+        if (r == -ENOENT) {
+                *ret = NULL;
+                return 0;
+        }
+        return r;
 }

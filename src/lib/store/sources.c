@@ -289,11 +289,34 @@ static int upload_locked(struct b4_store *s,
                                  now_ms, NULL, err);
 }
 
+/* A later upload's stamp replaces the same uploader's earlier one. */
+static int put_uploader(struct b4_store *s,
+                        const char *digest,
+                        const char *uploader,
+                        const char *stamp,
+                        struct b4_error *err)
+{
+        cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "INSERT INTO source_uploaders (digest, principal, stamp) VALUES "
+                              "(?1, ?2, ?3) ON CONFLICT DO UPDATE SET stamp = excluded.stamp",
+                              &st, err);
+
+        if (r < 0)
+                return r;
+        (void)sqlite3_bind_text(st, 1, digest, -1, SQLITE_STATIC);
+        (void)sqlite3_bind_text(st, 2, uploader, -1, SQLITE_STATIC);
+        if (stamp)
+                (void)sqlite3_bind_text(st, 3, stamp, -1, SQLITE_STATIC);
+        return store_step_done(s, st, err, "record an uploader");
+}
+
 int b4_store_source_upload(struct b4_store *s,
                            const char *digest,
                            const char *payload,
                            size_t len,
                            const char *uploader,
+                           const char *stamp,
                            int64_t now_ms,
                            uint64_t max_staged,
                            bool *ret_created,
@@ -309,10 +332,7 @@ int b4_store_source_upload(struct b4_store *s,
                 return r;
         r = upload_locked(s, digest, payload, len, now_ms, max_staged, ret_created, err);
         if (r >= 0 && uploader)
-                r = bind_exec(s,
-                              "INSERT INTO source_uploaders (digest, principal) VALUES (?1, ?3) "
-                              "ON CONFLICT DO NOTHING",
-                              digest, 0, uploader, err);
+                r = put_uploader(s, digest, uploader, stamp, err);
         if (r >= 0)
                 r = run(s, "COMMIT", err);
         if (r < 0)
@@ -345,29 +365,122 @@ int b4_store_sources_reclaim(struct b4_store *s,
 int b4_store_source_uploaders(struct b4_store *s,
                               const char *digest,
                               char ***ret,
+                              char ***ret_stamps,
                               struct b4_error *err)
 {
         cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
         cleanup_strv char **l = b4_calloc(1, sizeof(char *));
+        cleanup_strv char **stamps = b4_calloc(1, sizeof(char *));
         STORE_LOCKED(s);
         int rc, r;
 
-        if (!l)
+        if (!l || !stamps)
                 return -ENOMEM;
         r = store_prepare(s,
-                          "SELECT principal FROM source_uploaders WHERE digest = ?1 ORDER BY "
-                          "principal",
+                          "SELECT principal, COALESCE(stamp, '') FROM source_uploaders WHERE "
+                          "digest = ?1 ORDER BY principal",
                           &st, err);
         if (r < 0)
                 return r;
         (void)sqlite3_bind_text(st, 1, digest, -1, SQLITE_STATIC);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-                if (strv_extend(&l, (const char *)sqlite3_column_text(st, 0)) < 0)
+                if (strv_extend(&l, (const char *)sqlite3_column_text(st, 0)) < 0 ||
+                    strv_extend(&stamps, (const char *)sqlite3_column_text(st, 1)) < 0)
                         return -ENOMEM;
         if (rc != SQLITE_DONE)
                 return store_error(s, rc, err, "list uploaders");
         *ret = TAKE_PTR(l);
+        if (ret_stamps)
+                *ret_stamps = TAKE_PTR(stamps);
         return 0;
+}
+
+void b4_source_infos_free(struct b4_source_info *l, size_t n)
+{
+        for (size_t i = 0; l && i < n; i++)
+                free(l[i].digest);
+        free(l);
+}
+
+int b4_store_sources_list(struct b4_store *s,
+                          const char *uploader,
+                          struct b4_source_info **ret,
+                          size_t *ret_n,
+                          struct b4_error *err)
+{
+        cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+        struct b4_source_info *l = NULL;
+        STORE_LOCKED(s);
+        size_t n = 0;
+        int rc, r;
+
+        r = store_prepare(
+                s,
+                "SELECT digest, size, uploaded_ms, (SELECT COUNT(*) FROM associations a "
+                "WHERE a.source_digest = s.digest) + (SELECT COUNT(*) FROM thread_staged t "
+                "WHERE t.source_digest = s.digest) FROM sources s WHERE uploaded_ms > 0 "
+                "AND (?1 IS NULL OR digest IN (SELECT digest FROM source_uploaders WHERE "
+                "principal = ?1)) ORDER BY digest",
+                &st, err);
+        if (r < 0)
+                return r;
+        if (uploader)
+                (void)sqlite3_bind_text(st, 1, uploader, -1, SQLITE_STATIC);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                struct b4_source_info *nl = b4_reallocarray(l, n + 1, sizeof(*l));
+
+                if (!nl) {
+                        b4_source_infos_free(l, n);
+                        return -ENOMEM;
+                }
+                l = nl;
+                l[n] = (struct b4_source_info){
+                        .digest = b4_strdup((const char *)sqlite3_column_text(st, 0)),
+                        .size = (uint64_t)sqlite3_column_int64(st, 1),
+                        .uploaded_ms = sqlite3_column_int64(st, 2),
+                        .references = (uint64_t)sqlite3_column_int64(st, 3),
+                };
+                if (!l[n++].digest) {
+                        b4_source_infos_free(l, n);
+                        return -ENOMEM;
+                }
+        }
+        if (rc != SQLITE_DONE) {
+                b4_source_infos_free(l, n);
+                return store_error(s, rc, err, "list sources");
+        }
+        *ret = l;
+        *ret_n = n;
+        return 0;
+}
+
+int b4_store_source_delete(struct b4_store *s, const char *digest, struct b4_error *err)
+{
+        STORE_LOCKED(s);
+        int64_t uploaded = -1, refs = 0;
+        int r = run(s, "BEGIN IMMEDIATE", err);
+
+        if (r < 0)
+                return r;
+        r = scalar(s, "SELECT uploaded_ms FROM sources WHERE digest = ?1", digest, &uploaded, err);
+        if (r >= 0)
+                r = scalar(s,
+                           "SELECT (SELECT COUNT(*) FROM associations WHERE source_digest = ?1) + "
+                           "(SELECT COUNT(*) FROM thread_staged WHERE source_digest = ?1)",
+                           digest, &refs, err);
+        if (r >= 0 && uploaded <= 0)
+                r = b4_error_set(err, -ENOENT, "source %s is not held", digest);
+        else if (r >= 0 && refs > 0)
+                r = b4_error_set(err, -EBUSY,
+                                 "source %s is the workspace of %lld thread(s); delete them first",
+                                 digest, (long long)refs);
+        else if (r >= 0)
+                r = bind_exec(s, "DELETE FROM sources WHERE digest = ?1", digest, 0, NULL, err);
+        if (r >= 0)
+                r = run(s, "COMMIT", err);
+        if (r < 0)
+                (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        return r;
 }
 
 /* ---- staged workspace references (reference §6.4) ---------------------------------------- */

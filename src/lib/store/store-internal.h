@@ -20,6 +20,7 @@ struct b4_store {
 
         pthread_mutex_t lock; /* serialises every call */
         int lock_fd;          /* flock()ed <state>/b4box.lock */
+        int dir_fd;           /* the state directory */
 };
 
 /* Map an SQLite result to -errno and set @err with the database's message. */

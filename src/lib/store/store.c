@@ -264,6 +264,7 @@ int b4_store_open(const char *state_dir,
         if (!s)
                 return -ENOMEM;
         s->lock_fd = -EBADF;
+        s->dir_fd = TAKE_FD(dir_fd);
         (void)pthread_mutex_init(&s->lock, NULL);
         r = take_lock(state_dir, flags, &s->lock_fd, err);
         if (r >= 0)
@@ -276,6 +277,11 @@ int b4_store_open(const char *state_dir,
         return 0;
 }
 
+int b4_store_dir_fd(const struct b4_store *s)
+{
+        return s->dir_fd;
+}
+
 struct b4_store *b4_store_close(struct b4_store *s)
 {
         if (!s)
@@ -286,6 +292,7 @@ struct b4_store *b4_store_close(struct b4_store *s)
         if (s->db)
                 (void)sqlite3_close(s->db);
         safe_close(s->lock_fd);
+        safe_close(s->dir_fd);
         (void)pthread_mutex_destroy(&s->lock);
         free(s);
         return NULL;

@@ -139,9 +139,13 @@ int b4_store_source_get(struct b4_store *s,
                         int64_t *ret_uploaded_ms,
                         struct b4_error *err);
 
+/** b4_store_dir_fd() - the state directory, open for the store's lifetime (borrowed). */
+int b4_store_dir_fd(const struct b4_store *s);
+
 /**
  * b4_store_source_upload() - keep an uploaded bundle (its canonical JSON) under @digest
  * @uploader:   recorded as an uploader of the digest (principal name); NULL = none
+ * @stamp:      the policy program's stamp (JSON object text) kept with @uploader; NULL = none
  * @now_ms:     the upload time (refreshes the retention window of a held source)
  * @max_staged: quota on the sum of uploaded payload bytes
  * @ret_created: true when the digest was not held as an upload before
@@ -152,6 +156,7 @@ int b4_store_source_upload(struct b4_store *s,
                            const char *payload,
                            size_t len,
                            const char *uploader,
+                           const char *stamp,
                            int64_t now_ms,
                            uint64_t max_staged,
                            bool *ret_created,
@@ -165,11 +170,23 @@ int b4_store_sources_reclaim(struct b4_store *s,
                              int64_t now_ms,
                              uint64_t retention_ms,
                              struct b4_error *err);
-/** b4_store_source_uploaders() - principals that uploaded @digest, sorted. Return: 0, -EIO. */
+/** b4_store_source_uploaders() - principals that uploaded @digest, sorted, and (when
+ * @ret_stamps) each one's stamp, "" for none. Return: 0, -EIO, -ENOMEM. */
 int b4_store_source_uploaders(struct b4_store *s,
                               const char *digest,
                               char ***ret,
+                              char ***ret_stamps,
                               struct b4_error *err);
+/** b4_store_sources_list() - the sources held as uploads (of @uploader only, unless NULL),
+ * by digest. *@ret is the caller's (b4_source_infos_free()). Return: 0, -EIO, -ENOMEM. */
+int b4_store_sources_list(struct b4_store *s,
+                          const char *uploader,
+                          struct b4_source_info **ret,
+                          size_t *ret_n,
+                          struct b4_error *err);
+/** b4_store_source_delete() - forget an upload nothing references.
+ * Return: 0; -ENOENT not held as an upload; -EBUSY a thread's workspace names it; -EIO. */
+int b4_store_source_delete(struct b4_store *s, const char *digest, struct b4_error *err);
 
 /* ---- staged workspace references (reference §6.4) --------------------------------------- */
 
