@@ -345,8 +345,10 @@ def policy_cases():
     s.request("POST", "/threads", {"thread_id": "p"}, token=tok["runner"])
     a = s.fs("p", "write", {"path": "f", "content": "x"}, token=tok["runner"])
     ok(a[0] == 200, "policy: thread.run writes")
-    a = s.fs("p", "read", {"path": "f"}, token=tok["reader"])
-    ok(a[0] == 200 and a[1]["content"] == "x", "policy: thread.workspace reads")
+    for op in ("stat", "lstat", "realPath", "list", "walk", "read"):
+        a = s.fs("p", op, {"path": "f"}, token=tok["reader"])
+        ok(code(a) == (404, "thread_not_found"),
+           "policy: without thread.run a %s is the missing thread's 404" % op)
     for op in ("write", "mkdir", "remove", "touch"):
         body = {"path": "f", "content": "y"} if op == "write" else {"path": "f"}
         a = s.fs("p", op, body, token=tok["reader"])
