@@ -238,6 +238,9 @@ struct b4_provider_ops {
          * a thread not in @live_thread_ids (b4_provider_sweep()). Return: how many threads'
          * leftovers were removed. */
         int (*sweep)(struct b4_provider *p, char *const *live_thread_ids, struct b4_error *err);
+        /* Optional: whether @thread_id's compute is running though nothing holds it here
+         * (a restart left it; the next acquire adopts it). No lease, no side effect. */
+        bool (*kept)(struct b4_provider *p, const char *thread_id);
         /* Core has dropped every entry's state before. */
         void (*free)(struct b4_provider *p);
 };

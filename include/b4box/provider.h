@@ -366,6 +366,9 @@ B4_PUBLIC int b4_provider_release(struct b4_provider *p,
 B4_PUBLIC int b4_provider_destroy(struct b4_provider *p,
                                   const char *thread_id,
                                   struct b4_error *err);
+/** b4_provider_kept() - whether @thread_id's compute runs without a handle here, so the next
+ * acquire reattaches it (native: a kept keeper); false for providers that cannot tell. */
+B4_PUBLIC bool b4_provider_kept(struct b4_provider *p, const char *thread_id);
 /** b4_provider_preflight() - without a preflight member: ok with no controls. */
 B4_PUBLIC int b4_provider_preflight(struct b4_provider *p,
                                     struct b4_preflight *ret,

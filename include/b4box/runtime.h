@@ -153,6 +153,12 @@ B4_PUBLIC int b4_runtime_thread_source(struct b4_runtime *rt,
                                        const char *id,
                                        char **ret,
                                        struct b4_error *err);
+/**
+ * b4_runtime_thread_state() - "live" (this runtime holds the thread's sandbox), "kept" (its
+ * compute runs without a handle here: a restart left it, and the next call adopts it), or
+ * "released". A static string.
+ */
+B4_PUBLIC const char *b4_runtime_thread_state(struct b4_runtime *rt, const char *id);
 /** b4_runtime_thread_is_live() - whether the thread's sandbox is acquired right now. */
 B4_PUBLIC bool b4_runtime_thread_is_live(struct b4_runtime *rt, const char *id);
 /** b4_runtime_thread_busy() - whether a run or read holds the thread's slot. */

@@ -4,7 +4,7 @@
 /*
  * b4box-netd's pins: set elements written straight over netlink (libnftnl + libmnl), one
  * transaction per answer (docs/native.md §Network). The table and its sets exist already
- * (src/lib/native/b4box.nft); netd never creates or changes anything else.
+ * (src/lib/hostnet/b4box.nft); netd never creates or changes anything else.
  */
 
 #include <stdbool.h>

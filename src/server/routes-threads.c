@@ -23,9 +23,8 @@ struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row)
         v = jv_pack("{s:s, s:o, s:s?, s:s?, s:I, s:{s:s, s:s, s:b}, s:o*}", "thread_id", row->id,
                     "metadata", meta, "parent_thread_id", row->parent_id, "owner", row->owner,
                     "created_ms", (int64_t)row->created_ms, "sandbox", "provider",
-                    rq->srv->opts.provider_name, "state",
-                    b4_runtime_thread_is_live(rt, row->id) ? "live" : "released", "run_in_flight",
-                    b4_runtime_thread_busy(rt, row->id), "workspace",
+                    rq->srv->opts.provider_name, "state", b4_runtime_thread_state(rt, row->id),
+                    "run_in_flight", b4_runtime_thread_busy(rt, row->id), "workspace",
                     jv_opt(source != NULL, jv_pack("{s:s}", "sourceDigest", source), &lost));
         return lost ? jv_unref(v) : v;
 }

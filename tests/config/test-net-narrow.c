@@ -189,7 +189,7 @@ static void test_disjoint(void **state)
 }
 
 /* The ranges here are the ones native's table rejects: never4 is net_special4 and linklocal4
- * net_closed4, element for element (src/lib/native/b4box.nft). */
+ * net_closed4, element for element (src/lib/hostnet/b4box.nft). */
 static void expect_set(const char *nft, const char *set, const struct net_range4 *r, size_t n)
 {
         char want[512] = "", head[64], ip[INET_ADDRSTRLEN];
@@ -219,7 +219,7 @@ static void test_table_ranges(void **state)
 
         (void)state;
         assert_non_null(src);
-        (void)snprintf(path, sizeof(path), "%s/src/lib/native/b4box.nft", src);
+        (void)snprintf(path, sizeof(path), "%s/src/lib/hostnet/b4box.nft", src);
         f = fopen(path, "re");
         assert_non_null(f);
         assert_true(getdelim(&nft, &len, '\0', f) > 0);

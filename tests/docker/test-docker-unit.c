@@ -19,6 +19,7 @@
 #include "core/launch.h"
 #include "core/syscall-policy.h"
 #include "docker/docker.h"
+#include "docker/net.h"
 #include "json/json.h"
 
 static void test_identity(void **state)
@@ -49,22 +50,53 @@ static void test_identity(void **state)
         b4_policy_clear(&p);
 }
 
+/* The network spec (net.h) decides NetworkMode and adds the resolv.conf bind. */
+static void test_keeper_body_net(void **state)
+{
+        struct b4_policy p;
+        struct jv *b = NULL, *h;
+        const struct docker_seccomp sc = { "seccomp={}", "digest" };
+        struct docker_net_spec net = { .mode = "b4-net-abc" };
+
+        b4_policy_init(&p);
+        p.network = B4_NETWORK_ALLOW;
+        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc, &net, &b), 0);
+        h = jv_object_get(b, "HostConfig");
+        assert_string_equal(jv_string(jv_object_get(h, "NetworkMode")), "b4-net-abc");
+        assert_int_equal(jv_array_size(jv_object_get(h, "Binds")), 1);
+        jv_unref(b);
+        net = (struct docker_net_spec){ .mode = "none",
+                                        .resolv_bind =
+                                                (char *)"/run/x.resolv:/etc/resolv.conf:ro" };
+        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc, &net, &b), 0);
+        h = jv_object_get(b, "HostConfig");
+        assert_string_equal(jv_string(jv_object_get(h, "NetworkMode")), "none");
+        assert_int_equal(jv_array_size(jv_object_get(h, "Binds")), 2);
+        assert_string_equal(jv_string(jv_array_get(jv_object_get(h, "Binds"), 1)),
+                            "/run/x.resolv:/etc/resolv.conf:ro");
+        jv_unref(b);
+        b4_policy_clear(&p);
+        (void)state;
+}
+
 static void test_keeper_body(void **state)
 {
         struct b4_policy p;
         struct jv *b = NULL, *h;
         char *json = NULL;
         const struct docker_seccomp sc = { "seccomp={\"x\":1}", "digest" };
+        struct docker_net_spec net = { .mode = "none" };
 
         b4_policy_init(&p);
         p.network = B4_NETWORK_DENY;
         p.resources.memory_mb = 64;
         p.resources.cpus = 0.5;
-        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc, &b), 0);
+        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc, &net, &b), 0);
         h = jv_object_get(b, "HostConfig");
         assert_string_equal(jv_string(jv_array_get(jv_object_get(h, "Binds"), 0)),
                             "b4-sbx-vol-abc:/workspace:nocopy");
         assert_string_equal(jv_string(jv_object_get(h, "NetworkMode")), "none");
+        assert_int_equal(jv_array_size(jv_object_get(h, "Binds")), 1);
         assert_int_equal(jv_integer(jv_object_get(h, "Memory")), 64 << 20);
         assert_int_equal(jv_integer(jv_object_get(h, "NanoCpus")), 500000000);
         assert_true(jv_is_true(jv_object_get(h, "Init")));
@@ -91,7 +123,7 @@ static void test_keeper_body(void **state)
         p.security.drop_all_capabilities = false;
         p.security.no_new_privileges = false;
         p.security.read_only_root = false;
-        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc, &b), 0);
+        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc, &net, &b), 0);
         h = jv_object_get(b, "HostConfig");
         assert_null(jv_object_get(b, "User"));
         assert_null(jv_object_get(h, "CapDrop"));
@@ -378,10 +410,15 @@ static void test_refusals(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_identity),      cmocka_unit_test(test_keeper_body),
-                cmocka_unit_test(test_path_stat),     cmocka_unit_test(test_codecs),
-                cmocka_unit_test(test_pid_detectors), cmocka_unit_test(test_dac),
-                cmocka_unit_test(test_refusals),      cmocka_unit_test(test_seccomp_profile),
+                cmocka_unit_test(test_identity),
+                cmocka_unit_test(test_keeper_body),
+                cmocka_unit_test(test_keeper_body_net),
+                cmocka_unit_test(test_path_stat),
+                cmocka_unit_test(test_codecs),
+                cmocka_unit_test(test_pid_detectors),
+                cmocka_unit_test(test_dac),
+                cmocka_unit_test(test_refusals),
+                cmocka_unit_test(test_seccomp_profile),
                 cmocka_unit_test(test_seccomp_opt),
         };
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Run one Docker test program against a real dockerd (tests/docker/meson.build):
 #   with-dockerd.sh PROGRAM [ARGS...]
-# Uses the daemon at $DOCKER_HOST or /var/run/docker.sock when one answers; otherwise starts
+# Uses the daemon at $DOCKER_HOST or /var/run/docker.sock when one answers (unless
+# $B4BOX_TEST_PRIVATE_DOCKERD is set); otherwise starts
 # a private dockerd (own data root, exec root, pidfile, log and socket under a temp dir, no
 # iptables changes) and stops it afterwards. Builds a local test image by importing a rootfs
 # made here (busybox-static with its applet links, plus bash and its libraries for the fork
-# bomb) through the Engine API's import endpoint, runs PROGRAM with
+# bomb, and the binaries named in $B4BOX_TEST_IMAGE_BINS) through the Engine API's import
+# endpoint, runs PROGRAM with
 #   B4BOX_TEST_DOCKER_HOST, B4BOX_TEST_DOCKER_IMAGE, B4BOX_TEST_DOCKER_SCOPE
 # in its environment (the program must use that scope), then removes every container made
 # from the image, every volume labelled b4.sandbox.scope=<that scope>, and every image
@@ -70,6 +72,15 @@ build_image() {
                         cp -L "$lib" "$r$lib"
                 done
         fi
+        for b in ${B4BOX_TEST_IMAGE_BINS:-}; do # extra host binaries, with their libraries
+                b=$(command -v "$b") || skip "$b is not installed"
+                rm -f "$r/bin/${b##*/}"
+                cp "$b" "$r/bin/"
+                for lib in $(ldd "$b" | grep -o '/[^ ]*'); do
+                        mkdir -p "$r$(dirname "$lib")"
+                        cp -L "$lib" "$r$lib"
+                done
+        done
         chmod 1777 "$r/tmp"
         printf 'root:x:0:0::/root:/bin/sh\nuser:x:1000:1000::/workspace:/bin/sh\n' >"$r/etc/passwd"
         printf 'root:x:0:\nuser:x:1000:\n' >"$r/etc/group"
@@ -122,7 +133,9 @@ cleanup() {
 }
 
 trap 'cleanup; exit 143' TERM INT
-if [ -n "${DOCKER_HOST:-}" ] && reachable "${DOCKER_HOST#unix://}"; then
+if [ -n "${B4BOX_TEST_PRIVATE_DOCKERD:-}" ]; then # a test that must own the daemon
+        start_dockerd
+elif [ -n "${DOCKER_HOST:-}" ] && reachable "${DOCKER_HOST#unix://}"; then
         sock=${DOCKER_HOST#unix://}
 elif reachable /var/run/docker.sock; then
         sock=/var/run/docker.sock

@@ -32,9 +32,10 @@ check "make install DESTDIR PREFIX=$prefix" \
 want=$("$build/src/cli/b4box" --version)
 check "installed b4box --version prints '$want'" \
         bash -c '[ "$("$1" --version)" = "$2" ]' _ "$root$bindir/b4box" "$want"
-check "keeper and probe helper installed, executable and static" bash -c '
+check "keeper, agent and probe helper installed, executable and static" bash -c '
         for f in "$@"; do [ -x "$f" ] && ! readelf -d "$f" | grep -q NEEDED || exit 1; done' _ \
-        "$root$libexecdir/b4box-keeper" "$root$libexecdir/b4box-probe-helper"
+        "$root$libexecdir/b4box-keeper" "$root$libexecdir/b4box-agent" \
+        "$root$libexecdir/b4box-probe-helper"
 check "b4box-full installed; b4box loads none of libcurl, libarchive, libmicrohttpd" bash -c '
         [ -x "$1" ] && ! ldd "$2" | grep -qE "lib(curl|archive|microhttpd)\.so"' _ \
         "$root$libexecdir/b4box-full" "$root$bindir/b4box"

@@ -62,6 +62,8 @@ start_server "$CFG" || { not_ok "server restarts"; done_testing; exit 1; }
 ok "the server restarts on the same state dir after SIGKILL"
 req GET /threads/n1
 check "the thread survived" [ "$STATUS" = 200 ]
+check "its keeper outlived the server: state kept (the next call adopts it)" \
+        [ "$(json_get "$BODY" sandbox.state)" = kept ]
 before=$(($(date +%s%3N) - 60000))
 out=$(curl -s -i "${JSON[@]}" --unix-socket "$SOCK" -X POST -d '{"calls": [{"tool": "readFile", "args": {"path": "keep.txt"}}]}' \
         http://b4/threads/n1/runs)
@@ -75,6 +77,11 @@ out=$(curl -s -i "${JSON[@]}" --unix-socket "$SOCK" -X POST -d '{"command": "ech
         http://b4/threads/n1/tools/runBash)
 check "its run slot is free" glob "$out" '*"stdout":"again*'
 check "the interrupted run is reported once" bash -c '! [[ $1 == *Interrupted-Run* ]]' _ "$out"
+req GET /threads/n1
+check "adopted: state live" [ "$(json_get "$BODY" sandbox.state)" = live ]
+req POST /threads/n1/release
+req GET /threads/n1
+check "released: state released" [ "$(json_get "$BODY" sandbox.state)" = released ]
 
 req DELETE /threads/n1
 check "delete" [ "$STATUS" = 200 ]

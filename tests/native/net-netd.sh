@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# b4box-netd and the `inet b4box` table (src/lib/native/b4box.nft) in a closed topology (TAP,
+# b4box-netd and the `inet b4box` table (src/lib/hostnet/b4box.nft) in a closed topology (TAP,
 # root only). Everything happens in namespaces this test creates and kills: a "host"
 # namespace (this script, after unshare) holding the table and netd; two sandbox namespaces
 # behind veths b4h1/b4h2; an "internet" namespace with a fake upstream DNS (dnsmasq on

@@ -15,7 +15,7 @@
 #include "base/macro.h"
 #include "core/net-entry.h"
 #include "dns-msg.h"
-#include "native/netpolicy.h"
+#include "hostnet/netpolicy.h"
 #include "netd-policy.h"
 
 struct msg {

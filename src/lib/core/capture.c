@@ -53,6 +53,11 @@ void capture_add(struct capture *c, const char *p, size_t n)
         c->dropped += n;
 }
 
+void capture_skip(struct capture *c, uint64_t n)
+{
+        c->dropped += n;
+}
+
 int capture_finish(struct capture *c, char **ret, size_t *ret_len, bool *truncated)
 {
         size_t tail_cap = c->cap / 2;

@@ -733,6 +733,11 @@ int b4_provider_sweep(struct b4_provider *p, char *const *live_thread_ids, struc
         return p->ops->sweep(p, live_thread_ids, err);
 }
 
+bool b4_provider_kept(struct b4_provider *p, const char *thread_id)
+{
+        return p->ops->kept && thread_id && *thread_id && p->ops->kept(p, thread_id);
+}
+
 int b4_provider_preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_error *err)
 {
         *ret = (struct b4_preflight){ .ok = true };

@@ -15,6 +15,7 @@
 #include "base/strv.h"
 #include "docker/docker.h"
 #include "docker/internal.h"
+#include "docker/net.h"
 #include "json/json.h"
 
 void docker_core_unref(struct docker_core *c)
@@ -31,6 +32,7 @@ void docker_core_unref(struct docker_core *c)
         free(c->image);
         strv_free(c->images);
         free(c->seccomp_opt);
+        docker_net_free(c->net);
         (void)pthread_mutex_destroy(&c->lock);
         free(c);
 }
@@ -143,23 +145,36 @@ int docker_ensure_volume(struct docker_core *c, const struct docker_state *s, st
 int docker_create_keeper(struct docker_core *c, const struct docker_state *s, struct b4_error *err)
 {
         cleanup_(jv_unrefp) struct jv *body = NULL;
+        struct docker_net_spec net = { 0 };
         struct b4_error e = { 0 };
         int r;
 
-        r = docker_keeper_body(s->image, &s->policy, s->id, s->identity,
-                               &(struct docker_seccomp){ c->seccomp_opt, c->seccomp_digest },
-                               &body);
+        r = docker_net_prepare(c->net, s->id, s->thread_id, c->scope, &s->policy, &net, err);
         if (r < 0)
+                return r;
+        r = docker_keeper_body(s->image, &s->policy, s->id, s->identity,
+                               &(struct docker_seccomp){ c->seccomp_opt, c->seccomp_digest }, &net,
+                               &body);
+        docker_net_spec_clear(&net);
+        if (r < 0) {
+                docker_net_detach(c->net, s->id);
                 return b4_error_set(err, r, "out of memory");
+        }
         r = create_container(c, s->name, body, &e);
         if (r >= 0)
                 r = docker_start_container(c, s->name, &e);
         if (r < 0) {
                 (void)docker_remove_container(c, s->name, NULL);
+                docker_net_detach(c->net, s->id);
                 return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
                                          "Sandbox unavailable: docker run failed for thread "
                                          "\"%s\": %s. Run `b4box check`.",
                                          s->thread_id, e.msg);
         }
-        return 0;
+        r = docker_net_attach(c->net, s->id, s->name, s->thread_id, &s->policy, err);
+        if (r < 0) {
+                (void)docker_remove_container(c, s->name, NULL);
+                docker_net_detach(c->net, s->id);
+        }
+        return r;
 }

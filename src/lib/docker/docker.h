@@ -268,13 +268,16 @@ struct docker_seccomp {
         const char *digest;
 };
 
+struct docker_net_spec;
+
 /* The container-create body of a keeper (reference §3.4 step 5 as Engine API fields) under
- * the seccomp profile @sc. */
+ * the seccomp profile @sc, on the network @net (net.h). */
 int docker_keeper_body(const char *image,
                        const struct b4_policy *p,
                        const char *id,
                        const char *identity,
                        const struct docker_seccomp *sc,
+                       const struct docker_net_spec *net,
                        struct jv **ret);
 /* The docker "User" value of @p, or NULL for the image default. */
 int docker_policy_user(const struct b4_policy *p, char **ret);

@@ -14,6 +14,7 @@
 #include "base/macro.h"
 #include "core/launch.h"
 #include "docker/docker.h"
+#include "docker/net.h"
 #include "json/json.h"
 
 int docker_policy_user(const struct b4_policy *p, char **ret)
@@ -52,7 +53,8 @@ static struct jv *security_opt(const struct b4_policy *p, const struct docker_se
 
 static struct jv *keeper_host_config(const struct b4_policy *p,
                                      const char *id,
-                                     const struct docker_seccomp *sc)
+                                     const struct docker_seccomp *sc,
+                                     const struct docker_net_spec *net)
 {
         const struct b4_security *s = &p->security;
         const struct b4_resources *res = &p->resources;
@@ -67,8 +69,8 @@ static struct jv *keeper_host_config(const struct b4_policy *p,
                         s->run_as_non_root ? ":nocopy" : "") < 0)
                 return NULL;
         h = jv_pack(
-                "{s:[s], s:s, s:o*, s:o*, s:b, s:o*, s:o, s:I, s:o*, s:o*}", "Binds", bind,
-                "NetworkMode", p->network == B4_NETWORK_DENY ? "none" : "bridge", "Memory",
+                "{s:[s, s*], s:s, s:o*, s:o*, s:b, s:o*, s:o, s:I, s:o*, s:o*}", "Binds", bind,
+                net->resolv_bind, "NetworkMode", net->mode, "Memory",
                 jv_opt(res->memory_mb, jv_integer_new((int64_t)res->memory_mb << 20), &lost),
                 "NanoCpus",
                 jv_opt(res->cpus > 0, jv_integer_new((int64_t)(res->cpus * 1e9)), &lost), "Init",
@@ -84,6 +86,7 @@ int docker_keeper_body(const char *image,
                        const char *id,
                        const char *identity,
                        const struct docker_seccomp *sc,
+                       const struct docker_net_spec *net,
                        struct jv **ret)
 {
         cleanup_free char *user = NULL;
@@ -94,7 +97,7 @@ int docker_keeper_body(const char *image,
         o = jv_pack("{s:s, s:[s, s], s:o, s:s*, s:{s:s, s:s, s:s}, s:o}", "Image", image, "Cmd",
                     "sleep", "infinity", "Env", env_list(p), "User", user, "Labels", "b4.sandbox",
                     id, "b4.sandbox.identity", identity, "b4.sandbox.seccomp", sc->digest,
-                    "HostConfig", keeper_host_config(p, id, sc));
+                    "HostConfig", keeper_host_config(p, id, sc, net));
         if (!o)
                 return -ENOMEM;
         *ret = o;

@@ -10,6 +10,7 @@
 #include "b4box/provider-impl.h"
 
 struct docker_client;
+struct docker_net;
 
 /* What this provider instance created for a thread (reference §3.4 step 6): the state of
  * the thread's lifecycle entry. */
@@ -31,7 +32,8 @@ struct docker_core {
         char **images;     /* allowlist: exact references or fnmatch patterns */
         char *seccomp_opt; /* "seccomp=<json>": every container's profile (seccomp.c) */
         char seccomp_digest[65];
-        unsigned refs; /* the provider and every handle */
+        unsigned refs;          /* the provider and every handle */
+        struct docker_net *net; /* the keepers' network (net.h) */
 };
 
 struct docker_provider {

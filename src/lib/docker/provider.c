@@ -26,6 +26,7 @@
 #include "core/launch.h"
 #include "docker/docker.h"
 #include "docker/internal.h"
+#include "docker/net.h"
 #include "json/json.h"
 #include "providers.h"
 
@@ -136,14 +137,26 @@ static int reuse_or_replace(struct docker_core *c,
                                          "Sandbox unavailable: %s. Run `b4box check`.", e.msg);
         if (!k.exists)
                 return 0;
-        if (had_state && k.same_seccomp && k.identity && strcmp(k.identity, s->identity) == 0) {
+        if (had_state && k.same_seccomp && k.identity && strcmp(k.identity, s->identity) == 0 &&
+            (!k.running || docker_net_revive(c->net, s->id, &s->policy) >= 0)) {
                 free(k.identity);
-                r = k.running ? 0 : docker_start_container(c, s->name, &e);
+                if (k.running) {
+                        *ret_ready = true;
+                        return 0;
+                }
+                /* it starts in a new network namespace: plumbed again (net.h) */
+                r = docker_net_restart(c->net, s->id, s->thread_id, &s->policy, err);
+                if (r < 0)
+                        return r;
+                r = docker_start_container(c, s->name, &e);
                 if (r < 0)
                         return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
                                                  "Sandbox unavailable: could not start keeper for "
                                                  "thread \"%s\": %s. Run `b4box check`.",
                                                  s->thread_id, e.msg);
+                r = docker_net_attach(c->net, s->id, s->name, s->thread_id, &s->policy, err);
+                if (r < 0)
+                        return r;
                 *ret_ready = true;
                 return 0;
         }
@@ -154,6 +167,7 @@ static int reuse_or_replace(struct docker_core *c,
                                          "Sandbox unavailable: could not replace stale keeper for "
                                          "thread \"%s\": %s. Run `b4box check`.",
                                          s->thread_id, e.msg);
+        docker_net_detach(c->net, s->id);
         return 0;
 }
 
@@ -230,6 +244,7 @@ static int remove_thread(struct docker_core *c, const char *thread_id, bool volu
                 return 0;
         (void)snprintf(name, sizeof(name), "b4-sbx-%s", id);
         (void)docker_remove_container(c, name, NULL);
+        docker_net_detach(c->net, id);
         if (volume && b4_asprintf(&path, "/volumes/b4-sbx-vol-%s", id) >= 0)
                 (void)docker_call(c->d, "DELETE", path, NULL, NULL, NULL);
         return 0;
@@ -254,7 +269,6 @@ static const struct {
         const char *detail;
 } controls[] = {
         { "network deny", B4_ENFORCED, "NetworkMode none" },
-        { "network allow", B4_NOT_ENFORCED, "bridge network: allowlist/denylist are not enforced" },
         { "capabilities", B4_ENFORCED, "CapDrop ALL" },
         { "no_new_privs", B4_ENFORCED, "no-new-privileges" },
         { "read-only root", B4_ENFORCED, "ReadonlyRootfs with tmpfs /tmp and /run" },
@@ -285,6 +299,8 @@ static int preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_
                 if (b4_preflight_control(ret, controls[i].name, controls[i].state, "%s",
                                          controls[i].detail) < 0)
                         return b4_error_set(err, -ENOMEM, "out of memory");
+        if (docker_net_preflight(c->net, ret) < 0) /* allow, allowlist, denylist, dns */
+                return b4_error_set(err, -ENOMEM, "out of memory");
         return 0;
 }
 
@@ -435,6 +451,11 @@ static struct docker_core *core_new(const struct b4_provider_config *cfg, struct
                 return NULL;
         }
         if (docker_client_new(cfg->docker_host, &c->d, err) < 0) {
+                docker_core_unref(c);
+                return NULL;
+        }
+        if (docker_net_new(c->d, &c->net) < 0) {
+                (void)b4_error_set(err, -ENOMEM, "out of memory");
                 docker_core_unref(c);
                 return NULL;
         }

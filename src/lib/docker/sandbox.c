@@ -17,6 +17,7 @@
 #include "base/time-util.h"
 #include "docker/docker.h"
 #include "docker/internal.h"
+#include "docker/net.h"
 
 #define EXEC_MARKER_WORD "__B4_EXEC_STARTED__"
 
@@ -45,6 +46,7 @@ static int sandbox_recover(struct b4_sandbox *sb, struct b4_error *err)
                                          "Sandbox unavailable: Docker PID recovery removal failed "
                                          "for thread \"%s\": %s. Run `b4box check`.",
                                          st->thread_id, e.msg);
+        docker_net_detach(s->core->net, st->id);       /* the new keeper gets a new netns */
         return docker_create_keeper(s->core, st, err); /* already coded B4_E2001 */
 }
 

@@ -26,6 +26,7 @@
 #include "base/alloc.h"
 #include "base/fd-util.h"
 #include "base/macro.h"
+#include "base/proc-util.h"
 #include "native.h"
 
 int keeper_record_write(int dirfd, const char *id, const struct keeper_record *rec)

@@ -26,6 +26,8 @@
 #include "b4box/error.h"
 #include "b4box/provider-impl.h"
 
+#include "hostnet/hostnet.h"
+
 /* ---- child.c ---------------------------------------------------------------------------- */
 
 enum child_op_type {
@@ -212,8 +214,6 @@ int spawn_keeper(const struct mount_plan *plan,
                  uint32_t host_base,
                  struct keeper_proc *ret,
                  struct b4_error *err);
-/* /proc/<pid>/stat start time. Return: 0, -ESRCH, -EIO. */
-int proc_starttime(pid_t pid, uint64_t *ret);
 
 /* ---- keeper.c --------------------------------------------------------------------------- */
 
@@ -482,33 +482,10 @@ int native_remove_storage(struct native_provider *np, const char *id);
 /* rm -rf @name under @dirfd without following symlinks. */
 int native_rm_rf_at(int dirfd, const char *name);
 
-/* ---- net.c ------------------------------------------------------------------------------ */
+/* ---- the network (hostnet/hostnet.h): veth, elements and netd under run/ ---------------- */
 
-/* Whether veth + NAT can be set up here (root, forwarding; nf_tables is probed by preflight);
- * @ret_why says why not (static string). */
-int net_available(const char **ret_why);
-/* net_forward_state() - how allow-mode traffic meets another FORWARD chain here: 0 no policy
- * of DROP, 1 an iptables-nft one with b4box's accepts, 2 one that gets them at the next
- * acquire, -EOPNOTSUPP a legacy iptables filter table (out of reach). *@ret_what says it. */
-int net_forward_state(const char **ret_what);
-/* Give the keeper @pid's namespace eth0 + default route + NAT (network "allow", or a policy
- * with a list: then the inet b4box elements and a b4box-netd too, netpolicy.h). */
-int net_setup(struct native_provider *np,
-              const char *id,
-              const char *hid,
-              pid_t pid,
-              const struct b4_policy *p,
-              struct b4_error *err);
-/* Network lists: create the (empty) run/<id>.resolv the mount plan binds over
- * etc/resolv.conf; net_setup() writes its nameserver. *@ret is its path (new). */
-int net_resolv_prepare(struct native_provider *np, const char *id, char **ret);
-/* Network lists of an adopted sandbox: restart its b4box-netd if it died (its elements move
- * to the new port in one transaction). Return: 0 or a negative errno (then recreate it). */
-int net_lists_revive(struct native_provider *np,
-                     const char *id,
-                     const struct b4_policy *p,
-                     struct b4_error *err);
-/* Remove what net_setup() made for @id / host id @hid (no-op when nothing was): the netd and
- * records at once; the veth, the elements and then the subnet claim by a detached grandchild
- * (the keeper is dead, so they are inert; done within tens of ms), net.c. */
-void net_teardown(struct native_provider *np, const char *id, const char *hid);
+/* What hostnet needs of @np: its run directory. */
+static inline struct hostnet native_hostnet(const struct native_provider *np)
+{
+        return (struct hostnet){ .run_fd = np->run_fd, .run_dir = np->run_dir };
+}

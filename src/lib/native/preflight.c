@@ -19,8 +19,8 @@
 #include "base/alloc.h"
 #include "base/fd-util.h"
 #include "base/macro.h"
+#include "hostnet/hostnet.h"
 #include "native.h"
-#include "netpolicy.h"
 
 static bool wait_ok(pid_t pid)
 {
@@ -170,64 +170,6 @@ static int limit_rows(struct b4_preflight *p)
         return r;
 }
 
-static int allow_row(struct b4_preflight *p)
-{
-        const char *why = NULL;
-
-        const char *fwd = NULL;
-        int r, f;
-
-        if (net_available(&why) < 0 || netpolicy_probe(&why) < 0)
-                return b4_preflight_control(p, "network allow", B4_NOT_ENFORCED,
-                                            "%s: allow-mode sandboxes cannot start here", why);
-        r = b4_preflight_control(p, "network allow", B4_ENFORCED,
-                                 "per-thread veth (rtnetlink) + NAT (nft table inet b4box), "
-                                 "IPv4 only (IPv6 disabled on the veth and rejected by the "
-                                 "table); 169.254.0.0/16, the host's own addresses (IPv4 and "
-                                 "IPv6) and other sandboxes unreachable");
-        f = net_forward_state(&fwd);
-        if (r >= 0)
-                r = b4_preflight_control(p, "network forward",
-                                         f < 0 ? B4_NOT_ENFORCED : B4_ENFORCED, "%s", fwd);
-        return r;
-}
-
-/* Network lists (netpolicy.c): what is enforced, or the first reason it cannot be here. */
-static int netpolicy_rows(struct b4_preflight *p)
-{
-        const char *why = NULL;
-        int r;
-
-        if (net_available(&why) >= 0 && !netd_exe_path())
-                why = "b4box-netd is not installed (set B4BOX_NETD)";
-        if (!why)
-                (void)netpolicy_probe(&why);
-        if (why) {
-                r = b4_preflight_control(p, "network allowlist", B4_NOT_ENFORCED,
-                                         "%s: sandboxes with an allowlist cannot start here", why);
-                if (r >= 0)
-                        r = b4_preflight_control(p, "network denylist", B4_NOT_ENFORCED,
-                                                 "%s: sandboxes with a denylist cannot start here",
-                                                 why);
-                return r;
-        }
-        r = b4_preflight_control(
-                p, "network allowlist", B4_ENFORCED,
-                "CIDR[:port] and DNS-pinned names (nft table inet b4box, pins for the answer's TTL "
-                "clamped to dns.pinFloorSeconds..pinCapSeconds); DNS confined: every :53 packet "
-                "goes to the thread's b4box-netd, unlisted names NXDOMAIN and never sent "
-                "upstream; rebinding answers refused; metadata only when named exactly; IPv6 "
-                "rejected (IPv6 entries are inert). Residual risk: a pinned address serves every "
-                "name hosted on it (no SNI/Host check)");
-        if (r >= 0)
-                r = b4_preflight_control(
-                        p, "network denylist", B4_ENFORCED,
-                        "best-effort by nature: listed CIDRs dropped, listed names NXDOMAIN, DoT "
-                        "(853) rejected; a listed name's addresses stay reachable by IP, and DoH "
-                        "or a proxy gets around any name");
-        return r;
-}
-
 static int fixed_rows(struct b4_preflight *p)
 {
         int r;
@@ -244,9 +186,7 @@ static int fixed_rows(struct b4_preflight *p)
                 r = b4_preflight_control(p, "network deny", B4_ENFORCED,
                                          "empty network namespace, loopback only");
         if (r >= 0)
-                r = allow_row(p);
-        if (r >= 0)
-                r = netpolicy_rows(p);
+                r = hostnet_preflight(p); /* allow, forward, allowlist, denylist, dns */
         return r;
 }
 

@@ -24,8 +24,8 @@
 #include "base/fd-util.h"
 #include "base/macro.h"
 #include "core/launch.h"
+#include "hostnet/hostnet.h"
 #include "native.h"
-#include "netpolicy.h"
 #include "providers.h"
 
 #ifndef B4_KEEPER_INSTALL_PATH
@@ -50,8 +50,8 @@ static int check_rootless(const struct b4_policy *policy, struct b4_error *err)
                                          "disabled (%s), so rootless mode cannot run. Run as "
                                          "root or enable them. Run `b4box check`.",
                                          why);
-        if ((policy->network == B4_NETWORK_ALLOW || netpolicy_listed(policy)) &&
-            net_available(&why) < 0)
+        if ((policy->network == B4_NETWORK_ALLOW || hostnet_listed(policy)) &&
+            hostnet_available(&why) < 0)
                 return b4_error_set_code(err, -EPERM, B4_CODE_SANDBOX_UNAVAILABLE,
                                          "Sandbox unavailable: network \"allow\" needs a veth and "
                                          "NAT but %s. Use network \"deny\" or run as root. Run "
@@ -173,6 +173,18 @@ static int np_destroy(struct b4_provider *p, struct b4_entry *e, struct b4_error
         return stop(np_of(p), e, true, err);
 }
 
+/* A recorded keeper that is provably the same process still runs. */
+static bool np_kept(struct b4_provider *p, const char *thread_id)
+{
+        struct native_provider *np = np_of(p);
+        struct keeper_record rec;
+        cleanup_close int pidfd = -EBADF;
+        char id[41];
+
+        return b4_resource_id(p->scope, thread_id, id) >= 0 &&
+               keeper_record_read(np->run_fd, id, &rec) >= 0 && keeper_verify(&rec, &pidfd) >= 0;
+}
+
 /* As root, each thread's own user namespace and host id block (idmap.c). */
 static int userns_row(const struct native_provider *np, struct b4_preflight *ret)
 {
@@ -232,6 +244,7 @@ static const struct b4_provider_ops native_ops = {
         .open_reader = np_open_reader,
         .freeze = native_freeze,
         .sweep = native_sweep,
+        .kept = np_kept,
         .free = np_free,
 };
 

@@ -22,9 +22,9 @@
 #include "base/alloc.h"
 #include "base/fd-util.h"
 #include "base/macro.h"
+#include "hostnet/hostnet.h"
 #include "keeper-proto.h"
 #include "native.h"
-#include "netpolicy.h"
 
 int native_thread_new(struct native_provider *np, const char *thread_id, struct native_thread **ret)
 {
@@ -149,7 +149,8 @@ void native_thread_stop_id(struct native_provider *np, const char *id, int pidfd
                 cgroup_close(&cg);
         }
         int r = cgroup_remove(&np->cg, hid);
-        net_teardown(np, id, hid);
+        struct hostnet hn = native_hostnet(np);
+        hostnet_teardown(&hn, id, hid, false);
         unlink_run_file(np, id, ".keeper");
         unlink_run_file(np, id, ".sock");
         if (r >= 0) /* a cgroup still busy keeps its intent record for the next sweep */
@@ -281,11 +282,39 @@ static int build_plan(struct native_provider *np,
         if (b4_asprintf(&ws, "%s/%s", np->ws_dir, t->id) < 0)
                 return -ENOMEM;
         spec.workspace = ws;
-        if (netpolicy_listed(p) && net_resolv_prepare(np, t->id, &resolv) < 0)
+        struct hostnet hn = native_hostnet(np);
+        if (hostnet_listed(p) && hostnet_resolv_prepare(&hn, t->id, &resolv) < 0)
                 return b4_error_set(err, -EIO, "cannot prepare the resolv.conf of thread '%s'",
                                     t->thread_id);
         spec.resolv_conf = resolv;
         return mount_plan_build(&spec, ret, err);
+}
+
+/* The keeper @pid's namespace gets eth0 + default route + NAT (network "allow", or a policy
+ * with a list: then its elements and a b4box-netd too), hostnet/hostnet.h. */
+static int net_setup(struct native_provider *np,
+                     struct native_thread *t,
+                     pid_t pid,
+                     const struct b4_policy *p,
+                     struct b4_error *err)
+{
+        struct hostnet hn = native_hostnet(np);
+        cleanup_close int nsfd = hostnet_netns_open(pid);
+
+        if (nsfd < 0)
+                return b4_error_set(err, nsfd, "cannot open the network namespace of thread '%s'",
+                                    t->thread_id);
+        return hostnet_setup(&hn, t->id, t->hid, nsfd, p, err);
+}
+
+/* An adopted or live listed sandbox: restart its b4box-netd if it died. */
+static int lists_revive(struct native_provider *np,
+                        const struct native_thread *t,
+                        const struct b4_policy *p)
+{
+        struct hostnet hn = native_hostnet(np);
+
+        return hostnet_lists_revive(&hn, t->id, t->hid, p, NULL);
 }
 
 static int set_policy(struct native_thread *t, const char *identity, const struct b4_policy *p)
@@ -366,8 +395,8 @@ static int start_keeper(struct native_provider *np,
                 return b4_error_set(err, r, "cannot record the sandbox of thread '%s'",
                                     t->thread_id);
         r = launch(np, t, p, &kp, err);
-        if (r >= 0 && (p->network == B4_NETWORK_ALLOW || netpolicy_listed(p)))
-                r = net_setup(np, t->id, t->hid, kp.pid, p, err);
+        if (r >= 0 && (p->network == B4_NETWORK_ALLOW || hostnet_listed(p)))
+                r = net_setup(np, t, kp.pid, p, err);
         if (r >= 0) {
                 rec = (struct keeper_record){ .pid = kp.pid, .starttime = kp.starttime };
                 memcpy(rec.identity, identity, sizeof(rec.identity));
@@ -407,8 +436,7 @@ static bool try_adopt(struct native_provider *np,
         if (rec.version != KEEPER_RECORD_VERSION || strcmp(rec.identity, identity) != 0 ||
             open_root(rec.pid, &root_fd) < 0 ||
             keeper_connect(np->run_fd, np->run_dir, t->id, &sock) < 0 ||
-            (netpolicy_listed(p) && net_lists_revive(np, t->id, p, NULL) < 0) ||
-            set_policy(t, identity, p) < 0) {
+            (hostnet_listed(p) && lists_revive(np, t, p) < 0) || set_policy(t, identity, p) < 0) {
                 native_thread_stop_id(np, t->id, pidfd);
                 return false;
         }
@@ -429,8 +457,7 @@ int native_thread_ensure(struct native_provider *np,
 {
         if (t->live && keeper_is_dead(t->kp.pidfd))
                 native_thread_stop(np, t);
-        if (t->live && netpolicy_listed(&t->policy) &&
-            net_lists_revive(np, t->id, &t->policy, NULL) < 0)
+        if (t->live && hostnet_listed(&t->policy) && lists_revive(np, t, &t->policy) < 0)
                 native_thread_stop(np, t); /* its lists cannot be served: recreate it */
         if (t->live && strcmp(t->identity, identity) != 0)
                 return b4_error_set_code(

@@ -274,18 +274,25 @@ int b4_runtime_thread_create_staged(struct b4_runtime *rt,
         return thread_create(rt, id, metadata_json, NULL, owner, staged, ret, err);
 }
 
-bool b4_runtime_thread_is_live(struct b4_runtime *rt, const char *id)
+const char *b4_runtime_thread_state(struct b4_runtime *rt, const char *id)
 {
         cleanup_free char *key = NULL;
         bool live;
 
         if (runtime_sandbox_key(rt, id, &key, NULL) < 0)
-                return false;
+                return "released";
         (void)pthread_mutex_lock(&rt->lock);
         struct box *b = hashmap_get(rt->boxes, key);
         live = b && b->sb;
         (void)pthread_mutex_unlock(&rt->lock);
-        return live;
+        if (live)
+                return "live";
+        return b4_provider_kept(rt->opts.provider, key) ? "kept" : "released";
+}
+
+bool b4_runtime_thread_is_live(struct b4_runtime *rt, const char *id)
+{
+        return strcmp(b4_runtime_thread_state(rt, id), "live") == 0;
 }
 
 bool b4_runtime_thread_busy(struct b4_runtime *rt, const char *id)

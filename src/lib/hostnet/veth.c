@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Network "allow": a per-thread veth pair, its addresses and routes made over rtnetlink
- * (netlink.c) after the keeper's (empty) network namespace exists, and the thread's elements
+ * (netlink.c) into a sandbox's existing, empty network namespace (a native keeper's, a
+ * Docker container's), and the thread's elements
  * in the host-side `inet b4box` table (b4box.nft, libnftables); nothing is exec'd.
  *   host side  b4h<12 hex of hid>  10.233.<n>.1/30     sandbox side  eth0  10.233.<n>.2/30,
- *   default route via the host side (hid = native_host_id(), unique per state dir). The /30
+ *   default route via the host side (hid: the provider's, unique on the host). The /30
  *   is claimed with an O_EXCL file /run/b4box/net-<n> (linear probing from the hid), and
  *   remembered in run/<id>.net. The peer is created in the sandbox's namespace as eth0; a
  *   short-lived thread setns()es there to open a NETLINK_ROUTE socket and write a sysctl.
@@ -39,8 +40,9 @@
 #include "base/alloc.h"
 #include "base/fd-util.h"
 #include "base/macro.h"
+#include "base/proc-util.h"
 #include "base/strbuf.h"
-#include "native.h"
+#include "hostnet.h"
 #include "netlink.h"
 #include "netpolicy.h"
 #include "nft-dl.h"
@@ -58,7 +60,7 @@ static bool has_ipv6(void)
 /* Root and forwarding only: the nf_tables probe (a dry run of the table, which loads
  * libnftables) is preflight's (netpolicy_probe()); acquire installs the table and reports a
  * refusal, and a warm exec must not pay for either. */
-int net_available(const char **ret_why)
+int hostnet_available(const char **ret_why)
 {
         cleanup_free char *fwd = NULL;
         size_t len;
@@ -92,21 +94,21 @@ static int ipv6_off(const char *ifname)
 
 /* Subnets are host-wide (several state dirs may share a network namespace): their O_EXCL
  * claims live in /run/b4box, or in the state dir when /run is not writable. */
-static int alloc_dir(struct native_provider *np)
+static int alloc_dir(const struct hostnet *hn)
 {
         int fd;
 
         if (mkdir("/run/b4box", 0700) < 0 && errno != EEXIST)
-                return fcntl(np->run_fd, F_DUPFD_CLOEXEC, 3);
+                return fcntl(hn->run_fd, F_DUPFD_CLOEXEC, 3);
         fd = open("/run/b4box", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        return fd >= 0 ? fd : fcntl(np->run_fd, F_DUPFD_CLOEXEC, 3);
+        return fd >= 0 ? fd : fcntl(hn->run_fd, F_DUPFD_CLOEXEC, 3);
 }
 
-static int alloc_subnet(struct native_provider *np, const char *hid, unsigned *ret)
+static int alloc_subnet(const struct hostnet *hn, const char *hid, unsigned *ret)
 {
         unsigned start =
                 (unsigned)strtoul((char[5]){ hid[0], hid[1], hid[2], hid[3], 0 }, NULL, 16);
-        cleanup_close int dfd = alloc_dir(np);
+        cleanup_close int dfd = alloc_dir(hn);
 
         if (dfd < 0)
                 return -errno;
@@ -153,22 +155,22 @@ static void host_name(const char *hid, char host[16])
         (void)snprintf(host, 16, "b4h%.12s", hid);
 }
 
-int net_resolv_prepare(struct native_provider *np, const char *id, char **ret)
+int hostnet_resolv_prepare(const struct hostnet *hn, const char *id, char **ret)
 {
         char name[64];
         int fd;
 
         (void)snprintf(name, sizeof(name), "%s.resolv", id);
-        fd = openat(np->run_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        fd = openat(hn->run_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0)
                 return -errno;
         safe_close(fd);
-        return b4_asprintf(ret, "%s/%s", np->run_dir, name) < 0 ? -ENOMEM : 0;
+        return b4_asprintf(ret, "%s/%s", hn->run_dir, name) < 0 ? -ENOMEM : 0;
 }
 
 /* Write the thread's nameserver into run/<id>.resolv in place (the sandbox binds that inode;
  * any address would do, as every :53 packet goes to netd, but the gateway reads honestly). */
-static int write_resolv(struct native_provider *np, const char *id, const char *gw)
+static int write_resolv(const struct hostnet *hn, const char *id, const char *gw)
 {
         char name[64], text[160];
         int fd, r;
@@ -178,7 +180,7 @@ static int write_resolv(struct native_provider *np, const char *id, const char *
                        "# b4box: every DNS query goes to b4box-netd\n"
                        "nameserver %s\noptions timeout:2 attempts:2\n",
                        gw);
-        fd = openat(np->run_fd, name, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+        fd = openat(hn->run_fd, name, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
                 return errno == ENOENT ? 0 : -errno;
         r = write_all(fd, text, strlen(text));
@@ -254,37 +256,32 @@ static void network_delete_later(const char *host, int dfd, const char *text, co
                 ;
 }
 
-/* What net_setup() made for @id; the veth and elements deleted before returning when @wait
+/* What hostnet_setup() made for @id; the veth and elements deleted before returning when @wait
  * (a failed acquire rolls back completely), else by a grandchild (a release). */
-static void teardown(struct native_provider *np, const char *id, const char *hid, bool wait)
+void hostnet_teardown(const struct hostnet *hn, const char *id, const char *hid, bool wait)
 {
         cleanup_free char *buf = NULL, *text = NULL;
         char name[64], nft[64], host[16], sub[32];
         size_t len;
 
         (void)snprintf(name, sizeof(name), "%s.net", id);
-        if (read_file_at(np->run_fd, name, 32, &buf, &len) < 0)
+        if (read_file_at(hn->run_fd, name, 32, &buf, &len) < 0)
                 return;
         host_name(hid, host);
-        netd_stop(np, id);
+        netd_stop(hn, id);
         (void)snprintf(nft, sizeof(nft), "%s.nft", id);
-        if (read_file_at(np->run_fd, nft, 1u << 22, &text, &len) < 0)
+        if (read_file_at(hn->run_fd, nft, 1u << 22, &text, &len) < 0)
                 text = NULL;
-        cleanup_close int dfd = alloc_dir(np);
+        cleanup_close int dfd = alloc_dir(hn);
         (void)snprintf(sub, sizeof(sub), "net-%lu", strtoul(buf, NULL, 10));
         if (wait)
                 network_delete(host, dfd, text, sub);
         else
                 network_delete_later(host, dfd, text, sub);
-        (void)unlinkat(np->run_fd, nft, 0);
+        (void)unlinkat(hn->run_fd, nft, 0);
         (void)snprintf(nft, sizeof(nft), "%s.resolv", id);
-        (void)unlinkat(np->run_fd, nft, 0);
-        (void)unlinkat(np->run_fd, name, 0);
-}
-
-void net_teardown(struct native_provider *np, const char *id, const char *hid)
-{
-        teardown(np, id, hid, false);
+        (void)unlinkat(hn->run_fd, nft, 0);
+        (void)unlinkat(hn->run_fd, name, 0);
 }
 
 struct sandbox_side {
@@ -320,12 +317,26 @@ static int sandbox_side(struct sandbox_side *s)
         return s->r;
 }
 
+int hostnet_netns_open(pid_t pid)
+{
+        char path[64];
+        int fd;
+
+        (void)snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        return fd >= 0 ? fd : -errno;
+}
+
+bool hostnet_listed(const struct b4_policy *p)
+{
+        return netpolicy_listed(p);
+}
+
 /* The veth pair, its addresses, link state and the sandbox's default route. */
-static int configure(const char *hid, pid_t pid, unsigned n)
+static int configure(const char *hid, int nsfd, unsigned n)
 {
         uint8_t hip[4], sip[4];
-        char host[16], nspath[64];
-        cleanup_close int nsfd = -EBADF;
+        char host[16];
         struct sandbox_side sb = { .nsfd = -EBADF };
         struct nl_sock *nl = NULL;
         unsigned hidx = 0;
@@ -334,10 +345,6 @@ static int configure(const char *hid, pid_t pid, unsigned n)
         host_name(hid, host);
         addr4(n, 1, hip);
         addr4(n, 2, sip);
-        (void)snprintf(nspath, sizeof(nspath), "/proc/%d/ns/net", (int)pid);
-        nsfd = open(nspath, O_RDONLY | O_CLOEXEC);
-        if (nsfd < 0)
-                return -errno;
         nl = rtnl_open();
         r = nl ? rtnl_veth_add(nl, host, PEER, nsfd) : -errno;
         if (r == -EEXIST && rtnl_link_del(nl, host) >= 0) /* a release still deleting it */
@@ -387,7 +394,7 @@ static int nft_query(const char *cmd, char **ret_out)
         return r;
 }
 
-int net_forward_state(const char **ret_what)
+int hostnet_forward_state(const char **ret_what)
 {
         cleanup_free char *out = NULL;
         cleanup_free char *legacy = NULL;
@@ -419,7 +426,7 @@ static int forward_coexist(struct b4_error *err)
 {
         const char *what = NULL;
 
-        if (net_forward_state(&what) != 2)
+        if (hostnet_forward_state(&what) != 2)
                 return 0;
         return netpolicy_run(
                 "add rule ip filter FORWARD iifname \"b4h*\" accept comment \"" COEXIST_TAG
@@ -465,7 +472,7 @@ static int thread_texts(const struct b4_policy *p,
 }
 
 /* The table, a listed thread's netd, then the thread's elements. */
-static int elements_setup(struct native_provider *np,
+static int elements_setup(const struct hostnet *hn,
                           const char *id,
                           const char *hid,
                           unsigned n,
@@ -493,15 +500,15 @@ static int elements_setup(struct native_provider *np,
         if (r >= 0)
                 r = forward_coexist(err);
         if (r >= 0 && listed)
-                r = netd_start(np, id, p, t.ifindex, gw, &t.netd_port, err);
+                r = netd_start(hn, id, p, t.ifindex, gw, &t.netd_port, err);
         if (r >= 0 && thread_texts(p, &t, &add, &del) < 0)
                 r = b4_error_set(err, -ENOMEM, "cannot compile the network elements");
         (void)snprintf(name, sizeof(name), "%s.nft", id);
-        if (r >= 0 && (r = write_file_atomic_at(np->run_fd, name, del, strlen(del), 0600)) < 0)
+        if (r >= 0 && (r = write_file_atomic_at(hn->run_fd, name, del, strlen(del), 0600)) < 0)
                 b4_error_set(err, r, "cannot record the network elements of sandbox %s", id);
         if (r >= 0)
                 r = netpolicy_run(add, err);
-        if (r >= 0 && listed && (r = write_resolv(np, id, gw)) < 0)
+        if (r >= 0 && listed && (r = write_resolv(hn, id, gw)) < 0)
                 b4_error_set(err, r, "cannot write the resolv.conf of sandbox %s", id);
         return r;
 }
@@ -522,7 +529,7 @@ static bool is_zombie(int pid)
 }
 
 /* Whether thread @id's recorded netd is alive (same pid and start time, not a zombie). */
-static bool netd_alive(struct native_provider *np, const char *id)
+static bool netd_alive(const struct hostnet *hn, const char *id)
 {
         cleanup_free char *buf = NULL;
         unsigned long long st = 0;
@@ -532,31 +539,31 @@ static bool netd_alive(struct native_provider *np, const char *id)
         int pid = 0;
 
         (void)snprintf(name, sizeof(name), "%s.netd", id);
-        return read_file_at(np->run_fd, name, 64, &buf, &len) >= 0 &&
+        return read_file_at(hn->run_fd, name, 64, &buf, &len) >= 0 &&
                sscanf(buf, "%d %llu", &pid, &st) == 2 && pid > 1 &&
                proc_starttime(pid, &now) == 0 && now == st && !is_zombie(pid);
 }
 
-int net_lists_revive(struct native_provider *np,
-                     const char *id,
-                     const struct b4_policy *p,
-                     struct b4_error *err)
+int hostnet_lists_revive(const struct hostnet *hn,
+                         const char *id,
+                         const char *hid,
+                         const struct b4_policy *p,
+                         struct b4_error *err)
 {
         cleanup_free char *old = NULL, *add = NULL, *del = NULL, *num = NULL, *batch = NULL;
-        char hid[41], host[16], gw[32], net_name[64], name[64];
+        char host[16], gw[32], net_name[64], name[64];
         struct netpolicy_thread t = { 0 };
         size_t len;
         unsigned n;
         int r;
 
-        if (netd_alive(np, id))
+        if (netd_alive(hn, id))
                 return 0;
-        native_host_id(np, id, hid);
         host_name(hid, host);
         (void)snprintf(net_name, sizeof(net_name), "%s.net", id);
         (void)snprintf(name, sizeof(name), "%s.nft", id);
-        if (read_file_at(np->run_fd, net_name, 32, &num, &len) < 0 ||
-            read_file_at(np->run_fd, name, 1u << 22, &old, &len) < 0)
+        if (read_file_at(hn->run_fd, net_name, 32, &num, &len) < 0 ||
+            read_file_at(hn->run_fd, name, 1u << 22, &old, &len) < 0)
                 return b4_error_set(err, -ENOENT, "sandbox %s has no network lists to revive", id);
         n = (unsigned)strtoul(num, NULL, 10);
         addr(n, 1, gw, sizeof(gw));
@@ -565,54 +572,54 @@ int net_lists_revive(struct native_provider *np,
         if (t.ifindex == 0)
                 return b4_error_set(err, -ENODEV, "cannot find the veth '%s'", host);
         /* the old one is gone (or a zombie): its record is overwritten, its log kept */
-        r = netd_start(np, id, p, t.ifindex, gw, &t.netd_port, err);
+        r = netd_start(hn, id, p, t.ifindex, gw, &t.netd_port, err);
         if (r >= 0 &&
             (thread_texts(p, &t, &add, &del) < 0 || b4_asprintf(&batch, "%s%s", old, add) < 0))
                 r = b4_error_set(err, -ENOMEM, "cannot compile the network lists");
         /* the old elements out and the new in, in one transaction: never unfiltered */
         if (r >= 0)
                 r = netpolicy_run(batch, err);
-        if (r >= 0 && (r = write_file_atomic_at(np->run_fd, name, del, strlen(del), 0600)) < 0)
+        if (r >= 0 && (r = write_file_atomic_at(hn->run_fd, name, del, strlen(del), 0600)) < 0)
                 b4_error_set(err, r, "cannot record the network lists of sandbox %s", id);
         return r;
 }
 
-int net_setup(struct native_provider *np,
-              const char *id,
-              const char *hid,
-              pid_t pid,
-              const struct b4_policy *p,
-              struct b4_error *err)
+int hostnet_setup(const struct hostnet *hn,
+                  const char *id,
+                  const char *hid,
+                  int netns_fd,
+                  const struct b4_policy *p,
+                  struct b4_error *err)
 {
         const char *why = NULL;
         char name[64], num[16];
         unsigned n = 0;
         int r;
 
-        r = net_available(&why);
+        r = hostnet_available(&why);
         if (r < 0)
                 return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
                                          "Sandbox unavailable: network \"allow\" needs a veth and "
                                          "NAT but %s. Use network \"deny\" or fix the host. Run "
                                          "`b4box check`.",
                                          why);
-        r = alloc_subnet(np, hid, &n);
+        r = alloc_subnet(hn, hid, &n);
         if (r < 0)
                 return b4_error_set(err, r, "cannot allocate a sandbox subnet");
         (void)snprintf(name, sizeof(name), "%s.net", id);
         (void)snprintf(num, sizeof(num), "%u", n);
-        r = write_string_at(np->run_fd, name, num);
+        r = write_string_at(hn->run_fd, name, num);
         if (r == -ENOENT) {
-                int fd = openat(np->run_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                int fd = openat(hn->run_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
                 r = fd < 0 ? -errno : write_all(fd, num, strlen(num));
                 safe_close(fd);
         }
-        if (r >= 0 && (r = configure(hid, pid, n)) < 0)
+        if (r >= 0 && (r = configure(hid, netns_fd, n)) < 0)
                 b4_error_set(err, r, "cannot set up the veth of sandbox %s", id);
         if (r >= 0)
-                r = elements_setup(np, id, hid, n, p, err);
+                r = elements_setup(hn, id, hid, n, p, err);
         if (r < 0) {
-                teardown(np, id, hid, true);
+                hostnet_teardown(hn, id, hid, true);
                 return r;
         }
         return 0;

@@ -23,8 +23,9 @@
 #include "base/alloc.h"
 #include "base/fd-util.h"
 #include "base/macro.h"
+#include "base/proc-util.h"
 #include "base/strv.h"
-#include "native.h"
+#include "hostnet.h"
 #include "netpolicy.h"
 
 #ifndef B4_NETD_BUILD_PATH
@@ -146,7 +147,7 @@ static int read_handshake(int fd, pid_t *ret_pid, uint16_t *ret_port)
         return 0;
 }
 
-static int record(struct native_provider *np, const char *id, pid_t pid)
+static int record(const struct hostnet *hn, const char *id, pid_t pid)
 {
         char name[64], text[64];
         uint64_t st;
@@ -156,10 +157,10 @@ static int record(struct native_provider *np, const char *id, pid_t pid)
                 return r;
         (void)snprintf(name, sizeof(name), "%s.netd", id);
         (void)snprintf(text, sizeof(text), "%d %llu\n", (int)pid, (unsigned long long)st);
-        return write_file_atomic_at(np->run_fd, name, text, strlen(text), 0600);
+        return write_file_atomic_at(hn->run_fd, name, text, strlen(text), 0600);
 }
 
-int netd_start(struct native_provider *np,
+int netd_start(const struct hostnet *hn,
                const char *id,
                const struct b4_policy *p,
                unsigned ifindex,
@@ -180,7 +181,7 @@ int netd_start(struct native_provider *np,
         if (r < 0)
                 return b4_error_set(err, r, "cannot start b4box-netd");
         (void)snprintf(log, sizeof(log), "%s.netd.log", id);
-        log_fd = openat(np->run_fd, log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        log_fd = openat(hn->run_fd, log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
         if (log_fd < 0 || pipe2(pipe_fd, O_CLOEXEC) < 0)
                 return b4_error_set(err, -errno, "cannot start b4box-netd");
         mid = fork();
@@ -194,7 +195,7 @@ int netd_start(struct native_provider *np,
                 r = read_handshake(pipe_fd[0], &pid, ret_port);
         safe_close(pipe_fd[0]);
         if (r >= 0)
-                r = record(np, id, pid);
+                r = record(hn, id, pid);
         if (r < 0) {
                 if (pid > 0)
                         (void)kill(pid, SIGKILL);
@@ -203,7 +204,7 @@ int netd_start(struct native_provider *np,
         return 0;
 }
 
-void netd_stop(struct native_provider *np, const char *id)
+void netd_stop(const struct hostnet *hn, const char *id)
 {
         cleanup_free char *buf = NULL;
         char name[64];
@@ -213,12 +214,12 @@ void netd_stop(struct native_provider *np, const char *id)
         int pid = 0;
 
         (void)snprintf(name, sizeof(name), "%s.netd", id);
-        if (read_file_at(np->run_fd, name, 64, &buf, &len) < 0)
+        if (read_file_at(hn->run_fd, name, 64, &buf, &len) < 0)
                 return;
         if (sscanf(buf, "%d %llu", &pid, &st) == 2 && pid > 1 && proc_starttime(pid, &now) == 0 &&
             now == st)
                 (void)kill(pid, SIGTERM);
-        (void)unlinkat(np->run_fd, name, 0);
+        (void)unlinkat(hn->run_fd, name, 0);
         (void)snprintf(name, sizeof(name), "%s.netd.log", id);
-        (void)unlinkat(np->run_fd, name, 0);
+        (void)unlinkat(hn->run_fd, name, 0);
 }

@@ -2,9 +2,9 @@
 #pragma once
 
 /*
- * Network lists on native (docs/native.md §Network): the host-side `inet b4box` table
- * (b4box.nft, installed idempotently through libnftables), a thread's elements compiled
- * from its policy, and its b4box-netd. Used by net.c for threads whose policy has a list.
+ * Network lists (docs/native.md §Network, docs/docker.md §Network): the host-side `inet b4box`
+ * table (b4box.nft, installed idempotently through libnftables), a thread's elements compiled from
+ * its policy, and its b4box-netd. Used by veth.c for threads whose policy has a list.
  */
 
 #include <stdbool.h>
@@ -14,7 +14,7 @@
 #include "b4box/error.h"
 #include "b4box/policy.h"
 
-struct native_provider;
+struct hostnet;
 
 /* What one listed thread's elements are keyed by and point to. */
 struct netpolicy_thread {
@@ -65,7 +65,7 @@ int netpolicy_probe(const char **ret_why);
  * and dns options; record it as run/<id>.netd ("<pid> <starttime>"), its log run/<id>.netd.log.
  * Return: 0 with *@ret_port, or a negative errno (message in @err).
  */
-int netd_start(struct native_provider *np,
+int netd_start(const struct hostnet *hn,
                const char *id,
                const struct b4_policy *p,
                unsigned ifindex,
@@ -75,7 +75,7 @@ int netd_start(struct native_provider *np,
 
 /* netd_stop() - stop the netd recorded for @id (checked by start time), drop its record and
  * its log. */
-void netd_stop(struct native_provider *np, const char *id);
+void netd_stop(const struct hostnet *hn, const char *id);
 
 /* netd_exe_path() - the b4box-netd that netd_start() would run, or NULL. */
 const char *netd_exe_path(void);
