@@ -4,7 +4,7 @@ _b4box() {
     local cur prev cmd i
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD - 1]}
-    local commands="serve threads exec tool read release destroy bundle upload check conformance probe help version"
+    local commands="serve threads exec tool read network release destroy bundle upload check conformance probe help version"
     local globals="-c --config --state --help -h"
 
     case $prev in
@@ -39,6 +39,7 @@ _b4box() {
     exec) opts="--thread --timeout --server" ;;
     tool) opts="--thread --server --provider --mode --allow --deny --read-cap" words="readFile writeFile editFile listDir runBash" ;;
     read) opts="--root --exclude --exclude-path --skip-unsupported --expect-source --consistent --json --server" ;;
+    network) opts="--json --server" ;;
     release) opts="" ;;
     destroy) opts="" ;;
     bundle) opts="--include-from --exclude-dir --output -o --json" words="create verify" ;;

@@ -241,6 +241,14 @@ struct b4_provider_ops {
         /* Optional: whether @thread_id's compute is running though nothing holds it here
          * (a restart left it; the next acquire adopts it). No lease, no side effect. */
         bool (*kept)(struct b4_provider *p, const char *thread_id);
+        /* Optional: the thread's network audit as netd shapes it (docs/native.md §Audit: a
+         * JSON object with mode, dns, destinations, denials, truncated), *ret_json new.
+         * -ENOENT with the reason in @err when the thread has nothing audited (core then
+         * answers "enforced": false with that reason). */
+        int (*network_audit)(struct b4_provider *p,
+                             const char *thread_id,
+                             char **ret_json,
+                             struct b4_error *err);
         /* Core has dropped every entry's state before. */
         void (*free)(struct b4_provider *p);
 };

@@ -411,6 +411,22 @@ B4_PUBLIC int b4_provider_freeze(struct b4_provider *p,
                                  bool frozen,
                                  struct b4_error *err);
 
+/**
+ * b4_provider_network_audit() - thread @thread_id's network audit (docs/http-api.md,
+ * GET /threads/{id}/network): one JSON object {thread, provider, enforced, reason?, mode?,
+ * dns: {queries, admitted, refused, failed, dropped, events: [...]}, destinations: [...],
+ * denials: [...], truncated?}. A provider without an audit, or a thread with nothing
+ * audited (no network list, not acquired), gives that shape with "enforced": false, the
+ * reason, zero totals and empty lists.
+ * @ret_json: new, NUL-terminated; the caller frees it with free().
+ * Return: 0; -EINVAL (no provider or id); -EIO (the audit exists but could not be read:
+ * message in @err); -ENOMEM.
+ */
+B4_PUBLIC int b4_provider_network_audit(struct b4_provider *p,
+                                        const char *thread_id,
+                                        char **ret_json,
+                                        struct b4_error *err);
+
 /** b4_provider_free() - NULL ok. Does not release live sandboxes. Return: NULL. */
 B4_PUBLIC struct b4_provider *b4_provider_free(struct b4_provider *p);
 

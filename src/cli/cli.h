@@ -112,4 +112,6 @@ int cmd_release(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_destroy(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_bundle(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_read(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_network(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_upload(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_image(int argc, char **argv, const struct cli_ctx *ctx);

@@ -70,6 +70,11 @@ static const struct cli_command commands[] = {
           "  --json                   one JSON document\n"
           "  --server URL             read through a server (default: $B4BOX_URL, else local)\n",
           .uses_provider = true },
+        { "network", cmd_network, "a thread's network audit (DNS, destinations, denials)",
+          "b4box network THREAD [--json] [--server URL]",
+          "  --json                   the audit document (docs/http-api.md)\n"
+          "  --server URL             read through a server (default: $B4BOX_URL, else local)\n",
+          .uses_provider = true },
         { "release", cmd_release, "release a thread's sandbox, keeping its workspace",
           "b4box release ID", "", .uses_provider = true },
         { "destroy", cmd_destroy, "destroy a thread's sandbox and workspace", "b4box destroy ID",
@@ -86,6 +91,14 @@ static const struct cli_command commands[] = {
           "b4box upload BUNDLE.json [--server URL] [--json]",
           "  --server URL             the server (default: $B4BOX_URL)\n"
           "  --json                   {digest, status} instead of text\n",
+          .uses_provider = false },
+        { "image", cmd_image, "import, list, inspect or remove OCI images in the state dir",
+          "b4box image import FILE [--name NAME:TAG] [--json]\n"
+          "b4box image ls|inspect REF|rm REF [--json]",
+          "  --name NAME:TAG          a reference for the imported image (besides its own tags)\n"
+          "  --json                   one JSON document\n"
+          "FILE: a `docker save` archive, or an OCI image layout (directory or tar).\n"
+          "REF: name:tag, name@sha256:HEX or sha256:HEX (the image's config digest).\n",
           .uses_provider = false },
         { "check", cmd_check, "validate the configuration and run the provider's preflight",
           "b4box check [--json] [--strict]",

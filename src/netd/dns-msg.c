@@ -117,6 +117,23 @@ static int skip_name(struct rd *r)
         }
 }
 
+/* The one additional record of a query: an OPT owned by the root; its class is the size. */
+static int get_opt(struct rd *r, uint16_t *ret_size)
+{
+        uint16_t type, size, rdlen;
+        uint32_t ttl;
+
+        if (r->off >= r->len || r->msg[r->off] != 0)
+                return -EBADMSG;
+        r->off++;
+        if (get16(r, &type) < 0 || type != DNS_T_OPT || get16(r, &size) < 0 || get32(r, &ttl) < 0 ||
+            get16(r, &rdlen) < 0 || r->len - r->off < rdlen)
+                return -EBADMSG;
+        r->off += rdlen;
+        *ret_size = size < DNS_UDP_MAX ? DNS_UDP_MAX : size;
+        return 0;
+}
+
 int dns_query_parse(const uint8_t *msg, size_t len, struct dns_query *ret)
 {
         struct rd r = { .msg = msg, .len = len };
@@ -137,9 +154,9 @@ int dns_query_parse(const uint8_t *msg, size_t len, struct dns_query *ret)
         (void)get16(&r, &an);
         (void)get16(&r, &ns);
         (void)get16(&r, &ar);
-        /* ar may carry one EDNS OPT record: tolerated and ignored (netd answers in 512) */
         if (qd != 1 || an != 0 || ns != 0 || ar > 1 || get_name(&r, q.name) < 0 ||
-            get16(&r, &q.qtype) < 0 || get16(&r, &q.qclass) < 0)
+            get16(&r, &q.qtype) < 0 || get16(&r, &q.qclass) < 0 ||
+            (ar == 1 && get_opt(&r, &q.edns_size) < 0))
                 return -EBADMSG;
         *ret = q;
         return 0;
@@ -386,7 +403,9 @@ static int put_header(struct wr *w, const struct dns_query *q, uint16_t flags, u
         if (r >= 0)
                 r = put16(w, n_an);
         if (r >= 0)
-                r = put32(w, 0);
+                r = put16(w, 0);
+        if (r >= 0)
+                r = put16(w, q->edns_size ? 1 : 0);
         if (r >= 0)
                 r = put_name(w, q->name);
         if (r >= 0)
@@ -394,6 +413,16 @@ static int put_header(struct wr *w, const struct dns_query *q, uint16_t flags, u
         if (r >= 0)
                 r = put16(w, q->qclass);
         return r;
+}
+
+/* The OPT record netd sends: root owner, DNS_EDNS_MAX, no extended rcode, no option. */
+static int put_opt(struct wr *w)
+{
+        static const uint8_t opt[DNS_OPT_LEN] = {
+                0, DNS_T_OPT >> 8, DNS_T_OPT & 0xff, DNS_EDNS_MAX >> 8, DNS_EDNS_MAX & 0xff,
+        };
+
+        return put_bytes(w, opt, sizeof(opt));
 }
 
 int dns_reply_build(const struct dns_query *q,
@@ -405,9 +434,12 @@ int dns_reply_build(const struct dns_query *q,
 {
         uint16_t flags =
                 (uint16_t)(DNS_FLAG_QR | (q->flags & DNS_FLAG_RD) | DNS_FLAG_RA | (rcode & 0xfu));
-        size_t n = ans ? ans->n : 0;
+        size_t n = ans ? ans->n : 0, opt = q->edns_size ? DNS_OPT_LEN : 0;
         struct wr w = { .out = out, .cap = cap > DNS_MSG_MAX ? DNS_MSG_MAX : cap };
 
+        if (w.cap < opt)
+                return -ENOBUFS;
+        w.cap -= opt; /* the OPT record's room is kept whatever the answers take */
         if (put_header(&w, q, flags, (uint16_t)n) < 0)
                 return -ENOBUFS;
         for (size_t i = 0; i < n; i++)
@@ -417,7 +449,17 @@ int dns_reply_build(const struct dns_query *q,
                                 return -ENOBUFS;
                         break;
                 }
+        w.cap += opt;
+        if (opt && put_opt(&w) < 0)
+                return -ENOBUFS;
         return (int)w.off;
+}
+
+size_t dns_udp_reply_cap(const struct dns_query *q)
+{
+        if (q->edns_size == 0)
+                return DNS_UDP_MAX;
+        return q->edns_size > DNS_EDNS_MAX ? DNS_EDNS_MAX : q->edns_size;
 }
 
 int dns_query_build(const struct dns_query *q, uint8_t *out, size_t cap)
@@ -430,14 +472,16 @@ int dns_query_build(const struct dns_query *q, uint8_t *out, size_t cap)
         if (r >= 0)
                 r = put16(&w, 1);
         if (r >= 0)
-                r = put16(&w, 0);
-        if (r >= 0)
                 r = put32(&w, 0);
+        if (r >= 0)
+                r = put16(&w, q->edns_size ? 1 : 0);
         if (r >= 0)
                 r = put_name(&w, q->name);
         if (r >= 0)
                 r = put16(&w, q->qtype);
         if (r >= 0)
                 r = put16(&w, q->qclass);
+        if (r >= 0 && q->edns_size)
+                r = put_opt(&w);
         return r < 0 ? -ENOBUFS : (int)w.off;
 }

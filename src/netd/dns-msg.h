@@ -15,7 +15,9 @@
 #include "b4box/policy.h"
 
 #define DNS_HEADER    12
-#define DNS_UDP_MAX   512 /* netd answers UDP in 512 bytes (no EDNS); larger sets TC */
+#define DNS_UDP_MAX   512  /* a UDP message without EDNS (RFC 1035 §4.2.1) */
+#define DNS_EDNS_MAX  1232 /* netd's EDNS payload size: what it advertises and answers in */
+#define DNS_OPT_LEN   11   /* an OPT record with no options */
 #define DNS_MSG_MAX   65535
 #define DNS_MAX_RR    32 /* answer records kept from one upstream answer */
 #define DNS_MAX_HOPS  8  /* CNAMEs followed from the question */
@@ -35,6 +37,7 @@ enum dns_type {
         DNS_T_TXT = 16,
         DNS_T_AAAA = 28,
         DNS_T_SRV = 33,
+        DNS_T_OPT = 41,
         DNS_T_SVCB = 64,
         DNS_T_HTTPS = 65,
 };
@@ -54,6 +57,7 @@ struct dns_query {
         char name[B4_NET_NAME_MAX + 1]; /* lowercase, no final dot; "" is the root */
         uint16_t qtype;
         uint16_t qclass;
+        uint16_t edns_size; /* 0: no EDNS OPT record; else its payload size, at least 512 */
 };
 
 /* One answer record on the chain. Names are lowercase text; rdata is what netd re-encodes. */
@@ -74,10 +78,13 @@ struct dns_answer {
 };
 
 /*
- * dns_query_parse() - a query as a sandbox sends it. Return: 0; -EPROTO when fewer than 12
- * bytes or QR set (drop it: no reply); -EOPNOTSUPP when the opcode is not QUERY (NOTIMP);
- * -EBADMSG otherwise, when it is not exactly one well-formed question (FORMERR). On
- * -EOPNOTSUPP and -EBADMSG, ret->id and ret->flags are set (for the error reply).
+ * dns_query_parse() - a query as a sandbox sends it: one question and at most one additional
+ * record, an EDNS OPT (RFC 6891: root owner, its class the payload size, a size under 512
+ * read as 512) whose options are ignored. Return: 0; -EPROTO when fewer than 12 bytes or QR
+ * set (drop it: no reply); -EOPNOTSUPP when the opcode is not QUERY (NOTIMP); -EBADMSG
+ * otherwise, when it is not exactly one well-formed question, or its additional record is
+ * not an OPT (FORMERR). On -EOPNOTSUPP and -EBADMSG, ret->id and ret->flags are set (for
+ * the error reply).
  */
 int dns_query_parse(const uint8_t *msg, size_t len, struct dns_query *ret);
 
@@ -97,9 +104,10 @@ int dns_answer_parse(const uint8_t *msg,
 /*
  * dns_reply_build() - netd's reply to @q into @out (@cap bytes, at most DNS_MSG_MAX):
  * header (ID echoed, QR, RD echoed, RA, @rcode), the question, then @ans's records (NULL for
- * none) with TTLs at most @ttl_cap, names uncompressed. A reply that does not fit drops
- * every record and sets TC. Return: the length, or -ENOBUFS when not even the question
- * fits.
+ * none) with TTLs at most @ttl_cap, names uncompressed, then an OPT record advertising
+ * DNS_EDNS_MAX when @q had one. A reply that does not fit drops every answer record and
+ * sets TC (the client asks again over TCP). Return: the length, or -ENOBUFS when not even
+ * the question fits.
  */
 int dns_reply_build(const struct dns_query *q,
                     uint16_t rcode,
@@ -108,6 +116,10 @@ int dns_reply_build(const struct dns_query *q,
                     uint8_t *out,
                     size_t cap);
 
-/* dns_query_build() - a query for @q (ID, RD from q->flags) into @out. Return: length or -ENOBUFS.
- */
+/* dns_udp_reply_cap() - how large a UDP reply to @q may be: 512 without EDNS, else its
+ * payload size clamped to [512, DNS_EDNS_MAX]. */
+size_t dns_udp_reply_cap(const struct dns_query *q);
+
+/* dns_query_build() - a query for @q (ID, RD from q->flags; an OPT record advertising
+ * DNS_EDNS_MAX when q->edns_size) into @out. Return: length or -ENOBUFS. */
 int dns_query_build(const struct dns_query *q, uint8_t *out, size_t cap);

@@ -6,14 +6,22 @@
  * it was sent to. It answers admitted names only (others NXDOMAIN, nothing upstream), keeps
  * only the answer chain from the question, refuses rebinding answers, and pins each admitted
  * IPv4 answer into the thread's elements (pin4 / pin4p, keyed by the veth ifindex; netlink,
- * netd-pin.c) before the reply leaves.
+ * netd-pin.c) before the reply leaves; in allow mode the addresses of denylisted names go
+ * into dpin4 (dropped), exact names' resolved at start and at each pin's end. It keeps the
+ * thread's audit (netd-audit.c) and serves it on a unix socket.
  *
  *   b4box-netd --ifindex N --listen ADDR --mode deny|allow [--upstream ADDR]...
- *              [--pin-floor S] [--pin-cap S] [--table NAME] [--] [ENTRY]...
+ *              [--pin-floor S] [--pin-cap S] [--table NAME] [--audit PATH] [--] [ENTRY]...
  *
- * It binds ADDR on one free port for UDP and TCP, keeps only CAP_NET_ADMIN (as root), writes
- * "<pid> <port>\n" to stdout, closes stdout and serves until SIGTERM. One query at a time (a
- * thread's resolver load is small; each upstream try waits at most 2 s). Log lines go to stderr.
+ * It binds ADDR on one free port for UDP and TCP (and the unix socket PATH, mode 0600, for
+ * the audit: docs/native.md §Audit), keeps only CAP_NET_ADMIN (as root), starts its
+ * NETD_WORKERS workers, loads its seccomp filter (netd-seccomp.c), writes "<pid> <port>\n" to
+ * stdout, closes stdout and serves until SIGTERM. The main thread receives; it answers what
+ * needs no upstream itself (unlisted names, NODATA, errors: a flood of them takes no worker)
+ * and queues the rest for a worker (so a slow upstream holds one worker for at most its
+ * timeouts, never the others); a full queue drops the query (counted; the client retries),
+ * and TCP clients hold at most NETD_TCP_WORKERS workers. On SIGTERM it deletes its thread's
+ * audit elements (audited, acct4, deny4) and exits. Log lines go to stderr.
  */
 
 #include <arpa/inet.h>
@@ -23,45 +31,51 @@
 #include <linux/capability.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/macro.h"
 #include "core/net-entry.h"
-#include "dns-msg.h"
-#include "netd-pin.h"
-#include "netd-policy.h"
+#include "netd.h"
 
-#define UPSTREAM_TIMEOUT_MS 2000
-#define TCP_TIMEOUT_S       2
-#define TCP_MAX_QUERIES     16
-#define PIN_SLACK_S         5
-#define MAX_PORTS           16
+struct job {
+        enum {
+                JOB_UDP,
+                JOB_TCP,
+                JOB_AUDIT,
+                JOB_PREFETCH
+        } kind;
 
-struct upstream {
-        struct sockaddr_storage sa;
-        socklen_t len;
+        /* JOB_TCP, JOB_AUDIT: the accepted connection (the worker closes it); JOB_PREFETCH:
+         * the index of the entry to resolve */
+        int fd;
+        struct sockaddr_storage from;
+        socklen_t from_len;
+        size_t len;
+        uint8_t msg[NETD_UDP_QUERY_MAX];
 };
 
-struct netd {
-        struct netd_policy policy;
-        struct b4_net_entry *entries;
-        unsigned ifindex;
-        const char *table;
-        struct upstream up[B4_NET_MAX_UPSTREAM];
-        size_t n_up;
-        struct pinner pin;
-        int udp_fd, tcp_fd;
-        uint64_t last_pin_us; /* the last pin transaction, for the log */
-};
+/* The jobs waiting for a worker: a ring of NETD_QUEUE under one lock. */
+static struct {
+        pthread_mutex_t lock;
+        pthread_cond_t more;
+        struct job jobs[NETD_QUEUE];
+        size_t head, n;
+        unsigned tcp_busy; /* TCP jobs queued or being served */
+        unsigned ready;    /* workers started, waiting for jobs */
+        size_t n_entries;
+        int64_t *due_ms; /* per entry: when to prefetch it next (INT64_MAX: never, or queued) */
+} queue = { .lock = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER };
 
 static volatile sig_atomic_t stop;
 
@@ -75,7 +89,7 @@ static void usage(void)
 {
         fprintf(stderr, "usage: b4box-netd --ifindex N --listen ADDR --mode deny|allow "
                         "[--upstream ADDR]... [--pin-floor S] [--pin-cap S] [--table NAME] "
-                        "[--] [ENTRY]...\n");
+                        "[--audit PATH] [--] [ENTRY]...\n");
         exit(2);
 }
 
@@ -126,294 +140,6 @@ static void host_upstreams(struct netd *d)
                 if (sscanf(line, " nameserver %63s", addr) == 1)
                         (void)add_upstream(d, addr);
         (void)fclose(f);
-}
-
-static uint64_t now_us(void)
-{
-        struct timespec ts;
-
-        (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-#define MAX_PINS (DNS_MAX_RR * MAX_PORTS * 2)
-
-/* Pin every A record of @ans for @life seconds (+ slack), in one transaction: pin4, or pin4p
- * with each port range of the entries admitting the question's name. */
-static int pin_answer(struct netd *d,
-                      const struct dns_query *q,
-                      const struct dns_answer *ans,
-                      uint32_t life)
-{
-        static struct pin_elem pins[MAX_PINS];
-        uint16_t lo[MAX_PORTS], hi[MAX_PORTS];
-        size_t n_ports = netd_name_ports(&d->policy, q->name, lo, hi, MAX_PORTS), n = 0;
-        uint64_t t0 = now_us();
-        int r;
-
-        for (size_t i = 0; i < ans->n; i++) {
-                if (ans->rr[i].type != DNS_T_A)
-                        continue;
-                if (n_ports == 0)
-                        pin_key4(&pins[n++], d->ifindex, ans->rr[i].data);
-                for (size_t k = 0; k < n_ports; k++) {
-                        pin_key4p(&pins[n++], d->ifindex, ans->rr[i].data, IPPROTO_TCP, lo[k],
-                                  hi[k]);
-                        pin_key4p(&pins[n++], d->ifindex, ans->rr[i].data, IPPROTO_UDP, lo[k],
-                                  hi[k]);
-                }
-        }
-        r = pinner_run(&d->pin, d->table, n_ports == 0 ? "pin4" : "pin4p", pins, n,
-                       (uint64_t)(life + PIN_SLACK_S) * 1000u);
-        d->last_pin_us = now_us() - t0;
-        if (r < 0)
-                fprintf(stderr, "netd: pin: %s\n", strerror(-r));
-        return r;
-}
-
-static uint32_t min_ttl(const struct dns_answer *ans)
-{
-        uint32_t t = UINT32_MAX;
-
-        for (size_t i = 0; i < ans->n; i++)
-                if (ans->rr[i].ttl < t)
-                        t = ans->rr[i].ttl;
-        return t;
-}
-
-static bool rebinding(struct netd *d, const struct dns_answer *ans)
-{
-        for (size_t i = 0; i < ans->n; i++)
-                if (ans->rr[i].type == DNS_T_A && netd_addr_refused(&d->policy, ans->rr[i].data))
-                        return true;
-        return false;
-}
-
-static int recv_tcp_msg(int fd, uint8_t *buf, size_t cap, size_t *ret_len);
-
-/* Ask one upstream over TCP (after a truncated UDP answer). */
-static int ask_tcp(const struct upstream *u,
-                   const uint8_t *query,
-                   size_t qlen,
-                   uint8_t *buf,
-                   size_t cap,
-                   size_t *ret_len)
-{
-        struct timeval tv = { .tv_sec = TCP_TIMEOUT_S };
-        uint8_t hdr[2] = { (uint8_t)(qlen >> 8), (uint8_t)qlen };
-        int fd = socket(u->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), r = -EIO;
-
-        if (fd < 0)
-                return -errno;
-        (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        if (connect(fd, (const struct sockaddr *)&u->sa, u->len) == 0 &&
-            send(fd, hdr, 2, MSG_NOSIGNAL) == 2 &&
-            send(fd, query, qlen, MSG_NOSIGNAL) == (ssize_t)qlen)
-                r = recv_tcp_msg(fd, buf, cap, ret_len);
-        (void)close(fd);
-        return r;
-}
-
-/* Wait up to the timeout for an answer to @q on the connected @fd (others are ignored). */
-static int wait_udp(int fd, const struct dns_query *q, uint8_t *buf, struct dns_answer *ans)
-{
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-
-        while (poll(&p, 1, UPSTREAM_TIMEOUT_MS) == 1) {
-                ssize_t n = recv(fd, buf, DNS_MSG_MAX, 0);
-                int r;
-
-                if (n < 0)
-                        return -errno;
-                r = dns_answer_parse(buf, (size_t)n, q, ans);
-                if (r != -EPROTO)
-                        return r;
-        }
-        return -ETIMEDOUT;
-}
-
-/* Forward @q to each upstream in turn until one answers. */
-static int resolve(struct netd *d, const struct dns_query *q, struct dns_answer *ans)
-{
-        static uint8_t buf[DNS_MSG_MAX];
-        struct dns_query uq = *q;
-        uint8_t query[DNS_UDP_MAX];
-        int r = -ENETUNREACH;
-
-        for (size_t i = 0; i < d->n_up; i++) {
-                int qlen, fd;
-                size_t len;
-
-                if (getrandom(&uq.id, sizeof(uq.id), 0) != sizeof(uq.id))
-                        return -EIO;
-                uq.flags = DNS_FLAG_RD;
-                qlen = dns_query_build(&uq, query, sizeof(query));
-                if (qlen < 0)
-                        return qlen;
-                fd = socket(d->up[i].sa.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-                if (fd < 0)
-                        return -errno;
-                r = connect(fd, (const struct sockaddr *)&d->up[i].sa, d->up[i].len) == 0 &&
-                                    send(fd, query, (size_t)qlen, 0) == qlen
-                            ? wait_udp(fd, &uq, buf, ans)
-                            : -errno;
-                (void)close(fd);
-                if (r == -EMSGSIZE) {
-                        r = ask_tcp(&d->up[i], query, (size_t)qlen, buf, sizeof(buf), &len);
-                        if (r >= 0)
-                                r = dns_answer_parse(buf, len, &uq, ans);
-                }
-                if (r >= 0 && ans->rcode != DNS_RC_SERVFAIL && ans->rcode != DNS_RC_REFUSED)
-                        return 0;
-        }
-        return r < 0 ? r : -EIO;
-}
-
-static const char *verdict_name(enum netd_verdict v)
-{
-        static const char *const names[] = { "forward", "nxdomain-policy", "nodata", "notimp" };
-
-        return names[v];
-}
-
-/* Answer a forwarded question: resolve, refuse rebinding, pin, then build. */
-static int answer_forward(
-        struct netd *d, const struct dns_query *q, uint8_t *out, size_t cap, const char **ret_what)
-{
-        static struct dns_answer ans;
-        uint32_t life;
-        int r;
-
-        r = resolve(d, q, &ans);
-        if (r == -EBADMSG || r < 0) {
-                *ret_what = r == -EBADMSG ? "upstream-malformed" : "upstream-failed";
-                return dns_reply_build(q, DNS_RC_SERVFAIL, NULL, 0, out, cap);
-        }
-        if (ans.rcode != DNS_RC_NOERROR) {
-                *ret_what = "upstream-rcode";
-                return dns_reply_build(
-                        q, ans.rcode == DNS_RC_NXDOMAIN ? DNS_RC_NXDOMAIN : DNS_RC_SERVFAIL, NULL,
-                        0, out, cap);
-        }
-        if (rebinding(d, &ans)) {
-                *ret_what = "rebind";
-                return dns_reply_build(q, DNS_RC_NXDOMAIN, NULL, 0, out, cap);
-        }
-        life = netd_pin_life(&d->policy, ans.n ? min_ttl(&ans) : 0);
-        if (d->policy.mode == B4_NETWORK_DENY && pin_answer(d, q, &ans, life) < 0) {
-                *ret_what = "pin-failed";
-                return dns_reply_build(q, DNS_RC_SERVFAIL, NULL, 0, out, cap);
-        }
-        *ret_what = "answer";
-        return dns_reply_build(q, DNS_RC_NOERROR, &ans, life, out, cap);
-}
-
-/* The reply to one query message, or -1 for none (not a query). */
-static int handle(struct netd *d, const uint8_t *msg, size_t len, uint8_t *out, size_t cap)
-{
-        struct dns_query q = { 0 };
-        const char *what;
-        int r = dns_query_parse(msg, len, &q);
-        enum netd_verdict v;
-
-        d->last_pin_us = 0;
-        if (r == -EPROTO)
-                return -1;
-        if (r < 0)
-                return dns_reply_build(&q, r == -EOPNOTSUPP ? DNS_RC_NOTIMP : DNS_RC_FORMERR, NULL,
-                                       0, out, cap);
-        v = netd_query_verdict(&d->policy, &q);
-        what = verdict_name(v);
-        switch (v) {
-        case NETD_FORWARD:
-                r = answer_forward(d, &q, out, cap, &what);
-                break;
-        case NETD_NXDOMAIN:
-                r = dns_reply_build(&q, DNS_RC_NXDOMAIN, NULL, 0, out, cap);
-                break;
-        case NETD_NODATA:
-                r = dns_reply_build(&q, DNS_RC_NOERROR, NULL, 0, out, cap);
-                break;
-        case NETD_NOTIMP:
-                r = dns_reply_build(&q, DNS_RC_NOTIMP, NULL, 0, out, cap);
-                break;
-        }
-        fprintf(stderr, "netd: query name=%s type=%u verdict=%s pin_us=%llu\n",
-                q.name[0] ? q.name : ".", q.qtype, what, (unsigned long long)d->last_pin_us);
-        return r;
-}
-
-static void serve_udp(struct netd *d)
-{
-        uint8_t msg[DNS_MSG_MAX], out[DNS_UDP_MAX];
-        struct sockaddr_storage from;
-        socklen_t flen = sizeof(from);
-        ssize_t n = recvfrom(d->udp_fd, msg, sizeof(msg), MSG_DONTWAIT, (struct sockaddr *)&from,
-                             &flen);
-        int r;
-
-        if (n < 0)
-                return;
-        r = handle(d, msg, (size_t)n, out, sizeof(out));
-        if (r > 0)
-                (void)sendto(d->udp_fd, out, (size_t)r, 0, (struct sockaddr *)&from, flen);
-}
-
-static int read_exact(int fd, uint8_t *buf, size_t n)
-{
-        while (n > 0) {
-                ssize_t k = recv(fd, buf, n, 0);
-
-                if (k <= 0)
-                        return k == 0 ? -ECONNRESET : -errno;
-                buf += k;
-                n -= (size_t)k;
-        }
-        return 0;
-}
-
-static int recv_tcp_msg(int fd, uint8_t *buf, size_t cap, size_t *ret_len)
-{
-        uint8_t hdr[2];
-        size_t len;
-
-        if (read_exact(fd, hdr, 2) < 0)
-                return -EIO;
-        len = (size_t)hdr[0] << 8 | hdr[1];
-        if (len > cap || read_exact(fd, buf, len) < 0)
-                return -EIO;
-        *ret_len = len;
-        return 0;
-}
-
-static void serve_tcp(struct netd *d)
-{
-        static uint8_t msg[DNS_MSG_MAX], out[DNS_MSG_MAX + 2];
-        struct timeval tv = { .tv_sec = TCP_TIMEOUT_S };
-        int fd = accept4(d->tcp_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        size_t len;
-
-        if (fd < 0)
-                return;
-        /* blocking with timeouts from here: one connection at a time */
-        (void)fcntl(fd, F_SETFL, 0);
-        (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        for (int i = 0; i < TCP_MAX_QUERIES && !stop; i++) {
-                int r;
-
-                if (recv_tcp_msg(fd, msg, sizeof(msg), &len) < 0)
-                        break;
-                r = handle(d, msg, len, out + 2, DNS_MSG_MAX);
-                if (r <= 0)
-                        break;
-                out[0] = (uint8_t)(r >> 8);
-                out[1] = (uint8_t)r;
-                if (send(fd, out, (size_t)r + 2, MSG_NOSIGNAL) != r + 2)
-                        break;
-        }
-        (void)close(fd);
 }
 
 /* Bind UDP and TCP on the same free port of @addr. */
@@ -488,7 +214,7 @@ static void parse_entries(struct netd *d, int argc, char **argv)
         d->policy.n = (size_t)argc;
 }
 
-static const char *parse_args(struct netd *d, int argc, char **argv)
+static const char *parse_args(struct netd *d, int argc, char **argv, const char **ret_audit)
 {
         static const struct option opts[] = {
                 { "ifindex", required_argument, NULL, 'i' },
@@ -498,6 +224,7 @@ static const char *parse_args(struct netd *d, int argc, char **argv)
                 { "pin-floor", required_argument, NULL, 'f' },
                 { "pin-cap", required_argument, NULL, 'c' },
                 { "table", required_argument, NULL, 't' },
+                { "audit", required_argument, NULL, 'a' },
                 {},
         };
         const char *listen_addr = NULL;
@@ -529,6 +256,9 @@ static const char *parse_args(struct netd *d, int argc, char **argv)
                 case 't':
                         d->table = optarg;
                         break;
+                case 'a':
+                        *ret_audit = optarg;
+                        break;
                 default:
                         usage();
                 }
@@ -539,6 +269,290 @@ static const char *parse_args(struct netd *d, int argc, char **argv)
         return listen_addr;
 }
 
+/* The audit's unix socket at @path (replaced if it exists), 0600, listening. */
+static int bind_audit(struct netd *d, const char *path)
+{
+        struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+        if (strlen(path) >= sizeof(sun.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(sun.sun_path, path, strlen(path) + 1);
+        d->audit_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (d->audit_fd < 0)
+                return -errno;
+        (void)unlink(path);
+        if (bind(d->audit_fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || chmod(path, 0600) < 0 ||
+            listen(d->audit_fd, 8) < 0)
+                return -errno;
+        return 0;
+}
+
+/* ---- the workers ---- */
+
+static int64_t mono_ms(void)
+{
+        struct timespec ts;
+
+        (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void *worker(void *data)
+{
+        struct netd *d = data;
+        struct job *j = malloc(sizeof(*j));
+        uint8_t *out = malloc(DNS_EDNS_MAX);
+
+        if (!j || !out)
+                abort(); /* before the filter: nothing is served yet */
+        (void)pthread_mutex_lock(&queue.lock);
+        queue.ready++;
+        (void)pthread_cond_broadcast(&queue.more);
+        (void)pthread_mutex_unlock(&queue.lock);
+        for (;;) {
+                int r;
+
+                (void)pthread_mutex_lock(&queue.lock);
+                while (queue.n == 0)
+                        (void)pthread_cond_wait(&queue.more, &queue.lock);
+                *j = queue.jobs[queue.head];
+                queue.head = (queue.head + 1) % NETD_QUEUE;
+                queue.n--;
+                (void)pthread_mutex_unlock(&queue.lock);
+                switch (j->kind) {
+                case JOB_UDP:
+                        r = netd_handle(d, j->msg, j->len, true, false, out, DNS_EDNS_MAX);
+                        if (r > 0)
+                                (void)sendto(d->udp_fd, out, (size_t)r, 0,
+                                             (struct sockaddr *)&j->from, j->from_len);
+                        break;
+                case JOB_TCP:
+                        netd_serve_tcp(d, j->fd);
+                        (void)pthread_mutex_lock(&queue.lock);
+                        queue.tcp_busy--;
+                        (void)pthread_mutex_unlock(&queue.lock);
+                        break;
+                case JOB_AUDIT:
+                        netd_serve_audit(d, j->fd);
+                        break;
+                case JOB_PREFETCH: {
+                        uint32_t s = netd_prefetch_denied(d, d->policy.entries[j->fd].name);
+
+                        (void)pthread_mutex_lock(&queue.lock);
+                        queue.due_ms[j->fd] = mono_ms() + (int64_t)s * 1000;
+                        (void)pthread_mutex_unlock(&queue.lock);
+                        break;
+                }
+                }
+        }
+        return NULL;
+}
+
+/* The next free job slot (the queue's lock held), or NULL when the queue is full. */
+static struct job *slot(void)
+{
+        return queue.n < NETD_QUEUE ? &queue.jobs[(queue.head + queue.n) % NETD_QUEUE] : NULL;
+}
+
+static void push(void)
+{
+        queue.n++;
+        (void)pthread_cond_signal(&queue.more);
+        (void)pthread_mutex_unlock(&queue.lock);
+}
+
+/* One datagram: answered here when netd needs no upstream for it, else queued for a worker,
+ * or dropped and counted when every slot is taken. */
+static void take_udp(struct netd *d)
+{
+        static uint8_t msg[NETD_UDP_QUERY_MAX], out[DNS_EDNS_MAX];
+        struct sockaddr_storage from;
+        socklen_t from_len = sizeof(from);
+        ssize_t n = recvfrom(d->udp_fd, msg, sizeof(msg), MSG_DONTWAIT, (struct sockaddr *)&from,
+                             &from_len);
+        struct job *j;
+        int r;
+
+        if (n < 0)
+                return;
+        r = netd_handle(d, msg, (size_t)n, true, true, out, sizeof(out));
+        if (r != NETD_NEEDS_UPSTREAM) {
+                if (r > 0)
+                        (void)sendto(d->udp_fd, out, (size_t)r, 0, (struct sockaddr *)&from,
+                                     from_len);
+                return;
+        }
+        (void)pthread_mutex_lock(&queue.lock);
+        j = slot();
+        if (!j) {
+                (void)pthread_mutex_unlock(&queue.lock);
+                netd_audit_dropped(&d->audit);
+                return;
+        }
+        j->kind = JOB_UDP;
+        memcpy(j->msg, msg, (size_t)n);
+        j->len = (size_t)n;
+        j->from = from;
+        j->from_len = from_len;
+        push();
+}
+
+/* One connection on @listen_fd: queued as @kind, or closed (and counted, for TCP clients)
+ * when the queue is full or TCP clients already hold NETD_TCP_WORKERS workers. */
+static void take_conn(struct netd *d, int listen_fd, int kind)
+{
+        int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        struct job *j;
+
+        if (fd < 0)
+                return;
+        (void)pthread_mutex_lock(&queue.lock);
+        j = slot();
+        if (!j || (kind == JOB_TCP && queue.tcp_busy >= NETD_TCP_WORKERS)) {
+                (void)pthread_mutex_unlock(&queue.lock);
+                (void)close(fd);
+                if (kind == JOB_TCP)
+                        netd_audit_dropped(&d->audit);
+                return;
+        }
+        j->kind = kind;
+        j->fd = fd;
+        if (kind == JOB_TCP)
+                queue.tcp_busy++;
+        push();
+}
+
+/* The workers block SIGTERM and SIGINT (inherited from here), so the main thread's poll() is
+ * the one they interrupt. */
+static int start_workers(struct netd *d)
+{
+        sigset_t term, old;
+
+        (void)sigemptyset(&term);
+        (void)sigaddset(&term, SIGTERM);
+        (void)sigaddset(&term, SIGINT);
+        (void)pthread_sigmask(SIG_BLOCK, &term, &old);
+        for (int i = 0; i < NETD_WORKERS; i++) {
+                pthread_t t;
+                int r = pthread_create(&t, NULL, worker, d);
+
+                if (r != 0)
+                        return -r;
+                (void)pthread_detach(t);
+        }
+        (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+        /* every worker past its start (rseq, its buffers) before the filter is loaded */
+        (void)pthread_mutex_lock(&queue.lock);
+        while (queue.ready < NETD_WORKERS)
+                (void)pthread_cond_wait(&queue.more, &queue.lock);
+        (void)pthread_mutex_unlock(&queue.lock);
+        return 0;
+}
+
+/* Allow mode: every exact denylisted name is due at once (docs/native.md §Network). */
+static int prefetch_init(struct netd *d)
+{
+        queue.due_ms = calloc(d->policy.n + 1, sizeof(*queue.due_ms));
+        if (!queue.due_ms)
+                return -ENOMEM;
+        for (size_t i = 0; i < d->policy.n; i++)
+                queue.due_ms[i] = d->policy.mode == B4_NETWORK_ALLOW &&
+                                                  d->policy.entries[i].kind == B4_NET_NAME
+                                          ? 0
+                                          : INT64_MAX;
+        return 0;
+}
+
+/* Queue the prefetches that are due. Return: the poll timeout until the next one (-1: none). */
+static int prefetch_due(void)
+{
+        int64_t now = mono_ms(), next = INT64_MAX;
+
+        (void)pthread_mutex_lock(&queue.lock);
+        for (size_t i = 0; i < queue.n_entries; i++) {
+                struct job *j = queue.due_ms[i] <= now ? slot() : NULL;
+
+                if (j) {
+                        j->kind = JOB_PREFETCH;
+                        j->fd = (int)i;
+                        queue.due_ms[i] = INT64_MAX; /* the worker sets the next time */
+                        queue.n++;
+                        (void)pthread_cond_signal(&queue.more);
+                } else if (queue.due_ms[i] < next) {
+                        next = queue.due_ms[i]; /* a full queue: due again at once */
+                }
+        }
+        (void)pthread_mutex_unlock(&queue.lock);
+        if (next == INT64_MAX)
+                return -1;
+        return next <= now ? 10 : next - now > 60000 ? 60000 : (int)(next - now);
+}
+
+static void serve(struct netd *d)
+{
+        while (!stop) {
+                struct pollfd p[3] = { { .fd = d->udp_fd, .events = POLLIN },
+                                       { .fd = d->tcp_fd, .events = POLLIN },
+                                       { .fd = d->audit_fd, .events = POLLIN } };
+
+                if (poll(p, d->audit_fd >= 0 ? 3 : 2, prefetch_due()) < 0)
+                        continue;
+                if (p[0].revents & POLLIN)
+                        take_udp(d);
+                if (p[1].revents & POLLIN)
+                        take_conn(d, d->tcp_fd, JOB_TCP);
+                if (p[2].revents & POLLIN)
+                        take_conn(d, d->audit_fd, JOB_AUDIT);
+        }
+}
+
+/* Everything but serving: sockets, privileges, workers, the filter. Return: the port. */
+static int setup(struct netd *d, const char *listen_addr, const char *audit_path)
+{
+        struct pin_elem me;
+        int port, r;
+
+        if (d->n_up == 0)
+                host_upstreams(d);
+        r = pinner_open(&d->pin);
+        if (r >= 0)
+                r = pinner_open(&d->reader);
+        if (r < 0) {
+                fprintf(stderr, "b4box-netd: cannot open a netfilter socket: %s\n", strerror(-r));
+                return r;
+        }
+        port = bind_both(d, listen_addr);
+        if (port < 0) {
+                fprintf(stderr, "b4box-netd: cannot bind %s: %s\n", listen_addr, strerror(-port));
+                return port;
+        }
+        r = audit_path ? bind_audit(d, audit_path) : 0;
+        if (r < 0) {
+                fprintf(stderr, "b4box-netd: cannot bind %s: %s\n", audit_path, strerror(-r));
+                return r;
+        }
+        if (geteuid() == 0 && drop_privileges() < 0) {
+                fprintf(stderr, "b4box-netd: cannot drop privileges: %s\n", strerror(errno));
+                return -EPERM;
+        }
+        tzset(); /* gmtime_r() would read /etc/localtime on its first call, after the filter */
+        pin_key_iif(&me, d->ifindex);
+        r = pinner_run(&d->pin, d->table, "audited", &me, 1, 0);
+        if (r < 0) /* an older table: no audit counters, DNS still filtered */
+                fprintf(stderr, "netd: audit counters off: %s\n", strerror(-r));
+        queue.n_entries = d->policy.n;
+        r = prefetch_init(d);
+        if (r >= 0)
+                r = start_workers(d);
+        if (r >= 0)
+                r = netd_seccomp();
+        if (r < 0) {
+                fprintf(stderr, "b4box-netd: cannot start: %s\n", strerror(-r));
+                return r;
+        }
+        return port;
+}
+
 int main(int argc, char **argv)
 {
         struct netd d = {
@@ -546,54 +560,45 @@ int main(int argc, char **argv)
                             .pin_floor_s = B4_DEFAULT_PIN_FLOOR_S,
                             .pin_cap_s = B4_DEFAULT_PIN_CAP_S },
                 .table = "b4box",
+                .pin_lock = PTHREAD_MUTEX_INITIALIZER,
+                .reader_lock = PTHREAD_MUTEX_INITIALIZER,
                 .udp_fd = -1,
                 .tcp_fd = -1,
+                .audit_fd = -1,
         };
-        const char *listen_addr = parse_args(&d, argc, argv);
+        const char *audit_path = NULL, *listen_addr = parse_args(&d, argc, argv, &audit_path);
         struct sigaction sa = { .sa_handler = on_term };
-        int port;
+        struct pin_elem me;
+        int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC), port;
 
-        if (d.n_up == 0)
-                host_upstreams(&d);
-        port = pinner_open(&d.pin);
-        if (port < 0) {
-                fprintf(stderr, "b4box-netd: cannot open a netfilter socket: %s\n",
-                        strerror(-port));
-                return 1;
-        }
-        port = bind_both(&d, listen_addr);
-        if (port < 0) {
-                fprintf(stderr, "b4box-netd: cannot bind %s: %s\n", listen_addr, strerror(-port));
-                return 1;
-        }
-        if (geteuid() == 0 && drop_privileges() < 0) {
-                fprintf(stderr, "b4box-netd: cannot drop privileges: %s\n", strerror(errno));
-                return 1;
-        }
+        netd_audit_init(&d.audit);
         (void)sigaction(SIGTERM, &sa, NULL);
         (void)sigaction(SIGINT, &sa, NULL);
         sa.sa_handler = SIG_IGN;
         (void)sigaction(SIGPIPE, &sa, NULL);
+        fprintf(stderr, "netd: starting ifindex=%u upstreams=%zu entries=%zu\n", d.ifindex, d.n_up,
+                d.policy.n);
+        port = null_fd < 0 ? -errno : setup(&d, listen_addr, audit_path);
+        if (port < 0)
+                return 1;
+        /* confined from here on */
         printf("%d %d\n", (int)getpid(), port);
         (void)fflush(stdout);
-        if (!freopen("/dev/null", "w", stdout))
+        if (dup3(null_fd, STDOUT_FILENO, 0) < 0)
                 return 1;
-        fprintf(stderr, "netd: ready ifindex=%u port=%d upstreams=%zu entries=%zu\n", d.ifindex,
-                port, d.n_up, d.policy.n);
-        while (!stop) {
-                struct pollfd p[2] = { { .fd = d.udp_fd, .events = POLLIN },
-                                       { .fd = d.tcp_fd, .events = POLLIN } };
+        fprintf(stderr, "netd: ready port=%d workers=%d\n", port, NETD_WORKERS);
+        serve(&d);
+        (void)pthread_mutex_lock(&d.pin_lock); /* no pin in flight from here */
+        pin_key_iif(&me, d.ifindex);
+        (void)pinner_del(&d.pin, d.table, "audited", &me, 1);
+        for (size_t i = 0; i < 2; i++) {
+                static const char *const sets[] = { "acct4", "deny4" };
+                int r = pinner_forget(&d.pin, d.table, sets[i], d.ifindex);
 
-                if (poll(p, 2, -1) < 0)
-                        continue;
-                if (p[0].revents & POLLIN)
-                        serve_udp(&d);
-                if (p[1].revents & POLLIN)
-                        serve_tcp(&d);
+                if (r < 0)
+                        fprintf(stderr, "netd: cannot delete the %s elements: %s\n", sets[i],
+                                strerror(-r));
         }
-        pinner_close(&d.pin);
-        for (size_t i = 0; i < d.policy.n; i++)
-                net_entry_release(&d.entries[i]);
-        free(d.entries);
-        return 0;
+        fprintf(stderr, "netd: stopped\n");
+        _exit(0); /* the workers may be waiting on an upstream: no join */
 }

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <libmnl/libmnl.h>
 #include <libnftnl/common.h>
+#include <libnftnl/expr.h>
 #include <libnftnl/set.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
@@ -111,7 +112,7 @@ static int put_msg(struct pinner *p,
                 if (e[i].range)
                         nftnl_set_elem_set(x, NFTNL_SET_ELEM_KEY_END, e[i].key_end,
                                            (uint32_t)e[i].len);
-                if (type == NFT_MSG_NEWSETELEM)
+                if (type == NFT_MSG_NEWSETELEM && timeout_ms > 0)
                         nftnl_set_elem_set_u64(x, NFTNL_SET_ELEM_TIMEOUT, timeout_ms);
                 nftnl_set_elem_add(s, x);
         }
@@ -186,5 +187,170 @@ int pinner_run(struct pinner *p,
                         r = read_acks(p, 3);
         }
         mnl_nlmsg_batch_stop(batch);
+        return r;
+}
+
+struct dump_ctx {
+        pin_dump_fn *fn;
+        void *data;
+};
+
+static int elem_counter(struct nftnl_expr *x, void *data)
+{
+        uint64_t *pb = data;
+        const char *name = nftnl_expr_get_str(x, NFTNL_EXPR_NAME);
+
+        if (name && strcmp(name, "counter") == 0) {
+                pb[0] = nftnl_expr_get_u64(x, NFTNL_EXPR_CTR_PACKETS);
+                pb[1] = nftnl_expr_get_u64(x, NFTNL_EXPR_CTR_BYTES);
+        }
+        return 0;
+}
+
+static int dump_elem(struct nftnl_set_elem *e, void *data)
+{
+        struct dump_ctx *c = data;
+        uint32_t len = 0;
+        const void *key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
+        uint64_t pb[2] = { 0, 0 };
+
+        if (key) {
+                (void)nftnl_set_elem_expr_foreach(e, elem_counter, pb);
+                c->fn(key, len, pb[0], pb[1], c->data);
+        }
+        return 0;
+}
+
+static int dump_cb(const struct nlmsghdr *nlh, void *data)
+{
+        struct nftnl_set *s = nftnl_set_alloc();
+        int r = MNL_CB_ERROR;
+
+        if (!s)
+                return r;
+        if (nftnl_set_elems_nlmsg_parse(nlh, s) >= 0 &&
+            nftnl_set_elem_foreach(s, dump_elem, data) >= 0)
+                r = MNL_CB_OK;
+        nftnl_set_free(s);
+        return r;
+}
+
+int pinner_dump(struct pinner *p, const char *table, const char *set, pin_dump_fn *fn, void *data)
+{
+        enum {
+                BUF = 64 * 1024
+        };
+        struct dump_ctx c = { .fn = fn, .data = data };
+        struct nftnl_set *s = nftnl_set_alloc();
+        char *buf = malloc(BUF);
+        struct nlmsghdr *nlh;
+        uint32_t seq = p->seq++;
+        int r = 0;
+
+        if (!s || !buf) {
+                nftnl_set_free(s);
+                free(buf);
+                return -ENOMEM;
+        }
+        nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSETELEM, NFPROTO_INET, NLM_F_DUMP | NLM_F_ACK,
+                                    seq);
+        nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
+        nftnl_set_set_str(s, NFTNL_SET_NAME, set);
+        nftnl_set_elems_nlmsg_build_payload(nlh, s);
+        nftnl_set_free(s);
+        if (mnl_socket_sendto(p->nl, nlh, nlh->nlmsg_len) < 0)
+                r = -errno;
+        while (r == 0) {
+                ssize_t n = mnl_socket_recvfrom(p->nl, buf, BUF);
+                int k;
+
+                if (n < 0) {
+                        r = -errno;
+                        break;
+                }
+                k = mnl_cb_run(buf, (size_t)n, seq, p->portid, dump_cb, &c);
+                if (k < 0)
+                        r = errno ? -errno : -EIO;
+                if (k <= MNL_CB_STOP)
+                        break;
+        }
+        free(buf);
+        return r;
+}
+
+struct forget_ctx {
+        unsigned ifindex;
+        struct pin_elem *e;
+        size_t n, cap;
+};
+
+static void forget_one(const uint8_t *key, size_t len, uint64_t packets, uint64_t bytes, void *data)
+{
+        struct forget_ctx *c = data;
+        uint32_t ifx;
+
+        (void)packets;
+        (void)bytes;
+        if (len < 4 || len > sizeof(c->e[0].key))
+                return;
+        memcpy(&ifx, key, 4);
+        if (ifx != c->ifindex)
+                return;
+        if (c->n == c->cap) {
+                size_t cap = c->cap ? c->cap * 2 : 64;
+                struct pin_elem *e = realloc(c->e, cap * sizeof(*e));
+
+                if (!e)
+                        return;
+                c->e = e;
+                c->cap = cap;
+        }
+        memset(&c->e[c->n], 0, sizeof(c->e[0]));
+        memcpy(c->e[c->n].key, key, len);
+        c->e[c->n++].len = len;
+}
+
+void pin_key_iif(struct pin_elem *e, unsigned ifindex)
+{
+        uint32_t ifx = ifindex;
+
+        memset(e, 0, sizeof(*e));
+        memcpy(e->key, &ifx, 4);
+        e->len = 4;
+}
+
+int pinner_del(
+        struct pinner *p, const char *table, const char *set, const struct pin_elem *e, size_t n)
+{
+        static char buf[BATCH_MAX];
+        struct mnl_nlmsg_batch *batch = mnl_nlmsg_batch_start(buf, sizeof(buf));
+        int r;
+
+        if (!batch)
+                return -ENOMEM;
+        nftnl_batch_begin(mnl_nlmsg_batch_current(batch), p->seq++);
+        (void)mnl_nlmsg_batch_next(batch);
+        r = put_msg(p, batch, NFT_MSG_DELSETELEM, table, set, e, n, 0);
+        if (r >= 0) {
+                nftnl_batch_end(mnl_nlmsg_batch_current(batch), p->seq++);
+                (void)mnl_nlmsg_batch_next(batch);
+                r = mnl_socket_sendto(p->nl, mnl_nlmsg_batch_head(batch),
+                                      mnl_nlmsg_batch_size(batch)) < 0
+                            ? -errno
+                            : read_acks(p, 1);
+        }
+        mnl_nlmsg_batch_stop(batch);
+        return r;
+}
+
+int pinner_forget(struct pinner *p, const char *table, const char *set, unsigned ifindex)
+{
+        struct forget_ctx c = { .ifindex = ifindex };
+        int r = pinner_dump(p, table, set, forget_one, &c);
+
+        /* 2048 keys per batch fit BATCH_MAX (a thread's are at most a few thousand) */
+        for (size_t at = 0; r >= 0 && at < c.n; at += 2048)
+                r = pinner_del(p, table, set, c.e + at, c.n - at > 2048 ? 2048 : c.n - at);
+        free(c.e);
         return r;
 }

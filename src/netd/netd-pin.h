@@ -18,7 +18,7 @@ struct pinner {
         uint32_t portid, seq;
 };
 
-/* One element: pin4 (iif . ip) or pin4p (iif . ip . proto . port range, with key_end). */
+/* One element: pin4 / dpin4 (iif . ip) or pin4p (iif . ip . proto . port range, with key_end). */
 struct pin_elem {
         uint8_t key[16], key_end[16];
         size_t len;
@@ -30,7 +30,7 @@ int pinner_open(struct pinner *p);
 /* pinner_close() - close it (a closed or never opened pinner is fine). */
 void pinner_close(struct pinner *p);
 
-/* pin_key4() / pin_key4p() - fill @e with the key of a pin4 / pin4p element. */
+/* pin_key4() / pin_key4p() - fill @e with the key of a pin4 or dpin4 / pin4p element. */
 void pin_key4(struct pin_elem *e, unsigned ifindex, const uint8_t ip[4]);
 void pin_key4p(struct pin_elem *e,
                unsigned ifindex,
@@ -39,9 +39,13 @@ void pin_key4p(struct pin_elem *e,
                uint16_t lo,
                uint16_t hi);
 
+/* pin_key_iif() - fill @e with the key of an `audited` element (the thread's ifindex). */
+void pin_key_iif(struct pin_elem *e, unsigned ifindex);
+
 /*
  * pinner_run() - add @n elements to set @set of `inet @table` with a fresh timeout of
- * @timeout_ms (add, delete, add in one batch). Return: 0, or a negative errno: the kernel's
+ * @timeout_ms (add, delete, add in one batch; 0: no timeout, for a set without one). Return: 0, or
+ * a negative errno: the kernel's
  * (-ENOENT: no such table or set) or -EPROTO when an acknowledgement is missing.
  */
 int pinner_run(struct pinner *p,
@@ -50,3 +54,25 @@ int pinner_run(struct pinner *p,
                const struct pin_elem *e,
                size_t n,
                uint64_t timeout_ms);
+
+/* What pinner_dump() reports for one element: its key and its counter (0 without one). */
+typedef void pin_dump_fn(
+        const uint8_t *key, size_t len, uint64_t packets, uint64_t bytes, void *data);
+
+/*
+ * pinner_dump() - call @fn for every element of set @set of `inet @table` (all threads':
+ * the caller filters by key), with its counter. Not thread-safe for one @p.
+ * Return: 0, or a negative errno (the kernel's; -ENOMEM).
+ */
+int pinner_dump(struct pinner *p, const char *table, const char *set, pin_dump_fn *fn, void *data);
+
+/* pinner_del() - delete @n elements (keys only) from @set in one transaction. */
+int pinner_del(
+        struct pinner *p, const char *table, const char *set, const struct pin_elem *e, size_t n);
+
+/*
+ * pinner_forget() - delete the elements of @set whose key starts with @ifindex (host order,
+ * non-interval sets: acct4, deny4) in one transaction, after a dump. Return: 0 or a negative
+ * errno.
+ */
+int pinner_forget(struct pinner *p, const char *table, const char *set, unsigned ifindex);

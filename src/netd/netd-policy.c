@@ -49,7 +49,9 @@ enum netd_verdict netd_query_verdict(const struct netd_policy *p, const struct d
 
         if (q->qclass != DNS_CLASS_IN)
                 return NETD_NOTIMP;
-        if (p->mode == B4_NETWORK_DENY ? !listed : listed)
+        if (p->mode == B4_NETWORK_ALLOW && listed)
+                return q->qtype == DNS_T_A ? NETD_DENIED : NETD_NXDOMAIN;
+        if (p->mode == B4_NETWORK_DENY && !listed)
                 return NETD_NXDOMAIN;
         switch (q->qtype) {
         case DNS_T_A:

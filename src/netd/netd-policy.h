@@ -25,11 +25,13 @@ struct netd_policy {
 enum netd_verdict {
         NETD_FORWARD,  /* ask upstream */
         NETD_NXDOMAIN, /* the name is not admitted: answered locally, nothing upstream */
+        NETD_DENIED,   /* allow mode, a denylisted name's A question: asked upstream only to
+                          pin its addresses into the thread's drop set; answered NXDOMAIN */
         NETD_NODATA,   /* AAAA, HTTPS, SVCB: NOERROR with no record (sandboxes are IPv4 only) */
         NETD_NOTIMP,   /* a type or class netd does not pass */
 };
 
-/* netd_query_verdict() - what to do with the question @q. */
+/* netd_query_verdict() - what to do with the question @q (docs/native.md §Network). */
 enum netd_verdict netd_query_verdict(const struct netd_policy *p, const struct dns_query *q);
 
 /*

@@ -470,6 +470,7 @@ int metrics_render(struct metrics *m, struct b4_runtime *rt, char **ret)
 
         strbuf_init(&sb, 4u * 1024 * 1024);
         render_runtime(rt, &sb);
+        network_metrics_render(rt, &sb);
         (void)pthread_mutex_lock(&m->lock);
         render_tools(m, &sb);
         render_counters(m, &sb);

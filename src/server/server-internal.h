@@ -227,6 +227,7 @@ void route_metrics(struct request *rq);
 void route_thread_create(struct request *rq);
 void route_thread_list(struct request *rq);
 void route_thread_get(struct request *rq);
+void route_thread_network(struct request *rq); /* routes-network.c */
 void route_thread_delete(struct request *rq);
 void route_thread_release(struct request *rq);
 void route_thread_cancel(struct request *rq);
@@ -278,3 +279,5 @@ void metrics_event(struct metrics *m, enum b4_runtime_event ev, uint64_t usec);
 void metrics_gauge_add(struct metrics *m, enum metrics_gauge g, int64_t delta);
 /* Prometheus text exposition; *ret is heap. */
 int metrics_render(struct metrics *m, struct b4_runtime *rt, char **ret);
+/* The network audit's totals over every thread (routes-network.c), for metrics_render(). */
+void network_metrics_render(struct b4_runtime *rt, struct strbuf *sb);

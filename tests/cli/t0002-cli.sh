@@ -149,7 +149,25 @@ run exec --thread t1 -- true # the fake provider makes the workspace on the firs
 run read t1 --json
 [ "$rc" = 0 ] && json_keys threadId sourceDigest inspection
 verdict "read --json" $?
+# the fake provider keeps no network audit: the one shape, enforced false, with the reason
+run network t1 --json
+[ "$rc" = 0 ] && json_keys thread provider enforced reason dns destinations denials &&
+    printf '%s' "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(not (d["enforced"] is False and d["thread"] == "t1" and d["dns"]["events"] == [] and "no network audit" in d["reason"]))'
+verdict "network --json through the server: not enforced on fake" $?
+run network t1
+[ "$rc" = 0 ] && [ "$out" = "thread t1 (fake): not audited: this provider keeps no network audit" ]
+verdict "network: the reason in words" $?
+m=$(curl -s --unix-socket "$tmp/s.sock" -H "Authorization: Bearer $B4BOX_TOKEN" http://x/metrics)
+printf '%s\n' "$m" | grep -qx 'b4box_network_audited_threads 0' &&
+    printf '%s\n' "$m" | grep -qx 'b4box_network_dns_queries{result="admitted"} 0'
+verdict "metrics: the network totals (nothing audited on fake)" $?
+run network nosuch --json
+[ "$rc" != 0 ] && printf '%s\n' "$err" | grep -q "thread_not_found\|not found"
+verdict "network: an unknown thread is not found" $?
 unset B4BOX_TOKEN B4BOX_URL
+run -c srv.json --state "$tmp/lst" network t1 --json
+[ "$rc" = 0 ] && json_keys thread provider enforced reason
+verdict "network --json locally" $?
 
 # b4box check catches what start-up or a first run would refuse.
 # check_refuses NAME STDERR-PATTERN REFUSAL-SUBSTRING CONFIG-JSON

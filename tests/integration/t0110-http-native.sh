@@ -83,6 +83,11 @@ req POST /threads/n1/release
 req GET /threads/n1
 check "released: state released" [ "$(json_get "$BODY" sandbox.state)" = released ]
 
+req GET /threads/n1/network
+check "GET /threads/{id}/network on a thread without lists: enforced false, the reason" \
+        bash -c '[ "$1" = 200 ] && [[ $2 == *'"'"'"enforced":false'"'"'* ]] && [[ $2 == *"no network list"* ]] && [[ $2 == *'"'"'"provider":"native"'"'"'* ]]' _ "$STATUS" "$BODY"
+req GET /threads/nosuch/network
+check "... and 404 for an unknown thread" [ "$STATUS" = 404 ]
 req DELETE /threads/n1
 check "delete" [ "$STATUS" = 200 ]
 stop_server

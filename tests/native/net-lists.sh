@@ -71,7 +71,7 @@ thread_config lists-t '["allowed.test","other.test"]' '["allowed.test"]'
 thread_config lists-w '["allowed.test"]' '["allowed.test","other.test"]'
 x() { local t=$1; shift; (cd "$dir/$t" && "$b4box" --state "$dir/st" exec --thread "$t" -- "$@" 2>&1); }
 
-echo "1..23"
+echo "1..27"
 n=0
 check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
 flat() { tr '\n' ' ' <<<"$1" | sed 's/ *$//'; }
@@ -119,6 +119,19 @@ check "another thread sees neither thread a's names nor its pins ($(tr '\n' ' ' 
 out=$(x lists-d 'dig +time=2 +tries=1 other.test | grep -o "status: [A-Z]*"; curl -s -m 3 http://192.0.2.12:8080/hello; echo " rc=$?"; dig +short +time=2 +tries=1 allowed.test; curl -s -m 3 http://192.0.2.10:8080/hello')
 check "denylist drops what it names and nothing else ($(tr '\n' ' ' <<<"$out"))" \
         '[ "$(flat "$out")" = "status: NXDOMAIN  rc=7 192.0.2.10 hello-internet" ]'
+out=$(x lists-d 'curl -s -m 2 http://192.0.2.11:8080/hello; echo "rc=$?"')
+check "a denylisted name's address is dropped once it was asked ($out)" 'grep -q "^rc=[1-9]" <<<"$out"'
+x lists-a 'curl -s -m 2 http://192.0.2.11:8080/hello' >/dev/null
+net() { (cd "$dir/$1" && "$b4box" --state "$dir/st" network "$1" --json 2>&1); }
+aq() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1" 2>&1; }
+a=$(net lists-a)
+check "b4box network: enforced, the admitted query, the refused one ($(aq "$a" 'd["enforced"], d.get("reason"), d["dns"]["admitted"], d["dns"]["refused"]'))" \
+        '[ "$(aq "$a" "d[\"enforced\"] and d[\"provider\"]==\"native\" and any(e[\"name\"]==\"allowed.test\" and e[\"admitted\"] for e in d[\"dns\"][\"events\"])")" = True ]'
+check "b4box network: a destination with bytes, a denial counted ($(aq "$a" '[(x["address"], x["port"], x["bytes"]) for x in d["destinations"]], [(x["address"], x["port"], x["packets"]) for x in d["denials"]]'))" \
+        '[ "$(aq "$a" "any(x[\"address\"]==\"192.0.2.10\" and x[\"bytes\"]>0 for x in d[\"destinations\"]) and any(x[\"address\"]==\"192.0.2.11\" and x[\"packets\"]>0 for x in d[\"denials\"])")" = True ]'
+a=$(net lists-n)
+check "b4box network on a thread without lists: not enforced, with the reason ($(aq "$a" 'd["enforced"], d.get("reason")'))" \
+        '[ "$(aq "$a" "d[\"enforced\"] is False and \"network list\" in d[\"reason\"]")" = True ]'
 out=$(x lists-d 'curl -s -m 2 http://169.254.169.254:8080/; echo "rc=$?"')
 check "allow mode with a denylist: metadata still blocked ($out)" 'grep -q "rc=[1-9]" <<<"$out"'
 out=$(x lists-m 'curl -s -m 2 http://169.254.169.254:8080/hello; echo "rc=$?"')

@@ -216,6 +216,87 @@ static void test_dns_reply_build_caps(void **state)
         assert_int_equal(out[7], 0); /* no answers */
 }
 
+/* An OPT record (RFC 6891) advertising @size, with @rdlen bytes of options. */
+static void opt(struct msg *m, uint16_t size, uint16_t rdlen)
+{
+        put(m, "", 1);
+        put16(m, DNS_T_OPT);
+        put16(m, size);
+        put(m, "\0\0\0\0", 4);
+        put16(m, rdlen);
+        for (uint16_t i = 0; i < rdlen; i++)
+                put(m, "x", 1);
+}
+
+static void test_dns_edns(void **state)
+{
+        struct dns_answer ans = { .n = 6 }, back;
+        struct dns_query q;
+        uint8_t out[DNS_MSG_MAX];
+        struct msg m;
+        int len;
+
+        header(&m, 7, DNS_FLAG_RD, 1, 0, 0);
+        question(&m, "a.example", DNS_T_TXT);
+        assert_int_equal(dns_query_parse(m.b, m.n, &q), 0);
+        assert_int_equal(q.edns_size, 0);
+        assert_int_equal(dns_udp_reply_cap(&q), 512);
+        m.b[11] = 1; /* arcount */
+        opt(&m, 4096, 4);
+        assert_int_equal(dns_query_parse(m.b, m.n, &q), 0);
+        assert_int_equal(q.edns_size, 4096);
+        assert_int_equal(dns_udp_reply_cap(&q), DNS_EDNS_MAX); /* clamped */
+        m.n -= 15;
+        opt(&m, 100, 0);
+        assert_int_equal(dns_query_parse(m.b, m.n, &q), 0);
+        assert_int_equal(dns_udp_reply_cap(&q), 512); /* under 512 reads as 512 */
+        header(&m, 7, DNS_FLAG_RD, 1, 0, 0);          /* an additional record that is not an OPT */
+        m.b[11] = 1;
+        question(&m, "a.example", DNS_T_TXT);
+        rr_a(&m, "a.example", 5, 1, 2, 3, 4);
+        assert_int_equal(dns_query_parse(m.b, m.n, &q), -EBADMSG);
+
+        /* six 200-byte TXT records: ~1.4 KB; too big for 1232 (TC), whole over TCP */
+        header(&m, 7, DNS_FLAG_RD, 1, 0, 0);
+        m.b[11] = 1;
+        question(&m, "a.example", DNS_T_TXT);
+        opt(&m, 1232, 0);
+        assert_int_equal(dns_query_parse(m.b, m.n, &q), 0);
+        for (size_t i = 0; i < ans.n; i++) {
+                ans.rr[i] = (struct dns_rr){ .type = DNS_T_TXT, .ttl = 5, .data_len = 200 };
+                strcpy(ans.rr[i].owner, "a.example");
+        }
+        len = dns_reply_build(&q, DNS_RC_NOERROR, &ans, 30, out, dns_udp_reply_cap(&q));
+        assert_true(len > 0 && len <= DNS_EDNS_MAX);
+        assert_true(out[2] & 0x02);   /* TC */
+        assert_int_equal(out[7], 0);  /* no answers */
+        assert_int_equal(out[11], 1); /* but the OPT */
+        assert_int_equal(out[len - 11 + 2], DNS_T_OPT);
+        assert_int_equal(out[len - 11 + 3] << 8 | out[len - 11 + 4], DNS_EDNS_MAX);
+        ans.n = 4; /* ~900 bytes: fits with EDNS, not without */
+        len = dns_reply_build(&q, DNS_RC_NOERROR, &ans, 30, out, dns_udp_reply_cap(&q));
+        assert_true(len > 512 && len <= DNS_EDNS_MAX);
+        assert_false(out[2] & 0x02);
+        assert_int_equal(dns_answer_parse(out, (size_t)len, &q, &back), 0);
+        assert_int_equal(back.n, 4);
+        q.edns_size = 0;
+        len = dns_reply_build(&q, DNS_RC_NOERROR, &ans, 30, out, dns_udp_reply_cap(&q));
+        assert_true(len > 0 && len <= 512);
+        assert_true(out[2] & 0x02);
+        assert_int_equal(out[11], 0); /* no OPT without one asked */
+        ans.n = 6;                    /* over TCP: whole */
+        len = dns_reply_build(&q, DNS_RC_NOERROR, &ans, 30, out, DNS_MSG_MAX);
+        assert_true(len > DNS_EDNS_MAX);
+        assert_false(out[2] & 0x02);
+        assert_int_equal(dns_answer_parse(out, (size_t)len, &q, &back), 0);
+        assert_int_equal(back.n, 6);
+        /* an upstream query carries an OPT when asked to */
+        q.edns_size = DNS_EDNS_MAX;
+        len = dns_query_build(&q, out, DNS_UDP_MAX);
+        assert_int_equal(dns_query_parse(out, (size_t)len, &q), 0);
+        assert_int_equal(q.edns_size, DNS_EDNS_MAX);
+}
+
 static struct b4_net_entry *entries(const char *const *texts, size_t n)
 {
         struct b4_net_entry *l = calloc(n, sizeof(*l));
@@ -264,8 +345,10 @@ static void test_netd_policy_decisions(void **state)
         assert_int_equal(lo[1], 8000);
         assert_int_equal(hi[1], 8010);
         assert_int_equal(netd_name_ports(&p, "x.cdn.example", lo, hi, 4), 0); /* every port */
-        p.mode = B4_NETWORK_ALLOW; /* the same list as a denylist */
-        q = query_for("api.example.com", DNS_T_A);
+        p.mode = B4_NETWORK_ALLOW;                 /* the same list as a denylist */
+        q = query_for("api.example.com", DNS_T_A); /* asked upstream for the drop set only */
+        assert_int_equal(netd_query_verdict(&p, &q), NETD_DENIED);
+        q.qtype = DNS_T_TXT; /* nothing to drop: not asked upstream */
         assert_int_equal(netd_query_verdict(&p, &q), NETD_NXDOMAIN);
         q = query_for("other.example", DNS_T_A);
         assert_int_equal(netd_query_verdict(&p, &q), NETD_FORWARD);
@@ -357,6 +440,7 @@ int main(void)
                 cmocka_unit_test(test_dns_answer_parse_cname_chain),
                 cmocka_unit_test(test_dns_answer_parse_checks),
                 cmocka_unit_test(test_dns_reply_build_caps),
+                cmocka_unit_test(test_dns_edns),
                 cmocka_unit_test(test_netd_policy_decisions),
                 cmocka_unit_test(test_netd_metadata_exact),
                 cmocka_unit_test(test_netpolicy_cidr4_special_ranges),

@@ -4,8 +4,8 @@
  * the server keeps a child to reap), runs in the provider's network namespace, and outlives
  * the process that started it like the keeper does: it is recorded as run/<id>.netd
  * "<pid> <starttime>" and stopped by that record (the start time guards against pid reuse).
- * Its log is run/<id>.netd.log. Handshake: netd writes "<pid> <port>\n" to its stdout (a
- * pipe) once it listens.
+ * Its log is run/<id>.netd.log, its audit socket run/a-<hash>.sock (audit.h). Handshake: netd
+ * writes "<pid> <port>\n" to its stdout (a pipe) once it listens.
  */
 
 #include <arpa/inet.h>
@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "base/alloc.h"
 #include "base/fd-util.h"
 #include "base/macro.h"
@@ -63,6 +64,7 @@ static int push(char ***argv, const char *fmt, ...)
 }
 
 static int build_argv(const char *exe,
+                      const char *id,
                       const struct b4_policy *p,
                       unsigned ifindex,
                       const char *gateway,
@@ -83,6 +85,12 @@ static int build_argv(const char *exe,
                 r = push(&argv, "--pin-floor=%u", p->dns.pin_floor_s);
         if (r >= 0)
                 r = push(&argv, "--pin-cap=%u", p->dns.pin_cap_s);
+        if (r >= 0) { /* relative: netd starts in the run directory (middle()) */
+                char name[HOSTNET_AUDIT_NAME_LEN];
+
+                hostnet_audit_name(id, name);
+                r = push(&argv, "--audit=%s", name);
+        }
         for (size_t i = 0; r >= 0 && i < p->dns.n_upstream; i++) {
                 const struct b4_net_addr *a = &p->dns.upstream[i];
 
@@ -100,7 +108,7 @@ static int build_argv(const char *exe,
 }
 
 /* The middle child: fork netd and exit. Async-signal-safe only. */
-static void middle(char **argv, int out_fd, int log_fd)
+static void middle(char **argv, int run_fd, int out_fd, int log_fd)
 {
         char *const envp[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
         int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -114,7 +122,7 @@ static void middle(char **argv, int out_fd, int log_fd)
         if (pid > 0)
                 _exit(0);
         if (dup3(null_fd, STDIN_FILENO, 0) < 0 || dup3(out_fd, STDOUT_FILENO, 0) < 0 ||
-            dup3(log_fd, STDERR_FILENO, 0) < 0)
+            dup3(log_fd, STDERR_FILENO, 0) < 0 || fchdir(run_fd) < 0)
                 _exit(126);
         execve(argv[0], argv, envp);
         _exit(127);
@@ -177,7 +185,7 @@ int netd_start(const struct hostnet *hn,
 
         if (!exe)
                 return b4_error_set(err, -ENOENT, "b4box-netd not found (set B4BOX_NETD)");
-        r = build_argv(exe, p, ifindex, gateway, &argv);
+        r = build_argv(exe, id, p, ifindex, gateway, &argv);
         if (r < 0)
                 return b4_error_set(err, r, "cannot start b4box-netd");
         (void)snprintf(log, sizeof(log), "%s.netd.log", id);
@@ -186,7 +194,7 @@ int netd_start(const struct hostnet *hn,
                 return b4_error_set(err, -errno, "cannot start b4box-netd");
         mid = fork();
         if (mid == 0)
-                middle(argv, pipe_fd[1], log_fd);
+                middle(argv, hn->run_fd, pipe_fd[1], log_fd);
         r = mid < 0 ? -errno : 0;
         safe_close(pipe_fd[1]);
         while (mid > 0 && waitpid(mid, &status, 0) < 0 && errno == EINTR)
@@ -221,5 +229,7 @@ void netd_stop(const struct hostnet *hn, const char *id)
                 (void)kill(pid, SIGTERM);
         (void)unlinkat(hn->run_fd, name, 0);
         (void)snprintf(name, sizeof(name), "%s.netd.log", id);
+        (void)unlinkat(hn->run_fd, name, 0);
+        hostnet_audit_name(id, name);
         (void)unlinkat(hn->run_fd, name, 0);
 }

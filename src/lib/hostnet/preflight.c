@@ -66,9 +66,11 @@ static int lists_rows(struct b4_preflight *p)
         if (r >= 0)
                 r = b4_preflight_control(
                         p, "network denylist", B4_ENFORCED,
-                        "best-effort by nature: listed CIDRs dropped, listed names NXDOMAIN, DoT "
-                        "(853) rejected; a listed name's addresses stay reachable by IP, and DoH "
-                        "or a proxy gets around any name");
+                        "best-effort by nature: listed CIDRs dropped, listed names NXDOMAIN and "
+                        "their addresses dropped for the thread (dpin4: exact names resolved by "
+                        "b4box-netd at start and at each pin's end, any listed name when the "
+                        "thread asks), DoT (853) rejected; an address the upstream does not give "
+                        "netd stays reachable by IP, and DoH or a proxy gets around any name");
         if (r >= 0)
                 r = b4_preflight_control(
                         p, "network dns", B4_ENFORCED,

@@ -45,7 +45,8 @@ static bool env_has(char **env, const char *name)
         return false;
 }
 
-int native_build_env(const struct b4_policy *p,
+int native_build_env(char *const *base,
+                     const struct b4_policy *p,
                      const struct b4_env_var *extra,
                      size_t n_extra,
                      char ***ret,
@@ -54,6 +55,13 @@ int native_build_env(const struct b4_policy *p,
         cleanup_strv char **env = NULL;
         int r = 0;
 
+        for (char *const *e = base; r >= 0 && e && *e; e++) { /* an image's Env: the base */
+                const char *eq = strchr(*e, '=');
+                cleanup_free char *name = eq ? b4_strndup(*e, (size_t)(eq - *e)) : NULL;
+
+                if (name && b4_env_name_is_valid(name))
+                        r = env_set(&env, name, eq + 1);
+        }
         for (size_t i = 0; r >= 0 && i < p->n_env; i++)
                 r = env_set(&env, p->env[i].name, p->env[i].value);
         if (r >= 0 && p->security.run_as_non_root)

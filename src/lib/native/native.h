@@ -27,6 +27,7 @@
 #include "b4box/provider-impl.h"
 
 #include "hostnet/hostnet.h"
+#include "image/image.h"
 
 /* ---- child.c ---------------------------------------------------------------------------- */
 
@@ -366,7 +367,8 @@ int native_preflight_run(const struct cgroup_host *cg,
 /* ---- identity.c ------------------------------------------------------------------------- */
 
 /* The command environment: policy env, then @extra over it, HOME (non-root), PATH default. */
-int native_build_env(const struct b4_policy *p,
+int native_build_env(char *const *base,
+                     const struct b4_policy *p,
                      const struct b4_env_var *extra,
                      size_t n_extra,
                      char ***ret,
@@ -380,14 +382,16 @@ int native_build_env(const struct b4_policy *p,
 struct native_provider {
         struct b4_provider p; /* first */
         atomic_int refs;      /* the owner + every live handle/reader */
-        char *image;          /* "host" or "dir:/abs" */
+        char *image;          /* "host", "dir:/abs" or "oci:sha256:<hex>" (docs/images.md) */
         const char *image_root;
         bool host_image;
-        char *native_dir; /* <state>/native */
-        char *run_dir;    /* .../run: sockets, records, locks */
-        char *ws_dir;     /* .../workspaces */
-        char *stage_dir;  /* .../root: where each new root is assembled (own mount ns) */
-        char *real_dir;   /* realpath of native_dir: keys the host-global names */
+        struct image_info oci; /* an "oci:" image's config and root (zeroed otherwise) */
+        char *state_dir;       /* the provider's (the image store is under it) */
+        char *native_dir;      /* <state>/native */
+        char *run_dir;         /* .../run: sockets, records, locks */
+        char *ws_dir;          /* .../workspaces */
+        char *stage_dir;       /* .../root: where each new root is assembled (own mount ns) */
+        char *real_dir;        /* realpath of native_dir: keys the host-global names */
         int run_fd, ws_fd;
         int exe_fd; /* the keeper binary */
         struct cgroup_host cg;
@@ -479,8 +483,6 @@ bool native_owner_is_ours(struct native_provider *np, const char *id);
 /* Destroy's storage part, with the thread stopped and its flock held: the diskGb image and
  * mount, the workspace, then the id block record and claim. Return: 0 or -errno. */
 int native_remove_storage(struct native_provider *np, const char *id);
-/* rm -rf @name under @dirfd without following symlinks. */
-int native_rm_rf_at(int dirfd, const char *name);
 
 /* ---- the network (hostnet/hostnet.h): veth, elements and netd under run/ ---------------- */
 

@@ -20,6 +20,7 @@
 #include "base/fd-util.h"
 #include "base/macro.h"
 #include "hostnet/hostnet.h"
+#include "hostnet/netpolicy.h"
 #include "native.h"
 
 static bool wait_ok(pid_t pid)
@@ -170,6 +171,24 @@ static int limit_rows(struct b4_preflight *p)
         return r;
 }
 
+/* The audit needs a listed thread's netd (hostnet/audit.c, docs/native.md §Audit). */
+static int audit_row(struct b4_preflight *p)
+{
+        const char *why = NULL;
+
+        if (hostnet_available(&why) >= 0 && !netd_exe_path())
+                why = "b4box-netd is not installed (set B4BOX_NETD)";
+        if (why)
+                return b4_preflight_control(p, "network audit", B4_NOT_ENFORCED,
+                                            "%s: no listed thread, so nothing audited", why);
+        return b4_preflight_control(
+                p, "network audit", B4_ENFORCED,
+                "threads with a list: the last 256 DNS events and their totals (b4box-netd), "
+                "packets and bytes per destination and denials per destination (nft counters, "
+                "65536 destinations host-wide), read by GET /threads/{id}/network and b4box "
+                "network; threads without a list are not audited");
+}
+
 static int fixed_rows(struct b4_preflight *p)
 {
         int r;
@@ -187,6 +206,8 @@ static int fixed_rows(struct b4_preflight *p)
                                          "empty network namespace, loopback only");
         if (r >= 0)
                 r = hostnet_preflight(p); /* allow, forward, allowlist, denylist, dns */
+        if (r >= 0)
+                r = audit_row(p);
         return r;
 }
 

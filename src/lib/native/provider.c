@@ -24,6 +24,7 @@
 #include "base/fd-util.h"
 #include "base/macro.h"
 #include "core/launch.h"
+#include "hostnet/audit.h"
 #include "hostnet/hostnet.h"
 #include "native.h"
 #include "providers.h"
@@ -230,6 +231,28 @@ static int np_open_reader(struct b4_provider *p,
         return native_reader_open(np_of(p), req, ret, err);
 }
 
+/* Only a listed thread has a netd, and so an audit (docs/native.md §Audit). */
+static int np_network_audit(struct b4_provider *p,
+                            const char *thread_id,
+                            char **ret_json,
+                            struct b4_error *err)
+{
+        struct hostnet hn = native_hostnet(np_of(p));
+        char id[41]; /* the run records are named by the resource id */
+        size_t len;
+        int r = b4_resource_id(p->scope, thread_id, id);
+
+        if (r < 0)
+                return b4_error_set(err, r, "thread '%s' has no resource id", thread_id);
+        r = hostnet_audit_read(&hn, id, ret_json, &len, err);
+
+        if (r == -ENOENT)
+                return b4_error_set(err, -ENOENT,
+                                    "no b4box-netd runs for this thread: it has no network list "
+                                    "(only listed threads are audited), or no live sandbox");
+        return r;
+}
+
 static void np_free(struct b4_provider *p)
 {
         native_provider_unref(np_of(p));
@@ -245,6 +268,7 @@ static const struct b4_provider_ops native_ops = {
         .freeze = native_freeze,
         .sweep = native_sweep,
         .kept = np_kept,
+        .network_audit = np_network_audit,
         .free = np_free,
 };
 
@@ -290,7 +314,8 @@ static int setup_dirs(struct native_provider *np, const char *state_dir, struct 
                                     "real directories owned by uid %u, not writable by group "
                                     "or others",
                                     state_dir, strerror(-r), (unsigned)geteuid());
-        if (b4_asprintf(&np->native_dir, "%s/native", state_dir) < 0 ||
+        if (!(np->state_dir = b4_strdup(state_dir)) ||
+            b4_asprintf(&np->native_dir, "%s/native", state_dir) < 0 ||
             b4_asprintf(&np->run_dir, "%s/run", np->native_dir) < 0 ||
             b4_asprintf(&np->ws_dir, "%s/workspaces", np->native_dir) < 0 ||
             b4_asprintf(&np->stage_dir, "%s/root", np->native_dir) < 0)
@@ -301,13 +326,36 @@ static int setup_dirs(struct native_provider *np, const char *state_dir, struct 
         return 0;
 }
 
-static int parse_image(struct native_provider *np, const char *image, struct b4_error *err)
+/* "oci:REF": an image of the store (docs/images.md), named by its digest from here on so a
+ * reference moved to another image changes the keepers' identity. */
+static int parse_oci(struct native_provider *np,
+                     const char *state_dir,
+                     const char *ref,
+                     struct b4_error *err)
+{
+        int r = image_resolve(state_dir, ref, &np->oci, err);
+
+        if (r < 0)
+                return r;
+        free(np->image);
+        if (b4_asprintf(&np->image, "oci:%s", np->oci.digest) < 0)
+                return -ENOMEM;
+        np->image_root = np->oci.root;
+        return 0;
+}
+
+static int parse_image(struct native_provider *np,
+                       const char *state_dir,
+                       const char *image,
+                       struct b4_error *err)
 {
         struct stat st;
 
         np->image = b4_strdup(image && *image ? image : "host");
         if (!np->image)
                 return -ENOMEM;
+        if (strncmp(np->image, "oci:", 4) == 0)
+                return parse_oci(np, state_dir, image + 4, err);
         if (strcmp(np->image, "host") == 0) {
                 np->image_root = "/";
                 np->host_image = true;
@@ -315,8 +363,8 @@ static int parse_image(struct native_provider *np, const char *image, struct b4_
         }
         if (strncmp(np->image, "dir:/", 5) != 0)
                 return b4_error_set(err, -EINVAL,
-                                    "sandbox.provider.image for native must be \"host\" or "
-                                    "\"dir:/absolute/rootfs\" (got '%s')",
+                                    "sandbox.provider.image for native must be \"host\", "
+                                    "\"dir:/absolute/rootfs\" or \"oci:REF\" (got '%s')",
                                     np->image);
         np->image_root = np->image + 4;
         if (stat(np->image_root, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -354,7 +402,7 @@ int native_provider_new(const struct b4_provider_config *cfg,
         atomic_init(&np->refs, 1);
         r = b4_provider_init(&np->p, &native_ops, cfg->scope);
         if (r >= 0)
-                r = parse_image(np, cfg->image, err);
+                r = parse_image(np, cfg->state_dir, cfg->image, err);
         if (r >= 0)
                 r = setup_dirs(np, cfg->state_dir, err);
         if (r >= 0)

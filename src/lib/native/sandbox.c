@@ -194,7 +194,7 @@ static int build_spec(struct native_sandbox *s,
         const struct b4_policy *p = &s->policy;
         int r;
 
-        r = native_build_env(p, req->env, req->n_env, &st->env, err);
+        r = native_build_env(s->np->oci.env, p, req->env, req->n_env, &st->env, err);
         if (r < 0)
                 return r;
         st->spec = (struct exec_spec){

@@ -15,6 +15,7 @@
 #include "base/fd-util.h"
 #include "base/hash.h"
 #include "base/macro.h"
+#include "base/rm-rf.h"
 #include "native.h"
 
 void native_host_id(const struct native_provider *np, const char *id, char ret[41])
@@ -53,6 +54,8 @@ void native_provider_unref(struct native_provider *np)
         safe_close(np->exe_fd);
         free(np->bpf);
         free(np->image);
+        image_info_clear(&np->oci);
+        free(np->state_dir);
         free(np->native_dir);
         free(np->run_dir);
         free(np->ws_dir);
@@ -88,7 +91,7 @@ int native_remove_storage(struct native_provider *np, const char *id)
         int r;
 
         disk_remove(np, id);
-        r = native_rm_rf_at(np->ws_fd, id);
+        r = rm_rf_at(np->ws_fd, id);
         if (r >= 0) {
                 idmap_forget(np, id);
                 (void)unlinkat(np->owners_fd, id, 0);

@@ -136,6 +136,7 @@ void native_thread_stop_id(struct native_provider *np, const char *id, int pidfd
         char hid[41];
 
         native_host_id(np, id, hid);
+        image_use_end(np->state_dir, id); /* whichever image it ran */
 
         if (pidfd >= 0)
                 keeper_kill(pidfd);
@@ -383,6 +384,9 @@ static int start_keeper(struct native_provider *np,
         int root_fd = -EBADF;
         int r;
 
+        if (np->oci.root && (r = image_use_begin(np->state_dir, np->oci.digest, t->id)) < 0)
+                return b4_error_set(err, r, "cannot record that thread '%s' uses image %s",
+                                    t->thread_id, np->oci.digest);
         r = ensure_workspace(np, t, p->resources.disk_gb,
                              t->host_base + (non_root ? p->security.uid : 0),
                              t->host_base + (non_root ? p->security.gid : 0), err);

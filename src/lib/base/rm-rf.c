@@ -8,6 +8,8 @@
  * stack.
  */
 
+#include "rm-rf.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +20,6 @@
 
 #include "base/macro.h"
 #include "base/strv.h"
-#include "native.h"
 
 #define RM_DEPTH_MAX 64
 
@@ -108,7 +109,7 @@ static int rm_children(struct rm *rm, int fd, int depth)
         return r;
 }
 
-int native_rm_rf_at(int dirfd, const char *name)
+int rm_rf_at(int dirfd, const char *name)
 {
         struct rm rm = { .top_fd = dirfd, .tag = name };
         struct stat st;
