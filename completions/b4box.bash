@@ -4,7 +4,7 @@ _b4box() {
     local cur prev cmd i
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD - 1]}
-    local commands="serve threads exec tool read network release destroy bundle upload check conformance probe help version"
+    local commands="serve threads exec tool read network release destroy bundle upload image check conformance probe help version"
     local globals="-c --config --state --help -h"
 
     case $prev in
@@ -44,6 +44,7 @@ _b4box() {
     destroy) opts="" ;;
     bundle) opts="--include-from --exclude-dir --output -o --json" words="create verify" ;;
     upload) opts="--server --json" ;;
+    image) opts="--name --json" ;;
     check) opts="--json --strict" ;;
     conformance) opts="--provider" ;;
     probe) opts="--json" ;;

@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "b4box/b4.h"
 
+#include "agent/agent-client.h"
 #include "b4-test.h"
 #include "base/hash.h"
 #include "core/launch.h"
@@ -60,19 +62,25 @@ static void test_keeper_body_net(void **state)
 
         b4_policy_init(&p);
         p.network = B4_NETWORK_ALLOW;
-        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc, &net, &b), 0);
+        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc,
+                                            &(struct docker_keeper_opts){ .scope = "s", .net = &net },
+                                            &b),
+                         0);
         h = jv_object_get(b, "HostConfig");
         assert_string_equal(jv_string(jv_object_get(h, "NetworkMode")), "b4-net-abc");
-        assert_int_equal(jv_array_size(jv_object_get(h, "Binds")), 1);
+        assert_null(jv_object_get(h, "Binds")); /* the workspace is a Mounts entry */
         jv_unref(b);
         net = (struct docker_net_spec){ .mode = "none",
                                         .resolv_bind =
                                                 (char *)"/run/x.resolv:/etc/resolv.conf:ro" };
-        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc, &net, &b), 0);
+        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc,
+                                            &(struct docker_keeper_opts){ .scope = "s", .net = &net },
+                                            &b),
+                         0);
         h = jv_object_get(b, "HostConfig");
         assert_string_equal(jv_string(jv_object_get(h, "NetworkMode")), "none");
-        assert_int_equal(jv_array_size(jv_object_get(h, "Binds")), 2);
-        assert_string_equal(jv_string(jv_array_get(jv_object_get(h, "Binds"), 1)),
+        assert_int_equal(jv_array_size(jv_object_get(h, "Binds")), 1);
+        assert_string_equal(jv_string(jv_array_get(jv_object_get(h, "Binds"), 0)),
                             "/run/x.resolv:/etc/resolv.conf:ro");
         jv_unref(b);
         b4_policy_clear(&p);
@@ -91,12 +99,19 @@ static void test_keeper_body(void **state)
         p.network = B4_NETWORK_DENY;
         p.resources.memory_mb = 64;
         p.resources.cpus = 0.5;
-        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc, &net, &b), 0);
+        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc,
+                                            &(struct docker_keeper_opts){ .scope = "sc", .net = &net },
+                                            &b),
+                         0);
         h = jv_object_get(b, "HostConfig");
-        assert_string_equal(jv_string(jv_array_get(jv_object_get(h, "Binds"), 0)),
-                            "b4-sbx-vol-abc:/workspace:nocopy");
+        assert_int_equal(jv_dump(jv_object_get(h, "Mounts"), 0, &json), 0);
+        assert_string_equal(json,
+                            "[{\"Type\":\"volume\",\"Source\":\"b4-sbx-vol-abc\","
+                            "\"Target\":\"/workspace\",\"VolumeOptions\":{\"NoCopy\":true,"
+                            "\"Labels\":{\"b4.sandbox\":\"abc\",\"b4.sandbox.scope\":\"sc\"}}}]");
+        free(json);
+        assert_null(jv_object_get(h, "Binds"));
         assert_string_equal(jv_string(jv_object_get(h, "NetworkMode")), "none");
-        assert_int_equal(jv_array_size(jv_object_get(h, "Binds")), 1);
         assert_int_equal(jv_integer(jv_object_get(h, "Memory")), 64 << 20);
         assert_int_equal(jv_integer(jv_object_get(h, "NanoCpus")), 500000000);
         assert_true(jv_is_true(jv_object_get(h, "Init")));
@@ -123,7 +138,13 @@ static void test_keeper_body(void **state)
         p.security.drop_all_capabilities = false;
         p.security.no_new_privileges = false;
         p.security.read_only_root = false;
-        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc, &net, &b), 0);
+        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc,
+                                            &(struct docker_keeper_opts){ .scope = "sc",
+                                                                          .copy_image = true,
+                                                                          .agent = "/x/agent",
+                                                                          .net = &net },
+                                            &b),
+                         0);
         h = jv_object_get(b, "HostConfig");
         assert_null(jv_object_get(b, "User"));
         assert_null(jv_object_get(h, "CapDrop"));
@@ -132,8 +153,14 @@ static void test_keeper_body(void **state)
         assert_null(jv_object_get(h, "ReadonlyRootfs"));
         assert_null(jv_object_get(h, "Tmpfs"));
         assert_true(jv_is_true(jv_object_get(h, "Init")));
-        assert_string_equal(jv_string(jv_array_get(jv_object_get(h, "Binds"), 0)),
-                            "b4-sbx-vol-abc:/workspace");
+        assert_int_equal(jv_dump(jv_object_get(h, "Mounts"), 0, &json), 0);
+        assert_string_equal(json,
+                            "[{\"Type\":\"volume\",\"Source\":\"b4-sbx-vol-abc\","
+                            "\"Target\":\"/workspace\",\"VolumeOptions\":{\"NoCopy\":false,"
+                            "\"Labels\":{\"b4.sandbox\":\"abc\",\"b4.sandbox.scope\":\"sc\"}}},"
+                            "{\"Type\":\"bind\",\"Source\":\"/x/agent\","
+                            "\"Target\":\"/.b4box/agent\",\"ReadOnly\":true}]");
+        free(json);
         jv_unref(b);
         b4_policy_clear(&p);
 }
@@ -407,6 +434,68 @@ static void test_refusals(void **state)
         b4_provider_free(p);
 }
 
+/* ---- the agent transport: Docker's stdout/stderr frames ---- */
+
+static size_t frame(char *out, int stream, const char *payload, size_t n)
+{
+        out[0] = (char)stream;
+        out[1] = out[2] = out[3] = 0;
+        out[4] = (char)(n >> 24);
+        out[5] = (char)(n >> 16);
+        out[6] = (char)(n >> 8);
+        out[7] = (char)n;
+        memcpy(out + 8, payload, n);
+        return 8 + n;
+}
+
+/* Feed @in (after @np pending bytes) and read everything: the stdout payload, the end. */
+static ssize_t drain(const char *in, size_t len, size_t np, char *out, size_t cap)
+{
+        struct agent_transport t;
+        char *pending = np ? malloc(np) : NULL;
+        size_t got = 0;
+        ssize_t n;
+        int sv[2];
+
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+        if (np)
+                memcpy(pending, in, np);
+        assert_int_equal(write(sv[1], in + np, len - np), (ssize_t)(len - np));
+        close(sv[1]);
+        assert_int_equal(docker_agent_transport(sv[0], pending, np, &t), 0);
+        while ((n = t.read(t.userdata, out + got, 3)) > 0) /* small reads: frames straddle */
+                got += (size_t)n;
+        t.close(t.userdata);
+        assert_true(got <= cap);
+        return n < 0 ? n : (ssize_t)got;
+}
+
+static void test_agent_transport(void **state)
+{
+        char in[256], out[256];
+        size_t n = 0;
+
+        n += frame(in + n, 1, "hello ", 6);
+        n += frame(in + n, 2, "agent stderr\n", 13);
+        n += frame(in + n, 1, "", 0);
+        n += frame(in + n, 1, "world", 5);
+        for (size_t np = 0; np <= n; np += 5) {
+                memset(out, 0, sizeof(out));
+                assert_int_equal(drain(in, n, np, out, sizeof(out)), 11);
+                assert_string_equal(out, "hello world");
+        }
+        /* a stream id Docker never sends, non-zero padding, a cut header or payload */
+        n = frame(in, 3, "x", 1);
+        assert_int_equal(drain(in, n, 0, out, sizeof(out)), -EPROTO);
+        n = frame(in, 1, "x", 1);
+        in[2] = 1;
+        assert_int_equal(drain(in, n, 0, out, sizeof(out)), -EPROTO);
+        n = frame(in, 1, "abc", 3);
+        assert_int_equal(drain(in, 5, 0, out, sizeof(out)), -EPROTO);
+        assert_int_equal(drain(in, n - 1, 0, out, sizeof(out)), -EPROTO);
+        assert_int_equal(drain(in, 0, 0, out, sizeof(out)), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -420,6 +509,7 @@ int main(void)
                 cmocka_unit_test(test_refusals),
                 cmocka_unit_test(test_seccomp_profile),
                 cmocka_unit_test(test_seccomp_opt),
+                cmocka_unit_test(test_agent_transport),
         };
 
         return cmocka_run_group_tests_name("docker unit", tests, NULL, NULL);

@@ -100,6 +100,15 @@ static void keeper_name(const char *thread, char name[64])
         snprintf(name, 64, "b4-sbx-%s", id);
 }
 
+/* Which path this run exercises: B4BOX_DOCKER_AGENT=off (meson's *-fallback tests) forces
+ * the archive/exec fallback; otherwise operations go through b4box-agent. */
+static bool agent_mode(void)
+{
+        const char *e = getenv("B4BOX_DOCKER_AGENT");
+
+        return !e || strcmp(e, "off") != 0;
+}
+
 /* ---- conformance ---- */
 
 static int factory(void *userdata, struct b4_provider **ret, struct b4_error *err)
@@ -443,6 +452,7 @@ static void test_cancel(void **state)
 
         b4_policy_init(&pol);
         sb = acquire(p, "cancel", &pol);
+        free(run(sb, "true", 0)); /* the agent is up: the cancel hits the running command */
         pthread_create(&th, NULL, fire_later, c);
         t0 = now_msec();
         assert_int_equal(b4_sandbox_exec(sb, &req, &x, NULL), 0);
@@ -511,10 +521,12 @@ static void test_fs_files(void **state)
         assert_int_equal(b4_fs_read_file(fs, "/workspace/a/link", 100, &s, &len, &err), 0);
         assert_string_equal(s, "hello!");
         free(s);
-        assert_int_equal(b4_fs_realpath(fs, "/workspace/a/link", &s, &err), 0);
+        if (b4_fs_realpath(fs, "/workspace/a/link", &s, &err) < 0)
+                fail_msg("realpath /workspace/a/link: %s", err.msg);
         assert_string_equal(s, "/workspace/a/b/c.txt");
         free(s);
-        assert_int_equal(b4_fs_realpath(fs, "/workspace/a/./b/../b/new/x", &s, &err), 0);
+        if (b4_fs_realpath(fs, "/workspace/a/./b/../b/new/x", &s, &err) < 0)
+                fail_msg("realpath: %s", err.msg);
         assert_string_equal(s, "/workspace/a/b/new/x");
         free(s);
         /* mkdir, touch, remove */
@@ -627,6 +639,27 @@ static void test_fs_batch(void **state)
                 assert_int_equal(blobs[10].len, 292);
                 b4_blobs_free(blobs, nm);
         }
+        /* more files than one agent request carries (AGENT_BATCH_MAX): still in order */
+        {
+                size_t nb = 9000;
+                struct b4_read_req *lots = calloc(nb, sizeof(*lots));
+
+                assert_non_null(lots);
+                for (size_t i = 0; i < nb; i++)
+                        lots[i] = (struct b4_read_req){ i % 3 == 2 ? "/workspace/d/missing"
+                                                        : i % 3    ? "/workspace/d/f2"
+                                                                   : "/workspace/d/f1",
+                                                        100 };
+                assert_int_equal(b4_fs_read_files(fs, lots, nb, &blobs, &err), 0);
+                for (size_t i = 0; i < nb; i++) {
+                        if (i % 3 == 2)
+                                assert_int_equal(blobs[i].error, -ENOENT);
+                        else
+                                assert_string_equal(blobs[i].data, i % 3 ? "two\n" : "one");
+                }
+                b4_blobs_free(blobs, nb);
+                free(lots);
+        }
         b4_sandbox_unref(sb);
         destroy(p, "batch");
         b4_provider_free(p);
@@ -713,7 +746,8 @@ static void test_fs_user_dac(void **state)
         /* stat needs the search permission the user lacks */
         assert_int_equal(b4_fs_stat(fs, "/workspace/private/note", &st, &err), -EACCES);
         assert_int_equal(b4_fs_lstat(fs, "/workspace/private/note", &st, &err), -EACCES);
-        assert_int_equal(b4_fs_lstat(fs, "/workspace/secret", &st, &err), 0);
+        if (b4_fs_lstat(fs, "/workspace/secret", &st, &err) < 0)
+                fail_msg("lstat /workspace/secret: %s", err.msg);
         b4_stat_clear(&st);
         /* the walk lists what ls -R would */
         assert_int_equal(b4_fs_walk(fs, "/workspace", 100, NULL, &w, &n, &err), 0);
@@ -802,7 +836,8 @@ static void test_fork_bomb(void **state)
         keeper_name("bomb", name);
         before = inspect(p, "containers", name);
         free(run(sb, "bash -c ':(){ :|:& };:' >/dev/null 2>&1 & sleep 3; echo bombed", 0));
-        /* a forking filesystem operation now fails with "can't fork": recover and retry */
+        /* a forking filesystem operation (the fallback's, or the agent's request when it
+         * gets no thread) now fails: recover and retry. */
         if (b4_fs_read_files(fs, &req, 1, &blobs, &err) < 0)
                 fail_msg("read_files after the bomb: %s", err.msg);
         assert_int_equal(blobs[0].error, 0);
@@ -811,6 +846,18 @@ static void test_fork_bomb(void **state)
         after = inspect(p, "containers", name);
         assert_non_null(before);
         assert_non_null(after);
+        /* the agent reads without forking and may well have answered from the exhausted
+         * keeper: a command it cannot fork recovers (a new keeper) and is retried; the bomb
+         * leaves a free pid now and then, so a command may also just run */
+        for (int i = 0; agent_mode() && i < 50 &&
+                        strcmp(jv_string(jv_object_get(before, "Id")),
+                               jv_string(jv_object_get(after, "Id"))) == 0;
+             i++) {
+                jv_unref(after);
+                free(run(sb, "true", 0));
+                after = inspect(p, "containers", name);
+                assert_non_null(after);
+        }
         assert_string_not_equal(jv_string(jv_object_get(before, "Id")),
                                 jv_string(jv_object_get(after, "Id")));
         out = run(sb, "cat /workspace/keep; ps -o comm | grep -c bash || true", 0);
@@ -820,6 +867,71 @@ static void test_fork_bomb(void **state)
         jv_unref(after);
         b4_sandbox_unref(sb);
         destroy(p, "bomb");
+        b4_provider_free(p);
+        b4_policy_clear(&pol);
+}
+
+/* ---- the agent ---- */
+
+static char *read_all(struct b4_fs *fs, const char *path)
+{
+        struct b4_error err = { 0 };
+        char *data = NULL;
+        size_t len = 0;
+
+        if (b4_fs_read_file(fs, path, 4096, &data, &len, &err) < 0)
+                fail_msg("read %s: %s", path, err.msg);
+        return data;
+}
+
+/* A killed agent: between operations the next one reconnects to the same keeper; during a
+ * command that command fails and is never run again. */
+static void test_agent_lost(void **state)
+{
+        struct b4_provider *p;
+        struct b4_policy pol;
+        struct b4_sandbox *sb;
+        /* the command's parent is the agent's supervisor; its parent is the agent */
+        struct b4_exec_req req = { .command =
+                                           "echo x >> /workspace/count; "
+                                           "kill -9 $(cut -d' ' -f4 /proc/$PPID/stat); sleep 5" };
+        struct b4_exec_result x = { 0 };
+        struct b4_error err = { 0 };
+        char name[64];
+        struct jv *before, *after;
+        char *out;
+
+        if (!agent_mode())
+                skip();
+        p = provider();
+        b4_policy_init(&pol);
+        sb = acquire(p, "agent-lost", &pol);
+        keeper_name("agent-lost", name);
+        before = inspect(p, "containers", name);
+        /* /tmp is the keeper's tmpfs: it survives only if the keeper is the same */
+        free(run(sb, "echo kept > /tmp/mark", 0));
+        free(run(sb,
+                 "a=$(cut -d' ' -f4 /proc/$PPID/stat); (sleep 0.3; kill -9 $a) >/dev/null 2>&1 &",
+                 0));
+        (void)usleep(1000 * 1000);
+        out = read_all(b4_sandbox_fs(sb), "/tmp/mark");
+        assert_string_equal(out, "kept\n");
+        free(out);
+        assert_true(b4_sandbox_exec(sb, &req, &x, &err) < 0);
+        assert_non_null(strstr(err.msg, "not retried"));
+        b4_exec_result_clear(&x);
+        out = run(sb, "cat /tmp/mark; wc -l < /workspace/count", 0);
+        assert_string_equal(out, "kept\n1\n");
+        free(out);
+        after = inspect(p, "containers", name);
+        assert_non_null(before);
+        assert_non_null(after);
+        assert_string_equal(jv_string(jv_object_get(before, "Id")),
+                            jv_string(jv_object_get(after, "Id")));
+        jv_unref(before);
+        jv_unref(after);
+        b4_sandbox_unref(sb);
+        destroy(p, "agent-lost");
         b4_provider_free(p);
         b4_policy_clear(&pol);
 }
@@ -963,7 +1075,12 @@ static void test_reader(void **state)
         jv_unref(list);
         {
                 struct jv *h = jv_object_get(rv, "HostConfig");
-                struct jv *m = jv_array_get(jv_object_get(rv, "Mounts"), 0);
+                struct jv *mounts = jv_object_get(rv, "Mounts"), *m = NULL;
+                for (size_t i = 0; i < jv_array_size(mounts); i++)
+                        if (strcmp(jv_string(jv_object_get(jv_array_get(mounts, i), "Destination")),
+                                   "/workspace") == 0)
+                                m = jv_array_get(mounts, i);
+                assert_non_null(m);
                 assert_string_equal(jv_string(jv_object_get(h, "NetworkMode")), "none");
                 assert_string_equal(jv_string(jv_array_get(jv_object_get(h, "CapDrop"), 0)), "ALL");
                 assert_true(jv_is_true(jv_object_get(h, "ReadonlyRootfs")));
@@ -1012,10 +1129,23 @@ static void test_preflight(void **state)
                                           .image = (char *)E_IMAGE,
                                           .docker_host = (char *)"unix:///nonexistent.sock" };
         struct b4_preflight pf = { 0 };
+        const char *detail;
 
         assert_int_equal(b4_provider_preflight(p, &pf, NULL), 0);
         assert_true(pf.ok);
         assert_int_equal(strncmp(pf.detail, "Docker ", 7), 0);
+        /* which path operations take, and why */
+        assert_true(pf.n_controls > 0);
+        assert_string_equal(pf.controls[pf.n_controls - 1].name, "operations");
+        detail = pf.controls[pf.n_controls - 1].detail;
+        if (!agent_mode())
+                assert_non_null(strstr(detail, "B4BOX_DOCKER_AGENT=off"));
+        else if (getenv("B4BOX_DOCKER_AGENT")) /* copy */
+                assert_non_null(strstr(detail, "copied into a volume mounted read-only"));
+        else
+                assert_non_null(strstr(detail, "bound read-only at /.b4box/agent"));
+        if (agent_mode())
+                assert_int_equal(strncmp(detail, "b4box-agent ", 12), 0);
         b4_preflight_clear(&pf);
         assert_int_equal(b4_provider_new(&cfg, &bad, NULL), 0);
         assert_int_equal(b4_provider_preflight(bad, &pf, NULL), 0);
@@ -1089,6 +1219,7 @@ int main(void)
                 cmocka_unit_test(test_fs_batch),
                 cmocka_unit_test(test_fs_user_dac),
                 cmocka_unit_test(test_fork_bomb),
+                cmocka_unit_test(test_agent_lost),
                 cmocka_unit_test(test_stale_keeper),
                 cmocka_unit_test(test_fresh_never_adopts),
                 cmocka_unit_test(test_reader),

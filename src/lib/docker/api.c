@@ -11,9 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/fd-util.h"
 #include "base/macro.h"
 #include "base/parse.h"
 #include "docker/docker.h"
@@ -486,4 +491,102 @@ int docker_archive_put(struct docker_client *d,
         if (archive_path(container, dir, &p) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
         return docker_call_raw(d, "PUT", p, "application/x-tar", tar, len, 0, err);
+}
+
+/* ---- hijacked streams ---- */
+
+#define HIJACK_HEAD_MAX  16384u /* the response head of an upgrade */
+#define HIJACK_TIMEOUT_S 30
+
+static int unix_connect(const char *path, int *ret, struct b4_error *err)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct timeval tv = { .tv_sec = HIJACK_TIMEOUT_S };
+        cleanup_close int fd = -EBADF;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return b4_error_set(err, -ENAMETOOLONG, "Docker socket path too long");
+        memcpy(sa.sun_path, path, strlen(path));
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return b4_error_set(err, -errno, "socket: %m");
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+                return b4_error_set(err, -errno, "connect %s: %m", path);
+        /* the head must come in time; cleared once the stream is raw */
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        *ret = TAKE_FD(fd);
+        return 0;
+}
+
+/* Read up to the end of the response head; *ret_len bytes in @buf, @ret_head_len of them the
+ * head (the rest is the stream's first bytes). */
+static int read_head(int fd, char *buf, size_t cap, size_t *ret_len, size_t *ret_head_len)
+{
+        size_t len = 0;
+
+        while (len < cap - 1) {
+                ssize_t n = read(fd, buf + len, cap - 1 - len);
+                char *end;
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return errno == EAGAIN ? -ETIMEDOUT : -errno;
+                if (n == 0)
+                        return -ECONNRESET;
+                len += (size_t)n;
+                buf[len] = '\0';
+                end = strstr(buf, "\r\n\r\n");
+                if (end) {
+                        *ret_len = len;
+                        *ret_head_len = (size_t)(end - buf) + 4;
+                        return 0;
+                }
+        }
+        return -E2BIG;
+}
+
+int docker_hijack(struct docker_client *d,
+                  const char *path,
+                  const struct jv *body,
+                  struct docker_hijacked *ret,
+                  struct b4_error *err)
+{
+        cleanup_free char *full = NULL, *json = NULL, *req = NULL, *head = NULL;
+        cleanup_close int fd = -EBADF;
+        size_t len = 0, head_len = 0;
+        long status = 0;
+        int r;
+
+        r = versioned(d, path, &full, err);
+        if (r < 0)
+                return r;
+        if ((body && jv_dump(body, 0, &json) < 0) ||
+            b4_asprintf(&req,
+                        "POST %s HTTP/1.1\r\nHost: docker\r\nContent-Type: application/json\r\n"
+                        "Connection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: %zu\r\n\r\n%s",
+                        full, json ? strlen(json) : 0, json ? json : "") < 0 ||
+            !(head = b4_malloc(HIJACK_HEAD_MAX)))
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = unix_connect(docker_client_socket(d), &fd, err);
+        if (r < 0)
+                return r;
+        r = write_all(fd, req, strlen(req));
+        if (r >= 0)
+                r = read_head(fd, head, HIJACK_HEAD_MAX, &len, &head_len);
+        if (r < 0)
+                return b4_error_set(err, r, "Docker attach %s failed: %s", path, strerror(-r));
+        if (sscanf(head, "HTTP/1.%*d %ld", &status) != 1)
+                return b4_error_set(err, -EPROTO, "Docker attach %s: no HTTP status", path);
+        if (status != 101 && status != 200) {
+                /* the daemon's message is in the body (mostly in the same read) */
+                return status_error(status, head + head_len, len - head_len, err);
+        }
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ 0 },
+                         sizeof(struct timeval));
+        ret->fd = TAKE_FD(fd);
+        ret->pending_len = len - head_len;
+        memmove(head, head + head_len, ret->pending_len);
+        ret->pending = TAKE_PTR(head);
+        return 0;
 }

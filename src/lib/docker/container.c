@@ -6,11 +6,14 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/fd-util.h"
 #include "base/macro.h"
 #include "base/strv.h"
 #include "docker/docker.h"
@@ -33,6 +36,9 @@ void docker_core_unref(struct docker_core *c)
         strv_free(c->images);
         free(c->seccomp_opt);
         docker_net_free(c->net);
+        free(c->agent_path);
+        free(c->agent_volume);
+        free(c->agent_reason);
         (void)pthread_mutex_destroy(&c->lock);
         free(c);
 }
@@ -57,6 +63,27 @@ int docker_start_container(struct docker_core *c, const char *name, struct b4_er
         return docker_call(c->d, "POST", path, NULL, NULL, err);
 }
 
+int docker_container_running(struct docker_core *c,
+                             const char *name,
+                             bool *ret,
+                             struct b4_error *err)
+{
+        cleanup_(jv_unrefp) struct jv *v = NULL;
+        cleanup_free char *path = NULL;
+        int r;
+
+        *ret = false;
+        if (b4_asprintf(&path, "/containers/%s/json", name) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = docker_call(c->d, "GET", path, NULL, &v, err);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        *ret = jv_is_true(jv_object_get(jv_object_get(v, "State"), "Running"));
+        return 0;
+}
+
 static int create_container(struct docker_core *c,
                             const char *name,
                             const struct jv *body,
@@ -69,7 +96,8 @@ static int create_container(struct docker_core *c,
         return docker_call(c->d, "POST", path, body, NULL, err);
 }
 
-/* One-time ownership init of a new volume (reference §3.4 step 4), as root, then removed. */
+/* One-time ownership init of a new volume (reference §3.4 step 4), as root, then removed:
+ * the fallback when the volume's directory is not reachable from here (own_on_host()). */
 static int init_volume(struct docker_core *c,
                        const char *id,
                        const char *image,
@@ -107,60 +135,109 @@ static int init_volume(struct docker_core *c,
         return r;
 }
 
-int docker_ensure_volume(struct docker_core *c, const struct docker_state *s, struct b4_error *err)
+static int volume_path(const char *id, char **ret)
 {
-        cleanup_(jv_unrefp) struct jv *body = NULL;
-        cleanup_free char *path = NULL, *vol = NULL;
+        return b4_asprintf(ret, "/volumes/b4-sbx-vol-%s", id) < 0 ? -ENOMEM : 0;
+}
+
+/* Whether the workspace volume exists (GET /volumes/{name}). */
+static int volume_exists(struct docker_core *c, const char *id, bool *ret, struct b4_error *err)
+{
+        cleanup_free char *path = NULL;
+        int r;
+
+        if (volume_path(id, &path) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = docker_call(c->d, "GET", path, NULL, NULL, err);
+        *ret = r >= 0;
+        return r == -ENOENT ? 0 : r;
+}
+
+/*
+ * Hand a new volume's root to the sandbox user from this side when b4box and the daemon
+ * share a host (the volume's Mountpoint is a directory here and we may chown it): no
+ * container at all. Return: 0, or -errno when it cannot be done here (the caller then runs
+ * the ownership init container).
+ */
+static int own_on_host(struct docker_core *c, const struct docker_state *s)
+{
+        cleanup_(jv_unrefp) struct jv *v = NULL;
+        cleanup_free char *path = NULL;
+        cleanup_close int fd = -EBADF;
+        const char *mp;
+
+        if (volume_path(s->id, &path) < 0)
+                return -ENOMEM;
+        if (docker_call(c->d, "GET", path, NULL, &v, NULL) < 0)
+                return -EIO;
+        mp = jv_string(jv_object_get(v, "Mountpoint"));
+        if (!mp || mp[0] != '/')
+                return -ENOENT;
+        fd = open(mp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return fchown(fd, s->policy.security.uid, s->policy.security.gid) < 0 ? -errno : 0;
+}
+
+static int own_workspace(struct docker_core *c, const struct docker_state *s, struct b4_error *err)
+{
         struct b4_error e = { 0 };
         int r;
 
-        if (b4_asprintf(&vol, "b4-sbx-vol-%s", s->id) < 0 ||
-            b4_asprintf(&path, "/volumes/%s", vol) < 0)
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        r = docker_call(c->d, "GET", path, NULL, NULL, &e);
-        if (r == -ENOENT) {
-                body = jv_pack("{s:s, s:{s:s, s:s}}", "Name", vol, "Labels", "b4.sandbox", s->id,
-                               "b4.sandbox.scope", c->scope);
-                if (!body)
-                        return b4_error_set(err, -ENOMEM, "out of memory");
-                r = docker_call(c->d, "POST", "/volumes/create", body, NULL, &e);
-                if (r >= 0 && s->policy.security.run_as_non_root) {
-                        r = init_volume(c, s->id, s->image, &s->policy, &e);
-                        if (r < 0)
-                                return b4_error_set_code(
-                                        err, r, B4_CODE_SANDBOX_UNAVAILABLE,
-                                        "Sandbox unavailable: could not initialize workspace "
-                                        "ownership for thread \"%s\": %s. Run `b4box check`.",
-                                        s->thread_id, e.msg);
-                }
-        }
+        if (own_on_host(c, s) >= 0)
+                return 0;
+        r = init_volume(c, s->id, s->image, &s->policy, &e);
         if (r < 0)
                 return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
-                                         "Sandbox unavailable: docker volume %s for thread \"%s\" "
-                                         "failed: %s. Run `b4box check`.",
-                                         vol, s->thread_id, e.msg);
+                                         "Sandbox unavailable: could not initialize workspace "
+                                         "ownership for thread \"%s\": %s. Run `b4box check`.",
+                                         s->thread_id, e.msg);
         return 0;
 }
 
-int docker_create_keeper(struct docker_core *c, const struct docker_state *s, struct b4_error *err)
+int docker_create_keeper(struct docker_core *c,
+                         const struct docker_state *s,
+                         bool first,
+                         struct b4_error *err)
 {
         cleanup_(jv_unrefp) struct jv *body = NULL;
+        bool non_root = s->policy.security.run_as_non_root, had_volume = true;
         struct docker_net_spec net = { 0 };
         struct b4_error e = { 0 };
         int r;
 
+        r = first ? volume_exists(c, s->id, &had_volume, &e) : 0;
+        if (r < 0)
+                return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: docker volume b4-sbx-vol-%s for "
+                                         "thread \"%s\" failed: %s. Run `b4box check`.",
+                                         s->id, s->thread_id, e.msg);
         r = docker_net_prepare(c->net, s->id, s->thread_id, c->scope, &s->policy, &net, err);
         if (r < 0)
                 return r;
-        r = docker_keeper_body(s->image, &s->policy, s->id, s->identity,
-                               &(struct docker_seccomp){ c->seccomp_opt, c->seccomp_digest }, &net,
-                               &body);
+        r = docker_keeper_body(
+                s->image, &s->policy, s->id, s->identity,
+                &(struct docker_seccomp){ c->seccomp_opt, c->seccomp_digest },
+                &(struct docker_keeper_opts){ .scope = c->scope,
+                                              .copy_image = !non_root || !had_volume,
+                                              .agent = s->agent ? s->mount.bind : NULL,
+                                              .agent_volume = s->agent ? s->mount.volume : NULL,
+                                              .net = &net },
+                &body);
         docker_net_spec_clear(&net);
         if (r < 0) {
                 docker_net_detach(c->net, s->id);
                 return b4_error_set(err, r, "out of memory");
         }
         r = create_container(c, s->name, body, &e);
+        if (r >= 0 && non_root && !had_volume) {
+                r = own_workspace(c, s, err);
+                if (r < 0) {
+                        (void)docker_remove_container(c, s->name, NULL);
+                        docker_net_detach(c->net, s->id);
+                        return r;
+                }
+        }
         if (r >= 0)
                 r = docker_start_container(c, s->name, &e);
         if (r < 0) {

@@ -6,7 +6,9 @@
  *   api.c       the Engine API client: version negotiation, error mapping, the calls we use
  *   tar.c       libarchive glue: pull a tar from an HTTP stream, build one in memory
  *   exec.c      commands through the exec API: demultiplexing, caps, timeout, cancel
- *   fs.c        struct b4_fs over the archive endpoints and execs as the sandbox user
+ *   agent.c     b4box-agent in a container over one hijacked exec stream: the link
+ *   fs.c        file operations of a target: through its agent, else the archive endpoints
+ *               and execs as the sandbox user (the fallback)
  *   dac.c       the sandbox user's DAC, applied to tar members that dockerd read as root
  *   identity.c  the launch configuration, its JSON and the keeper identity (reference §3.3)
  *   provider.c  the provider object: acquire/release/destroy, recovery, preflight, images
@@ -67,6 +69,21 @@ int docker_stream(struct docker_client *d,
                   const struct jv *body,
                   int cancel_fd,
                   struct http_stream **ret,
+                  struct b4_error *err);
+
+/* A hijacked connection (POST with "Upgrade: tcp"): a raw two-way byte stream from now on. */
+struct docker_hijacked {
+        int fd;        /* owned */
+        char *pending; /* owned: stream bytes that arrived with the response head */
+        size_t pending_len;
+};
+
+/* POST @path (e.g. /exec/{id}/start) with the JSON @body and take the connection over.
+ * A non-101/200 status is mapped as for docker_call(). */
+int docker_hijack(struct docker_client *d,
+                  const char *path,
+                  const struct jv *body,
+                  struct docker_hijacked *ret,
                   struct b4_error *err);
 /* GET /version: the daemon's version string ("20.10.24"). */
 int docker_server_version(struct docker_client *d, char **ret, struct b4_error *err);
@@ -199,6 +216,39 @@ bool docker_dac_allows(const struct docker_dac *u,
                        bool is_dir,
                        unsigned want);
 
+/* ---- agent.c ---------------------------------------------------------------------------- */
+
+struct agent_conn;
+struct agent_transport;
+struct docker_agent;
+
+/* The link to b4box-agent (at DOCKER_AGENT_PATH) in @container, run as @user (NULL: the
+ * container's), with --read-only when @read_only. Nothing is started yet. @d is borrowed.
+ * Return: 0 or -ENOMEM. */
+int docker_agent_new(struct docker_client *d,
+                     const char *container,
+                     const char *user,
+                     bool read_only,
+                     struct docker_agent **ret);
+/* Close the connection (the agent exits at the end of its stdin). NULL ok. Return: NULL. */
+struct docker_agent *docker_agent_free(struct docker_agent *a);
+/*
+ * The live connection, made on first use: one exec of the agent with its stdin attached.
+ * *ret is borrowed: valid until docker_agent_reset()/free, which only the thread's exclusive
+ * lease (or the owner) may call. Return: 0; -ENOTCONN (lost, or the agent could not start:
+ * core recovers); -EAGAIN (runc could not fork it: PID exhaustion); -ENOMEM.
+ */
+int docker_agent_conn(struct docker_agent *a, struct agent_conn **ret, struct b4_error *err);
+/* Whether a connection was made and is now dead. */
+bool docker_agent_lost(struct docker_agent *a);
+/* Drop the connection (exclusive lease held): the next docker_agent_conn() makes a new one. */
+void docker_agent_reset(struct docker_agent *a);
+/* The transport over a hijacked exec stream @fd (owned; closed on failure too) whose first
+ * @pending_len bytes are @pending (owned, may be NULL): hands the client the payload of
+ * Docker's stdout frames, keeps the tail of stderr, refuses a malformed frame (-EPROTO).
+ * Return: 0 or -ENOMEM. */
+int docker_agent_transport(int fd, char *pending, size_t pending_len, struct agent_transport *ret);
+
 /* ---- fs.c ------------------------------------------------------------------------------- */
 
 /* Which container a filesystem view talks to; embedded by handles and readers. */
@@ -207,6 +257,7 @@ struct docker_fs_target {
         const char *container;   /* borrowed name */
         uid_t uid;               /* owner of written files */
         gid_t gid;
+        struct docker_agent *agent; /* borrowed; NULL: the archive/exec fallback */
 };
 
 int docker_fs_read_file(struct docker_fs_target *t,
@@ -270,14 +321,34 @@ struct docker_seccomp {
 
 struct docker_net_spec;
 
+/* Where the agent binary is mounted in a keeper or reader (read-only). */
+#define DOCKER_AGENT_DIR  "/.b4box"
+#define DOCKER_AGENT_PATH DOCKER_AGENT_DIR "/agent"
+
+/* What a keeper mounts besides its policy. */
+struct docker_keeper_opts {
+        const char *scope;        /* the volume's b4.sandbox.scope label */
+        bool copy_image;          /* let Docker copy the image's /workspace into an empty volume */
+        const char *agent;        /* host path of b4box-agent, bound read-only at
+                                   * DOCKER_AGENT_PATH; NULL: none */
+        const char *agent_volume; /* or the volume holding it, mounted read-only at
+                                   * DOCKER_AGENT_DIR; NULL: none */
+        const struct docker_net_spec *net; /* the keeper's network (net.h) */
+};
+
+/* The Mounts entry of the agent: @bind (a host path) at DOCKER_AGENT_PATH, else @volume at
+ * DOCKER_AGENT_DIR, read-only. NULL on OOM. */
+struct jv *docker_agent_mount_json(const char *bind, const char *volume);
+
 /* The container-create body of a keeper (reference §3.4 step 5 as Engine API fields) under
- * the seccomp profile @sc, on the network @net (net.h). */
+ * the seccomp profile @sc. Its workspace is a Mounts entry that creates the labelled volume
+ * b4-sbx-vol-<id> when absent, so no separate volume create is needed. */
 int docker_keeper_body(const char *image,
                        const struct b4_policy *p,
                        const char *id,
                        const char *identity,
                        const struct docker_seccomp *sc,
-                       const struct docker_net_spec *net,
+                       const struct docker_keeper_opts *o,
                        struct jv **ret);
 /* The docker "User" value of @p, or NULL for the image default. */
 int docker_policy_user(const struct b4_policy *p, char **ret);
@@ -300,8 +371,10 @@ struct docker_reader_spec {
         const char *volume;
         const char *resource_id;
         const char *thread_id;
-        const char *name_prefix; /* "b4-sbx-rdr-" */
-        const char *seccomp_opt; /* "seccomp=<json>" */
+        const char *name_prefix;  /* "b4-sbx-rdr-" */
+        const char *seccomp_opt;  /* "seccomp=<json>" */
+        const char *agent_bind;   /* b4box-agent to bind in, */
+        const char *agent_volume; /* or its volume to mount; both NULL: the fallback */
         bool run_as_non_root;
         uint32_t uid, gid;
 };

@@ -27,6 +27,10 @@
  *               one exec each (read_files batches every request into one script, or answers
  *               from one archive what the user's DAC allows and execs the rest)
  *
+ * A target with an agent (agent.c) sends every member to it instead, one request each (the
+ * dispatch at the end): the agent runs as the sandbox user inside the container, so the
+ * kernel decides everything; what follows here is the fallback when no agent can run.
+ *
  * Exec-based members report PID exhaustion (reference §3.6, "started shell fork failure")
  * as -EAGAIN with the shell's message so the provider can recover and retry.
  */
@@ -42,6 +46,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/agent-client.h"
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strbuf.h"
@@ -275,10 +280,10 @@ static int lstat_raw(struct docker_fs_target *t,
         return 0;
 }
 
-int docker_fs_lstat(struct docker_fs_target *t,
-                    const char *path,
-                    struct b4_stat *ret,
-                    struct b4_error *err)
+static int archive_lstat(struct docker_fs_target *t,
+                         const char *path,
+                         struct b4_stat *ret,
+                         struct b4_error *err)
 {
         struct b4_stat st = { 0 };
         int r;
@@ -297,11 +302,11 @@ int docker_fs_lstat(struct docker_fs_target *t,
         return 0;
 }
 
-int docker_fs_stat(struct docker_fs_target *t,
-                   const char *path,
-                   unsigned flags,
-                   struct b4_stat *ret,
-                   struct b4_error *err)
+static int archive_stat(struct docker_fs_target *t,
+                        const char *path,
+                        unsigned flags,
+                        struct b4_stat *ret,
+                        struct b4_error *err)
 {
         cleanup_free char *cur = NULL;
         int r;
@@ -497,13 +502,13 @@ static int read_exec(struct docker_fs_target *t,
         return r;
 }
 
-int docker_fs_read_file(struct docker_fs_target *t,
-                        const char *path,
-                        unsigned flags,
-                        uint64_t max,
-                        char **ret,
-                        size_t *ret_len,
-                        struct b4_error *err)
+static int archive_read_file(struct docker_fs_target *t,
+                             const char *path,
+                             unsigned flags,
+                             uint64_t max,
+                             char **ret,
+                             size_t *ret_len,
+                             struct b4_error *err)
 {
         cleanup_free char *cur = NULL;
         struct b4_blob b = { 0 };
@@ -650,13 +655,13 @@ static int walk_archive(struct archive *a, const char *prefix, struct walk *w, s
         }
 }
 
-int docker_fs_walk(struct docker_fs_target *t,
-                   const char *path,
-                   size_t max_entries,
-                   char *const *prune,
-                   struct b4_walk_entry **ret,
-                   size_t *ret_n,
-                   struct b4_error *err)
+static int archive_walk(struct docker_fs_target *t,
+                        const char *path,
+                        size_t max_entries,
+                        char *const *prune,
+                        struct b4_walk_entry **ret,
+                        size_t *ret_n,
+                        struct b4_error *err)
 {
         cleanup_(http_stream_freep) struct http_stream *s = NULL;
         cleanup_free char *prefix = NULL;
@@ -825,12 +830,12 @@ static int prepare_write(struct docker_fs_target *t,
  * temp + rename as native), keeping an existing file's mode. dockerd writes as root, so the
  * user first creates that name itself: the PUT only fills a file the user could create.
  */
-int docker_fs_write_file(struct docker_fs_target *t,
-                         const char *path,
-                         unsigned flags,
-                         const void *data,
-                         size_t len,
-                         struct b4_error *err)
+static int archive_write_file(struct docker_fs_target *t,
+                              const char *path,
+                              unsigned flags,
+                              const void *data,
+                              size_t len,
+                              struct b4_error *err)
 {
         cleanup_free char *dir = NULL, *tmp_path = NULL, *lexical = NULL, *confined = NULL;
         char tmp_leaf[32];
@@ -865,7 +870,7 @@ int docker_fs_write_file(struct docker_fs_target *t,
         return r < 0 ? op_error(err, r, "writeFile", path) : 0;
 }
 
-int docker_fs_mkdir_p(struct docker_fs_target *t, const char *path, struct b4_error *err)
+static int archive_mkdir_p(struct docker_fs_target *t, const char *path, struct b4_error *err)
 {
         int r = user_step(t, "mkdir -p -- \"$1\"", (char *[]){ (char *)path, NULL }, NULL, err);
 
@@ -940,10 +945,10 @@ static int resolve(struct docker_fs_target *t,
 
 /* Fails closed: the reference returns the input unchanged, which let an unresolvable path
  * pass the jail as if it were canonical (audit H2). */
-int docker_fs_realpath(struct docker_fs_target *t,
-                       const char *path,
-                       char **ret,
-                       struct b4_error *err)
+static int archive_realpath(struct docker_fs_target *t,
+                            const char *path,
+                            char **ret,
+                            struct b4_error *err)
 {
         int links = 0;
         int r = resolve(t, path, ret, &links, err);
@@ -1090,11 +1095,11 @@ static int fs_exec(struct docker_fs_target *t,
         return fs_exec_capped(t, script, args, FS_OUTPUT_CAP, ret, err);
 }
 
-int docker_fs_list_dir(struct docker_fs_target *t,
-                       const char *path,
-                       unsigned flags,
-                       char ***ret,
-                       struct b4_error *err)
+static int archive_list_dir(struct docker_fs_target *t,
+                            const char *path,
+                            unsigned flags,
+                            char ***ret,
+                            struct b4_error *err)
 {
         static const char script[] = CONFINED_FN
                 "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 2; [ -d \"$1\" ] || exit 20; "
@@ -1164,7 +1169,7 @@ static int simple_exec(struct docker_fs_target *t,
         return r;
 }
 
-int docker_fs_remove(struct docker_fs_target *t, const char *path, struct b4_error *err)
+static int archive_remove(struct docker_fs_target *t, const char *path, struct b4_error *err)
 {
         return simple_exec(t, "removeFile",
                            "if [ -d \"$1\" ] && [ ! -L \"$1\" ]; then rmdir -- \"$1\" 2>/dev/null "
@@ -1172,10 +1177,10 @@ int docker_fs_remove(struct docker_fs_target *t, const char *path, struct b4_err
                            path, err);
 }
 
-int docker_fs_touch(struct docker_fs_target *t,
-                    const char *path,
-                    unsigned flags,
-                    struct b4_error *err)
+static int archive_touch(struct docker_fs_target *t,
+                         const char *path,
+                         unsigned flags,
+                         struct b4_error *err)
 {
         cleanup_free char *use = NULL;
         int r = confine(t, path, flags, &use, err);
@@ -1482,11 +1487,11 @@ static int exec_batch(struct docker_fs_target *t,
         return r == -ENOMEM ? b4_error_set(err, r, "out of memory") : r;
 }
 
-int docker_fs_read_files(struct docker_fs_target *t,
-                         const struct b4_read_req *reqs,
-                         size_t n,
-                         struct b4_blob **ret,
-                         struct b4_error *err)
+static int archive_read_files(struct docker_fs_target *t,
+                              const struct b4_read_req *reqs,
+                              size_t n,
+                              struct b4_blob **ret,
+                              struct b4_error *err)
 {
         struct b4_blob *out = b4_calloc(n ? n : 1, sizeof(*out));
         cleanup_free bool *pending = b4_calloc(n ? n : 1, sizeof(*pending));
@@ -1507,4 +1512,241 @@ int docker_fs_read_files(struct docker_fs_target *t,
         }
         *ret = out;
         return 0;
+}
+
+/* ---- dispatch: through the target's agent, else the archive/exec path above ---- */
+
+/*
+ * 1 with *ret set when @t has an agent, 0 for the fallback, or -errno. Each member below
+ * then answers -EIO from the agent on the fallback path instead: the agent could not start
+ * the request (no thread for it at the keeper's pids limit, where the fallback's fork
+ * failure recovers the keeper), or reported an errno outside the member's contract. A
+ * connection error (-ENOTCONN, -EAGAIN) is core's to recover.
+ */
+static int via_agent(struct docker_fs_target *t, struct agent_conn **ret, struct b4_error *err)
+{
+        int r;
+
+        if (!t->agent)
+                return 0;
+        r = docker_agent_conn(t->agent, ret, err);
+        return r < 0 ? r : 1;
+}
+
+int docker_fs_read_file(struct docker_fs_target *t,
+                        const char *path,
+                        unsigned flags,
+                        uint64_t max_bytes,
+                        char **ret,
+                        size_t *ret_len,
+                        struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k > 0 && (k = agent_read_file(c, path, flags, max_bytes, ret, ret_len, err)) != -EIO)
+                return k;
+        if (k < 0 && k != -EIO)
+                return k;
+        return archive_read_file(t, path, flags, max_bytes, ret, ret_len, err);
+}
+
+int docker_fs_lstat(struct docker_fs_target *t,
+                    const char *path,
+                    struct b4_stat *ret,
+                    struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k > 0 && (k = agent_lstat(c, path, ret, err)) != -EIO)
+                return k;
+        if (k < 0 && k != -EIO)
+                return k;
+        return archive_lstat(t, path, ret, err);
+}
+
+int docker_fs_stat(struct docker_fs_target *t,
+                   const char *path,
+                   unsigned flags,
+                   struct b4_stat *ret,
+                   struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k > 0 && (k = agent_stat(c, path, flags, ret, err)) != -EIO)
+                return k;
+        if (k < 0 && k != -EIO)
+                return k;
+        return archive_stat(t, path, flags, ret, err);
+}
+
+int docker_fs_list_dir(struct docker_fs_target *t,
+                       const char *path,
+                       unsigned flags,
+                       char ***ret,
+                       struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k > 0 && (k = agent_list_dir(c, path, flags, ret, err)) != -EIO)
+                return k;
+        if (k < 0 && k != -EIO)
+                return k;
+        return archive_list_dir(t, path, flags, ret, err);
+}
+
+int docker_fs_realpath(struct docker_fs_target *t,
+                       const char *path,
+                       char **ret,
+                       struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k > 0 && (k = agent_realpath(c, path, ret, err)) != -EIO)
+                return k;
+        if (k < 0 && k != -EIO)
+                return k;
+        return archive_realpath(t, path, ret, err);
+}
+
+int docker_fs_walk(struct docker_fs_target *t,
+                   const char *path,
+                   size_t max_entries,
+                   char *const *prune,
+                   struct b4_walk_entry **ret,
+                   size_t *ret_n,
+                   struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        /* The agent's walk (native's rules) stops at a directory the user cannot read; this
+         * provider's walk lists what `ls -R` lists and goes on, which the archive walk does
+         * from the user's DAC: so such a tree takes that path. */
+        if (k > 0 && (k = agent_walk(c, path, max_entries, prune, ret, ret_n, err)) != -EIO &&
+            k != -EACCES)
+                return k;
+        if (k < 0 && k != -EIO && k != -EACCES)
+                return k;
+        return archive_walk(t, path, max_entries, prune, ret, ret_n, err);
+}
+
+/* How many of @reqs, from the first, fit one batch request: at most AGENT_BATCH_MAX files
+ * in a frame of AGENT_FRAME_MAX bytes (at least one: an oversized path is the client's to
+ * refuse). */
+static size_t batch_fit(const struct b4_read_req *reqs, size_t n)
+{
+        size_t k = 0, bytes = 64;
+
+        while (k < n && k < AGENT_BATCH_MAX && bytes + 12 + strlen(reqs[k].path) <= AGENT_FRAME_MAX)
+                bytes += 12 + strlen(reqs[k++].path);
+        return k ? k : 1;
+}
+
+/* A batch larger than one request is sent as several, their answers joined in order. */
+static int agent_read_files_chunked(struct agent_conn *c,
+                                    const struct b4_read_req *reqs,
+                                    size_t n,
+                                    struct b4_blob **ret,
+                                    struct b4_error *err)
+{
+        struct b4_blob *all = NULL;
+        size_t done = 0;
+
+        if (n == 0 || batch_fit(reqs, n) == n)
+                return agent_read_files(c, reqs, n, ret, err);
+        all = b4_calloc(n, sizeof(*all));
+        if (!all)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        while (done < n) {
+                size_t k = batch_fit(reqs + done, n - done);
+                struct b4_blob *part = NULL;
+                int r = agent_read_files(c, reqs + done, k, &part, err);
+
+                if (r < 0) {
+                        b4_blobs_free(all, n);
+                        return r;
+                }
+                memcpy(all + done, part, k * sizeof(*part));
+                free(part);
+                done += k;
+        }
+        *ret = all;
+        return 0;
+}
+
+int docker_fs_read_files(struct docker_fs_target *t,
+                         const struct b4_read_req *reqs,
+                         size_t n,
+                         struct b4_blob **ret,
+                         struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k > 0 && (k = agent_read_files_chunked(c, reqs, n, ret, err)) != -EIO)
+                return k;
+        if (k < 0 && k != -EIO)
+                return k;
+        return archive_read_files(t, reqs, n, ret, err);
+}
+
+int docker_fs_write_file(struct docker_fs_target *t,
+                         const char *path,
+                         unsigned flags,
+                         const void *data,
+                         size_t len,
+                         struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k > 0 && (k = agent_write_file(c, path, flags, data, len, err)) != -EIO)
+                return k;
+        if (k < 0 && k != -EIO)
+                return k;
+        return archive_write_file(t, path, flags, data, len, err);
+}
+
+int docker_fs_mkdir_p(struct docker_fs_target *t, const char *path, struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k > 0 && (k = agent_mkdir_p(c, path, err)) != -EIO)
+                return k;
+        if (k < 0 && k != -EIO)
+                return k;
+        return archive_mkdir_p(t, path, err);
+}
+
+int docker_fs_remove(struct docker_fs_target *t, const char *path, struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k > 0 && (k = agent_remove(c, path, err)) != -EIO)
+                return k;
+        if (k < 0 && k != -EIO)
+                return k;
+        return archive_remove(t, path, err);
+}
+
+int docker_fs_touch(struct docker_fs_target *t,
+                    const char *path,
+                    unsigned flags,
+                    struct b4_error *err)
+{
+        struct agent_conn *c;
+        int k = via_agent(t, &c, err);
+
+        if (k > 0 && (k = agent_touch(c, path, flags, err)) != -EIO)
+                return k;
+        if (k < 0 && k != -EIO)
+                return k;
+        return archive_touch(t, path, flags, err);
 }

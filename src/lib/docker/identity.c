@@ -51,26 +51,54 @@ static struct jv *security_opt(const struct b4_policy *p, const struct docker_se
         return jv_pack("[s]", sc->opt);
 }
 
+/* The workspace volume as a Mounts entry: the create makes an absent volume with its labels
+ * (no separate volume create). NoCopy unless @o->copy_image: a new volume gets the image's
+ * /workspace (what the reference's ownership init copied); a later mount of a still-empty,
+ * already chowned volume must not copy the image directory's owner back over the chown. */
+static struct jv *workspace_mount(const char *id, const struct docker_keeper_opts *o)
+{
+        cleanup_free char *vol = NULL;
+
+        if (b4_asprintf(&vol, "b4-sbx-vol-%s", id) < 0)
+                return NULL;
+        return jv_pack("{s:s, s:s, s:s, s:{s:b, s:{s:s, s:s}}}", "Type", "volume", "Source", vol,
+                       "Target", B4_WORKSPACE_ROOT, "VolumeOptions", "NoCopy", !o->copy_image,
+                       "Labels", "b4.sandbox", id, "b4.sandbox.scope", o->scope);
+}
+
+struct jv *docker_agent_mount_json(const char *bind, const char *volume)
+{
+        if (bind)
+                return jv_pack("{s:s, s:s, s:s, s:b}", "Type", "bind", "Source", bind, "Target",
+                               DOCKER_AGENT_PATH, "ReadOnly", true);
+        return jv_pack("{s:s, s:s, s:s, s:b, s:{s:b}}", "Type", "volume", "Source", volume,
+                       "Target", DOCKER_AGENT_DIR, "ReadOnly", true, "VolumeOptions", "NoCopy",
+                       true);
+}
+
+static struct jv *keeper_mounts(const char *id, const struct docker_keeper_opts *o)
+{
+        if (!o->agent && !o->agent_volume)
+                return jv_pack("[o]", workspace_mount(id, o));
+        return jv_pack("[o, o]", workspace_mount(id, o),
+                       docker_agent_mount_json(o->agent, o->agent_volume));
+}
+
 static struct jv *keeper_host_config(const struct b4_policy *p,
                                      const char *id,
                                      const struct docker_seccomp *sc,
-                                     const struct docker_net_spec *net)
+                                     const struct docker_keeper_opts *o)
 {
         const struct b4_security *s = &p->security;
         const struct b4_resources *res = &p->resources;
-        cleanup_free char *bind = NULL;
         bool lost = false;
         struct jv *h;
 
-        /* Non-root: the ownership init already copied the image's /workspace into the new
-         * volume; nocopy keeps a later mount of a still-empty volume from copying the image
-         * directory's owner back over the chown. */
-        if (b4_asprintf(&bind, "b4-sbx-vol-%s:/workspace%s", id,
-                        s->run_as_non_root ? ":nocopy" : "") < 0)
-                return NULL;
         h = jv_pack(
-                "{s:[s, s*], s:s, s:o*, s:o*, s:b, s:o*, s:o, s:I, s:o*, s:o*}", "Binds", bind,
-                net->resolv_bind, "NetworkMode", net->mode, "Memory",
+                "{s:o, s:o*, s:s, s:o*, s:o*, s:b, s:o*, s:o, s:I, s:o*, s:o*}", "Mounts",
+                keeper_mounts(id, o), "Binds",
+                jv_opt(o->net->resolv_bind != NULL, jv_pack("[s]", o->net->resolv_bind), &lost),
+                "NetworkMode", o->net->mode, "Memory",
                 jv_opt(res->memory_mb, jv_integer_new((int64_t)res->memory_mb << 20), &lost),
                 "NanoCpus",
                 jv_opt(res->cpus > 0, jv_integer_new((int64_t)(res->cpus * 1e9)), &lost), "Init",
@@ -86,20 +114,20 @@ int docker_keeper_body(const char *image,
                        const char *id,
                        const char *identity,
                        const struct docker_seccomp *sc,
-                       const struct docker_net_spec *net,
+                       const struct docker_keeper_opts *o,
                        struct jv **ret)
 {
         cleanup_free char *user = NULL;
-        struct jv *o;
+        struct jv *b;
 
         if (docker_policy_user(p, &user) < 0)
                 return -ENOMEM;
-        o = jv_pack("{s:s, s:[s, s], s:o, s:s*, s:{s:s, s:s, s:s}, s:o}", "Image", image, "Cmd",
+        b = jv_pack("{s:s, s:[s, s], s:o, s:s*, s:{s:s, s:s, s:s}, s:o}", "Image", image, "Cmd",
                     "sleep", "infinity", "Env", env_list(p), "User", user, "Labels", "b4.sandbox",
                     id, "b4.sandbox.identity", identity, "b4.sandbox.seccomp", sc->digest,
-                    "HostConfig", keeper_host_config(p, id, sc, net));
-        if (!o)
+                    "HostConfig", keeper_host_config(p, id, sc, o));
+        if (!b)
                 return -ENOMEM;
-        *ret = o;
+        *ret = b;
         return 0;
 }

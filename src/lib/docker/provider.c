@@ -18,8 +18,10 @@
 #include <regex.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "agent/agent-client.h"
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strv.h"
@@ -44,17 +46,19 @@ static void state_free(void *state)
         free(s->image);
         free(s->launch_json);
         b4_policy_clear(&s->policy);
+        docker_agent_free(s->agent);
         free(s);
 }
 
 /* ---- acquire ---- */
 
-static int state_new(const struct b4_acquire_req *req,
-                     const char *scope,
+static int state_new(struct docker_core *c,
+                     const struct b4_acquire_req *req,
                      const char *image,
                      struct docker_state **ret,
                      struct b4_error *err)
 {
+        const char *scope = c->scope;
         struct docker_state *s = b4_calloc(1, sizeof(*s));
         int r;
 
@@ -74,6 +78,10 @@ static int state_new(const struct b4_acquire_req *req,
                 r = launch_config_json(&s->policy, &s->launch_json);
         if (r >= 0)
                 r = launch_identity(s->image, &s->policy, s->identity);
+        if (r >= 0)
+                docker_agent_mount_of(c, image, &s->mount);
+        if (r >= 0 && s->mount.mode != DOCKER_AGENT_OFF)
+                r = docker_agent_new(c->d, s->name, NULL, false, &s->agent);
         if (r < 0) {
                 state_free(s);
                 return b4_error_set(err, r, "out of memory");
@@ -176,6 +184,25 @@ static struct docker_core *core_of(struct b4_provider *p)
         return container_of(p, struct docker_provider, base)->core;
 }
 
+/* Create the keeper; when the daemon refuses the agent's bind, again with the agent copied
+ * in (or without it, when that fails too). */
+static int create_keeper(struct docker_core *c, struct docker_state *s, struct b4_error *err)
+{
+        struct b4_error e = { 0 };
+        int r = docker_create_keeper(c, s, true, &e);
+
+        if (r < 0 && s->mount.mode == DOCKER_AGENT_BIND && strstr(e.msg, "bind source path")) {
+                docker_agent_bind_refused(c, e.msg);
+                docker_agent_mount_of(c, s->image, &s->mount);
+                if (s->mount.mode == DOCKER_AGENT_OFF)
+                        s->agent = docker_agent_free(s->agent);
+                return docker_create_keeper(c, s, true, err);
+        }
+        if (r < 0 && err)
+                *err = e;
+        return r;
+}
+
 /* Under the exclusive lease: make the keeper live and record its state in @e. */
 static int acquire_locked(struct docker_core *c,
                           struct b4_entry *e,
@@ -188,7 +215,7 @@ static int acquire_locked(struct docker_core *c,
         bool ready = false;
         int r;
 
-        r = state_new(req, c->scope, image, &want, err);
+        r = state_new(c, req, image, &want, err);
         if (r < 0)
                 return r;
         if (have && strcmp(have->launch_json, want->launch_json) != 0) {
@@ -201,9 +228,7 @@ static int acquire_locked(struct docker_core *c,
         }
         r = reuse_or_replace(c, want, have != NULL, &ready, err);
         if (r >= 0 && !ready)
-                r = docker_ensure_volume(c, want, err);
-        if (r >= 0 && !ready)
-                r = docker_create_keeper(c, want, err);
+                r = create_keeper(c, want, err);
         if (r >= 0 && (!have || !ready))
                 b4_entry_set_state(e, TAKE_PTR(want), state_free);
         state_free(want);
@@ -301,7 +326,10 @@ static int preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_
                         return b4_error_set(err, -ENOMEM, "out of memory");
         if (docker_net_preflight(c->net, ret) < 0) /* allow, allowlist, denylist, dns */
                 return b4_error_set(err, -ENOMEM, "out of memory");
-        return 0;
+        (void)pthread_mutex_lock(&c->lock);
+        r = b4_preflight_control(ret, "operations", B4_NOT_APPLICABLE, "%s", c->agent_reason);
+        (void)pthread_mutex_unlock(&c->lock);
+        return r < 0 ? b4_error_set(err, -ENOMEM, "out of memory") : 0;
 }
 
 /* ---- readers and images ---- */
@@ -312,6 +340,7 @@ static int open_reader(struct b4_provider *p,
                        struct b4_error *err)
 {
         struct docker_core *c = core_of(p);
+        struct docker_agent_mount m;
         char id[41], vol[64];
         struct docker_reader_spec s;
 
@@ -325,6 +354,7 @@ static int open_reader(struct b4_provider *p,
         if (b4_resource_id(c->scope, req->thread_id, id) < 0)
                 return b4_error_set(err, -EINVAL, "invalid thread id");
         (void)snprintf(vol, sizeof(vol), "b4-sbx-vol-%s", id);
+        docker_agent_mount_of(c, c->image, &m);
         s = (struct docker_reader_spec){ .d = c->d,
                                          .image = c->image,
                                          .volume = vol,
@@ -332,6 +362,8 @@ static int open_reader(struct b4_provider *p,
                                          .thread_id = req->thread_id,
                                          .name_prefix = "b4-sbx-rdr-",
                                          .seccomp_opt = c->seccomp_opt,
+                                         .agent_bind = m.bind,
+                                         .agent_volume = m.volume,
                                          .run_as_non_root = req->run_as_non_root,
                                          .uid = req->uid,
                                          .gid = req->gid };
@@ -450,7 +482,9 @@ static struct docker_core *core_new(const struct b4_provider_config *cfg, struct
                 docker_core_unref(c);
                 return NULL;
         }
-        if (docker_client_new(cfg->docker_host, &c->d, err) < 0) {
+        if (docker_client_new(cfg->docker_host, &c->d, err) < 0 || docker_agent_choose(c) < 0) {
+                if (!err || !err->error)
+                        (void)b4_error_set(err, -ENOMEM, "out of memory");
                 docker_core_unref(c);
                 return NULL;
         }

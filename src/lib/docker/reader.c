@@ -5,7 +5,9 @@
  * is not silently recreated), no network, every capability dropped, no_new_privs, a read-only
  * root, pids 128, labelled b4.sandbox.reader=<id>. It never touches the thread's keeper and
  * takes no lifecycle lease. The reader owns its own API client, so it may outlive the
- * provider.
+ * provider. With the provider's agent, b4box-agent is bound in read-only too and runs with
+ * --read-only (it refuses every write; the container is read-only anyway); the reader
+ * serves every read over it.
  */
 
 #include <errno.h>
@@ -26,6 +28,7 @@ struct docker_reader {
         struct docker_client *d; /* owned */
         char name[96];
         struct docker_fs_target t;
+        struct docker_agent *agent; /* owned; NULL: the archive/exec fallback */
         pthread_mutex_t lock;
         bool closed; /* the container is removed (close is idempotent) */
 };
@@ -142,6 +145,7 @@ static void reader_free(struct b4_reader *r)
 {
         struct docker_reader *rd = container_of(r, struct docker_reader, base);
 
+        docker_agent_free(rd->agent);
         docker_client_free(rd->d);
         (void)pthread_mutex_destroy(&rd->lock);
         free(rd);
@@ -182,6 +186,16 @@ static int volume_mountpoint(struct docker_client *d,
         return *ret ? 0 : b4_error_set(err, -ENOMEM, "out of memory");
 }
 
+static struct jv *reader_mounts(const struct docker_reader_spec *s, const char *mountpoint)
+{
+        if (!s->agent_bind && !s->agent_volume)
+                return jv_pack("[{s:s, s:s, s:s, s:b}]", "Type", "bind", "Source", mountpoint,
+                               "Target", B4_WORKSPACE_ROOT, "ReadOnly", true);
+        return jv_pack("[{s:s, s:s, s:s, s:b}, o]", "Type", "bind", "Source", mountpoint, "Target",
+                       B4_WORKSPACE_ROOT, "ReadOnly", true,
+                       docker_agent_mount_json(s->agent_bind, s->agent_volume));
+}
+
 static struct jv *reader_body(const struct docker_reader_spec *s, const char *mountpoint)
 {
         cleanup_free char *user = NULL;
@@ -189,14 +203,13 @@ static struct jv *reader_body(const struct docker_reader_spec *s, const char *mo
         if (s->run_as_non_root && b4_asprintf(&user, "%u:%u", s->uid, s->gid) < 0)
                 return NULL;
         return jv_pack("{s:s, s:[s, s], s:s*, s:{s:s},"
-                       " s:{s:[{s:s, s:s, s:s, s:b}], s:s, s:[s], s:[s, s], s:i, s:b,"
+                       " s:{s:o, s:s, s:[s], s:[s, s], s:i, s:b,"
                        " s:{s:s, s:s}, s:b}}",
                        "Image", s->image, "Cmd", "sleep", "infinity", "User", user, "Labels",
-                       "b4.sandbox.reader", s->resource_id, "HostConfig", "Mounts", "Type", "bind",
-                       "Source", mountpoint, "Target", "/workspace", "ReadOnly", true,
-                       "NetworkMode", "none", "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
-                       s->seccomp_opt, "PidsLimit", 128, "ReadonlyRootfs", true, "Tmpfs", "/tmp",
-                       "", "/run", "", "AutoRemove", true);
+                       "b4.sandbox.reader", s->resource_id, "HostConfig", "Mounts",
+                       reader_mounts(s, mountpoint), "NetworkMode", "none", "CapDrop", "ALL",
+                       "SecurityOpt", "no-new-privileges", s->seccomp_opt, "PidsLimit", 128,
+                       "ReadonlyRootfs", true, "Tmpfs", "/tmp", "", "/run", "", "AutoRemove", true);
 }
 
 static int start_reader(struct docker_reader *rd,
@@ -253,7 +266,13 @@ int docker_reader_open(const struct docker_reader_spec *s,
                 rnd = (uint32_t)now_usec();
         (void)snprintf(rd->name, sizeof(rd->name), "%s%s-%08x", s->name_prefix, s->resource_id,
                        rnd);
-        rd->t = (struct docker_fs_target){ .d = rd->d, .container = rd->name };
+        if ((s->agent_bind || s->agent_volume) &&
+            docker_agent_new(rd->d, rd->name, NULL, true, &rd->agent) < 0) {
+                rd->closed = true;
+                b4_reader_free(&rd->base);
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        }
+        rd->t = (struct docker_fs_target){ .d = rd->d, .container = rd->name, .agent = rd->agent };
         r = volume_mountpoint(rd->d, s, &mp, err);
         if (r >= 0)
                 r = start_reader(rd, s, mp, err);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent/agent-client.h"
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strv.h"
@@ -32,14 +33,24 @@ struct docker_sandbox {
 
 /* ---- recovery ---- */
 
-/* Under the exclusive lease, with the state the failed attempt saw still current. */
+/* Under the exclusive lease, with the state the failed attempt saw still current: a lost
+ * agent in a running keeper is reconnected (on the retry); anything else replaces the
+ * keeper (PID exhaustion, a keeper gone). */
 static int sandbox_recover(struct b4_sandbox *sb, struct b4_error *err)
 {
         struct docker_sandbox *s = container_of(sb, struct docker_sandbox, base);
         const struct docker_state *st = b4_entry_state(b4_sandbox_entry(sb));
         struct b4_error e = { 0 };
+        bool running = false;
         int r;
 
+        if (st->agent && docker_agent_lost(st->agent)) {
+                docker_agent_reset(st->agent);
+                if (docker_container_running(s->core, st->name, &running, NULL) >= 0 && running)
+                        return 0;
+        }
+        if (st->agent)
+                docker_agent_reset(st->agent);
         r = docker_remove_container(s->core, st->name, &e);
         if (r < 0)
                 return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
@@ -47,14 +58,21 @@ static int sandbox_recover(struct b4_sandbox *sb, struct b4_error *err)
                                          "for thread \"%s\": %s. Run `b4box check`.",
                                          st->thread_id, e.msg);
         docker_net_detach(s->core->net, st->id);       /* the new keeper gets a new netns */
-        return docker_create_keeper(s->core, st, err); /* already coded B4_E2001 */
+        return docker_create_keeper(s->core, st, false, err); /* already coded B4_E2001 */
 }
 
 /* ---- filesystem ---- */
 
-static struct docker_fs_target *target_of(struct b4_fs *fs)
+/* The handle's target with the agent of the thread's current state (stable under the lease
+ * the operation holds; a handle outlives states, so it never keeps the agent itself). */
+static struct docker_fs_target *target_of(struct b4_fs *fs, struct docker_fs_target *buf)
 {
-        return &container_of(fs, struct docker_sandbox, base.fs)->t;
+        struct docker_sandbox *s = container_of(fs, struct docker_sandbox, base.fs);
+        const struct docker_state *st = b4_entry_state(b4_sandbox_entry(&s->base));
+
+        *buf = s->t;
+        buf->agent = st ? st->agent : NULL;
+        return buf;
 }
 
 static int fs_read_file(struct b4_fs *fs,
@@ -65,12 +83,13 @@ static int fs_read_file(struct b4_fs *fs,
                         size_t *ret_len,
                         struct b4_error *err)
 {
-        return docker_fs_read_file(target_of(fs), path, flags, max, ret, ret_len, err);
+        return docker_fs_read_file(target_of(fs, &(struct docker_fs_target){ 0 }), path, flags, max,
+                                   ret, ret_len, err);
 }
 
 static int fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
 {
-        return docker_fs_lstat(target_of(fs), path, ret, err);
+        return docker_fs_lstat(target_of(fs, &(struct docker_fs_target){ 0 }), path, ret, err);
 }
 
 static int fs_stat(struct b4_fs *fs,
@@ -79,18 +98,20 @@ static int fs_stat(struct b4_fs *fs,
                    struct b4_stat *ret,
                    struct b4_error *err)
 {
-        return docker_fs_stat(target_of(fs), path, flags, ret, err);
+        return docker_fs_stat(target_of(fs, &(struct docker_fs_target){ 0 }), path, flags, ret,
+                              err);
 }
 
 static int fs_list_dir(
         struct b4_fs *fs, const char *path, unsigned flags, char ***ret, struct b4_error *err)
 {
-        return docker_fs_list_dir(target_of(fs), path, flags, ret, err);
+        return docker_fs_list_dir(target_of(fs, &(struct docker_fs_target){ 0 }), path, flags, ret,
+                                  err);
 }
 
 static int fs_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err)
 {
-        return docker_fs_realpath(target_of(fs), path, ret, err);
+        return docker_fs_realpath(target_of(fs, &(struct docker_fs_target){ 0 }), path, ret, err);
 }
 
 static int fs_walk(struct b4_fs *fs,
@@ -101,7 +122,8 @@ static int fs_walk(struct b4_fs *fs,
                    size_t *ret_n,
                    struct b4_error *err)
 {
-        return docker_fs_walk(target_of(fs), path, max_entries, prune, ret, ret_n, err);
+        return docker_fs_walk(target_of(fs, &(struct docker_fs_target){ 0 }), path, max_entries,
+                              prune, ret, ret_n, err);
 }
 
 static int fs_read_files(struct b4_fs *fs,
@@ -110,7 +132,8 @@ static int fs_read_files(struct b4_fs *fs,
                          struct b4_blob **ret,
                          struct b4_error *err)
 {
-        return docker_fs_read_files(target_of(fs), reqs, n, ret, err);
+        return docker_fs_read_files(target_of(fs, &(struct docker_fs_target){ 0 }), reqs, n, ret,
+                                    err);
 }
 
 static int fs_write_file(struct b4_fs *fs,
@@ -120,22 +143,23 @@ static int fs_write_file(struct b4_fs *fs,
                          size_t len,
                          struct b4_error *err)
 {
-        return docker_fs_write_file(target_of(fs), path, flags, data, len, err);
+        return docker_fs_write_file(target_of(fs, &(struct docker_fs_target){ 0 }), path, flags,
+                                    data, len, err);
 }
 
 static int fs_mkdir_p(struct b4_fs *fs, const char *path, struct b4_error *err)
 {
-        return docker_fs_mkdir_p(target_of(fs), path, err);
+        return docker_fs_mkdir_p(target_of(fs, &(struct docker_fs_target){ 0 }), path, err);
 }
 
 static int fs_remove(struct b4_fs *fs, const char *path, struct b4_error *err)
 {
-        return docker_fs_remove(target_of(fs), path, err);
+        return docker_fs_remove(target_of(fs, &(struct docker_fs_target){ 0 }), path, err);
 }
 
 static int fs_touch(struct b4_fs *fs, const char *path, unsigned flags, struct b4_error *err)
 {
-        return docker_fs_touch(target_of(fs), path, flags, err);
+        return docker_fs_touch(target_of(fs, &(struct docker_fs_target){ 0 }), path, flags, err);
 }
 
 static const struct b4_fs_ops sandbox_fs_ops = {
@@ -231,18 +255,75 @@ static int exec_once(struct docker_sandbox *s,
         return 0;
 }
 
+/* The command line both paths run: `cd <cwd> && <command>`, so a missing cwd is the
+ * shell's error in both. */
+static int agent_script(const struct b4_exec_req *req, char **ret, struct b4_error *err)
+{
+        cleanup_free char *cwd = NULL;
+
+        if (docker_shell_quote(req->cwd ? req->cwd : B4_WORKSPACE_ROOT, &cwd) < 0 ||
+            b4_asprintf(ret, "cd %s && %s", cwd, req->command) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        return 0;
+}
+
+/*
+ * One attempt through the agent. -ENOTCONN/-EAGAIN only when the command was never sent
+ * (core recovers and retries); a connection lost while the command ran fails it (-EIO):
+ * it may have run, so it is never retried.
+ */
+static int exec_agent(struct docker_sandbox *s,
+                      struct docker_agent *agent,
+                      const struct b4_exec_req *req,
+                      const struct exec_args *a,
+                      struct b4_exec_result *ret,
+                      struct b4_error *err)
+{
+        cleanup_free char *script = NULL;
+        struct agent_exec_req ar = {
+                .timeout_ms = req->timeout_ms ? req->timeout_ms : s->timeout_ms,
+                .output_cap = req->output_cap ? req->output_cap : s->output_cap,
+                .env = a->env,
+                .cwd = "/",
+                .cancel = req->cancel,
+        };
+        struct agent_conn *c;
+        int r;
+
+        r = agent_script(req, &script, err);
+        if (r >= 0)
+                r = docker_agent_conn(agent, &c, err);
+        if (r < 0)
+                return r;
+        ar.command = script;
+        r = agent_exec(c, &ar, ret, err);
+        if (r == -ENOTCONN || r == -EPROTO) {
+                b4_exec_result_clear(ret);
+                return b4_error_set(err, -EIO,
+                                    "the b4box-agent connection to %s dropped while the command "
+                                    "ran: it is not retried",
+                                    s->name);
+        }
+        if (r >= 0)
+                ret->timeout_ms = ar.timeout_ms;
+        return r;
+}
+
 static int sandbox_exec(struct b4_sandbox *sb,
                         const struct b4_exec_req *req,
                         struct b4_exec_result *ret,
                         struct b4_error *err)
 {
         struct docker_sandbox *s = container_of(sb, struct docker_sandbox, base);
+        const struct docker_state *st = b4_entry_state(b4_sandbox_entry(sb));
         struct exec_args a = { 0 };
         uint64_t start = now_msec();
         int r;
 
         r = build_exec(req, &a, err);
-        if (r >= 0)
+        if (r >= 0 && st && st->agent)
+                r = exec_agent(s, st->agent, req, &a, ret, err);
+        else if (r >= 0)
                 r = exec_once(s, req, &a, ret, err);
         strv_free(a.argv);
         strv_free(a.env);
