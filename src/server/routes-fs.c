@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The handle's filesystem: POST /threads/{id}/fs/{op} with a JSON body {path, ...}
- * (docs/http-api.md, "Filesystem"). Reads (stat, lstat, realPath, list, walk, read) answer
- * to thread.run or thread.workspace, changes (write, mkdir, remove, touch) to thread.run
- * only: the route table has a route of their own for each change, before the reads'.
+ * (docs/http-api.md, "Filesystem"). Every op answers to thread.run, as the tools do; the
+ * changes (write, mkdir, remove, touch) have a route of their own each, before the reads'
+ * (stat, lstat, realPath, list, walk, read), whose refusal is a read's (404).
  *
  * Order: access policy and thread -> body (reads: server.maxBodyBytes, changes:
  * server.maxToolBodyBytes) -> fields (400) -> the thread's run slot (409 run_in_flight) and
@@ -462,7 +462,7 @@ static const struct {
         unsigned status;
         const char *code;
 } fs_refusals[] = {
-        { -EINVAL, 400, "invalid_path" },
+        { -EINVAL, 409, "not_regular_file" },
         { -ENAMETOOLONG, 400, "invalid_path" },
         { -ENOENT, 404, "not_found" },
         { -EISDIR, 409, "is_directory" },

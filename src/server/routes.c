@@ -83,8 +83,8 @@ const struct route server_routes[] = {
           .read_op = true,
           .handler = route_thread_check,
           .name = "thread.check" },
-        /* the handle's filesystem (routes-fs.c): the changes first, thread.run only; then
-         * the reads, thread.run or thread.workspace */
+        /* the handle's filesystem (routes-fs.c), thread.run as the tools: the changes first
+         * (a refusal is 403), then the reads (a read: a refusal is the missing thread's 404) */
         { .method = "POST",
           .pattern = "/threads/{}/fs/write",
           .op = B4_OP_THREAD_RUN,
@@ -112,7 +112,7 @@ const struct route server_routes[] = {
           .name = "thread.fs.touch" },
         { .method = "POST",
           .pattern = "/threads/{}/fs/{}",
-          .op = B4_OP_THREAD_RUN | B4_OP_THREAD_WORKSPACE,
+          .op = B4_OP_THREAD_RUN,
           .thread_scoped = true,
           .read_op = true,
           .handler = route_fs,

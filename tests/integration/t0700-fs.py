@@ -93,9 +93,13 @@ class Server:
         return self.request("POST", "/threads/%s/fs/%s" % (thread, op), body, token=token)
 
     def stop(self):
+        """SIGTERM; the first stop reports the exit status (a sanitizer report fails it)."""
         if self.proc.poll() is None:
             self.proc.terminate()
-            self.proc.wait()
+            rc = self.proc.wait()
+            if not ok(rc == 0, "%s: the server exits cleanly" % os.path.basename(self.dir)):
+                with open(os.path.join(self.dir, "server.log"), "rb") as f:
+                    diag(f.read()[-3000:].decode(errors="replace"))
 
 
 def code(answer):
@@ -278,7 +282,7 @@ def bounds(s, t, label):
 def native_only(s, t):
     a = s.request("POST", "/threads/%s/tools/runBash" % t,
                   {"command": "ln -s /etc out && ln -s a.txt link && ln -s loop loop && "
-                   "printf '#!/bin/sh\\n' > x.sh && chmod +x x.sh"})
+                   "printf '#!/bin/sh\\n' > x.sh && chmod +x x.sh && mkfifo fifo"})
     ok(a[0] == 200 and a[1]["result"]["exitCode"] == 0, "native: links made by a command")
     a = s.fs(t, "read", {"path": "out/hostname"})
     ok(code(a) == (403, "permission_denied"), "native: a link out of the workspace is gated")
@@ -293,6 +297,10 @@ def native_only(s, t):
     ok(code(a)[0] in (400, 403), "native: a link loop is refused")
     a = s.fs(t, "stat", {"path": "x.sh"})
     ok(a[0] == 200 and a[1]["executable"] is True, "native: executable bit")
+    a = s.fs(t, "read", {"path": "fifo"})
+    ok(code(a) == (409, "not_regular_file"), "native: a fifo is not read (409)")
+    a = s.fs(t, "stat", {"path": "fifo"})
+    ok(a[0] == 200 and a[1]["kind"] == "other" and a[1]["size"] == 0, "native: a fifo is other")
     a = s.fs(t, "remove", {"path": "link"})
     ok(a[0] == 200, "native: remove a link")
     a = s.fs(t, "stat", {"path": "a.txt"})
@@ -337,8 +345,10 @@ def policy_cases():
     s.request("POST", "/threads", {"thread_id": "p"}, token=tok["runner"])
     a = s.fs("p", "write", {"path": "f", "content": "x"}, token=tok["runner"])
     ok(a[0] == 200, "policy: thread.run writes")
-    a = s.fs("p", "read", {"path": "f"}, token=tok["reader"])
-    ok(a[0] == 200 and a[1]["content"] == "x", "policy: thread.workspace reads")
+    for op in ("stat", "lstat", "realPath", "list", "walk", "read"):
+        a = s.fs("p", op, {"path": "f"}, token=tok["reader"])
+        ok(code(a) == (404, "thread_not_found"),
+           "policy: without thread.run a %s is the missing thread's 404" % op)
     for op in ("write", "mkdir", "remove", "touch"):
         body = {"path": "f", "content": "y"} if op == "write" else {"path": "f"}
         a = s.fs("p", op, body, token=tok["reader"])
@@ -354,9 +364,53 @@ def policy_cases():
     s.stop()
 
 
+def compare(answers, a, b):
+    diff = [k for k in answers[a] if answers[a][k] != answers[b].get(k)]
+    for k in diff:
+        diag("%s:\n  %s %s\n  %s %s" % (k, a, answers[a][k], b, answers[b].get(k)))
+    ok(not diff, "%s and %s answer every shared case the same (%d cases)" %
+       (a, b, len(answers[a])))
+
+
+def docker_main(common):
+    """Under tests/docker/with-dockerd.sh: the fake's answers against Docker's."""
+    answers = {}
+    fake = Server("fake", dict(common, sandbox={"provider": {"type": "fake", "scope": "it-fs"}}))
+    if ok(fake.up(), "fake: server starts"):
+        fake.request("POST", "/threads", {"thread_id": "f1"})
+        answers["fake"] = cases(fake, "f1", "fake")
+        fake.stop()
+    provider = {"type": "docker", "scope": os.environ["B4BOX_TEST_DOCKER_SCOPE"],
+                "image": os.environ["B4BOX_TEST_DOCKER_IMAGE"],
+                "host": os.environ["B4BOX_TEST_DOCKER_HOST"]}
+    docker = Server("docker", dict(common, sandbox={"provider": provider,
+                                                    "network": {"mode": "deny"}}))
+    if ok(docker.up(), "docker: server starts"):
+        docker.request("POST", "/threads", {"thread_id": "d1"})
+        answers["docker"] = cases(docker, "d1", "docker")
+        bounds(docker, "d1", "docker")
+        docker.request("DELETE", "/threads/d1")
+        docker.stop()
+    if "fake" in answers and "docker" in answers:
+        compare(answers, "fake", "docker")
+
+
 def main():
     common = {"permissions": {"mode": "non-interactive",
                               "allow": {"bash": ["ln -s ", "stat -c ", "sleep "]}}}
+    interactive = Server("interactive", {"permissions": {"mode": "interactive"}, "sandbox": {
+        "provider": {"type": "fake", "scope": "it-fs-ia"}}})
+    if ok(interactive.up(), "interactive: server starts"):
+        interactive.request("POST", "/threads", {"thread_id": "i1"})
+        a = interactive.fs("i1", "read", {"path": "/etc/hostname"})
+        ok(code(a) == (403, "permission_required") and
+           a[1]["error"]["message"] == "permission required: /etc/hostname",
+           "interactive: an ask is 403 permission_required, nothing parked")
+        a = interactive.fs("i1", "write", {"path": "in.txt", "content": "x"})
+        ok(a[0] == 200, "interactive: inside the workspace no one is asked")
+        interactive.stop()
+    if os.environ.get("B4BOX_TEST_DOCKER_IMAGE"):
+        return docker_main(common)
     fake = Server("fake", dict(common, sandbox={"provider": {"type": "fake", "scope": "it-fs"}}))
     answers = {}
     if ok(fake.up(), "fake: server starts"):
@@ -376,12 +430,7 @@ def main():
             native.request("DELETE", "/threads/n1")
             native.stop()
         if "fake" in answers and "native" in answers:
-            diff = [k for k in answers["fake"] if answers["fake"][k] != answers["native"].get(k)]
-            for k in diff:
-                diag("%s:\n  fake   %s\n  native %s" % (k, answers["fake"][k],
-                                                       answers["native"].get(k)))
-            ok(not diff, "fake and native answer every shared case the same (%d cases)" %
-               len(answers["fake"]))
+            compare(answers, "fake", "native")
     else:
         print("ok %d - native # SKIP not root" % (TAP["n"] + 1))
         TAP["n"] += 1

@@ -563,7 +563,7 @@ static int entry_create(struct fake_ws *ws,
 int fakefs_symlink(struct fake_ws *ws, const char *target, const char *path, struct b4_error *err)
 {
         cleanup_free char *t = b4_strdup(target ? target : "");
-        struct fake_entry *e;
+        struct fake_entry *e = NULL;
         int r;
 
         if (!t)
@@ -577,7 +577,7 @@ int fakefs_symlink(struct fake_ws *ws, const char *target, const char *path, str
 
 int fakefs_mkother(struct fake_ws *ws, const char *path, struct b4_error *err)
 {
-        struct fake_entry *e;
+        struct fake_entry *e = NULL;
 
         return entry_create(ws, path, FAKE_OTHER, "mkother", &e, err);
 }

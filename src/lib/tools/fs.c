@@ -79,7 +79,7 @@ int b4_tools_fs_realpath(struct b4_tools *t, const char *path, char **ret, struc
         r = target(t, "readFile", path, false, &jt, err);
         if (r < 0)
                 return r;
-        if (jt.flags & B4_FS_NO_SYMLINKS && !jt.tool_output) {
+        if ((jt.flags & B4_FS_NO_SYMLINKS) && !jt.tool_output) {
                 *ret = TAKE_PTR(jt.path); /* the gate's own canonical path */
                 return 0;
         }
@@ -172,7 +172,8 @@ int b4_tools_fs_walk(struct b4_tools *t,
                 return r;
         r = b4_fs_walk(t->fs, jt.path, max_entries, prune, ret, ret_n, &inner);
         if (r == -E2BIG) {
-                *err = inner; /* the reference's text */
+                if (err)
+                        *err = inner; /* the reference's text */
                 return r;
         }
         return r < 0 ? jail_failed("walk", &jt, r, &inner, err) : 0;
@@ -201,7 +202,8 @@ int b4_tools_fs_read(struct b4_tools *t,
                                    capped ? B4_TOOLS_FS_READ_MAX + 1ull : length, &data, &len,
                                    ret_size, &inner);
         if (r == -EFBIG) {
-                *err = inner; /* the fallback's bound, in its words */
+                if (err)
+                        *err = inner; /* the fallback's bound, in its words */
                 return r;
         }
         if (r < 0)
