@@ -373,6 +373,37 @@ B4_PUBLIC int b4_provider_freeze(struct b4_provider *p,
                                  bool frozen,
                                  struct b4_error *err);
 
+/**
+ * b4_provider_pause() - pause (@paused) a thread's live sandbox keeping its processes (every
+ * one stopped, the freezer of b4_provider_freeze()), or resume it. While paused, the thread's
+ * next handle operation (a command, a file call, a background process call) resumes it first,
+ * transparently; release and destroy resume it before they end it. Pausing a paused thread or
+ * resuming a running one is success. Takes the thread's exclusive lease.
+ * Return: 0; -ENOENT (no live sandbox to pause); -EOPNOTSUPP (the provider cannot freeze);
+ * -EBUSY (the freezer did not settle), -errno.
+ */
+B4_PUBLIC int b4_provider_pause(struct b4_provider *p,
+                                const char *thread_id,
+                                bool paused,
+                                struct b4_error *err);
+/** b4_provider_paused() - whether the thread is paused, since when (realtime ms; optional). */
+B4_PUBLIC bool b4_provider_paused(struct b4_provider *p,
+                                  const char *thread_id,
+                                  int64_t *ret_since_ms);
+
+#define B4_PAUSE_BUCKETS 8
+/* The latency histogram's upper bounds (us): 500, 1000, 2000, 5000, 10000, 25000, 1e5, 1e6. */
+B4_PUBLIC extern const uint64_t b4_pause_bucket_us[B4_PAUSE_BUCKETS];
+struct b4_pause_latency {
+        uint64_t count, sum_us;
+        uint64_t buckets[B4_PAUSE_BUCKETS]; /* cumulative: count of latencies <= the bound */
+};
+struct b4_pause_stats {
+        struct b4_pause_latency pause, resume; /* resumes include the transparent ones */
+};
+/** b4_provider_pause_stats() - every pause and resume since the provider was made. */
+B4_PUBLIC void b4_provider_pause_stats(struct b4_provider *p, struct b4_pause_stats *ret);
+
 /** b4_provider_free() - NULL ok. Does not release live sandboxes. Return: NULL. */
 B4_PUBLIC struct b4_provider *b4_provider_free(struct b4_provider *p);
 

@@ -39,6 +39,8 @@ struct b4_runtime_options {
         struct b4_store *store;         /* b4_store_open(); borrowed; outlives the runtime */
         const struct b4_policy *policy; /* the app's policy; copied */
         uint64_t idle_timeout_ms;       /* 0 = B4_DEFAULT_IDLE_TIMEOUT_MS */
+        uint64_t idle_pause_ms; /* 0 = never; else a live thread idle this long is paused
+                                   (b4_runtime_reap_idle()), released at idle_timeout_ms */
         /* Borrowed; outlives the runtime. Its permissions block gates the tools (none, or NULL:
          * no gate) and "Always" grants go to @store; managed workspaces (sandbox.workspace /
          * sandbox.thread) when set; NULL = provider storage. */
@@ -146,6 +148,19 @@ B4_PUBLIC int b4_runtime_thread_delete(struct b4_runtime *rt, const char *id, st
 B4_PUBLIC int b4_runtime_thread_release(struct b4_runtime *rt,
                                         const char *id,
                                         struct b4_error *err);
+/**
+ * b4_runtime_thread_pause() - pause (@paused) the live sandbox of the thread's root ancestor
+ * keeping its processes, or resume it (b4_provider_pause()); a run, a read or a background
+ * process call on a paused thread resumes it transparently
+ * Return: 0; -ENOENT (no thread); -ESRCH (no live sandbox to pause); -EBUSY (a run holds it,
+ * when pausing); -EOPNOTSUPP (the provider cannot pause); provider errors.
+ */
+B4_PUBLIC int b4_runtime_thread_pause(struct b4_runtime *rt,
+                                      const char *id,
+                                      bool paused,
+                                      struct b4_error *err);
+/** b4_runtime_thread_paused() - whether the thread's sandbox is paused, since (realtime ms). */
+B4_PUBLIC bool b4_runtime_thread_paused(struct b4_runtime *rt, const char *id, int64_t *ret_since_ms);
 /** b4_runtime_thread_cancel() - cancel the run in flight. Return: 0, -ESRCH (no run). */
 B4_PUBLIC int b4_runtime_thread_cancel(struct b4_runtime *rt, const char *id);
 
@@ -241,7 +256,10 @@ B4_PUBLIC int b4_runtime_inspect(struct b4_runtime *rt,
 /** b4_runtime_provider() - the runtime's provider; borrowed. */
 B4_PUBLIC struct b4_provider *b4_runtime_provider(struct b4_runtime *rt);
 
-/** b4_runtime_reap_idle() - release sandboxes idle longer than the timeout. Return: count. */
+/**
+ * b4_runtime_reap_idle() - pause sandboxes idle longer than idle_pause_ms (when set) and release
+ * those idle longer than the idle timeout. Return: how many were released.
+ */
 B4_PUBLIC int b4_runtime_reap_idle(struct b4_runtime *rt, uint64_t now_ms);
 /**
  * b4_runtime_shutdown() - refuse new runs (-ESHUTDOWN), wait up to @deadline_ms for runs in

@@ -119,6 +119,7 @@ static int serve_open(struct serve_state *st,
                                           .store = st->store,
                                           .policy = b4_config_policy(st->cfg),
                                           .idle_timeout_ms = st->cfg->sandbox.idle_timeout_ms,
+                                          .idle_pause_ms = st->cfg->sandbox.idle_pause_ms,
                                           .config = st->cfg };
         r = b4_runtime_new(&ro, &st->rt, err);
         if (r < 0)

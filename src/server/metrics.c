@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Prometheus metrics: requests by route and status, refusals by code, tool calls and their
- * latency histogram by tool, threads by state, acquires and releases. Label sets are bounded:
+ * latency histogram by tool, threads by state, acquires and releases, pause and resume latency. Label sets are bounded:
  * tools are the five built-ins plus "other", codes at most MAX_CODES distinct names.
  */
 
@@ -193,12 +193,42 @@ static void render_runtime(struct b4_runtime *rt, struct strbuf *sb)
                           (unsigned long long)st.releases);
 }
 
+static void render_latency(struct strbuf *sb, const char *name, const struct b4_pause_latency *l)
+{
+        for (size_t b = 0; b < B4_PAUSE_BUCKETS; b++)
+                (void)strbuf_addf(sb, "b4box_%s_duration_seconds_bucket{le=\"%g\"} %llu\n", name,
+                                  (double)b4_pause_bucket_us[b] / 1e6,
+                                  (unsigned long long)l->buckets[b]);
+        (void)strbuf_addf(sb,
+                          "b4box_%s_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
+                          "b4box_%s_duration_seconds_sum %.6f\n"
+                          "b4box_%s_duration_seconds_count %llu\n",
+                          name, (unsigned long long)l->count, name, (double)l->sum_us / 1e6, name,
+                          (unsigned long long)l->count);
+}
+
+/* Pause and resume latency (resumes count the transparent ones), from core's stats. */
+static void render_pause(struct b4_runtime *rt, struct strbuf *sb)
+{
+        struct b4_pause_stats st;
+
+        b4_provider_pause_stats(b4_runtime_provider(rt), &st);
+        (void)strbuf_adds(sb, "# HELP b4box_pause_duration_seconds Thread pause latency.\n"
+                              "# TYPE b4box_pause_duration_seconds histogram\n");
+        render_latency(sb, "pause", &st.pause);
+        (void)strbuf_adds(sb, "# HELP b4box_resume_duration_seconds Thread resume latency "
+                              "(transparent resumes included).\n"
+                              "# TYPE b4box_resume_duration_seconds histogram\n");
+        render_latency(sb, "resume", &st.resume);
+}
+
 int metrics_render(struct metrics *m, struct b4_runtime *rt, char **ret)
 {
         struct strbuf sb;
 
         strbuf_init(&sb, 4u * 1024 * 1024);
         render_runtime(rt, &sb);
+        render_pause(rt, &sb);
         (void)pthread_mutex_lock(&m->lock);
         render_tools(m, &sb);
         render_counters(m, &sb);

@@ -12,15 +12,20 @@ struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row)
 {
         struct b4_runtime *rt = rq->srv->opts.runtime;
         struct jv *meta = NULL;
+        int64_t paused_ms = 0;
+        bool paused = b4_runtime_thread_paused(rt, row->id, &paused_ms);
 
         if (jv_parse(row->metadata_json, strlen(row->metadata_json), &meta, NULL) < 0)
                 meta = jv_object_new();
-        return jv_pack("{s:s, s:o, s:s?, s:s?, s:I, s:{s:s, s:s, s:b}}", "thread_id", row->id,
-                       "metadata", meta, "parent_thread_id", row->parent_id, "owner", row->owner,
-                       "created_ms", (int64_t)row->created_ms, "sandbox", "provider",
+        return jv_pack("{s:s, s:o, s:s?, s:s?, s:I, s:{s:s, s:s, s:b, s:b, s:o}}", "thread_id",
+                       row->id, "metadata", meta, "parent_thread_id", row->parent_id, "owner",
+                       row->owner, "created_ms", (int64_t)row->created_ms, "sandbox", "provider",
                        rq->srv->opts.provider_name, "state",
-                       b4_runtime_thread_is_live(rt, row->id) ? "live" : "released",
-                       "run_in_flight", b4_runtime_thread_busy(rt, row->id));
+                       paused                                  ? "paused"
+                       : b4_runtime_thread_is_live(rt, row->id) ? "live"
+                                                                : "released",
+                       "run_in_flight", b4_runtime_thread_busy(rt, row->id), "paused", paused,
+                       "paused_ms", paused ? jv_integer_new(paused_ms) : jv_null_new());
 }
 
 static const char *opt_string(struct request *rq, struct jv *body, const char *key, bool *ok)

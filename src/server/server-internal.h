@@ -184,6 +184,9 @@ void route_thread_cancel(struct request *rq);
 void route_runs(struct request *rq);
 void route_tool(struct request *rq);
 void route_permissions(struct request *rq);
+/* routes-pause.c */
+void route_thread_pause(struct request *rq);
+void route_thread_resume(struct request *rq);
 /* routes-staged.c */
 void route_source_put(struct request *rq);
 bool staged_put_begin(struct request *rq);

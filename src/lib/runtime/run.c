@@ -25,7 +25,7 @@ static int box_get_locked(struct b4_runtime *rt,
         struct box *b;
         int r;
 
-        while ((b = hashmap_get(rt->boxes, key)) && b->acquiring)
+        while ((b = hashmap_get(rt->boxes, key)) && (b->acquiring || b->pausing))
                 (void)pthread_cond_wait(&rt->cond, &rt->lock);
         if (b && b->sb) {
                 *ret = b;
@@ -184,7 +184,7 @@ static int box_take_idle_locked(struct b4_runtime *rt, const char *key, struct b
         *ret_sb = NULL;
         if (!b)
                 return 0;
-        if (b->users > 0 || b->acquiring)
+        if (b->users > 0 || b->acquiring || b->pausing)
                 return -EBUSY;
         hashmap_remove(rt->boxes, key);
         *ret_sb = b->sb;
@@ -328,6 +328,7 @@ int b4_runtime_reap_idle(struct b4_runtime *rt, uint64_t now_ms)
         struct idle_scan scan = { .now = now_ms, .timeout = rt->opts.idle_timeout_ms };
         int released = 0;
 
+        (void)runtime_pause_idle(rt, now_ms);
         (void)pthread_mutex_lock(&rt->lock);
         (void)hashmap_foreach(rt->boxes, idle_scan_cb, &scan);
         (void)pthread_mutex_unlock(&rt->lock);
