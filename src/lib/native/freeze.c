@@ -4,7 +4,10 @@
  * (b4_provider_pause()): every process in the thread's cgroup stops (v1 freezer.state, v2
  * cgroup.freeze) until thawed. Freezing and thawing wait until the kernel reports the state
  * reached, polling from 20 us up (a pause takes well under a few ms), bounded by 1 s; a
- * thread with no cgroup (released) has nothing to freeze and succeeds.
+ * thread with no cgroup (released) has nothing to freeze and succeeds. A v1 freeze right
+ * after a thaw can leave a busy task running and the cgroup FREEZING for good (seen on 6.18
+ * with two `while :; do :; done` loops, paused and resumed back to back): while it waits,
+ * the freeze is written again every 5 ms, which kicks the stragglers.
  */
 
 #include <errno.h>
@@ -66,6 +69,8 @@ static int freeze_cgroup(const struct cgroup *cg, bool frozen, struct b4_error *
              waited += step, step = step * 2 < FREEZE_POLL_MAX ? step * 2 : FREEZE_POLL_MAX) {
                 if (reached(fd, cg->mode, frozen))
                         return 0;
+                if (frozen && step == FREEZE_POLL_MAX) /* kick again: see the file comment */
+                        (void)set_state(fd, cg->mode, true);
                 (void)nanosleep(&(struct timespec){ .tv_nsec = (long)step * 1000 }, NULL);
         }
         if (frozen)
