@@ -45,6 +45,7 @@ B4_PUBLIC void b4_provider_config_clear(struct b4_provider_config *c);
 #define B4_DEFAULT_MAX_CONNECTIONS     1024u
 #define B4_DEFAULT_MAX_CONNECTIONS_IP  256u
 #define B4_DEFAULT_REQUEST_TIMEOUT_MS  30000u
+#define B4_DEFAULT_STREAM_KEEPALIVE_MS 15000u
 #define B4_DEFAULT_HEADER_TIMEOUT_MS   10000u
 #define B4_DEFAULT_RESOLVER_TIMEOUT_MS 30000u
 #define B4_DEFAULT_READ_TIMEOUT_MS     120000u
@@ -58,6 +59,7 @@ struct b4_server_config {
         uint32_t max_connections_ip;  /* per client address; default 256 */
         uint64_t request_timeout_ms;  /* inactivity, and the body's deadline; default 30000 */
         uint64_t header_timeout_ms;   /* a request's headers' deadline; default 10000 */
+        uint64_t stream_keepalive_ms; /* a streamed reply's keepalive period; default 15000 */
 };
 
 /* An external resolver: run @argv, JSON on stdin, JSON on stdout. */

@@ -197,6 +197,22 @@ B4_PUBLIC int b4_fs_touch_flags(struct b4_fs *fs,
 
 /* ---- exec ------------------------------------------------------------------------------ */
 
+enum b4_exec_stream {
+        B4_EXEC_STDOUT = 1,
+        B4_EXEC_STDERR = 2,
+};
+
+/*
+ * Output as it arrives (b4_exec_req.on_output): @len > 0 bytes of @stream, in order, never
+ * capped (the result's capture is, as always). Called on the thread that runs the command
+ * (the caller's for the built-in providers), never concurrently for one command; it may block
+ * (the command's pipes then fill and the command waits: backpressure) but should not for long.
+ */
+typedef void b4_exec_output_fn(void *userdata,
+                               enum b4_exec_stream stream,
+                               const char *data,
+                               size_t len);
+
 struct b4_exec_req {
         const char *command;          /* run as `sh -c <command>`; borrowed */
         const char *cwd;              /* NULL = the workspace root */
@@ -205,6 +221,27 @@ struct b4_exec_req {
         uint64_t timeout_ms;      /* 0 = the policy's resources.timeout_ms (0 = none) */
         size_t output_cap;        /* per stream; 0 = the policy's output_cap */
         struct b4_cancel *cancel; /* optional; firing it kills the command */
+        /* Optional: every chunk of output as it comes (a provider that cannot stream calls it
+         * once per stream with the captured output at the end: docs/tools.md). */
+        b4_exec_output_fn *on_output;
+        void *output_userdata;
+};
+
+/* Which members of struct b4_exec_usage a provider filled (the others are the wire's null). */
+enum b4_exec_usage_known {
+        B4_USAGE_CPU = 1 << 0,
+        B4_USAGE_PEAK_MEMORY = 1 << 1,
+        B4_USAGE_MAX_PROCESSES = 1 << 2,
+        B4_USAGE_OOM = 1 << 3,
+};
+
+/* What a command used, from its own cgroup (native) or container (Docker). */
+struct b4_exec_usage {
+        unsigned known;             /* enum b4_exec_usage_known bits; 0 = nothing known */
+        uint64_t cpu_ms;            /* user + system CPU time */
+        uint64_t peak_memory_bytes; /* the highest memory use seen */
+        uint64_t max_processes;     /* the most tasks alive at once */
+        bool oom_killed;            /* the OOM killer killed a process of it */
 };
 
 struct b4_exec_result {
@@ -217,7 +254,14 @@ struct b4_exec_result {
         bool cancelled; /* the cancel token fired */
         bool truncated; /* a stream went past output_cap (head and tail kept) */
         uint64_t duration_ms;
-        uint64_t timeout_ms; /* the timeout that applied (0 = none) */
+        uint64_t timeout_ms;        /* the timeout that applied (0 = none) */
+        struct b4_exec_usage usage; /* accounting; a provider that knows nothing leaves it 0 */
+};
+
+/* The policy's bounds on a command, which per-call options may lower but not raise. */
+struct b4_exec_bounds {
+        uint64_t timeout_ms; /* resources.timeout_ms; 0 = no timeout (any per-call one goes) */
+        size_t output_cap;   /* per stream; the policy's output_cap or B4_DEFAULT_OUTPUT_CAP */
 };
 
 /** b4_exec_result_clear() - free what @r owns and zero it. */
@@ -239,6 +283,11 @@ B4_PUBLIC struct b4_sandbox *b4_sandbox_ref(struct b4_sandbox *sb);
 B4_PUBLIC struct b4_sandbox *b4_sandbox_unref(struct b4_sandbox *sb);
 /** b4_sandbox_fs() - the handle's filesystem; borrowed for the handle's lifetime. */
 B4_PUBLIC struct b4_fs *b4_sandbox_fs(struct b4_sandbox *sb);
+/**
+ * b4_sandbox_exec_bounds() - the bounds of the policy the handle was acquired with (all 0 on a
+ * handle b4_provider_acquire() did not return).
+ */
+B4_PUBLIC struct b4_exec_bounds b4_sandbox_exec_bounds(const struct b4_sandbox *sb);
 /**
  * b4_sandbox_exec() - run @req, under the thread's shared lease (a provider may hold it only
  * while the command starts), retried once after a recovery when the sandbox was lost before

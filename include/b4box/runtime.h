@@ -189,6 +189,16 @@ B4_PUBLIC int b4_run_call(struct b4_run *run,
                           struct b4_tool_result *ret,
                           struct b4_error *err);
 /**
+ * b4_run_check() - b4_tools_check() over the run's sandbox: what b4_run_call() would refuse
+ * about @args before running anything (a streamed reply answers that before its 200)
+ * Return: 0 (@ret ok, or the refusal), -EINVAL, -ENOMEM.
+ */
+B4_PUBLIC int b4_run_check(struct b4_run *run,
+                           const char *tool,
+                           const struct jv *args,
+                           struct b4_tool_result *ret,
+                           struct b4_error *err);
+/**
  * b4_run_resume() - answer a permission request an earlier call of this thread raised
  * ("once", "always" or "deny") and finish that call inside this run
  * Return: 0, -ENOENT (no such request for this thread), -EINVAL (bad answer), -ENOMEM.
@@ -202,6 +212,12 @@ B4_PUBLIC int b4_run_resume(struct b4_run *run,
 B4_PUBLIC struct b4_sandbox *b4_run_sandbox(struct b4_run *run);
 /** b4_run_cancel_token() - fired by b4_runtime_thread_cancel(); borrowed. */
 B4_PUBLIC struct b4_cancel *b4_run_cancel_token(struct b4_run *run);
+/**
+ * b4_run_set_output() - hand every later runBash command's output of this run to @fn as it
+ * comes (b4_exec_req.on_output; called on the caller's thread, inside b4_run_call()); NULL
+ * stops it. @userdata is borrowed.
+ */
+B4_PUBLIC void b4_run_set_output(struct b4_run *run, b4_exec_output_fn *fn, void *userdata);
 /** b4_run_end() - free the slot (NULL ok). Return: NULL. */
 B4_PUBLIC struct b4_run *b4_run_end(struct b4_run *run);
 

@@ -29,6 +29,7 @@
 
 #include "b4box/config.h"
 #include "b4box/error.h"
+#include "b4box/provider.h"
 
 struct b4_cancel;
 struct b4_sandbox;
@@ -122,6 +123,9 @@ struct b4_tools_options {
         const char *const *approve_tools;
         /* Borrowed; firing it kills a running runBash command. NULL = none. */
         struct b4_cancel *cancel;
+        /* Optional: a runBash command's output as it comes (b4_exec_req.on_output). */
+        b4_exec_output_fn *on_output;
+        void *output_userdata;
 };
 
 /**
@@ -155,3 +159,15 @@ B4_PUBLIC int b4_tools_call(struct b4_tools *t,
                             const struct jv *args,
                             struct b4_tool_result *ret,
                             struct b4_error *err);
+/**
+ * b4_tools_check() - what b4_tools_call() would refuse about @args before running anything
+ * (their shape, runBash's per-call bounds), for a caller that must answer before it starts
+ * (a streamed reply). Gates and paths are not checked: the call still does that.
+ * @ret: ok, or the invalid_arguments result the call would give (the caller clears it)
+ * Return: 0, -EINVAL (NULL @t/@name/@ret), -ENOMEM.
+ */
+B4_PUBLIC int b4_tools_check(struct b4_tools *t,
+                             const char *name,
+                             const struct jv *args,
+                             struct b4_tool_result *ret,
+                             struct b4_error *err);

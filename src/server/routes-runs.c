@@ -48,6 +48,55 @@ static char *run_one(struct request *rq,
         return json;
 }
 
+/*
+ * A streamed reply decides its refusals before the 200: what the calls would refuse about
+ * their arguments is a 400 invalid_arguments naming the call (/runs) instead of a result.
+ */
+static bool stream_args_ok(struct request *rq, struct b4_run *run, const struct jv *calls)
+{
+        for (size_t i = 0; i < jv_array_size(calls); i++) {
+                const struct jv *c = jv_array_get(calls, i);
+                struct b4_tool_result res = { 0 };
+                struct b4_error err = { 0 };
+                cleanup_(jv_unrefp) struct jv *empty = jv_object_new();
+                const struct jv *args = jv_object_get(c, "args");
+
+                if (b4_run_check(run, jv_string(jv_object_get(c, "tool")), args ? args : empty,
+                                 &res, &err) < 0) {
+                        reply_b4_error(rq, &err);
+                        return false;
+                }
+                if (!res.ok) {
+                        struct jv *e = jv_object_get(res.doc, "error");
+                        const char *msg = jv_string(jv_object_get(e, "message"));
+                        if (jv_array_size(calls) > 1)
+                                reply_error(rq, 400, res.code, "calls[%zu]: %s", i, msg);
+                        else
+                                reply_error(rq, 400, res.code, "%s", msg);
+                        b4_tool_result_clear(&res);
+                        return false;
+                }
+                b4_tool_result_clear(&res);
+        }
+        return true;
+}
+
+/* Answer with a stream of @calls' events; the run is taken either way. */
+static void stream_calls(struct request *rq,
+                         enum stream_format format,
+                         struct b4_run *run,
+                         struct jv *calls,
+                         bool single)
+{
+        if (!calls) {
+                reply_error(rq, 500, "internal_error", "out of memory");
+                b4_run_end(run);
+                return;
+        }
+        if (!stream_args_ok(rq, run, calls) || run_events_start(rq, format, run, calls, single) < 0)
+                b4_run_end(run);
+}
+
 static bool begin(struct request *rq, struct b4_run **ret)
 {
         struct b4_error err = { 0 };
@@ -121,6 +170,11 @@ void route_runs(struct request *rq)
         struct jv *calls = jv_object_get(body, "calls");
         if (!calls_valid(rq, calls) || !begin(rq, &run))
                 return;
+        enum stream_format format = stream_format_of(rq);
+        if (format != STREAM_NONE) {
+                stream_calls(rq, format, run, calls, false);
+                return;
+        }
         strbuf_init(&out, RESPONSE_MAX_BYTES);
         ok = strbuf_adds(&out, "{\"results\":") >= 0 && run_calls(rq, run, calls, &out) &&
              strbuf_addc(&out, '}') >= 0;
@@ -140,6 +194,13 @@ void route_tool(struct request *rq)
 
         if (!args || !begin(rq, &run))
                 return;
+        enum stream_format format = stream_format_of(rq);
+        if (format != STREAM_NONE) {
+                cleanup_(jv_unrefp) struct jv *calls =
+                        jv_pack("[{s:s, s:O}]", "tool", rq->params[1], "args", args);
+                stream_calls(rq, format, run, calls, true);
+                return;
+        }
         res = run_one(rq, run, rq->params[1], args);
         b4_run_end(run);
         if (!res)

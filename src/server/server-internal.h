@@ -12,6 +12,7 @@
 #include "base/strbuf.h"
 #include "json/json.h"
 #include "server.h"
+#include "stream.h"
 
 #define RESPONSE_MAX_BYTES     (256u * 1024u * 1024u) /* a run's results, all calls */
 #define INSPECT_BODY_MAX_BYTES (64u * 1024u)          /* reference INSPECT_BODY_MAX_BYTES */
@@ -110,7 +111,16 @@ struct request {
         char method[8]; /* for the request log */
         char path[256]; /* for the request log, truncated */
         unsigned status;
+        void (*after)(void *ctx); /* request_detach() */
+        void *after_ctx;
 };
+
+/*
+ * Run @fn(@ctx) on the handler's pool thread once the handler returned and its reply was
+ * handed to libmicrohttpd: a streamed reply's producer (stream.h). @fn must not touch @rq;
+ * the server's stop waits for it.
+ */
+void request_detach(struct request *rq, void (*fn)(void *ctx), void *ctx);
 
 /* ---- replies (http-status.c) ---- */
 /* Keep @resp (taken) as the reply, unless one was made already. */
@@ -203,6 +213,19 @@ void route_workspace_inspect(struct request *rq);
 bool route_inspect_admit(struct request *rq);
 /* The JSON view of a thread row. */
 struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row);
+
+/* ---- streamed runs (run-events.c) ---- */
+/*
+ * Answer @rq with a @format stream of @run's @calls ([{tool, args}], a reference is taken):
+ * the 200 is its reply, the calls run after the handler returns, and the run (taken) ends
+ * with them. @single: the one-call route (exit carries the call's document, not
+ * {"results":[...]}). Return: 0, or -errno with a reply made and @run still the caller's.
+ */
+int run_events_start(struct request *rq,
+                     enum stream_format format,
+                     struct b4_run *run,
+                     struct jv *calls,
+                     bool single);
 
 /* ---- metrics (metrics.c) ---- */
 struct metrics *metrics_new(void);

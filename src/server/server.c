@@ -345,12 +345,24 @@ static void handler_main(struct worker_job *job)
         rq->route->handler(rq);
         if (!rq->replied)
                 reply_error(rq, 500, "internal_error", "no reply");
+        void (*after)(void *ctx) = rq->after;
+        void *after_ctx = rq->after_ctx;
         /* rq belongs to libmicrohttpd's thread again once resumed: not touched after this */
         (void)pthread_mutex_lock(&s->workers_lock);
         MHD_resume_connection(conn);
+        (void)pthread_mutex_unlock(&s->workers_lock);
+        if (after) /* a streamed reply's producer: the reply is on its way */
+                after(after_ctx);
+        (void)pthread_mutex_lock(&s->workers_lock);
         s->workers--;
         (void)pthread_cond_broadcast(&s->workers_done);
         (void)pthread_mutex_unlock(&s->workers_lock);
+}
+
+void request_detach(struct request *rq, void (*fn)(void *ctx), void *ctx)
+{
+        rq->after = fn;
+        rq->after_ctx = ctx;
 }
 
 /* Phase 3: run the handler on a pool thread, so a long one blocks no other connection. */

@@ -28,7 +28,7 @@ check "outside fails closed" 1 \
         '{"ok":false,"error":{"code":"B4_E3001","message":"Permission denied (fail-closed): /etc/passwd"}}' \
         "${T[@]}" --mode non-interactive readFile '{"path":"../etc/passwd"}'
 check "allow rule" 0 \
-        '{"ok":true,"result":{"stdout":"hi\n","stderr":"","exitCode":0,"timedOut":false,"cancelled":false,"truncated":false,"durationMs":0}}' \
+        '{"ok":true,"result":{"stdout":"hi\n","stderr":"","exitCode":0,"timedOut":false,"cancelled":false,"truncated":false,"durationMs":0,"wallMs":0,"cpuMs":null,"peakMemoryBytes":null,"maxProcesses":null,"oomKilled":null}}' \
         "${T[@]}" --allow 'bash:echo' runBash '{"command":"echo hi"}'
 check "deny rule" 1 \
         '{"ok":false,"error":{"code":"B4_E3001","message":"Permission denied by user: echo hi"}}' \

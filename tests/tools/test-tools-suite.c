@@ -4,7 +4,9 @@
  * editFile case files (tests/data/editfile/NAME.test) and the permission-request flows, run
  * against every provider available here (fake always, native when it can start; docker when
  * tests/docker runs it under a daemon) so that the results are proven identical. runBash's
- * durationMs is the only field dropped.
+ * durationMs, wallMs and accounting (cpuMs, peakMemoryBytes, maxProcesses, oomKilled) are
+ * dropped, after checking each one present has its type (a number, or null where the
+ * provider cannot know; oomKilled a boolean or null; the expected documents leave them out).
  */
 
 #include <errno.h>
@@ -66,7 +68,25 @@ static char *get(struct env *e, const char *rel, size_t *len)
         return data;
 }
 
-/* Parse, drop result.durationMs, dump with sorted keys. */
+/* runBash's per-provider figures: typed, then dropped. */
+static void drop_figures(struct jv *res)
+{
+        static const char *const numbers[] = { "durationMs", "wallMs", "cpuMs", "peakMemoryBytes",
+                                               "maxProcesses" };
+        struct jv *oom = jv_object_get(res, "oomKilled");
+
+        for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {
+                struct jv *n = jv_object_get(res, numbers[i]);
+                if (n && !(jv_is_null(n) || jv_is_safe_integer(n)))
+                        fail_msg("runBash result: %s not a number/null", numbers[i]);
+                (void)jv_object_del(res, numbers[i]);
+        }
+        if (oom && !(jv_is_null(oom) || jv_is_bool(oom)))
+                fail_msg("runBash result: oomKilled not a boolean/null");
+        (void)jv_object_del(res, "oomKilled");
+}
+
+/* Parse, drop runBash's figures (drop_figures()), dump with sorted keys. */
 static char *normalise(const char *json)
 {
         struct jv *v = NULL, *res;
@@ -76,7 +96,7 @@ static char *normalise(const char *json)
                 fail_msg("not JSON: %s", json);
         res = jv_object_get(v, "result");
         if (res && jv_is_object(res))
-                (void)jv_object_del(res, "durationMs");
+                drop_figures(res);
         assert_int_equal(jv_dump(v, JV_SORT_KEYS, &out), 0);
         jv_unref(v);
         return out;

@@ -24,14 +24,11 @@
 #define UNIX_PATH_MAX_BYTES 107
 
 static const char *const top_keys[] = { "server", "sandbox", "permissions", "threadAccess", NULL };
-static const char *const server_keys[] = { "listen",
-                                           "maxBodyBytes",
-                                           "maxToolBodyBytes",
-                                           "maxConnections",
-                                           "maxConnectionsPerIp",
-                                           "requestTimeoutMs",
-                                           "headerTimeoutMs",
-                                           NULL };
+static const char *const server_keys[] = {
+        "listen",          "maxBodyBytes",        "maxToolBodyBytes",
+        "maxConnections",  "maxConnectionsPerIp", "requestTimeoutMs",
+        "headerTimeoutMs", "streamKeepaliveMs",   NULL
+};
 
 void config_server_init(struct b4_server_config *s)
 {
@@ -42,6 +39,7 @@ void config_server_init(struct b4_server_config *s)
                 .max_connections_ip = B4_DEFAULT_MAX_CONNECTIONS_IP,
                 .request_timeout_ms = B4_DEFAULT_REQUEST_TIMEOUT_MS,
                 .header_timeout_ms = B4_DEFAULT_HEADER_TIMEOUT_MS,
+                .stream_keepalive_ms = B4_DEFAULT_STREAM_KEEPALIVE_MS,
         };
 }
 
@@ -135,6 +133,9 @@ void config_parse_server(struct cfg *c, const struct jv *v, struct b4_server_con
         if ((x = jv_object_get(v, "headerTimeoutMs")))
                 (void)cfg_uint_range(c, x, "server.headerTimeoutMs", 100, 600000,
                                      &s->header_timeout_ms);
+        if ((x = jv_object_get(v, "streamKeepaliveMs")))
+                (void)cfg_uint_range(c, x, "server.streamKeepaliveMs", 100, 15000,
+                                     &s->stream_keepalive_ms);
 }
 
 static int config_new(const char *base_dir, struct b4_config **ret)

@@ -33,6 +33,7 @@ struct b4_sandbox_core {
         const struct b4_sandbox_ops *ops;
         atomic_int refs;
         struct b4_entry *entry; /* a reference once b4_provider_acquire() returned the handle */
+        struct b4_exec_bounds bounds; /* from the acquire's policy (b4_sandbox_exec_bounds()) */
 };
 
 /** lifecycle_new() - an empty registry. Return: it (lifecycle_unref()), NULL on OOM. */

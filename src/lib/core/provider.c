@@ -407,6 +407,11 @@ struct b4_entry *b4_sandbox_entry(struct b4_sandbox *sb)
         return sb->core->entry;
 }
 
+struct b4_exec_bounds b4_sandbox_exec_bounds(const struct b4_sandbox *sb)
+{
+        return sb->core->bounds;
+}
+
 struct b4_fs *b4_sandbox_fs(struct b4_sandbox *sb)
 {
         return &sb->fs;
@@ -430,30 +435,77 @@ static int exec_raw(struct attempt *a,
         return r < 0 ? r : ops->exec_finish(sb, started, ret, err);
 }
 
+/* Core's side of b4_exec_req.on_output: counts what the provider streamed, so a provider
+ * that never calls it gets its captured output delivered at the end (exec_stream_rest()). */
+struct exec_tap {
+        b4_exec_output_fn *fn;
+        void *userdata;
+        uint64_t streamed;
+};
+
+static void exec_tap_output(void *userdata, enum b4_exec_stream stream, const char *p, size_t n)
+{
+        struct exec_tap *tap = userdata;
+
+        if (n == 0)
+                return;
+        tap->streamed += n;
+        tap->fn(tap->userdata, stream, p, n);
+}
+
+/* After the command: what the stream has not carried yet. A provider that streamed nothing
+ * gets its capture sent whole; the timeout line core appends to stderr always goes. */
+static void exec_stream_rest(struct exec_tap *tap,
+                             const struct b4_exec_result *ret,
+                             size_t errout_before)
+{
+        if (!tap->fn)
+                return;
+        if (tap->streamed == 0) {
+                exec_tap_output(tap, B4_EXEC_STDOUT, ret->out, ret->out_len);
+                exec_tap_output(tap, B4_EXEC_STDERR, ret->errout, errout_before);
+        }
+        if (ret->errout_len > errout_before)
+                exec_tap_output(tap, B4_EXEC_STDERR, ret->errout + errout_before,
+                                ret->errout_len - errout_before);
+}
+
 int b4_sandbox_exec(struct b4_sandbox *sb,
                     const struct b4_exec_req *req,
                     struct b4_exec_result *ret,
                     struct b4_error *err)
 {
         struct attempt a = { .sb = sb, .cancel = req ? req->cancel : NULL };
+        struct exec_tap tap = { 0 };
+        struct b4_exec_req q;
+        size_t errout_before;
         int r;
 
         if (!sb || !req || !req->command)
                 return b4_error_set(err, -EINVAL, "exec needs a command");
         if (b4_cancel_is_set(req->cancel))
                 return b4_error_set(err, -ECANCELED, "command cancelled before it started");
+        q = *req;
+        if (req->on_output) {
+                tap = (struct exec_tap){ .fn = req->on_output, .userdata = req->output_userdata };
+                q.on_output = exec_tap_output;
+                q.output_userdata = &tap;
+        }
         *ret = (struct b4_exec_result){ 0 };
         do {
                 r = attempt_begin(&a, err);
                 if (r >= 0) {
                         b4_exec_result_clear(ret);
-                        r = exec_raw(&a, sb, req, ret, err);
+                        r = exec_raw(&a, sb, &q, ret, err);
                 }
         } while (attempt_again(&a, &r, err));
         if ((r == -EAGAIN || r == -ENOTCONN) && (ret->out || ret->errout))
                 r = 0; /* no retry (declined or failed again): the failed result stands */
+        errout_before = ret->errout_len;
         if (r >= 0 && ret->timed_out && msg_append_timeout(ret, ret->timeout_ms) < 0)
                 r = b4_error_set(err, -ENOMEM, "out of memory");
+        if (r >= 0)
+                exec_stream_rest(&tap, ret, errout_before);
         if (r < 0)
                 b4_exec_result_clear(ret);
         return r;
@@ -635,6 +687,12 @@ int b4_provider_acquire(struct b4_provider *p,
         r = p->ops->acquire(p, e, req, ret, err);
         if (r >= 0 && !(*ret)->core->entry)
                 (*ret)->core->entry = entry_ref(e);
+        if (r >= 0)
+                (*ret)->core->bounds = (struct b4_exec_bounds){
+                        .timeout_ms = req->policy->resources.timeout_ms,
+                        .output_cap = req->policy->output_cap ? req->policy->output_cap
+                                                              : B4_DEFAULT_OUTPUT_CAP,
+                };
         lifecycle_leave(e, lease);
         return r;
 }

@@ -581,3 +581,127 @@ int cgroup_remove(const struct cgroup_host *h, const char *id)
         }
         return r;
 }
+
+/* ---- per-command accounting (docs/tools.md "Accounting") ---- */
+
+/* The value of "@key N" in the key-value file @file at @dirfd (cpu.stat, memory.events,
+ * memory.oom_control), or a lone number when @key is NULL (memory.peak, pids.peak). */
+static int read_stat_at(int dirfd, const char *file, const char *key, uint64_t *ret)
+{
+        cleanup_free char *text = NULL;
+        size_t klen = key ? strlen(key) : 0;
+        int r;
+
+        if (dirfd < 0)
+                return -EBADF;
+        r = read_file_at(dirfd, file, 64 * 1024, &text, NULL);
+        if (r < 0)
+                return r;
+        for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+                if (key && (strncmp(p, key, klen) != 0 || p[klen] != ' '))
+                        continue;
+                return sscanf(p + klen, "%" SCNu64, ret) == 1 ? 0 : -EINVAL;
+        }
+        return -ENOENT;
+}
+
+/* Open @file at @dirfd and write "0" to it through that descriptor: memory.peak (cgroup2,
+ * a per-descriptor reset) and memory.max_usage_in_bytes (v1) read the peak since then. */
+static int open_reset(int dirfd, const char *file)
+{
+        int fd;
+
+        if (dirfd < 0)
+                return -EBADF;
+        fd = openat(dirfd, file, O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (write(fd, "0\n", 2) != 2) {
+                safe_close(fd);
+                return -EIO;
+        }
+        return fd;
+}
+
+static int read_peak_fd(int fd, uint64_t *ret)
+{
+        char buf[32] = { 0 };
+
+        if (fd < 0 || pread(fd, buf, sizeof(buf) - 1, 0) <= 0)
+                return -EIO;
+        return sscanf(buf, "%" SCNu64, ret) == 1 ? 0 : -EINVAL;
+}
+
+void cgroup_usage_begin(const struct cgroup_host *h,
+                        const char *id,
+                        int cmd_fd,
+                        struct cgroup_usage *u)
+{
+        int mem = -EBADF, cpu = -EBADF;
+
+        *u = (struct cgroup_usage){ .cmd_fd = cmd_fd, .peak_fd = -EBADF };
+        cgroup_reset(&u->thread, id, CGROUP_NONE);
+        if (h->mode != CGROUP_NONE)
+                (void)cgroup_open(h, id, &u->thread);
+        mem = u->thread.mode == CGROUP_V2 ? u->thread.dirfd[0] : u->thread.dirfd[CG_MEMORY];
+        cpu = u->thread.mode == CGROUP_V2 ? u->thread.dirfd[0] : -EBADF;
+        /* CPU: the command's own cgroup2 cpu.stat, else the thread's (pure v2 only: a v1 cpu
+         * hierarchy has no usage figure unless cpuacct is mounted with it) */
+        u->cpu_fd = read_stat_at(cmd_fd, "cpu.stat", "usage_usec", &u->cpu0) >= 0 ? cmd_fd : cpu;
+        if (u->cpu_fd >= 0 && u->cpu_fd != cmd_fd &&
+            read_stat_at(u->cpu_fd, "cpu.stat", "usage_usec", &u->cpu0) < 0)
+                u->cpu_fd = -EBADF;
+        if (u->cpu_fd < 0 && u->thread.mode == CGROUP_V1 &&
+            read_stat_at(u->thread.dirfd[CG_CPU], "cpuacct.usage", NULL, &u->cpu0) >= 0) {
+                u->cpu_fd = u->thread.dirfd[CG_CPU];
+                u->cpuacct = true;
+        }
+        /* memory and OOM kills: the command's cgroup when it has the memory controller, else
+         * the thread's (which then counts its background jobs too) */
+        u->mem_fd = read_stat_at(cmd_fd, "memory.events", "oom_kill", &u->oom0) >= 0 ? cmd_fd : mem;
+        if (u->mem_fd == mem && u->thread.mode == CGROUP_V1) {
+                u->v1 = true;
+                if (read_stat_at(mem, "memory.oom_control", "oom_kill", &u->oom0) < 0)
+                        u->mem_fd = -EBADF;
+                u->peak_fd = open_reset(mem, "memory.max_usage_in_bytes");
+        } else if (u->mem_fd >= 0) {
+                if (u->mem_fd != cmd_fd &&
+                    read_stat_at(u->mem_fd, "memory.events", "oom_kill", &u->oom0) < 0)
+                        u->mem_fd = -EBADF;
+                u->peak_fd = open_reset(u->mem_fd, "memory.peak");
+        }
+}
+
+void cgroup_usage_end(struct cgroup_usage *u, struct b4_exec_usage *ret)
+{
+        uint64_t v;
+
+        *ret = (struct b4_exec_usage){ 0 };
+        if (u->cpu_fd >= 0 && read_stat_at(u->cpu_fd, u->cpuacct ? "cpuacct.usage" : "cpu.stat",
+                                           u->cpuacct ? NULL : "usage_usec", &v) >= 0) {
+                ret->cpu_ms = (v > u->cpu0 ? v - u->cpu0 : 0) / (u->cpuacct ? 1000000 : 1000);
+                ret->known |= B4_USAGE_CPU;
+        }
+        if (u->mem_fd >= 0 &&
+            read_stat_at(u->mem_fd, u->v1 ? "memory.oom_control" : "memory.events", "oom_kill",
+                         &v) >= 0) {
+                ret->oom_killed = v > u->oom0;
+                ret->known |= B4_USAGE_OOM;
+        }
+        if (read_peak_fd(u->peak_fd, &v) >= 0) {
+                ret->peak_memory_bytes = v;
+                ret->known |= B4_USAGE_PEAK_MEMORY;
+        }
+        /* the command's own cgroup is fresh (never a reused spare when it has pids.peak) */
+        if (read_stat_at(u->cmd_fd, "pids.peak", NULL, &v) >= 0) {
+                ret->max_processes = v;
+                ret->known |= B4_USAGE_MAX_PROCESSES;
+        }
+        u->peak_fd = safe_close(u->peak_fd);
+        cgroup_close(&u->thread);
+}
+
+bool cgroup_has_pids_peak(int cmd_fd)
+{
+        return cmd_fd >= 0 && faccessat(cmd_fd, "pids.peak", F_OK, 0) == 0;
+}

@@ -113,6 +113,7 @@ static int send_request(int sock, const struct exec_spec *s, int out_w, int err_
 /* ---- supervision ---- */
 
 struct run {
+        const struct exec_spec *spec;
         int sock, out_r, err_r, cancel_fd;
         struct capture out, errc;
         uint64_t deadline;   /* ms, 0 = none */
@@ -122,13 +123,17 @@ struct run {
         int failed; /* positive errno from FAILED */
 };
 
-static void pump(int *fd, struct capture *c)
+/* Read what @fd has into @c, handing each chunk to the caller's on_output first. */
+static void pump(const struct run *u, int *fd, struct capture *c, enum b4_exec_stream stream)
 {
         char buf[65536];
 
         while (*fd >= 0) {
                 ssize_t n = read(*fd, buf, sizeof(buf));
                 if (n > 0) {
+                        if (u->spec->on_output)
+                                u->spec->on_output(u->spec->output_userdata, stream, buf,
+                                                   (size_t)n);
                         capture_add(c, buf, (size_t)n);
                         continue;
                 }
@@ -189,9 +194,9 @@ static void step(struct run *u)
         if (n < 0)
                 return;
         if (p[0].revents)
-                pump(&u->out_r, &u->out);
+                pump(u, &u->out_r, &u->out, B4_EXEC_STDOUT);
         if (p[1].revents)
-                pump(&u->err_r, &u->errc);
+                pump(u, &u->err_r, &u->errc, B4_EXEC_STDERR);
         if (p[2].revents)
                 on_keeper(u);
         if (p[3].revents && !u->cancelled) {
@@ -216,8 +221,8 @@ static int run_loop(struct run *u, struct b4_error *err)
                                     strerror(u->failed));
         if (u->keeper_gone)
                 return b4_error_set(err, -EIO, "the sandbox keeper went away during the command");
-        pump(&u->out_r, &u->out);
-        pump(&u->err_r, &u->errc);
+        pump(u, &u->out_r, &u->out, B4_EXEC_STDOUT);
+        pump(u, &u->err_r, &u->errc, B4_EXEC_STDERR);
         return 0;
 }
 
@@ -273,7 +278,7 @@ static int open_pipes(struct run *u, int *out_w, int *err_w)
 
 int exec_run(int sock, const struct exec_spec *s, struct b4_exec_result *ret, struct b4_error *err)
 {
-        struct run u = { .sock = sock, .out_r = -EBADF, .err_r = -EBADF };
+        struct run u = { .spec = s, .sock = sock, .out_r = -EBADF, .err_r = -EBADF };
         cleanup_close int out_w = -EBADF, err_w = -EBADF;
         uint64_t start = now_msec();
         struct b4_exec_result res = { 0 };

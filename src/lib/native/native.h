@@ -174,6 +174,34 @@ int cgroup_delegate(int fd, uint32_t uid, uint32_t gid);
 /* rmdir it when empty; a command's background jobs keep it alive until release. @killed: it
  * was just killed, so wait (bounded, 1 s) for its last processes to exit first. */
 void cgroup_exec_remove(int parent_fd, const char *name, bool killed);
+
+/*
+ * One command's accounting (struct b4_exec_usage): cgroup_usage_begin() before it starts
+ * takes the baselines, cgroup_usage_end() after it reads the figures and closes what begin
+ * opened. CPU comes from the command's own cgroup2 cpu.stat (else the thread's cgroup2
+ * cpu.stat, else v1 cpuacct.usage); memory peak and OOM kills from the command's cgroup when
+ * it has the memory controller, else from the thread's (memory.peak or
+ * memory.max_usage_in_bytes reset at begin; memory.events or memory.oom_control oom_kill);
+ * the process peak from the command's own pids.peak only. What no file gives stays unknown.
+ */
+struct cgroup_usage {
+        int cmd_fd;           /* borrowed: the command's own cgroup, or -EBADF */
+        struct cgroup thread; /* the thread's cgroup, opened by begin */
+        int cpu_fd, mem_fd;   /* borrowed (cmd_fd or one of thread's), or -EBADF */
+        int peak_fd;          /* owned: the reset peak file, or -EBADF */
+        bool cpuacct;         /* cpu_fd is v1 cpuacct.usage (ns), not cpu.stat usage_usec */
+        bool v1;              /* mem_fd is a v1 memory cgroup */
+        uint64_t cpu0, oom0;  /* the baselines */
+};
+
+void cgroup_usage_begin(const struct cgroup_host *h,
+                        const char *id,
+                        int cmd_fd,
+                        struct cgroup_usage *u);
+void cgroup_usage_end(struct cgroup_usage *u, struct b4_exec_usage *ret);
+/* Whether a command cgroup has pids.peak (which cannot be reset: such a cgroup is never
+ * kept as the spare, so the figure is always the command's own). */
+bool cgroup_has_pids_peak(int cmd_fd);
 /* Remove the cgroup dirs, the unified ones of a hybrid host too (they must be empty; the
  * commands' child cgroups go first). */
 int cgroup_remove(const struct cgroup_host *h, const char *id);
@@ -253,6 +281,8 @@ struct exec_spec {
         uint64_t timeout_ms;
         size_t output_cap;
         struct b4_cancel *cancel;
+        b4_exec_output_fn *on_output; /* optional, b4_exec_req's */
+        void *output_userdata;
 };
 
 /* Run one command through the connected keeper socket @sock (taken).

@@ -142,17 +142,18 @@ static bool cg_empty(int fd)
         return procs >= 0 && read(procs, &c, 1) == 0;
 }
 
-/* Keep @cg as the spare when it is empty, still belongs to keeper generation @gen and was
- * not @killed: a cgroup2 one whose cgroup.kill was written kills every process clone3()
- * starts in it from then on (the kernel compares the kill counts of the parent's and the
- * target cgroup), so a killed command's cgroup is never reused. */
+/* Keep @cg as the spare when it is empty, still belongs to keeper generation @gen, has no
+ * pids.peak (a figure no write resets: cgroup_usage_end()) and was not @killed: a cgroup2 one whose
+ * cgroup.kill was written kills every process clone3() starts in it from then on (the kernel
+ * compares the kill counts of the parent's and the target cgroup), so a killed command's cgroup is
+ * never reused. */
 static void exec_cg_done(struct native_thread *t, uint64_t gen, struct exec_cg *cg, bool killed)
 {
         bool kept = false;
 
         if (cg->fd < 0)
                 return;
-        if (!killed && cg_empty(cg->fd)) {
+        if (!killed && !cgroup_has_pids_peak(cg->fd) && cg_empty(cg->fd)) {
                 (void)pthread_mutex_lock(&t->cg_lock);
                 if (t->live && t->generation == gen && t->cg_spare_fd < 0) {
                         t->cg_spare_fd = TAKE_FD(cg->fd);
@@ -173,6 +174,7 @@ struct started {
         char **env; /* owned */
         struct exec_spec spec;
         struct exec_cg cg;
+        struct cgroup_usage usage;
         int sock;
         uint64_t gen; /* the keeper generation it started on */
 };
@@ -212,6 +214,8 @@ static int build_spec(struct native_sandbox *s,
                                       ? req->output_cap
                                       : (p->output_cap ? p->output_cap : B4_DEFAULT_OUTPUT_CAP),
                 .cancel = req->cancel,
+                .on_output = req->on_output,
+                .output_userdata = req->output_userdata,
         };
         return 0;
 }
@@ -246,6 +250,7 @@ static int sb_exec_start(struct b4_sandbox *sb,
                                     t->thread_id);
         }
         exec_cg_make(t, &st->cg);
+        cgroup_usage_begin(&s->np->cg, t->hid, st->cg.fd, &st->usage);
         st->spec.cg_fd = st->cg.fd;
         st->spec.flags = (st->spec.flags & ~(uint32_t)KEEPER_CG_MASK) | st->cg.flags;
         *ret_started = st;
@@ -264,6 +269,7 @@ static int sb_exec_finish(struct b4_sandbox *sb,
         int r;
 
         r = exec_run(TAKE_FD(st->sock), &st->spec, ret, err);
+        cgroup_usage_end(&st->usage, r >= 0 ? &ret->usage : &(struct b4_exec_usage){ 0 });
         exec_cg_done(s->t, st->gen, &st->cg, r >= 0 && (ret->timed_out || ret->cancelled));
         started_free(st);
         return r;

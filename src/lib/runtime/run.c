@@ -123,7 +123,9 @@ static struct tools_host_call run_context(const struct b4_run *run)
         return (struct tools_host_call){ .sb = run->sb,
                                          .thread_id = run->thread_id,
                                          .perms = run->perms,
-                                         .cancel = run->cancel };
+                                         .cancel = run->cancel,
+                                         .on_output = run->on_output,
+                                         .output_userdata = run->output_userdata };
 }
 
 int b4_run_call(struct b4_run *run,
@@ -135,6 +137,17 @@ int b4_run_call(struct b4_run *run,
         struct tools_host_call c = run_context(run);
 
         return tools_host_call(run->rt->tools, &c, tool, args, ret, err);
+}
+
+int b4_run_check(struct b4_run *run,
+                 const char *tool,
+                 const struct jv *args,
+                 struct b4_tool_result *ret,
+                 struct b4_error *err)
+{
+        struct tools_host_call c = run_context(run);
+
+        return tools_host_check(run->rt->tools, &c, tool, args, ret, err);
 }
 
 int b4_run_resume(struct b4_run *run,
@@ -156,6 +169,12 @@ struct b4_sandbox *b4_run_sandbox(struct b4_run *run)
 struct b4_cancel *b4_run_cancel_token(struct b4_run *run)
 {
         return run->cancel;
+}
+
+void b4_run_set_output(struct b4_run *run, b4_exec_output_fn *fn, void *userdata)
+{
+        run->on_output = fn;
+        run->output_userdata = userdata;
 }
 
 struct b4_run *b4_run_end(struct b4_run *run)

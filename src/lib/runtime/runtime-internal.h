@@ -60,6 +60,8 @@ struct b4_run {
         struct b4_sandbox *sb;        /* a reference */
         struct b4_cancel *cancel;     /* borrowed from the slot */
         struct b4_permissions *perms; /* the thread's own lists, or NULL (the app's) */
+        b4_exec_output_fn *on_output; /* b4_run_set_output() */
+        void *output_userdata;
 };
 
 /* The root ancestor of @id (itself without a parent), the one walk up the parent chain.

@@ -46,6 +46,8 @@ int tools_context_new(struct b4_sandbox *sb,
         t->fs = b4_sandbox_fs(sb);
         t->read_cap = opts->read_cap ? opts->read_cap : B4_TOOLS_DEFAULT_READ_CAP;
         t->cancel = opts->cancel;
+        t->on_output = opts->on_output;
+        t->output_userdata = opts->output_userdata;
         t->view = (struct perm_view){ .app = opts->app,
                                       .thread = opts->thread,
                                       .grants = opts->grants,

@@ -27,6 +27,8 @@ enum arg_type {
         ARG_NAME, /* a string without NUL (paths, commands) */
         ARG_LINE, /* an integer >= 1, or null */
         ARG_BOOL, /* a boolean, or null */
+        ARG_ENV,  /* an object of strings */
+        ARG_SIZE, /* an integer >= 1 */
 };
 
 enum {
@@ -40,37 +42,47 @@ struct arg_spec {
         unsigned flags;
 };
 
-#define MAX_ARGS 4
+#define MAX_ARGS 5
 
 static const struct tool_def {
         const char *name;
         tool_fn *fn;
         const char *allowed;
         struct arg_spec args[MAX_ARGS];
+        /* optional: bounds the argument types do not say (invalid_arguments too) */
+        int (*check)(struct b4_tools *t, const struct jv *args, struct b4_error *err);
 } tool_defs[] = {
         { "readFile",
           tool_read_file,
           "path, startLine, endLine",
           { { "path", ARG_NAME, ARG_REQUIRED | ARG_NONEMPTY },
             { "startLine", ARG_LINE, 0 },
-            { "endLine", ARG_LINE, 0 } } },
+            { "endLine", ARG_LINE, 0 } },
+          NULL },
         { "writeFile",
           tool_write_file,
           "path, content",
           { { "path", ARG_NAME, ARG_REQUIRED | ARG_NONEMPTY },
-            { "content", ARG_TEXT, ARG_REQUIRED } } },
+            { "content", ARG_TEXT, ARG_REQUIRED } },
+          NULL },
         { "editFile",
           tool_edit_file,
           "path, oldText, newText, replaceAll",
           { { "path", ARG_NAME, ARG_REQUIRED | ARG_NONEMPTY },
             { "oldText", ARG_TEXT, ARG_REQUIRED | ARG_NONEMPTY },
             { "newText", ARG_TEXT, ARG_REQUIRED },
-            { "replaceAll", ARG_BOOL, 0 } } },
-        { "listDir", tool_list_dir, "path", { { "path", ARG_NAME, 0 } } },
+            { "replaceAll", ARG_BOOL, 0 } },
+          NULL },
+        { "listDir", tool_list_dir, "path", { { "path", ARG_NAME, 0 } }, NULL },
         { "runBash",
           tool_run_bash,
-          "command",
-          { { "command", ARG_NAME, ARG_REQUIRED | ARG_NONEMPTY } } },
+          "command, cwd, env, timeoutMs, maxOutputBytes",
+          { { "command", ARG_NAME, ARG_REQUIRED | ARG_NONEMPTY },
+            { "cwd", ARG_NAME, ARG_NONEMPTY },
+            { "env", ARG_ENV, 0 },
+            { "timeoutMs", ARG_SIZE, 0 },
+            { "maxOutputBytes", ARG_SIZE, 0 } },
+          run_bash_check },
 };
 
 static const struct tool_def *find_tool(const char *name)
@@ -114,6 +126,21 @@ static int check_value(const struct tool_def *d,
         case ARG_BOOL:
                 if (!jv_is_null(v) && !jv_is_bool(v))
                         what = "a boolean or null";
+                break;
+        case ARG_ENV:
+                if (!jv_is_object(v))
+                        what = "an object of strings";
+                for (void *it = what ? NULL : jv_object_iter(v); it; it = jv_object_next(v, it))
+                        if (!jv_is_string(jv_iter_value(it)))
+                                return b4_error_set(err, -EINVAL,
+                                                    "%s: argument '%s' must be an object of "
+                                                    "strings ('%s' is %s)",
+                                                    d->name, a->name, jv_iter_key(it),
+                                                    jv_type_name(jv_iter_value(it)));
+                break;
+        case ARG_SIZE:
+                if (!jv_is_safe_integer(v) || jv_integer(v) < 1)
+                        what = "an integer >= 1";
                 break;
         }
         if (what)
@@ -199,6 +226,31 @@ static int ask_result(struct b4_tools *t,
 
 /* ---- calls ---- */
 
+int b4_tools_check(struct b4_tools *t,
+                   const char *name,
+                   const struct jv *args,
+                   struct b4_tool_result *ret,
+                   struct b4_error *err)
+{
+        const struct tool_def *d = name ? find_tool(name) : NULL;
+        struct b4_error e = { 0 };
+        int r;
+
+        if (!t || !name || !ret)
+                return b4_error_set(err, -EINVAL, "tools: missing argument");
+        *ret = (struct b4_tool_result){ .ok = true };
+        if (!d)
+                return 0; /* the call answers unknown_tool itself */
+        r = validate(d, args, &e);
+        if (r >= 0 && d->check)
+                r = d->check(t, args, &e);
+        if (r == -ENOMEM)
+                return b4_error_set(err, r, "%s: %s", name, strerror(-r));
+        if (r < 0)
+                return result_error(B4_TOOL_INVALID_ARGUMENTS, &e, NULL, ret);
+        return 0;
+}
+
 static int run_call(struct b4_tools *t,
                     const char *name,
                     const struct jv *args,
@@ -217,6 +269,10 @@ static int run_call(struct b4_tools *t,
                 return result_error(B4_TOOL_UNKNOWN_TOOL, &e, NULL, ret);
         }
         r = validate(d, args, &e);
+        if (r >= 0 && d->check)
+                r = d->check(t, args, &e);
+        if (r == -ENOMEM)
+                return r;
         if (r < 0)
                 return result_error(B4_TOOL_INVALID_ARGUMENTS, &e, NULL, ret);
         ask_clear(&t->ask);

@@ -63,6 +63,8 @@ static int open_context(struct tools_host *h,
                 .read_cap = h->opts.read_cap,
                 .approve_tools = h->opts.approve_tools,
                 .cancel = c->cancel,
+                .on_output = c->on_output,
+                .output_userdata = c->output_userdata,
         };
 
         if (!c->sb || !c->thread_id)
@@ -100,6 +102,23 @@ int tools_host_resume(struct tools_host *h,
         r = open_context(h, c, &t, err);
         if (r >= 0)
                 r = b4_tools_resume(t, interrupt_id, answer, ret, err);
+        b4_tools_free(t);
+        return r;
+}
+
+int tools_host_check(struct tools_host *h,
+                     const struct tools_host_call *c,
+                     const char *tool,
+                     const struct jv *args,
+                     struct b4_tool_result *ret,
+                     struct b4_error *err)
+{
+        struct b4_tools *t = NULL;
+        int r;
+
+        r = open_context(h, c, &t, err);
+        if (r >= 0)
+                r = b4_tools_check(t, tool, args, ret, err);
         b4_tools_free(t);
         return r;
 }

@@ -27,6 +27,8 @@ struct tools_host_call {
         const char *thread_id;        /* whose requests park and may be answered */
         struct b4_permissions *perms; /* the thread's own lists; NULL = the app's */
         struct b4_cancel *cancel;     /* NULL = none */
+        b4_exec_output_fn *on_output; /* runBash's output as it comes; NULL = none */
+        void *output_userdata;
 };
 
 /** tools_host_new() - @opts copied. Return: 0, -EINVAL, -ENOMEM. */
@@ -56,3 +58,11 @@ int tools_host_resume(struct tools_host *h,
                       const char *answer,
                       struct b4_tool_result *ret,
                       struct b4_error *err);
+
+/** tools_host_check() - b4_tools_check() on a fresh context for @c. */
+int tools_host_check(struct tools_host *h,
+                     const struct tools_host_call *c,
+                     const char *tool,
+                     const struct jv *args,
+                     struct b4_tool_result *ret,
+                     struct b4_error *err);

@@ -191,6 +191,8 @@ struct b4_tools {
         uint64_t read_cap;
         char **approve;
         struct b4_cancel *cancel;
+        b4_exec_output_fn *on_output; /* runBash's output as it comes, or NULL */
+        void *output_userdata;
         struct pending_store *pending; /* borrowed from the host, or own_pending */
         struct pending_store *own_pending;
         /* During one call: the one-shot answers in force and the request a gate raised. */
@@ -259,3 +261,6 @@ int tool_edit_file(struct b4_tools *t,
                    struct b4_error *err);
 int tool_list_dir(struct b4_tools *t, const struct jv *args, struct jv **ret, struct b4_error *err);
 int tool_run_bash(struct b4_tools *t, const struct jv *args, struct jv **ret, struct b4_error *err);
+/* runBash's per-call options against the policy's bounds (b4_sandbox_exec_bounds()), and
+ * the env names: 0, or -EINVAL with the message naming the bound. */
+int run_bash_check(struct b4_tools *t, const struct jv *args, struct b4_error *err);

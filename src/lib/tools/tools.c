@@ -275,13 +275,25 @@ int tool_list_dir(struct b4_tools *t, const struct jv *args, struct jv **ret, st
         return 0;
 }
 
+/* A usage figure, or null where the provider cannot know it. */
+static struct jv *usage_json(const struct b4_exec_usage *u, unsigned bit, uint64_t v)
+{
+        return (u->known & bit) ? jv_integer_new((int64_t)v) : jv_null_new();
+}
+
 static int exec_result(const struct b4_exec_result *x, struct jv **ret)
 {
-        struct jv *o = jv_pack("{s:o, s:o, s:i, s:b, s:b, s:b, s:I}", "stdout",
-                               text_json(x->out, x->out_len), "stderr",
-                               text_json(x->errout, x->errout_len), "exitCode", x->exit_code,
-                               "timedOut", x->timed_out, "cancelled", x->cancelled, "truncated",
-                               x->truncated, "durationMs", (int64_t)x->duration_ms);
+        const struct b4_exec_usage *u = &x->usage;
+        struct jv *o =
+                jv_pack("{s:o, s:o, s:i, s:b, s:b, s:b, s:I, s:I, s:o, s:o, s:o, s:o}", "stdout",
+                        text_json(x->out, x->out_len), "stderr",
+                        text_json(x->errout, x->errout_len), "exitCode", x->exit_code, "timedOut",
+                        x->timed_out, "cancelled", x->cancelled, "truncated", x->truncated,
+                        "durationMs", (int64_t)x->duration_ms, "wallMs", (int64_t)x->duration_ms,
+                        "cpuMs", usage_json(u, B4_USAGE_CPU, u->cpu_ms), "peakMemoryBytes",
+                        usage_json(u, B4_USAGE_PEAK_MEMORY, u->peak_memory_bytes), "maxProcesses",
+                        usage_json(u, B4_USAGE_MAX_PROCESSES, u->max_processes), "oomKilled",
+                        (u->known & B4_USAGE_OOM) ? jv_bool_new(u->oom_killed) : jv_null_new());
 
         if (!o)
                 return -ENOMEM;
@@ -289,14 +301,130 @@ static int exec_result(const struct b4_exec_result *x, struct jv **ret)
         return 0;
 }
 
+#define RUN_BASH_ENV_MAX 1024 /* per-call env entries */
+
+static bool env_name_valid(const char *n)
+{
+        if (!(*n == '_' || (*n >= 'A' && *n <= 'Z') || (*n >= 'a' && *n <= 'z')))
+                return false;
+        for (n++; *n; n++)
+                if (!(*n == '_' || (*n >= 'A' && *n <= 'Z') || (*n >= 'a' && *n <= 'z') ||
+                      (*n >= '0' && *n <= '9')))
+                        return false;
+        return true;
+}
+
+int run_bash_check(struct b4_tools *t, const struct jv *args, struct b4_error *err)
+{
+        struct b4_exec_bounds b = b4_sandbox_exec_bounds(t->sb);
+        const struct jv *tv = jv_object_get(args, "timeoutMs");
+        const struct jv *ov = jv_object_get(args, "maxOutputBytes");
+        const struct jv *env = jv_object_get(args, "env");
+
+        if (tv && b.timeout_ms && (uint64_t)jv_integer(tv) > b.timeout_ms)
+                return b4_error_set(err, -EINVAL,
+                                    "runBash: timeoutMs (%lld) exceeds the policy's "
+                                    "resources.timeoutMs (%llu)",
+                                    (long long)jv_integer(tv), (unsigned long long)b.timeout_ms);
+        if (ov && b.output_cap && (uint64_t)jv_integer(ov) > b.output_cap)
+                return b4_error_set(err, -EINVAL,
+                                    "runBash: maxOutputBytes (%lld) exceeds the policy's "
+                                    "resources.outputCapBytes (%zu)",
+                                    (long long)jv_integer(ov), b.output_cap);
+        if (env && jv_object_size(env) > RUN_BASH_ENV_MAX)
+                return b4_error_set(err, -EINVAL, "runBash: env has more than %d variables",
+                                    RUN_BASH_ENV_MAX);
+        for (void *it = env ? jv_object_iter(env) : NULL; it; it = jv_object_next(env, it)) {
+                if (!env_name_valid(jv_iter_key(it)))
+                        return b4_error_set(err, -EINVAL,
+                                            "runBash: env name '%s' is not a variable name "
+                                            "([A-Za-z_][A-Za-z0-9_]*)",
+                                            jv_iter_key(it));
+                if (strlen(jv_string(jv_iter_value(it))) != jv_string_length(jv_iter_value(it)))
+                        return b4_error_set(err, -EINVAL,
+                                            "runBash: env value of '%s' must not contain NUL",
+                                            jv_iter_key(it));
+        }
+        return 0;
+}
+
+/* The per-call cwd: inside the workspace (lexically) and a directory there. *ret is heap. */
+static int run_bash_cwd(struct b4_tools *t, const char *cwd, char **ret, struct b4_error *err)
+{
+        cleanup_free char *abs = NULL;
+        struct b4_stat st = { 0 };
+        struct b4_error inner = { 0 };
+        int r;
+
+        r = jail_resolve(t->root, cwd, &abs);
+        if (r < 0)
+                return r == -ENOMEM ? r : b4_error_set(err, r, "cannot resolve '%s'", cwd);
+        if (!jail_is_inside(t->root, abs))
+                return b4_error_set(err, -EINVAL, "runBash: cwd %s is outside the workspace %s",
+                                    abs, t->root);
+        r = b4_fs_stat_flags(t->fs, abs, B4_FS_BENEATH, &st, &inner);
+        if (r >= 0 && st.kind != B4_FILE_DIRECTORY)
+                r = -ENOTDIR;
+        b4_stat_clear(&st);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return b4_error_set(err, r, "runBash: cwd %s: %s", abs, strerror(-r));
+        *ret = TAKE_PTR(abs);
+        return 0;
+}
+
+/* The per-call env as exec variables; borrowed strings of @env. *ret is heap. */
+static int run_bash_env(const struct jv *env, struct b4_env_var **ret, size_t *ret_n)
+{
+        size_t n = env ? jv_object_size(env) : 0, i = 0;
+        struct b4_env_var *v;
+
+        *ret = NULL;
+        *ret_n = 0;
+        if (n == 0)
+                return 0;
+        v = b4_calloc(n, sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        for (void *it = jv_object_iter(env); it; it = jv_object_next(env, it), i++)
+                v[i] = (struct b4_env_var){ .name = (char *)jv_iter_key(it),
+                                            .value = (char *)jv_string(jv_iter_value(it)) };
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
 int tool_run_bash(struct b4_tools *t, const struct jv *args, struct jv **ret, struct b4_error *err)
 {
         const char *command = jv_string(jv_object_get(args, "command"));
-        struct b4_exec_req req = { .command = command, .cwd = t->root, .cancel = t->cancel };
+        const struct jv *cwd = jv_object_get(args, "cwd");
+        const struct jv *tv = jv_object_get(args, "timeoutMs");
+        const struct jv *ov = jv_object_get(args, "maxOutputBytes");
+        cleanup_free struct b4_env_var *env = NULL;
+        cleanup_free char *cwd_abs = NULL;
+        struct b4_exec_req req = { .command = command,
+                                   .cwd = t->root,
+                                   .timeout_ms = tv ? (uint64_t)jv_integer(tv) : 0,
+                                   .output_cap = ov ? (size_t)jv_integer(ov) : 0,
+                                   .cancel = t->cancel,
+                                   .on_output = t->on_output,
+                                   .output_userdata = t->output_userdata };
         struct b4_exec_result x = { 0 };
         struct b4_error inner = { 0 };
         int r;
 
+        if (cwd) /* the bounds were checked with the arguments (dispatch.c) */
+                r = run_bash_cwd(t, jv_string(cwd), &cwd_abs, err);
+        else
+                r = 0;
+        if (r >= 0)
+                r = run_bash_env(jv_object_get(args, "env"), &env, &req.n_env);
+        if (r < 0)
+                return r;
+        req.env = env;
+        if (cwd_abs)
+                req.cwd = cwd_abs;
         r = gate_command(t, command, err);
         if (r < 0)
                 return r;
