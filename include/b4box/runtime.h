@@ -208,6 +208,19 @@ B4_PUBLIC int b4_run_resume(struct b4_run *run,
                             const char *answer,
                             struct b4_tool_result *ret,
                             struct b4_error *err);
+/**
+ * b4_runtime_procs_sandbox() - the sandbox of the thread's root ancestor for background
+ * process calls (b4_sandbox_proc_*()), acquired (admitted) when not live, as a run's is, but
+ * without the run slot: processes run beside runs. The call counts as activity for the idle
+ * reaper. A release or deletion meanwhile makes later calls on @ret fail or see the records
+ * the provider kept.
+ * @ret: a reference (b4_sandbox_unref())
+ * Return: 0, -ENOENT (no thread), -ESHUTDOWN, provider errors (B4_E2001).
+ */
+B4_PUBLIC int b4_runtime_procs_sandbox(struct b4_runtime *rt,
+                                       const char *id,
+                                       struct b4_sandbox **ret,
+                                       struct b4_error *err);
 /** b4_run_sandbox() - the run's sandbox; borrowed until b4_run_end(). */
 B4_PUBLIC struct b4_sandbox *b4_run_sandbox(struct b4_run *run);
 /** b4_run_cancel_token() - fired by b4_runtime_thread_cancel(); borrowed. */

@@ -53,6 +53,29 @@ static int box_get_locked(struct b4_runtime *rt,
         return 0;
 }
 
+int b4_runtime_procs_sandbox(struct b4_runtime *rt,
+                             const char *id,
+                             struct b4_sandbox **ret,
+                             struct b4_error *err)
+{
+        cleanup_free char *key = NULL;
+        struct box *b = NULL;
+        int r;
+
+        r = runtime_sandbox_key(rt, id, &key, err);
+        if (r < 0)
+                return r;
+        (void)pthread_mutex_lock(&rt->lock);
+        r = rt->shutting_down ? b4_error_set(err, -ESHUTDOWN, "the server is shutting down")
+                              : box_get_locked(rt, key, NULL, &b, err);
+        if (r >= 0) {
+                b->last_used_ms = now_msec();
+                *ret = b4_sandbox_ref(b->sb);
+        }
+        (void)pthread_mutex_unlock(&rt->lock);
+        return r;
+}
+
 static struct b4_run *run_free(struct b4_run *run)
 {
         if (!run)
