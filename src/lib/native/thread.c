@@ -62,6 +62,7 @@ void native_thread_unref(struct native_thread *t)
         safe_close(t->cg_fd);
         safe_close(t->cg_spare_fd);
         safe_close(t->kp.pidfd);
+        native_procs_forget_stdin(t);
         (void)pthread_mutex_destroy(&t->cg_lock);
         b4_policy_clear(&t->policy);
         free(t->thread_id);
