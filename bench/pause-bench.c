@@ -2,7 +2,8 @@
 /*
  * bench/pause-bench: native pause and resume latency (b4_provider_pause(), the cgroup
  * freezer) of a thread whose sandbox runs a few busy background loops, and the cost of the
- * transparent resume: `true` on a paused thread against `true` on a running one. Prints one
+ * transparent resume: `true` on a paused thread against `true` on a running one, and a
+ * background start (b4_sandbox_proc_start() of `true`, its record forgotten after). Prints one
  * "name p50_us p99_us n" line per measurement (bench/pause.sh makes the table). Not a test.
  * Usage: pause-bench /abs/state-dir [rounds]
  */
@@ -74,7 +75,7 @@ int main(int argc, char **argv)
 {
         struct b4_provider_config cfg = { .type = (char *)"native", .scope = (char *)"pbench" };
         int n = argc > 2 ? atoi(argv[2]) : 200; /* checksrc: allow */
-        double *pv, *rv, *tv, *wv;
+        double *pv, *rv, *tv, *wv, *bv;
         struct b4_acquire_req req = { .thread_id = THREAD };
         struct b4_provider *p = NULL;
         struct b4_sandbox *sb = NULL;
@@ -89,11 +90,12 @@ int main(int argc, char **argv)
         rv = calloc((size_t)n, sizeof(double));
         tv = calloc((size_t)n, sizeof(double));
         wv = calloc((size_t)n, sizeof(double));
+        bv = calloc((size_t)n, sizeof(double));
         cfg.state_dir = argv[1];
         b4_policy_init(&pol);
         pol.network = B4_NETWORK_DENY;
         req.policy = &pol;
-        if (!pv || !rv || !tv || !wv || b4_provider_new(&cfg, &p, &err) < 0)
+        if (!pv || !rv || !tv || !wv || !bv || b4_provider_new(&cfg, &p, &err) < 0)
                 die("setup", &err);
         provider = p;
         if (b4_provider_acquire(p, &req, &sb, &err) < 0)
@@ -114,10 +116,22 @@ int main(int argc, char **argv)
                 run(sb, "true"); /* resumes first */
                 tv[i] = now_us() - t0;
         }
+        for (int i = 0; i < n; i++) { /* background start: the record and the keeper's fork */
+                struct b4_proc_req preq = { .command = "true" };
+                struct b4_proc_info info = { 0 };
+                double t0 = now_us();
+                if (b4_sandbox_proc_start(sb, &preq, &info, &err) < 0)
+                        die("background start", &err);
+                bv[i] = now_us() - t0;
+                if (b4_sandbox_proc_forget(sb, info.pid, &err) < 0)
+                        die("forget", &err);
+                b4_proc_info_clear(&info);
+        }
         report("pause", pv, n);
         report("resume", rv, n);
         report("exec_true_running", wv, n);
         report("exec_true_paused", tv, n);
+        report("background_start", bv, n);
         b4_sandbox_unref(sb);
         if (b4_provider_destroy(p, req.thread_id, &err) < 0)
                 die("destroy", &err);
