@@ -188,7 +188,7 @@ struct b4_proc_ops {
                            size_t len,
                            bool eof,
                            struct b4_error *err);
-        int (*signal)(struct b4_sandbox *sb, uint64_t pid, int sig, struct b4_error *err);
+        int (*send_signal)(struct b4_sandbox *sb, uint64_t pid, int sig, struct b4_error *err);
         int (*forget)(struct b4_sandbox *sb, uint64_t pid, struct b4_error *err);
 };
 

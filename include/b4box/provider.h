@@ -393,11 +393,11 @@ struct b4_proc_info {
         char *tag;     /* owned; NULL = none */
         char *command; /* owned */
         bool running;
-        bool timed_out;   /* killed at its timeout (exit code 124) */
-        bool released;    /* killed by a release or destroy of its sandbox */
-        bool stdin_open;  /* started with stdin_pipe and no eof yet */
-        bool truncated;   /* output went past B4_PROC_SPOOL_MAX and was discarded */
-        int exit_code;    /* -1 while running; 128 + signal when a signal ended it */
+        bool timed_out;               /* killed at its timeout (exit code 124) */
+        bool released;                /* killed by a release or destroy of its sandbox */
+        bool stdin_open;              /* started with stdin_pipe and no eof yet */
+        bool truncated;               /* output went past B4_PROC_SPOOL_MAX and was discarded */
+        int exit_code;                /* -1 while running; 128 + signal when a signal ended it */
         int64_t started_ms, ended_ms; /* realtime; ended_ms 0 while running */
         uint64_t bytes;               /* output bytes in the spool */
 };
@@ -541,13 +541,16 @@ B4_PUBLIC bool b4_provider_paused(struct b4_provider *p,
 #define B4_PAUSE_BUCKETS 8
 /* The latency histogram's upper bounds (us): 500, 1000, 2000, 5000, 10000, 25000, 1e5, 1e6. */
 B4_PUBLIC extern const uint64_t b4_pause_bucket_us[B4_PAUSE_BUCKETS];
+
 struct b4_pause_latency {
         uint64_t count, sum_us;
         uint64_t buckets[B4_PAUSE_BUCKETS]; /* cumulative: count of latencies <= the bound */
 };
+
 struct b4_pause_stats {
         struct b4_pause_latency pause, resume; /* resumes include the transparent ones */
 };
+
 /** b4_provider_pause_stats() - every pause and resume since the provider was made. */
 B4_PUBLIC void b4_provider_pause_stats(struct b4_provider *p, struct b4_pause_stats *ret);
 

@@ -39,8 +39,8 @@ struct b4_runtime_options {
         struct b4_store *store;         /* b4_store_open(); borrowed; outlives the runtime */
         const struct b4_policy *policy; /* the app's policy; copied */
         uint64_t idle_timeout_ms;       /* 0 = B4_DEFAULT_IDLE_TIMEOUT_MS */
-        uint64_t idle_pause_ms; /* 0 = never; else a live thread idle this long is paused
-                                   (b4_runtime_reap_idle()), released at idle_timeout_ms */
+        uint64_t idle_pause_ms;         /* 0 = never; else a live thread idle this long is paused
+                                           (b4_runtime_reap_idle()), released at idle_timeout_ms */
         /* Borrowed; outlives the runtime. Its permissions block gates the tools (none, or NULL:
          * no gate) and "Always" grants go to @store; managed workspaces (sandbox.workspace /
          * sandbox.thread) when set; NULL = provider storage. */
@@ -160,7 +160,9 @@ B4_PUBLIC int b4_runtime_thread_pause(struct b4_runtime *rt,
                                       bool paused,
                                       struct b4_error *err);
 /** b4_runtime_thread_paused() - whether the thread's sandbox is paused, since (realtime ms). */
-B4_PUBLIC bool b4_runtime_thread_paused(struct b4_runtime *rt, const char *id, int64_t *ret_since_ms);
+B4_PUBLIC bool b4_runtime_thread_paused(struct b4_runtime *rt,
+                                        const char *id,
+                                        int64_t *ret_since_ms);
 /** b4_runtime_thread_cancel() - cancel the run in flight. Return: 0, -ESRCH (no run). */
 B4_PUBLIC int b4_runtime_thread_cancel(struct b4_runtime *rt, const char *id);
 

@@ -58,7 +58,8 @@ struct cmd {
         bool timed_out, truncated;
 };
 
-#define CMD_FREE ((struct cmd){ .conn = -1, .cg_fd = -1, .pump_fd = -1, .spool_fd = -1, .status_fd = -1 })
+#define CMD_FREE \
+ ((struct cmd){ .conn = -1, .cg_fd = -1, .pump_fd = -1, .spool_fd = -1, .status_fd = -1 })
 
 static struct cmd cmds[CMDS_MAX];
 
@@ -66,7 +67,7 @@ struct req {
         struct keeper_req_hdr h;
         int out_fd, err_fd, cg_fd, in_fd;
         uint64_t timeout_ms; /* background */
-        char *mem; /* mmap'ed: data, then the pointer arrays */
+        char *mem;           /* mmap'ed: data, then the pointer arrays */
         size_t mem_len;
         struct sock_fprog prog;
         const char *cwd;

@@ -33,11 +33,11 @@
 #include <stdint.h>
 
 #define KEEPER_MAGIC         0x6b346272u
-#define KEEPER_PROTO_VERSION 2u /* 1: foreground only (still served) */
-#define KEEPER_REQ_MAX       (4u * 1024 * 1024) /* whole request, bytes */
-#define KEEPER_ARGS_MAX      4096u              /* argv + envp entries */
-#define KEEPER_BPF_MAX       4096u              /* BPF instructions */
-#define KEEPER_LISTEN_FD     3                  /* where the keeper finds its socket */
+#define KEEPER_PROTO_VERSION 2u                  /* 1: foreground only (still served) */
+#define KEEPER_REQ_MAX       (4u * 1024 * 1024)  /* whole request, bytes */
+#define KEEPER_ARGS_MAX      4096u               /* argv + envp entries */
+#define KEEPER_BPF_MAX       4096u               /* BPF instructions */
+#define KEEPER_LISTEN_FD     3                   /* where the keeper finds its socket */
 #define KEEPER_SPOOL_MAX     (64u * 1024 * 1024) /* a background command's spool, bytes */
 
 enum keeper_req_flags {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Prometheus metrics: requests by route and status, refusals by code, tool calls and their
- * latency histogram by tool, threads by state, acquires and releases, pause and resume latency. Label sets are bounded:
- * tools are the five built-ins plus "other", codes at most MAX_CODES distinct names.
+ * latency histogram by tool, threads by state, acquires and releases, pause and resume latency.
+ * Label sets are bounded: tools are the five built-ins plus "other", codes at most MAX_CODES
+ * distinct names.
  */
 
 #include <errno.h>

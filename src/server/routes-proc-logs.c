@@ -88,16 +88,16 @@ static int follow_round(struct log_follow *lf)
         size_t n = 0;
         int r;
 
-        r = b4_sandbox_proc_read(lf->sb, lf->pid, lf->offset, LOG_CHUNK_MAX, &buf, &n, &info,
-                                 NULL);
+        r = b4_sandbox_proc_read(lf->sb, lf->pid, lf->offset, LOG_CHUNK_MAX, &buf, &n, &info, NULL);
         if (r < 0) {
                 (void)emit(lf, "error", jv_pack("{s:s}", "message", "the process is gone"), -1,
                            true);
                 return 1;
         }
         if (n > 0) {
-                r = emit(lf, "stdout", jv_pack("{s:I, s:o}", "offset", (int64_t)lf->offset, "text",
-                                               text_of(buf, n)),
+                r = emit(lf, "stdout",
+                         jv_pack("{s:I, s:o}", "offset", (int64_t)lf->offset, "text",
+                                 text_of(buf, n)),
                          (int64_t)lf->offset, false);
                 lf->offset += n;
         } else if (!info.running) {
@@ -163,8 +163,12 @@ static void reply_plain(struct request *rq, struct b4_sandbox *sb, uint64_t pid,
         reply_response(rq, 200, resp);
 }
 
-static void start_follow(struct request *rq, enum stream_format format, struct b4_sandbox *sb,
-                         uint64_t pid, uint64_t from, bool follow)
+static void start_follow(struct request *rq,
+                         enum stream_format format,
+                         struct b4_sandbox *sb,
+                         uint64_t pid,
+                         uint64_t from,
+                         bool follow)
 {
         struct log_follow *lf = b4_calloc(1, sizeof(*lf));
 

@@ -109,11 +109,13 @@ bool proc_query_u64(struct request *rq, const char *name, uint64_t max, uint64_t
 /* ---- start ---- */
 
 /* The start body's members as a request; strings borrowed from @body. */
-static bool parse_start(struct request *rq, const struct jv *body, struct b4_proc_req *req,
+static bool parse_start(struct request *rq,
+                        const struct jv *body,
+                        struct b4_proc_req *req,
                         struct b4_env_var **ret_env)
 {
-        static const char *const known[] = { "command", "cwd", "env", "stdin", "tag",
-                                             "timeoutMs", NULL };
+        static const char *const known[] = { "command", "cwd",       "env", "stdin",
+                                             "tag",     "timeoutMs", NULL };
         const struct jv *cmd = jv_object_get(body, "command"), *cwd = jv_object_get(body, "cwd");
         const struct jv *env = jv_object_get(body, "env"), *in = jv_object_get(body, "stdin");
         const struct jv *tag = jv_object_get(body, "tag"), *to = jv_object_get(body, "timeoutMs");
@@ -126,8 +128,8 @@ static bool parse_start(struct request *rq, const struct jv *body, struct b4_pro
                 reply_error(rq, 400, "invalid_request", "command must be a non-empty string");
                 return false;
         }
-        if ((cwd && !jv_is_string(cwd)) || (tag && !jv_is_string(tag)) ||
-            (in && !jv_is_bool(in)) || (env && !jv_is_object(env)) ||
+        if ((cwd && !jv_is_string(cwd)) || (tag && !jv_is_string(tag)) || (in && !jv_is_bool(in)) ||
+            (env && !jv_is_object(env)) ||
             (to && (!jv_is_safe_integer(to) || jv_integer(to) < 0))) {
                 reply_error(rq, 400, "invalid_request",
                             "cwd and tag are strings, stdin a boolean, env an object of strings, "
@@ -145,8 +147,9 @@ static bool parse_start(struct request *rq, const struct jv *body, struct b4_pro
                         reply_error(rq, 400, "invalid_request", "env values must be strings");
                         return false;
                 }
-                (*ret_env)[i] = (struct b4_env_var){ .name = (char *)jv_iter_key(it),
-                                                     .value = (char *)jv_string(jv_iter_value(it)) };
+                (*ret_env)[i] =
+                        (struct b4_env_var){ .name = (char *)jv_iter_key(it),
+                                             .value = (char *)jv_string(jv_iter_value(it)) };
         }
         *req = (struct b4_proc_req){ .command = jv_string(cmd),
                                      .cwd = cwd ? jv_string(cwd) : NULL,
@@ -172,8 +175,9 @@ void route_proc_start(struct request *rq)
         if (b4_sandbox_proc_start(sb, &req, &info, &err) < 0)
                 reply_proc_error(rq, &err);
         else
-                reply_json(rq, 201, jv_pack("{s:I, s:s?, s:I}", "pid", (int64_t)info.pid, "tag",
-                                            info.tag, "startedMs", (int64_t)info.started_ms));
+                reply_json(rq, 201,
+                           jv_pack("{s:I, s:s?, s:I}", "pid", (int64_t)info.pid, "tag", info.tag,
+                                   "startedMs", (int64_t)info.started_ms));
         b4_proc_info_clear(&info);
         b4_sandbox_unref(sb);
 }
@@ -226,7 +230,8 @@ void route_proc_wait(struct request *rq)
         struct b4_sandbox *sb;
         uint64_t pid, timeout;
 
-        if (!proc_path_pid(rq, &pid) || !proc_query_u64(rq, "timeoutMs", WAIT_MAX_MS, 30000, &timeout) ||
+        if (!proc_path_pid(rq, &pid) ||
+            !proc_query_u64(rq, "timeoutMs", WAIT_MAX_MS, 30000, &timeout) ||
             !(sb = proc_sandbox(rq)))
                 return;
         if (b4_sandbox_proc_wait(sb, pid, timeout, NULL, &info, &err) < 0)
@@ -276,9 +281,9 @@ static const struct {
         const char *name;
         int sig;
 } signals[] = {
-        { "TERM", SIGTERM }, { "KILL", SIGKILL }, { "INT", SIGINT },   { "HUP", SIGHUP },
-        { "QUIT", SIGQUIT }, { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "STOP", SIGSTOP },
-        { "CONT", SIGCONT },
+        { "TERM", SIGTERM }, { "KILL", SIGKILL }, { "INT", SIGINT },
+        { "HUP", SIGHUP },   { "QUIT", SIGQUIT }, { "USR1", SIGUSR1 },
+        { "USR2", SIGUSR2 }, { "STOP", SIGSTOP }, { "CONT", SIGCONT },
 };
 
 static int signal_of(const char *name)

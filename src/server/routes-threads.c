@@ -21,7 +21,7 @@ struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row)
                        row->id, "metadata", meta, "parent_thread_id", row->parent_id, "owner",
                        row->owner, "created_ms", (int64_t)row->created_ms, "sandbox", "provider",
                        rq->srv->opts.provider_name, "state",
-                       paused                                  ? "paused"
+                       paused                                   ? "paused"
                        : b4_runtime_thread_is_live(rt, row->id) ? "live"
                                                                 : "released",
                        "run_in_flight", b4_runtime_thread_busy(rt, row->id), "paused", paused,

@@ -213,7 +213,8 @@ struct b4_sandbox *proc_sandbox(struct request *rq);
 /* The {pid} parameter (404 and false when it is not one). */
 bool proc_path_pid(struct request *rq, uint64_t *ret);
 /* A query integer in [0, @max], @def when absent (400 and false when bad). */
-bool proc_query_u64(struct request *rq, const char *name, uint64_t max, uint64_t def, uint64_t *ret);
+bool proc_query_u64(
+        struct request *rq, const char *name, uint64_t max, uint64_t def, uint64_t *ret);
 /* routes-pause.c */
 void route_thread_pause(struct request *rq);
 void route_thread_resume(struct request *rq);

@@ -26,9 +26,18 @@
 #define MAX_IMAGES          256
 
 static const char *const sandbox_keys[] = {
-        "workspace",        "thread",   "workspaceRead", "workspaceReadTimeoutMs",
-        "stagedWorkspaces", "provider", "network",       "env",
-        "resources",        "security", "idleTimeoutMs", "idlePauseMs",
+        "workspace",
+        "thread",
+        "workspaceRead",
+        "workspaceReadTimeoutMs",
+        "stagedWorkspaces",
+        "provider",
+        "network",
+        "env",
+        "resources",
+        "security",
+        "idleTimeoutMs",
+        "idlePauseMs",
         NULL,
 };
 

@@ -22,7 +22,7 @@ struct b4_lifecycle {
         pthread_mutex_t lock;
         struct hashmap *entries; /* thread id -> struct b4_entry, while referenced */
         struct gate *gate;
-        unsigned refs; /* the provider's and every entry's */
+        unsigned refs;               /* the provider's and every entry's */
         lifecycle_resume_fn *resume; /* transparent resume of a paused entry (core/pause.c) */
         void *resume_ud;
         struct b4_pause_stats pause_stats;
@@ -291,8 +291,8 @@ bool lifecycle_paused(struct b4_entry *e, int64_t *ret_since_ms)
 }
 
 /* The latency buckets' upper bounds, in microseconds (B4_PAUSE_BUCKETS of them). */
-const uint64_t b4_pause_bucket_us[B4_PAUSE_BUCKETS] = { 500, 1000, 2000, 5000, 10000,
-                                                        25000, 100000, 1000000 };
+const uint64_t b4_pause_bucket_us[B4_PAUSE_BUCKETS] = { 500,   1000,  2000,   5000,
+                                                        10000, 25000, 100000, 1000000 };
 
 static void count_latency(struct b4_pause_latency *l, uint64_t us)
 {
@@ -360,7 +360,7 @@ int attempt_begin(struct attempt *a, struct b4_error *err)
 
         if (!e || a->retrying)
                 return 0; /* the retry runs under the exclusive lease attempt_again took */
-        for (;;) { /* a paused thread's next operation resumes it, here and only here */
+        for (;;) {        /* a paused thread's next operation resumes it, here and only here */
                 r = resume_paused(e, a->cancel, err);
                 if (r < 0)
                         return r;

@@ -57,15 +57,14 @@ int b4_provider_pause(struct b4_provider *p,
                 return b4_error_set(err, -EINVAL, "pause needs a provider and a thread id");
         if (!p->ops->freeze)
                 return b4_error_set(err, -EOPNOTSUPP,
-                                    "Sandbox provider \"%s\" cannot pause a thread",
-                                    p->ops->name);
+                                    "Sandbox provider \"%s\" cannot pause a thread", p->ops->name);
         r = lifecycle_enter(p->lifecycle, thread_id, GATE_EXCLUSIVE, NULL,
                             paused ? "pause" : "resume", &e, &lease, err);
         if (r < 0)
                 return r;
         if (!b4_entry_state(e))
-                r = paused ? b4_error_set(err, -ENOENT, "thread \"%s\" has no live sandbox to pause",
-                                          thread_id)
+                r = paused ? b4_error_set(err, -ENOENT,
+                                          "thread \"%s\" has no live sandbox to pause", thread_id)
                            : 0;
         else
                 r = set_paused(p, e, paused, err);

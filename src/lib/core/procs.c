@@ -52,19 +52,19 @@ static int ready(struct b4_sandbox *sb, struct b4_error *err)
 }
 
 /* Run @call under @sb's lease, retried once after a recovery. */
-#define PROC_RUN(sb, err, call)                                 \
- (                                                              \
-         {                                                      \
-   struct attempt a_ = { .sb = (sb) };                          \
-   int r_ = ready((sb), (err));                                 \
-   if (r_ >= 0) {                                               \
-    do {                                                        \
-     r_ = attempt_begin(&a_, (err));                            \
-     if (r_ >= 0)                                               \
-      r_ = (call);                                              \
-    } while (attempt_again(&a_, &r_, (err)));                   \
-   }                                                            \
-   r_;                                                          \
+#define PROC_RUN(sb, err, call)               \
+ (                                            \
+         {                                    \
+   struct attempt a_ = { .sb = (sb) };        \
+   int r_ = ready((sb), (err));               \
+   if (r_ >= 0) {                             \
+    do {                                      \
+     r_ = attempt_begin(&a_, (err));          \
+     if (r_ >= 0)                             \
+      r_ = (call);                            \
+    } while (attempt_again(&a_, &r_, (err))); \
+   }                                          \
+   r_;                                        \
          })
 
 #define OPS(sb) ((sb)->core->ops->procs)
@@ -133,7 +133,7 @@ int b4_sandbox_proc_signal(struct b4_sandbox *sb, uint64_t pid, int sig, struct 
 {
         if (sig <= 0 || sig >= NSIG)
                 return b4_error_set(err, -EINVAL, "signal %d is not a signal", sig);
-        return PROC_RUN(sb, err, OPS(sb)->signal(sb, pid, sig, err));
+        return PROC_RUN(sb, err, OPS(sb)->send_signal(sb, pid, sig, err));
 }
 
 int b4_sandbox_proc_forget(struct b4_sandbox *sb, uint64_t pid, struct b4_error *err)

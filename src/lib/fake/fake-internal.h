@@ -42,11 +42,11 @@ struct fake_ws {
         char *thread_id;      /* owned */
         struct fake_entry *v; /* owned array, unsorted */
         size_t n;
-        unsigned refs;      /* the provider's map, handles and readers */
-        bool destroyed;     /* removed from the provider by destroy */
-        unsigned instances; /* instances started and not released/destroyed since */
-        bool frozen;        /* between freeze(true) and freeze(false) */
-        unsigned freezes;   /* freeze(true) calls (consistent reads) */
+        unsigned refs;            /* the provider's map, handles and readers */
+        bool destroyed;           /* removed from the provider by destroy */
+        unsigned instances;       /* instances started and not released/destroyed since */
+        bool frozen;              /* between freeze(true) and freeze(false) */
+        unsigned freezes;         /* freeze(true) calls (consistent reads) */
         struct fake_proc **procs; /* background processes (fake-procs.c), oldest first */
         size_t n_procs;
         uint64_t next_pid;

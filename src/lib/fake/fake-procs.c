@@ -85,7 +85,7 @@ static int append(struct fake_ws *ws, struct fake_proc *p, const char *data, siz
         }
         if (!len)
                 return 0;
-        n = realloc(p->log, p->len + len + 1);
+        n = b4_realloc(p->log, p->len + len + 1);
         if (!n)
                 return -ENOMEM;
         memcpy(n + p->len, data, len);
@@ -130,7 +130,10 @@ static int info_of(const struct fake_proc *p, struct b4_proc_info *ret)
 }
 
 /* Lock the handle's workspace. */
-static int lock_ws(struct b4_sandbox *sb, struct fake_core **c, struct fake_ws **ws, struct b4_error *err)
+static int lock_ws(struct b4_sandbox *sb,
+                   struct fake_core **c,
+                   struct fake_ws **ws,
+                   struct b4_error *err)
 {
         return fake_view_lock(&sb->fs, FAKE_CALL_PROC, c, ws, err);
 }
@@ -143,8 +146,9 @@ static int run_now(struct b4_sandbox *sb,
                    struct b4_exec_result *res,
                    struct b4_error *err)
 {
-        struct b4_exec_req x = { .command = req->command, .cwd = req->cwd, .env = req->env,
-                                 .n_env = req->n_env };
+        struct b4_exec_req x = {
+                .command = req->command, .cwd = req->cwd, .env = req->env, .n_env = req->n_env
+        };
 
         return fn(sb, &x, res, ud, err);
 }
@@ -185,7 +189,7 @@ static int fp_start(struct b4_sandbox *sb,
                                                         ws->thread_id, B4_PROC_MAX_RECORDS));
         }
         p = b4_calloc(1, sizeof(*p));
-        v = p ? realloc(ws->procs, (ws->n_procs + 1) * sizeof(*v)) : NULL;
+        v = p ? b4_reallocarray(ws->procs, ws->n_procs + 1, sizeof(*v)) : NULL;
         if (v)
                 ws->procs = v;
         r = v ? 0 : -ENOMEM;
@@ -219,7 +223,10 @@ static int fp_start(struct b4_sandbox *sb,
         return fake_view_unlock(c, r < 0 ? b4_error_set(err, r, "out of memory") : 0);
 }
 
-static int fp_list(struct b4_sandbox *sb, struct b4_proc_info **ret, size_t *ret_n, struct b4_error *err)
+static int fp_list(struct b4_sandbox *sb,
+                   struct b4_proc_info **ret,
+                   size_t *ret_n,
+                   struct b4_error *err)
 {
         struct b4_proc_info *v = NULL;
         struct fake_core *c;
@@ -246,7 +253,10 @@ static int fp_list(struct b4_sandbox *sb, struct b4_proc_info **ret, size_t *ret
         return 0;
 }
 
-static int fp_get(struct b4_sandbox *sb, uint64_t pid, struct b4_proc_info *ret, struct b4_error *err)
+static int fp_get(struct b4_sandbox *sb,
+                  uint64_t pid,
+                  struct b4_proc_info *ret,
+                  struct b4_error *err)
 {
         struct fake_core *c;
         struct fake_ws *ws;
@@ -363,6 +373,6 @@ const struct b4_proc_ops fake_proc_ops = {
         .get = fp_get,
         .read = fp_read,
         .write_stdin = fp_stdin,
-        .signal = fp_signal,
+        .send_signal = fp_signal,
         .forget = fp_forget,
 };

@@ -18,9 +18,9 @@
 #include "base/macro.h"
 #include "native.h"
 
-#define FREEZE_WAIT_US   1000000u /* how long the kernel may take to settle */
-#define FREEZE_POLL_MIN  20u      /* the first wait, in us; doubled up to ... */
-#define FREEZE_POLL_MAX  5000u    /* ... this (a pause is a few ms: poll finely at first) */
+#define FREEZE_WAIT_US  1000000u /* how long the kernel may take to settle */
+#define FREEZE_POLL_MIN 20u      /* the first wait, in us; doubled up to ... */
+#define FREEZE_POLL_MAX 5000u    /* ... this (a pause is a few ms: poll finely at first) */
 
 /* The v1 freezer dir of @cg, or the v2 cgroup dir; -EBADF when there is none. */
 static int freezer_fd(const struct cgroup *cg)

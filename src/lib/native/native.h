@@ -456,9 +456,9 @@ struct native_thread {
                                   * ready for reuse) */
         int cg_spare_fd;
         char cg_spare_name[32];
-        uint64_t generation;     /* bumped on every new keeper */
-        uint32_t host_base;      /* userns: the host id the sandbox's 0 is; else 0 */
-        struct b4_policy policy; /* the launch policy (for recovery) */
+        uint64_t generation;         /* bumped on every new keeper */
+        uint32_t host_base;          /* userns: the host id the sandbox's 0 is; else 0 */
+        struct b4_policy policy;     /* the launch policy (for recovery) */
         struct native_stdin *stdins; /* procs.c: background stdin pipes held; under cg_lock */
 };
 

@@ -41,8 +41,8 @@
 
 _Static_assert(KEEPER_SPOOL_MAX == B4_PROC_SPOOL_MAX, "one spool bound");
 
-#define META_MAX       (KEEPER_REQ_MAX + 4096)
-#define STDIN_WAIT_MS  10000 /* a full pipe: how long a write may wait for the reader */
+#define META_MAX      (KEEPER_REQ_MAX + 4096)
+#define STDIN_WAIT_MS 10000 /* a full pipe: how long a write may wait for the reader */
 
 struct native_stdin {
         struct native_stdin *next;
@@ -104,7 +104,7 @@ static int record_numbers(int dir, uint64_t **ret, size_t *ret_n)
                 uint64_t k = strtoull(de->d_name, &end, 10);
                 if (k == 0 || !end || strcmp(end, ".meta") != 0)
                         continue;
-                uint64_t *nv = realloc(v, (n + 1) * sizeof(*v));
+                uint64_t *nv = b4_reallocarray(v, n + 1, sizeof(*v));
                 if (!nv) {
                         free(v);
                         (void)closedir(d);
@@ -186,12 +186,14 @@ static int exit_code_of(int status)
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-static int info_fill(struct native_thread *t, uint64_t pid, struct record *rec, struct b4_proc_info *ret)
+static int info_fill(struct native_thread *t,
+                     uint64_t pid,
+                     struct record *rec,
+                     struct b4_proc_info *ret)
 {
         const struct jv *m = rec->meta;
         const char *tag = jv_string(jv_object_get(m, "tag"));
-        bool released = !rec->exited &&
-                        !keeper_is_live(t, jv_string(jv_object_get(m, "keeper")));
+        bool released = !rec->exited && !keeper_is_live(t, jv_string(jv_object_get(m, "keeper")));
         bool running = !rec->exited && !released;
         struct native_stdin *in;
 
@@ -203,7 +205,9 @@ static int info_fill(struct native_thread *t, uint64_t pid, struct record *rec, 
                 .timed_out = rec->timed_out,
                 .released = released,
                 .truncated = rec->truncated || rec->bytes >= KEEPER_SPOOL_MAX,
-                .exit_code = running ? -1 : released ? 137 : exit_code_of(rec->status),
+                .exit_code = running    ? -1
+                             : released ? 137
+                                        : exit_code_of(rec->status),
                 .started_ms = jv_integer(jv_object_get(m, "startedMs")),
                 .ended_ms = rec->exited ? rec->ended_ms : 0,
                 .bytes = rec->bytes,
@@ -228,8 +232,12 @@ static struct native_sandbox *handle(struct b4_sandbox *sb)
 }
 
 /* The record @pid of the handle's thread, as a view. */
-static int load_info(struct b4_sandbox *sb, int dir, uint64_t pid, struct b4_proc_info *ret,
-                     struct jv **ret_meta, struct b4_error *err)
+static int load_info(struct b4_sandbox *sb,
+                     int dir,
+                     uint64_t pid,
+                     struct b4_proc_info *ret,
+                     struct jv **ret_meta,
+                     struct b4_error *err)
 {
         struct record rec;
         int r = record_load(dir, pid, &rec, err);
@@ -317,15 +325,19 @@ static int next_number(int dir, uint64_t *ret, struct b4_error *err)
         return 0;
 }
 
-static int write_meta(int dir, uint64_t pid, const struct b4_proc_req *req,
-                      const struct native_thread *t, const char *cg_name)
+static int write_meta(int dir,
+                      uint64_t pid,
+                      const struct b4_proc_req *req,
+                      const struct native_thread *t,
+                      const char *cg_name)
 {
         cleanup_(jv_unrefp) struct jv *m = NULL;
         cleanup_free char *text = NULL, *keeper = NULL;
         cleanup_close int fd = -EBADF;
         char name[40];
 
-        if (b4_asprintf(&keeper, "%d:%llu", (int)t->kp.pid, (unsigned long long)t->kp.starttime) < 0)
+        if (b4_asprintf(&keeper, "%d:%llu", (int)t->kp.pid, (unsigned long long)t->kp.starttime) <
+            0)
                 return -ENOMEM;
         m = jv_pack("{s:s, s:s?, s:b, s:I, s:I, s:s, s:s}", "command", req->command, "tag",
                     req->tag, "stdin", req->stdin_pipe, "timeoutMs", (int64_t)req->timeout_ms,
@@ -351,8 +363,12 @@ static void unlink_record(int dir, uint64_t pid)
 }
 
 /* Send the background request with its files and wait for STARTED. */
-static int ask_keeper(struct native_sandbox *s, const struct exec_spec *spec, const int *fds,
-                      size_t nfd, uint64_t timeout_ms, struct b4_error *err)
+static int ask_keeper(struct native_sandbox *s,
+                      const struct exec_spec *spec,
+                      const int *fds,
+                      size_t nfd,
+                      uint64_t timeout_ms,
+                      struct b4_error *err)
 {
         cleanup_close int sock = -EBADF;
         struct keeper_msg m = { 0 };
@@ -368,9 +384,10 @@ static int ask_keeper(struct native_sandbox *s, const struct exec_spec *spec, co
         if (r >= 0 && recv(sock, &m, sizeof(m), MSG_WAITALL) != (ssize_t)sizeof(m))
                 r = -EPROTO;
         if (r < 0)
-                return b4_error_set(err, -EIO, "the keeper of thread '%s' did not start the "
-                                               "process (a keeper older than background "
-                                               "processes: release the thread)",
+                return b4_error_set(err, -EIO,
+                                    "the keeper of thread '%s' did not start the "
+                                    "process (a keeper older than background "
+                                    "processes: release the thread)",
                                     s->t->thread_id);
         if (m.type == KEEPER_MSG_FAILED)
                 return b4_error_set(err, m.value == EAGAIN ? -EAGAIN : -EIO,
@@ -400,12 +417,15 @@ static int open_files(int dir, uint64_t pid, bool want_stdin, int fds[3], int *r
         return 0;
 }
 
-static int np_start(struct b4_sandbox *sb, const struct b4_proc_req *req, struct b4_proc_info *ret,
+static int np_start(struct b4_sandbox *sb,
+                    const struct b4_proc_req *req,
+                    struct b4_proc_info *ret,
                     struct b4_error *err)
 {
         struct native_sandbox *s = handle(sb);
-        struct b4_exec_req x = { .command = req->command, .cwd = req->cwd, .env = req->env,
-                                 .n_env = req->n_env };
+        struct b4_exec_req x = {
+                .command = req->command, .cwd = req->cwd, .env = req->env, .n_env = req->n_env
+        };
         cleanup_close int dir = -EBADF, stdin_w = -EBADF;
         struct exec_cg cg = { .parent_fd = -EBADF, .fd = -EBADF };
         int fds[4] = { -EBADF, -EBADF, -EBADF, -EBADF }, sfds[4];
@@ -438,8 +458,8 @@ static int np_start(struct b4_sandbox *sb, const struct b4_proc_req *req, struct
                 if (req->stdin_pipe)
                         sfds[nfd++] = fds[2];
                 spec.cg_fd = cg.fd;
-                spec.flags = (spec.flags & ~(uint32_t)KEEPER_CG_MASK) | cg.flags | KEEPER_BACKGROUND |
-                             (req->stdin_pipe ? KEEPER_STDIN : 0);
+                spec.flags = (spec.flags & ~(uint32_t)KEEPER_CG_MASK) | cg.flags |
+                             KEEPER_BACKGROUND | (req->stdin_pipe ? KEEPER_STDIN : 0);
                 r = ask_keeper(s, &spec, sfds, nfd, req->timeout_ms, err);
         } else {
                 r = b4_error_set(err, r, "cannot create the process record");
@@ -464,7 +484,9 @@ static int np_start(struct b4_sandbox *sb, const struct b4_proc_req *req, struct
 
 /* ---- views ---- */
 
-static int np_list(struct b4_sandbox *sb, struct b4_proc_info **ret, size_t *ret_n,
+static int np_list(struct b4_sandbox *sb,
+                   struct b4_proc_info **ret,
+                   size_t *ret_n,
                    struct b4_error *err)
 {
         cleanup_close int dir = -EBADF;
@@ -489,7 +511,9 @@ static int np_list(struct b4_sandbox *sb, struct b4_proc_info **ret, size_t *ret
         return 0;
 }
 
-static int np_get(struct b4_sandbox *sb, uint64_t pid, struct b4_proc_info *ret,
+static int np_get(struct b4_sandbox *sb,
+                  uint64_t pid,
+                  struct b4_proc_info *ret,
                   struct b4_error *err)
 {
         cleanup_close int dir = -EBADF;
@@ -501,8 +525,14 @@ static int np_get(struct b4_sandbox *sb, uint64_t pid, struct b4_proc_info *ret,
         return r < 0 ? r : load_info(sb, dir, pid, ret, NULL, err);
 }
 
-static int np_read(struct b4_sandbox *sb, uint64_t pid, uint64_t offset, size_t max, char **ret,
-                   size_t *ret_len, struct b4_proc_info *ret_info, struct b4_error *err)
+static int np_read(struct b4_sandbox *sb,
+                   uint64_t pid,
+                   uint64_t offset,
+                   size_t max,
+                   char **ret,
+                   size_t *ret_len,
+                   struct b4_proc_info *ret_info,
+                   struct b4_error *err)
 {
         struct b4_proc_info info = { 0 };
         cleanup_close int dir = -EBADF, fd = -EBADF;
@@ -559,7 +589,11 @@ static int write_some(int fd, const char *p, size_t len)
         return 0;
 }
 
-static int np_stdin(struct b4_sandbox *sb, uint64_t pid, const void *data, size_t len, bool eof,
+static int np_stdin(struct b4_sandbox *sb,
+                    uint64_t pid,
+                    const void *data,
+                    size_t len,
+                    bool eof,
                     struct b4_error *err)
 {
         struct native_thread *t = handle(sb)->t;
@@ -678,6 +712,6 @@ const struct b4_proc_ops native_proc_ops = {
         .get = np_get,
         .read = np_read,
         .write_stdin = np_stdin,
-        .signal = np_signal,
+        .send_signal = np_signal,
         .forget = np_forget,
 };

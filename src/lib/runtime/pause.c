@@ -54,7 +54,10 @@ static int pause_box(struct b4_runtime *rt, const char *key, bool paused, struct
         return r;
 }
 
-int b4_runtime_thread_pause(struct b4_runtime *rt, const char *id, bool paused, struct b4_error *err)
+int b4_runtime_thread_pause(struct b4_runtime *rt,
+                            const char *id,
+                            bool paused,
+                            struct b4_error *err)
 {
         cleanup_free char *key = NULL;
         int r;
