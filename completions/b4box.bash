@@ -4,7 +4,7 @@ _b4box() {
     local cur prev cmd i
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD - 1]}
-    local commands="serve threads exec tool read release destroy bundle upload check conformance probe help version"
+    local commands="serve threads exec tool read release destroy bundle ps logs kill upload check conformance probe help version"
     local globals="-c --config --state --help -h"
 
     case $prev in
@@ -42,6 +42,9 @@ _b4box() {
     release) opts="" ;;
     destroy) opts="" ;;
     bundle) opts="--include-from --exclude-dir --output -o --json" words="create verify" ;;
+    ps) opts="--thread --server --json" ;;
+    logs) opts="--thread --from --follow --server" ;;
+    kill) opts="--thread --signal --rm --server" ;;
     upload) opts="--server --json" ;;
     check) opts="--json --strict" ;;
     conformance) opts="--provider" ;;

@@ -29,6 +29,21 @@ int cmd_upload(int argc, char **argv, const struct cli_ctx *ctx)
         return cli_handover();
 }
 
+int cmd_ps(int argc, char **argv, const struct cli_ctx *ctx)
+{
+        return cli_handover();
+}
+
+int cmd_logs(int argc, char **argv, const struct cli_ctx *ctx)
+{
+        return cli_handover();
+}
+
+int cmd_kill(int argc, char **argv, const struct cli_ctx *ctx)
+{
+        return cli_handover();
+}
+
 const char *cli_server_url(const char *flag)
 {
         const char *env = secure_getenv("B4BOX_URL");

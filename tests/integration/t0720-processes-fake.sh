@@ -88,6 +88,28 @@ check "follow without a streamed Accept is 400" [ "$code" = 400 ]
 req GET /threads/nobody/processes
 check "another thread's processes: 404" [ "$STATUS" = 404 ]
 
+# the CLI over the same routes
+out=$("$B4BOX" ps --server "unix:$SOCK" --thread t 2>&1)
+check "b4box ps lists them" [ "$(json_get "$out" processes.0.tag)" = greet ]
+out=$("$B4BOX" logs --server "unix:$SOCK" --thread t 1 --from 6 2>&1)
+check "b4box logs from an offset" [ "$out" = world ]
+req POST /threads/t/processes '{"command": "sleep 1000"}'
+P=$(json_get "$BODY" pid)
+"$B4BOX" logs --server "unix:$SOCK" --thread t "$P" --follow > "$WORK/cli-follow" 2>&1 &
+CF=$!
+sleep 0.3
+out=$("$B4BOX" kill --server "unix:$SOCK" --thread t "$P" --signal KILL 2>&1)
+check "b4box kill signals" [ "$(json_get "$out" signalled)" = true ]
+wait $CF
+check "b4box logs --follow returns when it exits" [ $? = 0 ]
+req GET "/threads/t/processes/$P"
+check "killed: 137" [ "$(json_get "$BODY" exitCode)" = 137 ]
+out=$("$B4BOX" kill --server "unix:$SOCK" --thread t 99 2>&1)
+check "b4box kill of an unknown pid fails with the code" glob "$out" '*process_not_found*'
+"$B4BOX" kill --server "unix:$SOCK" --thread t "$P" --rm > /dev/null
+req GET "/threads/t/processes/$P"
+check "b4box kill --rm forgets it" [ "$STATUS" = 404 ]
+
 req POST /threads/t/processes '{"command": "sleep 1000"}'
 P=$(json_get "$BODY" pid)
 req POST /threads/t/release
