@@ -43,6 +43,11 @@ struct docker_provider {
 void docker_core_unref(struct docker_core *c);
 int docker_remove_container(struct docker_core *c, const char *name, struct b4_error *err);
 int docker_start_container(struct docker_core *c, const char *name, struct b4_error *err);
+/* pause.c: pause (@frozen) or unpause the thread's container; none is success. */
+int docker_pause_container(struct docker_core *c,
+                           const char *thread_id,
+                           bool frozen,
+                           struct b4_error *err);
 /* Create the labelled volume when absent; chown it once when running non-root. Errors
  * carry B4_E2001. */
 int docker_ensure_volume(struct docker_core *c, const struct docker_state *s, struct b4_error *err);
