@@ -14,6 +14,7 @@
 
 #include "base/alloc.h"
 #include "base/macro.h"
+#include "docker.h"
 #include "internal.h"
 
 int docker_pause_container(struct docker_core *c,
