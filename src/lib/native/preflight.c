@@ -114,8 +114,7 @@ static int procs_rows(const struct cgroup_host *cg, struct b4_preflight *p)
 
         r = freezer ? b4_preflight_control(p, "pause", B4_ENFORCED,
                                            "the thread's cgroup frozen (%s), processes kept",
-                                           cg->mode == CGROUP_V2 ? "cgroup.freeze"
-                                                                 : "v1 freezer")
+                                           cg->mode == CGROUP_V2 ? "cgroup.freeze" : "v1 freezer")
                     : b4_preflight_control(p, "pause", B4_NOT_APPLICABLE,
                                            "no freezer here: pause answers 501");
         if (r < 0)
