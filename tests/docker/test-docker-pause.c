@@ -26,7 +26,7 @@ static void sleep_ms(long ms)
 
 static long counter(struct b4_sandbox *sb)
 {
-        struct b4_exec_req req = { .command = "cat /tmp/c 2>/dev/null || echo 0" };
+        struct b4_exec_req req = { .command = "cat /workspace/c 2>/dev/null || echo 0" };
         struct b4_exec_result res = { 0 };
         struct b4_error err = { 0 };
         long v;
@@ -44,9 +44,10 @@ static void test_pause_stops_and_resumes(void **state)
                                           .scope = (char *)E_SCOPE,
                                           .image = (char *)E_IMAGE,
                                           .docker_host = (char *)E_HOST };
-        struct b4_exec_req loop = { .command = "nohup sh -c 'i=0; while :; do i=$((i+1)); echo "
-                                               "$i > /tmp/c; sleep 0.02; done' >/dev/null 2>&1 "
-                                               "</dev/null &" };
+        struct b4_exec_req loop = {
+                .command = "setsid sh -c 'i=0; while :; do i=$((i+1)); echo $i > /workspace/c; "
+                           "sleep 0.02; done' >/dev/null 2>&1 </dev/null & echo started"
+        };
         struct b4_acquire_req req = { .thread_id = "pause" };
         struct b4_exec_result res = { 0 };
         struct b4_provider *p = NULL;
@@ -61,6 +62,8 @@ static void test_pause_stops_and_resumes(void **state)
         assert_int_equal(b4_provider_pause(p, "pause", true, &err), -ENOENT);
         assert_int_equal(b4_provider_acquire(p, &req, &sb, &err), 0);
         assert_int_equal(b4_sandbox_exec(sb, &loop, &res, &err), 0);
+        print_message("# loop: exit %d, %s %s\n", res.exit_code, res.out ? res.out : "",
+                      res.errout ? res.errout : "");
         b4_exec_result_clear(&res);
         sleep_ms(500);
         c0 = counter(sb);
