@@ -16,7 +16,7 @@ req POST /threads/p1/pause
 check "pausing a thread with no live sandbox is 409 thread_not_live" \
         [ "$STATUS" = 409 ] && [ "$(json_get "$BODY" error.details.code)" = thread_not_live ]
 req POST /threads/p1/tools/runBash \
-        '{"command": "setsid sh -c '"'"'i=0; while :; do i=$((i+1)); echo $i > /workspace/c; sleep 0.02; done'"'"' >/dev/null 2>&1 < /dev/null & echo started"}'
+        '{"command": "setsid sh -c '"'"'i=0; while :; do i=$((i+1)); echo $i > /workspace/c.new; mv /workspace/c.new /workspace/c; sleep 0.02; done'"'"' >/dev/null 2>&1 < /dev/null & echo started"}'
 check "a counter loop starts" [ "$(json_get "$BODY" result.stdout)" = started ]
 COUNTER=
 for _ in $(seq 50); do
