@@ -2,7 +2,8 @@
 # Pause and resume over HTTP on the native provider: a counter loop left running in the
 # sandbox stops while the thread is paused (read on the host, which resumes nothing) and goes
 # on after; a tool call on a paused thread resumes it transparently; the thread view and
-# /metrics say so; a paused thread is released and deleted cleanly.
+# /metrics say so; a server killed while the thread is paused: the next one thaws it; a paused
+# thread is released and deleted cleanly.
 B4BOX=${B4BOX:?}
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || skip_all "native sandboxes need root here"
@@ -59,6 +60,14 @@ check "metrics count pauses" glob "$BODY" '*b4box_pause_duration_seconds_count 2
 check "metrics count resumes (the transparent one too)" \
         glob "$BODY" '*b4box_resume_duration_seconds_count 2*'
 
+req POST /threads/p1/pause
+kill -KILL "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null; SERVER_PID=
+start_server "$CFG" || { not_ok "server restarts"; done_testing; exit 1; }
+req POST /threads/p1/tools/runBash '{"command": "echo thawed"}'
+check "a server that died with the thread paused: the next one thaws what it adopts" \
+        [ "$(json_get "$BODY" result.stdout)" = thawed ]
+sleep 0.1; k0=$(cat "$COUNTER"); sleep 0.3; k1=$(cat "$COUNTER")
+check "and the counter runs again ($k0 -> $k1)" [ "$k1" -gt "$k0" ]
 req POST /threads/p1/pause
 req POST /threads/p1/release
 check "a paused thread is released" [ "$STATUS" = 200 ] && \

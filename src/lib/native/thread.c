@@ -419,6 +419,9 @@ static bool try_adopt(struct native_provider *np,
         t->root_fd = TAKE_FD(root_fd);
         open_exec_cgroup(np, t);
         set_live(t, true);
+        /* A server that died with the thread paused left it frozen; this one has no pause
+         * for it (the flag is core's, in memory), so it thaws what it adopts. */
+        (void)native_freeze(&np->p, t->thread_id, false, NULL);
         return true;
 }
 
