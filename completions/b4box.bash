@@ -36,9 +36,9 @@ _b4box() {
     case $cmd in
     serve) opts="--listen --reap-interval-ms" ;;
     threads) opts="--server --id --metadata --parent --source --link --baseline --json" words="create ls show rm release" ;;
-    exec) opts="--thread --timeout --server" ;;
+    exec) opts="--thread --timeout --max-output --cwd --env --server" ;;
     tool) opts="--thread --server --provider --mode --allow --deny --read-cap" words="readFile writeFile editFile listDir runBash" ;;
-    read) opts="--root --exclude --expect-source --consistent --json --server" ;;
+    read) opts="--root --exclude --exclude-path --skip-unsupported --expect-source --consistent --json --server" ;;
     release) opts="" ;;
     destroy) opts="" ;;
     bundle) opts="--include-from --exclude-dir --output -o --json" words="create verify" ;;

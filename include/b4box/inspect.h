@@ -53,6 +53,12 @@ struct b4_root_symlink {
         const char *target; /* exact, unnormalised readlink text */
 };
 
+/* What an inspection does with an entry it cannot return as text (issue 16 item 7). */
+enum b4_inspect_unsupported {
+        B4_INSPECT_UNSUPPORTED_REFUSE = 0, /* the reference's: the whole read is refused */
+        B4_INSPECT_UNSUPPORTED_SKIP = 1,   /* left out of files, listed in skipped */
+};
+
 struct b4_inspect_options {
         struct b4_cancel *cancel;  /* optional; checked before and after every backend call */
         uint64_t max_entries;      /* every entry, directories and excluded roots included */
@@ -62,6 +68,11 @@ struct b4_inspect_options {
         const struct b4_root_symlink *expected; /* root symlinks that must exist, exactly */
         size_t n_expected;
         const char *root; /* NULL = the workspace root; else a canonical relative path */
+        enum b4_inspect_unsupported unsupported; /* default refuse */
+        /* strv (may be NULL): canonical paths relative to root, each left out with all below
+         * it (not read, not listed; walked, so counted in max_entries, unless a single
+         * segment: that one is not descended, as an excluded root); any kind, absent ok */
+        char *const *exclude_paths;
 };
 
 /** b4_inspect_options_init() - the reference's defaults (10,000 entries, 2 MiB, 16 MiB). */
@@ -78,6 +89,23 @@ struct b4_inspected_link {
         char *target; /* owned readlink text */
 };
 
+/* Why a skipped entry was left out (B4_INSPECT_UNSUPPORTED_SKIP). */
+enum b4_skip_reason {
+        B4_SKIP_EXECUTABLE = 0, /* a regular file with an x bit: not read */
+        B4_SKIP_BINARY = 1,     /* read (under the byte limits), holds a NUL byte */
+        B4_SKIP_NOT_UTF8 = 2,   /* read (under the byte limits), not strict UTF-8 */
+        B4_SKIP_SYMLINK = 3,    /* a link not named in expected: not followed */
+        B4_SKIP_OTHER = 4,      /* a fifo, socket, device: not opened */
+};
+
+/** b4_skip_reason_name() - "executable", "binary", "not_utf8", "symlink", "other". */
+B4_PUBLIC const char *b4_skip_reason_name(enum b4_skip_reason r);
+
+struct b4_skipped_entry {
+        char *path; /* owned; relative to the inspection root */
+        enum b4_skip_reason reason;
+};
+
 /* The result (reference WorkspaceInspection). Files are in depth-first, bytewise order. */
 struct b4_inspection {
         struct b4_inspected_file *files;
@@ -86,6 +114,11 @@ struct b4_inspection {
         size_t n_links;
         uint64_t total_bytes; /* sum of the files' bytes */
         uint64_t entries;     /* entries seen below the root (the root itself excluded) */
+        /* B4_INSPECT_UNSUPPORTED_SKIP only: what was left out, depth-first; lists_skipped
+         * says the JSON carries "skipped" (also when empty) */
+        struct b4_skipped_entry *skipped;
+        size_t n_skipped;
+        bool lists_skipped;
 };
 
 /** b4_inspection_clear() - free what @insp owns and zero it. */
@@ -166,6 +199,8 @@ struct b4_inspect_response {
         char *inspection_json; /* the inspection object, compact JSON */
         char **paths;          /* strv: the keys of inspection.files, in order */
         uint64_t n_files, total_bytes, entries;
+        char **skipped_paths;   /* strv: inspection.skipped's paths, in order; NULL: none */
+        char **skipped_reasons; /* strv: their reasons, one per path */
 };
 
 B4_PUBLIC void b4_inspect_response_clear(struct b4_inspect_response *r);

@@ -86,6 +86,20 @@ struct b4_fs_ops {
                           struct b4_blob **ret,
                           struct b4_error *err);
 
+        /* Optional. Ranged read of a regular file: at most @length bytes from byte @offset
+         * (fewer at its end, none at or past it), never more read or held; *ret_size is the
+         * file's size. Errors as read_file (no -EFBIG). Without it b4_fs_read_range_flags()
+         * reads the whole file (at most B4_FS_RANGE_FALLBACK_MAX bytes) and slices it. */
+        int (*read_range)(struct b4_fs *fs,
+                          const char *path,
+                          unsigned flags,
+                          uint64_t offset,
+                          uint64_t length,
+                          char **ret,
+                          size_t *ret_len,
+                          uint64_t *ret_size,
+                          struct b4_error *err);
+
         /* Write members (NULL in readers). */
         /* Create parents, replace atomically (temp + rename), keep an existing file's mode,
          * replace (never follow) a symlink leaf. Files belong to the sandbox user. */

@@ -114,6 +114,12 @@ struct b4_fs {
  * read_file; walk and batched reads fall back to them). NULL gives false.
  */
 B4_PUBLIC bool b4_fs_can_read_tree(const struct b4_fs *fs);
+/**
+ * b4_fs_has_read_range() - whether @fs reads ranges itself (b4_fs_ops.read_range): without
+ * it every b4_fs_read_range_flags() call reads the whole file (a scan in chunks would read it
+ * once per chunk). NULL gives false.
+ */
+B4_PUBLIC bool b4_fs_has_read_range(const struct b4_fs *fs);
 
 /*
  * Wrappers: dispatch to @fs->ops; a missing member gives -EOPNOTSUPP ("<op> is not supported
@@ -174,6 +180,27 @@ B4_PUBLIC int b4_fs_read_file_flags(struct b4_fs *fs,
                                     char **ret,
                                     size_t *ret_len,
                                     struct b4_error *err);
+/* A provider without a ranged read (b4_fs_ops.read_range) serves b4_fs_read_range_flags() by
+ * reading the whole file, at most this many bytes: a larger file fails -EFBIG there. */
+#define B4_FS_RANGE_FALLBACK_MAX (64u * 1024 * 1024)
+/**
+ * b4_fs_read_range_flags() - at most @length bytes of the regular file @path from byte
+ * @offset (fewer at its end; none at or past it)
+ * @ret:      owned by the caller, NUL-terminated past *ret_len
+ * @ret_size: the file's size in bytes
+ * Return: 0; as read_file (-ENOENT, -EISDIR, -EINVAL for a non-regular file); -EFBIG
+ * "readRange <path>: no ranged read here and the file exceeds <n> bytes" on a provider
+ * without one for a file over B4_FS_RANGE_FALLBACK_MAX.
+ */
+B4_PUBLIC int b4_fs_read_range_flags(struct b4_fs *fs,
+                                     const char *path,
+                                     unsigned flags,
+                                     uint64_t offset,
+                                     uint64_t length,
+                                     char **ret,
+                                     size_t *ret_len,
+                                     uint64_t *ret_size,
+                                     struct b4_error *err);
 B4_PUBLIC int b4_fs_stat_flags(struct b4_fs *fs,
                                const char *path,
                                unsigned flags,
@@ -349,6 +376,18 @@ struct b4_preflight {
 };
 
 B4_PUBLIC void b4_preflight_clear(struct b4_preflight *p);
+/**
+ * b4_preflight_apply_policy() - turn a provider's preflight into the check rows of @policy
+ * (src/lib/core/check-rows.c; `b4box check` and GET /threads/{id}/check): each limit row the
+ * provider reports (memory, cpu, pids, disk, command timeout) leads with the value @policy
+ * sets, or becomes B4_NOT_SET when it sets none (its NOT ENFORCED warning dropped); the
+ * network list row leads with the entry count, and is NOT ENFORCED when the provider has no
+ * such row. An n/a row stays.
+ * Return: 0, -EINVAL, -ENOMEM (@pf partly rewritten).
+ */
+B4_PUBLIC int b4_preflight_apply_policy(struct b4_preflight *pf, const struct b4_policy *policy);
+/** b4_enforcement_name() - "enforced", "not_enforced", "not_set" or "n/a"; static. */
+B4_PUBLIC const char *b4_enforcement_name(enum b4_enforcement s);
 
 struct b4_acquire_req {
         const char *thread_id;          /* logical id; any non-empty UTF-8 string */

@@ -32,6 +32,7 @@ struct b4_config;
 
 struct b4_permissions;
 struct b4_tool_result;
+struct b4_tools;
 struct jv;
 
 struct b4_runtime_options {
@@ -201,6 +202,13 @@ B4_PUBLIC int b4_run_check(struct b4_run *run,
                            struct b4_tool_result *ret,
                            struct b4_error *err);
 /**
+ * b4_run_tools() - a tools context over the run's sandbox with the run's permissions (those
+ * of its b4_run_call()s), for the typed file operations of b4box/tools.h (b4_tools_fs_*)
+ * @ret: owned by the caller; free it (b4_tools_free()) before b4_run_end()
+ * Return: 0, -EINVAL, -ENOMEM.
+ */
+B4_PUBLIC int b4_run_tools(struct b4_run *run, struct b4_tools **ret, struct b4_error *err);
+/**
  * b4_run_resume() - answer a permission request an earlier call of this thread raised
  * ("once", "always" or "deny") and finish that call inside this run
  * Return: 0, -ENOENT (no such request for this thread), -EINVAL (bad answer), -ENOMEM.
@@ -284,6 +292,27 @@ B4_PUBLIC int b4_runtime_inspect(struct b4_runtime *rt,
                                  const struct b4_cancel *cancel,
                                  struct b4_workspace_read *ret,
                                  struct b4_error *err);
+
+/* Where a thread's effective policy comes from. */
+enum b4_policy_source {
+        B4_POLICY_APP = 0,     /* no per-thread resolution: the app's policy */
+        B4_POLICY_THREAD = 1,  /* the sandbox record its admission wrote (sandbox.thread) */
+        B4_POLICY_PENDING = 2, /* sandbox.thread, not admitted yet: the app's for now, the
+                                  resolver may narrow it at the first run */
+};
+
+/**
+ * b4_runtime_thread_policy() - the effective policy of thread @id (its root ancestor's):
+ * the app's, or the one its sandbox record holds; never runs a resolver or touches compute
+ * @ret:        an initialised policy to fill (b4_policy_clear() it); on error left initialised
+ * @ret_source: where it came from
+ * Return: 0, -ENOENT (no thread), -EIO, -ENOMEM, -EINVAL (a record that does not parse).
+ */
+B4_PUBLIC int b4_runtime_thread_policy(struct b4_runtime *rt,
+                                       const char *id,
+                                       struct b4_policy *ret,
+                                       enum b4_policy_source *ret_source,
+                                       struct b4_error *err);
 /** b4_runtime_provider() - the runtime's provider; borrowed. */
 B4_PUBLIC struct b4_provider *b4_runtime_provider(struct b4_runtime *rt);
 

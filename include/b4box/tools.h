@@ -171,3 +171,94 @@ B4_PUBLIC int b4_tools_check(struct b4_tools *t,
                              const struct jv *args,
                              struct b4_tool_result *ret,
                              struct b4_error *err);
+
+/* ---- the handle's filesystem, through the jail (src/lib/tools/fs.c) --------------------- */
+
+/*
+ * Typed file operations over a tools context, for clients that implement a sandbox handle
+ * over b4box (POST /threads/{id}/fs/{op}, docs/http-api.md). Each one passes the same path
+ * jail and permission gates as the tools (docs/tools.md, "Path jail"): a read is gated as
+ * readFile (stat, lstat, realPath, read) or listDir (list, walk), a change as writeFile
+ * (write, mkdir, remove, touch); lstat and remove keep a symlink leaf (never followed), as
+ * writeFile does. A gate never parks a permission request here: interactive mode's "ask" is
+ * -EAGAIN (message "permission required: <path>"), answered by the caller's own means.
+ *
+ * @path: non-empty, relative to the workspace root or absolute, as for the tools.
+ * Errors (negative errno, message in @err in the tools' words, "<op> <abs>: <reason>"):
+ * -EINVAL (empty path; a read or remove of a non-regular file), -ENOENT, -EISDIR, -ENOTDIR,
+ * -ENOTEMPTY, -EEXIST, -ELOOP ("refused: a symbolic link is in the way", or unresolvable),
+ * -EXDEV ("refused: the path leads out of the workspace"), -ENAMETOOLONG, -EFBIG/-E2BIG (a
+ * bound), -EACCES (B4_E3001 from a gate; else the filesystem's), -EPERM, -EAGAIN (ask),
+ * -ENOMEM, and the provider's (-EIO, -EOPNOTSUPP).
+ */
+
+/* The most one b4_tools_fs_read() returns; more from @offset fails -EFBIG. */
+#define B4_TOOLS_FS_READ_MAX (16u * 1024 * 1024)
+
+/* One child of a directory (b4_tools_fs_list()). */
+struct b4_tools_dirent {
+        char *name;             /* owned; the raw name */
+        enum b4_file_kind kind; /* of its lstat */
+};
+
+/** b4_tools_dirents_free() - free @n entries and the array. Return: NULL. */
+B4_PUBLIC struct b4_tools_dirent *b4_tools_dirents_free(struct b4_tools_dirent *d, size_t n);
+
+/** b4_tools_fs_stat() - stat (@follow) or lstat of @path; @ret owned (b4_stat_clear()). */
+B4_PUBLIC int b4_tools_fs_stat(struct b4_tools *t,
+                               const char *path,
+                               bool follow,
+                               struct b4_stat *ret,
+                               struct b4_error *err);
+/** b4_tools_fs_realpath() - the canonical path (links resolved, a missing tail tolerated). */
+B4_PUBLIC int b4_tools_fs_realpath(struct b4_tools *t,
+                                   const char *path,
+                                   char **ret,
+                                   struct b4_error *err);
+/**
+ * b4_tools_fs_list() - the direct children of a directory, sorted bytewise, with the kind of
+ * each; more than B4_LIST_MAX_ENTRIES fails -E2BIG (never a truncated list)
+ */
+B4_PUBLIC int b4_tools_fs_list(struct b4_tools *t,
+                               const char *path,
+                               struct b4_tools_dirent **ret,
+                               size_t *ret_n,
+                               struct b4_error *err);
+/**
+ * b4_tools_fs_walk() - the subtree below @path (b4_fs_walk(): depth-first, children sorted,
+ * entries lstat'ed, direct children named in @prune not descended); more than @max_entries
+ * fails -E2BIG "Workspace entries limit exceeded"
+ */
+B4_PUBLIC int b4_tools_fs_walk(struct b4_tools *t,
+                               const char *path,
+                               size_t max_entries,
+                               char *const *prune,
+                               struct b4_walk_entry **ret,
+                               size_t *ret_n,
+                               struct b4_error *err);
+/**
+ * b4_tools_fs_read() - at most @length bytes (UINT64_MAX = to the end) of a regular file
+ * from byte @offset, at most B4_TOOLS_FS_READ_MAX: when more remain from @offset and @length
+ * asks for them, -EFBIG "read <abs>: more than <max> bytes from offset <o>" (nothing returned)
+ * @ret: owned, NUL-terminated past *ret_len; @ret_size: the file's size
+ */
+B4_PUBLIC int b4_tools_fs_read(struct b4_tools *t,
+                               const char *path,
+                               uint64_t offset,
+                               uint64_t length,
+                               char **ret,
+                               size_t *ret_len,
+                               uint64_t *ret_size,
+                               struct b4_error *err);
+/** b4_tools_fs_write() - replace the file atomically with @len bytes (parents created). */
+B4_PUBLIC int b4_tools_fs_write(
+        struct b4_tools *t, const char *path, const void *data, size_t len, struct b4_error *err);
+/** b4_tools_fs_mkdir() - create the directory and its parents; an existing one is success. */
+B4_PUBLIC int b4_tools_fs_mkdir(struct b4_tools *t, const char *path, struct b4_error *err);
+/**
+ * b4_tools_fs_remove() - remove a file, symlink or empty directory; a missing path is
+ * success. The workspace root itself is refused (-EPERM).
+ */
+B4_PUBLIC int b4_tools_fs_remove(struct b4_tools *t, const char *path, struct b4_error *err);
+/** b4_tools_fs_touch() - set the mtime to now, creating an empty file when missing. */
+B4_PUBLIC int b4_tools_fs_touch(struct b4_tools *t, const char *path, struct b4_error *err);

@@ -11,6 +11,8 @@
 
 #include "b4box/error.h"
 
+struct jv;
+
 #define CLIENT_MAX_RESPONSE (64u * 1024 * 1024)
 
 struct cli_client {
@@ -77,3 +79,26 @@ int cli_remote_tool(const char *url,
                     const char *tool,
                     const char *args_json,
                     char **ret_json);
+
+/*
+ * One event of a streamed tool call (the server's NDJSON events, docs/http-api.md): @name
+ * "stdout", "stderr", "exit" (@data the result document) or "error"; borrowed for the call.
+ * Return: 0 to go on, < 0 to stop.
+ */
+typedef int cli_event_fn(void *userdata, const char *name, const struct jv *data);
+
+/**
+ * cli_remote_tool_stream() - POST /threads/{thread}/tools/{tool} asking for NDJSON, each event
+ * to @fn as it arrives
+ * @cancel_fd: readable once the caller gives up (the connection is dropped: the server then
+ *             cancels the command); -EBADF = none
+ * Return: 0 once the stream ended, or an exit code after printing why (transport, refusal,
+ * a malformed stream, cancelled).
+ */
+int cli_remote_tool_stream(const char *url,
+                           const char *thread,
+                           const char *tool,
+                           const char *args_json,
+                           int cancel_fd,
+                           cli_event_fn *fn,
+                           void *userdata);

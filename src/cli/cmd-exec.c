@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Local use without a server, in-process against the state dir:
- *   b4box exec --thread ID [--timeout MS] -- CMD...   run CMD in the thread's sandbox
- * With --server URL (or $B4BOX_URL) exec goes through the HTTP API instead (runBash).
+ *   b4box exec --thread ID [--timeout MS] [--max-output BYTES] [--cwd DIR] [--env K=V]...
+ *              -- CMD...                            run CMD in the thread's sandbox
+ * With --server URL (or $B4BOX_URL) exec goes through the HTTP API instead (runBash, streamed
+ * as NDJSON; --timeout is the call's timeoutMs there).
  *   b4box release ID                                 drop its compute, keep the workspace
  *   b4box destroy ID                                 drop compute and workspace
  * Locally every command goes through the runtime as the server does (cli_local_open()): a
@@ -10,9 +12,10 @@
  * destroy deletes the thread's rows with its children's. The provider and policy come from
  * the configuration (-c FILE, ./b4box.json, else the defaults: native, scope "b4box"). One
  * CMD argument is a shell command line; several are quoted and joined, so
- * `-- sh -c 'echo $HOME'` means what it says. stdout and stderr are passed through and exec
- * exits with the command's own code (124 on timeout, 128+N when killed by signal N).
- * SIGINT/SIGTERM cancel the command.
+ * `-- sh -c 'echo $HOME'` means what it says. stdout and stderr are passed through as they
+ * come and exec exits with the command's own code (124 on timeout, 128+N when killed by
+ * signal N). SIGINT/SIGTERM cancel the command (through a server: the connection is dropped,
+ * which cancels it there).
  */
 
 #include <errno.h>
@@ -35,13 +38,53 @@
 #include "client.h"
 #include "json/json.h"
 
+#define EXEC_ENV_MAX 64 /* --env options */
+
 struct exec_args {
         const char *thread;
         const char *server; /* --server URL; else $B4BOX_URL; else local */
         uint64_t timeout_ms;
+        uint64_t max_output;           /* --max-output BYTES; 0 = the policy's */
+        const char *cwd;               /* --cwd DIR, relative to the workspace; NULL = its root */
+        const char *env[EXEC_ENV_MAX]; /* --env NAME=VALUE, borrowed from argv (unsplit:
+                                        * a handover passes argv on as it came) */
+        size_t n_env;
         char **cmd; /* borrowed from argv */
         int n_cmd;
 };
+
+/* --env NAME=VALUE. Return: 0, or -1 after a usage error. */
+static int parse_env(struct exec_args *a, const char *v)
+{
+        const char *eq = strchr(v, '=');
+
+        if (!eq || eq == v || a->n_env == EXEC_ENV_MAX) {
+                cli_error("exec: --env needs NAME=VALUE (at most %d)", EXEC_ENV_MAX);
+                return -1;
+        }
+        a->env[a->n_env++] = v;
+        return 0;
+}
+
+/* The --env options as variables: names copied into @names (freed by the caller with
+ * free_names()), values borrowed. Return: 0, -ENOMEM. */
+static int env_vars(const struct exec_args *a, struct b4_env_var *vars, char **names)
+{
+        for (size_t i = 0; i < a->n_env; i++) {
+                const char *eq = strchr(a->env[i], '=');
+                names[i] = b4_strndup(a->env[i], (size_t)(eq - a->env[i]));
+                if (!names[i])
+                        return -ENOMEM;
+                vars[i] = (struct b4_env_var){ .name = names[i], .value = (char *)eq + 1 };
+        }
+        return 0;
+}
+
+static void free_names(char **names, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                free(names[i]);
+}
 
 static struct b4_cancel *arg_cancel;
 
@@ -61,9 +104,19 @@ static int parse_exec(int argc, char **argv, struct exec_args *a)
                         a->thread = v;
                 else if (strcmp(argv[i], "--server") == 0 && v)
                         a->server = v;
-                else if (strcmp(argv[i], "--timeout") == 0 && v) {
+                else if (strcmp(argv[i], "--cwd") == 0 && v && *v)
+                        a->cwd = v;
+                else if (strcmp(argv[i], "--env") == 0 && v) {
+                        if (parse_env(a, v) < 0)
+                                return -1;
+                } else if (strcmp(argv[i], "--timeout") == 0 && v) {
                         if (safe_atou64(v, &a->timeout_ms) < 0 || a->timeout_ms == 0) {
                                 cli_error("exec: --timeout needs a positive number of ms");
+                                return -1;
+                        }
+                } else if (strcmp(argv[i], "--max-output") == 0 && v) {
+                        if (safe_atou64(v, &a->max_output) < 0 || a->max_output == 0) {
+                                cli_error("exec: --max-output needs a positive number of bytes");
                                 return -1;
                         }
                 } else {
@@ -103,27 +156,49 @@ static int join_command(const struct exec_args *a, char **ret)
         return r;
 }
 
+/* b4_exec_output_fn: the command's output as it comes, passed through. */
+static void pass_output(void *userdata, enum b4_exec_stream stream, const char *p, size_t n)
+{
+        (void)write_all(stream == B4_EXEC_STDERR ? STDERR_FILENO : STDOUT_FILENO, p, n);
+}
+
 /* In the thread's sandbox as the runtime gives it (its root ancestor's, admitted). */
 static int run_exec(struct b4_runtime *rt, const struct exec_args *a, const char *command)
 {
+        cleanup_free char *cwd = NULL;
+        struct b4_env_var vars[EXEC_ENV_MAX];
+        char *names[EXEC_ENV_MAX] = { 0 };
         struct b4_exec_req req = { .command = command,
+                                   .env = vars,
+                                   .n_env = a->n_env,
                                    .timeout_ms = a->timeout_ms,
-                                   .cancel = arg_cancel };
+                                   .output_cap = (size_t)a->max_output,
+                                   .cancel = arg_cancel,
+                                   .on_output = pass_output };
         struct b4_exec_result res = { 0 };
         struct b4_error err = { 0 };
         struct b4_run *run = NULL;
         int r;
 
+        if (a->cwd) { /* the operator's own sandbox: relative to the workspace, no jail */
+                if (b4_asprintf(&cwd, "%s%s", a->cwd[0] == '/' ? "" : B4_WORKSPACE_ROOT "/",
+                                a->cwd) < 0)
+                        return cli_error("out of memory"), CLI_EXIT_FAILED;
+                req.cwd = cwd;
+        }
+        if (env_vars(a, vars, names) < 0) {
+                free_names(names, a->n_env);
+                return cli_error("out of memory"), CLI_EXIT_FAILED;
+        }
         r = b4_runtime_run_begin(rt, a->thread, &run, &err);
-        if (r < 0)
-                return cli_fail(&err);
-        r = b4_sandbox_exec(b4_run_sandbox(run), &req, &res, &err);
+        if (r >= 0) {
+                (void)fflush(stdout);
+                r = b4_sandbox_exec(b4_run_sandbox(run), &req, &res, &err);
+        }
         run = b4_run_end(run);
+        free_names(names, a->n_env);
         if (r < 0)
                 return cli_fail(&err);
-        (void)fflush(stdout);
-        (void)write_all(STDOUT_FILENO, res.out, res.out_len);
-        (void)write_all(STDERR_FILENO, res.errout, res.errout_len);
         if (res.timed_out)
                 (void)write_all(STDERR_FILENO, "\n", 1);
         r = res.exit_code;
@@ -131,37 +206,70 @@ static int run_exec(struct b4_runtime *rt, const struct exec_args *a, const char
         return r;
 }
 
-/* Through a server: runBash, stdout/stderr passed through, the command's exit code. */
+struct remote_run {
+        int exit_code; /* -1 until the exit event */
+};
+
+/* cli_event_fn: chunks passed through as they come; the exit event's document decides. */
+static int remote_event(void *userdata, const char *name, const struct jv *data)
+{
+        struct remote_run *rr = userdata;
+        const struct jv *text = jv_object_get(data, "text");
+
+        if (strcmp(name, "stdout") == 0 || strcmp(name, "stderr") == 0) {
+                if (jv_is_string(text))
+                        (void)write_all(name[3] == 'o' ? STDOUT_FILENO : STDERR_FILENO,
+                                        jv_string(text), jv_string_length(text));
+                return 0;
+        }
+        if (strcmp(name, "error") == 0) {
+                const char *m = jv_string(jv_object_get(data, "message"));
+                cli_error("%s", m ? m : "runBash failed");
+                return -EIO;
+        }
+        if (strcmp(name, "exit") != 0)
+                return 0; /* an event this client does not know */
+        if (!jv_is_true(jv_object_get(data, "ok"))) {
+                const char *m = jv_string(jv_object_get(jv_object_get(data, "error"), "message"));
+                cli_error("%s", m ? m : "runBash failed");
+                return -EIO;
+        }
+        rr->exit_code = (int)jv_integer(jv_object_get(jv_object_get(data, "result"), "exitCode"));
+        return 0;
+}
+
+/* Through a server: runBash streamed (NDJSON), output passed through as it comes, the
+ * command's exit code. --timeout is the call's timeoutMs (at most the server's policy's). */
 static int remote_exec(const char *url, const struct exec_args *a, const char *command)
 {
-        cleanup_(jv_unrefp) struct jv *args = jv_object_new(), *res = NULL;
-        cleanup_free char *args_json = NULL, *json = NULL;
+        cleanup_(jv_unrefp) struct jv *args = NULL;
+        cleanup_free char *args_json = NULL;
+        struct remote_run rr = { .exit_code = -1 };
         int r;
 
-        if (a->timeout_ms) {
-                cli_error("exec: --timeout applies only locally; a server uses its configured "
-                          "resources.timeoutMs");
-                return CLI_USAGE;
+        struct jv *env = a->n_env ? jv_object_new() : NULL;
+        for (size_t i = 0; env && i < a->n_env; i++) {
+                const char *eq = strchr(a->env[i], '=');
+                cleanup_free char *name = b4_strndup(a->env[i], (size_t)(eq - a->env[i]));
+                if (!name || jv_object_set_new(env, name, jv_string_new(eq + 1)) < 0)
+                        env = jv_unref(env);
         }
-        if (!args || jv_object_set_new(args, "command", jv_string_new(command)) < 0 ||
-            jv_dump(args, 0, &args_json) < 0)
-                return cli_error("out of memory"), CLI_EXIT_FAILED;
-        r = cli_remote_tool(url, a->thread, "runBash", args_json, &json);
+        args = jv_pack("{s:s, s:o*, s:o*, s:s*, s:o*}", "command", command, "timeoutMs",
+                       a->timeout_ms ? jv_integer_new((int64_t)a->timeout_ms) : NULL,
+                       "maxOutputBytes",
+                       a->max_output ? jv_integer_new((int64_t)a->max_output) : NULL, "cwd", a->cwd,
+                       "env", env);
+        if (!args || (a->n_env && !jv_object_get(args, "env")) || jv_dump(args, 0, &args_json) < 0)
+                return cli_error("exec: out of memory, or an argument is not UTF-8"),
+                       CLI_EXIT_FAILED;
+        r = cli_remote_tool_stream(url, a->thread, "runBash", args_json,
+                                   arg_cancel ? b4_cancel_fd(arg_cancel) : -EBADF, remote_event,
+                                   &rr);
         if (r != 0)
                 return r;
-        if (jv_parse(json, strlen(json), &res, NULL) < 0)
-                return cli_error("malformed answer from the server"), CLI_EXIT_FAILED;
-        if (!jv_is_true(jv_object_get(res, "ok"))) {
-                const char *m = jv_string(jv_object_get(jv_object_get(res, "error"), "message"));
-                cli_error("%s", m ? m : "runBash failed");
-                return CLI_EXIT_FAILED;
-        }
-        struct jv *out = jv_object_get(res, "result");
-        (void)write_all(STDOUT_FILENO, jv_string(jv_object_get(out, "stdout")),
-                        jv_string_length(jv_object_get(out, "stdout")));
-        (void)write_all(STDERR_FILENO, jv_string(jv_object_get(out, "stderr")),
-                        jv_string_length(jv_object_get(out, "stderr")));
-        return (int)jv_integer(jv_object_get(out, "exitCode"));
+        if (rr.exit_code < 0)
+                return cli_error("the server's stream ended without a result"), CLI_EXIT_FAILED;
+        return rr.exit_code;
 }
 
 int cmd_exec(int argc, char **argv, const struct cli_ctx *ctx)
@@ -176,20 +284,24 @@ int cmd_exec(int argc, char **argv, const struct cli_ctx *ctx)
                 return CLI_USAGE;
         if (join_command(&a, &command) < 0)
                 return cli_error("out of memory"), CLI_EXIT_FAILED;
-        if (cli_server_url(a.server))
-                return remote_exec(cli_server_url(a.server), &a, command);
-        r = cli_local_open(ctx, &l);
-        if (r != 0)
-                return r;
+        const char *url = cli_server_url(a.server);
+        if (!url) {
+                r = cli_local_open(ctx, &l);
+                if (r != 0)
+                        return r;
+        }
         arg_cancel = b4_cancel_new();
         if (!arg_cancel)
                 return cli_error("out of memory"), CLI_EXIT_FAILED;
         (void)sigaction(SIGINT, &sa, NULL);
         (void)sigaction(SIGTERM, &sa, NULL);
         struct b4_error err = { 0 };
-        if (cli_local_thread_register(&l, a.thread, &err) < 0)
-                return cli_fail(&err);
-        r = run_exec(l.rt, &a, command);
+        if (url)
+                r = remote_exec(url, &a, command);
+        else if (cli_local_thread_register(&l, a.thread, &err) < 0)
+                r = cli_fail(&err);
+        else
+                r = run_exec(l.rt, &a, command);
         sa.sa_handler = SIG_DFL;
         (void)sigaction(SIGINT, &sa, NULL);
         (void)sigaction(SIGTERM, &sa, NULL);

@@ -29,10 +29,11 @@
 struct read_args {
         const char *thread;
         const char *root;
-        char **exclude; /* strv */
+        char **exclude;       /* strv */
+        char **exclude_paths; /* strv */
         const char *expect_source;
         const char *server;
-        bool json, consistent;
+        bool json, consistent, skip_unsupported;
 };
 
 static int parse_args(int argc, char **argv, struct read_args *a)
@@ -44,6 +45,8 @@ static int parse_args(int argc, char **argv, struct read_args *a)
                 { "server", required_argument, NULL, 'S' },
                 { "json", no_argument, NULL, 'j' },
                 { "consistent", no_argument, NULL, 'c' },
+                { "exclude-path", required_argument, NULL, 'p' },
+                { "skip-unsupported", no_argument, NULL, 'u' },
                 {},
         };
         int c;
@@ -54,6 +57,10 @@ static int parse_args(int argc, char **argv, struct read_args *a)
                         a->root = optarg;
                 else if (c == 'x' && strv_extend(&a->exclude, optarg) < 0)
                         return -ENOMEM;
+                else if (c == 'p' && strv_extend(&a->exclude_paths, optarg) < 0)
+                        return -ENOMEM;
+                else if (c == 'u')
+                        a->skip_unsupported = true;
                 else if (c == 's')
                         a->expect_source = optarg;
                 else if (c == 'S')
@@ -62,7 +69,7 @@ static int parse_args(int argc, char **argv, struct read_args *a)
                         a->json = true;
                 else if (c == 'c')
                         a->consistent = true;
-                else if (c != 'x')
+                else if (c != 'x' && c != 'p')
                         return -EINVAL;
         }
         if (optind != argc - 1) {
@@ -75,14 +82,20 @@ static int parse_args(int argc, char **argv, struct read_args *a)
 
 /* ---- through a server ---- */
 
-/* {root?, excludeRootDirectories?, consistent}: an absent member is the server's default. */
+/* {root?, excludeRootDirectories?, excludePaths?, unsupported?, consistent}: an absent member
+ * is the server's default. */
 static struct jv *request_body(const struct read_args *a)
 {
         struct jv *ex = a->exclude ? jv_string_array_new(a->exclude) : NULL;
+        struct jv *xp = a->exclude_paths ? jv_string_array_new(a->exclude_paths) : NULL;
 
-        if (a->exclude && !ex)
+        if ((a->exclude && !ex) || (a->exclude_paths && !xp)) {
+                jv_unref(ex);
+                jv_unref(xp);
                 return NULL;
-        return jv_pack("{s:s*, s:o*, s:b}", "root", a->root, "excludeRootDirectories", ex,
+        }
+        return jv_pack("{s:s*, s:o*, s:o*, s:s*, s:b}", "root", a->root, "excludeRootDirectories",
+                       ex, "excludePaths", xp, "unsupported", a->skip_unsupported ? "skip" : NULL,
                        "consistent", a->consistent);
 }
 
@@ -118,6 +131,10 @@ static void print_human(const char *thread, const struct b4_inspect_response *re
         printf("source: %s\n", res->source_digest ? res->source_digest : "(none recorded)");
         STRV_FOREACH (p, res->paths)
                 printf("  %s\n", *p);
+        if (res->skipped_paths)
+                printf("skipped: %zu\n", strv_length(res->skipped_paths));
+        for (size_t i = 0; res->skipped_paths && res->skipped_paths[i]; i++)
+                printf("  %s (%s)\n", res->skipped_paths[i], res->skipped_reasons[i]);
 }
 
 static int over_server(const struct read_args *a, const char *url)
@@ -202,6 +219,9 @@ static int locally(const struct read_args *a, const struct cli_ctx *ctx)
         b4_inspect_options_init(&o);
         o.root = a->root;
         o.exclude_root = a->exclude;
+        o.exclude_paths = a->exclude_paths;
+        if (a->skip_unsupported)
+                o.unsupported = B4_INSPECT_UNSUPPORTED_SKIP;
         r = b4_runtime_inspect(l.rt, a->thread, &o, a->consistent,
                                l.cfg->sandbox.workspace_read_timeout_ms, NULL, &rd, &err);
         if (r == -EPROTO)
@@ -222,10 +242,12 @@ int cmd_read(int argc, char **argv, const struct cli_ctx *ctx)
 
         if (parse_args(argc, argv, &a) < 0) {
                 strv_free(a.exclude);
+                strv_free(a.exclude_paths);
                 return CLI_USAGE;
         }
         url = a.server ? a.server : secure_getenv("B4BOX_URL");
         r = url && *url ? over_server(&a, url) : locally(&a, ctx);
         strv_free(a.exclude);
+        strv_free(a.exclude_paths);
         return r;
 }

@@ -86,3 +86,14 @@ int cli_remote_tool(const char *url,
 {
         exit(cli_handover());
 }
+
+int cli_remote_tool_stream(const char *url,
+                           const char *thread,
+                           const char *tool,
+                           const char *args_json,
+                           int cancel_fd,
+                           cli_event_fn *fn,
+                           void *userdata)
+{
+        exit(cli_handover());
+}

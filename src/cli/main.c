@@ -39,9 +39,15 @@ static const struct cli_command commands[] = {
           "  --json                   the server's JSON answer (the only output format)\n",
           .uses_provider = false },
         { "exec", cmd_exec, "run a command in a thread's sandbox",
-          "b4box exec --thread ID [--timeout MS] [--server URL] -- CMD...",
+          "b4box exec --thread ID [--timeout MS] [--max-output BYTES] [--cwd DIR] "
+          "[--env NAME=VALUE]... [--server URL] -- CMD...",
           "  --thread ID              the thread (its sandbox is created on first use)\n"
-          "  --timeout MS             kill the command after MS milliseconds (local only)\n"
+          "  --timeout MS             kill the command after MS milliseconds (a server:\n"
+          "                           at most its resources.timeoutMs)\n"
+          "  --max-output BYTES       capture at most BYTES per stream (head and tail kept;\n"
+          "                           a server: at most its resources.outputCapBytes)\n"
+          "  --cwd DIR                run in DIR, relative to /workspace\n"
+          "  --env NAME=VALUE         add a variable to the policy's environment\n"
           "  --server URL             run through a server (default: $B4BOX_URL)\n",
           .uses_provider = true },
         { "tool", cmd_tool, "run one workspace tool",
@@ -57,10 +63,13 @@ static const struct cli_command commands[] = {
           "TOOL: readFile writeFile editFile listDir runBash; ARGS_JSON defaults to {}.\n",
           .uses_provider = true },
         { "read", cmd_read, "a thread's workspace inventory",
-          "b4box read THREAD [--root R] [--exclude DIR]... [--expect-source DIGEST] "
-          "[--consistent] [--json] [--server URL]",
+          "b4box read THREAD [--root R] [--exclude DIR]... [--exclude-path P]... "
+          "[--skip-unsupported] [--expect-source DIGEST] [--consistent] [--json] [--server URL]",
           "  --root R                 the directory to read (default: the workspace)\n"
           "  --exclude DIR            skip a root directory, repeatable\n"
+          "  --exclude-path P         skip a path below the root (and all under it), repeatable\n"
+          "  --skip-unsupported       list executables, binaries, non-UTF-8 files and links as\n"
+          "                           skipped instead of refusing the read\n"
           "  --expect-source DIGEST   refuse unless the workspace came from this source\n"
           "  --consistent             freeze the sandbox while reading\n"
           "  --json                   one JSON document\n"

@@ -36,6 +36,7 @@
 struct read_request {
         char *root;
         char **exclude;
+        char **exclude_paths;
         char **ignore;
         struct b4_root_symlink *links;
         size_t n_links;
@@ -52,6 +53,7 @@ static void read_request_clear(struct read_request *q)
         free(q->links);
         free(q->root);
         strv_free(q->exclude);
+        strv_free(q->exclude_paths);
         strv_free(q->ignore);
 }
 
@@ -191,6 +193,22 @@ static bool root_option(struct request *rq, const struct jv *v, struct read_requ
         return false;
 }
 
+static bool unsupported_option(struct request *rq, const struct jv *v, struct read_request *q)
+{
+        const char *s = jv_string(v);
+
+        if (s && strcmp(s, "refuse") == 0)
+                q->o.unsupported = B4_INSPECT_UNSUPPORTED_REFUSE;
+        else if (s && strcmp(s, "skip") == 0)
+                q->o.unsupported = B4_INSPECT_UNSUPPORTED_SKIP;
+        else {
+                reply_error(rq, 400, "invalid_request",
+                            "unsupported must be \"refuse\" or \"skip\"");
+                return false;
+        }
+        return true;
+}
+
 static bool one_option(struct request *rq,
                        const char *k,
                        const struct jv *v,
@@ -200,6 +218,11 @@ static bool one_option(struct request *rq,
                 return root_option(rq, v, q);
         if (strcmp(k, "excludeRootDirectories") == 0)
                 return string_list(rq, v, k, &q->exclude) && ((q->o.exclude_root = q->exclude), 1);
+        if (strcmp(k, "excludePaths") == 0)
+                return string_list(rq, v, k, &q->exclude_paths) &&
+                       ((q->o.exclude_paths = q->exclude_paths), 1);
+        if (strcmp(k, "unsupported") == 0)
+                return unsupported_option(rq, v, q);
         if (strcmp(k, "expectedRootSymlinks") == 0)
                 return links_option(rq, v, q);
         if (strcmp(k, "ignorePrefixes") == 0)

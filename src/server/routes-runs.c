@@ -18,9 +18,6 @@
 
 #define MAX_CALLS_PER_RUN 256
 
-#define CANCELLED_RESULT \
- "{\"ok\":false,\"error\":{\"code\":\"cancelled\",\"message\":\"the run was cancelled\"}}"
-
 /*
  * One call: its result document as JSON text, or NULL with a reply queued (an internal
  * failure). Metrics read the result's ok field; the document is serialised here, once.
@@ -36,7 +33,7 @@ static char *run_one(struct request *rq,
         uint64_t t0 = now_usec();
 
         if (b4_cancel_is_set(b4_run_cancel_token(run)))
-                return strdup(CANCELLED_RESULT);
+                return strdup(RUN_CANCELLED_RESULT);
         if (b4_run_call(run, tool, args, &res, &err) < 0) {
                 reply_b4_error(rq, &err);
                 return NULL;

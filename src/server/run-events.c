@@ -153,9 +153,6 @@ static void flush_held(struct run_events *ev)
         }
 }
 
-#define CANCELLED_RESULT \
- "{\"ok\":false,\"error\":{\"code\":\"cancelled\",\"message\":\"the run was cancelled\"}}"
-
 /* One call's result document as JSON text (heap), or NULL with @err set. */
 static char *call_one(struct run_events *ev, const struct jv *c, struct b4_error *err)
 {
@@ -167,7 +164,7 @@ static char *call_one(struct run_events *ev, const struct jv *c, struct b4_error
         char *json = NULL;
 
         if (b4_cancel_is_set(b4_run_cancel_token(ev->run)))
-                return strdup(CANCELLED_RESULT);
+                return strdup(RUN_CANCELLED_RESULT);
         memset(ev->off, 0, sizeof(ev->off));
         if (b4_run_call(ev->run, tool, args ? args : empty, &res, err) < 0)
                 return NULL;
@@ -203,9 +200,14 @@ static void run_events_main(void *ctx)
         struct run_events *ev = ctx;
         struct b4_error err = { 0 };
         struct strbuf out;
+        int r;
 
         strbuf_init(&out, RESPONSE_MAX_BYTES);
-        if (run_all(ev, &out, &err) >= 0) {
+        r = run_all(ev, &out, &err);
+        /* the slot is free before the last event goes: a client that saw it may run again */
+        b4_run_set_output(ev->run, NULL, NULL);
+        ev->run = b4_run_end(ev->run);
+        if (r >= 0) {
                 (void)stream_end(ev->st, "exit", out.buf, out.len);
         } else {
                 cleanup_free char *msg = NULL;
@@ -217,8 +219,6 @@ static void run_events_main(void *ctx)
                         stream_close(ev->st);
         }
         strbuf_release(&out);
-        b4_run_set_output(ev->run, NULL, NULL);
-        b4_run_end(ev->run);
         jv_unref(ev->calls);
         free(ev);
 }

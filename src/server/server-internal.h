@@ -229,11 +229,21 @@ void staged_thread_create(struct request *rq,
                           const char *id,
                           const char *meta,
                           const char *parent);
+/* routes-check.c: GET /threads/{id}/check */
+void route_thread_check(struct request *rq);
+/* routes-fs.c: POST /threads/{id}/fs/{op} (reads) and its changes' own routes */
+void route_fs(struct request *rq);
+void route_fs_change(struct request *rq);
 void route_workspace_inspect(struct request *rq);
 /* The inspect route's headers-phase checks (its .begin hook); replies and returns false. */
 bool route_inspect_admit(struct request *rq);
 /* The JSON view of a thread row. */
 struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row);
+
+/* A call after its run was cancelled (routes-runs.c, run-events.c). */
+#define RUN_CANCELLED_RESULT                                                  \
+ "{\"ok\":false,\"error\":{\"code\":\"cancelled\",\"message\":\"the run was " \
+ "cancelled\"}}"
 
 /* ---- streamed runs (run-events.c) ---- */
 /*

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base64.h"
 #include "docker/docker.h"
-#include "workspace/workspace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -37,7 +37,7 @@ static void roundtrip(const uint8_t *data, size_t size)
         char *enc = NULL, *dec = NULL;
         size_t enc_len = 0, dec_len = 0;
 
-        if (bundle_b64_encode(data, size, &enc, &enc_len) < 0)
+        if (base64_encode(data, size, &enc, &enc_len) < 0)
                 return;
         if (docker_base64_decode(enc, enc_len, &dec, &dec_len) < 0 || dec_len != size ||
             memcmp(dec, data, size) != 0 || dec[dec_len] != '\0')

@@ -83,6 +83,36 @@ check "ignored files still count" [ "$(json_get "$BODY" inspection.totalBytes)" 
 inspect t '{"consistent": true}'
 check "consistent read: 200" [ "$STATUS" = 200 ]
 
+# unsupported: "skip" and excludePaths (issue 16 item 7); binary files through the fs route
+req POST /threads '{"thread_id": "sk"}' "${A[@]}"
+write sk '{"path": "README.md", "content": "# sk\n"}'
+req POST /threads/sk/fs/write '{"path": "build/app.bin", "content": "AAEC/w==", "encoding": "base64"}' "${A[@]}"
+req POST /threads/sk/fs/write '{"path": "latin1.txt", "content": "Y2Fm6Q==", "encoding": "base64"}' "${A[@]}"
+write sk '{"path": "vendor/lib/x.txt", "content": "x"}'
+inspect sk '{}'
+check "skip: the default refuses a binary file" [ "$STATUS" = 422 ] && [ "$(code)" = workspace_inspection_refused ]
+inspect sk '{"unsupported": "skip"}'
+check "skip: 200" [ "$STATUS" = 200 ]
+check "skip: the text files" [ "$(python3 -c 'import json,sys; print(",".join(json.loads(sys.argv[1])["inspection"]["files"]))' "$BODY")" = "README.md,vendor/lib/x.txt" ]
+check "skip: listed with their reasons" [ "$(json_get "$BODY" inspection.skipped)" = '[{"path": "build/app.bin", "reason": "binary"}, {"path": "latin1.txt", "reason": "not_utf8"}]' ]
+inspect sk '{"unsupported": "skip", "excludePaths": ["vendor/lib"], "ignorePrefixes": ["build/"]}'
+check "excludePaths: a nested directory left out" [ "$(python3 -c 'import json,sys; print(",".join(json.loads(sys.argv[1])["inspection"]["files"]))' "$BODY")" = "README.md" ]
+check "ignorePrefixes apply to skipped too" [ "$(json_get "$BODY" inspection.skipped)" = '[{"path": "latin1.txt", "reason": "not_utf8"}]' ]
+inspect sk '{"unsupported": "refuse"}'
+check "unsupported refuse is the default" [ "$STATUS" = 422 ]
+inspect sk '{"unsupported": "ignore"}'
+check "unsupported: another value is 400" [ "$STATUS" = 400 ] && [ "$(code)" = invalid_request ]
+inspect sk '{"excludePaths": ["../x"]}'
+check "excludePaths: a non-canonical path is 400" [ "$STATUS" = 400 ] && glob "$(msg)" 'Invalid excluded path: "../x"'
+inspect sk '{"excludePaths": "vendor"}'
+check "excludePaths: not a list is 400" [ "$STATUS" = 400 ]
+B4BOX_TOKEN=alice-token-0123456789 "$B4BOX" read sk --skip-unsupported --exclude-path vendor/lib \
+        --server "unix:$SOCK" > "$WORK/read-skip.txt" 2>&1
+check "b4box read --skip-unsupported --exclude-path" [ $? = 0 ] &&
+        grep -q '^thread sk: 1 files' "$WORK/read-skip.txt" &&
+        grep -q '^skipped: 2$' "$WORK/read-skip.txt" &&
+        grep -q '^  build/app.bin (binary)$' "$WORK/read-skip.txt"
+
 # --- access and existence ---
 req POST /threads/t/workspace/inspect '{}'
 check "no token: 401" [ "$STATUS" = 401 ]

@@ -404,12 +404,77 @@ static void test_torture(void **state)
                 torture_one(&calls[i]);
 }
 
+/* readFile's range over a file read in pieces equals the range over the whole file: every
+ * text, every range (absent, past the end, reversed), fed in pieces of every size. */
+static void test_line_scan_equals_slice(void **state)
+{
+        static const char *const texts[] = { "",          "a",    "a\n", "a\nb",
+                                             "a\nb\n",    "\n\n", "\n",  "one\ntwo\nthree\n\nfive",
+                                             "x\r\ny\r\n" };
+        static const int64_t ranges[][2] = { { 0, 0 }, { 1, 0 }, { 0, 1 }, { 2, 3 }, { 3, 2 },
+                                             { 1, 1 }, { 2, 0 }, { 5, 9 }, { 4, 4 }, { 6, 0 } };
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+                for (size_t j = 0; j < sizeof(ranges) / sizeof(ranges[0]); j++)
+                        for (size_t step = 1; step <= 4; step++) {
+                                const char *d = texts[i];
+                                size_t len = strlen(d), n1 = 0, n2 = 0;
+                                int64_t a = ranges[j][0], b = ranges[j][1];
+                                struct b4_error e1 = { 0 }, e2 = { 0 };
+                                char *o1 = NULL, *o2 = NULL;
+                                struct line_scan sc;
+                                int r1, r2 = 0;
+
+                                r1 = text_slice_lines("f", d, len, a, b, &o1, &n1, &e1);
+                                line_scan_init(&sc, a, b, 1024);
+                                for (size_t k = 0; r2 >= 0 && k < len; k += step)
+                                        r2 = line_scan_feed(&sc, "f", d + k,
+                                                            len - k < step ? len - k : step, &e2);
+                                if (r2 >= 0)
+                                        r2 = line_scan_finish(&sc, "f", &o2, &n2, &e2);
+                                line_scan_release(&sc);
+                                if (r1 != r2 || (r1 >= 0 && (n1 != n2 || memcmp(o1, o2, n1))) ||
+                                    (r1 < 0 && strcmp(e1.msg, e2.msg)))
+                                        fail_msg("text %zu range %lld-%lld step %zu: '%s' vs '%s'",
+                                                 i, (long long)a, (long long)b, step,
+                                                 r1 < 0 ? e1.msg : o1, r2 < 0 ? e2.msg : o2);
+                                free(o1);
+                                free(o2);
+                        }
+}
+
+/* The range is what the cap bounds: a range over it is refused, naming the cap. */
+static void test_line_scan_cap(void **state)
+{
+        struct b4_error e = { 0 };
+        struct line_scan sc;
+        char *o = NULL;
+        size_t n = 0;
+
+        (void)state;
+        line_scan_init(&sc, 2, 3, 5); /* exactly the range: "ab\ncd" */
+        const char *text = "xxxxxxxx\nab\ncd\nyyyyyyyy\n";
+        assert_int_equal(line_scan_feed(&sc, "f", text, strlen(text), &e), 0);
+        assert_int_equal(line_scan_finish(&sc, "f", &o, &n, &e), 0);
+        assert_string_equal(o, "[f lines 2-3 of 4]\nab\ncd");
+        free(o);
+        line_scan_release(&sc);
+        line_scan_init(&sc, 1, 0, 4);
+        assert_int_equal(line_scan_feed(&sc, "f", "abcdef\n", 7, &e), -EFBIG);
+        assert_string_equal(e.msg, "readFile: lines 1-end of f are more than 4 bytes (the size "
+                                   "cap); ask for fewer lines");
+        line_scan_release(&sc);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pathjail_cases),
                 cmocka_unit_test(test_permissions_cases),
                 cmocka_unit_test(test_torture),
+                cmocka_unit_test(test_line_scan_equals_slice),
+                cmocka_unit_test(test_line_scan_cap),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

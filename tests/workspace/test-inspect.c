@@ -545,17 +545,148 @@ static void test_json(void **state)
         ws_free(w);
 }
 
+/* unsupported: "skip": every kind the refuse mode refuses is left out and listed, in walk
+ * order, with its reason; the limits still count what was skipped. */
+static void test_skip_unsupported(void **state)
+{
+        struct ws *w = sample(true);
+        struct b4_inspect_options o = opts();
+        struct b4_inspection insp = { 0 };
+        struct b4_error err = { 0 };
+        char *json = NULL;
+
+        struct {
+                const char *path, *reason;
+        } want[] = { { "a/fifo", "other" },
+                     { "a/l", "symlink" },
+                     { "a/run.sh", "executable" },
+                     { "bin", "binary" },
+                     { "latin1", "not_utf8" } };
+
+        ws_link(w, "a/l", "../b.txt");
+        ws_other(w, "a/fifo");
+        ws_file(w, "a/run.sh", "#!/bin/sh\n", 10, true);
+        ws_file(w, "bin", "a\0b", 3, false);
+        ws_text(w, "latin1", "caf\xe9");
+        expect_refusal(w, &o, B4_INSPECT_REFUSED, "Unsupported workspace entry (other): a/fifo");
+        o.unsupported = B4_INSPECT_UNSUPPORTED_SKIP;
+        assert_int_equal(b4_inspect_workspace(w->fs, &o, &insp, NULL, &err), 0);
+        assert_int_equal(insp.n_files, 4); /* the sample's text files */
+        assert_int_equal(insp.total_bytes, 11);
+        assert_int_equal(insp.entries, 12);
+        assert_true(insp.lists_skipped);
+        assert_int_equal(insp.n_skipped, 5);
+        for (size_t i = 0; i < 5; i++) {
+                assert_string_equal(insp.skipped[i].path, want[i].path);
+                assert_string_equal(b4_skip_reason_name(insp.skipped[i].reason), want[i].reason);
+        }
+        assert_int_equal(b4_inspection_to_json(&insp, NULL, &json), 0);
+        assert_non_null(strstr(json, "\"skipped\":[{\"path\":\"a/fifo\",\"reason\":\"other\"},"
+                                     "{\"path\":\"a/l\",\"reason\":\"symlink\"},"));
+        free(json);
+        b4_inspection_clear(&insp);
+
+        /* still counted: a skipped binary was read under the byte limits */
+        o.max_total_bytes = 11 + 3 + 3; /* text 11 + bin 3 + latin1 4: one byte short */
+        expect_refusal(w, &o, B4_INSPECT_REFUSED, "Workspace file bytes limit exceeded: latin1");
+        o.max_total_bytes = B4_INSPECT_DEFAULT_MAX_TOTAL_BYTES;
+        o.max_entries = 11;
+        expect_refusal(w, &o, B4_INSPECT_REFUSED, "Workspace entries limit exceeded");
+        o.max_entries = B4_INSPECT_DEFAULT_MAX_ENTRIES;
+        /* what skip does not relax: expected links, excluded roots */
+        struct b4_root_symlink links[] = { { "env", "/e" } };
+        ws_link(w, "env", "/other");
+        o.expected = links;
+        o.n_expected = 1;
+        expect_refusal(w, &o, B4_INSPECT_REFUSED, "Unexpected root symlink: env");
+        ws_link(w, "env", "/e");
+        assert_int_equal(b4_inspect_workspace(w->fs, &o, &insp, NULL, &err), 0);
+        assert_int_equal(insp.n_links, 1);
+        assert_int_equal(insp.n_skipped, 5); /* the expected link is not skipped */
+        b4_inspection_clear(&insp);
+        ws_free(w);
+
+        /* refuse mode keeps the reference's JSON: no skipped key */
+        w = sample(true);
+        o = opts();
+        assert_int_equal(b4_inspect_workspace(w->fs, &o, &insp, NULL, &err), 0);
+        assert_false(insp.lists_skipped);
+        assert_int_equal(b4_inspection_to_json(&insp, NULL, &json), 0);
+        assert_null(strstr(json, "skipped"));
+        free(json);
+        b4_inspection_clear(&insp);
+        o.unsupported = B4_INSPECT_UNSUPPORTED_SKIP;
+        assert_int_equal(b4_inspect_workspace(w->fs, &o, &insp, NULL, &err), 0);
+        assert_int_equal(b4_inspection_to_json(&insp, NULL, &json), 0);
+        assert_non_null(strstr(json, "\"skipped\":[]"));
+        free(json);
+        b4_inspection_clear(&insp);
+        o.unsupported = (enum b4_inspect_unsupported)7;
+        expect_refusal(w, &o, B4_INSPECT_INVALID_OPTIONS, "Invalid unsupported policy");
+        ws_free(w);
+}
+
+/* excludePaths: nested paths (and all below them) left out, walked, never read; a single
+ * segment is pruned like an excluded root, but may be any kind. */
+static void test_exclude_paths(void **state)
+{
+        struct ws *w = sample(true);
+        struct b4_inspect_options o = opts();
+        struct b4_inspection insp = { 0 };
+        struct b4_error err = { 0 };
+        char *ex[] = { (char *)"a/b", (char *)"b.txt", (char *)"none/such", NULL };
+        char *bad[][2] = { { (char *)"/abs", NULL },
+                           { (char *)"a/../b", NULL },
+                           { (char *)"a//b", NULL },
+                           { (char *)"", NULL } };
+        char *conflict[] = { (char *)"env", NULL };
+        struct b4_root_symlink links[] = { { "env", "/e" } };
+
+        ws_dir(w, "a/b/deep");
+        ws_file(w, "a/b/deep/x", "\0", 1, true);
+        ws_file(w, "a/b/y", "\xff", 1, false);
+        o.exclude_paths = ex;
+        assert_int_equal(b4_inspect_workspace(w->fs, &o, &insp, NULL, &err), 0);
+        assert_int_equal(insp.n_files, 2); /* a/z.md, a-c */
+        assert_string_equal(insp.files[0].path, "a/z.md");
+        assert_string_equal(insp.files[1].path, "a-c");
+        assert_int_equal(insp.entries, 10); /* a/b and below walked (3 more), b.txt counted */
+        assert_int_equal(fake_provider_calls(w->p, FAKE_CALL_READ_FILES), 1);
+        b4_inspection_clear(&insp);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                char msg[128];
+                o.exclude_paths = bad[i];
+                snprintf(msg, sizeof(msg), "Invalid excluded path: \"%s\"", bad[i][0]);
+                expect_refusal(w, &o, B4_INSPECT_INVALID_OPTIONS, msg);
+        }
+        o.exclude_paths = conflict;
+        o.expected = links;
+        o.n_expected = 1;
+        expect_refusal(w, &o, B4_INSPECT_INVALID_OPTIONS, "Conflicting root policy: env");
+        ws_free(w);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_defaults),       cmocka_unit_test(test_order_batched),
-                cmocka_unit_test(test_order_fallback), cmocka_unit_test(test_invalid_limits),
-                cmocka_unit_test(test_invalid_names),  cmocka_unit_test(test_invalid_root),
-                cmocka_unit_test(test_root),           cmocka_unit_test(test_root_must_be_dir),
-                cmocka_unit_test(test_refusals),       cmocka_unit_test(test_limits_exact),
-                cmocka_unit_test(test_refusal_order),  cmocka_unit_test(test_root_policy),
-                cmocka_unit_test(test_walk_rules),     cmocka_unit_test(test_changed),
-                cmocka_unit_test(test_bom_and_cancel), cmocka_unit_test(test_json),
+                cmocka_unit_test(test_defaults),
+                cmocka_unit_test(test_order_batched),
+                cmocka_unit_test(test_order_fallback),
+                cmocka_unit_test(test_invalid_limits),
+                cmocka_unit_test(test_invalid_names),
+                cmocka_unit_test(test_invalid_root),
+                cmocka_unit_test(test_root),
+                cmocka_unit_test(test_root_must_be_dir),
+                cmocka_unit_test(test_refusals),
+                cmocka_unit_test(test_limits_exact),
+                cmocka_unit_test(test_refusal_order),
+                cmocka_unit_test(test_root_policy),
+                cmocka_unit_test(test_walk_rules),
+                cmocka_unit_test(test_changed),
+                cmocka_unit_test(test_bom_and_cancel),
+                cmocka_unit_test(test_json),
+                cmocka_unit_test(test_skip_unsupported),
+                cmocka_unit_test(test_exclude_paths),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -89,6 +89,11 @@ bool b4_fs_can_read_tree(const struct b4_fs *fs)
         return fs && fs->ops && fs->ops->lstat && fs->ops->list_dir && fs->ops->read_file;
 }
 
+bool b4_fs_has_read_range(const struct b4_fs *fs)
+{
+        return fs && fs->ops && fs->ops->read_range;
+}
+
 int b4_fs_read_file_flags(struct b4_fs *fs,
                           const char *path,
                           unsigned flags,
@@ -110,6 +115,57 @@ int b4_fs_read_file(struct b4_fs *fs,
                     struct b4_error *err)
 {
         return b4_fs_read_file_flags(fs, path, 0, max_bytes, ret, ret_len, err);
+}
+
+/* The fallback of a provider without read_range: the whole file (bounded), then the slice. */
+static int read_range_whole(struct b4_fs *fs,
+                            const char *path,
+                            unsigned flags,
+                            uint64_t offset,
+                            uint64_t length,
+                            char **ret,
+                            size_t *ret_len,
+                            uint64_t *ret_size,
+                            struct b4_error *err)
+{
+        cleanup_free char *data = NULL;
+        size_t len = 0, n;
+        int r;
+
+        r = FS_CALL(fs, read_file, err, path, flags, B4_FS_RANGE_FALLBACK_MAX, &data, &len);
+        if (r == -EFBIG)
+                return b4_error_set(err, r,
+                                    "readRange %s: no ranged read here and the file exceeds %u "
+                                    "bytes",
+                                    path, B4_FS_RANGE_FALLBACK_MAX);
+        if (r < 0)
+                return r;
+        n = offset >= len ? 0 : len - (size_t)offset;
+        if ((uint64_t)n > length)
+                n = (size_t)length;
+        if (n > 0 && offset > 0)
+                memmove(data, data + offset, n);
+        data[n] = '\0';
+        *ret = TAKE_PTR(data);
+        *ret_len = n;
+        *ret_size = len;
+        return 0;
+}
+
+int b4_fs_read_range_flags(struct b4_fs *fs,
+                           const char *path,
+                           unsigned flags,
+                           uint64_t offset,
+                           uint64_t length,
+                           char **ret,
+                           size_t *ret_len,
+                           uint64_t *ret_size,
+                           struct b4_error *err)
+{
+        if (fs && fs->ops && !fs->ops->read_range)
+                return read_range_whole(fs, path, flags, offset, length, ret, ret_len, ret_size,
+                                        err);
+        return FS_CALL(fs, read_range, err, path, flags, offset, length, ret, ret_len, ret_size);
 }
 
 int b4_fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)

@@ -225,22 +225,18 @@ static void entry_del(struct fake_ws *ws, struct fake_entry *e)
         *e = ws->v[--ws->n];
 }
 
-int fakefs_read(struct fake_ws *ws,
-                const char *path,
-                uint64_t max_bytes,
-                char **ret,
-                size_t *ret_len,
-                struct b4_error *err)
+/* The regular file at @path (normalised into *ret_p), or the error every read gives. */
+static int regular_file(struct fake_ws *ws,
+                        const char *path,
+                        char **ret_p,
+                        struct fake_entry **ret,
+                        struct b4_error *err)
 {
-        cleanup_free char *p = NULL;
-        struct fake_entry *e;
-        char *data;
-        int r;
+        int r = fakefs_normalize(path, ret_p, err);
 
-        r = fakefs_normalize(path, &p, err);
         if (r < 0)
                 return r;
-        switch (kind_of(ws, p)) {
+        switch (kind_of(ws, *ret_p)) {
         case FAKE_NONE:
                 return b4_error_set(err, -ENOENT, "ENOENT: %s", path);
         case FAKE_DIR:
@@ -252,17 +248,64 @@ int fakefs_read(struct fake_ws *ws,
         case FAKE_FILE:
                 break;
         }
-        e = entry_find(ws, p);
-        if (max_bytes != B4_UNBOUNDED && e->len > max_bytes)
-                return -EFBIG; /* core words it */
-        data = b4_malloc(e->len + 1);
+        *ret = entry_find(ws, *ret_p);
+        return 0;
+}
+
+/* A copy of @len bytes of @src, NUL-terminated. */
+static int copy_out(const char *src, size_t len, char **ret, size_t *ret_len)
+{
+        char *data = b4_malloc(len + 1);
+
         if (!data)
                 return -ENOMEM;
-        memcpy(data, e->data, e->len);
-        data[e->len] = '\0';
+        if (len)
+                memcpy(data, src, len);
+        data[len] = '\0';
         *ret = data;
-        *ret_len = e->len;
+        *ret_len = len;
         return 0;
+}
+
+int fakefs_read(struct fake_ws *ws,
+                const char *path,
+                uint64_t max_bytes,
+                char **ret,
+                size_t *ret_len,
+                struct b4_error *err)
+{
+        cleanup_free char *p = NULL;
+        struct fake_entry *e = NULL;
+        int r = regular_file(ws, path, &p, &e, err);
+
+        if (r < 0)
+                return r;
+        if (max_bytes != B4_UNBOUNDED && e->len > max_bytes)
+                return -EFBIG; /* core words it */
+        return copy_out(e->data, e->len, ret, ret_len);
+}
+
+int fakefs_read_range(struct fake_ws *ws,
+                      const char *path,
+                      uint64_t offset,
+                      uint64_t length,
+                      char **ret,
+                      size_t *ret_len,
+                      uint64_t *ret_size,
+                      struct b4_error *err)
+{
+        cleanup_free char *p = NULL;
+        struct fake_entry *e = NULL;
+        size_t n;
+        int r = regular_file(ws, path, &p, &e, err);
+
+        if (r < 0)
+                return r;
+        n = offset >= e->len ? 0 : e->len - (size_t)offset;
+        if ((uint64_t)n > length)
+                n = (size_t)length;
+        *ret_size = e->len;
+        return copy_out(n ? e->data + offset : "", n, ret, ret_len);
 }
 
 int fakefs_lstat(struct fake_ws *ws, const char *path, struct b4_stat *ret, struct b4_error *err)
@@ -429,8 +472,17 @@ int fakefs_remove(struct fake_ws *ws, const char *path, struct b4_error *err)
                         return b4_error_set(err, -ENOTEMPTY, "remove %s: directory not empty",
                                             path);
         e = entry_find(ws, p);
-        if (e)
-                entry_del(ws, e);
+        if (!e)
+                return 0;
+        entry_del(ws, e);
+        /* a parent only implied by @p stays, as a real directory does */
+        char *slash = strrchr(p, '/');
+        if (slash && slash != p) {
+                *slash = '\0';
+                if (strcmp(p, B4_WORKSPACE_ROOT) != 0 && !is_below(B4_WORKSPACE_ROOT, p) &&
+                    !entry_find(ws, p) && !entry_add(ws, p, FAKE_DIR))
+                        return -ENOMEM;
+        }
         return 0;
 }
 

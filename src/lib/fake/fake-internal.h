@@ -84,6 +84,15 @@ int fakefs_read(struct fake_ws *ws,
                 char **ret,
                 size_t *ret_len,
                 struct b4_error *err);
+/* At most @length bytes from @offset; *ret_size the file's size. Errors as fakefs_read. */
+int fakefs_read_range(struct fake_ws *ws,
+                      const char *path,
+                      uint64_t offset,
+                      uint64_t length,
+                      char **ret,
+                      size_t *ret_len,
+                      uint64_t *ret_size,
+                      struct b4_error *err);
 int fakefs_lstat(struct fake_ws *ws, const char *path, struct b4_stat *ret, struct b4_error *err);
 int fakefs_list(struct fake_ws *ws, const char *path, char ***ret, struct b4_error *err);
 int fakefs_write(

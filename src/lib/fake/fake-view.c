@@ -127,6 +127,28 @@ static int fs_read_file(struct b4_fs *fs,
         return r < 0 ? r : fake_view_unlock(c, fakefs_read(ws, p, max_bytes, ret, ret_len, err));
 }
 
+static int fs_read_range(struct b4_fs *fs,
+                         const char *path,
+                         unsigned flags,
+                         uint64_t offset,
+                         uint64_t length,
+                         char **ret,
+                         size_t *ret_len,
+                         uint64_t *ret_size,
+                         struct b4_error *err)
+{
+        cleanup_free char *p = NULL;
+        struct fake_core *c = NULL;
+        struct fake_ws *ws = NULL;
+        int r;
+
+        before_read(fs);
+        r = view_resolve(fs, path, true, flags, FAKE_CALL_READ_FILE, &c, &ws, &p, err);
+        return r < 0 ? r
+                     : fake_view_unlock(c, fakefs_read_range(ws, p, offset, length, ret, ret_len,
+                                                             ret_size, err));
+}
+
 static int fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
 {
         cleanup_free char *p = NULL;
@@ -305,6 +327,7 @@ static int fs_read_files(struct b4_fs *fs,
 /* Every member a view may have; fake_view_ops() picks a view's. */
 static const struct b4_fs_ops handle_fs_ops = {
         .read_file = fs_read_file,
+        .read_range = fs_read_range,
         .lstat = fs_lstat,
         .stat = fs_stat,
         .list_dir = fs_list_dir,
@@ -321,6 +344,7 @@ static const struct b4_fs_ops handle_fs_ops = {
 
 static const struct b4_fs_ops reader_fs_ops = {
         .read_file = fs_read_file,
+        .read_range = fs_read_range,
         .lstat = fs_lstat,
         .stat = fs_stat,
         .list_dir = fs_list_dir,

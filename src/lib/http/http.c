@@ -287,6 +287,12 @@ static int stream_setup(struct http_stream *s, struct http_client *c, const stru
                         return -ENOMEM;
                 s->headers = curl_slist_append(s->headers, ctype);
         }
+        if (req->accept && s->headers) {
+                cleanup_free char *accept = NULL;
+                if (b4_asprintf(&accept, "Accept: %s", req->accept) < 0)
+                        return -ENOMEM;
+                s->headers = curl_slist_append(s->headers, accept);
+        }
         if (!s->headers)
                 return -ENOMEM;
         if (c->socket_path)

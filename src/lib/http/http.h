@@ -64,6 +64,7 @@ struct http_req {
         /* http_stream_open(), http_request_each(): up to the response head; http_request():
          * the whole exchange. 0 = 60 s, HTTP_NO_TIMEOUT = none. */
         uint64_t timeout_ms;
+        const char *accept; /* an Accept header's value; NULL = none */
 };
 
 /**

@@ -233,6 +233,51 @@ static int do_read(struct fsctx *c, const char *rel, uint64_t max, char **ret, s
         return read_full_fd(fd, max >= SIZE_MAX ? STRBUF_UNLIMITED : (size_t)max, ret, ret_len);
 }
 
+/* pread() the range into a buffer of exactly the bytes that exist there. */
+static int do_read_range(struct fsctx *c,
+                         const char *rel,
+                         uint64_t offset,
+                         uint64_t length,
+                         char **ret,
+                         size_t *ret_len,
+                         uint64_t *ret_size)
+{
+        cleanup_close int fd = open_in(c, rel, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
+        cleanup_free char *buf = NULL;
+        size_t want, got = 0;
+        struct stat st;
+
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (S_ISDIR(st.st_mode))
+                return -EISDIR;
+        if (!S_ISREG(st.st_mode))
+                return -EINVAL;
+        want = offset >= (uint64_t)st.st_size ? 0 : (size_t)((uint64_t)st.st_size - offset);
+        if ((uint64_t)want > length)
+                want = (size_t)length;
+        buf = b4_malloc(want + 1);
+        if (!buf)
+                return -ENOMEM;
+        while (got < want) { /* a file shrinking meanwhile ends the read early */
+                ssize_t n = pread(fd, buf + got, want - got, (off_t)(offset + got));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                got += (size_t)n;
+        }
+        buf[got] = '\0';
+        *ret = TAKE_PTR(buf);
+        *ret_len = got;
+        *ret_size = (uint64_t)st.st_size;
+        return 0;
+}
+
 static int do_lstat(struct fsctx *c, const char *rel, struct b4_stat *ret)
 {
         cleanup_close int dfd = -EBADF;
@@ -646,6 +691,24 @@ static int fs_read_file(struct b4_fs *fs,
         return op_end(&o, r, err, "readFile", path);
 }
 
+static int fs_read_range(struct b4_fs *fs,
+                         const char *path,
+                         unsigned flags,
+                         uint64_t offset,
+                         uint64_t length,
+                         char **ret,
+                         size_t *ret_len,
+                         uint64_t *ret_size,
+                         struct b4_error *err)
+{
+        struct op o;
+        int r = op_begin(&o, fs, path, flags, err);
+
+        if (r >= 0)
+                r = do_read_range(&o.c, o.rel, offset, length, ret, ret_len, ret_size);
+        return op_end(&o, r, err, "readRange", path);
+}
+
 static int fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
 {
         struct op o;
@@ -918,6 +981,7 @@ static int fs_read_files(struct b4_fs *fs,
 
 const struct b4_fs_ops native_fs_ops = {
         .read_file = fs_read_file,
+        .read_range = fs_read_range,
         .lstat = fs_lstat,
         .stat = fs_stat,
         .list_dir = fs_list_dir,
@@ -934,6 +998,7 @@ const struct b4_fs_ops native_fs_ops = {
 
 const struct b4_fs_ops native_fs_read_ops = {
         .read_file = fs_read_file,
+        .read_range = fs_read_range,
         .lstat = fs_lstat,
         .stat = fs_stat,
         .list_dir = fs_list_dir,

@@ -386,6 +386,35 @@ static int apply_record_policy(const struct b4_policy *app,
         return 0;
 }
 
+int b4_runtime_thread_policy(struct b4_runtime *rt,
+                             const char *id,
+                             struct b4_policy *ret,
+                             enum b4_policy_source *ret_source,
+                             struct b4_error *err)
+{
+        cleanup_free char *key = NULL, *digest = NULL, *payload = NULL;
+        cleanup_(jv_unrefp) struct jv *rec = NULL;
+        bool per_thread = rt->opts.config && thread_mode(rt);
+        int r;
+
+        r = runtime_sandbox_key(rt, id, &key, err);
+        if (r >= 0 && per_thread)
+                r = b4_store_record_get(rt->opts.store, key, &digest, &payload, err);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        if (!per_thread || r == -ENOENT) {
+                *ret_source = per_thread ? B4_POLICY_PENDING : B4_POLICY_APP;
+                return b4_policy_copy(ret, &rt->policy);
+        }
+        r = jv_parse(payload, strlen(payload), &rec, err);
+        if (r >= 0)
+                r = apply_record_policy(&rt->policy, jv_object_get(rec, "policy"), ret, err);
+        if (r < 0)
+                return r;
+        *ret_source = B4_POLICY_THREAD;
+        return 0;
+}
+
 /* ---- first admission ------------------------------------------------------------------- */
 
 static int uuid_v4(char ret[37])

@@ -173,6 +173,13 @@ int b4_run_check(struct b4_run *run,
         return tools_host_check(run->rt->tools, &c, tool, args, ret, err);
 }
 
+int b4_run_tools(struct b4_run *run, struct b4_tools **ret, struct b4_error *err)
+{
+        struct tools_host_call c = run_context(run);
+
+        return tools_host_open(run->rt->tools, &c, ret, err);
+}
+
 int b4_run_resume(struct b4_run *run,
                   const char *interrupt_id,
                   const char *answer,

@@ -72,6 +72,14 @@ static int open_context(struct tools_host *h,
         return tools_context_new(c->sb, &o, h->pending, c->thread_id, ret, err);
 }
 
+int tools_host_open(struct tools_host *h,
+                    const struct tools_host_call *c,
+                    struct b4_tools **ret,
+                    struct b4_error *err)
+{
+        return open_context(h, c, ret, err);
+}
+
 int tools_host_call(struct tools_host *h,
                     const struct tools_host_call *c,
                     const char *tool,

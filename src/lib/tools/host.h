@@ -49,6 +49,16 @@ int tools_host_call(struct tools_host *h,
                     struct b4_error *err);
 
 /**
+ * tools_host_open() - the context tools_host_call() runs a call on, for the typed file
+ * operations (b4_tools_fs_*, which park nothing); @ret owned by the caller (b4_tools_free()),
+ * borrowing @c's members. Return: 0, -EINVAL, -ENOMEM.
+ */
+int tools_host_open(struct tools_host *h,
+                    const struct tools_host_call *c,
+                    struct b4_tools **ret,
+                    struct b4_error *err);
+
+/**
  * tools_host_resume() - b4_tools_resume() for a request raised by a call of the same thread
  * Return: 0, -ENOENT (no such request for this thread), -EINVAL (bad answer), -ENOMEM.
  */

@@ -145,6 +145,7 @@ static int canonical_leaf(
 static int gate_canonical(struct b4_tools *t,
                           const char *key,
                           const char *abs,
+                          bool keep_leaf,
                           char **ret_real,
                           unsigned *ret_flags,
                           struct b4_error *err)
@@ -158,7 +159,7 @@ static int gate_canonical(struct b4_tools *t,
                 if (r < 0)
                         return r;
         }
-        if (strcmp(key, "writeFile") == 0)
+        if (keep_leaf)
                 r = canonical_leaf(t, key, abs, &real, err);
         else
                 r = canonical(t, key, abs, &real, err);
@@ -182,6 +183,16 @@ int gate_path(struct b4_tools *t,
               struct jail_target *ret,
               struct b4_error *err)
 {
+        return gate_path_leaf(t, key, path, strcmp(key, "writeFile") == 0, ret, err);
+}
+
+int gate_path_leaf(struct b4_tools *t,
+                   const char *key,
+                   const char *path,
+                   bool keep_leaf,
+                   struct jail_target *ret,
+                   struct b4_error *err)
+{
         struct jail_target jt = { 0 };
         int r;
 
@@ -194,7 +205,7 @@ int gate_path(struct b4_tools *t,
                 jt.path = b4_strdup(jt.abs);
                 r = jt.path ? 0 : -ENOMEM;
         } else {
-                r = gate_canonical(t, key, jt.abs, &jt.path, &jt.flags, err);
+                r = gate_canonical(t, key, jt.abs, keep_leaf, &jt.path, &jt.flags, err);
         }
         if (r < 0) {
                 jail_target_clear(&jt);

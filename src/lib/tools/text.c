@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -313,6 +314,95 @@ int text_describe_edit(const char *path, const uint64_t *lines, size_t n, char *
                 r = strbuf_addf(&out, ", and %zu more", n - 20);
         if (r >= 0)
                 r = strbuf_detach(&out, ret, NULL);
+        strbuf_release(&out);
+        return r;
+}
+
+/* ---- readFile ranges over a file read in pieces ---- */
+
+void line_scan_init(struct line_scan *s, int64_t start, int64_t end, size_t cap)
+{
+        *s = (struct line_scan){ .start = start ? start : 1, .end = end, .line = 1, .cap = cap };
+        strbuf_init(&s->range, cap + 1); /* the range and the '\n' that ends its last line */
+}
+
+void line_scan_release(struct line_scan *s)
+{
+        strbuf_release(&s->range);
+}
+
+static bool in_range(const struct line_scan *s)
+{
+        return s->line >= (uint64_t)s->start && (s->end == 0 || s->line <= (uint64_t)s->end);
+}
+
+static int range_too_large(const struct line_scan *s, const char *path, struct b4_error *err)
+{
+        char end[32] = "end";
+
+        if (s->end)
+                (void)snprintf(end, sizeof(end), "%" PRId64, s->end);
+        return b4_error_set(err, -EFBIG,
+                            "readFile: lines %" PRId64 "-%s of %s are more than %zu bytes (the "
+                            "size cap); ask for fewer lines",
+                            s->start, end, path, s->cap);
+}
+
+int line_scan_feed(
+        struct line_scan *s, const char *path, const char *p, size_t n, struct b4_error *err)
+{
+        for (size_t i = 0; i < n;) {
+                const char *nl = memchr(p + i, '\n', n - i);
+                size_t k = nl ? (size_t)(nl - (p + i)) + 1 : n - i; /* to the line's end */
+
+                if (in_range(s)) {
+                        int r = strbuf_add(&s->range, p + i, k);
+                        if (r == -E2BIG)
+                                return range_too_large(s, path, err);
+                        if (r < 0)
+                                return r;
+                }
+                s->bytes += k;
+                s->last_was_nl = nl != NULL;
+                if (nl) {
+                        s->newlines++;
+                        s->line++;
+                }
+                i += k;
+        }
+        return 0;
+}
+
+int line_scan_finish(
+        struct line_scan *s, const char *path, char **ret, size_t *ret_len, struct b4_error *err)
+{
+        uint64_t total = s->newlines + (s->bytes > 0 && !s->last_was_nl ? 1 : 0), last;
+        size_t len = s->range.len;
+        struct strbuf out;
+        int r;
+
+        if (s->end != 0 && s->start > s->end)
+                return b4_error_set(err, -EINVAL,
+                                    "readFile: startLine (%" PRId64
+                                    ") is greater than endLine (%" PRId64 ")",
+                                    s->start, s->end);
+        if ((uint64_t)s->start > total)
+                return b4_error_set(err, -EINVAL,
+                                    "readFile: startLine %" PRId64
+                                    " is past the end of %s (%" PRIu64 " lines)",
+                                    s->start, path, total);
+        last = s->end == 0 || (uint64_t)s->end > total ? total : (uint64_t)s->end;
+        if (len > 0 && s->range.buf[len - 1] == '\n')
+                len--; /* the lines are joined by '\n', the last one's own is not shown */
+        if (len > s->cap)
+                return range_too_large(s, path, err);
+        strbuf_init(&out, STRBUF_UNLIMITED);
+        r = strbuf_addf(&out, "[%s lines %" PRId64 "-%" PRIu64 " of %" PRIu64 "]\n", path, s->start,
+                        last, total);
+        if (r >= 0 && len > 0)
+                r = strbuf_add(&out, s->range.buf, len);
+        if (r >= 0)
+                r = strbuf_detach(&out, ret, ret_len);
         strbuf_release(&out);
         return r;
 }

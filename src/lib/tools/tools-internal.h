@@ -12,6 +12,7 @@
 
 #include "b4box/provider.h"
 
+#include "base/strbuf.h"
 #include "tools/tools.h"
 
 /* ---- path.c ---- */
@@ -44,6 +45,30 @@ int text_slice_lines(const char *path,
                      char **ret,
                      size_t *ret_len,
                      struct b4_error *err);
+
+/*
+ * The same range over a file read in pieces (readFile on a file over the size cap): feed every
+ * byte in order, then finish. Holds only the range's bytes, at most @cap of them (a range
+ * over it fails -EFBIG at the feed that crosses it). finish gives what text_slice_lines()
+ * gives for the whole file, texts included.
+ */
+struct line_scan {
+        int64_t start, end; /* as given (0 = absent) */
+        uint64_t line;      /* the line the next byte belongs to (1-based) */
+        uint64_t newlines;  /* '\n' seen */
+        bool last_was_nl;   /* the last byte fed was '\n' */
+        uint64_t bytes;     /* fed so far */
+        size_t cap;
+        struct strbuf range; /* bytes of lines start..end, the '\n' after each */
+};
+
+void line_scan_init(struct line_scan *s, int64_t start, int64_t end, size_t cap);
+void line_scan_release(struct line_scan *s);
+/* Return: 0, -EFBIG (the range passed @cap; message set), -ENOMEM. */
+int line_scan_feed(
+        struct line_scan *s, const char *path, const char *p, size_t n, struct b4_error *err);
+int line_scan_finish(
+        struct line_scan *s, const char *path, char **ret, size_t *ret_len, struct b4_error *err);
 
 struct text_edit {
         char *content; /* the edited bytes, NUL-terminated past len */
@@ -241,6 +266,22 @@ int gate_path(struct b4_tools *t,
               const char *path,
               struct jail_target *ret,
               struct b4_error *err);
+
+/* gate_path() with the leaf kept or canonicalised as asked (gate_path keeps it for
+ * writeFile only): an lstat or a remove acts on a symlink leaf, never through it. */
+int gate_path_leaf(struct b4_tools *t,
+                   const char *key,
+                   const char *path,
+                   bool keep_leaf,
+                   struct jail_target *ret,
+                   struct b4_error *err);
+
+/* A failure of the backend on @jt in the tools' words, shown with the lexical path (tools.c). */
+int jail_failed(const char *op,
+                const struct jail_target *jt,
+                int r,
+                const struct b4_error *inner,
+                struct b4_error *err);
 
 /* The five tools: @args validated by the dispatcher. *ret = the result value. */
 typedef int tool_fn(struct b4_tools *t,

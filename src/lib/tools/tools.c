@@ -35,6 +35,8 @@ static int fs_failed(
         case -EPERM:
         case -ELOOP:
         case -ENAMETOOLONG:
+        case -ENOTEMPTY:
+        case -EEXIST:
                 return b4_error_set(err, r, "%s %s: %s", op, abs, strerror(-r));
         case -ENOMEM:
                 return r;
@@ -70,12 +72,11 @@ static int string_value(const char *s, struct jv **ret)
         return *ret ? 0 : -ENOMEM;
 }
 
-/* A failure of the backend on @jt, shown with the lexical path. */
-static int jail_failed(const char *op,
-                       const struct jail_target *jt,
-                       int r,
-                       const struct b4_error *inner,
-                       struct b4_error *err)
+int jail_failed(const char *op,
+                const struct jail_target *jt,
+                int r,
+                const struct b4_error *inner,
+                struct b4_error *err)
 {
         if (r == -ELOOP && (jt->flags & B4_FS_NO_SYMLINKS))
                 return b4_error_set(err, r, "%s %s: refused: a symbolic link is in the way", op,
@@ -115,6 +116,50 @@ static int64_t line_arg(const struct jv *args, const char *name)
         return v && !jv_is_null(v) ? jv_integer(v) : 0;
 }
 
+#define READ_SCAN_CHUNK (256u * 1024)
+
+/*
+ * A line range of a file over the size cap: the file is read in pieces (ranged reads where
+ * the provider has them, else once whole up to B4_FS_RANGE_FALLBACK_MAX) and only the range
+ * is kept, at most @cap bytes of it. *ret as text_slice_lines().
+ */
+static int read_scan(struct b4_tools *t,
+                     const struct jail_target *jt,
+                     const char *path,
+                     uint64_t cap,
+                     int64_t start,
+                     int64_t end,
+                     char **ret,
+                     size_t *ret_len,
+                     struct b4_error *err)
+{
+        uint64_t chunk = b4_fs_has_read_range(t->fs) ? READ_SCAN_CHUNK : UINT64_MAX;
+        struct b4_error inner = { 0 };
+        struct line_scan s;
+        uint64_t off = 0, size = 0;
+        int r;
+
+        line_scan_init(&s, start, end, (size_t)cap);
+        do {
+                cleanup_free char *buf = NULL;
+                size_t n = 0;
+                r = b4_fs_read_range_flags(t->fs, jt->path, jt->flags, off, chunk, &buf, &n, &size,
+                                           &inner);
+                if (r < 0) {
+                        r = r == -ENOMEM ? r : jail_failed("readFile", jt, r, &inner, err);
+                        break;
+                }
+                r = line_scan_feed(&s, path, buf, n, err);
+                off += n;
+                if (n == 0)
+                        break;
+        } while (r >= 0 && off < size);
+        if (r >= 0)
+                r = line_scan_finish(&s, path, ret, ret_len, err);
+        line_scan_release(&s);
+        return r;
+}
+
 int tool_read_file(struct b4_tools *t, const struct jv *args, struct jv **ret, struct b4_error *err)
 {
         const char *path = jv_string(jv_object_get(args, "path"));
@@ -125,11 +170,20 @@ int tool_read_file(struct b4_tools *t, const struct jv *args, struct jv **ret, s
         size_t len = 0;
         int r;
 
+        uint64_t cap;
+
         r = gate_path(t, "readFile", path, &jt, err);
         if (r < 0)
                 return r;
-        r = read_capped(t, &jt, jt.tool_output ? B4_TOOLS_TOOL_OUTPUT_CAP : t->read_cap, &data,
-                        &len, err);
+        cap = jt.tool_output ? B4_TOOLS_TOOL_OUTPUT_CAP : t->read_cap;
+        r = read_capped(t, &jt, cap, &data, &len, err);
+        if (r == -EFBIG && (start || end)) { /* over the cap: only the range must fit */
+                *err = (struct b4_error){ 0 };
+                r = read_scan(t, &jt, path, cap, start, end, &sliced, &len, err);
+                if (r >= 0 && jt.tool_output)
+                        (void)b4_fs_touch_flags(t->fs, jt.path, jt.flags, NULL);
+                return r < 0 ? r : text_value(sliced, len, ret);
+        }
         if (r < 0)
                 return r;
         if (jt.tool_output)

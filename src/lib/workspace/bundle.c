@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/base64.h"
 #include "base/hash.h"
 #include "base/macro.h"
 #include "base/strbuf.h"
@@ -21,95 +22,20 @@
 #include "json/json.h"
 #include "workspace.h"
 
-static const char b64_alphabet[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static int b64_value(char c)
-{
-        const char *p = c ? strchr(b64_alphabet, c) : NULL;
-
-        return p ? (int)(p - b64_alphabet) : -1;
-}
-
-/* Decoded length of canonical base64 @s, or -1 when it is not canonical. */
-static ssize_t b64_check(const char *s, size_t len)
-{
-        size_t pad = 0;
-
-        if (len % 4)
-                return -1;
-        if (len >= 1 && s[len - 1] == '=')
-                pad = len >= 2 && s[len - 2] == '=' ? 2 : 1;
-        for (size_t i = 0; i < len - pad; i++)
-                if (b64_value(s[i]) < 0)
-                        return -1;
-        if (pad) {
-                int last = b64_value(s[len - pad - 1]);
-
-                /* the unused low bits of the last symbol must be zero */
-                if ((pad == 1 && (last & 3)) || (pad == 2 && (last & 15)))
-                        return -1;
-        }
-        return (ssize_t)(len / 4 * 3 - pad);
-}
-
-int bundle_b64_encode(const void *data, size_t len, char **ret, size_t *ret_len)
-{
-        const unsigned char *in = data;
-        size_t n = (len + 2) / 3 * 4;
-        char *out = b4_malloc(n + 1), *o = out;
-
-        if (!out)
-                return -ENOMEM;
-        for (size_t i = 0; i < len; i += 3) {
-                unsigned v = (unsigned)in[i] << 16;
-
-                if (i + 1 < len)
-                        v |= (unsigned)in[i + 1] << 8;
-                if (i + 2 < len)
-                        v |= in[i + 2];
-                *o++ = b64_alphabet[(v >> 18) & 63];
-                *o++ = b64_alphabet[(v >> 12) & 63];
-                *o++ = i + 1 < len ? b64_alphabet[(v >> 6) & 63] : '=';
-                *o++ = i + 2 < len ? b64_alphabet[v & 63] : '=';
-        }
-        *o = '\0';
-        *ret = out;
-        *ret_len = n;
-        return 0;
-}
-
 int b4_bundle_file_decode(const struct b4_bundle_file *f,
                           char **ret,
                           size_t *ret_len,
                           struct b4_error *err)
 {
-        cleanup_free char *out = b4_malloc(f->size + 1);
-        size_t o = 0;
+        int r = base64_decode(f->base64, f->base64_len, ret, ret_len);
 
-        if (!out)
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        for (size_t i = 0; i < f->base64_len; i += 4) {
-                unsigned v = 0;
-                int k = 0;
-
-                for (int j = 0; j < 4; j++) {
-                        int d = b64_value(f->base64[i + j]);
-
-                        v = v << 6 | (unsigned)(d < 0 ? 0 : d);
-                        k += d >= 0;
-                }
-                out[o++] = (char)(v >> 16);
-                if (k > 2)
-                        out[o++] = (char)(v >> 8);
-                if (k > 3)
-                        out[o++] = (char)v;
-        }
-        if (NEVER(o != f->size))
+        if (r == -ENOMEM)
+                return b4_error_set(err, r, "out of memory");
+        if (r < 0 || NEVER(*ret_len != f->size)) {
+                if (r >= 0)
+                        free(*ret);
                 return b4_error_set(err, -EPROTO, "base64 decode length");
-        out[o] = '\0';
-        *ret_len = o;
-        *ret = TAKE_PTR(out);
+        }
         return 0;
 }
 
@@ -399,7 +325,7 @@ static int create_file(struct b4_bundle *b, size_t i, const struct b4_bundle_inp
         path = b4_strdup(in->path);
         if (!path || strv_consume(&b->priv_strings, path) < 0)
                 return -ENOMEM;
-        r = bundle_b64_encode(in->data, in->len, &b64, &n);
+        r = base64_encode(in->data, in->len, &b64, &n);
         if (r < 0 || strv_consume(&b->priv_strings, b64) < 0)
                 return -ENOMEM;
         b->files[i] = (struct b4_bundle_file){
@@ -509,7 +435,7 @@ static int parse_file(struct b4_bundle *b, size_t i, const struct jv *o, struct 
         if (!jv_is_bool(x))
                 return b4_error_set(err, -EINVAL,
                                     "Source bundle file %zu executable must be a boolean", i);
-        size = jv_is_string(d) ? b64_check(jv_string(d), jv_string_length(d)) : -1;
+        size = jv_is_string(d) ? base64_decoded_len(jv_string(d), jv_string_length(d)) : -1;
         if (size < 0)
                 return b4_error_set(err, -EINVAL,
                                     "Source bundle file %zu base64 is not canonical standard "

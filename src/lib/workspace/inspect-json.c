@@ -60,7 +60,30 @@ static int append_map(struct strbuf *sb,
         return r < 0 ? r : strbuf_addc(sb, '}');
 }
 
-/* {files, symlinks, totalBytes, entries} appended to @sb. */
+/* ,"skipped":[{"path","reason"}...] (skip mode only), ignored paths left out. */
+static int append_skipped(struct strbuf *sb, const struct b4_inspection *insp, char *const *ignore)
+{
+        bool first = true;
+        int r;
+
+        if (!insp->lists_skipped)
+                return 0;
+        r = strbuf_adds(sb, ",\"skipped\":[");
+        for (size_t i = 0; r >= 0 && i < insp->n_skipped; i++) {
+                const struct b4_skipped_entry *k = &insp->skipped[i];
+                if (ignored(k->path, ignore))
+                        continue;
+                r = strbuf_adds(sb, first ? "{\"path\":" : ",{\"path\":");
+                first = false;
+                if (r >= 0)
+                        r = jv_append_string(sb, k->path, strlen(k->path));
+                if (r >= 0)
+                        r = strbuf_addf(sb, ",\"reason\":\"%s\"}", b4_skip_reason_name(k->reason));
+        }
+        return r < 0 ? r : strbuf_addc(sb, ']');
+}
+
+/* {files, symlinks, [skipped,] totalBytes, entries} appended to @sb. */
 static int append_inspection(struct strbuf *sb,
                              const struct b4_inspection *insp,
                              char *const *ignore)
@@ -73,6 +96,8 @@ static int append_inspection(struct strbuf *sb,
                 r = strbuf_addc(sb, ',');
         if (r >= 0)
                 r = append_map(sb, "symlinks", false, insp, ignore);
+        if (r >= 0)
+                r = append_skipped(sb, insp, ignore);
         if (r >= 0)
                 r = strbuf_addf(sb, ",\"totalBytes\":%llu,\"entries\":%llu}",
                                 (unsigned long long)insp->total_bytes,
@@ -156,6 +181,8 @@ void b4_inspect_response_clear(struct b4_inspect_response *r)
         free(r->root);
         free(r->inspection_json);
         strv_free(r->paths);
+        strv_free(r->skipped_paths);
+        strv_free(r->skipped_reasons);
         *r = (struct b4_inspect_response){ 0 };
 }
 
@@ -199,13 +226,42 @@ static bool count_ok(const struct jv *v)
         return jv_is_safe_integer(v) && jv_integer(v) >= 0;
 }
 
+/* "skipped" (when there): [{path: canonical relative path, reason: a known name}]. */
+static bool skipped_ok(const struct jv *v)
+{
+        static const char *const keys[] = { "path", "reason", NULL };
+
+        if (!v)
+                return true;
+        if (!jv_is_array(v))
+                return false;
+        for (size_t i = 0; i < jv_array_size(v); i++) {
+                const struct jv *e = jv_array_get(v, i);
+                const char *reason = jv_string(jv_object_get(e, "reason"));
+                bool known = false;
+                if (!jv_is_object(e) || !only_keys(e, keys, keys) || !reason ||
+                    !is_text(jv_object_get(e, "path")) ||
+                    !b4_inspect_root_is_canonical(jv_string(jv_object_get(e, "path"))))
+                        return false;
+                for (int k = B4_SKIP_EXECUTABLE; k <= B4_SKIP_OTHER && !known; k++)
+                        known = strcmp(reason, b4_skip_reason_name((enum b4_skip_reason)k)) == 0;
+                if (!known)
+                        return false;
+        }
+        return true;
+}
+
 static bool inspection_ok(const struct jv *in, uint64_t *ret_files)
 {
-        static const char *const keys[] = { "files", "symlinks", "totalBytes", "entries", NULL };
+        static const char *const keys[] = { "files",      "symlinks", "skipped",
+                                            "totalBytes", "entries",  NULL };
+        static const char *const required[] = { "files", "symlinks", "totalBytes", "entries",
+                                                NULL };
         const struct jv *files = jv_object_get(in, "files");
         const struct jv *links = jv_object_get(in, "symlinks");
 
-        if (!jv_is_object(in) || !only_keys(in, keys, keys) || !jv_is_object(files) ||
+        if (!jv_is_object(in) || !only_keys(in, keys, required) ||
+            !skipped_ok(jv_object_get(in, "skipped")) || !jv_is_object(files) ||
             !jv_is_object(links) || !count_ok(jv_object_get(in, "totalBytes")) ||
             !count_ok(jv_object_get(in, "entries")))
                 return false;
@@ -262,6 +318,14 @@ static int shape(const struct jv *o, struct b4_inspect_response *res)
         const struct jv *files = jv_object_get(insp, "files");
         for (void *it = jv_object_iter(files); r >= 0 && it; it = jv_object_next(files, it))
                 r = strv_extend(&res->paths, jv_iter_key(it));
+        const struct jv *skipped = jv_object_get(insp, "skipped");
+        for (size_t i = 0; r >= 0 && i < jv_array_size(skipped); i++) {
+                const struct jv *e = jv_array_get(skipped, i);
+                r = strv_extend(&res->skipped_paths, jv_string(jv_object_get(e, "path")));
+                if (r >= 0)
+                        r = strv_extend(&res->skipped_reasons,
+                                        jv_string(jv_object_get(e, "reason")));
+        }
         return r;
 }
 

@@ -49,9 +49,29 @@ void b4_inspection_clear(struct b4_inspection *insp)
                 free(insp->links[i].name);
                 free(insp->links[i].target);
         }
+        for (size_t i = 0; insp->skipped && i < insp->n_skipped; i++)
+                free(insp->skipped[i].path);
         free(insp->files);
         free(insp->links);
+        free(insp->skipped);
         *insp = (struct b4_inspection){ 0 };
+}
+
+const char *b4_skip_reason_name(enum b4_skip_reason r)
+{
+        switch (r) {
+        case B4_SKIP_EXECUTABLE:
+                return "executable";
+        case B4_SKIP_BINARY:
+                return "binary";
+        case B4_SKIP_NOT_UTF8:
+                return "not_utf8";
+        case B4_SKIP_SYMLINK:
+                return "symlink";
+        case B4_SKIP_OTHER:
+                break;
+        }
+        return "other";
 }
 
 const char *b4_inspect_code_name(enum b4_inspect_code code)
@@ -116,9 +136,18 @@ struct insp {
         size_t *plan; /* indexes into w of the files to read, in order */
         size_t n_plan;
         struct b4_inspection *res;
+        char **prune;      /* owned: excluded roots plus single-segment excluded paths */
+        struct skip *skip; /* skip mode: what was left out, in plan order */
+        size_t n_skip;
         /* the first structural refusal, reported after the content of earlier files */
         enum b4_inspect_code pending;
         char pending_msg[sizeof(((struct b4_error *)0)->msg)];
+};
+
+/* An entry left out in skip mode: its index in the walk and why. */
+struct skip {
+        size_t idx;
+        enum b4_skip_reason reason;
 };
 
 static int refuse(struct insp *in, enum b4_inspect_code code, const char *fmt, ...) B4_PRINTF(3, 4);
@@ -170,7 +199,7 @@ static int validate_limits(struct insp *in)
 static int validate_names(struct insp *in)
 {
         const struct b4_inspect_options *o = in->o;
-        char q[300];
+        char q[1100];
 
         STRV_FOREACH (n, o->exclude_root)
                 if (!inspect_leaf_is_valid(*n, strlen(*n)))
@@ -193,7 +222,17 @@ static int validate_names(struct insp *in)
                 if (!l->target || !*l->target)
                         return refuse(in, B4_INSPECT_INVALID_OPTIONS, "Invalid symlink target: %s",
                                       l->name);
+                if (strv_contains(o->exclude_paths, l->name))
+                        return refuse(in, B4_INSPECT_INVALID_OPTIONS, "Conflicting root policy: %s",
+                                      l->name);
         }
+        STRV_FOREACH (x, o->exclude_paths)
+                if (!b4_inspect_root_is_canonical(*x))
+                        return refuse(in, B4_INSPECT_INVALID_OPTIONS, "Invalid excluded path: %s",
+                                      quoted(*x, q, sizeof(q)));
+        if (o->unsupported != B4_INSPECT_UNSUPPORTED_REFUSE &&
+            o->unsupported != B4_INSPECT_UNSUPPORTED_SKIP)
+                return refuse(in, B4_INSPECT_INVALID_OPTIONS, "Invalid unsupported policy");
         return 0;
 }
 
@@ -337,13 +376,29 @@ static int path_cmp(const void *a, const void *b)
         return cx < cy ? -1 : cx > cy ? 1 : 0;
 }
 
+/* The walk's prune list: the excluded roots, and the excluded paths of one segment. */
+static int prune_list(struct insp *in)
+{
+        int r = 0;
+
+        STRV_FOREACH (n, in->o->exclude_root)
+                if (r >= 0)
+                        r = strv_extend(&in->prune, *n);
+        STRV_FOREACH (x, in->o->exclude_paths)
+                if (r >= 0 && !strchr(*x, '/') && !strv_contains(in->prune, *x))
+                        r = strv_extend(&in->prune, *x);
+        return r;
+}
+
 static int walk(struct insp *in)
 {
         int r = cancelled(in);
 
         if (r >= 0)
-                r = b4_fs_walk(in->fs, in->start, (size_t)in->o->max_entries, in->o->exclude_root,
-                               &in->w, &in->nw, in->err);
+                r = prune_list(in);
+        if (r >= 0)
+                r = b4_fs_walk(in->fs, in->start, (size_t)in->o->max_entries, in->prune, &in->w,
+                               &in->nw, in->err);
         if (r == -E2BIG)
                 return refuse(in, B4_INSPECT_REFUSED, "Workspace entries limit exceeded");
         if (r == -ENOENT || r == -ENOTDIR || r == -ELOOP)
@@ -467,6 +522,44 @@ static bool below(const char *path, const char *dir)
         return dir && strncmp(path, dir, n) == 0 && path[n] == '/';
 }
 
+/* @path is an excluded path or below one. */
+static bool excluded(const struct insp *in, const char *path)
+{
+        STRV_FOREACH (x, in->o->exclude_paths)
+                if (strcmp(path, *x) == 0 || below(path, *x))
+                        return true;
+        return false;
+}
+
+static bool skipping(const struct insp *in)
+{
+        return in->o->unsupported == B4_INSPECT_UNSUPPORTED_SKIP;
+}
+
+/* Record entry @i as left out (skip mode). Return: 0 (planning goes on). */
+static void skip_entry(struct insp *in, size_t i, enum b4_skip_reason reason)
+{
+        in->skip[in->n_skip++] = (struct skip){ .idx = i, .reason = reason };
+}
+
+/* A kind or mode the text inventory cannot hold: skipped, or the reference's refusal. */
+static int unsupported(struct insp *in, size_t i)
+{
+        const struct b4_walk_entry *e = &in->w[i];
+
+        if (e->st.kind != B4_FILE_REGULAR) {
+                if (!skipping(in))
+                        return defer(in, B4_INSPECT_REFUSED, "Unsupported workspace entry (%s): %s",
+                                     kind_name(e->st.kind), e->path);
+                skip_entry(in, i, e->st.kind == B4_FILE_SYMLINK ? B4_SKIP_SYMLINK : B4_SKIP_OTHER);
+                return 0;
+        }
+        if (!skipping(in))
+                return defer(in, B4_INSPECT_REFUSED, "Executable workspace file: %s", e->path);
+        skip_entry(in, i, B4_SKIP_EXECUTABLE);
+        return 0;
+}
+
 /* One entry; 0 = continue, 1 = a refusal was deferred, <0 = error. */
 static int plan_entry(struct insp *in, size_t i, uint64_t *total, const char **skip)
 {
@@ -474,7 +567,7 @@ static int plan_entry(struct insp *in, size_t i, uint64_t *total, const char **s
         uint64_t cap;
         int r;
 
-        if (below(e->path, *skip))
+        if (below(e->path, *skip) || excluded(in, e->path))
                 return 0;
         if (!strchr(e->path, '/')) {
                 r = plan_root_entry(in, e, skip);
@@ -483,11 +576,8 @@ static int plan_entry(struct insp *in, size_t i, uint64_t *total, const char **s
         }
         if (e->st.kind == B4_FILE_DIRECTORY)
                 return 0;
-        if (e->st.kind != B4_FILE_REGULAR)
-                return defer(in, B4_INSPECT_REFUSED, "Unsupported workspace entry (%s): %s",
-                             kind_name(e->st.kind), e->path);
-        if (e->st.executable)
-                return defer(in, B4_INSPECT_REFUSED, "Executable workspace file: %s", e->path);
+        if (e->st.kind != B4_FILE_REGULAR || e->st.executable)
+                return unsupported(in, i);
         cap = in->o->max_total_bytes - *total;
         if (in->o->max_file_bytes < cap)
                 cap = in->o->max_file_bytes;
@@ -505,7 +595,8 @@ static int plan(struct insp *in)
         uint64_t total = 0;
 
         in->plan = b4_calloc(in->nw ? in->nw : 1, sizeof(*in->plan));
-        if (!in->plan)
+        in->skip = b4_calloc(in->nw ? in->nw : 1, sizeof(*in->skip));
+        if (!in->plan || !in->skip)
                 return -ENOMEM;
         for (size_t i = 0; i < in->nw; i++) {
                 int r = plan_entry(in, i, &total, &skip);
@@ -543,10 +634,13 @@ static int check_blob(struct insp *in, const struct b4_walk_entry *e, const stru
                 return refuse(in, B4_INSPECT_CHANGED,
                               "Workspace changed: %s shrank after it was measured", e->path);
         if (memchr(b->data, '\0', b->len))
-                return refuse(in, B4_INSPECT_REFUSED, "Binary workspace file: %s", e->path);
+                return skipping(in) ? 1 + B4_SKIP_BINARY
+                                    : refuse(in, B4_INSPECT_REFUSED, "Binary workspace file: %s",
+                                             e->path);
         if (!utf8_is_valid(b->data, b->len))
-                return refuse(in, B4_INSPECT_REFUSED, "Workspace file is not UTF-8 text: %s",
-                              e->path);
+                return skipping(in) ? 1 + B4_SKIP_NOT_UTF8
+                                    : refuse(in, B4_INSPECT_REFUSED,
+                                             "Workspace file is not UTF-8 text: %s", e->path);
         return 0;
 }
 
@@ -585,11 +679,43 @@ static int collect(struct insp *in, struct b4_blob *blobs)
                 r = check_blob(in, e, &blobs[i]);
                 if (r < 0)
                         return r;
-                res->files[i] = (struct b4_inspected_file){ .path = TAKE_PTR(e->path),
-                                                            .text = TAKE_PTR(blobs[i].data),
-                                                            .len = blobs[i].len };
-                res->n_files++;
+                if (r > 0) { /* skip mode: read, and left out */
+                        skip_entry(in, in->plan[i], (enum b4_skip_reason)(r - 1));
+                        continue;
+                }
+                res->files[res->n_files++] =
+                        (struct b4_inspected_file){ .path = TAKE_PTR(e->path),
+                                                    .text = TAKE_PTR(blobs[i].data),
+                                                    .len = blobs[i].len };
                 res->total_bytes += blobs[i].len;
+        }
+        return 0;
+}
+
+static int skip_cmp(const void *a, const void *b)
+{
+        size_t x = ((const struct skip *)a)->idx, y = ((const struct skip *)b)->idx;
+
+        return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* The skipped entries, in walk (depth-first) order. */
+static int collect_skipped(struct insp *in)
+{
+        struct b4_inspection *res = in->res;
+
+        if (!skipping(in))
+                return 0;
+        res->lists_skipped = true;
+        res->skipped = b4_calloc(in->n_skip ? in->n_skip : 1, sizeof(*res->skipped));
+        if (!res->skipped)
+                return -ENOMEM;
+        qsort_safe(in->skip, in->n_skip, sizeof(*in->skip), skip_cmp);
+        for (size_t i = 0; i < in->n_skip; i++) {
+                struct b4_walk_entry *e = &in->w[in->skip[i].idx];
+                res->skipped[i] = (struct b4_skipped_entry){ .path = TAKE_PTR(e->path),
+                                                             .reason = in->skip[i].reason };
+                res->n_skipped++;
         }
         return 0;
 }
@@ -638,6 +764,8 @@ static int run(struct insp *in)
         if (r >= 0)
                 r = collect_links(in);
         if (r >= 0)
+                r = collect_skipped(in);
+        if (r >= 0)
                 in->res->entries = in->nw;
         return r;
 }
@@ -661,6 +789,8 @@ int b4_inspect_workspace(struct b4_fs *fs,
         r = run(&in);
         free(in.start);
         free(in.plan);
+        free(in.skip);
+        strv_free(in.prune);
         b4_walk_entries_free(in.w, in.nw);
         if (ret_fail)
                 *ret_fail = fail;

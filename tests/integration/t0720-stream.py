@@ -186,6 +186,22 @@ class Reader:
                 pass
         return False
 
+    def read_to_end(self, timeout=30):
+        deadline = time.monotonic() + timeout
+        while not self.eof and time.monotonic() < deadline:
+            self._pump()
+            self._parse()
+            if self.eof:
+                break
+            self.s.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                self._fill()
+            except socket.timeout:
+                pass
+        self._pump()
+        self._parse()
+        return self.eof
+
     def close(self):
         self.s.close()
 
@@ -207,7 +223,7 @@ def stable(events):
 
 def fake_part(work):
     srv = Server(work, "fake", {"server": {"streamKeepaliveMs": KEEPALIVE_MS},
-                                "sandbox": {"provider": {"type": "fake", "scope": "t0700"}}})
+                                "sandbox": {"provider": {"type": "fake", "scope": "t0720"}}})
     try:
         srv.request("POST", "/threads", {"thread_id": "f1"})
         st, h, body = srv.request("POST", "/threads/f1/tools/runBash", {"command": "echo hi"})
@@ -218,7 +234,7 @@ def fake_part(work):
            and res["oomKilled"] is None and isinstance(res["wallMs"], int),
            "fake: accounting is null, wallMs a number")
         r = Reader(srv, "/threads/f1/tools/runBash", {"command": "echo hi"}, "text/event-stream")
-        r.read_until("exit")
+        r.read_to_end()
         ev = stable(r.events)
         ok(r.status == 200 and r.headers.get("content-type") == "text/event-stream",
            "fake: SSE is a 200 text/event-stream")
@@ -292,9 +308,119 @@ def pids_of(pattern):
     return [int(p) for p in out.split()]
 
 
+def timed_lines(argv):
+    """Run @argv; each stdout line with the seconds since the start, and the exit code."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines = [(time.monotonic() - t0, line) for line in iter(p.stdout.readline, b"")]
+    err = p.stderr.read()
+    p.wait(60)
+    return lines, time.monotonic() - t0, p.returncode, err
+
+
+def cli_part(srv, work):
+    cmd = "echo a; sleep 2; echo b; exit 3"
+    for where, argv in (
+            ("through --server", [B4BOX, "exec", "--server", "unix:" + srv.sock, "--thread", "n1",
+                                  "--", cmd]),
+            ("locally", [B4BOX, "-c", os.path.join(srv.dir, "b4box.json"), "--state",
+                         os.path.join(work, "cli-state"), "exec", "--thread", "c1", "--", cmd])):
+        lines, total, rc, err = timed_lines(argv)
+        ok([l for _, l in lines] == [b"a\n", b"b\n"] and rc == 3,
+           "native CLI %s: output and exit code (%s, rc %s, %s)" % (where, lines, rc, err))
+        ok(len(lines) == 2 and total - lines[0][0] >= 1.5,
+           "native CLI %s: 'a' is printed >= 1.5 s before the end" % where)
+    srv.request("POST", "/threads/n1/tools/runBash", {"command": "mkdir -p cdir"})
+    for where, pre in (("through --server", ["exec", "--server", "unix:" + srv.sock,
+                                             "--thread", "n1"]),
+                       ("locally", ["-c", os.path.join(srv.dir, "b4box.json"), "--state",
+                                    os.path.join(work, "cli-state"), "exec", "--thread", "c1"])):
+        if where == "locally":
+            subprocess.run([B4BOX] + pre + ["--", "mkdir -p cdir"], capture_output=True)
+        lines, total, rc, err = timed_lines(
+            [B4BOX] + pre + ["--cwd", "cdir", "--env", "X=y=z", "--max-output", "100", "--",
+                             "pwd; echo $X; head -c 1000 /dev/zero | tr '\\0' q"])
+        out = b"".join(l for _, l in lines)
+        ok(out.startswith(b"/workspace/cdir\ny=z\n") and rc == 0,
+           "native CLI %s: --cwd and --env (%r, rc %s, %s)" % (where, out[:60], rc, err))
+        if where == "through --server":  # the result is capped; the live stream is not
+            ok(out.count(b"q") == 1000, "native CLI %s: the stream carries all the output"
+               % where)
+    subprocess.run([B4BOX, "-c", os.path.join(srv.dir, "b4box.json"), "--state",
+                    os.path.join(work, "cli-state"), "destroy", "c1"], capture_output=True)
+    lines, total, rc, err = timed_lines([B4BOX, "exec", "--server", "unix:" + srv.sock,
+                                         "--thread", "n1", "--timeout", "300", "--", "sleep 5"])
+    ok(rc == 124 and b"timeoutMs: 300ms" in err,
+       "native CLI through --server: --timeout is the call's timeoutMs (rc %s)" % rc)
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def backpressure_part(srv):
+    """A client that does not read: the command waits, the server's memory does not grow."""
+    before = rss_kib(srv.proc.pid)
+    r = Reader(srv, "/threads/n1/tools/runBash",
+               {"command": "yes 0123456789abcdef | head -c 64000000; echo; echo done >&2",
+                "maxOutputBytes": 4096}, "application/x-ndjson")
+    time.sleep(2)  # not reading: the kernel buffers fill, then the 1 MiB queue, then the pipe
+    during = rss_kib(srv.proc.pid)
+    ok(during - before < 32 * 1024,
+       "native: a client that does not read holds the server at +%d KiB (bounded)"
+       % (during - before))
+    got = 0
+    r.read_until("exit", timeout=120)
+    for _, name, _, data in r.events:
+        if name == "stdout":
+            got += len(data["text"])
+    ok(got == 64000001, "native: and it gets every byte once it reads (%d)" % got)
+    ex = [e for e in r.events if e[1] == "exit"]
+    ok(ex and ex[0][3]["result"]["truncated"] and len(ex[0][3]["result"]["stdout"]) < 8192,
+       "native: while the result stays capped by maxOutputBytes")
+    r.close()
+
+
+def bigfile_part(srv):
+    """readFile's line range on a file over the whole-file cap (256 KiB): 100,000 lines."""
+    st, h, body = srv.request("POST", "/threads/n1/tools/runBash",
+                              {"command": "seq -f 'line %g' 100000 > big.log; wc -c < big.log"})
+    size = int(json.loads(body)["result"]["stdout"])
+    st, h, body = srv.request("POST", "/threads/n1/tools/readFile", {"path": "big.log"})
+    doc = json.loads(body)
+    ok(size > 256 * 1024 and not doc["ok"] and "File too large" in doc["error"]["message"],
+       "native: a %d-byte file is over the whole-file cap" % size)
+    st, h, body = srv.request("POST", "/threads/n1/tools/readFile",
+                              {"path": "big.log", "startLine": 90000, "endLine": 90002})
+    doc = json.loads(body)
+    ok(doc["ok"] and doc["result"] == "[big.log lines 90000-90002 of 100000]\n"
+       "line 90000\nline 90001\nline 90002", "native: readFile lines 90000-90002 of it (%s)"
+       % str(doc)[:200])
+    st, h, body = srv.request("POST", "/threads/n1/tools/readFile",
+                              {"path": "big.log", "startLine": 99999})
+    doc = json.loads(body)
+    ok(doc["ok"] and doc["result"] == "[big.log lines 99999-100000 of 100000]\n"
+       "line 99999\nline 100000", "native: readFile from line 99999 to the end")
+    st, h, body = srv.request("POST", "/threads/n1/tools/readFile",
+                              {"path": "big.log", "startLine": 100001})
+    doc = json.loads(body)
+    ok(not doc["ok"] and doc["error"]["message"] ==
+       "readFile: startLine 100001 is past the end of big.log (100000 lines)",
+       "native: a start past the end is refused with the usual text")
+    st, h, body = srv.request("POST", "/threads/n1/tools/readFile",
+                              {"path": "big.log", "startLine": 1, "endLine": 60000})
+    doc = json.loads(body)
+    ok(not doc["ok"] and "are more than 262144 bytes (the size cap)" in doc["error"]["message"],
+       "native: a range over the cap is refused naming it (%s)" % doc["error"]["message"])
+
+
 def native_part(work):
     srv = Server(work, "native", {"server": {"streamKeepaliveMs": KEEPALIVE_MS},
-                                  "sandbox": {"provider": {"type": "native", "scope": "t0700"},
+                                  "sandbox": {"provider": {"type": "native", "scope": "t0720"},
                                               "network": {"mode": "deny"},
                                               "resources": {"memoryMb": 128,
                                                             "timeoutMs": 60000}}})
@@ -330,8 +456,12 @@ def native_part(work):
                                   accept="text/event-stream")
         ok(st == 409 and json.loads(body)["error"]["details"]["code"] == "run_in_flight",
            "native: a streamed call while a run is in flight is 409 run_in_flight")
-        pids = pids_of("sleep 4711")
-        cg = cgroup_of(pids[0]) if pids else None
+        for _ in range(100):  # `exec sleep` follows the echo: a moment on a loaded host
+            pids = pids_of("sleep 4711")
+            cg = cgroup_of(pids[0]) if pids else None
+            if cg:
+                break
+            time.sleep(0.05)
         ok(bool(pids) and cg is not None, "native: the streamed command runs (pid %s, cgroup %s)"
            % (pids, cg))
         r.close()  # the client goes away
@@ -370,7 +500,10 @@ def native_part(work):
            "native: a CPU loop's cpuMs (%s) is within 20%% of what the shell's times says "
            "(%.0f ms of %s ms wall)" % (res["cpuMs"], truth, res["wallMs"]))
         ok(res["wallMs"] >= 1900, "native: wallMs covers the loop (%s)" % res["wallMs"])
+        backpressure_part(srv)
+        cli_part(srv, work)
         options_part(srv, "native")
+        bigfile_part(srv)
         srv.request("POST", "/threads/n1/tools/runBash", {"command": "mkdir -p sub"})
         st, h, body = srv.request("POST", "/threads/n1/tools/runBash",
                                   {"command": "pwd; echo $X", "cwd": "sub", "env": {"X": "y"}})
@@ -402,7 +535,7 @@ def native_part(work):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="b4t0700.")
+    work = tempfile.mkdtemp(prefix="b4t0720.")
     try:
         fake_part(work)
         if os.getuid() == 0:
