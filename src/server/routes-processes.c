@@ -6,7 +6,7 @@
  *   GET    /threads/{id}/processes/{pid}           view
  *   GET    /threads/{id}/processes/{pid}/logs      ?from=OFFSET&follow=1; SSE or NDJSON by
  *                                                  Accept (follow), else text/plain bytes
- *   POST   /threads/{id}/processes/{pid}/stdin     {text, eof?}
+ *   POST   /threads/{id}/processes/{pid}/stdin     {text | b64, eof?}
  *   POST   /threads/{id}/processes/{pid}/signal    {signal: "TERM"|"KILL"|"INT"|"HUP"|...}
  *   POST   /threads/{id}/processes/{pid}/wait      ?timeoutMs= (long poll): the view
  *   DELETE /threads/{id}/processes/{pid}           kill and forget (record and spool)
@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/base64.h"
 #include "base/macro.h"
 #include "server-internal.h"
 
@@ -244,32 +245,56 @@ void route_proc_wait(struct request *rq)
 
 /* ---- stdin, signal, delete ---- */
 
+/* The bytes of a stdin body: "text" (a string) or "b64" (canonical base64), not both; none
+ * with eof alone. *ret heap (NULL for none). False with a reply made. */
+static bool stdin_bytes(struct request *rq, const struct jv *body, char **ret, size_t *ret_len)
+{
+        const struct jv *text = jv_object_get(body, "text"), *b64 = jv_object_get(body, "b64");
+        const struct jv *eof = jv_object_get(body, "eof");
+
+        *ret = NULL;
+        *ret_len = 0;
+        if ((text && !jv_is_string(text)) || (b64 && !jv_is_string(b64)) || (text && b64) ||
+            (eof && !jv_is_bool(eof)) || (!text && !b64 && !eof)) {
+                reply_error(rq, 400, "invalid_request",
+                            "stdin takes text (a string) or b64 (base64), and/or eof (a boolean)");
+                return false;
+        }
+        if (b64 && base64_decode(jv_string(b64), jv_string_length(b64), ret, ret_len) < 0) {
+                reply_error(rq, 400, "invalid_request", "b64 is not canonical base64");
+                return false;
+        }
+        if (text) {
+                *ret = b4_memdup(jv_string(text), jv_string_length(text) + 1);
+                *ret_len = jv_string_length(text);
+                if (!*ret) {
+                        reply_error(rq, 500, "internal_error", "out of memory");
+                        return false;
+                }
+        }
+        if (*ret_len > PROC_STDIN_MAX) {
+                reply_error(rq, 413, "payload_too_large", "stdin data is over %u bytes",
+                            PROC_STDIN_MAX);
+                free(*ret);
+                return false;
+        }
+        return true;
+}
+
 void route_proc_stdin(struct request *rq)
 {
-        static const char *const known[] = { "text", "eof", NULL };
+        static const char *const known[] = { "text", "b64", "eof", NULL };
         cleanup_(jv_unrefp) struct jv *body = request_json_object(rq);
+        cleanup_free char *data = NULL;
         struct b4_error err = { 0 };
         struct b4_sandbox *sb;
-        const struct jv *text, *eof;
+        size_t len = 0;
         uint64_t pid;
 
-        if (!body || !request_known_keys(rq, body, known) || !proc_path_pid(rq, &pid))
+        if (!body || !request_known_keys(rq, body, known) || !proc_path_pid(rq, &pid) ||
+            !stdin_bytes(rq, body, &data, &len) || !(sb = proc_sandbox(rq)))
                 return;
-        text = jv_object_get(body, "text");
-        eof = jv_object_get(body, "eof");
-        if ((text && !jv_is_string(text)) || (eof && !jv_is_bool(eof)) || (!text && !eof)) {
-                reply_error(rq, 400, "invalid_request",
-                            "stdin takes text (a string) and/or eof (a boolean)");
-                return;
-        }
-        if (text && jv_string_length(text) > PROC_STDIN_MAX) {
-                reply_error(rq, 413, "payload_too_large", "text is over %u bytes", PROC_STDIN_MAX);
-                return;
-        }
-        if (!(sb = proc_sandbox(rq)))
-                return;
-        if (b4_sandbox_proc_stdin(sb, pid, text ? jv_string(text) : NULL,
-                                  text ? jv_string_length(text) : 0, eof && jv_is_true(eof),
+        if (b4_sandbox_proc_stdin(sb, pid, data, len, jv_is_true(jv_object_get(body, "eof")),
                                   &err) < 0)
                 reply_proc_error(rq, &err);
         else

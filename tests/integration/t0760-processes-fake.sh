@@ -48,8 +48,12 @@ curl -sN --unix-socket "$SOCK" -H 'Accept: application/x-ndjson' \
         "http://b4/threads/t/processes/$P/logs?follow=1" > "$WORK/follow.ndjson" &
 FOLLOW=$!
 sleep 0.3
-req POST "/threads/t/processes/$P/stdin" '{"text": "line two\n", "eof": true}'
-check "stdin with eof" [ "$STATUS" = 200 ]
+req POST "/threads/t/processes/$P/stdin" '{"b64": "=bad"}'
+check "non-canonical b64 is 400" [ "$STATUS" = 400 ]
+req POST "/threads/t/processes/$P/stdin" '{"text": "a", "b64": "YQ=="}'
+check "text and b64 together are 400" [ "$STATUS" = 400 ]
+req POST "/threads/t/processes/$P/stdin" '{"b64": "bGluZSB0d28K", "eof": true}'
+check "stdin as b64 with eof" [ "$STATUS" = 200 ]
 wait $FOLLOW
 check "the NDJSON follow saw both lines" \
         python3 -c 'import json,sys

@@ -30,11 +30,12 @@ req POST /threads/n/processes '{"command": "cat", "stdin": true}'
 P=$(json_get "$BODY" pid)
 req POST "/threads/n/processes/$P/stdin" '{"text": "hello\n"}'
 check "stdin write" [ "$STATUS" = 200 ]
-req POST "/threads/n/processes/$P/stdin" '{"text": "bye\n", "eof": true}'
+req POST "/threads/n/processes/$P/stdin" '{"b64": "/wBieWUK", "eof": true}'
 req POST "/threads/n/processes/$P/wait?timeoutMs=5000"
 check "cat ends at eof with exit 0" [ "$(json_get "$BODY" exitCode)" = 0 ]
-out=$(curl -s --unix-socket "$SOCK" "http://b4/threads/n/processes/$P/logs")
-check "and echoed its stdin" [ "$out" = $'hello\nbye' ]
+curl -s --unix-socket "$SOCK" "http://b4/threads/n/processes/$P/logs" > "$WORK/cat.out"
+check "and echoed its stdin, binary bytes (b64) included" \
+        [ "$(od -An -tx1 "$WORK/cat.out" | tr -d ' \n')" = 68656c6c6f0aff006279650a ]
 
 req POST /threads/n/processes '{"command": "setsid sleep 300 & sleep 300"}'
 P=$(json_get "$BODY" pid)
