@@ -634,7 +634,9 @@ static int deadlines(void)
                         next = c->deadline;
                 }
         }
-        return next ? (int)(next - now) + 1 : -1;
+        if (!next)
+                return -1;
+        return next - now < 60000 ? (int)(next - now) + 1 : 60000; /* a far deadline: look again */
 }
 
 static void handle_conn(struct cmd *c, short revents)
