@@ -231,6 +231,19 @@ B4_PUBLIC int b4_runtime_procs_sandbox(struct b4_runtime *rt,
                                        const char *id,
                                        struct b4_sandbox **ret,
                                        struct b4_error *err);
+/**
+ * b4_runtime_proc_start() - start a background process in the thread's sandbox
+ * (b4_runtime_procs_sandbox()) after the gates a runBash of @req->command would pass, with the
+ * thread's effective permissions (b4_tools_gate_command(): approval, the cwd's jail, the
+ * command gate); then b4_sandbox_proc_start() with the jailed cwd
+ * Return: 0 with @ret (b4_proc_info_clear()); -EACCES, -EPERM (the gates); as
+ * b4_runtime_procs_sandbox() and b4_sandbox_proc_start().
+ */
+B4_PUBLIC int b4_runtime_proc_start(struct b4_runtime *rt,
+                                    const char *id,
+                                    const struct b4_proc_req *req,
+                                    struct b4_proc_info *ret,
+                                    struct b4_error *err);
 /** b4_run_sandbox() - the run's sandbox; borrowed until b4_run_end(). */
 B4_PUBLIC struct b4_sandbox *b4_run_sandbox(struct b4_run *run);
 /** b4_run_cancel_token() - fired by b4_runtime_thread_cancel(); borrowed. */

@@ -50,6 +50,12 @@ void reply_proc_error(struct request *rq, const struct b4_error *err)
                 reply_error(rq, 409, "stdin_closed", "%s", err->msg);
         else if (err->error == -ENOSPC)
                 reply_error(rq, 409, "too_many_processes", "%s", err->msg);
+        else if (err->error == -EACCES)
+                reply_error(rq, 403, "permission_denied", "%s", err->msg);
+        else if (err->error == -EPERM)
+                reply_error(rq, 403, "permission_required", "%s", err->msg);
+        else if (err->error == -ENOTDIR || err->error == -EINVAL)
+                reply_error(rq, 400, "invalid_request", "%s", err->msg);
         else
                 reply_b4_error(rq, err);
 }
@@ -173,7 +179,7 @@ void route_proc_start(struct request *rq)
 
         if (!body || !parse_start(rq, body, &req, &env) || !(sb = proc_sandbox(rq)))
                 return;
-        if (b4_sandbox_proc_start(sb, &req, &info, &err) < 0)
+        if (b4_runtime_proc_start(rq->srv->opts.runtime, rq->thread.id, &req, &info, &err) < 0)
                 reply_proc_error(rq, &err);
         else
                 reply_json(rq, 201,

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Background processes over HTTP on the fake provider (no root): start, list, get, logs
 # (plain from an offset, SSE and NDJSON with and without follow), stdin, signal, wait,
-# timeout, delete, the refusals (bad bodies, unknown pid, closed stdin), and release killing
-# a running process while its record and log stay readable.
+# timeout, delete, the refusals (bad bodies, unknown pid, closed stdin), release killing a
+# running process while its record and log stay readable, and the permission gates.
 B4BOX=${B4BOX:?}
 . "$(dirname "$0")/lib.sh"
 
@@ -136,4 +136,25 @@ req DELETE /threads/t
 req POST /threads '{"thread_id": "t"}'
 req GET /threads/t/processes
 check "a deleted thread's records are gone with it" [ "$(json_get "$BODY" processes)" = "[]" ]
+
+# a background process passes the gates a runBash of it would: never a way around them
+stop_server
+start_server '{"sandbox": {"provider": {"type": "fake", "scope": "it-procs"}},
+  "permissions": {"mode": "non-interactive", "allow": {"bash": ["echo "]}, "deny": {"bash": ["echo no"]}}}' ||
+        { not_ok "server restarts with permissions"; done_testing; exit 1; }
+req POST /threads '{"thread_id": "g"}'
+req POST /threads/g/processes '{"command": "echo allowed"}'
+check "an allowed command starts" [ "$STATUS" = 201 ]
+req POST /threads/g/processes '{"command": "echo no way"}'
+check "a denied one is 403 permission_denied" [ "$STATUS" = 403 ] && \
+        [ "$(json_get "$BODY" error.details.code)" = permission_denied ]
+req POST /threads/g/processes '{"command": "sleep 5"}'
+check "an unknown one is refused fail-closed" [ "$STATUS" = 403 ]
+req POST /threads/g/processes '{"command": "echo x", "cwd": "/etc"}'
+check "a cwd outside the workspace is 400, as runBash's" [ "$STATUS" = 400 ]
+req POST /threads/g/processes '{"command": "echo x", "cwd": "missing"}'
+check "a missing cwd is 400" [ "$STATUS" = 400 ]
+req GET /threads/g/processes
+check "only the allowed one has a record" [ "$(json_get "$BODY" processes.0.command)" = "echo allowed" ] && \
+        [ "$(json_get "$BODY" processes.1)" = "" ]
 done_testing
