@@ -4,7 +4,7 @@ _b4box() {
     local cur prev cmd i
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD - 1]}
-    local commands="serve threads exec tool read network release destroy bundle upload image check conformance probe help version"
+    local commands="serve threads exec tool read network release destroy bundle ps logs kill upload image check conformance probe help version"
     local globals="-c --config --state --help -h"
 
     case $prev in
@@ -43,6 +43,9 @@ _b4box() {
     release) opts="" ;;
     destroy) opts="" ;;
     bundle) opts="--include-from --exclude-dir --output -o --json" words="create verify" ;;
+    ps) opts="--thread --server --json" ;;
+    logs) opts="--thread --from --follow --server" ;;
+    kill) opts="--thread --signal --rm --server" ;;
     upload) opts="--server --json" ;;
     image) opts="--name --json" ;;
     check) opts="--json --strict" ;;

@@ -165,6 +165,7 @@ struct b4_sandbox_config {
         struct b4_provider_config provider;
         struct b4_policy policy;  /* network, env, resources, security, output cap */
         uint64_t idle_timeout_ms; /* default B4_DEFAULT_IDLE_TIMEOUT_MS */
+        uint64_t idle_pause_ms;   /* idlePauseMs; 0 (absent) = never pause when idle */
         enum b4_workspace_kind workspace_kind;
         struct b4_workspace_def workspace;     /* with B4_WORKSPACE_STATIC */
         struct b4_resolver workspace_resolver; /* with B4_WORKSPACE_RESOLVER */

@@ -128,6 +128,8 @@ struct b4_fs_ops {
 
 /* ---- sandbox handle -------------------------------------------------------------------- */
 
+struct b4_proc_ops;
+
 struct b4_sandbox_ops {
         /* Run a command (required unless exec_start/exec_finish below). A non-zero exit
          * is a result, not an error; errors are failures to
@@ -163,6 +165,45 @@ struct b4_sandbox_ops {
                            void *started,
                            struct b4_exec_result *ret,
                            struct b4_error *err);
+        /* Optional: background processes (struct b4_proc_ops below); NULL = none. */
+        const struct b4_proc_ops *procs;
+};
+
+/*
+ * Background processes (provider.h, "background processes"): a provider that has them
+ * points b4_sandbox_ops.procs at this table. Every member is required; core has checked the
+ * arguments (command non-empty, tag bounded, signal valid) and holds the shared lease; wait
+ * is core's (get, polled). Ownership: ret values are the caller's.
+ */
+struct b4_proc_ops {
+        int (*start)(struct b4_sandbox *sb,
+                     const struct b4_proc_req *req,
+                     struct b4_proc_info *ret,
+                     struct b4_error *err);
+        int (*list)(struct b4_sandbox *sb,
+                    struct b4_proc_info **ret,
+                    size_t *ret_n,
+                    struct b4_error *err);
+        int (*get)(struct b4_sandbox *sb,
+                   uint64_t pid,
+                   struct b4_proc_info *ret,
+                   struct b4_error *err);
+        int (*read)(struct b4_sandbox *sb,
+                    uint64_t pid,
+                    uint64_t offset,
+                    size_t max,
+                    char **ret,
+                    size_t *ret_len,
+                    struct b4_proc_info *ret_info,
+                    struct b4_error *err);
+        int (*write_stdin)(struct b4_sandbox *sb,
+                           uint64_t pid,
+                           const void *data,
+                           size_t len,
+                           bool eof,
+                           struct b4_error *err);
+        int (*send_signal)(struct b4_sandbox *sb, uint64_t pid, int sig, struct b4_error *err);
+        int (*forget)(struct b4_sandbox *sb, uint64_t pid, struct b4_error *err);
 };
 
 /** b4_sandbox_init() - for implementers: set fields, one reference. Return: 0 or -ENOMEM. */

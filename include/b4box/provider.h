@@ -404,6 +404,104 @@ struct b4_provider {
         struct b4_lifecycle *lifecycle; /* core's per-thread registry and gate */
 };
 
+/* ---- background processes (docs/http-api.md "Background processes") ---- */
+
+/*
+ * A background process of a thread's sandbox: started, then inspected, fed, signalled and
+ * waited on by later calls, holding no run slot. Its output (stdout and stderr interleaved,
+ * as `2>&1` would) is spooled by the provider, bounded (B4_PROC_SPOOL_MAX: past it output
+ * is discarded and the record says truncated), and readable from any offset while the
+ * record lasts. Release and destroy kill a thread's processes; their records and spools stay
+ * until destroy (or b4_sandbox_proc_forget()), so they can still be read. Numbers (pid) are
+ * b4box's, per thread, never reused while a record lasts (not the pid inside the sandbox).
+ */
+#define B4_PROC_SPOOL_MAX   (64u * 1024 * 1024) /* output bytes kept per process */
+#define B4_PROC_MAX_RECORDS 256u                /* processes (live or not) per thread */
+#define B4_PROC_TAG_MAX     128u                /* bytes */
+
+struct b4_proc_req {
+        const char *command;          /* `sh -c <command>`; borrowed */
+        const char *cwd;              /* NULL = the workspace root */
+        const struct b4_env_var *env; /* extra variables over the policy's env; may be NULL */
+        size_t n_env;
+        bool stdin_pipe;     /* stdin is a pipe fed by b4_sandbox_proc_stdin(); else empty */
+        const char *tag;     /* optional label, <= B4_PROC_TAG_MAX bytes */
+        uint64_t timeout_ms; /* 0 = none (the policy's timeout is for runBash) */
+};
+
+struct b4_proc_info {
+        uint64_t pid;
+        char *tag;     /* owned; NULL = none */
+        char *command; /* owned */
+        bool running;
+        bool timed_out;               /* killed at its timeout (exit code 124) */
+        bool released;                /* killed by a release or destroy of its sandbox */
+        bool stdin_open;              /* started with stdin_pipe and no eof yet */
+        bool truncated;               /* output went past B4_PROC_SPOOL_MAX and was discarded */
+        int exit_code;                /* -1 while running; 128 + signal when a signal ended it */
+        int64_t started_ms, ended_ms; /* realtime; ended_ms 0 while running */
+        uint64_t bytes;               /* output bytes in the spool */
+};
+
+/** b4_proc_info_clear() - free the members (NULL ok). */
+B4_PUBLIC void b4_proc_info_clear(struct b4_proc_info *i);
+/** b4_proc_infos_free() - clear and free an array of @n. Return: NULL. */
+B4_PUBLIC struct b4_proc_info *b4_proc_infos_free(struct b4_proc_info *v, size_t n);
+
+/*
+ * The calls. Each runs under the thread's shared lease (a paused thread is resumed first).
+ * Errors: -EOPNOTSUPP (B4_E2001-free, "Sandbox provider \"<name>\" does not support
+ * background processes"), -ESRCH (no such pid), -EINVAL (a bad argument), -EPIPE (stdin
+ * closed or never opened), -ENOSPC (B4_PROC_MAX_RECORDS reached), provider errors.
+ */
+B4_PUBLIC bool b4_sandbox_has_procs(const struct b4_sandbox *sb);
+B4_PUBLIC int b4_sandbox_proc_start(struct b4_sandbox *sb,
+                                    const struct b4_proc_req *req,
+                                    struct b4_proc_info *ret,
+                                    struct b4_error *err);
+/* Every record, oldest first (*ret: b4_proc_infos_free()). */
+B4_PUBLIC int b4_sandbox_proc_list(struct b4_sandbox *sb,
+                                   struct b4_proc_info **ret,
+                                   size_t *ret_n,
+                                   struct b4_error *err);
+B4_PUBLIC int b4_sandbox_proc_get(struct b4_sandbox *sb,
+                                  uint64_t pid,
+                                  struct b4_proc_info *ret,
+                                  struct b4_error *err);
+/* Up to @max bytes of the spool from @offset (*ret heap, NUL-terminated past *ret_len; an
+ * offset at or past the end gives 0 bytes); @ret_info (optional) is the record read with
+ * it, so "exited and nothing more" is one answer. */
+B4_PUBLIC int b4_sandbox_proc_read(struct b4_sandbox *sb,
+                                   uint64_t pid,
+                                   uint64_t offset,
+                                   size_t max,
+                                   char **ret,
+                                   size_t *ret_len,
+                                   struct b4_proc_info *ret_info,
+                                   struct b4_error *err);
+/* Write to its stdin (all of it, or an error), then close it with @eof. */
+B4_PUBLIC int b4_sandbox_proc_stdin(struct b4_sandbox *sb,
+                                    uint64_t pid,
+                                    const void *data,
+                                    size_t len,
+                                    bool eof,
+                                    struct b4_error *err);
+/* Send @sig to every process it started (its own cgroup on native). Exited: success. */
+B4_PUBLIC int b4_sandbox_proc_signal(struct b4_sandbox *sb,
+                                     uint64_t pid,
+                                     int sig,
+                                     struct b4_error *err);
+/* Wait until it exits, @timeout_ms at most (0 = only look), or @cancel fires; *ret is the
+ * record either way (running = false when it ended). Return: 0, -ECANCELED, as above. */
+B4_PUBLIC int b4_sandbox_proc_wait(struct b4_sandbox *sb,
+                                   uint64_t pid,
+                                   uint64_t timeout_ms,
+                                   struct b4_cancel *cancel,
+                                   struct b4_proc_info *ret,
+                                   struct b4_error *err);
+/* Kill it if running and remove its record and spool. */
+B4_PUBLIC int b4_sandbox_proc_forget(struct b4_sandbox *sb, uint64_t pid, struct b4_error *err);
+
 /** b4_provider_name() - "native", ...; static string. */
 B4_PUBLIC const char *b4_provider_name(const struct b4_provider *p);
 /**
@@ -481,6 +579,40 @@ B4_PUBLIC int b4_provider_network_audit(struct b4_provider *p,
                                         const char *thread_id,
                                         char **ret_json,
                                         struct b4_error *err);
+
+/**
+ * b4_provider_pause() - pause (@paused) a thread's live sandbox keeping its processes (every
+ * one stopped, the freezer of b4_provider_freeze()), or resume it. While paused, the thread's
+ * next handle operation (a command, a file call, a background process call) resumes it first,
+ * transparently; release and destroy resume it before they end it. Pausing a paused thread or
+ * resuming a running one is success. Takes the thread's exclusive lease.
+ * Return: 0; -ENOENT (no live sandbox to pause); -EOPNOTSUPP (the provider cannot freeze);
+ * -EBUSY (the freezer did not settle), -errno.
+ */
+B4_PUBLIC int b4_provider_pause(struct b4_provider *p,
+                                const char *thread_id,
+                                bool paused,
+                                struct b4_error *err);
+/** b4_provider_paused() - whether the thread is paused, since when (realtime ms; optional). */
+B4_PUBLIC bool b4_provider_paused(struct b4_provider *p,
+                                  const char *thread_id,
+                                  int64_t *ret_since_ms);
+
+#define B4_PAUSE_BUCKETS 8
+/* The latency histogram's upper bounds (us): 500, 1000, 2000, 5000, 10000, 25000, 1e5, 1e6. */
+B4_PUBLIC extern const uint64_t b4_pause_bucket_us[B4_PAUSE_BUCKETS];
+
+struct b4_pause_latency {
+        uint64_t count, sum_us;
+        uint64_t buckets[B4_PAUSE_BUCKETS]; /* cumulative: count of latencies <= the bound */
+};
+
+struct b4_pause_stats {
+        struct b4_pause_latency pause, resume; /* resumes include the transparent ones */
+};
+
+/** b4_provider_pause_stats() - every pause and resume since the provider was made. */
+B4_PUBLIC void b4_provider_pause_stats(struct b4_provider *p, struct b4_pause_stats *ret);
 
 /** b4_provider_free() - NULL ok. Does not release live sandboxes. Return: NULL. */
 B4_PUBLIC struct b4_provider *b4_provider_free(struct b4_provider *p);

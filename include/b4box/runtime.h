@@ -55,6 +55,8 @@ struct b4_runtime_options {
         struct b4_store *store;         /* b4_store_open(); borrowed; outlives the runtime */
         const struct b4_policy *policy; /* the app's policy; copied */
         uint64_t idle_timeout_ms;       /* 0 = B4_DEFAULT_IDLE_TIMEOUT_MS */
+        uint64_t idle_pause_ms;         /* 0 = never; else a live thread idle this long is paused
+                                           (b4_runtime_reap_idle()), released at idle_timeout_ms */
         /* Borrowed; outlives the runtime. Its permissions block gates the tools (none, or NULL:
          * no gate) and "Always" grants go to @store; managed workspaces (sandbox.workspace /
          * sandbox.thread) when set; NULL = provider storage. */
@@ -180,6 +182,21 @@ B4_PUBLIC int b4_runtime_thread_delete(struct b4_runtime *rt, const char *id, st
 B4_PUBLIC int b4_runtime_thread_release(struct b4_runtime *rt,
                                         const char *id,
                                         struct b4_error *err);
+/**
+ * b4_runtime_thread_pause() - pause (@paused) the live sandbox of the thread's root ancestor
+ * keeping its processes, or resume it (b4_provider_pause()); a run, a read or a background
+ * process call on a paused thread resumes it transparently
+ * Return: 0; -ENOENT (no thread); -ESRCH (no live sandbox to pause); -EBUSY (a run holds it,
+ * when pausing); -EOPNOTSUPP (the provider cannot pause); provider errors.
+ */
+B4_PUBLIC int b4_runtime_thread_pause(struct b4_runtime *rt,
+                                      const char *id,
+                                      bool paused,
+                                      struct b4_error *err);
+/** b4_runtime_thread_paused() - whether the thread's sandbox is paused, since (realtime ms). */
+B4_PUBLIC bool b4_runtime_thread_paused(struct b4_runtime *rt,
+                                        const char *id,
+                                        int64_t *ret_since_ms);
 /** b4_runtime_thread_cancel() - cancel the run in flight. Return: 0, -ESRCH (no run). */
 B4_PUBLIC int b4_runtime_thread_cancel(struct b4_runtime *rt, const char *id);
 
@@ -234,6 +251,32 @@ B4_PUBLIC int b4_run_resume(struct b4_run *run,
                             const char *answer,
                             struct b4_tool_result *ret,
                             struct b4_error *err);
+/**
+ * b4_runtime_procs_sandbox() - the sandbox of the thread's root ancestor for background
+ * process calls (b4_sandbox_proc_*()), acquired (admitted) when not live, as a run's is, but
+ * without the run slot: processes run beside runs. The call counts as activity for the idle
+ * reaper. A release or deletion meanwhile makes later calls on @ret fail or see the records
+ * the provider kept.
+ * @ret: a reference (b4_sandbox_unref())
+ * Return: 0, -ENOENT (no thread), -ESHUTDOWN, provider errors (B4_E2001).
+ */
+B4_PUBLIC int b4_runtime_procs_sandbox(struct b4_runtime *rt,
+                                       const char *id,
+                                       struct b4_sandbox **ret,
+                                       struct b4_error *err);
+/**
+ * b4_runtime_proc_start() - start a background process in the thread's sandbox
+ * (b4_runtime_procs_sandbox()) after the gates a runBash of @req->command would pass, with the
+ * thread's effective permissions (b4_tools_gate_command(): approval, the cwd's jail, the
+ * command gate); then b4_sandbox_proc_start() with the jailed cwd
+ * Return: 0 with @ret (b4_proc_info_clear()); -EACCES, -EPERM (the gates); as
+ * b4_runtime_procs_sandbox() and b4_sandbox_proc_start().
+ */
+B4_PUBLIC int b4_runtime_proc_start(struct b4_runtime *rt,
+                                    const char *id,
+                                    const struct b4_proc_req *req,
+                                    struct b4_proc_info *ret,
+                                    struct b4_error *err);
 /** b4_run_sandbox() - the run's sandbox; borrowed until b4_run_end(). */
 B4_PUBLIC struct b4_sandbox *b4_run_sandbox(struct b4_run *run);
 /** b4_run_cancel_token() - fired by b4_runtime_thread_cancel(); borrowed. */
@@ -325,7 +368,10 @@ B4_PUBLIC int b4_runtime_thread_policy(struct b4_runtime *rt,
 /** b4_runtime_provider() - the runtime's provider; borrowed. */
 B4_PUBLIC struct b4_provider *b4_runtime_provider(struct b4_runtime *rt);
 
-/** b4_runtime_reap_idle() - release sandboxes idle longer than the timeout. Return: count. */
+/**
+ * b4_runtime_reap_idle() - pause sandboxes idle longer than idle_pause_ms (when set) and release
+ * those idle longer than the idle timeout. Return: how many were released.
+ */
 B4_PUBLIC int b4_runtime_reap_idle(struct b4_runtime *rt, uint64_t now_ms);
 /**
  * b4_runtime_shutdown() - refuse new runs (-ESHUTDOWN), wait up to @deadline_ms for runs in

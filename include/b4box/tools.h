@@ -210,6 +210,19 @@ B4_PUBLIC int b4_tools_fs_stat(struct b4_tools *t,
                                bool follow,
                                struct b4_stat *ret,
                                struct b4_error *err);
+/**
+ * b4_tools_gate_command() - what runBash decides before it runs @command, for a command run
+ * another way (a background process, b4_runtime_proc_start()): the tool's approval, @cwd (may
+ * be NULL) through the path jail as runBash's cwd, the command gate. Never parks a request.
+ * @ret_cwd: the jailed cwd to run in (heap), NULL when @cwd is NULL
+ * Return: 0; -EACCES (denied, B4_E3001 message); -EPERM (interactive mode would ask);
+ * -EINVAL, -ENOTDIR, -ENOENT (a bad cwd); -ENOMEM.
+ */
+B4_PUBLIC int b4_tools_gate_command(struct b4_tools *t,
+                                    const char *command,
+                                    const char *cwd,
+                                    char **ret_cwd,
+                                    struct b4_error *err);
 /** b4_tools_fs_realpath() - the canonical path (links resolved, a missing tail tolerated). */
 B4_PUBLIC int b4_tools_fs_realpath(struct b4_tools *t,
                                    const char *path,

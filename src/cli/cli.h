@@ -115,3 +115,7 @@ int cmd_read(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_network(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_upload(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_image(int argc, char **argv, const struct cli_ctx *ctx);
+/* cmd-ps.c: background processes through a server */
+int cmd_ps(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_logs(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_kill(int argc, char **argv, const struct cli_ctx *ctx);

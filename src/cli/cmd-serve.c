@@ -144,6 +144,7 @@ static int serve_open(struct serve_state *st,
                                           .store = st->store,
                                           .policy = b4_config_policy(st->cfg),
                                           .idle_timeout_ms = st->cfg->sandbox.idle_timeout_ms,
+                                          .idle_pause_ms = st->cfg->sandbox.idle_pause_ms,
                                           .config = st->cfg,
                                           .observe = serve_observe,
                                           .observe_data = st };

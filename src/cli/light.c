@@ -34,6 +34,21 @@ int cmd_image(int argc, char **argv, const struct cli_ctx *ctx)
         return cli_handover(); /* the import needs libarchive */
 }
 
+int cmd_ps(int argc, char **argv, const struct cli_ctx *ctx)
+{
+        return cli_handover();
+}
+
+int cmd_logs(int argc, char **argv, const struct cli_ctx *ctx)
+{
+        return cli_handover();
+}
+
+int cmd_kill(int argc, char **argv, const struct cli_ctx *ctx)
+{
+        return cli_handover();
+}
+
 const char *cli_server_url(const char *flag)
 {
         const char *env = secure_getenv("B4BOX_URL");

@@ -93,6 +93,26 @@ static const struct cli_command commands[] = {
           "  -o, --output OUT         the bundle file ('-' = stdout)\n"
           "  --json                   {digest, files, bytes} instead of the digest\n",
           .uses_provider = false },
+        { "ps", cmd_ps, "list a thread's background processes through a server",
+          "b4box ps --thread ID [PID] [--server URL] [--json]",
+          "  --thread ID              the thread\n"
+          "  --server URL             the server (default: $B4BOX_URL)\n"
+          "  --json                   the server's JSON answer (the only output format)\n",
+          .uses_provider = false },
+        { "logs", cmd_logs, "print a background process's output through a server",
+          "b4box logs --thread ID PID [--from N] [--follow] [--server URL]",
+          "  --thread ID              the thread\n"
+          "  --from N                 from byte N of its output\n"
+          "  --follow                 keep printing until it exits\n"
+          "  --server URL             the server (default: $B4BOX_URL)\n",
+          .uses_provider = false },
+        { "kill", cmd_kill, "signal or forget a background process through a server",
+          "b4box kill --thread ID PID [--signal SIG] [--rm] [--server URL]",
+          "  --thread ID              the thread\n"
+          "  --signal SIG             TERM (default), KILL, INT, HUP, ...\n"
+          "  --rm                     kill it and forget its record and output\n"
+          "  --server URL             the server (default: $B4BOX_URL)\n",
+          .uses_provider = false },
         { "upload", cmd_upload, "stage a source bundle on a server",
           "b4box upload BUNDLE.json [--server URL] [--json]",
           "  --server URL             the server (default: $B4BOX_URL)\n"

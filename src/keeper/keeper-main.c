@@ -8,7 +8,9 @@
  *     filter the request carries (see keeper-proto.h), and reports its wait status,
  *   - kills a command's session, and everything in the command's own cgroup when the request
  *     gave it one (so a process that setsid()s away dies too), when asked or when its client
- *     goes away; background jobs of a command that exited normally are left alone.
+ *     goes away; background jobs of a command that exited normally are left alone;
+ *   - owns background commands (KEEPER_BACKGROUND): copies their output into their spool,
+ *     bounded, kills them at their deadline and writes their exit status, with no client.
  * It links only against libc (statically) and allocates nothing between requests, so an idle
  * keeper stays well under 1 MiB of RSS. It never exits on its own.
  */
@@ -35,6 +37,7 @@
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "keeper-proto.h"
@@ -45,15 +48,26 @@ struct cmd {
         pid_t pid;      /* 0 = free slot */
         int conn;       /* client connection, -1 once gone */
         int cg_fd;      /* the command's own cgroup dir, -1 = none */
-        uint32_t flags; /* KEEPER_CG_* of the request */
+        uint32_t flags; /* KEEPER_CG_* and KEEPER_BACKGROUND of the request */
+        /* background commands (KEEPER_BACKGROUND): */
+        int pump_fd;       /* the read end of its output pipe, -1 = none (or closed) */
+        int spool_fd;      /* where the output goes */
+        int status_fd;     /* where the exit line goes */
+        uint64_t spooled;  /* bytes written to the spool */
+        uint64_t deadline; /* CLOCK_MONOTONIC ms, 0 = none */
+        bool timed_out, truncated;
 };
+
+#define CMD_FREE \
+ ((struct cmd){ .conn = -1, .cg_fd = -1, .pump_fd = -1, .spool_fd = -1, .status_fd = -1 })
 
 static struct cmd cmds[CMDS_MAX];
 
 struct req {
         struct keeper_req_hdr h;
-        int out_fd, err_fd, cg_fd;
-        char *mem; /* mmap'ed: data, then the pointer arrays */
+        int out_fd, err_fd, cg_fd, in_fd;
+        uint64_t timeout_ms; /* background */
+        char *mem;           /* mmap'ed: data, then the pointer arrays */
         size_t mem_len;
         struct sock_fprog prog;
         const char *cwd;
@@ -99,11 +113,12 @@ static void child_drop_bounding(void)
 
 static void child_setup_fds(const struct req *r)
 {
-        int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        int in_fd = r->in_fd >= 0 ? r->in_fd : open("/dev/null", O_RDONLY | O_CLOEXEC);
 
-        if (null_fd < 0 || dup3(null_fd, STDIN_FILENO, 0) < 0)
+        if (in_fd < 0 || dup3(in_fd, STDIN_FILENO, 0) < 0)
                 child_fail("stdin");
-        if (dup3(r->out_fd, STDOUT_FILENO, 0) < 0 || dup3(r->err_fd, STDERR_FILENO, 0) < 0)
+        if (dup3(r->out_fd, STDOUT_FILENO, 0) < 0 ||
+            dup3(r->err_fd >= 0 ? r->err_fd : r->out_fd, STDERR_FILENO, 0) < 0)
                 _exit(127);
         if (syscall(SYS_close_range, 3U, ~0U, 0U) < 0)
                 child_fail("close_range");
@@ -179,7 +194,7 @@ static void run_child(const struct req *r, bool joined)
 
 static int recv_header(int conn, struct req *r)
 {
-        char cbuf[CMSG_SPACE(3 * sizeof(int))];
+        char cbuf[CMSG_SPACE(4 * sizeof(int))];
         size_t nfd;
         struct iovec iov = { .iov_base = &r->h, .iov_len = sizeof(r->h) };
         struct msghdr mh = { .msg_iov = &iov,
@@ -203,14 +218,19 @@ static int recv_header(int conn, struct req *r)
                         r->out_fd = fd;
                 else if (i == 1)
                         r->err_fd = fd;
-                else if (i == 2)
+                else if (i == 2 && (r->h.flags & KEEPER_CGROUP))
                         r->cg_fd = fd;
+                else if (i == nfd - 1 && (r->h.flags & KEEPER_STDIN) && r->in_fd < 0)
+                        r->in_fd = fd;
                 else
                         (void)close(fd);
         }
-        if (nfd != ((r->h.flags & KEEPER_CGROUP) ? 3u : 2u))
+        if (nfd != 2u + !!(r->h.flags & KEEPER_CGROUP) + !!(r->h.flags & KEEPER_STDIN))
                 return -EPROTO;
-        if (r->h.magic != KEEPER_MAGIC || r->h.version != KEEPER_PROTO_VERSION ||
+        if ((r->h.flags & (KEEPER_BACKGROUND | KEEPER_STDIN)) &&
+            (r->h.version < 2 || !(r->h.flags & KEEPER_BACKGROUND)))
+                return -EPROTO;
+        if (r->h.magic != KEEPER_MAGIC || r->h.version < 1 || r->h.version > KEEPER_PROTO_VERSION ||
             r->h.data_len > KEEPER_REQ_MAX || r->h.bpf_len > KEEPER_BPF_MAX || r->h.n_argv < 1 ||
             r->h.n_argv > KEEPER_ARGS_MAX ||
             r->h.n_env > KEEPER_ARGS_MAX - r->h.n_argv || /* no uint32 wrap */
@@ -278,7 +298,15 @@ static int read_body(int conn, struct req *r)
         e = split_strings(&p, end, r->argv, r->h.n_argv);
         if (e < 0)
                 return e;
-        return split_strings(&p, end, r->envp, r->h.n_env);
+        e = split_strings(&p, end, r->envp, r->h.n_env);
+        if (e < 0 || !(r->h.flags & KEEPER_BACKGROUND))
+                return e;
+        char *nul = memchr(p, '\0', (size_t)(end - p)), *num_end = NULL;
+        if (!nul)
+                return -EPROTO;
+        errno = 0;
+        r->timeout_ms = strtoull(p, &num_end, 10);
+        return num_end == nul && nul != p && errno == 0 ? 0 : -EPROTO;
 }
 
 static void req_release(struct req *r)
@@ -289,6 +317,8 @@ static void req_release(struct req *r)
                 (void)close(r->err_fd);
         if (r->cg_fd >= 0)
                 (void)close(r->cg_fd);
+        if (r->in_fd >= 0)
+                (void)close(r->in_fd);
         if (r->mem)
                 (void)munmap(r->mem, r->mem_len);
 }
@@ -326,12 +356,55 @@ static pid_t fork_command(const struct req *r, bool *ret_joined)
         return fork();
 }
 
-/* Accept one connection and start its command; the connection stays open until it exits. */
+static uint64_t now_ms(void)
+{
+        struct timespec ts;
+
+        (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A background command: its output pipe replaces the request's stdout and stderr (which
+ * become the spool and status fds of @bg). */
+static int background_prepare(struct req *r, struct cmd *bg)
+{
+        int p[2];
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        (void)fcntl(p[0], F_SETFL, O_NONBLOCK);
+        *bg = CMD_FREE;
+        bg->pump_fd = p[0];
+        bg->spool_fd = r->out_fd;
+        bg->status_fd = r->err_fd;
+        bg->deadline = r->timeout_ms ? now_ms() + r->timeout_ms : 0;
+        r->out_fd = p[1];
+        r->err_fd = -1; /* the child's stderr is its stdout */
+        return 0;
+}
+
+static void cmd_close_fds(struct cmd *c)
+{
+        if (c->conn >= 0)
+                (void)close(c->conn);
+        if (c->cg_fd >= 0)
+                (void)close(c->cg_fd);
+        if (c->pump_fd >= 0)
+                (void)close(c->pump_fd);
+        if (c->spool_fd >= 0)
+                (void)close(c->spool_fd);
+        if (c->status_fd >= 0)
+                (void)close(c->status_fd);
+        *c = CMD_FREE;
+}
+
+/* Accept one connection and start its command; the connection stays open until it exits
+ * (a background command's is closed once it started). */
 static void handle_accept(int listen_fd)
 {
         struct timeval tv = { .tv_sec = 5 };
-        struct req r = { .out_fd = -1, .err_fd = -1, .cg_fd = -1 };
-        struct cmd *slot;
+        struct req r = { .out_fd = -1, .err_fd = -1, .cg_fd = -1, .in_fd = -1 };
+        struct cmd *slot, bg = CMD_FREE;
         bool joined = false;
         int conn, e;
         pid_t pid;
@@ -346,24 +419,31 @@ static void handle_accept(int listen_fd)
         slot = cmd_free_slot();
         if (e == 0 && !slot)
                 e = -EBUSY; /* too many commands at once; EAGAIN means "cannot fork" */
+        if (e == 0 && (r.h.flags & KEEPER_BACKGROUND))
+                e = background_prepare(&r, &bg);
         pid = e == 0 ? fork_command(&r, &joined) : -1;
         if (pid == 0)
                 run_child(&r, joined);
         if (e == 0 && pid < 0)
                 e = -errno;
         if (e == 0) {
-                *slot = (struct cmd){
-                        .pid = pid, .conn = conn, .cg_fd = r.cg_fd, .flags = r.h.flags
-                };
+                bg.pid = pid;
+                bg.conn = (r.h.flags & KEEPER_BACKGROUND) ? -1 : conn;
+                bg.cg_fd = r.cg_fd;
+                bg.flags = r.h.flags;
+                *slot = bg;
                 r.cg_fd = -1;
         }
         req_release(&r);
         if (e < 0) {
+                cmd_close_fds(&bg);
                 send_msg(conn, KEEPER_MSG_FAILED, -e);
                 (void)close(conn);
                 return;
         }
         send_msg(conn, KEEPER_MSG_STARTED, pid);
+        if (r.h.flags & KEEPER_BACKGROUND)
+                (void)close(conn); /* the keeper's now */
 }
 
 /* The session id (field 6) of /proc/<pid>/stat, or -1. */
@@ -475,6 +555,8 @@ static void kill_cmd(const struct cmd *c, int sig)
                 kill_cgroup(c);
 }
 
+static void background_exited(struct cmd *c, int status);
+
 static void reap(void)
 {
         int status;
@@ -485,14 +567,76 @@ static void reap(void)
                         if (cmds[i].pid != pid)
                                 continue;
                         send_msg(cmds[i].conn, KEEPER_MSG_EXITED, status);
-                        if (cmds[i].conn >= 0)
-                                (void)close(cmds[i].conn);
-                        if (cmds[i].cg_fd >= 0)
-                                (void)close(cmds[i].cg_fd);
-                        cmds[i] = (struct cmd){ .conn = -1, .cg_fd = -1 };
+                        if (cmds[i].flags & KEEPER_BACKGROUND)
+                                background_exited(&cmds[i], status);
+                        cmd_close_fds(&cmds[i]);
                         break;
                 }
         }
+}
+
+/* Copy what the pipe has into the spool, KEEPER_SPOOL_MAX bytes at most (the rest is read
+ * and dropped, so the command never blocks on it). Closes the pipe at its end. */
+static void pump(struct cmd *c)
+{
+        static char buf[65536];
+
+        for (int round = 0; round < 16 && c->pump_fd >= 0; round++) {
+                ssize_t n = read(c->pump_fd, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return;
+                if (n <= 0) {
+                        (void)close(c->pump_fd);
+                        c->pump_fd = -1;
+                        return;
+                }
+                size_t keep = c->spooled >= KEEPER_SPOOL_MAX ? 0
+                              : (uint64_t)n > KEEPER_SPOOL_MAX - c->spooled
+                                      ? (size_t)(KEEPER_SPOOL_MAX - c->spooled)
+                                      : (size_t)n;
+                if (keep < (size_t)n)
+                        c->truncated = true;
+                if (keep > 0 && write(c->spool_fd, buf, keep) == (ssize_t)keep)
+                        c->spooled += keep;
+        }
+}
+
+/* The main process exited: what its pipe still holds goes to the spool (output of jobs it
+ * left behind after this is lost), then the status line. */
+static void background_exited(struct cmd *c, int status)
+{
+        char line[64];
+        int n;
+
+        pump(c);
+        n = snprintf(line, sizeof(line), "%d %d %d\n", status, c->timed_out, c->truncated);
+        if (c->status_fd >= 0 && n > 0)
+                (void)!write(c->status_fd, line, (size_t)n);
+}
+
+/* Kill the background commands whose deadline passed; return the poll timeout until the
+ * next one (-1: none). */
+static int deadlines(void)
+{
+        uint64_t now = now_ms(), next = 0;
+
+        for (size_t i = 0; i < CMDS_MAX; i++) {
+                struct cmd *c = &cmds[i];
+                if (c->pid == 0 || !c->deadline)
+                        continue;
+                if (now >= c->deadline) {
+                        c->deadline = 0;
+                        c->timed_out = true;
+                        kill_cmd(c, SIGKILL);
+                } else if (!next || c->deadline < next) {
+                        next = c->deadline;
+                }
+        }
+        if (!next)
+                return -1;
+        return next - now < 60000 ? (int)(next - now) + 1 : 60000; /* a far deadline: look again */
 }
 
 static void handle_conn(struct cmd *c, short revents)
@@ -529,20 +673,27 @@ static int setup_signals(void)
 
 static void loop_once(int sfd)
 {
-        struct pollfd pfd[CMDS_MAX + 2];
-        struct cmd *map[CMDS_MAX + 2];
+        struct pollfd pfd[2 * CMDS_MAX + 2];
+        struct cmd *map[2 * CMDS_MAX + 2];
         nfds_t n = 0;
 
         pfd[n++] = (struct pollfd){ .fd = KEEPER_LISTEN_FD, .events = POLLIN };
         pfd[n++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
         for (size_t i = 0; i < CMDS_MAX; i++) {
-                if (cmds[i].pid == 0 || cmds[i].conn < 0)
-                        continue;
-                map[n] = &cmds[i];
-                pfd[n++] = (struct pollfd){ .fd = cmds[i].conn, .events = POLLIN };
+                if (cmds[i].pid != 0 && cmds[i].conn >= 0) {
+                        map[n] = &cmds[i];
+                        pfd[n++] = (struct pollfd){ .fd = cmds[i].conn, .events = POLLIN };
+                }
+                if (cmds[i].pid != 0 && cmds[i].pump_fd >= 0) {
+                        map[n] = &cmds[i];
+                        pfd[n++] = (struct pollfd){ .fd = cmds[i].pump_fd, .events = POLLIN };
+                }
         }
-        if (poll(pfd, n, -1) < 0)
+        if (poll(pfd, n, deadlines()) < 0)
                 return;
+        for (nfds_t i = 2; i < n; i++) /* output first: a reaped command's pipe is drained */
+                if (pfd[i].revents && map[i]->pump_fd == pfd[i].fd)
+                        pump(map[i]);
         if (pfd[1].revents) {
                 struct signalfd_siginfo si;
                 while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
@@ -566,7 +717,7 @@ int main(void)
          * /proc/1/mem and take over the unfiltered keeper. */
         (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
         for (size_t i = 0; i < CMDS_MAX; i++)
-                cmds[i] = (struct cmd){ .conn = -1, .cg_fd = -1 };
+                cmds[i] = CMD_FREE;
         for (;;)
                 loop_once(sfd);
 }

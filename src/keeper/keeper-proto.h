@@ -16,16 +16,29 @@
  *
  * data = seccomp BPF (bpf_len struct sock_filter), then cwd, argv[] and envp[] as
  * NUL-terminated strings, back to back.
+ *
+ * Version 2 adds background commands (KEEPER_BACKGROUND; a version 1 request is still
+ * served as before, and the provider sends 2 only for background commands, so a keeper
+ * started by an older build keeps running commands and refuses only those):
+ *   fds:   [spool, status] then the cgroup dir (KEEPER_CGROUP), then stdin (KEEPER_STDIN)
+ *   data:  as above, then the timeout in ms as a decimal string ("0" = none)
+ *   reply: STARTED(pid), and the keeper closes the connection: the command is the
+ *          keeper's now. Its stdout and stderr go to one pipe the keeper copies into the
+ *          spool (an O_APPEND file), KEEPER_SPOOL_MAX bytes at most (then discarded);
+ *          stdin is the given fd or /dev/null. At its deadline the keeper kills it as a
+ *          KILL would. When it is reaped the keeper writes to the status fd one line
+ *          "<wait status> <timed out 0|1> <truncated 0|1>\n" and closes everything.
  */
 
 #include <stdint.h>
 
 #define KEEPER_MAGIC         0x6b346272u
-#define KEEPER_PROTO_VERSION 1u
-#define KEEPER_REQ_MAX       (4u * 1024 * 1024) /* whole request, bytes */
-#define KEEPER_ARGS_MAX      4096u              /* argv + envp entries */
-#define KEEPER_BPF_MAX       4096u              /* BPF instructions */
-#define KEEPER_LISTEN_FD     3                  /* where the keeper finds its socket */
+#define KEEPER_PROTO_VERSION 2u                  /* 1: foreground only (still served) */
+#define KEEPER_REQ_MAX       (4u * 1024 * 1024)  /* whole request, bytes */
+#define KEEPER_ARGS_MAX      4096u               /* argv + envp entries */
+#define KEEPER_BPF_MAX       4096u               /* BPF instructions */
+#define KEEPER_LISTEN_FD     3                   /* where the keeper finds its socket */
+#define KEEPER_SPOOL_MAX     (64u * 1024 * 1024) /* a background command's spool, bytes */
 
 enum keeper_req_flags {
         KEEPER_SETUID = 1u << 0,    /* setgroups(0) + setresgid/setresuid to gid/uid */
@@ -36,6 +49,8 @@ enum keeper_req_flags {
         KEEPER_CGROUP = 1u << 5,       /* a third fd: an empty cgroup dir the command joins */
         KEEPER_CG_FREEZER = 1u << 6,   /* ... a v1 freezer cgroup: freeze, kill, thaw */
         KEEPER_CG_KILL = 1u << 7,      /* ... a v2 cgroup: write cgroup.kill */
+        KEEPER_BACKGROUND = 1u << 8,   /* v2: a background command (see above) */
+        KEEPER_STDIN = 1u << 9,        /* v2, with KEEPER_BACKGROUND: a last fd, its stdin */
 };
 
 struct keeper_req_hdr {

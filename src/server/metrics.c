@@ -4,7 +4,7 @@
  * durations, refusals by code, tool calls, their latency and their errors by code, command
  * durations up to 10 minutes, acquires (cold, reattach) and admissions with their
  * durations, releases by reason, threads by state, one gauge per control the provider cannot
- * enforce, build info and the standard process_* metrics. Label sets are bounded: tools are
+ * enforce, pause and resume latency, build info and the standard process_* metrics. Label sets are bounded: tools are
  * the five built-ins plus "other", routes the route table's names, codes and controls at most
  * MAX_CODES / MAX_CONTROLS distinct names.
  */
@@ -464,6 +464,35 @@ static void render_process(const struct metrics *m, struct strbuf *sb)
                           (unsigned long long)rl.rlim_cur, m->start_time_s);
 }
 
+static void render_latency(struct strbuf *sb, const char *name, const struct b4_pause_latency *l)
+{
+        for (size_t b = 0; b < B4_PAUSE_BUCKETS; b++)
+                (void)strbuf_addf(sb, "b4box_%s_duration_seconds_bucket{le=\"%g\"} %llu\n", name,
+                                  (double)b4_pause_bucket_us[b] / 1e6,
+                                  (unsigned long long)l->buckets[b]);
+        (void)strbuf_addf(sb,
+                          "b4box_%s_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
+                          "b4box_%s_duration_seconds_sum %.6f\n"
+                          "b4box_%s_duration_seconds_count %llu\n",
+                          name, (unsigned long long)l->count, name, (double)l->sum_us / 1e6, name,
+                          (unsigned long long)l->count);
+}
+
+/* Pause and resume latency (resumes count the transparent ones), from core's stats. */
+static void render_pause(struct b4_runtime *rt, struct strbuf *sb)
+{
+        struct b4_pause_stats st;
+
+        b4_provider_pause_stats(b4_runtime_provider(rt), &st);
+        (void)strbuf_adds(sb, "# HELP b4box_pause_duration_seconds Thread pause latency.\n"
+                              "# TYPE b4box_pause_duration_seconds histogram\n");
+        render_latency(sb, "pause", &st.pause);
+        (void)strbuf_adds(sb, "# HELP b4box_resume_duration_seconds Thread resume latency "
+                              "(transparent resumes included).\n"
+                              "# TYPE b4box_resume_duration_seconds histogram\n");
+        render_latency(sb, "resume", &st.resume);
+}
+
 int metrics_render(struct metrics *m, struct b4_runtime *rt, char **ret)
 {
         struct strbuf sb;
@@ -471,6 +500,7 @@ int metrics_render(struct metrics *m, struct b4_runtime *rt, char **ret)
         strbuf_init(&sb, 4u * 1024 * 1024);
         render_runtime(rt, &sb);
         network_metrics_render(rt, &sb);
+        render_pause(rt, &sb);
         (void)pthread_mutex_lock(&m->lock);
         render_tools(m, &sb);
         render_counters(m, &sb);

@@ -13,6 +13,8 @@ struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row)
         struct b4_runtime *rt = rq->srv->opts.runtime;
         cleanup_free char *source = NULL;
         struct jv *meta = NULL;
+        int64_t paused_ms = 0;
+        bool paused = b4_runtime_thread_paused(rt, row->id, &paused_ms);
         bool lost = false;
         struct jv *v;
 
@@ -20,11 +22,13 @@ struct jv *thread_to_json(struct request *rq, const struct b4_thread_row *row)
                 meta = jv_object_new();
         if (b4_runtime_thread_source(rt, row->id, &source, NULL) < 0)
                 source = NULL; /* the view still answers; the digest is left out */
-        v = jv_pack("{s:s, s:o, s:s?, s:s?, s:I, s:{s:s, s:s, s:b}, s:o*}", "thread_id", row->id,
-                    "metadata", meta, "parent_thread_id", row->parent_id, "owner", row->owner,
-                    "created_ms", (int64_t)row->created_ms, "sandbox", "provider",
-                    rq->srv->opts.provider_name, "state", b4_runtime_thread_state(rt, row->id),
-                    "run_in_flight", b4_runtime_thread_busy(rt, row->id), "workspace",
+        v = jv_pack("{s:s, s:o, s:s?, s:s?, s:I, s:{s:s, s:s, s:b, s:b, s:o}, s:o*}", "thread_id",
+                    row->id, "metadata", meta, "parent_thread_id", row->parent_id, "owner",
+                    row->owner, "created_ms", (int64_t)row->created_ms, "sandbox", "provider",
+                    rq->srv->opts.provider_name, "state",
+                    paused ? "paused" : b4_runtime_thread_state(rt, row->id), "run_in_flight",
+                    b4_runtime_thread_busy(rt, row->id), "paused", paused, "paused_ms",
+                    paused ? jv_integer_new(paused_ms) : jv_null_new(), "workspace",
                     jv_opt(source != NULL, jv_pack("{s:s}", "sourceDigest", source), &lost));
         return lost ? jv_unref(v) : v;
 }

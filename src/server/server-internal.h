@@ -244,6 +244,30 @@ void route_thread_cancel(struct request *rq);
 void route_runs(struct request *rq);
 void route_tool(struct request *rq);
 void route_permissions(struct request *rq);
+/* routes-processes.c, routes-proc-logs.c: background processes */
+void route_proc_start(struct request *rq);
+void route_proc_list(struct request *rq);
+void route_proc_get(struct request *rq);
+void route_proc_logs(struct request *rq);
+void route_proc_stdin(struct request *rq);
+void route_proc_signal(struct request *rq);
+void route_proc_wait(struct request *rq);
+void route_proc_delete(struct request *rq);
+struct b4_proc_info;
+/* The JSON view of a process record. */
+struct jv *proc_to_json(const struct b4_proc_info *i);
+/* Reply with a process call's error (501 processes_unsupported, 404 process_not_found, ...). */
+void reply_proc_error(struct request *rq, const struct b4_error *err);
+/* The thread's sandbox for process calls, or NULL with a reply made. */
+struct b4_sandbox *proc_sandbox(struct request *rq);
+/* The {pid} parameter (404 and false when it is not one). */
+bool proc_path_pid(struct request *rq, uint64_t *ret);
+/* A query integer in [0, @max], @def when absent (400 and false when bad). */
+bool proc_query_u64(
+        struct request *rq, const char *name, uint64_t max, uint64_t def, uint64_t *ret);
+/* routes-pause.c */
+void route_thread_pause(struct request *rq);
+void route_thread_resume(struct request *rq);
 /* routes-staged.c */
 void route_source_put(struct request *rq);
 void route_sources_list(struct request *rq);

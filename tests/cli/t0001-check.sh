@@ -39,7 +39,7 @@ cat >"$tmp/bad.json" <<'JSON'
 {"sandbox": {"provider": {"type": "fake", "scope": " "}, "colour": "red",
  "security": {"runAsNonRoot": null}}}
 JSON
-bad_err='b4box: b4box.json sandbox.colour is not a sandbox option (known: workspace, thread, workspaceRead, workspaceReadTimeoutMs, stagedWorkspaces, provider, network, env, resources, security, idleTimeoutMs).
+bad_err='b4box: b4box.json sandbox.colour is not a sandbox option (known: workspace, thread, workspaceRead, workspaceReadTimeoutMs, stagedWorkspaces, provider, network, env, resources, security, idleTimeoutMs, idlePauseMs).
 b4box: Sandbox scope must be a non-empty application/environment identifier
 b4box: b4box.json sandbox.security.runAsNonRoot may not be null: use true, false or { uid, gid }.'
 # The loader's texts name the format; the last line names the file that was read.

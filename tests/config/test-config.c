@@ -264,7 +264,7 @@ static void test_config_reference_refusals(void **state)
                        "\"colour\": 1}}",
                        "b4box.json sandbox.colour is not a sandbox option (known: workspace, "
                        "thread, workspaceRead, workspaceReadTimeoutMs, stagedWorkspaces, "
-                       "provider, network, env, resources, security, idleTimeoutMs).");
+                       "provider, network, env, resources, security, idleTimeoutMs, idlePauseMs).");
         expect_refusal("{\"sandbox\": {\"provider\": {\"type\": \"fake\", \"scope\": \"  \"}}}",
                        "Sandbox scope must be a non-empty application/environment identifier");
         expect_refusal("{\"sandbox\": {\"provider\": {\"type\": \"fake\", \"scope\": \"s\"}, "

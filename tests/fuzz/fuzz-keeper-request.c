@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Fuzz target: the keeper's request parser (recv_header() and read_body() of
+ * Fuzz target: the keeper's request parser, version 1 and 2 (background: the fds, the
+ * timeout after the environment) (recv_header() and read_body() of
  * src/keeper/keeper-main.c, included here with its main() renamed, since the keeper is a
  * standalone libc-only program). Trust boundary: the keeper runs as PID 1 inside the sandbox
  * and parses every request that reaches its socket.
@@ -38,7 +39,14 @@ static void check_header(const struct req *r)
 static void check_request(const struct req *r)
 {
         if (r->out_fd < 0 || r->err_fd < 0 ||
-            ((r->h.flags & KEEPER_CGROUP) != 0) != (r->cg_fd >= 0))
+            ((r->h.flags & KEEPER_CGROUP) != 0) != (r->cg_fd >= 0) ||
+            ((r->h.flags & KEEPER_STDIN) != 0) != (r->in_fd >= 0))
+                abort();
+        /* background (version 2) only: never on a version 1 request, stdin only with it */
+        if ((r->h.flags & (KEEPER_BACKGROUND | KEEPER_STDIN)) &&
+            (r->h.version < 2 || !(r->h.flags & KEEPER_BACKGROUND)))
+                abort();
+        if (!(r->h.flags & KEEPER_BACKGROUND) && r->timeout_ms)
                 abort();
         if (!inside(r, r->cwd) || r->argv[r->h.n_argv] || r->envp[r->h.n_env])
                 abort();
@@ -77,7 +85,7 @@ static int send_request(int sock, const struct keeper_req_hdr *h, size_t nfd)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        struct req r = { .out_fd = -1, .err_fd = -1, .cg_fd = -1 };
+        struct req r = { .out_fd = -1, .err_fd = -1, .cg_fd = -1, .in_fd = -1 };
         struct keeper_req_hdr h;
         size_t nfd, body;
         int sv[2];

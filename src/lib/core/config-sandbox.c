@@ -26,9 +26,19 @@
 #define MAX_IMAGES          256
 
 static const char *const sandbox_keys[] = {
-        "workspace",        "thread",   "workspaceRead", "workspaceReadTimeoutMs",
-        "stagedWorkspaces", "provider", "network",       "env",
-        "resources",        "security", "idleTimeoutMs", NULL,
+        "workspace",
+        "thread",
+        "workspaceRead",
+        "workspaceReadTimeoutMs",
+        "stagedWorkspaces",
+        "provider",
+        "network",
+        "env",
+        "resources",
+        "security",
+        "idleTimeoutMs",
+        "idlePauseMs",
+        NULL,
 };
 
 static const char *const staged_keys[] = { "maxUploadBytes", "retentionMs", "maxStagedBytes",
@@ -361,6 +371,9 @@ void config_parse_sandbox(struct cfg *c, const struct jv *v, struct b4_sandbox_c
         if ((x = jv_object_get(v, "idleTimeoutMs")))
                 (void)cfg_positive_int(c, x, "sandbox.idleTimeoutMs", MAX_IDLE_TIMEOUT_MS,
                                        &s->idle_timeout_ms);
+        if ((x = jv_object_get(v, "idlePauseMs"))) /* ours: pause before release */
+                (void)cfg_positive_int(c, x, "sandbox.idlePauseMs", MAX_IDLE_TIMEOUT_MS,
+                                       &s->idle_pause_ms);
 }
 
 /* The adapted workspaceProtocolPolicyMessage; NULL when no HTTP workspace option is on. */

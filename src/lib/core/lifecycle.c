@@ -22,7 +22,10 @@ struct b4_lifecycle {
         pthread_mutex_t lock;
         struct hashmap *entries; /* thread id -> struct b4_entry, while referenced */
         struct gate *gate;
-        unsigned refs; /* the provider's and every entry's */
+        unsigned refs;               /* the provider's and every entry's */
+        lifecycle_resume_fn *resume; /* transparent resume of a paused entry (core/pause.c) */
+        void *resume_ud;
+        struct b4_pause_stats pause_stats;
 };
 
 struct b4_entry {
@@ -33,6 +36,8 @@ struct b4_entry {
         b4_entry_state_free_fn *state_free;
         uint64_t epoch;      /* bumped whenever the state is set or cleared */
         uint64_t generation; /* recoveries since the state was set */
+        bool paused;         /* its processes are frozen until resumed (core/pause.c) */
+        int64_t paused_ms;   /* since when (realtime) */
 };
 
 /* ---- registry ---- */
@@ -172,6 +177,7 @@ void b4_entry_set_state(struct b4_entry *e, void *state, b4_entry_state_free_fn 
         e->state_free = state ? free_fn : NULL;
         e->epoch++;
         e->generation = 0;
+        e->paused = false; /* a new or no sandbox is not paused */
         (void)pthread_mutex_unlock(&lc->lock);
         if (old && old_free)
                 old_free(old); /* may drop handles, so outside the lock */
@@ -262,6 +268,84 @@ void lifecycle_leave(struct b4_entry *e, struct gate_lease *lease)
         b4_entry_unref(e);
 }
 
+/* ---- pause state (core/pause.c decides; attempt_begin() resumes) ---- */
+
+void lifecycle_set_resume(struct b4_lifecycle *lc, lifecycle_resume_fn *fn, void *ud)
+{
+        (void)pthread_mutex_lock(&lc->lock);
+        lc->resume = fn;
+        lc->resume_ud = ud;
+        (void)pthread_mutex_unlock(&lc->lock);
+}
+
+bool lifecycle_paused(struct b4_entry *e, int64_t *ret_since_ms)
+{
+        bool paused;
+
+        (void)pthread_mutex_lock(&e->lc->lock);
+        paused = e->paused && e->state;
+        if (ret_since_ms)
+                *ret_since_ms = paused ? e->paused_ms : 0;
+        (void)pthread_mutex_unlock(&e->lc->lock);
+        return paused;
+}
+
+/* The latency buckets' upper bounds, in microseconds (B4_PAUSE_BUCKETS of them). */
+const uint64_t b4_pause_bucket_us[B4_PAUSE_BUCKETS] = { 500,   1000,  2000,   5000,
+                                                        10000, 25000, 100000, 1000000 };
+
+static void count_latency(struct b4_pause_latency *l, uint64_t us)
+{
+        l->count++;
+        l->sum_us += us;
+        for (size_t i = 0; i < B4_PAUSE_BUCKETS; i++)
+                if (us <= b4_pause_bucket_us[i])
+                        l->buckets[i]++;
+}
+
+void lifecycle_set_paused(struct b4_entry *e, bool paused, int64_t now_ms, uint64_t latency_us)
+{
+        struct b4_lifecycle *lc = e->lc;
+
+        (void)pthread_mutex_lock(&lc->lock);
+        e->paused = paused;
+        e->paused_ms = paused ? now_ms : 0;
+        count_latency(paused ? &lc->pause_stats.pause : &lc->pause_stats.resume, latency_us);
+        (void)pthread_mutex_unlock(&lc->lock);
+}
+
+void lifecycle_pause_stats(struct b4_lifecycle *lc, struct b4_pause_stats *ret)
+{
+        (void)pthread_mutex_lock(&lc->lock);
+        *ret = lc->pause_stats;
+        (void)pthread_mutex_unlock(&lc->lock);
+}
+
+/* Resume @e under its exclusive lease when it is paused (the provider's hook). */
+static int resume_paused(struct b4_entry *e, struct b4_cancel *cancel, struct b4_error *err)
+{
+        struct b4_lifecycle *lc = e->lc;
+        struct gate_lease *lease = NULL;
+        lifecycle_resume_fn *fn;
+        void *ud;
+        int r = 0;
+
+        if (!lifecycle_paused(e, NULL))
+                return 0;
+        r = gate_enter(lc->gate, e->thread_id, GATE_EXCLUSIVE, cancel, &lease);
+        if (r < 0)
+                return b4_error_set(err, r, "resuming thread \"%s\" %s", e->thread_id,
+                                    r == -ECANCELED ? "cancelled" : "failed");
+        (void)pthread_mutex_lock(&lc->lock);
+        fn = lc->resume;
+        ud = lc->resume_ud;
+        (void)pthread_mutex_unlock(&lc->lock);
+        if (fn && lifecycle_paused(e, NULL))
+                r = fn(ud, e, err);
+        gate_leave(lease);
+        return r;
+}
+
 /* ---- recover and retry once ---- */
 
 static struct b4_entry *attempt_entry(const struct attempt *a)
@@ -276,10 +360,18 @@ int attempt_begin(struct attempt *a, struct b4_error *err)
 
         if (!e || a->retrying)
                 return 0; /* the retry runs under the exclusive lease attempt_again took */
-        r = gate_enter(e->lc->gate, e->thread_id, GATE_SHARED, a->cancel, &a->lease);
-        if (r < 0)
-                return b4_error_set(err, r, "operation on thread \"%s\" could not start",
-                                    e->thread_id);
+        for (;;) {        /* a paused thread's next operation resumes it, here and only here */
+                r = resume_paused(e, a->cancel, err);
+                if (r < 0)
+                        return r;
+                r = gate_enter(e->lc->gate, e->thread_id, GATE_SHARED, a->cancel, &a->lease);
+                if (r < 0)
+                        return b4_error_set(err, r, "operation on thread \"%s\" could not start",
+                                            e->thread_id);
+                if (!lifecycle_paused(e, NULL))
+                        break;
+                a->lease = gate_leave(a->lease); /* paused meanwhile: resume again */
+        }
         (void)pthread_mutex_lock(&e->lc->lock);
         a->epoch = e->epoch;
         a->generation = e->generation;

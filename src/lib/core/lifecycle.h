@@ -62,6 +62,24 @@ void lifecycle_leave(struct b4_entry *e, struct gate_lease *lease);
 struct b4_entry *lifecycle_find(struct b4_lifecycle *lc, const char *thread_id);
 
 struct b4_entry *entry_ref(struct b4_entry *e);
+
+/*
+ * Pause state (core/pause.c sets it, under the thread's exclusive lease): a paused entry's
+ * processes are frozen; attempt_begin() calls the lifecycle's resume hook first (under the
+ * exclusive lease), so any handle operation of a paused thread resumes it. Clearing the
+ * entry's state (release, destroy, a failed recovery) clears the flag.
+ */
+typedef int lifecycle_resume_fn(void *ud, struct b4_entry *e, struct b4_error *err);
+void lifecycle_set_resume(struct b4_lifecycle *lc, lifecycle_resume_fn *fn, void *ud);
+/* Whether @e has a state and is paused; since when (realtime ms) in @ret_since_ms. */
+bool lifecycle_paused(struct b4_entry *e, int64_t *ret_since_ms);
+/* Record a pause or resume that took @latency_us. */
+void lifecycle_set_paused(struct b4_entry *e, bool paused, int64_t now_ms, uint64_t latency_us);
+void lifecycle_pause_stats(struct b4_lifecycle *lc, struct b4_pause_stats *ret);
+/* pause.c: install the resume hook (b4_provider_init()); resume a paused entry before
+ * release or destroy end it (exclusive lease held). */
+void pause_init(struct b4_provider *p);
+void pause_end(struct b4_provider *p, struct b4_entry *e);
 /* b4_provider_foreach_state(). */
 int lifecycle_foreach_state(struct b4_lifecycle *lc, b4_entry_state_fn *fn, void *userdata);
 

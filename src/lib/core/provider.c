@@ -687,6 +687,7 @@ int b4_provider_init(struct b4_provider *p, const struct b4_provider_ops *ops, c
                 p->scope = NULL;
                 return -ENOMEM;
         }
+        pause_init(p);
         return 0;
 }
 
@@ -770,6 +771,7 @@ static int end_thread(struct b4_provider *p,
                                     err);
         if (r < 0)
                 return r;
+        pause_end(p, e);
         r = fn(p, e, err);
         b4_entry_set_state(e, NULL, NULL);
         lifecycle_leave(e, lease);
@@ -858,6 +860,8 @@ int b4_provider_freeze(struct b4_provider *p,
                                     "Sandbox provider \"%s\" cannot freeze a thread for a "
                                     "consistent read",
                                     p->ops->name);
+        if (b4_provider_paused(p, thread_id, NULL))
+                return 0; /* paused: frozen already, and it stays so after the read */
         return p->ops->freeze(p, thread_id, frozen, err);
 }
 
@@ -868,6 +872,7 @@ struct b4_provider *b4_provider_free(struct b4_provider *p)
         if (!p)
                 return NULL;
         lc = p->lifecycle;
+        lifecycle_set_resume(lc, NULL, NULL); /* handles may outlive @p */
         lifecycle_clear(lc);
         p->ops->free(p);
         lifecycle_unref(lc); /* live handles keep it until they go */

@@ -94,6 +94,11 @@ void docker_agent_mount_of(struct docker_core *c,
                            struct docker_agent_mount *ret);
 /* The daemon refused the bind (@why): the provider copies the agent in from now on. */
 void docker_agent_bind_refused(struct docker_core *c, const char *why);
+/* pause.c: pause (@frozen) or unpause the thread's container; none is success. */
+int docker_pause_container(struct docker_core *c,
+                           const char *thread_id,
+                           bool frozen,
+                           struct b4_error *err);
 
 /* sandbox.c: a new handle on @st's keeper. Return: 0 or -ENOMEM. */
 int docker_sandbox_new(struct docker_core *c,

@@ -424,6 +424,11 @@ static void provider_free(struct b4_provider *p)
         free(dp);
 }
 
+static int freeze(struct b4_provider *p, const char *thread_id, bool frozen, struct b4_error *err)
+{
+        return docker_pause_container(core_of(p), thread_id, frozen, err);
+}
+
 static const struct b4_provider_ops docker_provider_ops = {
         .name = "docker",
         .acquire = acquire,
@@ -432,6 +437,7 @@ static const struct b4_provider_ops docker_provider_ops = {
         .preflight = preflight,
         .open_reader = open_reader,
         .resolve_image = resolve_image,
+        .freeze = freeze,
         .free = provider_free,
 };
 

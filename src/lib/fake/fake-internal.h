@@ -42,12 +42,24 @@ struct fake_ws {
         char *thread_id;      /* owned */
         struct fake_entry *v; /* owned array, unsorted */
         size_t n;
-        unsigned refs;      /* the provider's map, handles and readers */
-        bool destroyed;     /* removed from the provider by destroy */
-        unsigned instances; /* instances started and not released/destroyed since */
-        bool frozen;        /* between freeze(true) and freeze(false) */
-        unsigned freezes;   /* freeze(true) calls (consistent reads) */
+        unsigned refs;            /* the provider's map, handles and readers */
+        bool destroyed;           /* removed from the provider by destroy */
+        unsigned instances;       /* instances started and not released/destroyed since */
+        bool frozen;              /* between freeze(true) and freeze(false) */
+        unsigned freezes;         /* freeze(true) calls (consistent reads) */
+        struct fake_proc **procs; /* background processes (fake-procs.c), oldest first */
+        size_t n_procs;
+        uint64_t next_pid;
+        size_t spool_max; /* B4_PROC_SPOOL_MAX unless fake_provider_set_spool_max() */
 };
+
+/* ---- background processes (fake-procs.c); the core's lock held ---- */
+struct fake_proc;
+extern const struct b4_proc_ops fake_proc_ops;
+/* Kill the running ones (release, destroy): they end "released". */
+void fake_procs_kill_all(struct fake_ws *ws);
+/* Free every record (the workspace goes). */
+void fake_procs_clear(struct fake_ws *ws);
 
 /* Lexical normalisation of an absolute path: no "", "." or ".." components, no trailing '/'. */
 int fakefs_normalize(const char *path, char **ret, struct b4_error *err);

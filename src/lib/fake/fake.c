@@ -50,6 +50,7 @@ static void ws_unref_locked(struct fake_ws *ws)
         if (!ws || --ws->refs > 0)
                 return;
         fakefs_clear(ws);
+        fake_procs_clear(ws);
         free(ws->thread_id);
         free(ws);
 }
@@ -96,6 +97,7 @@ static struct fake_ws *ws_get(struct fake_core *c, const char *thread_id)
                 return NULL;
         }
         ws->refs = 1; /* the map's */
+        ws->spool_max = B4_PROC_SPOOL_MAX;
         return ws;
 }
 
@@ -136,6 +138,7 @@ static void sandbox_free(struct b4_sandbox *sb)
 static const struct b4_sandbox_ops sandbox_ops = {
         .exec = sandbox_exec,
         .free = sandbox_free,
+        .procs = &fake_proc_ops,
 };
 
 /* Start the thread's compute: a new live handle. Under the lock. */
@@ -166,6 +169,7 @@ static void instance_stop(void *state)
 
         (void)pthread_mutex_lock(&s->core->lock);
         s->ws->instances = 0;
+        fake_procs_kill_all(s->ws); /* release and destroy kill background processes */
         (void)pthread_mutex_unlock(&s->core->lock);
         b4_sandbox_unref(&s->base);
 }
@@ -457,6 +461,21 @@ int fake_provider_n_workspaces(struct b4_provider *p)
         n = (int)hashmap_size(c->threads);
         (void)pthread_mutex_unlock(&c->lock);
         return n;
+}
+
+int fake_provider_set_spool_max(struct b4_provider *p, const char *thread_id, size_t max)
+{
+        struct fake_core *c = fake_core_of(p);
+        struct fake_ws *ws;
+
+        if (!c || !thread_id)
+                return -EINVAL;
+        (void)pthread_mutex_lock(&c->lock);
+        ws = ws_find(c, thread_id);
+        if (ws)
+                ws->spool_max = max;
+        (void)pthread_mutex_unlock(&c->lock);
+        return ws ? 0 : -ENOENT;
 }
 
 int fake_provider_freezes(struct b4_provider *p, const char *thread_id, bool *ret_frozen)

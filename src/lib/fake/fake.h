@@ -65,6 +65,14 @@ int fake_provider_n_workspaces(struct b4_provider *p);
 int fake_provider_freezes(struct b4_provider *p, const char *thread_id, bool *ret_frozen);
 
 /**
+ * fake_provider_set_spool_max() - the output bytes a background process of @thread_id keeps
+ * (default B4_PROC_SPOOL_MAX), so the bound is tested without 64 MiB of output. The fake's
+ * processes: fake-procs.c.
+ * Return: 0, -EINVAL (not a fake), -ENOENT (no workspace for @thread_id).
+ */
+int fake_provider_set_spool_max(struct b4_provider *p, const char *thread_id, size_t max);
+
+/**
  * fake_provider_set_symlinks() - whether handles started from now on have the symlink member
  * (default: not, so callers take their no-symlink paths, e.g. materialising links by exec).
  * Links are resolved either way; only making them needs the member.
@@ -131,6 +139,7 @@ enum fake_call {
         FAKE_CALL_CHMOD,
         FAKE_CALL_SYMLINK,
         FAKE_CALL_EXEC,
+        FAKE_CALL_PROC, /* every background process call */
         FAKE_CALL__COUNT,
 };
 

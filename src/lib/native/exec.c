@@ -32,7 +32,10 @@
 
 /* ---- request ---- */
 
-static int build_body(const struct exec_spec *s, struct strbuf *sb, uint32_t *ret_n_env)
+static int build_body(const struct exec_spec *s,
+                      struct strbuf *sb,
+                      const char *trailer,
+                      uint32_t *ret_n_env)
 {
         uint32_t n_env = 0;
         int r;
@@ -50,6 +53,8 @@ static int build_body(const struct exec_spec *s, struct strbuf *sb, uint32_t *re
                 r = strbuf_add(sb, s->command, strlen(s->command) + 1);
         for (char **e = s->env; r >= 0 && e && *e; e++, n_env++)
                 r = strbuf_add(sb, *e, strlen(*e) + 1);
+        if (r >= 0 && trailer)
+                r = strbuf_add(sb, trailer, strlen(trailer) + 1);
         *ret_n_env = n_env;
         return r;
 }
@@ -69,29 +74,34 @@ static int send_all(int sock, const char *p, size_t len)
         return 0;
 }
 
-static int send_request(int sock, const struct exec_spec *s, int out_w, int err_w)
+int keeper_send(int sock,
+                const struct exec_spec *s,
+                const int *fds,
+                size_t nfd,
+                uint32_t version,
+                const char *trailer)
 {
         struct strbuf body;
         struct keeper_req_hdr h = { .magic = KEEPER_MAGIC,
-                                    .version = KEEPER_PROTO_VERSION,
+                                    .version = version,
                                     .flags = s->flags,
                                     .uid = s->uid,
                                     .gid = s->gid,
                                     .n_argv = 3,
                                     .bpf_len = (uint32_t)(s->bpf_len / 8) };
-        char cbuf[CMSG_SPACE(3 * sizeof(int))] = { 0 };
+        char cbuf[CMSG_SPACE(4 * sizeof(int))] = { 0 };
         struct iovec iov = { .iov_base = &h, .iov_len = sizeof(h) };
         struct msghdr mh = { .msg_iov = &iov,
                              .msg_iovlen = 1,
                              .msg_control = cbuf,
                              .msg_controllen = sizeof(cbuf) };
         struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        int fds[3] = { out_w, err_w, s->cg_fd };
-        size_t nfd = s->cg_fd >= 0 ? 3 : 2;
         int r;
 
+        if (nfd > 4)
+                return -EINVAL;
         strbuf_init(&body, KEEPER_REQ_MAX);
-        r = build_body(s, &body, &h.n_env);
+        r = build_body(s, &body, trailer, &h.n_env);
         if (r < 0) {
                 strbuf_release(&body);
                 return r == -E2BIG ? -E2BIG : r;
@@ -295,7 +305,8 @@ int exec_run(int sock, const struct exec_spec *s, struct b4_exec_result *ret, st
                 run_release(&u);
                 return b4_error_set(err, r, "cannot prepare the command");
         }
-        r = send_request(sock, s, out_w, err_w);
+        int fds[3] = { out_w, err_w, s->cg_fd };
+        r = keeper_send(sock, s, fds, s->cg_fd >= 0 ? 3 : 2, 1, NULL); /* version 1 is enough */
         out_w = safe_close(out_w);
         err_w = safe_close(err_w);
         if (r < 0) {

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Freezing a thread for consistent reads (docs/inspect.md): every process in the thread's
- * cgroup stops (v1 freezer.state, v2 cgroup.freeze) until thawed. Freezing waits until the
- * kernel reports the cgroup frozen, bounded; a thread with no cgroup (released) has nothing
- * to freeze and succeeds.
+ * Freezing a thread, for consistent reads (docs/inspect.md) and for pause/resume
+ * (b4_provider_pause()): every process in the thread's cgroup stops (v1 freezer.state, v2
+ * cgroup.freeze) until thawed. Freezing and thawing wait until the kernel reports the state
+ * reached, polling from 20 us up (a pause takes well under a few ms), bounded by 1 s; a
+ * thread with no cgroup (released) has nothing to freeze and succeeds. A v1 freeze right
+ * after a thaw can leave a busy task running and the cgroup FREEZING for good (seen on 6.18
+ * with two `while :; do :; done` loops, paused and resumed back to back): while it waits,
+ * the freeze is written again every 5 ms, which kicks the stragglers.
  */
 
 #include <errno.h>
@@ -14,7 +18,9 @@
 #include "base/macro.h"
 #include "native.h"
 
-#define FREEZE_WAIT_STEPS 200 /* x 5 ms: about 1 s */
+#define FREEZE_WAIT_US  1000000u /* how long the kernel may take to settle */
+#define FREEZE_POLL_MIN 20u      /* the first wait, in us; doubled up to ... */
+#define FREEZE_POLL_MAX 5000u    /* ... this (a pause is a few ms: poll finely at first) */
 
 /* The v1 freezer dir of @cg, or the v2 cgroup dir; -EBADF when there is none. */
 static int freezer_fd(const struct cgroup *cg)
@@ -59,10 +65,13 @@ static int freeze_cgroup(const struct cgroup *cg, bool frozen, struct b4_error *
         if (r < 0)
                 return b4_error_set(err, r, "cannot %s the thread's cgroup",
                                     frozen ? "freeze" : "thaw");
-        for (int i = 0; i < FREEZE_WAIT_STEPS; i++) {
+        for (unsigned waited = 0, step = FREEZE_POLL_MIN; waited < FREEZE_WAIT_US;
+             waited += step, step = step * 2 < FREEZE_POLL_MAX ? step * 2 : FREEZE_POLL_MAX) {
                 if (reached(fd, cg->mode, frozen))
                         return 0;
-                (void)nanosleep(&(struct timespec){ .tv_nsec = 5 * 1000 * 1000 }, NULL);
+                if (frozen && step == FREEZE_POLL_MAX) /* kick again: see the file comment */
+                        (void)set_state(fd, cg->mode, true);
+                (void)nanosleep(&(struct timespec){ .tv_nsec = (long)step * 1000 }, NULL);
         }
         if (frozen)
                 (void)set_state(fd, cg->mode, false);

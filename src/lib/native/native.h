@@ -286,6 +286,15 @@ struct exec_spec {
         void *output_userdata;
 };
 
+/* Send a request for @s over @sock with @fds (the header's version @version); @trailer, when
+ * set, is one more NUL-terminated string after envp (version 2's background timeout). */
+int keeper_send(int sock,
+                const struct exec_spec *s,
+                const int *fds,
+                size_t nfd,
+                uint32_t version,
+                const char *trailer);
+
 /* Run one command through the connected keeper socket @sock (taken).
  * Return: 0 with @ret filled, -EAGAIN when the keeper could not fork (pids exhausted),
  * -EIO when the keeper went away, -errno. */
@@ -452,10 +461,47 @@ struct native_thread {
                                   * ready for reuse) */
         int cg_spare_fd;
         char cg_spare_name[32];
-        uint64_t generation;     /* bumped on every new keeper */
-        uint32_t host_base;      /* userns: the host id the sandbox's 0 is; else 0 */
-        struct b4_policy policy; /* the launch policy (for recovery) */
+        uint64_t generation;         /* bumped on every new keeper */
+        uint32_t host_base;          /* userns: the host id the sandbox's 0 is; else 0 */
+        struct b4_policy policy;     /* the launch policy (for recovery) */
+        struct native_stdin *stdins; /* procs.c: background stdin pipes held; under cg_lock */
 };
+
+/* A handle (sandbox.c). */
+struct native_sandbox {
+        struct b4_sandbox sb; /* first: &sb.fs is what the fs ops receive */
+        struct native_provider *np;
+        struct native_thread *t;
+        struct b4_policy policy; /* this handle's policy: env, timeout, output cap */
+};
+
+/* A command's own cgroup: the thread's spare (an empty one a finished command left) or a
+ * fresh one; after the command it becomes the spare again when empty, else it stays with
+ * the background jobs in it until release. */
+struct exec_cg {
+        int parent_fd, fd;
+        uint32_t flags;
+        char name[32];
+};
+
+#define KEEPER_CG_MASK (KEEPER_CGROUP | KEEPER_CG_FREEZER | KEEPER_CG_KILL)
+
+/* sandbox.c, for procs.c too: a command's spec from the handle's policy (*ret_env owned,
+ * ret's strings borrowed from @req and it), and its own cgroup (fds -EBADF when none). */
+int native_exec_spec(struct native_sandbox *s,
+                     const struct b4_exec_req *req,
+                     char ***ret_env,
+                     struct exec_spec *ret,
+                     struct b4_error *err);
+void exec_cg_make(struct native_thread *t, struct exec_cg *cg);
+
+/* ---- procs.c: background processes (b4_proc_ops), owned by the keeper, spooled under
+ * <state>/native/procs/<host id>/ (docs/native.md) ---- */
+extern const struct b4_proc_ops native_proc_ops;
+/* Remove a thread's records and spools (destroy). */
+void native_procs_remove(struct native_provider *np, const char *hid);
+/* Close the stdin pipes this process holds for @t's processes (its keeper is gone). */
+void native_procs_forget_stdin(struct native_thread *t);
 
 /* ---- state-dir.c ---- */
 struct native_provider *native_provider_ref(struct native_provider *np);

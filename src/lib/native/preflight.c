@@ -107,6 +107,25 @@ static const char *kill_means(const struct cgroup_host *cg)
         return cg->has[3] ? "v1 freezer, then SIGKILL" : "v1 pids, SIGKILL loop";
 }
 
+/* Pause/resume and background processes (issue 16): what this host gives them. */
+static int procs_rows(const struct cgroup_host *cg, struct b4_preflight *p)
+{
+        bool freezer = cg->mode == CGROUP_V2 || (cg->mode == CGROUP_V1 && cg->has[3]);
+        int r;
+
+        r = freezer ? b4_preflight_control(p, "pause", B4_ENFORCED,
+                                           "the thread's cgroup frozen (%s), processes kept",
+                                           cg->mode == CGROUP_V2 ? "cgroup.freeze" : "v1 freezer")
+                    : b4_preflight_control(p, "pause", B4_NOT_APPLICABLE,
+                                           "no freezer here: pause answers 501");
+        if (r < 0)
+                return r;
+        return b4_preflight_control(p, "background processes", B4_ENFORCED,
+                                    "owned by the keeper, output spooled in the state dir "
+                                    "(64 MiB each), signals to the command's cgroup%s",
+                                    cg->mode == CGROUP_NONE ? " (none here: refused)" : "");
+}
+
 static int cgroup_rows(const struct cgroup_host *cg, struct b4_preflight *p)
 {
         static const char *const rows[] = { "pids limit", "memory limit", "cpu limit" };
@@ -127,6 +146,8 @@ static int cgroup_rows(const struct cgroup_host *cg, struct b4_preflight *p)
                         r = b4_preflight_control(p, rows[i], B4_NOT_ENFORCED,
                                                  "no usable %s controller (%s)", cgroup_v1_names[i],
                                                  mode_name(cg->mode));
+        if (r >= 0)
+                r = procs_rows(cg, p);
         if (r < 0)
                 return r;
         if (cg->mode == CGROUP_V2 || (cg->mode == CGROUP_V1 && (cg->has[3] || cg->has[0])))

@@ -153,6 +153,9 @@ static int stop(struct native_provider *np, struct b4_entry *e, bool destroy, st
         r = native_thread_flock(np, t->id, &lock_fd);
         if (r >= 0) {
                 native_thread_stop(np, t);
+                native_procs_forget_stdin(t); /* the keeper took its processes with it */
+                if (destroy)
+                        native_procs_remove(np, t->hid);
                 if (destroy)
                         r = native_remove_storage(np, t->id);
         }

@@ -22,13 +22,6 @@
 #include "keeper-proto.h"
 #include "native.h"
 
-struct native_sandbox {
-        struct b4_sandbox sb; /* first: &sb.fs is what the fs ops receive */
-        struct native_provider *np;
-        struct native_thread *t;
-        struct b4_policy policy; /* this handle's policy: env, timeout, output cap */
-};
-
 struct native_reader {
         struct b4_reader r; /* first */
         struct native_provider *np;
@@ -99,20 +92,9 @@ static uint32_t keeper_flags(const struct b4_security *s)
         return f;
 }
 
-/* A command's own cgroup: the thread's spare (an empty one a finished command left) or a
- * fresh one; after the command it becomes the spare again when empty, else it stays with
- * the background jobs in it until release. */
-struct exec_cg {
-        int parent_fd, fd;
-        uint32_t flags;
-        char name[32];
-};
-
-#define KEEPER_CG_MASK (KEEPER_CGROUP | KEEPER_CG_FREEZER | KEEPER_CG_KILL)
-
 /* Under the shared lease. Without one the keeper still kills the session (reported in
  * preflight). */
-static void exec_cg_make(struct native_thread *t, struct exec_cg *cg)
+void exec_cg_make(struct native_thread *t, struct exec_cg *cg)
 {
         if (t->cg_fd < 0)
                 return;
@@ -188,21 +170,22 @@ static void started_free(struct started *st)
         free(st);
 }
 
-static int build_spec(struct native_sandbox *s,
-                      const struct b4_exec_req *req,
-                      struct started *st,
-                      struct b4_error *err)
+int native_exec_spec(struct native_sandbox *s,
+                     const struct b4_exec_req *req,
+                     char ***ret_env,
+                     struct exec_spec *ret,
+                     struct b4_error *err)
 {
         const struct b4_policy *p = &s->policy;
         int r;
 
-        r = native_build_env(s->np->oci.env, p, req->env, req->n_env, &st->env, err);
+        r = native_build_env(s->np->oci.env, p, req->env, req->n_env, ret_env, err);
         if (r < 0)
                 return r;
-        st->spec = (struct exec_spec){
+        *ret = (struct exec_spec){
                 .command = req->command,
                 .cwd = req->cwd ? req->cwd : B4_WORKSPACE_ROOT,
-                .env = st->env,
+                .env = *ret_env,
                 .uid = p->security.run_as_non_root ? p->security.uid : 0,
                 .gid = p->security.run_as_non_root ? p->security.gid : 0,
                 .flags = keeper_flags(&p->security) | (s->np->rootless ? KEEPER_NO_SETGROUPS : 0),
@@ -235,7 +218,7 @@ static int sb_exec_start(struct b4_sandbox *sb,
         if (!st)
                 return b4_error_set(err, -ENOMEM, "out of memory");
         st->sock = st->cg.parent_fd = st->cg.fd = -EBADF;
-        r = build_spec(s, req, st, err);
+        r = native_exec_spec(s, req, &st->env, &st->spec, err);
         if (r >= 0 && !t->live)
                 r = unavailable(err, t);
         if (r < 0) {
@@ -312,6 +295,7 @@ static const struct b4_sandbox_ops sandbox_ops = {
         .exec_finish = sb_exec_finish,
         .recover = sb_recover,
         .free = sb_free,
+        .procs = &native_proc_ops,
 };
 
 int native_sandbox_new(struct native_provider *np,

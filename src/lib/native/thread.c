@@ -62,6 +62,7 @@ void native_thread_unref(struct native_thread *t)
         safe_close(t->cg_fd);
         safe_close(t->cg_spare_fd);
         safe_close(t->kp.pidfd);
+        native_procs_forget_stdin(t);
         (void)pthread_mutex_destroy(&t->cg_lock);
         b4_policy_clear(&t->policy);
         free(t->thread_id);
@@ -450,6 +451,9 @@ static bool try_adopt(struct native_provider *np,
         t->root_fd = TAKE_FD(root_fd);
         open_exec_cgroup(np, t);
         set_live(t, true);
+        /* A server that died with the thread paused left it frozen; this one has no pause
+         * for it (the flag is core's, in memory), so it thaws what it adopts. */
+        (void)native_freeze(&np->p, t->thread_id, false, NULL);
         return true;
 }
 

@@ -26,7 +26,7 @@ static int box_get_locked(struct b4_runtime *rt,
         struct box *b;
         int r;
 
-        while ((b = hashmap_get(rt->boxes, key)) && b->acquiring)
+        while ((b = hashmap_get(rt->boxes, key)) && (b->acquiring || b->pausing))
                 (void)pthread_cond_wait(&rt->cond, &rt->lock);
         if (b && b->sb) {
                 *ret = b;
@@ -52,6 +52,29 @@ static int box_get_locked(struct b4_runtime *rt,
         rt->acquires++;
         *ret = b;
         return 0;
+}
+
+int b4_runtime_procs_sandbox(struct b4_runtime *rt,
+                             const char *id,
+                             struct b4_sandbox **ret,
+                             struct b4_error *err)
+{
+        cleanup_free char *key = NULL;
+        struct box *b = NULL;
+        int r;
+
+        r = runtime_sandbox_key(rt, id, &key, err);
+        if (r < 0)
+                return r;
+        (void)pthread_mutex_lock(&rt->lock);
+        r = rt->shutting_down ? b4_error_set(err, -ESHUTDOWN, "the server is shutting down")
+                              : box_get_locked(rt, key, NULL, &b, err);
+        if (r >= 0) {
+                b->last_used_ms = now_msec();
+                *ret = b4_sandbox_ref(b->sb);
+        }
+        (void)pthread_mutex_unlock(&rt->lock);
+        return r;
 }
 
 static struct b4_run *run_free(struct b4_run *run)
@@ -216,7 +239,7 @@ static int box_take_idle_locked(struct b4_runtime *rt, const char *key, struct b
         *ret_sb = NULL;
         if (!b)
                 return 0;
-        if (b->users > 0 || b->acquiring)
+        if (b->users > 0 || b->acquiring || b->pausing)
                 return -EBUSY;
         hashmap_remove(rt->boxes, key);
         *ret_sb = b->sb;
@@ -365,6 +388,7 @@ int b4_runtime_reap_idle(struct b4_runtime *rt, uint64_t now_ms)
         struct idle_scan scan = { .now = now_ms, .timeout = rt->opts.idle_timeout_ms };
         int released = 0;
 
+        (void)runtime_pause_idle(rt, now_ms);
         (void)pthread_mutex_lock(&rt->lock);
         (void)hashmap_foreach(rt->boxes, idle_scan_cb, &scan);
         (void)pthread_mutex_unlock(&rt->lock);

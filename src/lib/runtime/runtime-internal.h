@@ -25,6 +25,7 @@ struct tools_host;
 struct box {
         struct b4_sandbox *sb; /* NULL while acquiring */
         bool acquiring;
+        bool pausing; /* a pause is being applied: runs wait (pause.c) */
         unsigned users;
         uint64_t last_used_ms;
 };
@@ -80,6 +81,9 @@ int runtime_sandbox_key(struct b4_runtime *rt, const char *id, char **ret, struc
 int slot_take_locked(struct b4_runtime *rt, const char *id, bool cancellable, struct slot **ret);
 /* Free @id's slot and wake waiters. Lock held. */
 void slot_drop_locked(struct b4_runtime *rt, const char *id);
+
+/* Pause the sandboxes idle longer than idle_pause_ms (pause.c). Return: how many. */
+int runtime_pause_idle(struct b4_runtime *rt, uint64_t now_ms);
 
 /* Managed admission (admission.c): whether sandbox.workspace or sandbox.thread is set. */
 bool runtime_is_managed(const struct b4_runtime *rt);

@@ -428,6 +428,35 @@ static int run_bash_cwd(struct b4_tools *t, const char *cwd, char **ret, struct 
         return 0;
 }
 
+int b4_tools_gate_command(struct b4_tools *t,
+                          const char *command,
+                          const char *cwd,
+                          char **ret_cwd,
+                          struct b4_error *err)
+{
+        cleanup_free char *abs = NULL;
+        int r;
+
+        *ret_cwd = NULL;
+        ask_clear(&t->ask);
+        r = gate_tool(t, "runBash", err);
+        if (r >= 0 && cwd)
+                r = run_bash_cwd(t, cwd, &abs, err);
+        if (r >= 0)
+                r = gate_command(t, command, err);
+        if (r == -EAGAIN) { /* interactive mode would ask: nothing parks here */
+                ask_clear(&t->ask);
+                return b4_error_set(err, -EPERM,
+                                    "running \"%s\" needs a permission answer, which a background "
+                                    "process cannot ask for: allow it in the permissions",
+                                    command);
+        }
+        if (r < 0)
+                return r;
+        *ret_cwd = TAKE_PTR(abs);
+        return 0;
+}
+
 /* The per-call env as exec variables; borrowed strings of @env. *ret is heap. */
 static int run_bash_env(const struct jv *env, struct b4_env_var **ret, size_t *ret_n)
 {
