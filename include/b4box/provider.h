@@ -599,8 +599,9 @@ B4_PUBLIC bool b4_provider_paused(struct b4_provider *p,
                                   int64_t *ret_since_ms);
 
 #define B4_PAUSE_BUCKETS 8
-/* The latency histogram's upper bounds (us): 500, 1000, 2000, 5000, 10000, 25000, 1e5, 1e6. */
-B4_PUBLIC extern const uint64_t b4_pause_bucket_us[B4_PAUSE_BUCKETS];
+/** b4_pause_bucket_us() - the latency histogram's upper bound @i (< B4_PAUSE_BUCKETS), in
+ * microseconds: 500, 1000, 2000, 5000, 10000, 25000, 1e5, 1e6; 0 past the last. */
+B4_PUBLIC uint64_t b4_pause_bucket_us(size_t i);
 
 struct b4_pause_latency {
         uint64_t count, sum_us;

@@ -4,9 +4,9 @@
  * durations, refusals by code, tool calls, their latency and their errors by code, command
  * durations up to 10 minutes, acquires (cold, reattach) and admissions with their
  * durations, releases by reason, threads by state, one gauge per control the provider cannot
- * enforce, pause and resume latency, build info and the standard process_* metrics. Label sets are bounded: tools are
- * the five built-ins plus "other", routes the route table's names, codes and controls at most
- * MAX_CODES / MAX_CONTROLS distinct names.
+ * enforce, pause and resume latency, build info and the standard process_* metrics. Label sets are
+ * bounded: tools are the five built-ins plus "other", routes the route table's names, codes and
+ * controls at most MAX_CODES / MAX_CONTROLS distinct names.
  */
 
 #include <dirent.h>
@@ -468,7 +468,7 @@ static void render_latency(struct strbuf *sb, const char *name, const struct b4_
 {
         for (size_t b = 0; b < B4_PAUSE_BUCKETS; b++)
                 (void)strbuf_addf(sb, "b4box_%s_duration_seconds_bucket{le=\"%g\"} %llu\n", name,
-                                  (double)b4_pause_bucket_us[b] / 1e6,
+                                  (double)b4_pause_bucket_us(b) / 1e6,
                                   (unsigned long long)l->buckets[b]);
         (void)strbuf_addf(sb,
                           "b4box_%s_duration_seconds_bucket{le=\"+Inf\"} %llu\n"

@@ -62,10 +62,10 @@ static void test_keeper_body_net(void **state)
 
         b4_policy_init(&p);
         p.network = B4_NETWORK_ALLOW;
-        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc,
-                                            &(struct docker_keeper_opts){ .scope = "s", .net = &net },
-                                            &b),
-                         0);
+        assert_int_equal(
+                docker_keeper_body("img", &p, "abc", "ident", &sc,
+                                   &(struct docker_keeper_opts){ .scope = "s", .net = &net }, &b),
+                0);
         h = jv_object_get(b, "HostConfig");
         assert_string_equal(jv_string(jv_object_get(h, "NetworkMode")), "b4-net-abc");
         assert_null(jv_object_get(h, "Binds")); /* the workspace is a Mounts entry */
@@ -73,10 +73,10 @@ static void test_keeper_body_net(void **state)
         net = (struct docker_net_spec){ .mode = "none",
                                         .resolv_bind =
                                                 (char *)"/run/x.resolv:/etc/resolv.conf:ro" };
-        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc,
-                                            &(struct docker_keeper_opts){ .scope = "s", .net = &net },
-                                            &b),
-                         0);
+        assert_int_equal(
+                docker_keeper_body("img", &p, "abc", "ident", &sc,
+                                   &(struct docker_keeper_opts){ .scope = "s", .net = &net }, &b),
+                0);
         h = jv_object_get(b, "HostConfig");
         assert_string_equal(jv_string(jv_object_get(h, "NetworkMode")), "none");
         assert_int_equal(jv_array_size(jv_object_get(h, "Binds")), 1);
@@ -99,10 +99,10 @@ static void test_keeper_body(void **state)
         p.network = B4_NETWORK_DENY;
         p.resources.memory_mb = 64;
         p.resources.cpus = 0.5;
-        assert_int_equal(docker_keeper_body("img", &p, "abc", "ident", &sc,
-                                            &(struct docker_keeper_opts){ .scope = "sc", .net = &net },
-                                            &b),
-                         0);
+        assert_int_equal(
+                docker_keeper_body("img", &p, "abc", "ident", &sc,
+                                   &(struct docker_keeper_opts){ .scope = "sc", .net = &net }, &b),
+                0);
         h = jv_object_get(b, "HostConfig");
         assert_int_equal(jv_dump(jv_object_get(h, "Mounts"), 0, &json), 0);
         assert_string_equal(json,

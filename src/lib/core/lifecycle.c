@@ -291,15 +291,20 @@ bool lifecycle_paused(struct b4_entry *e, int64_t *ret_since_ms)
 }
 
 /* The latency buckets' upper bounds, in microseconds (B4_PAUSE_BUCKETS of them). */
-const uint64_t b4_pause_bucket_us[B4_PAUSE_BUCKETS] = { 500,   1000,  2000,   5000,
-                                                        10000, 25000, 100000, 1000000 };
+static const uint64_t pause_bucket_us[B4_PAUSE_BUCKETS] = { 500,   1000,  2000,   5000,
+                                                            10000, 25000, 100000, 1000000 };
+
+uint64_t b4_pause_bucket_us(size_t i)
+{
+        return i < B4_PAUSE_BUCKETS ? pause_bucket_us[i] : 0;
+}
 
 static void count_latency(struct b4_pause_latency *l, uint64_t us)
 {
         l->count++;
         l->sum_us += us;
         for (size_t i = 0; i < B4_PAUSE_BUCKETS; i++)
-                if (us <= b4_pause_bucket_us[i])
+                if (us <= pause_bucket_us[i])
                         l->buckets[i]++;
 }
 

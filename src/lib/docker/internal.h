@@ -52,11 +52,11 @@ struct docker_core {
         /* b4box-agent (agent-mount.c): the mode, the reason and the volume under lock; the
          * path and, once set, the volume name never change */
         enum docker_agent_mode agent_mode;
-        char *agent_path;   /* host path of b4box-agent; NULL: not found */
-        char *agent_volume; /* the copy's volume, in volume mode once made */
-        char *agent_reason; /* why operations take the path they take (preflight) */
+        char *agent_path;       /* host path of b4box-agent; NULL: not found */
+        char *agent_volume;     /* the copy's volume, in volume mode once made */
+        char *agent_reason;     /* why operations take the path they take (preflight) */
         struct docker_net *net; /* the keepers' network (net.h) */
-        unsigned refs;      /* the provider and every handle */
+        unsigned refs;          /* the provider and every handle */
 };
 
 struct docker_provider {

@@ -57,7 +57,7 @@ static int sandbox_recover(struct b4_sandbox *sb, struct b4_error *err)
                                          "Sandbox unavailable: Docker PID recovery removal failed "
                                          "for thread \"%s\": %s. Run `b4box check`.",
                                          st->thread_id, e.msg);
-        docker_net_detach(s->core->net, st->id);       /* the new keeper gets a new netns */
+        docker_net_detach(s->core->net, st->id);              /* the new keeper gets a new netns */
         return docker_create_keeper(s->core, st, false, err); /* already coded B4_E2001 */
 }
 
