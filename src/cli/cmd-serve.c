@@ -155,7 +155,9 @@ static int serve_open(struct serve_state *st,
         if (r < 0)
                 return r;
         struct b4_preflight pf = { 0 };
-        bool have_pf = b4_provider_preflight(st->provider, &pf, NULL) >= 0;
+        /* the rows `b4box check` prints for this config: NOT ENFORCED ones become gauges */
+        bool have_pf = b4_provider_preflight(st->provider, &pf, NULL) >= 0 &&
+                       b4_preflight_apply_policy(&pf, b4_config_policy(st->cfg)) >= 0;
         STRV_FOREACH (w, have_pf ? pf.warnings : NULL) /* what check would warn about */
                 server_log("warning", *w, NULL);
         struct server_options so = { .config = st->cfg,

@@ -152,3 +152,31 @@ void trace_accept(struct request *rq, const char *h)
                 return;
         memcpy(rq->traceparent, h, TRACEPARENT_LEN + 1);
 }
+
+struct jv *trace_tool_args(const char *traceparent, const char *tool, const struct jv *args)
+{
+        struct jv *copy, *env;
+
+        if (!traceparent || !*traceparent || strcmp(tool, "runBash") != 0 || !jv_is_object(args))
+                return jv_ref((struct jv *)args);
+        env = jv_object_get(args, "env");
+        if (env && (!jv_is_object(env) || jv_object_get(env, "TRACEPARENT")))
+                return jv_ref((struct jv *)args); /* the caller's own, or its error, stands */
+        copy = jv_object_new();
+        for (void *it = jv_object_iter(args); copy && it; it = jv_object_next(args, it))
+                if (strcmp(jv_iter_key(it), "env") != 0 &&
+                    jv_object_set_new(copy, jv_iter_key(it), jv_ref(jv_iter_value(it))) < 0)
+                        copy = jv_unref(copy);
+        env = jv_object_new();
+        for (void *it = jv_object_iter(jv_object_get(args, "env")); env && it;
+             it = jv_object_next(jv_object_get(args, "env"), it))
+                if (jv_object_set_new(env, jv_iter_key(it), jv_ref(jv_iter_value(it))) < 0)
+                        env = jv_unref(env);
+        if (!copy || !env ||
+            jv_object_set_new(env, "TRACEPARENT", jv_string_new(traceparent)) < 0 ||
+            jv_object_set_new(copy, "env", env) < 0) {
+                jv_unref(copy);
+                return NULL;
+        }
+        return copy;
+}

@@ -35,7 +35,13 @@ static char *run_one(struct request *rq,
 
         if (b4_cancel_is_set(b4_run_cancel_token(run)))
                 return strdup(RUN_CANCELLED_RESULT);
-        if (b4_run_call(run, tool, args, &res, &err) < 0) {
+        cleanup_(jv_unrefp) struct jv *traced = trace_tool_args(rq->traceparent, tool, args);
+
+        if (!traced) {
+                reply_error(rq, 500, "internal_error", "out of memory");
+                return NULL;
+        }
+        if (b4_run_call(run, tool, traced, &res, &err) < 0) {
                 reply_b4_error(rq, &err);
                 return NULL;
         }

@@ -39,6 +39,7 @@ struct run_events {
         uint64_t off[3];  /* bytes seen per stream (index: enum b4_exec_stream) */
         char held[3][UTF8_HELD_MAX];
         size_t n_held[3];
+        char traceparent[TRACEPARENT_LEN + 1]; /* the request's, or "" */
 };
 
 /* Length of the UTF-8 sequence a lead byte starts; 0 for a byte that cannot lead. */
@@ -166,7 +167,12 @@ static char *call_one(struct run_events *ev, const struct jv *c, struct b4_error
         if (b4_cancel_is_set(b4_run_cancel_token(ev->run)))
                 return strdup(RUN_CANCELLED_RESULT);
         memset(ev->off, 0, sizeof(ev->off));
-        if (b4_run_call(ev->run, tool, args ? args : empty, &res, err) < 0)
+        cleanup_(jv_unrefp) struct jv *traced =
+                trace_tool_args(ev->traceparent, tool, args ? args : empty);
+
+        if (!traced)
+                return b4_error_set(err, -ENOMEM, "out of memory"), NULL;
+        if (b4_run_call(ev->run, tool, traced, &res, err) < 0)
                 return NULL;
         flush_held(ev);
         metrics_tool_call(ev->metrics, tool, res.ok, res.code, now_usec() - t0);
@@ -238,6 +244,7 @@ int run_events_start(struct request *rq,
         *ev = (struct run_events){
                 .run = run, .metrics = rq->srv->metrics, .calls = jv_ref(calls), .single = single
         };
+        memcpy(ev->traceparent, rq->traceparent, sizeof(ev->traceparent));
         if (stream_open(rq, format, b4_run_cancel_token(run), &ev->st) < 0) {
                 jv_unref(ev->calls);
                 free(ev);

@@ -138,6 +138,10 @@ void request_detach(struct request *rq, void (*fn)(void *ctx), void *ctx);
 /* The traceparent added to this thread's lines (borrowed; NULL = none), while it handles a
  * request. */
 void log_set_trace(const char *traceparent);
+/* runBash's @args with env.TRACEPARENT = @traceparent added (a new reference; @args itself,
+ * referenced, for other tools, without a traceparent, or when the call sets its own). NULL on
+ * OOM. */
+struct jv *trace_tool_args(const char *traceparent, const char *tool, const struct jv *args);
 /* Copy @h into @rq->traceparent when it is a valid W3C traceparent (version 00-fe, non-zero
  * ids, lowercase hex); else leave it empty. */
 void trace_accept(struct request *rq, const char *h);

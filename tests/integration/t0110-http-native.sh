@@ -14,6 +14,13 @@ req POST /threads '{"thread_id": "n1"}'
 check "create" [ "$STATUS" = 201 ]
 req POST /threads/n1/tools/runBash '{"command": "id -u"}'
 check "runs as uid 1000" [ "$(json_get "$BODY" result.stdout)" = 1000 ]
+TP=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+req POST /threads/n1/tools/runBash '{"command": "echo \"$TRACEPARENT\""}' -H "traceparent: $TP"
+check "a request's traceparent reaches its command as TRACEPARENT" [ "$(json_get "$BODY" result.stdout)" = "$TP" ]
+req POST /threads/n1/tools/runBash '{"command": "echo \"$TRACEPARENT\"", "env": {"TRACEPARENT": "mine"}}' -H "traceparent: $TP"
+check "... unless the call sets its own" [ "$(json_get "$BODY" result.stdout)" = mine ]
+req POST /threads/n1/tools/runBash '{"command": "echo \"[$TRACEPARENT]\""}'
+check "... and nothing without one" [ "$(json_get "$BODY" result.stdout)" = "[]" ]
 req POST /threads/n1/tools/writeFile '{"path": "keep.txt", "content": "kept"}'
 check "writeFile" [ "$(json_get "$BODY" ok)" = true ]
 

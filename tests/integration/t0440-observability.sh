@@ -7,7 +7,7 @@ B4BOX=${B4BOX:?}
 PROMTOOL=${PROMTOOL:-/usr/local/lib/b4box-dev/promtool}
 
 SOCK=$WORK/sock
-printf '%s' '{"sandbox": {"provider": {"type": "fake", "scope": "ob"}}}' > "$WORK/b4box.json"
+printf '%s' '{"sandbox": {"provider": {"type": "fake", "scope": "ob"}, "network": {"mode": "deny", "allowlist": ["10.0.0.0/8"]}}}' > "$WORK/b4box.json"
 "$B4BOX" -c "$WORK/b4box.json" --state "$WORK/state" serve --listen "unix:$SOCK" \
         --log-format json 2>>"$WORK/server.log" &
 SERVER_PID=$!
@@ -38,6 +38,8 @@ check "build info" m "^b4box_build_info{version=\"$("$B4BOX" version | awk '{pri
 check "process metrics" m '^process_cpu_seconds_total ' && m '^process_open_fds [0-9]' &&
         m '^process_resident_memory_bytes [1-9]' && m '^process_start_time_seconds [1-9]'
 check "stream and process gauges" m '^b4box_stream_clients 0$' && m '^b4box_background_processes 0$'
+check "a control check reports NOT ENFORCED is a gauge (fake: the allowlist)" \
+        m '^b4box_control_not_enforced{control="network allowlist"} 1$'
 if [ -x "$PROMTOOL" ]; then
         check "promtool check metrics passes" "$PROMTOOL" check metrics < "$WORK/metrics.txt"
 else

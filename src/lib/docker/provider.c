@@ -326,8 +326,15 @@ static int preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_
                         return b4_error_set(err, -ENOMEM, "out of memory");
         if (docker_net_preflight(c->net, ret) < 0) /* allow, allowlist, denylist, dns */
                 return b4_error_set(err, -ENOMEM, "out of memory");
+        r = b4_preflight_control(ret, "pause", B4_ENFORCED, "docker pause (the daemon's freezer)");
+        if (r >= 0)
+                r = b4_preflight_control(ret, "background processes", B4_NOT_APPLICABLE,
+                                         "not on Docker yet: the process routes answer 501 "
+                                         "processes_unsupported");
         (void)pthread_mutex_lock(&c->lock);
-        r = b4_preflight_control(ret, "operations", B4_NOT_APPLICABLE, "%s", c->agent_reason);
+        if (r >= 0)
+                r = b4_preflight_control(ret, "operations", B4_NOT_APPLICABLE, "%s",
+                                         c->agent_reason);
         (void)pthread_mutex_unlock(&c->lock);
         return r < 0 ? b4_error_set(err, -ENOMEM, "out of memory") : 0;
 }
