@@ -364,7 +364,7 @@ static void oom_scenario(void)
         b4_policy_init(&pol);
         if (b4_policy_set_env(&pol, "K", "v") == 0) {
                 (void)launch_identity("host", &pol, id);
-                if (native_build_env(&pol, &extra, 1, &env, NULL) == 0) {
+                if (native_build_env(NULL, &pol, &extra, 1, &env, NULL) == 0) {
                         for (char **e = env; *e; e++)
                                 free(*e);
                         free(env);
