@@ -74,7 +74,7 @@ config d-br allow
 config d-n deny
 x() { local t=$1; shift; (cd "$dir/$t" && "$b4box" --state "$dir/st" exec --thread "$t" -- "$@" 2>&1); }
 api() { curl -s --max-time 30 --unix-socket "$sock" "http://docker/v1.41$1"; }
-echo "1..18"
+echo "1..19"
 n=0
 check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; return 1; fi; }
 flat() { tr '\n' ' ' <<<"$1" | sed 's/ *$//'; }
@@ -84,6 +84,12 @@ q() { grep -c "query\[A\] $1" "$2" 2>/dev/null || true; }
 out=$(x d-allow 'dig +short +time=2 +tries=1 allowed.test; curl -s -m 3 http://allowed.test:8080/hello')
 check "hostnet allowlist: an allowed name resolves and is reachable" '[ "$(flat "$out")" = "192.0.2.10 hello-internet" ]' ||
         echo "# $out"
+out=$(cd "$dir/d-allow" && "$b4box" --state "$dir/st" network d-allow --json 2>&1)
+check "hostnet allowlist: the audit (b4box network) has the admitted query and the destination with its bytes" \
+        'jq -e ".enforced == true and .dns.admitted >= 1 and
+                ([.destinations[] | select(.address == \"192.0.2.10\" and .bytes > 0)] | length) >= 1" \
+                <<<"$out" >/dev/null' || echo "# $out"
+
 up0=$(q other.test "$dir/up.log")
 out=$(x d-allow 'dig +time=2 +tries=1 other.test | grep -o "status: [A-Z]*"')
 check "hostnet allowlist: an unlisted name is NXDOMAIN, never asked upstream" \

@@ -28,6 +28,7 @@
 #include "base/hash.h"
 #include "base/macro.h"
 #include "docker/docker.h"
+#include "hostnet/audit.h"
 #include "hostnet/hostnet.h"
 #include "json/json.h"
 
@@ -423,6 +424,29 @@ void docker_net_detach(struct docker_net *n, const char *id)
                 return;
         host_id(n, id, hid);
         hostnet_teardown(&hn, hid, hid, false);
+}
+
+int docker_net_audit(struct docker_net *n, const char *id, char **ret_json, struct b4_error *err)
+{
+        struct hostnet hn;
+        char hid[41];
+        size_t len;
+        int path, r;
+
+        (void)pthread_mutex_lock(&n->lock);
+        path = decide(n);
+        (void)pthread_mutex_unlock(&n->lock);
+        if (path != DOCKER_NET_HOSTNET || run_dir(n, &hn) < 0)
+                return b4_error_set(err, -ENOENT,
+                                    "this Docker provider does not plumb its keepers' network "
+                                    "(the bridge path): nothing is audited");
+        host_id(n, id, hid);
+        r = hostnet_audit_read(&hn, hid, ret_json, &len, err);
+        if (r == -ENOENT)
+                return b4_error_set(err, -ENOENT,
+                                    "no b4box-netd runs for this thread: it has no network list "
+                                    "(only listed threads are audited), or no live sandbox");
+        return r;
 }
 
 /* Rows of the bridge path: @why is the reason hostnet is not used. */

@@ -90,6 +90,11 @@ int docker_net_revive(struct docker_net *n, const char *id, const struct b4_poli
  * (hostnet), or its bridge network. A no-op when it had none. */
 void docker_net_detach(struct docker_net *n, const char *id);
 
+/* docker_net_audit() - thread @id's network audit from its netd (hostnet path only; the
+ * document of hostnet_audit_read()). Return: 0; -ENOENT with the reason in @err (the bridge
+ * path, no list, no live keeper); -EIO; -ENOMEM. */
+int docker_net_audit(struct docker_net *n, const char *id, char **ret_json, struct b4_error *err);
+
 /* docker_net_preflight() - the network rows of `b4box check`: network allow, allowlist,
  * denylist, dns, with what is and is not enforced on this provider's path. */
 int docker_net_preflight(struct docker_net *n, struct b4_preflight *ret);

@@ -436,6 +436,20 @@ static int freeze(struct b4_provider *p, const char *thread_id, bool frozen, str
         return docker_pause_container(core_of(p), thread_id, frozen, err);
 }
 
+/* The keepers are named by their resource id (docker_state's id), as their network records. */
+static int network_audit(struct b4_provider *p,
+                         const char *thread_id,
+                         char **ret_json,
+                         struct b4_error *err)
+{
+        char id[41];
+        int r = b4_resource_id(p->scope, thread_id, id);
+
+        if (r < 0)
+                return b4_error_set(err, r, "thread '%s' has no resource id", thread_id);
+        return docker_net_audit(core_of(p)->net, id, ret_json, err);
+}
+
 static const struct b4_provider_ops docker_provider_ops = {
         .name = "docker",
         .acquire = acquire,
@@ -445,6 +459,7 @@ static const struct b4_provider_ops docker_provider_ops = {
         .open_reader = open_reader,
         .resolve_image = resolve_image,
         .freeze = freeze,
+        .network_audit = network_audit,
         .free = provider_free,
 };
 
