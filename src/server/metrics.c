@@ -386,10 +386,6 @@ static void render_gauges(struct metrics *m, struct strbuf *sb)
                               "# TYPE b4box_stream_clients gauge\n");
         (void)strbuf_addf(sb, "b4box_stream_clients %lld\n",
                           (long long)m->gauges[METRICS_GAUGE_STREAM_CLIENTS]);
-        (void)strbuf_adds(sb, "# HELP b4box_background_processes Background processes running.\n"
-                              "# TYPE b4box_background_processes gauge\n");
-        (void)strbuf_addf(sb, "b4box_background_processes %lld\n",
-                          (long long)m->gauges[METRICS_GAUGE_PROCESSES]);
         (void)strbuf_adds(sb, "# HELP b4box_control_not_enforced A control b4box check reports NOT "
                               "ENFORCED for this provider (1 each).\n"
                               "# TYPE b4box_control_not_enforced gauge\n");

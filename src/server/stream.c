@@ -51,6 +51,7 @@ struct stream {
         uint64_t last_write_ms; /* when the last event or keepalive was queued */
         struct b4_cancel *abort;
         pthread_t ticker;
+        struct metrics *metrics; /* b4box_stream_clients: its response, created to dropped */
 };
 
 enum stream_format stream_format_of(const struct request *rq)
@@ -167,6 +168,7 @@ static void reader_free(void *cls)
         }
         (void)pthread_cond_broadcast(&s->changed);
         (void)pthread_mutex_unlock(&s->lock);
+        metrics_gauge_add(s->metrics, METRICS_GAUGE_STREAM_CLIENTS, -1);
         stream_unref(s);
 }
 
@@ -241,12 +243,14 @@ int stream_open(struct request *rq,
                 s->keepalive_ms = STREAM_KEEPALIVE_MS;
         s->last_write_ms = now_msec();
         s->refs = 1; /* the producer's */
+        s->metrics = rq->srv->metrics;
         resp = response_new(s);
         if (!resp) {
                 stream_unref(s);
                 reply_error(rq, 500, "internal_error", "out of memory");
                 return -ENOMEM;
         }
+        metrics_gauge_add(s->metrics, METRICS_GAUGE_STREAM_CLIENTS, 1); /* reader_free(): -1 */
         s->refs++; /* the response's: dropped by reader_free() */
         s->refs++; /* the ticker's */
         if (pthread_create(&s->ticker, NULL, ticker_main, s) != 0) {

@@ -456,6 +456,9 @@ def native_part(work):
                                   accept="text/event-stream")
         ok(st == 409 and json.loads(body)["error"]["details"]["code"] == "run_in_flight",
            "native: a streamed call while a run is in flight is 409 run_in_flight")
+        st, h, body = srv.request("GET", "/metrics")
+        ok(st == 200 and b"\nb4box_stream_clients 1\n" in body,
+           "native: the open stream counts in b4box_stream_clients")
         for _ in range(100):  # `exec sleep` follows the echo: a moment on a loaded host
             pids = pids_of("sleep 4711")
             cg = cgroup_of(pids[0]) if pids else None
@@ -468,6 +471,12 @@ def native_part(work):
         t0 = time.monotonic()
         while pids_of("sleep 4711") and time.monotonic() - t0 < 10:
             time.sleep(0.05)
+        for _ in range(100):  # the response is dropped once the server sees the close
+            st, h, body = srv.request("GET", "/metrics")
+            if b"\nb4box_stream_clients 0\n" in body:
+                break
+            time.sleep(0.05)
+        ok(b"\nb4box_stream_clients 0\n" in body, "native: ... and leaves it when the client goes")
         gone = time.monotonic() - t0
         ok(not pids_of("sleep 4711") and gone < KEEPALIVE_MS / 1000 + 2,
            "native: a dropped connection kills the command (%.2f s)" % gone)
