@@ -164,8 +164,8 @@ static void test_record_round_trip(void **state)
                 "masq4 01020g04\n",
                 "cidr4 0102-010203\n",
                 "masq4 01020304x",
-                "src4 " /* too long */
-                "0102030405060708090a0b0c0d0e0f1011\n",
+                ("src4 " /* too long */
+                 "0102030405060708090a0b0c0d0e0f1011\n"),
         };
         struct policy pol;
         struct netpolicy_thread t;
