@@ -549,7 +549,12 @@ static enum MHD_Result on_request(void *cls,
                 rq->began = true;
                 request_name(rq, url, method);
                 if (request_route(rq, url, method) && access_defers(rq)) {
-                        int r = request_offload(rq, admit_main);
+                        int r;
+
+                        /* no header deadline while the policy program decides (its own
+                         * decisionTimeoutMs bounds it) */
+                        conns_phase(rq->srv->conns, rq->track, CONN_BUSY, 0);
+                        r = request_offload(rq, admit_main);
 
                         rq->begin_deferred = r == 0;
                         if (r == 0)

@@ -13,6 +13,8 @@ def answer(req):
     who = TOKENS.get(req.get("tokenDigest"))
     if h.get("x-test-slow"):
         time.sleep(5)
+    if h.get("x-test-pause"):
+        time.sleep(float(h["x-test-pause"]))
     if h.get("x-test-garbage"):
         return "this is not json"
     if h.get("x-test-exit"):

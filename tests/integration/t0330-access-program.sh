@@ -19,7 +19,8 @@ A=(-H "Authorization: Bearer alice-token-0123456789abc")
 B=(-H "Authorization: Bearer bob-token-0123456789abc")
 LOG=$WORK/decisions.log
 
-start_server "{\"sandbox\": {\"provider\": {\"type\": \"fake\", \"scope\": \"ap\"},
+start_server "{\"server\": {\"headerTimeoutMs\": 800},
+  \"sandbox\": {\"provider\": {\"type\": \"fake\", \"scope\": \"ap\"},
   \"thread\": {\"command\": [\"$WORK/resolve.py\"]}, \"stagedWorkspaces\": true},
   \"threadAccess\": {\"command\": [\"$PROG\", \"$LOG\"], \"decisionTimeoutMs\": 2000}}" ||
         { not_ok "server starts with a command and no principals"; done_testing; exit 1; }
@@ -54,6 +55,9 @@ check "... the token's digest, never the token" grep -q "\"tokenDigest\":\"$dige
 check "... lower-cased headers, without authorization" glob "$line" '*"content-type":"application/json"*' &&
         ! grep -qi '"authorization"' "$LOG"
 
+req GET /threads/t1 "" "${A[@]}" -H "X-Test-Pause: 1.2"
+check "a decision longer than headerTimeoutMs (800 ms) but within decisionTimeoutMs stands" \
+        [ "$STATUS" = 200 ]
 t0=$(date +%s%N)
 req GET /threads/t1 "" "${A[@]}" -H "X-Test-Slow: 1"
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
