@@ -386,6 +386,12 @@ static void render_gauges(struct metrics *m, struct strbuf *sb)
                               "# TYPE b4box_stream_clients gauge\n");
         (void)strbuf_addf(sb, "b4box_stream_clients %lld\n",
                           (long long)m->gauges[METRICS_GAUGE_STREAM_CLIENTS]);
+        (void)strbuf_addf(sb,
+                          "# HELP b4box_background_processes_started_total Background processes "
+                          "started.\n"
+                          "# TYPE b4box_background_processes_started_total counter\n"
+                          "b4box_background_processes_started_total %lld\n",
+                          (long long)m->gauges[METRICS_COUNTER_PROCESSES_STARTED]);
         (void)strbuf_adds(sb, "# HELP b4box_control_not_enforced A control b4box check reports NOT "
                               "ENFORCED for this provider (1 each).\n"
                               "# TYPE b4box_control_not_enforced gauge\n");

@@ -179,12 +179,14 @@ void route_proc_start(struct request *rq)
 
         if (!body || !parse_start(rq, body, &req, &env) || !(sb = proc_sandbox(rq)))
                 return;
-        if (b4_runtime_proc_start(rq->srv->opts.runtime, rq->thread.id, &req, &info, &err) < 0)
+        if (b4_runtime_proc_start(rq->srv->opts.runtime, rq->thread.id, &req, &info, &err) < 0) {
                 reply_proc_error(rq, &err);
-        else
+        } else {
+                metrics_gauge_add(rq->srv->metrics, METRICS_COUNTER_PROCESSES_STARTED, 1);
                 reply_json(rq, 201,
                            jv_pack("{s:I, s:s?, s:I}", "pid", (int64_t)info.pid, "tag", info.tag,
                                    "startedMs", (int64_t)info.started_ms));
+        }
         b4_proc_info_clear(&info);
         b4_sandbox_unref(sb);
 }

@@ -317,7 +317,8 @@ int run_events_start(struct request *rq,
 
 /* ---- metrics (metrics.c) ---- */
 enum metrics_gauge {
-        METRICS_GAUGE_STREAM_CLIENTS = 0, /* stream.c: a streamed response, created to dropped */
+        METRICS_GAUGE_STREAM_CLIENTS = 0,  /* stream.c: a streamed response, created to dropped */
+        METRICS_COUNTER_PROCESSES_STARTED, /* routes-processes.c: background processes started */
         METRICS_GAUGE__COUNT,
 };
 struct metrics *metrics_new(void);

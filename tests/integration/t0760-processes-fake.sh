@@ -136,6 +136,9 @@ req DELETE /threads/t
 req POST /threads '{"thread_id": "t"}'
 req GET /threads/t/processes
 check "a deleted thread's records are gone with it" [ "$(json_get "$BODY" processes)" = "[]" ]
+req GET /metrics
+n=$(sed -n 's/^b4box_background_processes_started_total \([0-9]*\)$/\1/p' <<<"$BODY")
+check "metrics count the processes started ($n)" [ "${n:-0}" -ge 3 ]
 
 # a background process passes the gates a runBash of it would: never a way around them
 stop_server
