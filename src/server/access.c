@@ -396,7 +396,9 @@ static bool check_principal(struct request *rq)
 bool access_check(struct request *rq)
 {
         bool policy = rq->srv->config->thread_access.present;
-        bool principals = policy && rq->srv->n_principals > 0;
+        /* tokens are checked unless a policy program decides alone (no principals): an empty
+         * principals list without a program admits nobody, as before */
+        bool principals = policy && (rq->srv->n_principals > 0 || !rq->srv->program);
         /* a program without principals decides visibility itself */
         bool visibility = principals;
 

@@ -115,4 +115,14 @@ stop_server
 
 pid_line=$(grep -c 'policy program started' "$WORK/server.log")
 check "the program was started once, plus once per failure ($pid_line)" [ "$pid_line" -eq 4 ]
+
+# Without a program, an empty principals list admits nobody (the program's "no principals"
+# must not open the door when there is no program).
+start_server '{"sandbox": {"provider": {"type": "fake", "scope": "ap2"}}, "threadAccess": {"principals": []}}' "$WORK/s2" ||
+        { not_ok "server starts with no principals"; done_testing; exit 1; }
+req POST /threads '{"thread_id": "x"}'
+check "no principals and no program: 401" [ "$STATUS" = 401 ]
+req GET /threads "" "${A[@]}"
+check "... whatever the token" [ "$STATUS" = 401 ]
+stop_server
 done_testing
