@@ -215,7 +215,8 @@ static int extend_all(char ***l, char **more)
         return 0;
 }
 
-/* Docker: each exact image the config names must be known to the daemon. */
+/* Each exact image the config names must be known to the daemon (docker) or be in the store
+ * (native). */
 static void resolve_each(struct check *c, struct b4_provider *p, char **images)
 {
         STRV_FOREACH (img, images) {
@@ -243,7 +244,7 @@ void check_images(struct check *c, const struct b4_config *cfg, struct b4_provid
                 refuse_per_thread_images(c, cfg, p, targets);
                 return;
         }
-        if (strcmp(pc->type, "docker") != 0)
+        if (strcmp(pc->type, "docker") != 0 && strcmp(pc->type, "native") != 0)
                 return;
         if ((pc->image && strv_extend(&images, pc->image) < 0) ||
             extend_all(&images, pc->images) < 0 || extend_all(&images, targets) < 0) {

@@ -418,14 +418,44 @@ int native_build_env(char *const *base,
 #include <pthread.h>
 #include <stdatomic.h>
 
-struct native_provider {
-        struct b4_provider p; /* first */
-        atomic_int refs;      /* the owner + every live handle/reader */
-        char *image;          /* "host", "dir:/abs" or "oci:sha256:<hex>" (docs/images.md) */
-        const char *image_root;
-        bool host_image;
+/* What a sandbox's root is made from (image-ref.c, docs/images.md). Immutable once open;
+ * shared by the provider (the app-wide image), the threads running it and their handles. */
+struct native_image {
+        atomic_int refs;
+        char *name;            /* "host", "dir:/abs" or "oci:sha256:<hex>": the identity */
+        const char *root;      /* "/" for the host image, else the rootfs dir */
+        bool host;             /* bind only the system dirs of @root */
         struct image_info oci; /* an "oci:" image's config and root (zeroed otherwise) */
-        char *state_dir;       /* the provider's (the image store is under it) */
+};
+
+/*
+ * native_image_open() - the image @name names: "host" (also for NULL or ""), "dir:/abs" (a
+ * directory) or "oci:REF" (REF resolved in the store under @state_dir, image/image.h).
+ * Return: 0 with *@ret (native_image_unref()); -EINVAL (another form, not a directory),
+ * -ENOENT (not in the store), -EIO, -ENOMEM, with @err set.
+ */
+int native_image_open(const char *state_dir,
+                      const char *name,
+                      struct native_image **ret,
+                      struct b4_error *err);
+struct native_image *native_image_ref(struct native_image *img); /* NULL ok */
+void native_image_unref(struct native_image *img);               /* NULL ok */
+static inline void native_image_unrefp(struct native_image **img)
+{
+        native_image_unref(*img);
+}
+/* Whether a thread may name image @ref: the app's own image as configured (@app_image, NULL =
+ * "host"), or a match of one of @patterns (sandbox.provider.images: exact or fnmatch(3);
+ * "oci:" is optional on both sides). */
+bool native_image_allowed(const char *app_image, char *const *patterns, const char *ref);
+
+struct native_provider {
+        struct b4_provider p;      /* first */
+        atomic_int refs;           /* the owner + every live handle/reader */
+        struct native_image *image; /* the app-wide image */
+        char *image_cfg;           /* sandbox.provider.image as configured (NULL = host) */
+        char **images;             /* sandbox.provider.images: what a thread may name */
+        char *state_dir;           /* the provider's (the image store is under it) */
         char *native_dir;      /* <state>/native */
         char *run_dir;         /* .../run: sockets, records, locks */
         char *ws_dir;          /* .../workspaces */
@@ -464,6 +494,7 @@ struct native_thread {
         uint64_t generation;         /* bumped on every new keeper */
         uint32_t host_base;          /* userns: the host id the sandbox's 0 is; else 0 */
         struct b4_policy policy;     /* the launch policy (for recovery) */
+        struct native_image *image;  /* what its keeper's root is made from (set by acquire) */
         struct native_stdin *stdins; /* procs.c: background stdin pipes held; under cg_lock */
 };
 
@@ -472,7 +503,8 @@ struct native_sandbox {
         struct b4_sandbox sb; /* first: &sb.fs is what the fs ops receive */
         struct native_provider *np;
         struct native_thread *t;
-        struct b4_policy policy; /* this handle's policy: env, timeout, output cap */
+        struct native_image *image; /* its thread's image when the handle was made */
+        struct b4_policy policy;    /* this handle's policy: env, timeout, output cap */
 };
 
 /* A command's own cgroup: the thread's spare (an empty one a finished command left) or a
@@ -521,6 +553,7 @@ void native_thread_unref(struct native_thread *t);
 /* With the thread's exclusive lease and flock held: */
 int native_thread_ensure(struct native_provider *np,
                          struct native_thread *t,
+                         struct native_image *img,
                          const char *identity,
                          const struct b4_policy *policy,
                          struct b4_error *err);

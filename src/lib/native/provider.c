@@ -23,6 +23,7 @@
 #include "base/alloc.h"
 #include "base/fd-util.h"
 #include "base/macro.h"
+#include "base/strv.h"
 #include "core/launch.h"
 #include "hostnet/audit.h"
 #include "hostnet/hostnet.h"
@@ -66,10 +67,6 @@ static int check_acquire(struct native_provider *np,
                          const struct b4_policy *policy,
                          struct b4_error *err)
 {
-        if (req->image && strcmp(req->image, np->image) != 0)
-                return b4_error_set(err, -EINVAL,
-                                    "image '%s' is not available: this native provider runs '%s'",
-                                    req->image, np->image);
         if (np->rootless) {
                 int r = check_rootless(policy, err);
                 if (r < 0)
@@ -79,6 +76,23 @@ static int check_acquire(struct native_provider *np,
                 return b4_error_set_code(err, -ENOENT, B4_CODE_SANDBOX_UNAVAILABLE,
                                          "Sandbox unavailable: the b4box-keeper binary was not "
                                          "found (set B4BOX_KEEPER). Run `b4box check`.");
+        return 0;
+}
+
+/* The image a thread runs: the app's, or the identity its resolver recorded (resolve_image()
+ * below: "oci:sha256:<hex>", "host" or "dir:/abs"), opened again from the store. */
+static int acquire_image(struct native_provider *np,
+                         const char *identity,
+                         struct native_image **ret,
+                         struct b4_error *err)
+{
+        if (!identity || strcmp(identity, np->image->name) == 0) {
+                *ret = native_image_ref(np->image);
+                return 0;
+        }
+        int r = native_image_open(np->state_dir, identity, ret, err);
+        if (r < 0)
+                return b4_error_wrap(err, r, "Sandbox unavailable: the image of this thread");
         return 0;
 }
 
@@ -97,6 +111,7 @@ static int np_acquire(struct b4_provider *p,
         struct native_thread *t = b4_entry_state(e);
         struct b4_policy defaults;
         const struct b4_policy *policy = req->policy;
+        cleanup_(native_image_unrefp) struct native_image *img = NULL;
         char identity[65];
         int lock_fd = -EBADF;
         int r;
@@ -109,7 +124,10 @@ static int np_acquire(struct b4_provider *p,
                 return r;
         if (b4_cancel_is_set(req->cancel))
                 return b4_error_set(err, -ECANCELED, "acquire cancelled");
-        r = launch_identity(np->image, policy, identity);
+        r = acquire_image(np, req->image, &img, err);
+        if (r < 0)
+                return r;
+        r = launch_identity(img->name, policy, identity);
         if (r < 0)
                 return b4_error_set(err, r, "cannot compute the keeper identity");
         if (!t) {
@@ -122,7 +140,7 @@ static int np_acquire(struct b4_provider *p,
         if (r < 0)
                 b4_error_set(err, r, "cannot lock thread '%s'", req->thread_id);
         else
-                r = native_thread_ensure(np, t, identity, policy, err);
+                r = native_thread_ensure(np, t, img, identity, policy, err);
         safe_close(lock_fd);
         if (r >= 0)
                 r = native_sandbox_new(np, t, policy, ret, err);
@@ -210,12 +228,36 @@ static int userns_row(const struct native_provider *np, struct b4_preflight *ret
         return b4_preflight_control(ret, "user namespaces", B4_ENFORCED, "%s", what);
 }
 
+/* What the sandbox sees of the host's files (docs/images.md): the row is "enforced" for an
+ * image with a root of its own, "not set" for the host image (nothing keeps the host's /etc
+ * out, by configuration). */
+static int image_row(const struct native_provider *np, struct b4_preflight *ret)
+{
+        const struct native_image *img = np->image;
+        const char *threads = np->images ? "; threads may name their own (sandbox.provider.images)"
+                                         : "";
+
+        if (img->host)
+                return b4_preflight_control(ret, "image", B4_NOT_SET,
+                                            "host: the host's /usr, /bin, /sbin, /lib*, and /etc "
+                                            "read-only (its users and configuration; shadow, "
+                                            "gshadow, sudoers and ssh host keys masked)%s; an "
+                                            "\"oci:REF\" image keeps the host's /etc out",
+                                            threads);
+        return b4_preflight_control(ret, "image", B4_ENFORCED,
+                                    "%s: its own root and /etc read-only, none of the host's files "
+                                    "but the workspace%s",
+                                    img->name, threads);
+}
+
 static int np_preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_error *err)
 {
         struct native_provider *np = np_of(p);
         int r;
 
         r = native_preflight_run(&np->cg, ret, err);
+        if (r >= 0)
+                r = image_row(np, ret);
         if (r >= 0 && !np->rootless)
                 r = userns_row(np, ret);
         if (r >= 0 && np->exe_fd < 0) {
@@ -261,6 +303,38 @@ static void np_free(struct b4_provider *p)
         native_provider_unref(np_of(p));
 }
 
+/* A thread's own image (docs/images.md, "Per-thread images"): allowed by the app's image or
+ * sandbox.provider.images, and in the store; its identity names the content (the config
+ * digest), so moving a name later does not move an admitted thread. */
+static int np_resolve_image(struct b4_provider *p,
+                            const char *ref,
+                            char **ret_identity,
+                            struct b4_error *err)
+{
+        struct native_provider *np = np_of(p);
+        cleanup_(native_image_unrefp) struct native_image *img = NULL;
+        cleanup_free char *name = NULL;
+        bool store;
+        int r;
+
+        if (!ref || !*ref || !native_image_allowed(np->image_cfg, np->images, ref))
+                return b4_error_set_code(err, -EACCES, B4_CODE_IMAGE_NOT_ALLOWED,
+                                         "Image %s is not one this provider may run: allow it with "
+                                         "sandbox.provider.images",
+                                         ref ? ref : "");
+        store = strcmp(ref, "host") != 0 && strncmp(ref, "dir:", 4) != 0 &&
+                strncmp(ref, "oci:", 4) != 0;
+        if (b4_asprintf(&name, "%s%s", store ? "oci:" : "", ref) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = native_image_open(np->state_dir, name, &img, err);
+        if (r == -ENOENT && err)
+                err->code = B4_CODE_IMAGE_NOT_ALLOWED;
+        if (r < 0)
+                return r;
+        *ret_identity = b4_strdup(img->name);
+        return *ret_identity ? 0 : b4_error_set(err, -ENOMEM, "out of memory");
+}
+
 static const struct b4_provider_ops native_ops = {
         .name = "native",
         .acquire = np_acquire,
@@ -268,6 +342,7 @@ static const struct b4_provider_ops native_ops = {
         .destroy = np_destroy,
         .preflight = np_preflight,
         .open_reader = np_open_reader,
+        .resolve_image = np_resolve_image,
         .freeze = native_freeze,
         .sweep = native_sweep,
         .kept = np_kept,
@@ -329,52 +404,6 @@ static int setup_dirs(struct native_provider *np, const char *state_dir, struct 
         return 0;
 }
 
-/* "oci:REF": an image of the store (docs/images.md), named by its digest from here on so a
- * reference moved to another image changes the keepers' identity. */
-static int parse_oci(struct native_provider *np,
-                     const char *state_dir,
-                     const char *ref,
-                     struct b4_error *err)
-{
-        int r = image_resolve(state_dir, ref, &np->oci, err);
-
-        if (r < 0)
-                return r;
-        free(np->image);
-        if (b4_asprintf(&np->image, "oci:%s", np->oci.digest) < 0)
-                return -ENOMEM;
-        np->image_root = np->oci.root;
-        return 0;
-}
-
-static int parse_image(struct native_provider *np,
-                       const char *state_dir,
-                       const char *image,
-                       struct b4_error *err)
-{
-        struct stat st;
-
-        np->image = b4_strdup(image && *image ? image : "host");
-        if (!np->image)
-                return -ENOMEM;
-        if (strncmp(np->image, "oci:", 4) == 0)
-                return parse_oci(np, state_dir, image + 4, err);
-        if (strcmp(np->image, "host") == 0) {
-                np->image_root = "/";
-                np->host_image = true;
-                return 0;
-        }
-        if (strncmp(np->image, "dir:/", 5) != 0)
-                return b4_error_set(err, -EINVAL,
-                                    "sandbox.provider.image for native must be \"host\", "
-                                    "\"dir:/absolute/rootfs\" or \"oci:REF\" (got '%s')",
-                                    np->image);
-        np->image_root = np->image + 4;
-        if (stat(np->image_root, &st) < 0 || !S_ISDIR(st.st_mode))
-                return b4_error_set(err, -EINVAL, "rootfs '%s' is not a directory", np->image_root);
-        return 0;
-}
-
 int native_provider_new(const struct b4_provider_config *cfg,
                         struct b4_provider **ret,
                         struct b4_error *err)
@@ -405,7 +434,10 @@ int native_provider_new(const struct b4_provider_config *cfg,
         atomic_init(&np->refs, 1);
         r = b4_provider_init(&np->p, &native_ops, cfg->scope);
         if (r >= 0)
-                r = parse_image(np, cfg->state_dir, cfg->image, err);
+                r = native_image_open(cfg->state_dir, cfg->image, &np->image, err);
+        if (r >= 0 && ((cfg->image && !(np->image_cfg = b4_strdup(cfg->image))) ||
+                       (cfg->images && !(np->images = strv_copy(cfg->images)))))
+                r = b4_error_set(err, -ENOMEM, "out of memory");
         if (r >= 0)
                 r = setup_dirs(np, cfg->state_dir, err);
         if (r >= 0)

@@ -179,7 +179,7 @@ int native_exec_spec(struct native_sandbox *s,
         const struct b4_policy *p = &s->policy;
         int r;
 
-        r = native_build_env(s->np->oci.env, p, req->env, req->n_env, ret_env, err);
+        r = native_build_env(s->image->oci.env, p, req->env, req->n_env, ret_env, err);
         if (r < 0)
                 return r;
         *ret = (struct exec_spec){
@@ -285,6 +285,7 @@ static void sb_free(struct b4_sandbox *sb)
         struct native_sandbox *s = (struct native_sandbox *)sb;
 
         b4_policy_clear(&s->policy);
+        native_image_unref(s->image);
         native_thread_unref(s->t);
         native_provider_unref(s->np);
         free(s);
@@ -317,6 +318,7 @@ int native_sandbox_new(struct native_provider *np,
                 return b4_error_set(err, r, "out of memory");
         }
         s->t = native_thread_ref(t);
+        s->image = native_image_ref(t->image);
         s->np = native_provider_ref(np);
         s->sb.reattached = t->reattached;
         *ret = &s->sb;

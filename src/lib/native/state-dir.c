@@ -15,6 +15,7 @@
 #include "base/fd-util.h"
 #include "base/hash.h"
 #include "base/macro.h"
+#include "base/strv.h"
 #include "base/rm-rf.h"
 #include "native.h"
 
@@ -53,8 +54,9 @@ void native_provider_unref(struct native_provider *np)
         safe_close(np->disks_fd);
         safe_close(np->exe_fd);
         free(np->bpf);
-        free(np->image);
-        image_info_clear(&np->oci);
+        native_image_unref(np->image);
+        free(np->image_cfg);
+        strv_free(np->images);
         free(np->state_dir);
         free(np->native_dir);
         free(np->run_dir);

@@ -65,6 +65,7 @@ void native_thread_unref(struct native_thread *t)
         native_procs_forget_stdin(t);
         (void)pthread_mutex_destroy(&t->cg_lock);
         b4_policy_clear(&t->policy);
+        native_image_unref(t->image);
         free(t->thread_id);
         free(t);
 }
@@ -275,8 +276,8 @@ static int build_plan(struct native_provider *np,
         cleanup_free char *ws = NULL, *resolv = NULL;
         struct mount_spec spec = {
                 .stage = np->stage_dir,
-                .image = np->image_root,
-                .host_image = np->host_image,
+                .image = t->image->root,
+                .host_image = t->image->host,
                 .read_only_root = p->security.read_only_root,
                 .network_lo_only = true,
         };
@@ -385,9 +386,11 @@ static int start_keeper(struct native_provider *np,
         int root_fd = -EBADF;
         int r;
 
-        if (np->oci.root && (r = image_use_begin(np->state_dir, np->oci.digest, t->id)) < 0)
+        const struct image_info *oci = &t->image->oci;
+
+        if (oci->root && (r = image_use_begin(np->state_dir, oci->digest, t->id)) < 0)
                 return b4_error_set(err, r, "cannot record that thread '%s' uses image %s",
-                                    t->thread_id, np->oci.digest);
+                                    t->thread_id, oci->digest);
         r = ensure_workspace(np, t, p->resources.disk_gb,
                              t->host_base + (non_root ? p->security.uid : 0),
                              t->host_base + (non_root ? p->security.gid : 0), err);
@@ -459,6 +462,7 @@ static bool try_adopt(struct native_provider *np,
 
 int native_thread_ensure(struct native_provider *np,
                          struct native_thread *t,
+                         struct native_image *img,
                          const char *identity,
                          const struct b4_policy *policy,
                          struct b4_error *err)
@@ -477,6 +481,10 @@ int native_thread_ensure(struct native_provider *np,
         t->reattached = t->live;
         if (t->live)
                 return 0;
+        if (t->image != img) { /* not live: no keeper or recovery reads it now */
+                native_image_unref(t->image);
+                t->image = native_image_ref(img);
+        }
         /* A recorded block says the thread runs in its own user namespace: adopting its
          * keeper needs no probe of the kernel (a fork), only starting one does. */
         if (idmap_recorded(np, t->id) || native_userns(np)) {
