@@ -201,9 +201,9 @@ check_refuses "a resolver program that is not executable" "sandbox.workspace.com
 check_refuses "a policy program that does not exist" "threadAccess.command: the policy program '.*nopolicy' does not exist" \
     "nopolicy' does not exist" \
     '{"sandbox": {"provider": {"type": "fake", "scope": "s"}}, "threadAccess": {"command": ["./nopolicy"]}}'
-check_refuses "per-thread images on native" 'sandbox.provider.images: provider "native" cannot run a per-thread image' \
-    'cannot run a per-thread image' \
-    '{"sandbox": {"provider": {"type": "native", "scope": "s", "images": ["python:*"]}, "network": {"mode": "deny"}}}'
+check_refuses "a per-thread image on native that is not in the store" "image 'python:3': image 'python:3' is not in the store (b4box image import FILE --name python:3)" \
+    "image 'python:3' is not in the store" \
+    '{"sandbox": {"provider": {"type": "native", "scope": "s", "images": ["python:3", "node:*"]}, "network": {"mode": "deny"}}}'
 check_refuses "an unreachable docker daemon" "Docker daemon not reachable" "Docker daemon not reachable" \
     "{\"sandbox\": {\"provider\": {\"type\": \"docker\", \"scope\": \"s\", \"image\": \"alpine:3\", \"host\": \"unix://$tmp/no.sock\"}}}"
 
