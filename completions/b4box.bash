@@ -47,7 +47,7 @@ _b4box() {
     logs) opts="--thread --from --follow --server" ;;
     kill) opts="--thread --signal --rm --server" ;;
     upload) opts="--server --json" ;;
-    image) opts="--name --json" ;;
+    image) opts="--name --from-docker --docker-host --json" ;;
     check) opts="--json --strict" ;;
     conformance) opts="--provider" ;;
     probe) opts="--json" ;;

@@ -2,14 +2,18 @@
 /* b4box image import|ls|inspect|rm: the image store under the state dir (docs/images.md). */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "b4box/error.h"
 
+#include "base/fd-util.h"
 #include "base/macro.h"
 #include "base/strv.h"
 #include "cli.h"
+#include "docker/docker.h"
 #include "image/image.h"
 #include "json/json.h"
 
@@ -34,15 +38,51 @@ static int print_json(struct jv *v)
         return CLI_EXIT_OK;
 }
 
+/* --from-docker: the daemon's `docker save` archive, kept in an unnamed file of the state
+ * dir's filesystem (where its root is unpacked next) and imported from /proc/self/fd. */
+static int import_from_docker(const char *state,
+                              const char *host,
+                              const char *ref,
+                              const char *name,
+                              char digest[7 + 64 + 1],
+                              struct b4_error *err)
+{
+        struct docker_client *d = NULL;
+        char path[64];
+        int fd, r;
+
+        if (!image_ref_valid(ref))
+                return b4_error_set(err, -EINVAL, "'%s' is not an image reference", ref);
+        if (mkdir(state, 0700) < 0 && errno != EEXIST)
+                return b4_error_set(err, -errno, "cannot make the state dir '%s'", state);
+        fd = open(state, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return b4_error_set(err, -errno, "cannot make a temporary file in '%s'", state);
+        r = docker_client_new(host, &d, err);
+        if (r >= 0)
+                r = docker_image_save(d, ref, fd, err);
+        docker_client_free(d);
+        (void)snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        if (r >= 0)
+                r = image_import(state, path, name ? name : ref, digest, err);
+        safe_close(fd);
+        return r;
+}
+
 static int do_import(int argc, char **argv, const char *state, bool json)
 {
-        const char *file = NULL, *name = NULL;
+        const char *file = NULL, *name = NULL, *from = NULL, *host = NULL;
         struct b4_error err = { 0 };
         char digest[7 + 64 + 1];
+        int r;
 
         for (int i = 2; i < argc; i++) {
                 if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
                         name = argv[++i];
+                else if (strcmp(argv[i], "--from-docker") == 0 && i + 1 < argc)
+                        from = argv[++i];
+                else if (strcmp(argv[i], "--docker-host") == 0 && i + 1 < argc)
+                        host = argv[++i];
                 else if (strcmp(argv[i], "--json") == 0)
                         continue;
                 else if (!file && argv[i][0] != '-')
@@ -50,9 +90,11 @@ static int do_import(int argc, char **argv, const char *state, bool json)
                 else
                         return CLI_USAGE;
         }
-        if (!file)
+        if (!file == !from || (host && !from))
                 return CLI_USAGE;
-        if (image_import(state, file, name, digest, &err) < 0)
+        r = from ? import_from_docker(state, host, from, name, digest, &err)
+                 : image_import(state, file, name, digest, &err);
+        if (r < 0)
                 return cli_fail(&err);
         if (json)
                 return print_json(jv_pack("{s:s}", "id", digest));

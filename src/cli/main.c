@@ -119,9 +119,12 @@ static const struct cli_command commands[] = {
           "  --json                   {digest, status} instead of text\n",
           .uses_provider = false },
         { "image", cmd_image, "import, list, inspect or remove OCI images in the state dir",
-          "b4box image import FILE [--name NAME:TAG] [--json]\n"
+          "b4box image import FILE|--from-docker REF [--docker-host H] [--name NAME:TAG] [--json]\n"
           "b4box image ls|inspect REF|rm REF [--json]",
           "  --name NAME:TAG          a reference for the imported image (besides its own tags)\n"
+          "  --from-docker REF        take the image from a local Docker daemon (its `docker save`)\n"
+          "  --docker-host H          that daemon's unix:// socket (default: $DOCKER_HOST, else\n"
+          "                           /var/run/docker.sock)\n"
           "  --json                   one JSON document\n"
           "FILE: a `docker save` archive, or an OCI image layout (directory or tar).\n"
           "REF: name:tag, name@sha256:HEX or sha256:HEX (the image's config digest).\n",

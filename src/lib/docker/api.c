@@ -21,6 +21,7 @@
 #include "base/fd-util.h"
 #include "base/macro.h"
 #include "base/parse.h"
+#include "base/time-util.h"
 #include "docker/docker.h"
 #include "http/http.h"
 #include "json/json.h"
@@ -276,6 +277,32 @@ int docker_stream(struct docker_client *d,
                 return stream_error(s, err);
         *ret = TAKE_PTR(s);
         return 0;
+}
+
+#define SAVE_STALL_MS 60000
+
+int docker_image_save(struct docker_client *d, const char *ref, int out_fd, struct b4_error *err)
+{
+        cleanup_(http_stream_freep) struct http_stream *s = NULL;
+        cleanup_free char *enc = NULL, *path = NULL;
+        char buf[64 * 1024];
+        ssize_t n;
+        int r;
+
+        if (docker_urlencode(ref, &enc) < 0 || b4_asprintf(&path, "/images/%s/get", enc) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = docker_stream(d, "GET", path, NULL, -EBADF, &s, err);
+        if (r == -ENOENT)
+                return b4_error_set(err, r, "Docker has no image '%s'", ref);
+        if (r < 0)
+                return r;
+        while ((n = http_stream_read(s, buf, sizeof(buf), now_msec() + SAVE_STALL_MS, -EBADF,
+                                     err)) > 0) {
+                r = write_all(out_fd, buf, (size_t)n);
+                if (r < 0)
+                        return b4_error_set(err, r, "cannot keep the archive of '%s'", ref);
+        }
+        return n < 0 ? (int)n : 0;
 }
 
 int docker_server_version(struct docker_client *d, char **ret, struct b4_error *err)

@@ -85,6 +85,13 @@ int docker_hijack(struct docker_client *d,
                   const struct jv *body,
                   struct docker_hijacked *ret,
                   struct b4_error *err);
+/*
+ * docker_image_save() - GET /images/{ref}/get: the `docker save` archive of @ref written to
+ * @out_fd as it arrives (each read bounded by 60 s of silence).
+ * Return: 0; -ENOENT (no such image: "Docker has no image 'REF'"), the errors of
+ * docker_call(), -ETIMEDOUT, -errno of write(2).
+ */
+int docker_image_save(struct docker_client *d, const char *ref, int out_fd, struct b4_error *err);
 /* GET /version: the daemon's version string ("20.10.24"). */
 int docker_server_version(struct docker_client *d, char **ret, struct b4_error *err);
 /* Decode base64 (standard or URL alphabet), skipping whitespace. Return: 0, -EPROTO, -ENOMEM. */
