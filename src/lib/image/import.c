@@ -41,36 +41,12 @@
 #include "image-internal.h"
 #include "json/json.h"
 
-#define LAYERS_MAX 256
 #define READ_CHUNK (256u * 1024u)
 #define WH_PREFIX  ".wh."
 #define WH_OPAQUE  ".wh..wh..opq"
 #define EXTRACT_FLAGS                                                                            \
  (ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_UNLINK | \
   ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT)
-
-struct layer {
-        char *path;     /* under the input directory */
-        char *blob_hex; /* the manifest's digest of the blob (OCI), or NULL (docker save) */
-};
-
-struct manifest {
-        char *config_path; /* under the input directory */
-        char config_hex[65];
-        struct layer layers[LAYERS_MAX];
-        size_t n_layers;
-        char **tags; /* the archive's own references */
-};
-
-static void manifest_clear(struct manifest *m)
-{
-        free(m->config_path);
-        for (size_t i = 0; i < m->n_layers; i++) {
-                free(m->layers[i].path);
-                free(m->layers[i].blob_hex);
-        }
-        strv_free(m->tags);
-}
 
 static int open_beneath(int dirfd, const char *path)
 {
@@ -99,147 +75,65 @@ static bool path_join(char *buf, size_t size, const char *a, const char *b)
         return n >= 0 && (size_t)n < size;
 }
 
-/* "sha256:<hex>" -> hex, or false. */
-static bool digest_hex(const struct jv *v, char hex[65])
-{
-        const char *s = jv_string(v);
-
-        if (!s || strncmp(s, "sha256:", 7) != 0 || !image_hex_valid(s + 7))
-                return false;
-        memcpy(hex, s + 7, 65);
-        return true;
-}
-
 /* ---- reading the manifest ----------------------------------------------------------------- */
 
-static int blob_path(const char *hex, char **ret)
+/* A blob named by @desc ({digest}), its digest verified; *@ret_text heap. */
+static int oci_blob(int in,
+                    const struct jv *desc,
+                    char **ret_text,
+                    size_t *ret_len,
+                    struct b4_error *err)
 {
-        return b4_asprintf(ret, "blobs/sha256/%s", hex) < 0 ? -ENOMEM : 0;
-}
-
-/* A blob named by @desc ({digest}) parsed as JSON, its digest verified. */
-static int oci_blob_json(int in, const struct jv *desc, struct jv **ret, struct b4_error *err)
-{
-        cleanup_free char *path = NULL, *text = NULL;
+        cleanup_free char *path = NULL;
         char hex[65], got[65];
-        size_t len = 0;
         int r;
 
-        if (!digest_hex(jv_object_get(desc, "digest"), hex))
+        if (!manifest_digest_hex(jv_object_get(desc, "digest"), hex))
                 return b4_error_set(err, -EINVAL, "a descriptor has no sha256 digest");
-        r = blob_path(hex, &path);
+        r = manifest_blob_path(hex, &path);
         if (r >= 0)
-                r = read_beneath(in, path, IMAGE_CONFIG_MAX, &text, &len);
+                r = read_beneath(in, path, IMAGE_CONFIG_MAX, ret_text, ret_len);
         if (r < 0)
                 return b4_error_set(err, r == -ENOMEM ? r : -EINVAL, "blob sha256:%s: %s", hex,
                                     strerror(-r));
-        sha256_hex(text, len, got);
+        sha256_hex(*ret_text, *ret_len, got);
         if (strcmp(got, hex) != 0)
                 return b4_error_set(err, -EINVAL, "blob sha256:%s does not match its digest", hex);
-        if (jv_parse(text, len, ret, NULL) < 0 || !jv_is_object(*ret))
-                return b4_error_set(err, -EINVAL, "blob sha256:%s is not a JSON object", hex);
         return 0;
 }
 
-static bool is_index(const struct jv *desc_or_doc)
-{
-        const char *mt = jv_string(jv_object_get(desc_or_doc, "mediaType"));
-
-        return mt && (strstr(mt, "image.index") || strstr(mt, "manifest.list"));
-}
-
+/* index.json (one level of nested index) to the image manifest. */
 static int oci_manifest(int in, struct manifest *m, struct b4_error *err)
 {
-        cleanup_(jv_unrefp) struct jv *index = NULL, *nested = NULL, *man = NULL;
-        cleanup_free char *text = NULL;
-        const struct jv *desc, *layers;
-        size_t len = 0;
+        cleanup_(jv_unrefp) struct jv *desc = NULL, *inner = NULL;
+        cleanup_free char *text = NULL, *nested = NULL, *man = NULL;
+        size_t len = 0, nested_len = 0, man_len = 0;
         int r = read_beneath(in, "index.json", IMAGE_CONFIG_MAX, &text, &len);
 
-        if (r < 0 || jv_parse(text, len, &index, NULL) < 0 ||
-            !jv_array_size(jv_object_get(index, "manifests")))
-                return b4_error_set(err, -EINVAL, "index.json lists no manifest");
-        desc = jv_array_get(jv_object_get(index, "manifests"), 0);
-        const char *name = jv_string(jv_object_get(jv_object_get(desc, "annotations"),
-                                                   "org.opencontainers.image.ref.name"));
-        if (name && image_ref_valid(name) && strv_extend(&m->tags, name) < 0)
-                return -ENOMEM;
-        if (is_index(desc)) { /* one level: the first manifest of the nested index */
-                r = oci_blob_json(in, desc, &nested, err);
-                if (r < 0)
-                        return r;
-                desc = jv_array_get(jv_object_get(nested, "manifests"), 0);
-                if (!desc || is_index(desc))
-                        return b4_error_set(err, -EINVAL, "the nested index has no image manifest");
-        }
-        r = oci_blob_json(in, desc, &man, err);
         if (r < 0)
-                return r;
-        if (!digest_hex(jv_object_get(jv_object_get(man, "config"), "digest"), m->config_hex))
-                return b4_error_set(err, -EINVAL, "the manifest names no config digest");
-        r = blob_path(m->config_hex, &m->config_path);
-        layers = jv_object_get(man, "layers");
-        if (r >= 0 && (!jv_is_array(layers) || jv_array_size(layers) > LAYERS_MAX))
-                return b4_error_set(err, -EINVAL,
-                                    "the manifest's layers are not a list of at "
-                                    "most %d",
-                                    LAYERS_MAX);
-        for (size_t i = 0; r >= 0 && i < jv_array_size(layers); i++) {
-                char hex[65];
-
-                if (!digest_hex(jv_object_get(jv_array_get(layers, i), "digest"), hex))
-                        return b4_error_set(err, -EINVAL, "layer %zu has no sha256 digest", i);
-                m->layers[i].blob_hex = b4_strdup(hex);
-                r = m->layers[i].blob_hex ? blob_path(hex, &m->layers[i].path) : -ENOMEM;
-                m->n_layers = i + 1;
+                return b4_error_set(err, -EINVAL, "index.json lists no manifest");
+        r = manifest_index_first(text, len, false, m, &desc, err);
+        if (r >= 0 && manifest_desc_is_index(desc)) {
+                r = oci_blob(in, desc, &nested, &nested_len, err);
+                if (r >= 0)
+                        r = manifest_index_first(nested, nested_len, true, m, &inner, err);
         }
+        if (r >= 0)
+                r = oci_blob(in, inner ? inner : desc, &man, &man_len, err);
+        if (r >= 0)
+                r = manifest_oci_parse(man, man_len, m, err);
         return r;
 }
 
 static int docker_manifest(int in, struct manifest *m, struct b4_error *err)
 {
-        cleanup_(jv_unrefp) struct jv *doc = NULL;
         cleanup_free char *text = NULL;
-        const struct jv *e, *layers, *tags;
-        const char *cfg, *base;
         size_t len = 0;
         int r = read_beneath(in, "manifest.json", IMAGE_CONFIG_MAX, &text, &len);
 
-        if (r < 0 || jv_parse(text, len, &doc, NULL) < 0 || jv_array_size(doc) == 0)
+        if (r < 0)
                 return b4_error_set(err, -EINVAL, "manifest.json lists no image");
-        if (jv_array_size(doc) > 1)
-                return b4_error_set(err, -EINVAL,
-                                    "the archive holds %zu images; import one at a time "
-                                    "(docker save one image)",
-                                    jv_array_size(doc));
-        e = jv_array_get(doc, 0);
-        cfg = jv_string(jv_object_get(e, "Config"));
-        base = cfg ? strrchr(cfg, '/') : NULL;
-        base = base ? base + 1 : cfg;
-        if (!cfg || strlen(base) < 64)
-                return b4_error_set(err, -EINVAL, "manifest.json names no config");
-        memcpy(m->config_hex, base, 64); /* "<hex>.json" or "blobs/sha256/<hex>" */
-        m->config_hex[64] = '\0';
-        if (!image_hex_valid(m->config_hex))
-                return b4_error_set(err, -EINVAL, "the config's name '%s' is not its digest", cfg);
-        m->config_path = b4_strdup(cfg);
-        layers = jv_object_get(e, "Layers");
-        if (!m->config_path || !jv_is_array(layers) || jv_array_size(layers) > LAYERS_MAX)
-                return m->config_path ? b4_error_set(err, -EINVAL, "manifest.json: bad Layers")
-                                      : -ENOMEM;
-        for (size_t i = 0; i < jv_array_size(layers); i++) {
-                if (!jv_is_string(jv_array_get(layers, i)))
-                        return b4_error_set(err, -EINVAL, "manifest.json: bad Layers");
-                if (!(m->layers[i].path = b4_strdup(jv_string(jv_array_get(layers, i)))))
-                        return -ENOMEM;
-                m->n_layers = i + 1;
-        }
-        tags = jv_object_get(e, "RepoTags");
-        for (size_t i = 0; jv_is_array(tags) && i < jv_array_size(tags); i++)
-                if (image_ref_valid(jv_string(jv_array_get(tags, i))) &&
-                    strv_extend(&m->tags, jv_string(jv_array_get(tags, i))) < 0)
-                        return -ENOMEM;
-        return 0;
+        return manifest_docker_parse(text, len, m, err);
 }
 
 /* The config blob verified; its rootfs.diff_ids (one per layer) into @diff_ids. */
@@ -250,8 +144,6 @@ static int check_config(int in,
                         char diff_ids[][65],
                         struct b4_error *err)
 {
-        cleanup_(jv_unrefp) struct jv *c = NULL;
-        const struct jv *ids;
         char got[65];
         int r = read_beneath(in, m->config_path, IMAGE_CONFIG_MAX, ret_text, ret_len);
 
@@ -262,21 +154,7 @@ static int check_config(int in,
         if (strcmp(got, m->config_hex) != 0)
                 return b4_error_set(err, -EINVAL, "the config does not match its digest sha256:%s",
                                     m->config_hex);
-        if (jv_parse(*ret_text, *ret_len, &c, NULL) < 0 || !jv_is_object(c))
-                return b4_error_set(err, -EINVAL, "the config is not a JSON object");
-        ids = jv_object_get(jv_object_get(c, "rootfs"), "diff_ids");
-        if (jv_array_size(ids) != m->n_layers)
-                return b4_error_set(
-                        err, -EINVAL,
-                        "the config lists %zu layers (rootfs.diff_ids), the manifest %zu",
-                        jv_array_size(ids), m->n_layers);
-        for (size_t i = 0; i < m->n_layers; i++)
-                if (!digest_hex(jv_array_get(ids, i), diff_ids[i]))
-                        return b4_error_set(err, -EINVAL,
-                                            "rootfs.diff_ids[%zu] is not a sha256 "
-                                            "digest",
-                                            i);
-        return 0;
+        return manifest_diff_ids(*ret_text, *ret_len, m, diff_ids, err);
 }
 
 /* ---- verifying and applying a layer --------------------------------------------------- */
@@ -318,7 +196,7 @@ static struct archive *open_layer(struct layer_src *s, bool raw)
 }
 
 /* Pass 1: the blob's digest and the uncompressed stream's (the diff id). */
-static int verify_layer(int in, const struct layer *l, const char *diff_hex, struct b4_error *err)
+static int verify_layer(int in, const struct image_layer *l, const char *diff_hex, struct b4_error *err)
 {
         struct layer_src *s = b4_calloc(1, sizeof(*s));
         struct sha256_ctx *diff = sha256_new();
@@ -367,29 +245,6 @@ static int verify_layer(int in, const struct layer *l, const char *diff_hex, str
                                     "layer '%s' does not match the config's diff id sha256:%s",
                                     l->path, diff_hex);
         return 0;
-}
-
-/* @name without "./" and "/" at its ends; false for absolute or ".." paths. */
-static bool clean_path(const char *name, char *out, size_t size)
-{
-        const char *p = name;
-        size_t n;
-
-        while (p[0] == '.' && p[1] == '/')
-                p += 2;
-        if (p[0] == '/' || strlen(p) >= size)
-                return false;
-        n = strlen(p);
-        memcpy(out, p, n + 1);
-        while (n > 0 && out[n - 1] == '/')
-                out[--n] = '\0';
-        for (const char *c = out; *c;) {
-                const char *end = strchrnul(c, '/');
-                if (end - c == 2 && c[0] == '.' && c[1] == '.')
-                        return false;
-                c = *end ? end + 1 : end;
-        }
-        return true;
 }
 
 struct apply {
@@ -467,7 +322,7 @@ static int apply_entry(struct apply *ap,
         const char *base;
         int r;
 
-        if (!clean_path(archive_entry_pathname(e), rel, sizeof(rel)))
+        if (!image_path_clean(archive_entry_pathname(e), rel, sizeof(rel)))
                 return b4_error_set(err, -EINVAL, "refused: the entry '%s' leaves the image root",
                                     archive_entry_pathname(e));
         if (!*rel)
@@ -479,7 +334,7 @@ static int apply_entry(struct apply *ap,
         if (strncmp(base, WH_PREFIX, strlen(WH_PREFIX)) == 0)
                 return whiteout(ap, rel, err);
         if (hl) {
-                if (!clean_path(hl, link, sizeof(link)) || !*link)
+                if (!image_path_clean(hl, link, sizeof(link)) || !*link)
                         return b4_error_set(err, -EINVAL,
                                             "refused: the hard link '%s' points out of the image "
                                             "root",
@@ -502,7 +357,7 @@ static int apply_entry(struct apply *ap,
 }
 
 /* Pass 2: apply one verified layer. */
-static int apply_layer(struct apply *ap, int in, const struct layer *l, struct b4_error *err)
+static int apply_layer(struct apply *ap, int in, const struct image_layer *l, struct b4_error *err)
 {
         struct layer_src *s = b4_calloc(1, sizeof(*s));
         struct archive_entry *e;
@@ -556,7 +411,7 @@ static int unpack_outer(const char *path, const char *dir, struct b4_error *err)
                 if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN)
                         r = b4_error_set(err, -EINVAL, "'%s' is not a tar archive: %s", path,
                                          archive_error_string(a));
-                else if (!clean_path(archive_entry_pathname(e), rel, sizeof(rel)) ||
+                else if (!image_path_clean(archive_entry_pathname(e), rel, sizeof(rel)) ||
                          (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK) ||
                          (t == AE_IFLNK && (!target || target[0] == '/')))
                         r = b4_error_set(err, -EINVAL, "refused: the archive entry '%s'",
@@ -617,7 +472,7 @@ struct import {
         struct manifest m;
         char *config;
         size_t config_len;
-        char diff_ids[LAYERS_MAX][65];
+        char diff_ids[IMAGE_LAYERS_MAX][65];
 };
 
 static int unpack_root(struct import *im, const char *state_dir, struct b4_error *err)
