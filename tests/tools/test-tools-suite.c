@@ -38,6 +38,7 @@ struct env {
         struct b4_provider *prov;
         struct b4_sandbox *sb;
         char *state;
+        bool shared_state; /* the caller's (B4BOX_TEST_NATIVE_STATE): not removed */
         char thread[64];
 };
 
@@ -1077,7 +1078,12 @@ static struct env *env_open(const char *type)
         int r;
 
         e->type = type;
-        e->state = b4_test_tmpdir();
+        /* tests/image runs this binary against native on an imported image, whose store is
+         * in B4BOX_TEST_NATIVE_STATE (the caller's, left in place) */
+        e->shared_state = strcmp(type, "native") == 0 && getenv("B4BOX_TEST_NATIVE_IMAGE");
+        e->state = e->shared_state ? strdup(getenv("B4BOX_TEST_NATIVE_STATE")) : b4_test_tmpdir();
+        if (e->shared_state)
+                cfg.image = strdup(getenv("B4BOX_TEST_NATIVE_IMAGE"));
         snprintf(e->thread, sizeof(e->thread), "tools-suite-%d", (int)getpid());
         cfg.type = strdup(type);
         cfg.scope = strdup("b4-tools-test");
@@ -1108,7 +1114,8 @@ static void env_close(struct env *e)
         if (e->prov)
                 (void)b4_provider_destroy(e->prov, e->thread, NULL);
         b4_provider_free(e->prov);
-        b4_test_rmrf(e->state);
+        if (!e->shared_state)
+                b4_test_rmrf(e->state);
         free(e->state);
         free(e);
 }
@@ -1540,10 +1547,23 @@ static void test_fs_swap_race(void **state)
         b4_permissions_free(p);
 }
 
+/* Whether the sandbox can run python3 (an imported image may have none). */
+static bool has_python(struct env *e)
+{
+        struct b4_exec_result res = { 0 };
+        struct b4_exec_req req = { .command = "command -v python3" };
+        struct b4_error err = { 0 };
+        bool ok = b4_sandbox_exec(e->sb, &req, &res, &err) >= 0 && res.exit_code == 0;
+
+        b4_exec_result_clear(&res);
+        return ok;
+}
+
 static const struct {
         const char *name;
         CMUnitTestFunction fn;
         const char *only; /* NULL, or the one provider type this test needs */
+        bool python;      /* runs python3 in the sandbox (not every image has it) */
 } suite[] = {
         { "tool_table", test_tool_table },
         { "read_cap_default", test_read_cap_default },
@@ -1558,11 +1578,11 @@ static const struct {
         { "h5_sparse_tool_output", test_h5_sparse_tool_output, "native" },
         { "h5_tool_output_symlink", test_h5_tool_output_symlink, "native" },
         { "l10_list_dir_cap", test_l10_list_dir_cap },
-        { "h2_unresolvable_chain", test_h2_unresolvable_chain, "native" },
-        { "h3_swap_race", test_h3_swap_race, "native" },
+        { "h2_unresolvable_chain", test_h2_unresolvable_chain, "native", true },
+        { "h3_swap_race", test_h3_swap_race, "native", true },
         { "fs_ranges", test_fs_ranges },
         { "fs_gates", test_fs_gates },
-        { "fs_swap_race", test_fs_swap_race, "native" },
+        { "fs_swap_race", test_fs_swap_race, "native", true },
 };
 
 #define N_SUITE (sizeof(suite) / sizeof(suite[0]))
@@ -1576,18 +1596,27 @@ int main(void)
         /* tests/docker runs this binary against docker alone, with a daemon and an image */
         bool docker = getenv("B4BOX_TEST_DOCKER_IMAGE") && getenv("B4BOX_TEST_DOCKER_SCOPE") &&
                       getenv("B4BOX_TEST_DOCKER_HOST");
+        /* ... and tests/image against native alone, on an image (env_open()) */
+        bool image = getenv("B4BOX_TEST_NATIVE_IMAGE") && getenv("B4BOX_TEST_NATIVE_STATE");
         size_t k = 0;
         int r;
 
         /* Tests that cannot run here are not registered (cmocka 1.1's TAP prints a skip as
          * "not ok"); the reason is printed as a TAP comment. */
         for (size_t p = 0; p < 3; p++) {
-                if (docker != (strcmp(types[p], "docker") == 0))
+                if (docker != (strcmp(types[p], "docker") == 0) ||
+                    (image && strcmp(types[p], "native") != 0))
                         continue;
                 envs[p] = env_open(types[p]);
+                bool python = envs[p]->sb && has_python(envs[p]);
                 for (size_t i = 0; envs[p]->sb && i < N_SUITE; i++) {
                         if (suite[i].only && strcmp(suite[i].only, types[p]) != 0)
                                 continue;
+                        if (suite[i].python && !python) {
+                                printf("# SKIP %s: %s: the sandbox has no python3\n", types[p],
+                                       suite[i].name);
+                                continue;
+                        }
                         snprintf(names[k], sizeof(names[k]), "%s: %s", types[p], suite[i].name);
                         tests[k] = (struct CMUnitTest){ .name = names[k],
                                                         .test_func = suite[i].fn,
