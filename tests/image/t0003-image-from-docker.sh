@@ -31,6 +31,10 @@ again=$("$B4BOX" --state "$tmp/state" image import --from-docker "$image" --dock
 check "importing it again keeps one copy and adds the name" \
         bash -c '[ "$1" = "$2" ] && [ "$(ls "$3/state/images/roots" | wc -l)" = 1 ] &&
                 "$4" --state "$3/state" image inspect test/again:1 >/dev/null' _ "$again" "$id" "$tmp" "$B4BOX"
+curl -s --unix-socket "$sock" -o "$tmp/save.tar" "http://docker/v1.41/images/$image/get"
+fromfile=$("$B4BOX" --state "$tmp/state2" image import "$tmp/save.tar" 2>&1)
+check "the same docker save archive imported as a file gives the same identity" \
+        test "$fromfile" = "$id"
 out=$("$B4BOX" --state "$tmp/state" image import --from-docker no-such/image:1 --docker-host "$host" 2>&1); rc=$?
 check "an image the daemon does not have is refused by name" \
         bash -c '[ "$1" != 0 ] && [[ $2 == *"Docker has no image '"'"'no-such/image:1'"'"'"* ]]' _ "$rc" "$out"
