@@ -267,6 +267,21 @@ static int agent_script(const struct b4_exec_req *req, char **ret, struct b4_err
         return 0;
 }
 
+/* The agent's output frames to the caller's b4_exec_req.on_output: the head of each stream
+ * as it is read, the tail kept past the cap when the command ends (docs/docker.md). */
+static void forward_output(enum agent_stream stream,
+                           const char *data,
+                           size_t len,
+                           bool tail,
+                           void *userdata)
+{
+        const struct b4_exec_req *req = userdata;
+
+        (void)tail;
+        req->on_output(req->output_userdata,
+                       stream == AGENT_STREAM_STDOUT ? B4_EXEC_STDOUT : B4_EXEC_STDERR, data, len);
+}
+
 /*
  * One attempt through the agent. -ENOTCONN/-EAGAIN only when the command was never sent
  * (core recovers and retries); a connection lost while the command ran fails it (-EIO):
@@ -286,6 +301,8 @@ static int exec_agent(struct docker_sandbox *s,
                 .env = a->env,
                 .cwd = "/",
                 .cancel = req->cancel,
+                .on_output = req->on_output ? forward_output : NULL,
+                .userdata = (void *)req,
         };
         struct agent_conn *c;
         int r;
