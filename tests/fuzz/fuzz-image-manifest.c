@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "b4box/error.h"
+
 #include "image/image-internal.h"
 #include "json/json.h"
 

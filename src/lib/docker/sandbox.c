@@ -269,11 +269,8 @@ static int agent_script(const struct b4_exec_req *req, char **ret, struct b4_err
 
 /* The agent's output frames to the caller's b4_exec_req.on_output: the head of each stream
  * as it is read, the tail kept past the cap when the command ends (docs/docker.md). */
-static void forward_output(enum agent_stream stream,
-                           const char *data,
-                           size_t len,
-                           bool tail,
-                           void *userdata)
+static void forward_output(
+        enum agent_stream stream, const char *data, size_t len, bool tail, void *userdata)
 {
         const struct b4_exec_req *req = userdata;
 

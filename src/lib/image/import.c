@@ -78,11 +78,8 @@ static bool path_join(char *buf, size_t size, const char *a, const char *b)
 /* ---- reading the manifest ----------------------------------------------------------------- */
 
 /* A blob named by @desc ({digest}), its digest verified; *@ret_text heap. */
-static int oci_blob(int in,
-                    const struct jv *desc,
-                    char **ret_text,
-                    size_t *ret_len,
-                    struct b4_error *err)
+static int oci_blob(
+        int in, const struct jv *desc, char **ret_text, size_t *ret_len, struct b4_error *err)
 {
         cleanup_free char *path = NULL;
         char hex[65], got[65];
@@ -196,7 +193,10 @@ static struct archive *open_layer(struct layer_src *s, bool raw)
 }
 
 /* Pass 1: the blob's digest and the uncompressed stream's (the diff id). */
-static int verify_layer(int in, const struct image_layer *l, const char *diff_hex, struct b4_error *err)
+static int verify_layer(int in,
+                        const struct image_layer *l,
+                        const char *diff_hex,
+                        struct b4_error *err)
 {
         struct layer_src *s = b4_calloc(1, sizeof(*s));
         struct sha256_ctx *diff = sha256_new();

@@ -72,8 +72,9 @@ int manifest_index_first(const char *text,
 
         if (parse_object(text, len, &index) < 0 ||
             !jv_array_size(jv_object_get(index, "manifests")))
-                return b4_error_set(err, -EINVAL, nested ? "the nested index lists no manifest"
-                                                         : "index.json lists no manifest");
+                return b4_error_set(err, -EINVAL,
+                                    nested ? "the nested index lists no manifest"
+                                           : "index.json lists no manifest");
         desc = jv_array_get(jv_object_get(index, "manifests"), 0);
         if (!jv_is_object(desc))
                 return b4_error_set(err, -EINVAL, "the index's first manifest is not a descriptor");

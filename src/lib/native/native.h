@@ -440,27 +440,29 @@ int native_image_open(const char *state_dir,
                       struct b4_error *err);
 struct native_image *native_image_ref(struct native_image *img); /* NULL ok */
 void native_image_unref(struct native_image *img);               /* NULL ok */
+
 static inline void native_image_unrefp(struct native_image **img)
 {
         native_image_unref(*img);
 }
+
 /* Whether a thread may name image @ref: the app's own image as configured (@app_image, NULL =
  * "host"), or a match of one of @patterns (sandbox.provider.images: exact or fnmatch(3);
  * "oci:" is optional on both sides). */
 bool native_image_allowed(const char *app_image, char *const *patterns, const char *ref);
 
 struct native_provider {
-        struct b4_provider p;      /* first */
-        atomic_int refs;           /* the owner + every live handle/reader */
+        struct b4_provider p;       /* first */
+        atomic_int refs;            /* the owner + every live handle/reader */
         struct native_image *image; /* the app-wide image */
-        char *image_cfg;           /* sandbox.provider.image as configured (NULL = host) */
-        char **images;             /* sandbox.provider.images: what a thread may name */
-        char *state_dir;           /* the provider's (the image store is under it) */
-        char *native_dir;      /* <state>/native */
-        char *run_dir;         /* .../run: sockets, records, locks */
-        char *ws_dir;          /* .../workspaces */
-        char *stage_dir;       /* .../root: where each new root is assembled (own mount ns) */
-        char *real_dir;        /* realpath of native_dir: keys the host-global names */
+        char *image_cfg;            /* sandbox.provider.image as configured (NULL = host) */
+        char **images;              /* sandbox.provider.images: what a thread may name */
+        char *state_dir;            /* the provider's (the image store is under it) */
+        char *native_dir;           /* <state>/native */
+        char *run_dir;              /* .../run: sockets, records, locks */
+        char *ws_dir;               /* .../workspaces */
+        char *stage_dir;            /* .../root: where each new root is assembled (own mount ns) */
+        char *real_dir;             /* realpath of native_dir: keys the host-global names */
         int run_fd, ws_fd;
         int exe_fd; /* the keeper binary */
         struct cgroup_host cg;

@@ -234,8 +234,8 @@ static int userns_row(const struct native_provider *np, struct b4_preflight *ret
 static int image_row(const struct native_provider *np, struct b4_preflight *ret)
 {
         const struct native_image *img = np->image;
-        const char *threads = np->images ? "; threads may name their own (sandbox.provider.images)"
-                                         : "";
+        const char *threads =
+                np->images ? "; threads may name their own (sandbox.provider.images)" : "";
 
         if (img->host)
                 return b4_preflight_control(ret, "image", B4_NOT_SET,

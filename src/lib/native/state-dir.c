@@ -15,8 +15,8 @@
 #include "base/fd-util.h"
 #include "base/hash.h"
 #include "base/macro.h"
-#include "base/strv.h"
 #include "base/rm-rf.h"
+#include "base/strv.h"
 #include "native.h"
 
 void native_host_id(const struct native_provider *np, const char *id, char ret[41])
