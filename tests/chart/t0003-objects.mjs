@@ -9,9 +9,9 @@
 //   fixtures/reader-pod.json: the labels docs/kubernetes.md gives the provider) as documented.
 // And the checkers themselves: each must refuse what it exists to refuse.
 // Env: B4BOX_SRCDIR, HELM (the helm binary; t0003-objects.sh unpacks it).
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { chartTests, rbacViolations, render, ruleTable, selects, valueSets } from './lib/k8s.mjs';
+import { chartTests, rbacViolations, render, ruleTable, selects, srcdir, valueSets } from './lib/k8s.mjs';
 import { podTemplates, restrictedViolations } from './lib/pss.mjs';
 import { strictErrors } from './lib/strict.mjs';
 
@@ -19,6 +19,16 @@ const helm = process.env.HELM;
 const fixture = (n) => JSON.parse(readFileSync(path.join(chartTests, 'fixtures', n), 'utf8'));
 const keeper = fixture('keeper-pod.json');
 const reader = fixture('reader-pod.json');
+
+// The provider's own golden objects (src/lib/kube/objects.c, tests/data/kube/golden) where the
+// tree has them: every keeper and reader Pod must be within Restricted, except the one built
+// for security.runAsNonRoot: false, which must be refused (the reason for podSecurity.level
+// baseline).
+const providerGolden = path.join(srcdir, 'tests/data/kube/golden');
+const providerPods = (existsSync(providerGolden) ? readdirSync(providerGolden) : [])
+    .filter((f) => /^(keeper|reader).*\.json$/.test(f)).sort()
+    .map((f) => ({ file: f, pod: JSON.parse(readFileSync(path.join(providerGolden, f), 'utf8')),
+        root: f.includes('allow-root') }));
 
 const results = [];
 function check(name, problems) {
@@ -118,7 +128,7 @@ async function checkSet(set) {
             const want = [denyEgress && 'Egress', denyIngress && 'Ingress'].filter(Boolean).join(',');
             if (types !== want) net.push(`b4-default-deny policyTypes ${types}, not ${want}`);
             if (deny.spec.egress || deny.spec.ingress) net.push('b4-default-deny has rules');
-            for (const p of [keeper, reader])
+            for (const p of [keeper, reader, ...providerPods.map((g) => g.pod)])
                 if (!selects(deny.spec.podSelector, p.metadata.labels)) net.push(`b4-default-deny misses ${p.metadata.name}`);
         }
     } else if (deny) net.push('b4-default-deny rendered although disabled');
@@ -199,6 +209,15 @@ async function selfTests() {
         if (restrictedViolations(p.spec, p.metadata).length === 0) pss.push(`${what}: not refused`);
     }
     check(`the Restricted checker passes the provider fixtures and refuses ${Object.keys(mutations).length} violations`, pss);
+
+    const golden = [];
+    for (const { file, pod, root } of providerPods) {
+        const v = restrictedViolations(pod.spec, pod.metadata);
+        if (root && !v.some((x) => x.includes('runAsNonRoot'))) golden.push(`${file}: runs as root, yet within Restricted`);
+        if (!root) for (const x of v) golden.push(`${file}: ${x}`);
+        for (const e of await strictErrors(pod)) golden.push(`${file}: ${e}`);
+    }
+    check(`the provider's ${providerPods.length} golden Pod(s) in tests/data/kube/golden: strict-valid, within Restricted but for the root one`, golden);
 
     const rbac = [];
     const role = { kind: 'Role', metadata: { name: 'x' }, rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get'] }] };
