@@ -55,3 +55,22 @@ render() {
         HELM_CACHE_HOME=$HELM_HOME/cache HELM_CONFIG_HOME=$HELM_HOME/config \
                 HELM_DATA_HOME=$HELM_HOME/data "$HELM" "${args[@]}" "$@"
 }
+
+# render_notes SET: the chart's NOTES.txt as `helm install` would print it for that value set.
+# helm template does not render NOTES.txt and helm install --dry-run needs a cluster, so a
+# copy of the chart gets one more template that includes NOTES.txt as a JSON string.
+render_notes() {
+        local set=$1 copy out
+        copy=$(mktemp -d) || return 1
+        cp -r "$CHART_DIR/." "$copy" &&
+                printf '%s\n' 'notes: {{ include "b4-sandbox-infra/templates/NOTES.txt" . | toJson }}' \
+                        >"$copy/templates/zz-notes-test.yaml" &&
+                out=$(CHART_DIR=$copy render "$set" --show-only templates/zz-notes-test.yaml)
+        local rc=$?
+        rm -rf "$copy"
+        [ $rc -eq 0 ] || return $rc
+        /usr/bin/python3 -c 'import json, sys
+for line in sys.stdin:
+    if line.startswith("notes: "):
+        sys.stdout.write(json.loads(line[len("notes: "):]))' <<<"$out"
+}
