@@ -94,6 +94,16 @@ async function checkSet(set) {
         if (!reap) rbac.push('no reaper Role');
         else rbac.push(...diffTables(REAPER, ruleTable(reap)));
     } else if (reap) rbac.push('reaper Role rendered with the reaper disabled');
+    const flow = byKind('FlowSchema');
+    if (Boolean(values.apf?.enabled) !== (flow.length === 1)) rbac.push('a FlowSchema rendered iff apf.enabled');
+    for (const f of flow) {
+        const name = (s) => s.serviceAccount ? `ServiceAccount ${s.serviceAccount.namespace}/${s.serviceAccount.name}`
+            : `${s.kind} ${(s.user ?? s.group).name}`;
+        const bound = (binding?.subjects ?? []).map((s) => `${s.kind} ${s.namespace ? `${s.namespace}/` : ''}${s.name}`).sort();
+        const flowed = f.spec.rules.flatMap((r) => r.subjects).map(name).sort();
+        if (bound.join() !== flowed.join()) rbac.push(`FlowSchema subjects ${flowed} are not the RoleBinding's ${bound}`);
+        if (!named('PriorityLevelConfiguration', f.spec.priorityLevelConfiguration.name)) rbac.push('the FlowSchema names no rendered priority level');
+    }
     check(`${set}: RBAC grants no Secrets, no wildcard, exactly the documented verbs`, rbac);
 
     const ns = [];
@@ -108,7 +118,10 @@ async function checkSet(set) {
             if (l[`pod-security.kubernetes.io/${m}`] !== 'restricted') ns.push(`${m} is not restricted`);
     }
     for (const o of objs) {
-        if (o.kind === 'Namespace') continue;
+        if (['Namespace', 'FlowSchema', 'PriorityLevelConfiguration'].includes(o.kind)) {
+            if (o.metadata.namespace) ns.push(`cluster-scoped ${o.kind} ${o.metadata.name} has a namespace`);
+            continue;
+        }
         const inRelease = ['ServiceAccount', 'CronJob'].includes(o.kind);
         const want = inRelease ? 'b4-app' : sandboxNs;
         if (o.metadata.namespace !== want) ns.push(`${o.kind} ${o.metadata.name} in ${o.metadata.namespace}, not ${want}`);

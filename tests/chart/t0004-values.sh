@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # values.schema.json refuses bad values: helm template fails, naming the schema, for each row
-# of the bad table; and accepts each row of the good table (the schema is not stricter than
-# documented). Arg: the build directory (helm is unpacked there).
+# of the bad table; the templates refuse what the schema cannot see (the refused table); and
+# each row of the good table renders (the schema is not stricter than documented). Arg: the build directory (helm is unpacked there).
 set -uo pipefail
 . "$(dirname "$0")/lib/helm.sh"
 helm_setup "$1"
@@ -38,6 +38,14 @@ bad=(
         "reaper pull policy|reaper: {image: {repository: b4box, pullPolicy: Sometimes}}"
         "reaper toleration unknown key|reaper: {tolerations: [{key: a, operater: Exists}]}"
         "reaper resources unknown class|reaper: {resources: {limits: {nvidia.com/gpu: 1}}}"
+        "APF with an unknown key|apf: {enabled: true, queue: 5}"
+        "APF shares zero|apf: {enabled: true, nominalConcurrencyShares: 0}"
+        "APF precedence of the exempt range|apf: {enabled: true, matchingPrecedence: 1}"
+)
+# Refused by the templates (what a schema cannot see): what | values YAML | message
+refused=(
+        "APF without any subject|apf: {enabled: true}|apf.enabled needs at least one orchestrator subject"
+        "APF hand larger than its queues|{apf: {enabled: true, queuing: {queues: 4, handSize: 8, queueLengthLimit: 50}}, orchestrator: {subjects: [{kind: Group, name: g}]}}|cannot exceed apf.queuing.queues"
 )
 good=(
         "ServiceAccount, User and Group subjects|orchestrator: {subjects: [{kind: ServiceAccount, name: b4box, namespace: b4-app}, {kind: User, name: alice@example.com}, {kind: Group, name: ops}]}"
@@ -45,8 +53,9 @@ good=(
         "integer quota values|resourceQuota: {hard: {pods: 5000, requests.storage: 10Ti}}"
         "cron macro schedule|reaper: {schedule: \"@daily\", ttlHours: 87600}"
         "DNS with an IPv6 resolver|networkPolicy: {allowDNS: true, dns: {cidrs: [\"fd00::53/128\", 169.254.20.10/32]}}"
+        "APF with a User subject|{apf: {enabled: true}, orchestrator: {subjects: [{kind: User, name: alice}]}}"
 )
-echo "1..$((${#bad[@]} + ${#good[@]}))"
+echo "1..$((${#bad[@]} + ${#good[@]} + ${#refused[@]}))"
 n=0
 for row in "${bad[@]}"; do
         n=$((n + 1))
@@ -69,6 +78,19 @@ for row in "${good[@]}"; do
                 echo "ok $n - accepted: $what"
         else
                 echo "not ok $n - refused: $what"
+                sed 's/^/# /' <<<"$out" | head -10
+        fi
+done
+for row in "${refused[@]}"; do
+        n=$((n + 1))
+        IFS='|' read -r what yaml want <<<"$row"
+        printf '%s\n' "$yaml" >"$tmp/v.yaml"
+        out=$(render default --values "$tmp/v.yaml" 2>&1)
+        rc=$?
+        if [ $rc -ne 0 ] && grep -qF "$want" <<<"$out"; then
+                echo "ok $n - refused by the templates: $what"
+        else
+                echo "not ok $n - not refused by the templates: $what (exit $rc)"
                 sed 's/^/# /' <<<"$out" | head -10
         fi
 done
