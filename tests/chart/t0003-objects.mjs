@@ -164,6 +164,13 @@ async function checkSet(set) {
     for (const p of policies)
         if (selects(p.spec.podSelector, reader.metadata.labels) && (p.spec.egress?.length || p.spec.ingress?.length))
             net.push(`${p.metadata.name} allows traffic to or from readers`);
+    for (const ds of byKind('DaemonSet')) {
+        const labels = ds.spec.template.metadata.labels;
+        if (deny && !selects(deny.spec.podSelector, labels)) net.push(`b4-default-deny misses DaemonSet ${ds.metadata.name}`);
+        if (dns && selects(dns.spec.podSelector, labels)) net.push(`b4-allow-dns selects DaemonSet ${ds.metadata.name}`);
+        if (labels['b4.run/thread']) net.push(`DaemonSet ${ds.metadata.name} carries a thread label`);
+    }
+    if (Boolean(values.prepull?.enabled) !== (byKind('DaemonSet').length === 1)) net.push('the pre-pull DaemonSet rendered iff prepull.enabled');
     check(`${set}: NetworkPolicies select the provider's Pods as documented`, net);
 }
 

@@ -41,10 +41,13 @@ bad=(
         "APF with an unknown key|apf: {enabled: true, queue: 5}"
         "APF shares zero|apf: {enabled: true, nominalConcurrencyShares: 0}"
         "APF precedence of the exempt range|apf: {enabled: true, matchingPrecedence: 1}"
+        "pre-pull image with a space|prepull: {enabled: true, images: [\"node 24\"]}"
+        "pre-pull images not a list|prepull: {enabled: true, images: node}"
 )
 # Refused by the templates (what a schema cannot see): what | values YAML | message
 refused=(
         "APF without any subject|apf: {enabled: true}|apf.enabled needs at least one orchestrator subject"
+        "pre-pull without images|prepull: {enabled: true}|prepull.enabled needs prepull.images"
         "APF hand larger than its queues|{apf: {enabled: true, queuing: {queues: 4, handSize: 8, queueLengthLimit: 50}}, orchestrator: {subjects: [{kind: Group, name: g}]}}|cannot exceed apf.queuing.queues"
 )
 good=(

@@ -54,3 +54,23 @@ app.kubernetes.io/managed-by: b4
 {{- toString . | quote -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The pre-pull DaemonSet's containers: Restricted, tiny, nothing writable. */}}
+{{- define "b4infra.prepullContainer" -}}
+securityContext:
+  allowPrivilegeEscalation: false
+  privileged: false
+  readOnlyRootFilesystem: true
+  runAsNonRoot: true
+  capabilities:
+    drop: [ALL]
+resources:
+  requests:
+    cpu: "1m"
+    memory: "8Mi"
+    ephemeral-storage: "1Mi"
+  limits:
+    cpu: "10m"
+    memory: "32Mi"
+    ephemeral-storage: "8Mi"
+{{- end -}}
