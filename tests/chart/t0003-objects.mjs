@@ -2,8 +2,8 @@
 // Every object charts/b4-sandbox-infra renders, for each value set:
 // - valid against the Kubernetes schemas (kubernetes-models), unknown fields refused;
 // - every Pod template within the Restricted Pod Security Standard (lib/pss.mjs);
-// - RBAC: no Secrets, no wildcard, no cluster-wide objects, the orchestrator and reaper Roles
-//   exactly the verbs docs/kubernetes.md lists;
+// - RBAC: no Secrets, no wildcard, no cluster-scoped RBAC, the orchestrator and reaper Roles
+//   exactly the verbs docs/kubernetes.md lists, the FlowSchema (apf) for the same subjects;
 // - the namespace's Pod Security labels, and each object in the namespace it belongs in;
 // - the NetworkPolicies select the provider's Pods (fixtures/keeper-pod.json,
 //   fixtures/reader-pod.json: the labels docs/kubernetes.md gives the provider) as documented.
