@@ -34,6 +34,10 @@ test('every route of routes.c is documented, and nothing else is', () => {
         for (const r of routes) {
                 const o = documented.get(`${r.method} ${r.pattern}`).op;
                 assert.equal(o['x-b4box-route'], r.name, `${r.method} ${r.pattern}: x-b4box-route`);
+                const documentedOp = o['x-b4box-operation'] === 'any authenticated principal' ? 'any' : o['x-b4box-operation'];
+                assert.equal(documentedOp, r.op, `${r.method} ${r.pattern}: x-b4box-operation`);
+                assert.equal(r.op === 'none', Array.isArray(o.security) && o.security.length === 0,
+                        `${r.method} ${r.pattern}: only a route without an operation needs no token`);
         }
 });
 

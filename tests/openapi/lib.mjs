@@ -39,8 +39,19 @@ export function routeTable() {
                         if (!m) throw new Error(`routes.c: an entry without .${k}: ${text.slice(0, 120)}`);
                         return m[1];
                 };
-                return { method: get('method'), pattern: get('pattern'), name: get('name') };
+                const op = text.match(/\.op\s*=\s*([A-Z0-9_]+)/);
+                return { method: get('method'), pattern: get('pattern'), name: get('name'), op: opName(op && op[1]) };
         });
+}
+
+// B4_OP_THREAD_CREATE -> "thread.create", B4_OP_SOURCE_PUT -> "workspace.source.put", the
+// access policy's names (include/b4box/config.h); ROUTE_OP_ANY -> "any", none -> "none".
+function opName(c) {
+        if (!c) return 'none';
+        if (c === 'ROUTE_OP_ANY') return 'any';
+        const m = c.match(/^B4_OP_(THREAD|SOURCE)_([A-Z]+)$/);
+        if (!m) throw new Error(`routes.c: an operation the test cannot name: ${c}`);
+        return (m[1] === 'SOURCE' ? 'workspace.source.' : 'thread.') + m[2].toLowerCase();
 }
 
 // An ajv that knows the whole document as "b4box:openapi", so "#/components/..." refs in a
