@@ -24,16 +24,28 @@ export function operations() {
         return out;
 }
 
-// The route table of src/server/routes.c: each `{ .method = "X", .pattern = "Y", ... .name = "Z" }`
-// initialiser. A member the parser cannot read fails loudly rather than dropping a route.
+// The route table of src/server/routes.c: each top-level `{ ... }` initialiser of
+// server_routes[] (braces inside strings and comments are skipped), read for .method,
+// .pattern, .name and .op. An entry the parser cannot read fails loudly rather than dropping
+// a route, and the entries must be as many as the table's .handler members.
 export function routeTable() {
         const src = readFileSync(join(SRCDIR, 'src', 'server', 'routes.c'), 'utf8');
         const start = src.indexOf('server_routes[] = {');
         if (start < 0) throw new Error('routes.c: no server_routes[] table');
-        const body = src.slice(start, src.indexOf('\n};', start));
-        const entries = body.split(/\n\s*\{\s*\.method/).slice(1);
-        return entries.map((e) => {
-                const text = '.method' + e;
+        const entries = [];
+        let depth = 0, from = -1, i = src.indexOf('{', start) + 1;
+        for (; i < src.length; i++) {
+                const c = src[i];
+                if (c === '"') { i = src.indexOf('"', i + 1); continue; } // patterns hold "{}"
+                if (c === '/' && src[i + 1] === '*') { i = src.indexOf('*/', i) + 1; continue; }
+                if (c === '/' && src[i + 1] === '/') { i = src.indexOf('\n', i); continue; }
+                if (c === '{' && depth++ === 0) from = i;
+                else if (c === '}' && depth === 0) break; // the table's own closing brace
+                else if (c === '}' && --depth === 0) entries.push(src.slice(from, i + 1));
+        }
+        const handlers = (src.slice(start, i).match(/\.handler\s*=/g) ?? []).length;
+        if (handlers !== entries.length) throw new Error(`routes.c: ${entries.length} entries read, ${handlers} handlers`);
+        return entries.map((text) => {
                 const get = (k) => {
                         const m = text.match(new RegExp('\\.' + k + '\\s*=\\s*"([^"]*)"'));
                         if (!m) throw new Error(`routes.c: an entry without .${k}: ${text.slice(0, 120)}`);

@@ -143,7 +143,8 @@ test('meta: healthz, metrics, the document itself', async () => {
         expect(await call(A, 'GET', '/healthz', { token: undefined }), 200);
         const m = expect(await call(A, 'GET', '/metrics'), 200);
         assert.match(m.text, /b4box_build_info/);
-        expect(await call(A, 'GET', '/metrics', { token: undefined }), 401, 'unauthorized');
+        const u = expect(await call(A, 'GET', '/metrics', { token: undefined }), 401, 'unauthorized');
+        assert.equal(u.headers['www-authenticate'], 'Bearer');
         const d = expect(await call(A, 'GET', '/openapi.json', { token: READER }), 200);
         assert.deepEqual(d.json, doc, 'GET /openapi.json serves docs/openapi.json');
         expect(await call(A, 'GET', '/openapi.json', { token: 'nope-nope-nope-nope' }), 401, 'unauthorized');
@@ -302,7 +303,8 @@ test('staged sources and a thread created from one; workspace inspection', async
         // a read holds the run slot: a run meanwhile is 409, a cancel is 202 and the read 409 read_cancelled
         const reading = call(A, 'POST', '/threads/o6/workspace/inspect', { body: {} });
         await new Promise((r) => setTimeout(r, 300));
-        expect(await call(A, 'POST', '/threads/o6/tools/listDir', { body: {} }), 409, 'run_in_flight');
+        const busy = expect(await call(A, 'POST', '/threads/o6/tools/listDir', { body: {} }), 409, 'run_in_flight');
+        assert.equal(busy.headers['retry-after'], '1');
         expect(await call(A, 'POST', '/threads/o6/cancel'), 202);
         expect(await reading, 409, 'read_cancelled');
         expect(await call(A, 'POST', '/threads/o6/cancel'), 409, 'no_run_in_flight');
