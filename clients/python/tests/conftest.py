@@ -88,6 +88,22 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "native_only: runs against the native server only")
+
+
+def pytest_collection_modifyitems(config, items):
+    """A native_only test is not collected for the fake server (not a skip: it does not run)."""
+    keep, drop = [], []
+    for item in items:
+        cs = getattr(item, "callspec", None)
+        native = cs is not None and cs.params.get("server") == "native"
+        (drop if item.get_closest_marker("native_only") and not native else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 PROVIDERS = ["fake"] + (["native"] if os.geteuid() == 0 else [])
 
 

@@ -248,3 +248,37 @@ def test_tcp_url(fake_server):
     assert t.id.startswith("thr_")
     assert t.commands.run("echo tcp").stdout == "tcp\n"
     t.delete()
+
+
+def test_conformance_isolation_release_and_destroy(box, request):
+    """The seed's provider conformance, as a client sees it: threads do not share a
+    workspace, a release keeps it, a destroy removes it, and both are repeatable by id."""
+    sfx = request.node.callspec.id
+    a = box.threads.acquire("iso-a-" + sfx)
+    b = box.threads.acquire("iso-b-" + sfx)
+    a.files.write("mine.txt", "a's\n")
+    assert not b.files.exists("mine.txt")
+    a.release()
+    assert box.threads.acquire(a.id).files.read("mine.txt") == "a's\n"  # reattached, kept
+    a.delete()
+    again = box.threads.acquire(a.id)
+    assert not again.files.exists("mine.txt")  # a new thread of the same id starts empty
+    for t in (again, b):
+        t.delete()
+    with pytest.raises(B4boxError) as e:
+        b.delete()
+    assert e.value.code == "thread_not_found"
+
+
+@pytest.mark.native_only  # the fake's commands end at once: nothing holds the run slot
+def test_run_in_flight_is_typed_with_retry_after(thread):
+    import threading
+    done = []
+    th = threading.Thread(target=lambda: done.append(thread.commands.run("sleep 1.5")))
+    th.start()
+    time.sleep(0.5)
+    with pytest.raises(B4boxError) as e:
+        thread.commands.run("true")
+    th.join()
+    assert (e.value.status, e.value.code, e.value.retry_after) == (409, "run_in_flight", 1)
+    assert done[0].exit_code == 0
