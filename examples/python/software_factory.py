@@ -12,6 +12,13 @@ another workspace.
 
 Without --source it stages a small demo project with a bug (add() subtracts). Exit 0 when the
 whole flow ran (the worker's test run may fail: its exit code is reported, not raised).
+
+factory.json is seed 001's worker config for b4box: a resolver (resolve.py) that starts each
+thread from its staged workspace and refuses a thread without one, staged uploads, HTTP
+workspace reads, one principal whose token is $B4BOX_TOKEN, and bash limited to the test
+command. Its provider is the fake, which runs no python3 (the test run reports exit 127); as
+root, set the provider to {"type": "native", "scope": "factory", "image": "host"} for a real
+run (clients/python/tests/test_example.py runs both).
 """
 
 import argparse
@@ -41,7 +48,14 @@ def stage(box, source):
             with open(os.path.join(source, name), "w") as f:
                 f.write(text)
     bundle = create_source_bundle(source)
-    status = box.sources.upload(bundle)
+    try:
+        status = box.sources.upload(bundle)
+    except B4boxError as e:
+        if e.status == 404 and e.code == "not_found":
+            raise B4boxError("the server does not take staged workspaces: serve "
+                             "examples/python/factory.json (make run CONFIG=...)",
+                             status=404, code="not_found") from e
+        raise
     print("staged %s: %d files, %s" % (bundle.digest, len(bundle.files), status))
     return bundle
 

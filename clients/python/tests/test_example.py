@@ -80,6 +80,25 @@ def test_software_factory(provider):
         shutil.rmtree(state, ignore_errors=True)
 
 
+def test_factory_names_the_config_a_plain_server_lacks():
+    """Against a server without staged workspaces the script says which config it needs."""
+    from b4box import B4box
+    state = tempfile.mkdtemp(prefix="b4factory.")
+    plain = os.path.join(state, "plain.json")
+    with open(plain, "w") as f:
+        json.dump({"sandbox": {"provider": {"type": "fake", "scope": "plain"}}}, f)
+    proc, url = serve(plain, state)
+    try:
+        assert B4box(url).health() == {"ok": True}
+        r = run_example(url)
+        assert r.returncode == 1
+        assert "does not take staged workspaces" in r.stderr and "factory.json" in r.stderr, r.stderr
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        shutil.rmtree(state, ignore_errors=True)
+
+
 def test_factory_refuses_a_thread_without_a_staged_workspace():
     state = tempfile.mkdtemp(prefix="b4factory.")
     proc, url = serve(os.path.join(EXAMPLE, "factory.json"), state)
