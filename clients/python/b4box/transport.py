@@ -91,8 +91,14 @@ class Transport:
             data = data.encode("utf-8") if isinstance(data, str) else data
         conn = self._connection(timeout)
         try:
-            conn.request(method, self._prefix + path, body=data,
-                         headers=self._headers(data, accept, headers))
+            try:
+                conn.request(method, self._prefix + path, body=data,
+                             headers=self._headers(data, accept, headers))
+            except (BrokenPipeError, ConnectionResetError):
+                # The server refuses before it reads a body (the policy, an option off, the
+                # cap) and closes: its answer may be waiting behind the send that failed.
+                if data is None:
+                    raise
             resp = conn.getresponse()
         except (OSError, http.client.HTTPException) as e:
             conn.close()

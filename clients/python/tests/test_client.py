@@ -282,3 +282,13 @@ def test_run_in_flight_is_typed_with_retry_after(thread):
     th.join()
     assert (e.value.status, e.value.code, e.value.retry_after) == (409, "run_in_flight", 1)
     assert done[0].exit_code == 0
+
+
+def test_a_refusal_before_the_body_is_still_typed(server, fake_server):
+    """The server answers a refused upload before reading its body and closes: the client
+    reads that answer instead of reporting the broken send."""
+    big = SourceBundle.from_files({"big.bin": os.urandom(6 * 1024 * 1024)})
+    for s in (server, fake_server):
+        with pytest.raises(B4boxError) as e:
+            B4box(s.url, "wrong-token-0123456789").sources.upload(big)
+        assert (e.value.status, e.value.code) == (401, "unauthorized"), (s.url, str(e.value))
