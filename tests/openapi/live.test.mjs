@@ -2,7 +2,8 @@
 // operation of docs/openapi.json; every answer is checked against the document: its status
 // must be one the operation documents (an unknown status fails), its body must match the
 // schema for that status and content type, a refusal's code must be one the operation lists
-// in x-b4box-refusals, and a streamed answer's every event must match x-b4box-event-schema.
+// in x-b4box-refusals, and a streamed answer's every event must match x-b4box-event-schema;
+// a request body the server took must match the operation's request schema.
 // At the end every operation must have been seen with a 2xx and with a refusal.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -65,6 +66,13 @@ async function call(server, method, path, opts = {}) {
         const key = `${o.method} ${o.path}`;
         if (!seen.has(key)) seen.set(key, new Set());
         seen.get(key).add(res.status);
+        // what the server took, the document's request schema must take too
+        const rb = o.op.requestBody?.content?.['application/json'];
+        if (res.status < 300 && rb && opts.body !== undefined) {
+                const sent = typeof opts.body === 'string' ? JSON.parse(opts.body) : opts.body;
+                const ptr = `#/paths/${esc(o.path)}/${method.toLowerCase()}/requestBody/content/application~1json/schema`;
+                assert.deepEqual(validateAt(ajv, ptr, sent), [], `${where}: the request schema refuses a body the server took`);
+        }
         let resp = o.op.responses[String(res.status)];
         assert.ok(resp, `${where}: status not documented for ${key} (${res.body.toString().slice(0, 200)})`);
         let base = `#/paths/${esc(o.path)}/${method.toLowerCase()}/responses/${res.status}`;
