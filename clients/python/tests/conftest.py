@@ -29,7 +29,7 @@ print(json.dumps({"workspace": d["staged"] or {"source": {"directory": "empty", 
 
 
 class Server:
-    def __init__(self, provider, tcp=False):
+    def __init__(self, provider, tcp=False, permissions=None):
         if not B4BOX:
             pytest.fail("B4BOX must name the b4box binary")
         self.provider = provider
@@ -46,7 +46,7 @@ class Server:
             prov["image"] = "host"
         cfg = {"sandbox": {"provider": prov, "thread": {"command": [resolver]},
                            "stagedWorkspaces": True, "workspaceRead": "http"},
-               "permissions": {"mode": "bypass"},
+               "permissions": permissions or {"mode": "bypass"},
                "threadAccess": {"principals": [{"name": "py", "tokenFile": os.path.join(self.dir, "token"),
                                                 "operations": ALL_OPS, "threads": "all"}]}}
         if provider == "native":
@@ -116,7 +116,8 @@ def server(request):
 
 @pytest.fixture(scope="session")
 def fake_server():
-    s = Server("fake", tcp=True)
+    """The fake over TCP, in interactive mode (echo allowed): permission requests."""
+    s = Server("fake", tcp=True, permissions={"mode": "interactive", "allow": {"bash": ["echo"]}})
     yield s
     s.stop()
 

@@ -242,11 +242,21 @@ def test_staged_upload_create_and_inspect(box, tmp_path, request):
     assert (e.value.status, e.value.code) == (422, "workspace_source_not_held")
 
 
-def test_tcp_url(fake_server):
+def test_tcp_url_and_permission_requests(fake_server):
     box = B4box(fake_server.url, fake_server.token)
     t = box.threads.create()
     assert t.id.startswith("thr_")
     assert t.commands.run("echo tcp").stdout == "tcp\n"
+    with pytest.raises(ToolError) as e:
+        t.commands.run("printf x")  # not allowed: interactive mode asks
+    assert e.value.code == "permission_required"
+    req = e.value.permission_request
+    assert req["kind"] == "command" and req["interruptId"].startswith("perm-")
+    answered = t.answer_permission(req["interruptId"], "once")
+    assert answered["ok"] is True and answered["result"]["stdout"] == "x"
+    with pytest.raises(B4boxError) as e:
+        t.answer_permission(req["interruptId"], "once")
+    assert (e.value.status, e.value.code) == (404, "interrupt_not_found")
     t.delete()
 
 
