@@ -87,3 +87,24 @@ test('docs/http-api.md lists every documented route, and only those', () => {
         assert.deepEqual([...opsSet].filter((k) => !mdSet.has(k)), [], 'in docs/openapi.json, not in http-api.md');
         assert.deepEqual([...mdSet].filter((k) => !opsSet.has(k)), [], 'in http-api.md, not in docs/openapi.json');
 });
+
+test('every refusal code the docs tables name is in the document with that status', () => {
+        const enums = {};
+        for (const [k, v] of Object.entries(doc.components.responses))
+                enums[k.slice('Refusal'.length)] = v.content['application/json'].schema.allOf[1]
+                        .properties.error.properties.details.properties.code.enum;
+        const missing = [];
+        let rows = 0;
+        for (const f of ['http-api.md', 'inspect.md', 'workspaces.md']) {
+                for (const line of readFileSync(join(SRCDIR, 'docs', f), 'utf8').split('\n')) {
+                        // "| 409 | `a`, `b` | ..." (http-api.md) or "| outcome | 409 | `a` |" (inspect.md)
+                        const m = line.match(/^\| (?:[^|]* \| )?(\d{3}) \| ((?:`[a-z_0-9]+`(?:, )?)+) \|/);
+                        if (!m) continue;
+                        rows++;
+                        for (const [, c] of m[2].matchAll(/`([a-z_0-9]+)`/g))
+                                if (m[1] !== '405' && !(enums[m[1]] ?? []).includes(c)) missing.push(`${f}: ${m[1]} ${c}`);
+                }
+        }
+        assert.ok(rows >= 40, `only ${rows} refusal rows read`);
+        assert.deepEqual(missing, [], 'documented refusals that docs/openapi.json does not list');
+});
