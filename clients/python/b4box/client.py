@@ -62,13 +62,14 @@ class Process:
     def _path(self):
         return "%s/processes/%d" % (self.thread._path, self.pid)
 
-    def __getattr__(self, name):  # state, exitCode, tag, ... from the last answer
-        info = self.__dict__.get("info") or {}
-        key = {"exit_code": "exitCode", "timed_out": "timedOut", "stdin_open": "stdinOpen",
-               "started_ms": "startedMs", "ended_ms": "endedMs"}.get(name, name)
-        if key in info:
-            return info[key]
-        raise AttributeError(name)
+    # the last answer's fields (refresh(), wait(), a followed logs() update it)
+    tag = property(lambda self: self.info.get("tag"))
+    command = property(lambda self: self.info.get("command"))
+    state = property(lambda self: self.info.get("state"))
+    exit_code = property(lambda self: self.info.get("exitCode"))
+    timed_out = property(lambda self: self.info.get("timedOut"))
+    stdin_open = property(lambda self: self.info.get("stdinOpen"))
+    truncated = property(lambda self: self.info.get("truncated"))
 
     def refresh(self):
         self.info = self.thread._t.json("GET", self._path)
