@@ -238,6 +238,7 @@ extern const struct route server_routes[];
 extern const size_t server_n_routes;
 void route_healthz(struct request *rq);
 void route_metrics(struct request *rq);
+void route_openapi(struct request *rq);
 void route_thread_create(struct request *rq);
 void route_thread_list(struct request *rq);
 void route_thread_get(struct request *rq);
