@@ -267,6 +267,26 @@ static void write_int(int fd, int v)
         (void)write(fd, &v, sizeof(v));
 }
 
+/* The supervisor's last word: the command's wait status and what the command and the
+ * processes it left to us (reaped so far) used. */
+struct end_report {
+        int status;
+        uint64_t cpu_us, max_rss;
+};
+
+static void write_end(int fd, int status)
+{
+        struct end_report e = { .status = status };
+        struct rusage ru;
+
+        if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+                e.cpu_us = (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+                           (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+                e.max_rss = (uint64_t)ru.ru_maxrss * 1024u; /* KiB on Linux */
+        }
+        (void)write(fd, &e, sizeof(e)); /* one pipe write <= PIPE_BUF: whole or nothing */
+}
+
 static _Noreturn void run_command(const struct spawn *s)
 {
         struct sigaction dfl = { .sa_handler = SIG_DFL };
@@ -350,7 +370,7 @@ static _Noreturn void supervise(const struct spawn *s)
                 if (w < 0 && errno != EINTR)
                         _exit(1);
         }
-        write_int(s->status_w, st);
+        write_end(s->status_w, st);
         while (read(s->ctl_r, &c, 1) < 0 && errno == EINTR)
                 ;
         if (c == 'K')
@@ -366,6 +386,7 @@ struct run {
         int status_r, ctl_w, fail_r, cancel_fd;
         pid_t sup, cmd;
         int status;
+        uint64_t cpu_us, max_rss;
         bool exited, timed_out, cancelled, killed;
         uint64_t start, deadline, kill_until;
 };
@@ -392,11 +413,13 @@ static int poll_timeout(const struct run *u)
 
 static void on_status(struct run *u)
 {
-        int v;
-        ssize_t n = read(u->status_r, &v, sizeof(v));
+        struct end_report e;
+        ssize_t n = read(u->status_r, &e, sizeof(e));
 
-        if (n == (ssize_t)sizeof(v)) {
-                u->status = v;
+        if (n == (ssize_t)sizeof(e)) {
+                u->status = e.status;
+                u->cpu_us = e.cpu_us;
+                u->max_rss = e.max_rss;
                 u->exited = true;
         } else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
                 u->status = 255 << 8; /* the supervisor died: report a failure */
@@ -434,7 +457,7 @@ static void step(struct run *u)
 
 static void send_exit(struct run *u)
 {
-        unsigned char p[32];
+        unsigned char p[48];
         uint32_t code, flags = 0;
 
         if (WIFEXITED(u->status)) {
@@ -456,6 +479,8 @@ static void send_exit(struct run *u)
         agent_put_u64(p + 8, u->out.dropped);
         agent_put_u64(p + 16, u->err.dropped);
         agent_put_u64(p + 24, now_ms() - u->start);
+        agent_put_u64(p + 32, u->cpu_us);
+        agent_put_u64(p + 40, u->max_rss);
         (void)agent_send(u->q->id, AGENT_EXIT, 0, p, sizeof(p));
 }
 

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #define AGENT_MAGIC          0x61346262u /* "bb4a" */
-#define AGENT_PROTO_VERSION  1u
+#define AGENT_PROTO_VERSION  2u
 #define AGENT_HDR_LEN        12u
 #define AGENT_FRAME_MAX      (1024u * 1024)          /* payload bytes of one frame */
 #define AGENT_DATA_CHUNK     (256u * 1024)           /* what a sender puts in one DATA frame */
@@ -80,7 +80,9 @@ enum agent_type {
         AGENT_DONE = 72,    /* u64 count */
         AGENT_STARTED = 73, /* u32 pid (inside the sandbox) */
         AGENT_EXIT = 74,    /* u32 exit_code (0..255), u32 exitflags, u64 dropped_stdout,
-                             * u64 dropped_stderr, u64 duration_ms */
+                             * u64 dropped_stderr, u64 duration_ms, u64 cpu_us (user +
+                             * system of the command and what it waited for), u64 max_rss
+                             * (bytes: the largest resident set of one of those processes) */
 };
 
 enum agent_frame_flags {

@@ -371,6 +371,20 @@ static void test_exec_basic(void **state)
         assert_int_equal(res.exit_code, 3);
         assert_false(res.timed_out);
         b4_exec_result_clear(&res);
+        /* accounting: the command's CPU and its largest resident set (getrusage of what the
+         * supervisor reaped), a CPU-bound loop in a child of the shell included */
+        assert_int_equal(
+                run(f,
+                    &(struct agent_exec_req){
+                            .command = "sh -c 'i=0; while [ $i -lt 300000 ]; do "
+                                       "i=$((i+1)); done'; "
+                                       "head -c 4000000 /dev/zero | tail -c 1 >/dev/null" },
+                    &res),
+                0);
+        assert_int_equal(res.usage.known, B4_USAGE_CPU | B4_USAGE_PEAK_MEMORY);
+        assert_true(res.usage.cpu_ms >= 50);
+        assert_true(res.usage.peak_memory_bytes >= 1024 * 1024);
+        b4_exec_result_clear(&res);
         assert_int_equal(
                 run(f, &(struct agent_exec_req){ .command = "pwd; echo \"$B4_X\"", .env = env },
                     &res),

@@ -420,8 +420,9 @@ static void on_chunk(void *userdata, enum b4_exec_stream stream, const char *dat
         c->len += len;
 }
 
-/* Through the agent, output reaches on_output as the command prints it; the fallback's
- * one-shot exec delivers it at the end (core's rest), and the result is the same. */
+/* Through the agent, output reaches on_output as the command prints it and the result has
+ * the command's CPU and peak memory; the fallback's one-shot exec delivers the output at the
+ * end (core's rest), and its result knows no usage. */
 static void test_exec_stream(void **state)
 {
         struct b4_provider *p = provider();
@@ -443,6 +444,10 @@ static void test_exec_stream(void **state)
         assert_string_equal(c.got, "a\nb\n");
         if (agent_mode())
                 assert_true(end - c.first_ms >= 1000); /* "a" came before "b" was printed */
+        /* accounting: the agent's getrusage of the command; none on the fallback */
+        assert_int_equal(x.usage.known, agent_mode() ? B4_USAGE_CPU | B4_USAGE_PEAK_MEMORY : 0);
+        if (agent_mode())
+                assert_true(x.usage.peak_memory_bytes > 0);
         b4_exec_result_clear(&x);
         b4_sandbox_unref(sb);
         destroy(p, "stream");

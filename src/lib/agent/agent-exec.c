@@ -88,6 +88,14 @@ static int finish(struct agent_call *c, const struct agent_exec_req *q, struct b
                 res.timeout_ms = q->timeout_ms; /* core adds the timeout line */
         }
         res.duration_ms = c->duration_ms;
+        /* getrusage(RUSAGE_CHILDREN) of the agent's supervisor: the command and what it
+         * waited for or left behind and the supervisor reaped before the command ended (no
+         * resident set at all: the supervisor died before it could report) */
+        res.usage =
+                (struct b4_exec_usage){ .known = c->max_rss ? B4_USAGE_CPU | B4_USAGE_PEAK_MEMORY
+                                                            : 0,
+                                        .cpu_ms = c->cpu_us / 1000,
+                                        .peak_memory_bytes = c->max_rss };
         *ret = res;
         return 0;
 }

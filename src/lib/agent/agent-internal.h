@@ -52,7 +52,7 @@ struct agent_call {
         bool started, tail_seen;
         uint32_t pid;
         uint32_t exit_code, exit_flags;
-        uint64_t duration_ms;
+        uint64_t duration_ms, cpu_us, max_rss;
         agent_output_fn *on_output;
         void *userdata;
 };

@@ -370,7 +370,8 @@ static int feed_exit(struct agent_call *c, struct agent_rd *rd, const char **why
                 return proto(why, "EXIT before STARTED");
         if (agent_rd_u32(rd, &c->exit_code) < 0 || agent_rd_u32(rd, &c->exit_flags) < 0 ||
             agent_rd_u64(rd, &drop_out) < 0 || agent_rd_u64(rd, &drop_err) < 0 ||
-            agent_rd_u64(rd, &c->duration_ms) < 0 || agent_rd_end(rd) < 0)
+            agent_rd_u64(rd, &c->duration_ms) < 0 || agent_rd_u64(rd, &c->cpu_us) < 0 ||
+            agent_rd_u64(rd, &c->max_rss) < 0 || agent_rd_end(rd) < 0)
                 return proto(why, "bad EXIT");
         if (c->exit_code > 255 || (c->exit_flags & ~known) ||
             ((c->exit_flags & AGENT_EXIT_TIMED_OUT) && c->exit_code != 124))
