@@ -17,6 +17,12 @@ if ! out=$(node_modules/.bin/tsc -p tsconfig.json 2>&1); then
         printf '%s\n' "$out" | sed 's/^/# /'
         exit 1
 fi
+# examples/b4run-config/b4.config.ts must type-check with b4boxSandbox() as B4.run's provider.
+if ! out=$(node_modules/.bin/tsc -p test/example/tsconfig.json 2>&1); then
+        echo "Bail out! examples/b4run-config/b4.config.ts does not type-check"
+        printf '%s\n' "$out" | sed 's/^/# /'
+        exit 1
+fi
 # node's TAP nests subtests (indented) with YAML blocks, which meson's parser calls unknown:
 # the top-level lines are the result, the rest goes through as comments.
 log=$(mktemp "${TMPDIR:-/tmp}/b4ts-tap.XXXXXX")
