@@ -251,7 +251,13 @@ function checkInventory(found: readonly Found[], include: readonly string[]): vo
 
 /** Parse and check a bundle text or object (shape, base64, limits, paths, order, digest). */
 export function verifySourceBundle(input: string | unknown): SourceBundle {
-  const doc = typeof input === "string" ? JSON.parse(input) : input;
+  let doc: any = input;
+  if (typeof input === "string")
+    try {
+      doc = JSON.parse(input);
+    } catch (e) {
+      fail(`Source bundle is not JSON: ${(e as Error).message}`);
+    }
   const exactly = (o: unknown, keys: string[]) =>
     typeof o === "object" && o !== null && !Array.isArray(o) && Object.keys(o).length === keys.length && keys.every((k) => k in o);
   if (!exactly(doc, ["version", "digest", "files"])) fail("Source bundle must be an object with exactly version, digest and files");

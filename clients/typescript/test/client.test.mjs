@@ -2,6 +2,7 @@
 // codes as results, abort), background processes (start, logs from an offset, follow, stdin,
 // signal, wait, list, delete), typed errors, a unix: URL, the SSE parser's edge cases.
 import assert from "node:assert/strict";
+import net from "node:net";
 import { after, before, describe, test } from "node:test";
 import { B4box, B4boxError, SseParser } from "../dist/index.js";
 import { IS_ROOT, TOKEN, fakeConfig, nativeConfig, startFactoryServer, startServer } from "./server.mjs";
@@ -265,15 +266,23 @@ describe("transport", () => {
     assert.throws(() => new B4box({ url: "ftp://x" }), TypeError);
   });
 
-  test("a request timeout is typed", async () => {
-    const srv = servers.fake;
-    const box = new B4box({ url: srv.url, requestTimeoutMs: 1 });
-    // 1 ms is too short for any answer from a spawned server on this machine most of the time;
-    // accept a fast answer, but a failure must be the typed timeout.
+  test("a request timeout is typed; a stream has none", async () => {
+    // A listener that accepts and never answers.
+    const sockets = [];
+    const silent = net.createServer((c) => sockets.push(c));
+    await new Promise((r) => silent.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${silent.address().port}`;
     try {
-      await box.threads.list();
-    } catch (e) {
-      assert.ok(e instanceof B4boxError && e.code === "timeout", String(e));
+      const t0 = Date.now();
+      await assert.rejects(new B4box({ url, requestTimeoutMs: 300 }).threads.list(), (e) => e instanceof B4boxError && e.code === "timeout" && e.status === 0);
+      assert.ok(Date.now() - t0 < 5000);
+      const ac = new AbortController();
+      const run = new B4box({ url, requestTimeoutMs: 300 }).thread("x").commands.run("true", { signal: ac.signal });
+      setTimeout(() => ac.abort(), 600);
+      await assert.rejects(run, { name: "AbortError" }); // not the 300 ms timeout: streams wait
+    } finally {
+      for (const c of sockets) c.destroy();
+      silent.close();
     }
   });
 });
