@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import net from "node:net";
 import { after, before, describe, test } from "node:test";
 import { B4box, B4boxError, SseParser } from "../dist/index.js";
-import { IS_ROOT, TOKEN, fakeConfig, nativeConfig, startFactoryServer, startServer } from "./server.mjs";
+import { IS_ROOT, TOKEN, fakeConfig, nativeConfig, startFactoryServer, startServer, stopAll } from "./server.mjs";
 
 const servers = {};
 before(async () => {
@@ -14,7 +14,7 @@ before(async () => {
   if (IS_ROOT) servers.native = await startServer({ config: nativeConfig("ts-client-native"), name: "client-native" });
 });
 after(async () => {
-  for (const s of Object.values(servers)) await s.stop();
+  await stopAll(servers);
 });
 
 const fake = () => new B4box({ url: servers.fake.url });

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { B4boxError, WorkspaceReadLimitError, b4boxSandbox, serverThreadId, withWorkspaceReader, B4box } from "../dist/index.js";
 import { runProviderConformance } from "./conformance.mjs";
-import { IS_ROOT, TOKEN, startFactoryServer, startServer, fakeConfig } from "./server.mjs";
+import { IS_ROOT, TOKEN, startFactoryServer, startServer, fakeConfig, stopAll } from "./server.mjs";
 
 const servers = {};
 before(async () => {
@@ -14,7 +14,7 @@ before(async () => {
   if (IS_ROOT) servers.native = await startFactoryServer({ provider: "native", scope: "ts-prov-native", name: "native" });
 });
 after(async () => {
-  for (const s of Object.values(servers)) await s.stop();
+  await stopAll(servers);
 });
 
 runProviderConformance({ name: "b4box (fake)", makeProvider: () => b4boxSandbox({ url: servers.fake.url, token: TOKEN }) });

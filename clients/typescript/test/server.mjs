@@ -57,13 +57,17 @@ export async function startServer({ config, listen = "tcp", name = "srv", files 
     url,
     dir,
     log: () => log,
+    /** SIGTERM; a server that does not exit 0, or whose log has a sanitizer report, fails. */
     async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((r) => child.once("exit", r));
+      let code = child.exitCode;
+      if (code === null) {
+        const exited = new Promise((r) => child.once("exit", (c, sig) => r(c ?? sig)));
         child.kill("SIGTERM");
-        await exited;
+        code = await exited;
       }
       rmSync(dir, { recursive: true, force: true });
+      if (code !== 0 || /Sanitizer|runtime error:/.test(log))
+        throw new Error(`b4box serve (${name}) ended with ${code}:\n${log.split("\n").slice(-40).join("\n")}`);
     },
   };
 }
@@ -122,4 +126,11 @@ process.stdin.on("data", (d) => (s += d)).on("end", () => {
       threadAccess: { principals: [{ name: "ts", tokenFile: path.join(dir, "token"), operations: ALL_OPS, threads: "all" }] },
     }),
   });
+}
+
+/** Stop every server (all of them, even when one fails), then report the failures. */
+export async function stopAll(servers) {
+  const r = await Promise.allSettled(Object.values(servers).map((s) => s.stop()));
+  const bad = r.filter((x) => x.status === "rejected").map((x) => x.reason);
+  if (bad.length) throw new AggregateError(bad, bad.map((e) => e.message).join("\n"));
 }
