@@ -18,7 +18,7 @@
  */
 
 import { B4boxError, WorkspaceReadLimitError } from "./errors.js";
-import type { InspectAnswer } from "./client.js";
+import { type InspectAnswer, Thread } from "./client.js";
 import type {
   BackendContext,
   BinaryReadRequest,
@@ -31,10 +31,10 @@ import type {
   WalkTreeOptions,
   WalkedEntry,
 } from "./sandbox-types.js";
-import { type Connection, seg } from "./transport.js";
+import type { Connection } from "./transport.js";
 
 const ROOT = "/workspace";
-const READ_OPTIONS = { unsupported: "skip", maxEntries: 10_000, maxFileBytes: 16 * 1024 * 1024, maxTotalBytes: 32 * 1024 * 1024 };
+const READ_OPTIONS = { unsupported: "skip" as const, maxEntries: 10_000, maxFileBytes: 16 * 1024 * 1024, maxTotalBytes: 32 * 1024 * 1024 };
 
 type Node =
   | { readonly kind: "directory" }
@@ -156,7 +156,7 @@ class SnapshotFilesystem implements ReadOnlyFilesystemBackend {
 export async function openInspectReader(conn: Connection, threadId: string, serverId: string, signal?: AbortSignal): Promise<SandboxWorkspaceReader> {
   let answer: InspectAnswer;
   try {
-    answer = await conn.json<InspectAnswer>("POST", `/threads/${seg(serverId)}/workspace/inspect`, READ_OPTIONS, { signal, timeoutMs: null });
+    answer = await new Thread(conn, serverId).inspect(READ_OPTIONS, { signal });
   } catch (e) {
     if (e instanceof B4boxError && (e.code === "workspace_not_found" || e.code === "thread_not_found"))
       throw new B4boxError({
@@ -175,8 +175,6 @@ export async function openInspectReader(conn: Connection, threadId: string, serv
       });
     throw e;
   }
-  if (answer?.threadId !== serverId)
-    throw new B4boxError({ status: 200, code: "thread_mismatch", message: `the workspace read answered for thread ${JSON.stringify(answer?.threadId)}` });
   let closed = false;
   const filesystem = new SnapshotFilesystem(answer, threadId, () => closed);
   return {

@@ -142,6 +142,12 @@ describe("commands", () => {
       assert.deepEqual(chunks.filter((c) => c.stream === "stdout").map((c) => [c.offset, c.text]), [[0, "a\n"], [2, "b\n"]]);
       const env = await t.commands.run("echo $FOO; pwd", { env: { FOO: "bar" }, cwd: "." });
       assert.equal(env.stdout, "bar\n/workspace\n");
+      const slow = await t.commands.run("sleep 5", { timeoutMs: 300 });
+      assert.equal(slow.exitCode, 124);
+      assert.equal(slow.timedOut, true);
+      const capped = await t.commands.run("head -c 5000 /dev/zero | tr '\\0' x", { maxOutputBytes: 100 });
+      assert.equal(capped.truncated, true);
+      assert.ok(capped.stdout.length < 200, capped.stdout.length);
     } finally {
       await t.delete();
     }
@@ -221,6 +227,9 @@ describe("background processes", () => {
   native("native: logs follow a running process, and a reconnect from an offset gets the rest once", async () => {
     const t = await new B4box({ url: servers.native.url }).threads.create({ id: "n-proc" });
     try {
+      const e = await t.commands.start("echo $X; pwd", { env: { X: "from-env" }, cwd: "." });
+      assert.equal((await e.wait()).exitCode, 0);
+      assert.equal(Buffer.from((await e.readLogs()).data).toString(), "from-env\n/workspace\n");
       const p = await t.commands.start("for i in 1 2 3; do echo $i; sleep 0.3; done");
       const first = [];
       const ac = new AbortController();
