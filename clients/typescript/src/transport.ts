@@ -97,6 +97,14 @@ function makeResponse(
   };
 }
 
+/** A response whose body was read already (to look at its code), as a response again. */
+function buffered(res: HttpResponse, text: string): HttpResponse {
+  const bytes = new TextEncoder().encode(text);
+  return makeResponse(res.status, res.header, (async function* () {
+    yield bytes;
+  })(), () => {});
+}
+
 export class Connection {
   readonly url: string;
   readonly busyRetryMs: number;
@@ -188,7 +196,16 @@ export class Connection {
 
   /** The parsed answer of a 2xx, else the refusal it carries as a `B4boxError`. */
   async answer<T>(res: HttpResponse, method: string, path: string): Promise<T> {
-    const text = await res.text();
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (e) {
+      const name = (e as Error)?.name;
+      if (name === "AbortError") throw e; // the caller's signal: its own reason
+      if (name === "TimeoutError")
+        throw new B4boxError({ status: 0, code: "timeout", message: `${method} ${path}: the answer did not arrive in time`, cause: e });
+      throw transportError(`${method} ${this.url}${path}: the answer was cut: ${(e as Error)?.message ?? e}`, e);
+    }
     let parsed: unknown;
     try {
       parsed = text ? JSON.parse(text) : undefined;
@@ -214,9 +231,7 @@ export class Connection {
       } catch {
         code = undefined;
       }
-      if (code !== "run_in_flight") return makeResponse(res.status, res.header, (async function* () {
-        yield new TextEncoder().encode(text);
-      })(), () => {});
+      if (code !== "run_in_flight") return buffered(res, text);
       await sleep(delay, req.signal);
     }
   }

@@ -153,6 +153,21 @@ describe("commands", () => {
     }
   });
 
+  native("native: a run in flight is waited for (busyRetryMs), or refused typed without it", async () => {
+    const t = await new B4box({ url: servers.native.url }).threads.create({ id: "n-busy" });
+    try {
+      const slow = t.commands.run("sleep 0.6; echo slow");
+      await new Promise((r) => setTimeout(r, 200));
+      const once = new B4box({ url: servers.native.url, busyRetryMs: 0 }).thread("n-busy");
+      await assert.rejects(once.commands.run("echo x"), (e) => e instanceof B4boxError && e.status === 409 && e.code === "run_in_flight" && e.retryAfter === 1);
+      const waited = await t.commands.run("echo waited");
+      assert.equal(waited.stdout, "waited\n");
+      assert.equal((await slow).stdout, "slow\n");
+    } finally {
+      await t.delete();
+    }
+  });
+
   native("native: aborting a running command disconnects and the server kills it", async () => {
     const t = await new B4box({ url: servers.native.url }).threads.create({ id: "n-abort" });
     try {
@@ -164,9 +179,10 @@ describe("commands", () => {
       await assert.rejects(run, { name: "AbortError" });
       // The killed command frees the thread's run slot within a keepalive (200 ms here); a
       // command left running would hold it for 30 s: a plain call, not retried, proves which.
+      const once = new B4box({ url: servers.native.url, busyRetryMs: 0 }).thread("n-abort");
       const t0 = Date.now();
       for (;;) {
-        const r = await t.tool("listDir", { path: "." }).then(() => "free", (e) => (e.code === "run_in_flight" ? "busy" : Promise.reject(e)));
+        const r = await once.tool("listDir", { path: "." }).then(() => "free", (e) => (e.code === "run_in_flight" ? "busy" : Promise.reject(e)));
         if (r === "free") break;
         assert.ok(Date.now() - t0 < 5000, "the run slot is still held 5 s after the abort");
         await new Promise((res) => setTimeout(res, 100));
