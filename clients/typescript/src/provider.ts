@@ -72,6 +72,8 @@ export function serverThreadId(threadId: string): string {
   let out = "";
   for (const ch of threadId) {
     const cp = ch.codePointAt(0)!;
+    if (cp >= 0xd800 && cp <= 0xdfff) // a lone surrogate has no UTF-8 spelling: no id could be its own
+      throw new B4boxError({ status: 0, code: "invalid_thread_id", message: `thread id ${JSON.stringify(threadId)} is not valid Unicode` });
     if (ch === "%" || ch === "/" || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
       for (const b of Buffer.from(ch, "utf8")) out += `%${b.toString(16).toUpperCase().padStart(2, "0")}`;
     else out += ch;

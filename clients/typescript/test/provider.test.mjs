@@ -39,6 +39,8 @@ describe("b4boxSandbox beyond the suite", () => {
     assert.equal(serverThreadId("a%2Fb"), "a%252Fb");
     assert.equal(serverThreadId(".."), "%2E%2E");
     assert.equal(serverThreadId("é"), "é");
+    assert.equal(serverThreadId("a\nb\u007f"), "a%0Ab%7F");
+    assert.throws(() => serverThreadId("a\ud800"), (e) => e instanceof B4boxError && e.code === "invalid_thread_id");
     assert.throws(() => serverThreadId("x".repeat(257)), (e) => e instanceof B4boxError && e.code === "invalid_thread_id");
     const p = b4boxSandbox({ url: servers.fake.url, token: TOKEN });
     const [a, b] = ["team/1", "team%2F1"];
