@@ -2,9 +2,10 @@
 // codes as results, abort), background processes (start, logs from an offset, follow, stdin,
 // signal, wait, list, delete), typed errors, a unix: URL, the SSE parser's edge cases.
 import assert from "node:assert/strict";
+import http from "node:http";
 import net from "node:net";
 import { after, before, describe, test } from "node:test";
-import { B4box, B4boxError, SseParser } from "../dist/index.js";
+import { B4box, B4boxError, BackgroundProcess, SseParser } from "../dist/index.js";
 import { IS_ROOT, TOKEN, fakeConfig, nativeConfig, startFactoryServer, startServer, stopAll } from "./server.mjs";
 
 const servers = {};
@@ -308,6 +309,42 @@ describe("transport", () => {
     } finally {
       for (const c of sockets) c.destroy();
       silent.close();
+    }
+  });
+});
+
+describe("log reconnects (a scripted server)", () => {
+  // A server that plays b4box's logs route badly on purpose: the first stream drops before
+  // the exit event, the second replays bytes already sent. The client must ask again from
+  // the next offset and deliver each byte once.
+  test("a dropped follow resumes from the next offset; a replayed prefix is trimmed", async () => {
+    const asked = [];
+    const srv = http.createServer((req, res) => {
+      const from = Number(new URL(req.url, "http://x").searchParams.get("from"));
+      asked.push(from);
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const ev = (name, data, id) => res.write(`event: ${name}\n${id === undefined ? "" : `id: ${id}\n`}data: ${JSON.stringify(data)}\n\n`);
+      if (asked.length === 1) {
+        ev("stdout", { offset: 0, text: "one\n" }, 0);
+        ev("stdout", { offset: 4, text: "two\n" }, 4);
+        setTimeout(() => res.destroy(), 50); // dropped mid-stream, once the chunks are out
+      } else {
+        ev("stdout", { offset: 4, text: "two\nthree\n" }, 4); // replays "two\n"
+        res.write(": keepalive\n\n");
+        ev("exit", { pid: 1, state: "exited", exitCode: 0 });
+        res.end();
+      }
+    });
+    await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+    try {
+      const box = new B4box({ url: `http://127.0.0.1:${srv.address().port}` });
+      const proc = new BackgroundProcess(box.connection, "x", 1, null);
+      const got = [];
+      for await (const c of proc.logs({ from: 0 })) got.push([c.offset, c.text]);
+      assert.deepEqual(asked, [0, 8]);
+      assert.deepEqual(got, [[0, "one\n"], [4, "two\n"], [8, "three\n"]]);
+    } finally {
+      srv.close();
     }
   });
 });
