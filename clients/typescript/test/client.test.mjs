@@ -122,77 +122,6 @@ describe("commands", () => {
     }
   });
 
-  const native = IS_ROOT ? test : test.skip;
-  native("native: streaming delivers 'a' before the command ends, in order, with offsets", async () => {
-    const t = await new B4box({ url: servers.native.url }).threads.create({ id: "n-stream" });
-    try {
-      const t0 = Date.now();
-      const chunks = [];
-      let aAt;
-      const r = await t.commands.run("echo a; sleep 1; echo b; echo e >&2", {
-        onChunk: (c) => chunks.push(c),
-        onStdout: (s) => {
-          if (s.includes("a") && aAt === undefined) aAt = Date.now() - t0;
-        },
-      });
-      const end = Date.now() - t0;
-      assert.equal(r.exitCode, 0);
-      assert.equal(r.stdout, "a\nb\n");
-      assert.equal(r.stderr, "e\n");
-      assert.ok(aAt !== undefined && end - aAt >= 800, `'a' at ${aAt} ms, end at ${end} ms`);
-      assert.deepEqual(chunks.filter((c) => c.stream === "stdout").map((c) => [c.offset, c.text]), [[0, "a\n"], [2, "b\n"]]);
-      const env = await t.commands.run("echo $FOO; pwd", { env: { FOO: "bar" }, cwd: "." });
-      assert.equal(env.stdout, "bar\n/workspace\n");
-      const slow = await t.commands.run("sleep 5", { timeoutMs: 300 });
-      assert.equal(slow.exitCode, 124);
-      assert.equal(slow.timedOut, true);
-      const capped = await t.commands.run("head -c 5000 /dev/zero | tr '\\0' x", { maxOutputBytes: 100 });
-      assert.equal(capped.truncated, true);
-      assert.ok(capped.stdout.length < 200, capped.stdout.length);
-    } finally {
-      await t.delete();
-    }
-  });
-
-  native("native: a run in flight is waited for (busyRetryMs), or refused typed without it", async () => {
-    const t = await new B4box({ url: servers.native.url }).threads.create({ id: "n-busy" });
-    try {
-      const slow = t.commands.run("sleep 0.6; echo slow");
-      await new Promise((r) => setTimeout(r, 200));
-      const once = new B4box({ url: servers.native.url, busyRetryMs: 0 }).thread("n-busy");
-      await assert.rejects(once.commands.run("echo x"), (e) => e instanceof B4boxError && e.status === 409 && e.code === "run_in_flight" && e.retryAfter === 1);
-      const waited = await t.commands.run("echo waited");
-      assert.equal(waited.stdout, "waited\n");
-      assert.equal((await slow).stdout, "slow\n");
-    } finally {
-      await t.delete();
-    }
-  });
-
-  native("native: aborting a running command disconnects and the server kills it", async () => {
-    const t = await new B4box({ url: servers.native.url }).threads.create({ id: "n-abort" });
-    try {
-      const ac = new AbortController();
-      const run = t.commands.run("echo started; sleep 30; echo never", {
-        signal: ac.signal,
-        onStdout: (s) => s.includes("started") && ac.abort(),
-      });
-      await assert.rejects(run, { name: "AbortError" });
-      // The killed command frees the thread's run slot within a keepalive (200 ms here); a
-      // command left running would hold it for 30 s: a plain call, not retried, proves which.
-      const once = new B4box({ url: servers.native.url, busyRetryMs: 0 }).thread("n-abort");
-      const t0 = Date.now();
-      for (;;) {
-        const r = await once.tool("listDir", { path: "." }).then(() => "free", (e) => (e.code === "run_in_flight" ? "busy" : Promise.reject(e)));
-        if (r === "free") break;
-        assert.ok(Date.now() - t0 < 5000, "the run slot is still held 5 s after the abort");
-        await new Promise((res) => setTimeout(res, 100));
-      }
-      assert.ok((await t.files.list(".")).every((e) => e.name !== "never"));
-    } finally {
-      await t.delete();
-    }
-  });
 });
 
 describe("background processes", () => {
@@ -240,36 +169,6 @@ describe("background processes", () => {
     await t.delete();
   });
 
-  const native = IS_ROOT ? test : test.skip;
-  native("native: logs follow a running process, and a reconnect from an offset gets the rest once", async () => {
-    const t = await new B4box({ url: servers.native.url }).threads.create({ id: "n-proc" });
-    try {
-      const e = await t.commands.start("echo $X; pwd", { env: { X: "from-env" }, cwd: "." });
-      assert.equal((await e.wait()).exitCode, 0);
-      assert.equal(Buffer.from((await e.readLogs()).data).toString(), "from-env\n/workspace\n");
-      const p = await t.commands.start("for i in 1 2 3; do echo $i; sleep 0.3; done");
-      const first = [];
-      const ac = new AbortController();
-      await assert.rejects(
-        (async () => {
-          for await (const c of p.logs({ signal: ac.signal })) {
-            first.push(c);
-            ac.abort();
-          }
-        })(),
-        { name: "AbortError" },
-      );
-      assert.deepEqual(first.map((c) => c.text), ["1\n"]);
-      const rest = [];
-      for await (const c of p.logs({ from: first[0].offset + 2 })) rest.push(c.text);
-      assert.equal(rest.join(""), "2\n3\n");
-      const fin = await p.wait();
-      assert.equal(fin.exitCode, 0);
-      assert.equal(fin.bytes, 6);
-    } finally {
-      await t.delete();
-    }
-  });
 });
 
 describe("transport", () => {
@@ -311,6 +210,111 @@ describe("transport", () => {
       silent.close();
     }
   });
+});
+
+// Native (root): real commands, so real streaming, kills and timing. Top-level tests, so a
+// run without root reports them as skips.
+const native = IS_ROOT ? test : test.skip;
+
+native("native: streaming delivers 'a' before the command ends, in order, with offsets", async () => {
+  const t = await new B4box({ url: servers.native.url }).threads.create({ id: "n-stream" });
+  try {
+    const t0 = Date.now();
+    const chunks = [];
+    let aAt;
+    const r = await t.commands.run("echo a; sleep 1; echo b; echo e >&2", {
+      onChunk: (c) => chunks.push(c),
+      onStdout: (s) => {
+        if (s.includes("a") && aAt === undefined) aAt = Date.now() - t0;
+      },
+    });
+    const end = Date.now() - t0;
+    assert.equal(r.exitCode, 0);
+    assert.equal(r.stdout, "a\nb\n");
+    assert.equal(r.stderr, "e\n");
+    assert.ok(aAt !== undefined && end - aAt >= 800, `'a' at ${aAt} ms, end at ${end} ms`);
+    assert.deepEqual(chunks.filter((c) => c.stream === "stdout").map((c) => [c.offset, c.text]), [[0, "a\n"], [2, "b\n"]]);
+    const env = await t.commands.run("echo $FOO; pwd", { env: { FOO: "bar" }, cwd: "." });
+    assert.equal(env.stdout, "bar\n/workspace\n");
+    const slow = await t.commands.run("sleep 5", { timeoutMs: 300 });
+    assert.equal(slow.exitCode, 124);
+    assert.equal(slow.timedOut, true);
+    const capped = await t.commands.run("head -c 5000 /dev/zero | tr '\\0' x", { maxOutputBytes: 100 });
+    assert.equal(capped.truncated, true);
+    assert.ok(capped.stdout.length < 200, capped.stdout.length);
+  } finally {
+    await t.delete();
+  }
+});
+
+native("native: a run in flight is waited for (busyRetryMs), or refused typed without it", async () => {
+  const t = await new B4box({ url: servers.native.url }).threads.create({ id: "n-busy" });
+  try {
+    const slow = t.commands.run("sleep 0.6; echo slow");
+    await new Promise((r) => setTimeout(r, 200));
+    const once = new B4box({ url: servers.native.url, busyRetryMs: 0 }).thread("n-busy");
+    await assert.rejects(once.commands.run("echo x"), (e) => e instanceof B4boxError && e.status === 409 && e.code === "run_in_flight" && e.retryAfter === 1);
+    const waited = await t.commands.run("echo waited");
+    assert.equal(waited.stdout, "waited\n");
+    assert.equal((await slow).stdout, "slow\n");
+  } finally {
+    await t.delete();
+  }
+});
+
+native("native: aborting a running command disconnects and the server kills it", async () => {
+  const t = await new B4box({ url: servers.native.url }).threads.create({ id: "n-abort" });
+  try {
+    const ac = new AbortController();
+    const run = t.commands.run("echo started; sleep 30; echo never", {
+      signal: ac.signal,
+      onStdout: (s) => s.includes("started") && ac.abort(),
+    });
+    await assert.rejects(run, { name: "AbortError" });
+    // The killed command frees the thread's run slot within a keepalive (200 ms here); a
+    // command left running would hold it for 30 s: a plain call, not retried, proves which.
+    const once = new B4box({ url: servers.native.url, busyRetryMs: 0 }).thread("n-abort");
+    const t0 = Date.now();
+    for (;;) {
+      const r = await once.tool("listDir", { path: "." }).then(() => "free", (e) => (e.code === "run_in_flight" ? "busy" : Promise.reject(e)));
+      if (r === "free") break;
+      assert.ok(Date.now() - t0 < 5000, "the run slot is still held 5 s after the abort");
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    assert.ok((await t.files.list(".")).every((e) => e.name !== "never"));
+  } finally {
+    await t.delete();
+  }
+});
+
+native("native: logs follow a running process, and a reconnect from an offset gets the rest once", async () => {
+  const t = await new B4box({ url: servers.native.url }).threads.create({ id: "n-proc" });
+  try {
+    const e = await t.commands.start("echo $X; pwd", { env: { X: "from-env" }, cwd: "." });
+    assert.equal((await e.wait()).exitCode, 0);
+    assert.equal(Buffer.from((await e.readLogs()).data).toString(), "from-env\n/workspace\n");
+    const p = await t.commands.start("for i in 1 2 3; do echo $i; sleep 0.3; done");
+    const first = [];
+    const ac = new AbortController();
+    await assert.rejects(
+      (async () => {
+        for await (const c of p.logs({ signal: ac.signal })) {
+          first.push(c);
+          ac.abort();
+        }
+      })(),
+      { name: "AbortError" },
+    );
+    assert.deepEqual(first.map((c) => c.text), ["1\n"]);
+    const rest = [];
+    for await (const c of p.logs({ from: first[0].offset + 2 })) rest.push(c.text);
+    assert.equal(rest.join(""), "2\n3\n");
+    const fin = await p.wait();
+    assert.equal(fin.exitCode, 0);
+    assert.equal(fin.bytes, 6);
+  } finally {
+    await t.delete();
+  }
 });
 
 describe("log reconnects (a scripted server)", () => {
