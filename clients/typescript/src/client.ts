@@ -10,7 +10,7 @@
  */
 
 import { type SourceBundle, formatSourceBundle } from "./bundle.js";
-import { B4boxError, protocolError, toolError } from "./errors.js";
+import { B4boxError, protocolError, toolError, transportError } from "./errors.js";
 import { FsRoutes } from "./fs-routes.js";
 import { type OutputChunk, StreamCursor, streamEvents } from "./stream.js";
 import { Connection, type ConnectionOptions, RawJson, seg } from "./transport.js";
@@ -411,7 +411,7 @@ async function runStreamed(body: AsyncIterable<Uint8Array>, opts: RunOptions): P
       return unwrap<CommandResult>(ev.data);
     }
   }
-  throw new B4boxError({ status: 200, code: "connection_failed", message: "the stream ended without an exit event" });
+  throw transportError("runBash: the stream ended without an exit event (the command's outcome is unknown)");
 }
 
 export class Commands {
@@ -438,7 +438,8 @@ export class Commands {
       return await runStreamed(res.body, opts);
     } catch (e) {
       if (opts.signal?.aborted) throw opts.signal.reason;
-      throw e;
+      if (e instanceof B4boxError) throw e;
+      throw transportError(`runBash: the stream was cut (the command's outcome is unknown): ${(e as Error)?.message ?? e}`, e);
     } finally {
       await res.discard();
     }

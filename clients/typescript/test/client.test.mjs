@@ -353,6 +353,44 @@ describe("log reconnects (a scripted server)", () => {
   });
 });
 
+describe("runBash streams that end badly (a scripted server)", () => {
+  async function scripted(handler, f) {
+    const srv = http.createServer(handler);
+    await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+    try {
+      await f(new B4box({ url: `http://127.0.0.1:${srv.address().port}` }).thread("x"));
+    } finally {
+      srv.closeAllConnections();
+      srv.close();
+    }
+  }
+  const sse = (res) => res.writeHead(200, { "content-type": "text/event-stream" });
+  test("cut before the exit event: connection_failed, and the chunks that came were delivered", () =>
+    scripted((req, res) => {
+      sse(res);
+      res.write('event: stdout\nid: 0\ndata: {"offset":0,"text":"partial\\n"}\n\n');
+      setTimeout(() => res.destroy(), 50);
+    }, async (t) => {
+      const seen = [];
+      await assert.rejects(t.commands.run("x", { onStdout: (s) => seen.push(s) }), (e) => e instanceof B4boxError && e.code === "connection_failed" && e.status === 0);
+      assert.deepEqual(seen, ["partial\n"]);
+    }));
+  test("an error event (the run failed inside) is a typed stream_error", () =>
+    scripted((req, res) => {
+      sse(res);
+      res.end('event: error\ndata: {"message":"out of memory"}\n\n');
+    }, async (t) => {
+      await assert.rejects(t.commands.run("x"), (e) => e instanceof B4boxError && e.code === "stream_error" && e.message === "out of memory");
+    }));
+  test("an exit event carrying a tool failure is that failure", () =>
+    scripted((req, res) => {
+      sse(res);
+      res.end('event: exit\ndata: {"ok":false,"error":{"code":"B4_E3001","message":"Permission denied (fail-closed): x"}}\n\n');
+    }, async (t) => {
+      await assert.rejects(t.commands.run("x"), (e) => e instanceof B4boxError && e.code === "B4_E3001");
+    }));
+});
+
 describe("SSE parser", () => {
   const parse = (chunks) => {
     const p = new SseParser();
