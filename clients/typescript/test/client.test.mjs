@@ -12,7 +12,9 @@ const servers = {};
 before(async () => {
   servers.fake = await startServer({ config: fakeConfig("ts-client"), name: "client" });
   servers.unix = await startFactoryServer({ provider: "fake", scope: "ts-unix", listen: "unix", name: "unix" });
-  if (IS_ROOT) servers.native = await startServer({ config: nativeConfig("ts-client-native"), name: "client-native" });
+  // native over a unix socket (the provider suite runs native over TCP): both roads stream
+  if (IS_ROOT) servers.native = await startServer({ config: nativeConfig("ts-client-native"), name: "client-native", listen: "unix" });
+  if (IS_ROOT) servers.nativeTcp = await startServer({ config: nativeConfig("ts-client-native-tcp"), name: "client-native-tcp" });
 });
 after(async () => {
   await stopAll(servers);
@@ -216,36 +218,38 @@ describe("transport", () => {
 // run without root reports them as skips.
 const native = IS_ROOT ? test : test.skip;
 
-native("native: streaming delivers 'a' before the command ends, in order, with offsets", async () => {
-  const t = await new B4box({ url: servers.native.url }).threads.create({ id: "n-stream" });
-  try {
-    const t0 = Date.now();
-    const chunks = [];
-    let aAt;
-    const r = await t.commands.run("echo a; sleep 1; echo b; echo e >&2", {
-      onChunk: (c) => chunks.push(c),
-      onStdout: (s) => {
-        if (s.includes("a") && aAt === undefined) aAt = Date.now() - t0;
-      },
-    });
-    const end = Date.now() - t0;
-    assert.equal(r.exitCode, 0);
-    assert.equal(r.stdout, "a\nb\n");
-    assert.equal(r.stderr, "e\n");
-    assert.ok(aAt !== undefined && end - aAt >= 800, `'a' at ${aAt} ms, end at ${end} ms`);
-    assert.deepEqual(chunks.filter((c) => c.stream === "stdout").map((c) => [c.offset, c.text]), [[0, "a\n"], [2, "b\n"]]);
-    const env = await t.commands.run("echo $FOO; pwd", { env: { FOO: "bar" }, cwd: "." });
-    assert.equal(env.stdout, "bar\n/workspace\n");
-    const slow = await t.commands.run("sleep 5", { timeoutMs: 300 });
-    assert.equal(slow.exitCode, 124);
-    assert.equal(slow.timedOut, true);
-    const capped = await t.commands.run("head -c 5000 /dev/zero | tr '\\0' x", { maxOutputBytes: 100 });
-    assert.equal(capped.truncated, true);
-    assert.ok(capped.stdout.length < 200, capped.stdout.length);
-  } finally {
-    await t.delete();
-  }
-});
+for (const road of ["unix", "tcp"]) {
+  native(`native (${road}): streaming delivers 'a' before the command ends, in order, with offsets`, async () => {
+    const t = await new B4box({ url: (road === "unix" ? servers.native : servers.nativeTcp).url }).threads.create({ id: "n-stream" });
+    try {
+      const t0 = Date.now();
+      const chunks = [];
+      let aAt;
+      const r = await t.commands.run("echo a; sleep 1; echo b; echo e >&2", {
+        onChunk: (c) => chunks.push(c),
+        onStdout: (s) => {
+          if (s.includes("a") && aAt === undefined) aAt = Date.now() - t0;
+        },
+      });
+      const end = Date.now() - t0;
+      assert.equal(r.exitCode, 0);
+      assert.equal(r.stdout, "a\nb\n");
+      assert.equal(r.stderr, "e\n");
+      assert.ok(aAt !== undefined && end - aAt >= 800, `'a' at ${aAt} ms, end at ${end} ms`);
+      assert.deepEqual(chunks.filter((c) => c.stream === "stdout").map((c) => [c.offset, c.text]), [[0, "a\n"], [2, "b\n"]]);
+      const env = await t.commands.run("echo $FOO; pwd", { env: { FOO: "bar" }, cwd: "." });
+      assert.equal(env.stdout, "bar\n/workspace\n");
+      const slow = await t.commands.run("sleep 5", { timeoutMs: 300 });
+      assert.equal(slow.exitCode, 124);
+      assert.equal(slow.timedOut, true);
+      const capped = await t.commands.run("head -c 5000 /dev/zero | tr '\\0' x", { maxOutputBytes: 100 });
+      assert.equal(capped.truncated, true);
+      assert.ok(capped.stdout.length < 200, capped.stdout.length);
+    } finally {
+      await t.delete();
+    }
+  });
+}
 
 native("native: a run in flight is waited for (busyRetryMs), or refused typed without it", async () => {
   const t = await new B4box({ url: servers.native.url }).threads.create({ id: "n-busy" });
