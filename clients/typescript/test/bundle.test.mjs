@@ -15,7 +15,7 @@ import {
   sourceBundleFromFiles,
   verifySourceBundle,
 } from "../dist/index.js";
-import { B4BOX, TOKEN, startFactoryServer, tempDir } from "./server.mjs";
+import { B4BOX, IS_ROOT, TOKEN, startFactoryServer, tempDir } from "./server.mjs";
 
 const work = tempDir("bundle");
 after(() => rmSync(work, { recursive: true, force: true }));
@@ -124,44 +124,47 @@ describe("digest", () => {
   });
 });
 
-describe("the software factory flow (stage, create, work, read back)", () => {
-  let srv;
-  before(async () => {
-    srv = await startFactoryServer({ provider: "fake", scope: "ts-factory-flow", name: "flow" });
+for (const provider of ["fake", "native"]) {
+  describe(`the software factory flow on ${provider} (stage, create, work, read back)`, { skip: provider === "native" && !IS_ROOT && "needs root" }, () => {
+    let srv;
+    before(async () => {
+      srv = await startFactoryServer({ provider, scope: `ts-factory-flow-${provider}`, name: `flow-${provider}` });
+    });
+    after(() => srv.stop());
+
+    test("upload, create naming the digest, the files are there, read back with the expected digest", async () => {
+      const box = new B4box({ url: srv.url, token: TOKEN });
+      const dir = tree("task", { "TASK.md": "fix the bug\n", "src/index.ts": "export const x = 1\n", "bin/t.sh": { data: "#!/bin/sh\n", mode: 0o755 } });
+      const bundle = await createSourceBundle(dir);
+      assert.equal(bundle.digest, cli(dir).digest);
+      assert.deepEqual(await box.uploadSourceBundle(bundle), { digest: bundle.digest, status: "created" });
+      assert.equal((await box.uploadSourceBundle(bundle)).status, "held");
+
+      const t = await box.threads.create({ id: "wo-1", metadata: { task: "bug" }, workspace: { sourceDigest: bundle.digest, environmentLinks: [] } });
+      assert.deepEqual(t.info.workspace, { sourceDigest: bundle.digest });
+      assert.equal(await t.files.read("TASK.md"), "fix the bug\n");
+      assert.equal((await t.files.lstat("bin/t.sh")).executable, true);
+      if (provider === "native") assert.equal((await t.commands.run("./bin/t.sh; cat TASK.md")).stdout, "fix the bug\n");
+      await t.files.write("draft/fix.md", "done\n");
+      await t.files.edit("src/index.ts", { oldText: "1", newText: "2" });
+
+      const read = await t.inspect({ root: "draft" }, { expectedSourceDigest: bundle.digest });
+      assert.equal(read.sourceDigest, bundle.digest);
+      assert.deepEqual(read.inspection.files, { "fix.md": "done\n" });
+      const all = await t.inspect({ unsupported: "skip" });
+      assert.equal(all.inspection.files["src/index.ts"], "export const x = 2\n");
+      assert.deepEqual(all.inspection.skipped, [{ path: "bin/t.sh", reason: "executable" }]);
+      await assert.rejects(t.inspect({ root: "draft" }, { expectedSourceDigest: "f".repeat(64) }), (e) => e instanceof B4boxError && e.code === "source_mismatch");
+      await assert.rejects(t.inspect({}), (e) => e instanceof B4boxError && e.code === "workspace_inspection_refused" && e.status === 422);
+      await t.delete();
+    });
+
+    test("refusals: a digest never uploaded, an upload whose bytes do not match its digest", async () => {
+      const box = new B4box({ url: srv.url, token: TOKEN });
+      await assert.rejects(box.threads.create({ id: "wo-2", workspace: { sourceDigest: "7".repeat(64) } }), (e) =>
+        e instanceof B4boxError && e.status === 422 && e.code === "workspace_source_not_held");
+      const b = sourceBundleFromFiles([{ path: "x", bytes: new Uint8Array([120]), executable: false }]);
+      await assert.rejects(box.uploadSourceBundle({ ...b, digest: "0".repeat(64) }), (e) => e instanceof B4boxError && e.status >= 400 && e.status < 500);
+    });
   });
-  after(() => srv.stop());
-
-  test("upload, create naming the digest, the files are there, read back with the expected digest", async () => {
-    const box = new B4box({ url: srv.url, token: TOKEN });
-    const dir = tree("task", { "TASK.md": "fix the bug\n", "src/index.ts": "export const x = 1\n", "bin/t.sh": { data: "#!/bin/sh\n", mode: 0o755 } });
-    const bundle = await createSourceBundle(dir);
-    assert.equal(bundle.digest, cli(dir).digest);
-    assert.deepEqual(await box.uploadSourceBundle(bundle), { digest: bundle.digest, status: "created" });
-    assert.equal((await box.uploadSourceBundle(bundle)).status, "held");
-
-    const t = await box.threads.create({ id: "wo-1", metadata: { task: "bug" }, workspace: { sourceDigest: bundle.digest, environmentLinks: [] } });
-    assert.deepEqual(t.info.workspace, { sourceDigest: bundle.digest });
-    assert.equal(await t.files.read("TASK.md"), "fix the bug\n");
-    assert.equal((await t.files.lstat("bin/t.sh")).executable, true);
-    await t.files.write("draft/fix.md", "done\n");
-    await t.files.edit("src/index.ts", { oldText: "1", newText: "2" });
-
-    const read = await t.inspect({ root: "draft" }, { expectedSourceDigest: bundle.digest });
-    assert.equal(read.sourceDigest, bundle.digest);
-    assert.deepEqual(read.inspection.files, { "fix.md": "done\n" });
-    const all = await t.inspect({ unsupported: "skip" });
-    assert.equal(all.inspection.files["src/index.ts"], "export const x = 2\n");
-    assert.deepEqual(all.inspection.skipped, [{ path: "bin/t.sh", reason: "executable" }]);
-    await assert.rejects(t.inspect({ root: "draft" }, { expectedSourceDigest: "f".repeat(64) }), (e) => e instanceof B4boxError && e.code === "source_mismatch");
-    await assert.rejects(t.inspect({}), (e) => e instanceof B4boxError && e.code === "workspace_inspection_refused" && e.status === 422);
-    await t.delete();
-  });
-
-  test("refusals: a digest never uploaded, an upload whose bytes do not match its digest", async () => {
-    const box = new B4box({ url: srv.url, token: TOKEN });
-    await assert.rejects(box.threads.create({ id: "wo-2", workspace: { sourceDigest: "7".repeat(64) } }), (e) =>
-      e instanceof B4boxError && e.status === 422 && e.code === "workspace_source_not_held");
-    const b = sourceBundleFromFiles([{ path: "x", bytes: new Uint8Array([120]), executable: false }]);
-    await assert.rejects(box.uploadSourceBundle({ ...b, digest: "0".repeat(64) }), (e) => e instanceof B4boxError && e.status >= 400 && e.status < 500);
-  });
-});
+}
