@@ -192,6 +192,53 @@ static int64_t retry_after_ms(const char *v)
                                                            : s * 1000;
 }
 
+/* The body of @s into @resp, at most @max bytes, by @deadline_ms. */
+static int read_body(struct http_stream *s, size_t max, uint64_t deadline_ms, int cancel_fd,
+                     struct http_response *resp, struct b4_error *err)
+{
+        struct strbuf sb;
+        char buf[16384];
+        ssize_t k;
+        int r = 0;
+
+        strbuf_init(&sb, max);
+        while (r >= 0 && (k = http_stream_read(s, buf, sizeof(buf), deadline_ms, cancel_fd, err)) > 0)
+                r = strbuf_add(&sb, buf, (size_t)k);
+        if (r == -E2BIG)
+                r = b4_error_set(err, -EFBIG, "the API server's answer is larger than %zu bytes", max);
+        else if (r < 0)
+                r = b4_error_set(err, r, "out of memory");
+        else if (k < 0)
+                r = (int)k;
+        if (r >= 0)
+                r = strbuf_detach(&sb, &resp->body, &resp->len);
+        strbuf_release(&sb);
+        return r == -ENOMEM ? b4_error_set(err, r, "out of memory") : r;
+}
+
+/* One exchange, buffered, within @deadline_ms and cancellable (http_request() is neither). */
+static int exchange(struct kube_client *c, const struct http_req *hr, size_t max_body,
+                    uint64_t deadline_ms, int cancel_fd, struct http_response *resp,
+                    struct b4_error *err)
+{
+        cleanup_(http_stream_freep) struct http_stream *s = NULL;
+        const char *after;
+        int r;
+
+        *resp = (struct http_response){ 0 };
+        r = http_stream_open(c->http, hr, cancel_fd, &s, err);
+        if (r < 0)
+                return r;
+        resp->status = http_stream_status(s);
+        after = http_stream_header(s, "Retry-After");
+        if (after && !(resp->header_value = b4_strdup(after)))
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = read_body(s, max_body, deadline_ms, cancel_fd, resp, err);
+        if (r < 0)
+                http_response_clear(resp);
+        return r;
+}
+
 /* One attempt: token, bucket, exchange. */
 static int attempt(struct kube_client *c, struct http_req *hr, size_t max_body, uint64_t deadline,
                    int cancel_fd, struct http_response *resp, struct b4_error *err)
@@ -209,7 +256,7 @@ static int attempt(struct kube_client *c, struct http_req *hr, size_t max_body, 
         now = now_msec();
         hr->bearer = token;
         hr->timeout_ms = deadline > now ? deadline - now : 1;
-        r = http_request(c->http, hr, max_body, "Retry-After", resp, err);
+        r = exchange(c, hr, max_body, deadline, cancel_fd, resp, err);
         hr->bearer = NULL;
         if (token)
                 explicit_bzero(token, strlen(token));
@@ -247,13 +294,13 @@ static int decode_reply(const struct http_response *resp, struct kube_reply *ret
         if (resp->status < 200 || resp->status > 299)
                 return kube_status_decode(resp->status, resp->body, resp->len, err);
         if (resp->len > 0) {
-                r = jv_parse(resp->body, resp->len, &body, err);
+                r = jv_parse(resp->body, resp->len, &body, NULL);
                 if (r == -ENOMEM)
-                        return r;
+                        return b4_error_set(err, r, "out of memory");
                 if (r < 0)
-                        return b4_error_wrap(err, -EPROTO, "the API server's %ld answer is not "
-                                                           "JSON",
-                                             resp->status);
+                        return b4_error_set(err, -EPROTO, "the API server's %ld answer is not "
+                                                          "JSON",
+                                            resp->status);
         }
         *ret = (struct kube_reply){ .status = resp->status, .body = body };
         return 0;
