@@ -48,7 +48,8 @@ static int run(const uint8_t *data, size_t size, size_t step, struct seen *s, ch
         kube_watch_parser_init(&p);
         for (size_t off = 0; r >= 0 && off < size; off += step)
                 r = kube_watch_parser_feed(&p, (const char *)data + off,
-                                           size - off < step ? size - off : step, on_event, s, NULL);
+                                           size - off < step ? size - off : step, on_event, s,
+                                           NULL);
         if (r >= 0)
                 r = kube_watch_parser_finish(&p, on_event, s, NULL);
         *ret_rv = p.rv;

@@ -76,7 +76,8 @@ static void *serve(void *userdata)
 
 void ks_start(struct ks *s)
 {
-        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        struct sockaddr_in sa = { .sin_family = AF_INET,
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
         socklen_t n = sizeof(sa);
 
         assert_int_equal(pipe(s->stop), 0);

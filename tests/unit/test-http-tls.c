@@ -24,7 +24,6 @@
 #include "base/time-util.h"
 #include "http/http.h"
 
-
 static char *tmp;
 static pid_t server_pid = -1;
 static char url[64];
@@ -65,7 +64,8 @@ static char *slurp(const char *name, size_t *len)
 
 static int free_port(void)
 {
-        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        struct sockaddr_in sa = { .sin_family = AF_INET,
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
         socklen_t n = sizeof(sa);
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
@@ -77,7 +77,8 @@ static int free_port(void)
 
 static bool listening(int port)
 {
-        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+        struct sockaddr_in sa = { .sin_family = AF_INET,
+                                  .sin_port = htons((uint16_t)port),
                                   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         bool ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
@@ -94,7 +95,8 @@ static int setup(void **state)
 
         (void)state;
         tmp = b4_test_tmpdir();
-        char *sh_argv[] = { (char *)"sh", (char *)"-c", (char *)certs_script, (char *)"sh", tmp, NULL };
+        char *sh_argv[] = { (char *)"sh", (char *)"-c", (char *)certs_script,
+                            (char *)"sh", tmp,          NULL };
         assert_int_equal(posix_spawnp(&pid, "sh", NULL, NULL, sh_argv, environ), 0);
         assert_int_equal(waitpid(pid, &status, 0), pid);
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -102,11 +104,23 @@ static int setup(void **state)
         (void)snprintf(port_s, sizeof(port_s), "%d", port);
         (void)snprintf(accept_s, sizeof(accept_s), "127.0.0.1:%d", port);
         (void)snprintf(url, sizeof(url), "https://127.0.0.1:%d", port);
-        char *srv_argv[] = { (char *)"openssl", (char *)"s_server", (char *)"-quiet",
-                             (char *)"-accept", accept_s, (char *)"-cert", (char *)in_tmp("server.crt"),
-                             (char *)"-key", (char *)in_tmp("server.key"), (char *)"-CAfile",
-                             (char *)in_tmp("ca.crt"), (char *)"-Verify", (char *)"1",
-                             (char *)"-alpn", (char *)"h2,http/1.1", (char *)"-www", NULL };
+        char *srv_argv[] = { (char *)"openssl",
+                             (char *)"s_server",
+                             (char *)"-quiet",
+                             (char *)"-accept",
+                             accept_s,
+                             (char *)"-cert",
+                             (char *)in_tmp("server.crt"),
+                             (char *)"-key",
+                             (char *)in_tmp("server.key"),
+                             (char *)"-CAfile",
+                             (char *)in_tmp("ca.crt"),
+                             (char *)"-Verify",
+                             (char *)"1",
+                             (char *)"-alpn",
+                             (char *)"h2,http/1.1",
+                             (char *)"-www",
+                             NULL };
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
@@ -152,7 +166,8 @@ static long get(const struct http_tls *tls)
 
 static void test_files(void **state)
 {
-        struct http_tls tls = { .ca_file = in_tmp("ca.crt"), .cert_file = in_tmp("client.crt"),
+        struct http_tls tls = { .ca_file = in_tmp("ca.crt"),
+                                .cert_file = in_tmp("client.crt"),
                                 .key_file = in_tmp("client.key") };
 
         (void)state;
@@ -179,7 +194,8 @@ static void test_blobs(void **state)
 static void test_refused(void **state)
 {
         struct http_tls no_cert = { .ca_file = in_tmp("ca.crt") };
-        struct http_tls wrong_ca = { .ca_file = in_tmp("other.crt"), .cert_file = in_tmp("client.crt"),
+        struct http_tls wrong_ca = { .ca_file = in_tmp("other.crt"),
+                                     .cert_file = in_tmp("client.crt"),
                                      .key_file = in_tmp("client.key") };
         struct http_tls insecure = wrong_ca;
 

@@ -177,8 +177,7 @@ static void test_refusals(void **state)
         refused("missing-context.yaml", NULL, -ENOENT, "context 'gone' is not defined");
         refused("basic.yaml", "no-such", -ENOENT, "context 'no-such' is not defined");
         refused("no-current.yaml", NULL, -ENOENT, "has no current-context");
-        refused("bad-base64.yaml", NULL, -EINVAL,
-                "certificate-authority-data is not valid base64");
+        refused("bad-base64.yaml", NULL, -EINVAL, "certificate-authority-data is not valid base64");
         refused("insecure.yaml", NULL, -EPERM, "insecure-skip-tls-verify");
         refused("exec-user.yaml", NULL, -EOPNOTSUPP, "exec is not supported");
         refused("half-pair.yaml", NULL, -EINVAL, "client certificate without its key");

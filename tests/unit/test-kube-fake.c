@@ -68,8 +68,15 @@ static int setup(void **unused)
         if (geteuid() != 0 || access("/usr/bin/python3", X_OK) < 0 || access(fake, R_OK) < 0)
                 return 0;
         state = b4_test_tmpdir();
-        char *argv[] = { (char *)"python3", fake, (char *)"--state", state, (char *)"--alpn",
-                         (char *)"h2,http/1.1", (char *)"--namespace", (char *)"b4-sandboxes", NULL };
+        char *argv[] = { (char *)"python3",
+                         fake,
+                         (char *)"--state",
+                         state,
+                         (char *)"--alpn",
+                         (char *)"h2,http/1.1",
+                         (char *)"--namespace",
+                         (char *)"b4-sandboxes",
+                         NULL };
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
@@ -101,11 +108,11 @@ static int teardown(void **unused)
         return 0;
 }
 
-#define NEED_FAKE()                                                   \
-        do {                                                          \
-                if (!have_fake)                                       \
-                        skip(); /* not root, or no python3 / fake */ \
-        } while (0)
+#define NEED_FAKE()                             \
+ do {                                           \
+  if (!have_fake)                               \
+   skip(); /* not root, or no python3 / fake */ \
+ } while (0)
 
 static struct kube_client *client_from(const struct kube_options *o)
 {
@@ -124,8 +131,11 @@ static struct kube_client *client_from(const struct kube_options *o)
 /* The fake's control API as admin (a static token, the fake's CA as a file). */
 static struct jv *control(const char *method, const char *path, const char *body)
 {
-        struct kube_config cfg = { .server = url, .namespace = (char *)"default", .token = admin,
-                                   .ca_file = (char *)in_state("ca.crt"), .qps = -1 };
+        struct kube_config cfg = { .server = url,
+                                   .namespace = (char *)"default",
+                                   .token = admin,
+                                   .ca_file = (char *)in_state("ca.crt"),
+                                   .qps = -1 };
         struct kube_client *c = NULL;
         struct kube_reply reply = { 0 };
         struct jv *b = NULL, *ret;
@@ -191,7 +201,8 @@ static void test_crud_statuses(void **unused)
         NEED_FAKE();
         c = client_from(&o);
         char *coll = kube_path("v1", "b4-sandboxes", "persistentvolumeclaims", NULL, NULL);
-        char *one = kube_path("v1", "b4-sandboxes", "persistentvolumeclaims", "b4-sbx-vol-t1", NULL);
+        char *one =
+                kube_path("v1", "b4-sandboxes", "persistentvolumeclaims", "b4-sbx-vol-t1", NULL);
         pvc = jv_pack("{s:s,s:s,s:{s:s,s:{s:s}},s:{s:[s],s:{s:{s:s}}}}", "apiVersion", "v1", "kind",
                       "PersistentVolumeClaim", "metadata", "name", "b4-sbx-vol-t1", "labels",
                       "app.kubernetes.io/managed-by", "b4", "spec", "accessModes", "ReadWriteOnce",
@@ -213,8 +224,8 @@ static void test_crud_statuses(void **unused)
         struct jv *patch = jv_pack("{s:{s:{s:s}}}", "metadata", "labels", "b4.run/thread", "t1");
         assert_int_equal(kube_patch(c, one, patch, NULL, &err), 0);
         jv_unref(patch);
-        assert_int_equal(kube_list(c, coll, "b4.run/thread=t1,app.kubernetes.io/managed-by=b4", NULL,
-                                   &items, &rv, &err),
+        assert_int_equal(kube_list(c, coll, "b4.run/thread=t1,app.kubernetes.io/managed-by=b4",
+                                   NULL, &items, &rv, &err),
                          0);
         assert_int_equal(jv_array_size(items), 1);
         assert_non_null(rv);
@@ -229,11 +240,13 @@ static void test_crud_statuses(void **unused)
         assert_non_null(strstr(err.msg, "422 Invalid"));
         jv_unref(bad);
         /* a NetworkPolicy deleted twice: the second is -ENOENT */
-        char *nps = kube_path("networking.k8s.io/v1", "b4-sandboxes", "networkpolicies", NULL, NULL);
-        char *np1 = kube_path("networking.k8s.io/v1", "b4-sandboxes", "networkpolicies", "b4-sbx-net-t1", NULL);
-        struct jv *np = jv_pack("{s:s,s:s,s:{s:s},s:{s:{},s:[s]}}", "apiVersion", "networking.k8s.io/v1",
-                                "kind", "NetworkPolicy", "metadata", "name", "b4-sbx-net-t1", "spec",
-                                "podSelector", "policyTypes", "Egress");
+        char *nps =
+                kube_path("networking.k8s.io/v1", "b4-sandboxes", "networkpolicies", NULL, NULL);
+        char *np1 = kube_path("networking.k8s.io/v1", "b4-sandboxes", "networkpolicies",
+                              "b4-sbx-net-t1", NULL);
+        struct jv *np = jv_pack("{s:s,s:s,s:{s:s},s:{s:{},s:[s]}}", "apiVersion",
+                                "networking.k8s.io/v1", "kind", "NetworkPolicy", "metadata", "name",
+                                "b4-sbx-net-t1", "spec", "podSelector", "policyTypes", "Egress");
         assert_int_equal(kube_create(c, nps, np, NULL, &err), 0);
         assert_int_equal(kube_delete(c, np1, NULL, &err), 0);
         assert_int_equal(kube_delete(c, np1, NULL, &err), -ENOENT);
@@ -280,14 +293,17 @@ static void test_watch_until_running(void **unused)
         NEED_FAKE();
         c = client_from(&o);
         char *pods = kube_path("v1", "b4-sandboxes", "pods", NULL, NULL);
-        pod = jv_pack("{s:s,s:s,s:{s:s},s:{s:[{s:s,s:s,s:[s,s]}]}}", "apiVersion", "v1", "kind", "Pod",
-                      "metadata", "name", "b4-sbx-w1", "spec", "containers", "name", "sandbox",
-                      "image", "node:24-slim", "command", "sleep", "infinity");
+        pod = jv_pack("{s:s,s:s,s:{s:s},s:{s:[{s:s,s:s,s:[s,s]}]}}", "apiVersion", "v1", "kind",
+                      "Pod", "metadata", "name", "b4-sbx-w1", "spec", "containers", "name",
+                      "sandbox", "image", "node:24-slim", "command", "sleep", "infinity");
         assert_int_equal(kube_create(c, pods, pod, &got, &err), 0);
-        const char *created = jv_string(jv_object_get(jv_object_get(got, "metadata"), "resourceVersion"));
+        const char *created =
+                jv_string(jv_object_get(jv_object_get(got, "metadata"), "resourceVersion"));
         assert_non_null(created);
-        struct kube_watch_req req = { .path = pods, .field_selector = "metadata.name=b4-sbx-w1",
-                                      .resource_version = created, .timeout_s = 10,
+        struct kube_watch_req req = { .path = pods,
+                                      .field_selector = "metadata.name=b4-sbx-w1",
+                                      .resource_version = created,
+                                      .timeout_s = 10,
                                       .cancel_fd = -EBADF };
         int r = kube_watch(c, &req, on_pod, &u, &rv, &err);
         if (r != -EALREADY)
@@ -318,8 +334,9 @@ static void test_retry_after(void **unused)
         NEED_FAKE();
         c = client_from(&o);
         jv_unref(control("POST", "/_fake/counters/reset", NULL));
-        jv_unref(control("POST", "/_fake/faults",
-                         "{\"code\":429,\"retryAfter\":1,\"count\":1,\"verb\":\"list\",\"resource\":\"pods\"}"));
+        jv_unref(control(
+                "POST", "/_fake/faults",
+                "{\"code\":429,\"retryAfter\":1,\"count\":1,\"verb\":\"list\",\"resource\":\"pods\"}"));
         t0 = now_msec();
         assert_int_equal(kube_get(c, "/api/v1/namespaces/b4-sandboxes/pods", NULL, &err), 0);
         assert_true(now_msec() - t0 >= 950);
@@ -330,8 +347,10 @@ static void test_retry_after(void **unused)
 static void test_token_rotation(void **unused)
 {
         char *old = slurp(in_state("token")), mine[1100], line[256];
-        struct kube_options o = { .api_server = url, .ca_file = in_state("ca.crt"),
-                                  .token_file = mine, .namespace = "b4-sandboxes",
+        struct kube_options o = { .api_server = url,
+                                  .ca_file = in_state("ca.crt"),
+                                  .token_file = mine,
+                                  .namespace = "b4-sandboxes",
                                   .sa_dir = "/nonexistent" };
         struct kube_client *c;
         struct b4_error err = { 0 };
@@ -366,10 +385,8 @@ static void test_token_rotation(void **unused)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_kubeconfig_contexts),
-                cmocka_unit_test(test_crud_statuses),
-                cmocka_unit_test(test_watch_until_running),
-                cmocka_unit_test(test_retry_after),
+                cmocka_unit_test(test_kubeconfig_contexts), cmocka_unit_test(test_crud_statuses),
+                cmocka_unit_test(test_watch_until_running), cmocka_unit_test(test_retry_after),
                 cmocka_unit_test(test_token_rotation),
         };
 

@@ -36,12 +36,17 @@ static int teardown(void **state)
         return 0;
 }
 
-static struct kube_client *client_for(const struct ks *s, const char *token_file, double qps,
+static struct kube_client *client_for(const struct ks *s,
+                                      const char *token_file,
+                                      double qps,
                                       unsigned burst)
 {
-        struct kube_config cfg = { .server = (char *)s->url, .namespace = (char *)"ns",
-                                   .token_file = (char *)token_file, .token = (char *)"static",
-                                   .qps = qps, .burst = burst };
+        struct kube_config cfg = { .server = (char *)s->url,
+                                   .namespace = (char *)"ns",
+                                   .token_file = (char *)token_file,
+                                   .token = (char *)"static",
+                                   .qps = qps,
+                                   .burst = burst };
         struct kube_client *c = NULL;
         struct b4_error err = { 0 };
 
@@ -70,14 +75,22 @@ static void test_status_table(void **state)
                 const char *reason;
                 int want;
         } rows[] = {
-                { 404, "NotFound", -ENOENT },       { 409, "AlreadyExists", -EEXIST },
-                { 409, "Conflict", -EAGAIN },       { 422, "Invalid", -EINVAL },
-                { 400, "BadRequest", -EINVAL },     { 403, "Forbidden", -EACCES },
-                { 401, "Unauthorized", -EPERM },    { 410, "Expired", -ESTALE },
-                { 410, "Gone", -ESTALE },           { 429, "TooManyRequests", -EBUSY },
-                { 500, "InternalError", -EIO },     { 503, "ServiceUnavailable", -EIO },
-                { 504, "Timeout", -ETIMEDOUT },     { 500, "Timeout", -ETIMEDOUT },
-                { 405, "MethodNotAllowed", -EOPNOTSUPP }, { 413, "RequestEntityTooLarge", -EFBIG },
+                { 404, "NotFound", -ENOENT },
+                { 409, "AlreadyExists", -EEXIST },
+                { 409, "Conflict", -EAGAIN },
+                { 422, "Invalid", -EINVAL },
+                { 400, "BadRequest", -EINVAL },
+                { 403, "Forbidden", -EACCES },
+                { 401, "Unauthorized", -EPERM },
+                { 410, "Expired", -ESTALE },
+                { 410, "Gone", -ESTALE },
+                { 429, "TooManyRequests", -EBUSY },
+                { 500, "InternalError", -EIO },
+                { 503, "ServiceUnavailable", -EIO },
+                { 504, "Timeout", -ETIMEDOUT },
+                { 500, "Timeout", -ETIMEDOUT },
+                { 405, "MethodNotAllowed", -EOPNOTSUPP },
+                { 413, "RequestEntityTooLarge", -EFBIG },
         };
         struct b4_error err;
 
@@ -86,7 +99,8 @@ static void test_status_table(void **state)
                 char *b = status_json((int)rows[i].code, rows[i].reason, "pods \\\"x\\\" says so");
                 char want[256];
                 err = (struct b4_error){ 0 };
-                assert_int_equal(kube_status_decode(rows[i].code, b, strlen(b), &err), rows[i].want);
+                assert_int_equal(kube_status_decode(rows[i].code, b, strlen(b), &err),
+                                 rows[i].want);
                 (void)snprintf(want, sizeof(want), "pods \"x\" says so (%ld %s)", rows[i].code,
                                rows[i].reason);
                 assert_string_equal(err.msg, want);
@@ -118,8 +132,9 @@ static void test_json_round_trip(void **state)
         struct b4_error err = { 0 };
 
         (void)state;
-        ks_add(&s, ks_resp(201, "Content-Type: application/json\r\n",
-                           "{\"kind\":\"Pod\",\"metadata\":{\"resourceVersion\":\"7\"}}"),
+        ks_add(&s,
+               ks_resp(201, "Content-Type: application/json\r\n",
+                       "{\"kind\":\"Pod\",\"metadata\":{\"resourceVersion\":\"7\"}}"),
                false, NULL);
         ks_add(&s, ks_resp(200, NULL, "{\"kind\":\"Pod\"}"), false, NULL);
         ks_add(&s, ks_resp(200, NULL, "not json"), false, NULL);
@@ -128,16 +143,14 @@ static void test_json_round_trip(void **state)
         c = client_for(&s, NULL, -1, 0);
         char *path = kube_path("v1", "ns", "pods", NULL, NULL);
         assert_int_equal(kube_create(c, path, obj, &got, &err), 0);
-        assert_string_equal(jv_string(jv_object_get(jv_object_get(got, "metadata"),
-                                                    "resourceVersion")),
-                            "7");
+        assert_string_equal(
+                jv_string(jv_object_get(jv_object_get(got, "metadata"), "resourceVersion")), "7");
         got = jv_unref(got);
         assert_int_equal(kube_patch(c, "/api/v1/namespaces/ns/pods/p", obj, NULL, &err), 0);
         assert_int_equal(kube_get(c, "/api/v1/namespaces/ns/pods/p", &got, &err), -EPROTO);
         assert_null(got);
-        assert_int_equal(kube_delete(c, "/api/v1/namespaces/ns/pods/p", "gracePeriodSeconds=0",
-                                     &err),
-                         0);
+        assert_int_equal(
+                kube_delete(c, "/api/v1/namespaces/ns/pods/p", "gracePeriodSeconds=0", &err), 0);
         ks_stop(&s);
         /* what went on the wire */
         assert_non_null(strstr(s.requests[0], "POST /api/v1/namespaces/ns/pods HTTP/1.1\r\n"));
@@ -161,11 +174,15 @@ static void test_errors_named(void **state)
         struct b4_error err = { 0 };
 
         (void)state;
-        ks_add(&s, ks_resp(409, NULL, "{\"kind\":\"Status\",\"reason\":\"AlreadyExists\","
-                                      "\"message\":\"pods \\\"p\\\" already exists\"}"),
+        ks_add(&s,
+               ks_resp(409, NULL,
+                       "{\"kind\":\"Status\",\"reason\":\"AlreadyExists\","
+                       "\"message\":\"pods \\\"p\\\" already exists\"}"),
                false, NULL);
-        ks_add(&s, ks_resp(404, NULL, "{\"kind\":\"Status\",\"reason\":\"NotFound\","
-                                      "\"message\":\"pods \\\"q\\\" not found\"}"),
+        ks_add(&s,
+               ks_resp(404, NULL,
+                       "{\"kind\":\"Status\",\"reason\":\"NotFound\","
+                       "\"message\":\"pods \\\"q\\\" not found\"}"),
                false, NULL);
         ks_start(&s);
         c = client_for(&s, NULL, -1, 0);
@@ -237,7 +254,8 @@ static void test_token_401_reread(void **state)
 
 static void test_token_file_problems(void **state)
 {
-        struct kube_config cfg = { .server = (char *)"http://127.0.0.1:9", .namespace = (char *)"n" };
+        struct kube_config cfg = { .server = (char *)"http://127.0.0.1:9",
+                                   .namespace = (char *)"n" };
         struct kube_client *c = NULL;
         struct b4_error err = { 0 };
         char *tok = NULL;
@@ -277,7 +295,9 @@ static void test_retry_after(void **state)
         uint64_t t0;
 
         (void)state;
-        ks_add(&s, ks_resp(429, "Retry-After: 1\r\n", "{\"kind\":\"Status\",\"reason\":\"TooManyRequests\"}"),
+        ks_add(&s,
+               ks_resp(429, "Retry-After: 1\r\n",
+                       "{\"kind\":\"Status\",\"reason\":\"TooManyRequests\"}"),
                false, NULL);
         ks_add(&s, ks_resp(503, "Retry-After: 0\r\n", ""), false, NULL);
         ks_add(&s, ks_resp(200, NULL, "{}"), false, NULL);
@@ -293,7 +313,9 @@ static void test_retry_after(void **state)
         assert_int_equal(ks_served(&s), 3);
         assert_int_equal(kube_get(c, "/b", NULL, &err), -EIO);
         assert_int_equal(ks_served(&s), 4);
-        struct kube_req req = { .method = "GET", .path = "/c", .timeout_ms = 1000, .cancel_fd = -EBADF };
+        struct kube_req req = {
+                .method = "GET", .path = "/c", .timeout_ms = 1000, .cancel_fd = -EBADF
+        };
         struct kube_reply reply = { 0 };
         t0 = now_msec();
         assert_int_equal(kube_request(c, &req, &reply, &err), -EBUSY);
@@ -335,7 +357,9 @@ static void test_timeout_and_cancel(void **state)
         ks_add(&s, strdup(""), true, NULL);
         ks_start(&s);
         c = client_for(&s, NULL, -1, 0);
-        struct kube_req req = { .method = "GET", .path = "/slow", .timeout_ms = 300, .cancel_fd = -EBADF };
+        struct kube_req req = {
+                .method = "GET", .path = "/slow", .timeout_ms = 300, .cancel_fd = -EBADF
+        };
         t0 = now_msec();
         assert_int_equal(kube_request(c, &req, &reply, &err), -ETIMEDOUT);
         assert_true(now_msec() - t0 < 3000);
@@ -363,11 +387,15 @@ static void test_list_pages(void **state)
         char *rv = NULL;
 
         (void)state;
-        ks_add(&s, ks_resp(200, NULL, "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"100\","
-                                      "\"continue\":\"tok/1\"},\"items\":[{\"n\":1},{\"n\":2}]}"),
+        ks_add(&s,
+               ks_resp(200, NULL,
+                       "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"100\","
+                       "\"continue\":\"tok/1\"},\"items\":[{\"n\":1},{\"n\":2}]}"),
                false, NULL);
-        ks_add(&s, ks_resp(200, NULL, "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"100\"},"
-                                      "\"items\":[{\"n\":3}]}"),
+        ks_add(&s,
+               ks_resp(200, NULL,
+                       "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"100\"},"
+                       "\"items\":[{\"n\":3}]}"),
                false, NULL);
         ks_add(&s, ks_resp(200, NULL, "{\"kind\":\"PodList\",\"items\":{}}"), false, NULL);
         ks_start(&s);
@@ -377,8 +405,9 @@ static void test_list_pages(void **state)
                          0);
         assert_int_equal(jv_array_size(items), 3);
         assert_string_equal(rv, "100");
-        assert_non_null(strstr(s.requests[0], "GET /api/v1/namespaces/ns/pods?limit=500&labelSelector="
-                                              "b4box.io%2Fscope%3Dab%2Cx%20in%20%281%2C2%29 HTTP/1.1"));
+        assert_non_null(strstr(s.requests[0],
+                               "GET /api/v1/namespaces/ns/pods?limit=500&labelSelector="
+                               "b4box.io%2Fscope%3Dab%2Cx%20in%20%281%2C2%29 HTTP/1.1"));
         assert_non_null(strstr(s.requests[1], "&continue=tok%2F1 HTTP/1.1"));
         assert_int_equal(kube_list(c, "/x", NULL, NULL, NULL, NULL, &err), -EPROTO);
         ks_stop(&s);
@@ -417,8 +446,8 @@ static void test_bucket(void **state)
         kube_bucket_init(&b, 50, 100, t);
         for (int i = 0; i < 100; i++)
                 assert_int_equal(kube_bucket_reserve(&b, t), 0);
-        assert_int_equal(kube_bucket_reserve(&b, t), 20000);  /* one token per 20 ms */
-        assert_int_equal(kube_bucket_reserve(&b, t), 40000);  /* queued behind the last */
+        assert_int_equal(kube_bucket_reserve(&b, t), 20000); /* one token per 20 ms */
+        assert_int_equal(kube_bucket_reserve(&b, t), 40000); /* queued behind the last */
         /* two seconds later: 100 tokens came, 2 of them already promised */
         t += 2000000;
         for (int i = 0; i < 98; i++)

@@ -77,9 +77,8 @@ static void test_any_split(void **state)
                 kube_watch_parser_init(&p);
                 for (size_t off = 0; off < len; off += step) {
                         size_t n = len - off < step ? len - off : step;
-                        assert_int_equal(kube_watch_parser_feed(&p, events + off, n, on_event, &s,
-                                                                NULL),
-                                         0);
+                        assert_int_equal(
+                                kube_watch_parser_feed(&p, events + off, n, on_event, &s, NULL), 0);
                 }
                 /* the last line has no newline: only the end of the body completes it */
                 assert_int_equal(s.n, 3);
@@ -92,9 +91,8 @@ static void test_any_split(void **state)
                 struct seen s = { 0 };
                 kube_watch_parser_init(&p);
                 assert_int_equal(kube_watch_parser_feed(&p, events, cut, on_event, &s, NULL), 0);
-                assert_int_equal(kube_watch_parser_feed(&p, events + cut, len - cut, on_event, &s,
-                                                        NULL),
-                                 0);
+                assert_int_equal(
+                        kube_watch_parser_feed(&p, events + cut, len - cut, on_event, &s, NULL), 0);
                 assert_int_equal(kube_watch_parser_finish(&p, on_event, &s, NULL), 0);
                 check_events(&s, &p);
                 kube_watch_parser_release(&p);
@@ -125,7 +123,8 @@ static void test_hostile_events(void **state)
         bad("{\"type\":\"ADDED\"}", -EPROTO, "without a type or an object");
         bad("{\"type\":\"ADDED\",\"object\":[]}", -EPROTO, "without a type or an object");
         bad("{\"type\":7,\"object\":{}}", -EPROTO, "without a type or an object");
-        bad("{\"type\":\"SPLICED\\u001b[0m\",\"object\":{}}", -EPROTO, "unknown type 'SPLICED?[0m'");
+        bad("{\"type\":\"SPLICED\\u001b[0m\",\"object\":{}}", -EPROTO,
+            "unknown type 'SPLICED?[0m'");
         bad("{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"resourceVersion\":5}}}", -EPROTO,
             "bad resourceVersion");
         bad("{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"resourceVersion\":\"a b\"}}}", -EPROTO,
@@ -153,7 +152,8 @@ static void test_line_cap(void **state)
         memset(big, ' ', KUBE_WATCH_EVENT_MAX);
         kube_watch_parser_init(&p);
         /* exactly the cap is fine (and blank); one byte more is refused before it is kept */
-        assert_int_equal(kube_watch_parser_feed(&p, big, KUBE_WATCH_EVENT_MAX, on_event, &s, &err), 0);
+        assert_int_equal(kube_watch_parser_feed(&p, big, KUBE_WATCH_EVENT_MAX, on_event, &s, &err),
+                         0);
         r = kube_watch_parser_feed(&p, " ", 1, on_event, &s, &err);
         assert_int_equal(r, -EPROTO);
         assert_non_null(strstr(err.msg, "larger than"));
@@ -184,17 +184,19 @@ static char *chunked(const char *body)
         size_t n = strlen(body), half = n / 2;
 
         /* two chunks, the cut inside an event */
-        assert_true(asprintf(&r, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                                 "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
-                                 "%zx\r\n%.*s\r\n%zx\r\n%s\r\n0\r\n\r\n",
+        assert_true(asprintf(&r,
+                             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                             "%zx\r\n%.*s\r\n%zx\r\n%s\r\n0\r\n\r\n",
                              half, (int)half, body, n - half, body + half) > 0);
         return r;
 }
 
 static struct kube_client *client_for(const struct ks *s)
 {
-        struct kube_config cfg = { .server = (char *)s->url, .namespace = (char *)"ns",
-                                   .token = (char *)"t", .qps = -1 };
+        struct kube_config cfg = {
+                .server = (char *)s->url, .namespace = (char *)"ns", .token = (char *)"t", .qps = -1
+        };
         struct kube_client *c = NULL;
 
         assert_int_equal(kube_client_new(&cfg, &c, NULL), 0);
@@ -211,13 +213,17 @@ static void test_watch_wire(void **state)
 
         (void)state;
         ks_add(&s, chunked(events), false, NULL);
-        ks_add(&s, ks_resp(410, NULL, "{\"kind\":\"Status\",\"reason\":\"Expired\",\"code\":410,"
-                                      "\"message\":\"too old resource version\"}"),
+        ks_add(&s,
+               ks_resp(410, NULL,
+                       "{\"kind\":\"Status\",\"reason\":\"Expired\",\"code\":410,"
+                       "\"message\":\"too old resource version\"}"),
                false, NULL);
-        ks_add(&s, ks_resp(200, NULL, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{"
-                                      "\"resourceVersion\":\"20\"}}}\n"
-                                      "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\","
-                                      "\"reason\":\"Expired\",\"code\":410}}\n"),
+        ks_add(&s,
+               ks_resp(200, NULL,
+                       "{\"type\":\"ADDED\",\"object\":{\"metadata\":{"
+                       "\"resourceVersion\":\"20\"}}}\n"
+                       "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\","
+                       "\"reason\":\"Expired\",\"code\":410}}\n"),
                false, NULL);
         ks_start(&s);
         c = client_for(&s);
@@ -258,8 +264,9 @@ static void test_watch_cancel(void **state)
 
         (void)state;
         /* the head and one event, then nothing: a quiet watch, cancelled */
-        ks_add(&s, strdup("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-                          "1d\r\n{\"type\":\"ADDED\",\"object\":{}}\n\r\n"),
+        ks_add(&s,
+               strdup("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "1d\r\n{\"type\":\"ADDED\",\"object\":{}}\n\r\n"),
                true, NULL);
         ks_start(&s);
         c = client_for(&s);
@@ -282,12 +289,9 @@ static void test_watch_cancel(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_any_split),
-                cmocka_unit_test(test_hostile_events),
-                cmocka_unit_test(test_line_cap),
-                cmocka_unit_test(test_callback_stops),
-                cmocka_unit_test(test_watch_wire),
-                cmocka_unit_test(test_watch_cancel),
+                cmocka_unit_test(test_any_split),  cmocka_unit_test(test_hostile_events),
+                cmocka_unit_test(test_line_cap),   cmocka_unit_test(test_callback_stops),
+                cmocka_unit_test(test_watch_wire), cmocka_unit_test(test_watch_cancel),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
