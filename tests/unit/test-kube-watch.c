@@ -7,6 +7,7 @@
  */
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,12 +287,102 @@ static void test_watch_cancel(void **state)
         kube_client_free(c);
 }
 
+/* ---- the informer over the scripted server ---- */
+
+struct told {
+        pthread_mutex_t lock;
+        char log[256];
+};
+
+static void on_change(enum kube_event_type type, const struct jv *o, void *userdata)
+{
+        static const char *const names[] = { "ADDED", "MODIFIED", "DELETED", "BOOKMARK" };
+        struct told *t = userdata;
+        const char *name = jv_string(jv_object_get(jv_object_get(o, "metadata"), "name"));
+        size_t n;
+
+        pthread_mutex_lock(&t->lock);
+        n = strlen(t->log);
+        (void)snprintf(t->log + n, sizeof(t->log) - n, "%s %s;", names[type], name ? name : "?");
+        pthread_mutex_unlock(&t->lock);
+}
+
+static int has_b(const struct jv *o, void *userdata, struct b4_error *err)
+{
+        (void)userdata;
+        (void)err;
+        return o ? 1 : 0;
+}
+
+static void test_informer_relists_on_410(void **state)
+{
+        struct ks s = { 0 };
+        struct kube_client *c;
+        struct kube_informer *inf = NULL;
+        struct told told = { .lock = PTHREAD_MUTEX_INITIALIZER };
+        struct b4_error err = { 0 };
+        struct jv *a = NULL;
+
+        (void)state;
+        ks_add(&s,
+               ks_resp(200, NULL,
+                       "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"10\"},"
+                       "\"items\":[{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"9\"}},"
+                       "{\"metadata\":{\"name\":\"c\",\"resourceVersion\":\"8\"}}]}"),
+               false, NULL);
+        ks_add(&s,
+               chunked("{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\","
+                       "\"resourceVersion\":\"11\"}}}\n"
+                       "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,"
+                       "\"reason\":\"Expired\"}}\n"),
+               false, NULL);
+        ks_add(&s,
+               ks_resp(200, NULL,
+                       "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"20\"},"
+                       "\"items\":[{\"metadata\":{\"name\":\"b\",\"resourceVersion\":\"19\"}},"
+                       "{\"metadata\":{\"name\":\"c\",\"resourceVersion\":\"8\"}}]}"),
+               false, NULL);
+        ks_add(&s, strdup("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"), true, NULL);
+        ks_start(&s);
+        c = client_for(&s);
+        assert_int_equal(kube_informer_new(c, "/api/v1/namespaces/ns/pods", "app=x", on_change,
+                                           &told, &inf, &err),
+                         0);
+        assert_int_equal(kube_informer_wait_synced(inf, now_msec() + 5000, &err), 0);
+        assert_int_equal(
+                kube_informer_wait(inf, "b", has_b, NULL, now_msec() + 5000, -EBADF, NULL, &err),
+                1);
+        a = kube_informer_get(inf, "a");
+        assert_null(a);
+        a = kube_informer_get(inf, "c");
+        assert_non_null(a);
+        a = jv_unref(a);
+        /* the watch from the new list's version opens; freeing cancels it */
+        for (uint64_t end = now_msec() + 5000; ks_served(&s) < 4; usleep(10000))
+                assert_true(now_msec() < end);
+        inf = kube_informer_free(inf);
+        pthread_mutex_lock(&told.lock);
+        assert_string_equal(told.log, "ADDED a;ADDED c;MODIFIED a;ADDED b;DELETED a;");
+        pthread_mutex_unlock(&told.lock);
+        assert_non_null(strstr(s.requests[0],
+                               "GET /api/v1/namespaces/ns/pods?limit=500&labelSelector=app%3Dx "));
+        assert_non_null(strstr(s.requests[1], "resourceVersion=10&labelSelector=app%3Dx "));
+        assert_non_null(strstr(s.requests[2], "GET /api/v1/namespaces/ns/pods?limit=500&"));
+        assert_non_null(strstr(s.requests[3], "resourceVersion=20&"));
+        ks_stop(&s);
+        kube_client_free(c);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_any_split),  cmocka_unit_test(test_hostile_events),
-                cmocka_unit_test(test_line_cap),   cmocka_unit_test(test_callback_stops),
-                cmocka_unit_test(test_watch_wire), cmocka_unit_test(test_watch_cancel),
+                cmocka_unit_test(test_any_split),
+                cmocka_unit_test(test_hostile_events),
+                cmocka_unit_test(test_line_cap),
+                cmocka_unit_test(test_callback_stops),
+                cmocka_unit_test(test_watch_wire),
+                cmocka_unit_test(test_watch_cancel),
+                cmocka_unit_test(test_informer_relists_on_410), /* one per line: clang-format */
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -85,6 +85,16 @@ int kube_stream_open(struct kube_client *c,
                      struct http_stream **ret,
                      struct b4_error *err);
 
+/* kube_list() with a cancel fd (readable = -ECANCELED): the informer's, stoppable. */
+int kube_list_cancellable(struct kube_client *c,
+                          const char *path,
+                          const char *label_selector,
+                          const char *field_selector,
+                          int cancel_fd,
+                          struct jv **ret_items,
+                          char **ret_rv,
+                          struct b4_error *err);
+
 /* ---- watch lines (watch.c) ---- */
 
 /* Split NDJSON into events; fed any bytes, with the line cap of kube.h. */
