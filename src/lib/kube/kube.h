@@ -7,7 +7,9 @@
  *     from plain options, a kubeconfig (libyaml) or the in-cluster service account;
  *   - REST (rest.c): JSON requests over src/lib/http, Status bodies decoded to errnos and
  *     messages, a client-side token bucket, Retry-After, the token re-read on rotation;
- *   - watches (watch.c): a watch's NDJSON events parsed as hostile input, with caps.
+ *   - watches (watch.c): a watch's NDJSON events parsed as hostile input, with caps;
+ *   - a shared informer (informer.c): LIST + WATCH kept in memory for waiters.
+ * docs/kube-client.md has the choices made (precedence, retries, the errno table).
  *
  * The API server and everything behind it is untrusted: every reply is parsed with caps,
  * and its text reaches messages only sanitised (control characters replaced) and truncated.
