@@ -87,8 +87,8 @@ struct kube_config {
         bool insecure;         /* certificate checks off (only with allow_insecure) */
         char *source;          /* for messages: "in-cluster", "kubeconfig '<path>' context
                                 * '<name>'", "options" */
-        double qps;
-        unsigned burst;
+        double qps;            /* the token bucket: 0 = KUBE_DEFAULT_QPS, < 0 = unlimited */
+        unsigned burst;        /* 0 = KUBE_DEFAULT_BURST */
 };
 
 /**

@@ -60,7 +60,8 @@ int kube_client_new(const struct kube_config *cfg, struct kube_client **ret, str
         c = b4_calloc(1, sizeof(*c));
         if (!c)
                 return b4_error_set(err, -ENOMEM, "out of memory");
-        kube_bucket_init(&c->bucket, cfg->qps, cfg->burst, now_usec());
+        kube_bucket_init(&c->bucket, cfg->qps == 0 ? KUBE_DEFAULT_QPS : cfg->qps,
+                         cfg->burst ? cfg->burst : KUBE_DEFAULT_BURST, now_usec());
         if (kube_token_init(&c->token, cfg->token_file, cfg->token) < 0 ||
             kube_config_copy(&c->cfg, cfg) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
@@ -184,7 +185,7 @@ static int throttle(struct kube_client *c,
                 return b4_error_set(err, -ETIMEDOUT,
                                     "the client's request rate limit (%g per "
                                     "second) leaves no time before the timeout",
-                                    c->cfg.qps);
+                                    c->bucket.rate);
         return wait_ms(ms, cancel_fd) < 0 ? b4_error_set(err, -ECANCELED, "cancelled") : 0;
 }
 
