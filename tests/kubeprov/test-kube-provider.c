@@ -276,11 +276,14 @@ static void test_exec_drop_not_retried(void **state)
         struct b4_sandbox *sb = acquire(p, "drop");
         struct b4_error err = { 0 };
         cleanup_free char *out = NULL;
+        struct b4_stat st;
         int r;
 
-        /* the next exec stream, the agent's session the command opens, is cut after 300 ms */
-        jv_unref(ctl("POST", "/_fake/exec/drop", "{\"count\": 1, \"afterMs\": 300}"));
-        r = run(sb, "echo x >> /workspace/ran; sleep 2", NULL, &err);
+        /* the next exec stream, the agent's session the lstat opens, is cut 3 s after it
+         * started: while the command runs */
+        jv_unref(ctl("POST", "/_fake/exec/drop", "{\"count\": 1, \"afterMs\": 3000}"));
+        assert_int_equal(b4_fs_lstat(&sb->fs, "/workspace", &st, &err), 0);
+        r = run(sb, "echo x >> /workspace/ran; sleep 10", NULL, &err);
         assert_int_equal(r, -EIO);
         assert_non_null(strstr(err.msg, "not retried"));
         assert_int_equal(run(sb, "wc -l < /workspace/ran", &out, &err), 0);

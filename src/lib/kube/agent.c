@@ -31,10 +31,11 @@ struct kube_agent {
         pthread_mutex_t lock;   /* conn: set from NULL under it, replaced only by reset */
         struct kube_core *core; /* a reference */
         char pod[64];
+        bool read_only; /* a reader's: the agent refuses every write */
         struct agent_conn *conn;
 };
 
-int kube_agent_new(struct kube_core *c, const char *pod, struct kube_agent **ret)
+int kube_agent_new(struct kube_core *c, const char *pod, bool read_only, struct kube_agent **ret)
 {
         struct kube_agent *a = b4_calloc(1, sizeof(*a));
 
@@ -44,6 +45,7 @@ int kube_agent_new(struct kube_core *c, const char *pod, struct kube_agent **ret
         kube_core_ref(c);
         a->core = c;
         (void)snprintf(a->pod, sizeof(a->pod), "%s", pod);
+        a->read_only = read_only;
         *ret = a;
         return 0;
 }
@@ -139,8 +141,8 @@ int kube_agent_install(struct kube_agent *a, struct b4_error *err)
 
 static int connect_agent(struct kube_agent *a, struct agent_conn **ret, struct b4_error *err)
 {
-        char agent[] = KUBE_AGENT_PATH;
-        char *argv[] = { agent, NULL };
+        char agent[] = KUBE_AGENT_PATH, ro[] = "--read-only";
+        char *argv[] = { agent, a->read_only ? ro : NULL, NULL };
         struct kube_exec_target t = { .namespace_name = a->core->namespace,
                                       .pod = a->pod,
                                       .container = KUBE_CONTAINER,

@@ -124,7 +124,7 @@ static int state_new(struct kube_core *c,
         if (r >= 0)
                 r = launch_identity(s->image, &s->policy, s->identity);
         if (r >= 0 && c->agent_bin)
-                r = kube_agent_new(c, s->names.pod, &s->agent);
+                r = kube_agent_new(c, s->names.pod, false, &s->agent);
         if (r < 0) {
                 state_free(s);
                 return b4_error_set(err, r, "out of memory");
@@ -515,6 +515,14 @@ static int preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_
         return kube_preflight(core_of(p), ret, err);
 }
 
+static int open_reader(struct b4_provider *p,
+                       const struct b4_reader_req *req,
+                       struct b4_reader **ret,
+                       struct b4_error *err)
+{
+        return kube_reader_open(core_of(p), req, ret, err);
+}
+
 static void provider_free(struct b4_provider *p)
 {
         struct kube_provider *kp = container_of(p, struct kube_provider, base);
@@ -530,6 +538,7 @@ static const struct b4_provider_ops kube_provider_ops = {
         .release = release,
         .destroy = destroy,
         .preflight = preflight,
+        .open_reader = open_reader,
         .resolve_image = resolve_image,
         .free = provider_free,
 };

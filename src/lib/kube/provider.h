@@ -10,6 +10,7 @@
  *   agent.c      b4box-agent in the Pod: copied into its emptyDir once per Pod by one exec,
  *                then one long-lived exec as the agent connection's transport
  *   sandbox.c    handles: file operations and commands over that connection
+ *   reader.c     workspace readers: a separate read-only Pod on the PVC, never the keeper
  *   preflight.c  `b4box check`: one SelfSubjectAccessReview per operation, the controls
  */
 
@@ -112,8 +113,9 @@ int kube_pod_wait_gone(struct kube_core *c,
 
 /* ---- agent.c ---- */
 
-/* The link to b4box-agent in Pod @pod (KUBE_AGENT_PATH). Nothing starts yet. */
-int kube_agent_new(struct kube_core *c, const char *pod, struct kube_agent **ret);
+/* The link to b4box-agent in Pod @pod (KUBE_AGENT_PATH), run with --read-only when
+ * @read_only (a reader's). Nothing starts yet. Return: 0 or -ENOMEM. */
+int kube_agent_new(struct kube_core *c, const char *pod, bool read_only, struct kube_agent **ret);
 struct kube_agent *kube_agent_free(struct kube_agent *a);
 /* Copy the agent into the Pod's emptyDir (one exec, the binary on stdin). Exclusive lease. */
 int kube_agent_install(struct kube_agent *a, struct b4_error *err);
@@ -133,6 +135,14 @@ int kube_keeper_revive(struct kube_core *c, struct kube_state *st, struct b4_err
 
 /* A new handle on @st's keeper. Return: 0 or -ENOMEM. */
 int kube_sandbox_new(struct kube_core *c, const struct kube_state *st, struct b4_sandbox **ret);
+
+/* ---- reader.c ---- */
+
+/* A workspace reader (b4_provider_ops.open_reader): a read-only Pod on the thread's PVC. */
+int kube_reader_open(struct kube_core *c,
+                     const struct b4_reader_req *req,
+                     struct b4_reader **ret,
+                     struct b4_error *err);
 
 /* ---- preflight.c ---- */
 
