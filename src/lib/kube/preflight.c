@@ -111,11 +111,6 @@ static enum bucket review(struct kube_core *c,
         return BUCKET_DENIED;
 }
 
-static int strv_sort_cmp(const void *a, const void *b)
-{
-        return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* "<head>: a, b, c" sorted; appended to @sb after "; " when it holds something. */
 static int add_bucket(struct strbuf *sb, const char *head, char **items)
 {
@@ -124,7 +119,7 @@ static int add_bucket(struct strbuf *sb, const char *head, char **items)
 
         if (n == 0)
                 return 0;
-        qsort(items, n, sizeof(*items), strv_sort_cmp);
+        strv_sort(items);
         if (sb->len)
                 r = strbuf_adds(sb, "; ");
         if (r >= 0)
