@@ -129,5 +129,48 @@ check "check: an unreachable API server is the transport bucket, every review li
          [ "$(grep -o "core/\|networking.k8s.io/" <<<"$out" | wc -l)" -ge 14 ] && ! grep -q "Missing Kubernetes" <<<"$out"' ||
         printf '%s\n' "$out" | sed 's/^/# /'
 
+# b4box kube reap: mark an unreferenced PVC, clear a referenced one's marker, delete one
+# marked longer than the TTL; --dry-run writes nothing
+pvc_of() { "$py" -c 'import hashlib, json, sys
+print("b4-sbx-vol-" + hashlib.sha256(json.dumps(["b4-sandbox-scope-v1", sys.argv[1], sys.argv[2]],
+      separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()[:40])' kubeprov "$1"; }
+annot() { # annot PVC: its marker, or "none"
+        api "/api/v1/namespaces/b4-sandboxes/persistentvolumeclaims/$1" | "$py" -c 'import json, sys
+o = json.load(sys.stdin)
+print("gone" if o.get("kind") == "Status" or o["metadata"].get("deletionTimestamp") else
+      (o["metadata"].get("annotations") or {}).get("b4box.io/unreferenced-since", "none"))'
+}
+mark_old() { # mark_old PVC: a marker from 2020
+        curl -sS -o /dev/null --cacert "$KUBE_FAKE_STATE/ca.crt" -X PATCH \
+                -H "Authorization: Bearer $(awk 'NR == 1 { print $1 }' "$KUBE_FAKE_STATE/token")" \
+                -H 'Content-Type: application/merge-patch+json' \
+                --data '{"metadata": {"annotations": {"b4box.io/unreferenced-since": "2020-01-01T00:00:00Z"}}}' \
+                "$KUBE_FAKE_URL/api/v1/namespaces/b4-sandboxes/persistentvolumeclaims/$1"
+}
+live=$(pvc_of reap-live) gone=$(pvc_of reap-gone)
+"$b4box" exec -c b4box.json --thread reap-live -- true >/dev/null 2>&1
+"$b4box" exec -c b4box.json --thread reap-gone -- true >/dev/null 2>&1
+"$b4box" release -c b4box.json reap-gone >/dev/null 2>&1
+for _ in $(seq 60); do # the fake's terminating time
+        api "/api/v1/namespaces/b4-sandboxes/pods" | grep -q "$(sed 's/-vol//' <<<"$gone")" || break
+        sleep 0.05
+done
+out=$("$b4box" kube reap -c b4box.json --dry-run 2>&1); rc=$?
+check "kube reap --dry-run: would mark the unreferenced PVC, writes nothing" \
+        '[ $rc -eq 0 ] && grep -qx "would mark $gone" <<<"$out" && ! grep -q "$live" <<<"$out" && [ "$(annot "$gone")" = none ]' ||
+        printf '%s\n' "$out" | sed 's/^/# /'
+out=$("$b4box" kube reap -c b4box.json 2>&1); rc=$?
+check "kube reap: marks the unreferenced PVC with this run's time, leaves the referenced one" \
+        '[ $rc -eq 0 ] && grep -qx "mark $gone" <<<"$out" && grep -Eq "^20[0-9-]+T[0-9:]+Z$" <<<"$(annot "$gone")" && [ "$(annot "$live")" = none ]' ||
+        printf '%s\n' "$out" | sed 's/^/# /'
+mark_old "$gone"
+mark_old "$live"
+out=$("$b4box" kube reap -c b4box.json --ttl-hours 1 2>&1); rc=$?
+check "kube reap: deletes the PVC marked past the TTL, clears the referenced one's marker" \
+        '[ $rc -eq 0 ] && grep -qx "delete $gone" <<<"$out" && grep -qx "clear $live" <<<"$out" && [ "$(annot "$gone")" = gone ] && [ "$(annot "$live")" = none ] &&
+         grep -q "1 cleared, 1 deleted" <<<"$out"' || printf '%s\n' "$out" | sed 's/^/# /'
+"$b4box" kube reap -c b4box.json --ttl-hours 0 >/dev/null 2>"$dir/err"; rc=$?
+check "kube reap: --ttl-hours 0 is a usage error" '[ $rc -eq 2 ] && grep -q "from 1 to 87600" "$dir/err"'
+
 echo "1..$n"
 [ "$failed" -eq 0 ]

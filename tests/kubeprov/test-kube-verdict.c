@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The fail-fast table of the wait for Running (src/lib/kube/wait.c, docs/kubernetes.md):
- * which Pod statuses keep waiting, which run, which fail and with what words.
+ * The decision tables of the kubernetes provider, without a server: the wait for Running's
+ * fail-fast verdicts (src/lib/kube/wait.c: which Pod statuses keep waiting, which run, which
+ * fail and with what words) and the PVC reaper's mark / clear / delete (reap.c).
  */
 
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "base/macro.h"
 #include "json/json.h"
 #include "kube/provider.h"
+#include "kube/reap.h"
 
 static enum kube_pod_verdict verdict_of(const char *json, unsigned seen, char *why)
 {
@@ -93,10 +95,57 @@ static void test_table(void **state)
         }
 }
 
+static void test_reap_decide(void **state)
+{
+        /* now = 2026-12-01T12:00:00Z */
+        static const time_t now = 1796126400;
+
+        static const struct {
+                const char *pvc;
+                bool referenced;
+                unsigned ttl;
+                enum kube_reap_action want;
+        } cases[] = {
+                { "{}", false, 168, KUBE_REAP_MARK },
+                { "{}", true, 168, KUBE_REAP_NONE },
+
+#define MARKED(t) "{\"metadata\":{\"annotations\":{\"b4box.io/unreferenced-since\":\"" t "\"}}}"
+                { MARKED("2026-12-01T11:00:00Z"), true, 168, KUBE_REAP_CLEAR },
+                { MARKED("2026-12-01T11:00:00Z"), false, 168, KUBE_REAP_NONE },
+                { MARKED("2026-11-24T11:59:59Z"), false, 168, KUBE_REAP_DELETE },
+                { MARKED("2026-11-24T12:00:00Z"), false, 168, KUBE_REAP_NONE }, /* exactly 168 h */
+                { MARKED("2026-12-01T10:59:59Z"), false, 1, KUBE_REAP_DELETE },
+                /* not valid: re-marked */
+                { MARKED("yesterday"), false, 168, KUBE_REAP_MARK },
+                { MARKED("2026-12-01T11:00:00+01:00"), false, 168, KUBE_REAP_MARK },
+                { MARKED("2026-12-01T12:05:01Z"), false, 1, KUBE_REAP_MARK }, /* > 5 min ahead */
+                { MARKED("2026-12-01T12:04:59Z"), false, 1, KUBE_REAP_NONE },
+                { "{\"metadata\":{\"annotations\":{\"b4box.io/unreferenced-since\":7}}}", false, 1,
+                  KUBE_REAP_MARK },
+                /* never touched: terminating, or a managed workspace's record */
+                { "{\"metadata\":{\"deletionTimestamp\":\"x\"}}", false, 1, KUBE_REAP_NONE },
+                { "{\"metadata\":{\"annotations\":{\"b4box.io/workspace-record\":\"{}\","
+                  "\"b4box.io/unreferenced-since\":\"2020-01-01T00:00:00Z\"}}}",
+                  false, 1, KUBE_REAP_NONE },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct jv *pvc = NULL;
+                enum kube_reap_action a;
+
+                assert_int_equal(jv_parse(cases[i].pvc, strlen(cases[i].pvc), &pvc, NULL), 0);
+                a = kube_reap_decide(pvc, cases[i].referenced, now, cases[i].ttl);
+                jv_unref(pvc);
+                if (a != cases[i].want)
+                        fail_msg("case %zu: action %d, want %d", i, a, cases[i].want);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_table),
+                cmocka_unit_test(test_reap_decide),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
