@@ -129,6 +129,13 @@ check "check: an unreachable API server is the transport bucket, every review li
          [ "$(grep -o "core/\|networking.k8s.io/" <<<"$out" | wc -l)" -ge 14 ] && ! grep -q "Missing Kubernetes" <<<"$out"' ||
         printf '%s\n' "$out" | sed 's/^/# /'
 
+# a managed workspace (sandbox.workspace): materialised into the PVC through the agent
+mkdir -p "$dir/src" && echo "from the source" >"$dir/src/README.txt"
+config managed.json "" ', "workspace": {"source": {"directory": "src", "include": ["README.txt"]}}'
+out=$("$b4box" exec -c managed.json --thread cli-managed -- cat /workspace/README.txt 2>"$dir/err"); rc=$?
+check "a managed workspace is materialised in the Pod's /workspace" \
+        '[ $rc -eq 0 ] && [ "$out" = "from the source" ]' || sed 's/^/# /' "$dir/err"
+
 # b4box kube reap: mark an unreferenced PVC, clear a referenced one's marker, delete one
 # marked longer than the TTL; --dry-run writes nothing
 pvc_of() { "$py" -c 'import hashlib, json, sys
