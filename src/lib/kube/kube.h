@@ -7,7 +7,9 @@
  *     from plain options, a kubeconfig (libyaml) or the in-cluster service account;
  *   - REST (rest.c): JSON requests over src/lib/http, Status bodies decoded to errnos and
  *     messages, a client-side token bucket, Retry-After, the token re-read on rotation;
- *   - watches (watch.c): a watch's NDJSON events parsed as hostile input, with caps.
+ *   - watches (watch.c): a watch's NDJSON events parsed as hostile input, with caps;
+ *   - a shared informer (informer.c): LIST + WATCH kept in memory for waiters.
+ * docs/kube-client.md has the choices made (precedence, retries, the errno table).
  *
  * The API server and everything behind it is untrusted: every reply is parsed with caps,
  * and its text reaches messages only sanitised (control characters replaced) and truncated.
@@ -27,7 +29,7 @@ struct jv;
 struct kube_client;
 
 /* Where the in-cluster service account's files are (token, ca.crt, namespace). */
-#define KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+#define KUBE_SA_DIR        "/var/run/secrets/kubernetes.io/serviceaccount"
 #define KUBE_DEFAULT_QPS   50.0
 #define KUBE_DEFAULT_BURST 100u
 
@@ -68,9 +70,9 @@ struct kube_options {
  * base64-decoded), never both.
  */
 struct kube_config {
-        char *server;    /* base URL, no trailing '/' */
-        char *namespace; /* never NULL once resolved */
-        char *token;     /* a static bearer token (kubeconfig users[].user.token), or NULL */
+        char *server;     /* base URL, no trailing '/' */
+        char *namespace;  /* never NULL once resolved */
+        char *token;      /* a static bearer token (kubeconfig users[].user.token), or NULL */
         char *token_file; /* a token file, re-read on rotation and on a 401, or NULL */
         char *ca_file;
         void *ca_pem;
@@ -85,8 +87,8 @@ struct kube_config {
         bool insecure;         /* certificate checks off (only with allow_insecure) */
         char *source;          /* for messages: "in-cluster", "kubeconfig '<path>' context
                                 * '<name>'", "options" */
-        double qps;
-        unsigned burst;
+        double qps;            /* the token bucket: 0 = KUBE_DEFAULT_QPS, < 0 = unlimited */
+        unsigned burst;        /* 0 = KUBE_DEFAULT_BURST */
 };
 
 /**
@@ -100,7 +102,8 @@ struct kube_config {
  * auth-provider user, basic auth); -EFBIG (a file over 1 MiB); -ENOMEM. The message names
  * the file and the entry.
  */
-int kube_config_resolve(const struct kube_options *opts, struct kube_config *ret,
+int kube_config_resolve(const struct kube_options *opts,
+                        struct kube_config *ret,
                         struct b4_error *err);
 /** kube_config_release() - free what @cfg owns (secrets erased) and zero it. NULL ok. */
 void kube_config_release(struct kube_config *cfg);
@@ -111,8 +114,7 @@ void kube_config_release(struct kube_config *cfg);
  * Return: 0; -EINVAL (a server URL the HTTP client refuses); -ENOENT (the token file does
  * not exist); -EIO (libcurl); -ENOMEM.
  */
-int kube_client_new(const struct kube_config *cfg, struct kube_client **ret,
-                    struct b4_error *err);
+int kube_client_new(const struct kube_config *cfg, struct kube_client **ret, struct b4_error *err);
 /** kube_client_free() - NULL ok. Return: NULL. */
 struct kube_client *kube_client_free(struct kube_client *c);
 
@@ -148,8 +150,11 @@ void kube_client_token_invalidate(struct kube_client *c);
  * @name, @sub:    NULL = none; @ns and @name are percent-encoded
  * Return: heap, NULL on OOM.
  */
-char *kube_path(const char *group_version, const char *ns, const char *resource,
-                const char *name, const char *sub);
+char *kube_path(const char *group_version,
+                const char *ns,
+                const char *resource,
+                const char *name,
+                const char *sub);
 
 /* One request. Every pointer is borrowed for the call. */
 struct kube_req {
@@ -183,7 +188,9 @@ void kube_reply_clear(struct kube_reply *r);
  * -EPROTO (a 2xx body that is not JSON); -ETIMEDOUT; -ECANCELED; -ECONNREFUSED,
  * -EHOSTUNREACH, -EIO (transport, TLS); -EFBIG (over max_body); -ENOMEM.
  */
-int kube_request(struct kube_client *c, const struct kube_req *req, struct kube_reply *ret,
+int kube_request(struct kube_client *c,
+                 const struct kube_req *req,
+                 struct kube_reply *ret,
                  struct b4_error *err);
 
 #define KUBE_RETRY_AFTER_MAX_MS 10000u
@@ -195,17 +202,25 @@ int kube_request(struct kube_client *c, const struct kube_req *req, struct kube_
  */
 int kube_get(struct kube_client *c, const char *path, struct jv **ret, struct b4_error *err);
 /* POST @obj to the collection @path: 201 (or 200/202). -EEXIST when it exists. */
-int kube_create(struct kube_client *c, const char *path, const struct jv *obj,
-                struct jv **ret, struct b4_error *err);
-/* PUT @obj (carrying metadata.resourceVersion for optimistic locking: -EAGAIN if stale). */
-int kube_replace(struct kube_client *c, const char *path, const struct jv *obj,
-                 struct jv **ret, struct b4_error *err);
-/* PATCH with a JSON merge patch (application/merge-patch+json). */
-int kube_patch(struct kube_client *c, const char *path, const struct jv *patch,
-               struct jv **ret, struct b4_error *err);
-/* DELETE; @query e.g. "gracePeriodSeconds=0" or NULL. -ENOENT when already gone. */
-int kube_delete(struct kube_client *c, const char *path, const char *query,
+int kube_create(struct kube_client *c,
+                const char *path,
+                const struct jv *obj,
+                struct jv **ret,
                 struct b4_error *err);
+/* PUT @obj (carrying metadata.resourceVersion for optimistic locking: -EAGAIN if stale). */
+int kube_replace(struct kube_client *c,
+                 const char *path,
+                 const struct jv *obj,
+                 struct jv **ret,
+                 struct b4_error *err);
+/* PATCH with a JSON merge patch (application/merge-patch+json). */
+int kube_patch(struct kube_client *c,
+               const char *path,
+               const struct jv *patch,
+               struct jv **ret,
+               struct b4_error *err);
+/* DELETE; @query e.g. "gracePeriodSeconds=0" or NULL. -ENOENT when already gone. */
+int kube_delete(struct kube_client *c, const char *path, const char *query, struct b4_error *err);
 
 /**
  * kube_status_decode() - the errno of a non-2xx answer, from its HTTP @status and the
@@ -260,8 +275,12 @@ struct kube_watch_req {
  * over KUBE_WATCH_EVENT_MAX); -ECANCELED; a negative return of @fn; transport errors as
  * kube_request().
  */
-int kube_watch(struct kube_client *c, const struct kube_watch_req *req, kube_event_fn fn,
-               void *userdata, char **ret_rv, struct b4_error *err);
+int kube_watch(struct kube_client *c,
+               const struct kube_watch_req *req,
+               kube_event_fn fn,
+               void *userdata,
+               char **ret_rv,
+               struct b4_error *err);
 
 /**
  * kube_list() - every object of the collection @path (paginated: limit=500 and continue)
@@ -271,8 +290,87 @@ int kube_watch(struct kube_client *c, const struct kube_watch_req *req, kube_eve
  * Return: 0; -E2BIG (more than KUBE_LIST_MAX_ITEMS objects); -EPROTO (a page that is not
  * a list); -ESTALE (410: the continue token expired mid-list); the errors of kube_request().
  */
-int kube_list(struct kube_client *c, const char *path, const char *label_selector,
-              const char *field_selector, struct jv **ret_items, char **ret_rv,
+int kube_list(struct kube_client *c,
+              const char *path,
+              const char *label_selector,
+              const char *field_selector,
+              struct jv **ret_items,
+              char **ret_rv,
               struct b4_error *err);
 
 #define KUBE_LIST_MAX_ITEMS 100000u
+
+/*
+ * A shared informer (informer.c): one LIST then WATCH of a collection by label selector, kept
+ * in memory and kept going (a watch the server ends is resumed from its last version; 410
+ * lists again; other failures list again after a back-off of 1 s doubling to 30 s), so that
+ * any number of waiters read state without API requests. Objects are keyed by
+ * metadata.name (a namespaced collection). Thread-safe.
+ */
+struct kube_informer;
+
+/*
+ * Told of every change, in the informer's thread, outside its lock: ADDED, MODIFIED and
+ * DELETED (a relist reports what changed while no watch ran). @object is borrowed.
+ */
+typedef void (*kube_informer_fn)(enum kube_event_type type,
+                                 const struct jv *object,
+                                 void *userdata);
+
+/**
+ * kube_informer_new() - start watching @path (a collection) with @label_selector (NULL = all)
+ * @c:  borrowed; must outlive the informer
+ * @fn: optional (NULL); @userdata is passed to it
+ * Return: 0 (the first list may still be running: kube_informer_wait_synced()), -ENOMEM,
+ * -EAGAIN (no thread).
+ */
+int kube_informer_new(struct kube_client *c,
+                      const char *path,
+                      const char *label_selector,
+                      kube_informer_fn fn,
+                      void *userdata,
+                      struct kube_informer **ret,
+                      struct b4_error *err);
+/** kube_informer_free() - stop the thread (a watch in flight is cancelled) and free. NULL ok. */
+struct kube_informer *kube_informer_free(struct kube_informer *inf);
+
+static inline void kube_informer_freep(struct kube_informer **inf)
+{
+        if (*inf)
+                *inf = kube_informer_free(*inf);
+}
+
+/**
+ * kube_informer_wait_synced() - wait for the first complete list
+ * Return: 0; -ETIMEDOUT (the message says why the lists failed, if they did).
+ */
+int kube_informer_wait_synced(struct kube_informer *inf,
+                              uint64_t deadline_ms,
+                              struct b4_error *err);
+/** kube_informer_get() - the cached object named @name: a new reference, NULL when absent. */
+struct jv *kube_informer_get(struct kube_informer *inf, const char *name);
+
+/*
+ * A waiter's test of the object named in kube_informer_wait() (NULL = absent), run under the
+ * informer's lock on every change: keep it short and never call the informer from it.
+ * Return: 0 = keep waiting, > 0 = done, < 0 = give up with that error (message in @err).
+ */
+typedef int (*kube_informer_check_fn)(const struct jv *object,
+                                      void *userdata,
+                                      struct b4_error *err);
+
+/**
+ * kube_informer_wait() - wait until @check says done for the object named @name
+ * Waits for the first list first. No API request: the informer's cache only.
+ * @ret: optional; the object when @check said done (a new reference, NULL when absent)
+ * Return: @check's positive value; its negative one; -ETIMEDOUT past @deadline_ms
+ * (CLOCK_MONOTONIC ms); -ECANCELED (@cancel_fd readable; -EBADF = none).
+ */
+int kube_informer_wait(struct kube_informer *inf,
+                       const char *name,
+                       kube_informer_check_fn check,
+                       void *userdata,
+                       uint64_t deadline_ms,
+                       int cancel_fd,
+                       struct jv **ret,
+                       struct b4_error *err);

@@ -34,9 +34,15 @@ static int setup_tls(struct kube_client *c, struct b4_error *err)
 {
         const struct kube_config *k = &c->cfg;
         struct http_tls tls = {
-                .ca_file = k->ca_file,     .ca_pem = k->ca_pem,       .ca_pem_len = k->ca_pem_len,
-                .cert_file = k->cert_file, .cert_pem = k->cert_pem,   .cert_pem_len = k->cert_pem_len,
-                .key_file = k->key_file,   .key_pem = k->key_pem,     .key_pem_len = k->key_pem_len,
+                .ca_file = k->ca_file,
+                .ca_pem = k->ca_pem,
+                .ca_pem_len = k->ca_pem_len,
+                .cert_file = k->cert_file,
+                .cert_pem = k->cert_pem,
+                .cert_pem_len = k->cert_pem_len,
+                .key_file = k->key_file,
+                .key_pem = k->key_pem,
+                .key_pem_len = k->key_pem_len,
                 .insecure = k->insecure,
         };
 
@@ -54,7 +60,8 @@ int kube_client_new(const struct kube_config *cfg, struct kube_client **ret, str
         c = b4_calloc(1, sizeof(*c));
         if (!c)
                 return b4_error_set(err, -ENOMEM, "out of memory");
-        kube_bucket_init(&c->bucket, cfg->qps, cfg->burst, now_usec());
+        kube_bucket_init(&c->bucket, cfg->qps == 0 ? KUBE_DEFAULT_QPS : cfg->qps,
+                         cfg->burst ? cfg->burst : KUBE_DEFAULT_BURST, now_usec());
         if (kube_token_init(&c->token, cfg->token_file, cfg->token) < 0 ||
             kube_config_copy(&c->cfg, cfg) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
@@ -112,8 +119,11 @@ static int add_segment(struct strbuf *sb, const char *seg)
         return e ? strbuf_addf(sb, "/%s", e) : -ENOMEM;
 }
 
-char *kube_path(const char *group_version, const char *ns, const char *resource,
-                const char *name, const char *sub)
+char *kube_path(const char *group_version,
+                const char *ns,
+                const char *resource,
+                const char *name,
+                const char *sub)
 {
         struct strbuf sb;
         char *ret = NULL;
@@ -161,7 +171,9 @@ static int wait_ms(uint64_t ms, int cancel_fd)
 }
 
 /* Wait for a token of the bucket, within @deadline_ms. */
-static int throttle(struct kube_client *c, uint64_t deadline_ms, int cancel_fd,
+static int throttle(struct kube_client *c,
+                    uint64_t deadline_ms,
+                    int cancel_fd,
                     struct b4_error *err)
 {
         uint64_t us = kube_bucket_reserve(&c->bucket, now_usec());
@@ -170,9 +182,10 @@ static int throttle(struct kube_client *c, uint64_t deadline_ms, int cancel_fd,
         if (ms == 0)
                 return 0;
         if (now_msec() + ms > deadline_ms)
-                return b4_error_set(err, -ETIMEDOUT, "the client's request rate limit (%g per "
-                                                     "second) leaves no time before the timeout",
-                                    c->cfg.qps);
+                return b4_error_set(err, -ETIMEDOUT,
+                                    "the client's request rate limit (%g per "
+                                    "second) leaves no time before the timeout",
+                                    c->bucket.rate);
         return wait_ms(ms, cancel_fd) < 0 ? b4_error_set(err, -ECANCELED, "cancelled") : 0;
 }
 
@@ -192,9 +205,71 @@ static int64_t retry_after_ms(const char *v)
                                                            : s * 1000;
 }
 
+/* The body of @s into @resp, at most @max bytes, by @deadline_ms. */
+static int read_body(struct http_stream *s,
+                     size_t max,
+                     uint64_t deadline_ms,
+                     int cancel_fd,
+                     struct http_response *resp,
+                     struct b4_error *err)
+{
+        struct strbuf sb;
+        char buf[16384];
+        ssize_t k;
+        int r = 0;
+
+        strbuf_init(&sb, max);
+        while (r >= 0 &&
+               (k = http_stream_read(s, buf, sizeof(buf), deadline_ms, cancel_fd, err)) > 0)
+                r = strbuf_add(&sb, buf, (size_t)k);
+        if (r == -E2BIG)
+                r = b4_error_set(err, -EFBIG, "the API server's answer is larger than %zu bytes",
+                                 max);
+        else if (r < 0)
+                r = b4_error_set(err, r, "out of memory");
+        else if (k < 0)
+                r = (int)k;
+        if (r >= 0)
+                r = strbuf_detach(&sb, &resp->body, &resp->len);
+        strbuf_release(&sb);
+        return r == -ENOMEM ? b4_error_set(err, r, "out of memory") : r;
+}
+
+/* One exchange, buffered, within @deadline_ms and cancellable (http_request() is neither). */
+static int exchange(struct kube_client *c,
+                    const struct http_req *hr,
+                    size_t max_body,
+                    uint64_t deadline_ms,
+                    int cancel_fd,
+                    struct http_response *resp,
+                    struct b4_error *err)
+{
+        cleanup_(http_stream_freep) struct http_stream *s = NULL;
+        const char *after;
+        int r;
+
+        *resp = (struct http_response){ 0 };
+        r = http_stream_open(c->http, hr, cancel_fd, &s, err);
+        if (r < 0)
+                return r;
+        resp->status = http_stream_status(s);
+        after = http_stream_header(s, "Retry-After");
+        if (after && !(resp->header_value = b4_strdup(after)))
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = read_body(s, max_body, deadline_ms, cancel_fd, resp, err);
+        if (r < 0)
+                http_response_clear(resp);
+        return r;
+}
+
 /* One attempt: token, bucket, exchange. */
-static int attempt(struct kube_client *c, struct http_req *hr, size_t max_body, uint64_t deadline,
-                   int cancel_fd, struct http_response *resp, struct b4_error *err)
+static int attempt(struct kube_client *c,
+                   struct http_req *hr,
+                   size_t max_body,
+                   uint64_t deadline,
+                   int cancel_fd,
+                   struct http_response *resp,
+                   struct b4_error *err)
 {
         char *token = NULL;
         uint64_t now;
@@ -209,7 +284,7 @@ static int attempt(struct kube_client *c, struct http_req *hr, size_t max_body, 
         now = now_msec();
         hr->bearer = token;
         hr->timeout_ms = deadline > now ? deadline - now : 1;
-        r = http_request(c->http, hr, max_body, "Retry-After", resp, err);
+        r = exchange(c, hr, max_body, deadline, cancel_fd, resp, err);
         hr->bearer = NULL;
         if (token)
                 explicit_bzero(token, strlen(token));
@@ -218,8 +293,12 @@ static int attempt(struct kube_client *c, struct http_req *hr, size_t max_body, 
 }
 
 /* Whether to try again after @resp, and after how long (*ret_wait_ms). */
-static bool should_retry(struct kube_client *c, const struct http_response *resp, unsigned tries,
-                         bool *reread, uint64_t deadline, uint64_t *ret_wait_ms)
+static bool should_retry(struct kube_client *c,
+                         const struct http_response *resp,
+                         unsigned tries,
+                         bool *reread,
+                         uint64_t deadline,
+                         uint64_t *ret_wait_ms)
 {
         int64_t after;
 
@@ -238,7 +317,8 @@ static bool should_retry(struct kube_client *c, const struct http_response *resp
         return true;
 }
 
-static int decode_reply(const struct http_response *resp, struct kube_reply *ret,
+static int decode_reply(const struct http_response *resp,
+                        struct kube_reply *ret,
                         struct b4_error *err)
 {
         struct jv *body = NULL;
@@ -247,13 +327,14 @@ static int decode_reply(const struct http_response *resp, struct kube_reply *ret
         if (resp->status < 200 || resp->status > 299)
                 return kube_status_decode(resp->status, resp->body, resp->len, err);
         if (resp->len > 0) {
-                r = jv_parse(resp->body, resp->len, &body, err);
+                r = jv_parse(resp->body, resp->len, &body, NULL);
                 if (r == -ENOMEM)
-                        return r;
+                        return b4_error_set(err, r, "out of memory");
                 if (r < 0)
-                        return b4_error_wrap(err, -EPROTO, "the API server's %ld answer is not "
-                                                           "JSON",
-                                             resp->status);
+                        return b4_error_set(err, -EPROTO,
+                                            "the API server's %ld answer is not "
+                                            "JSON",
+                                            resp->status);
         }
         *ret = (struct kube_reply){ .status = resp->status, .body = body };
         return 0;
@@ -268,7 +349,9 @@ static int build(const struct kube_req *req, char **ret_path, char **ret_body)
         return req->body ? jv_dump(req->body, 0, ret_body) : 0;
 }
 
-int kube_request(struct kube_client *c, const struct kube_req *req, struct kube_reply *ret,
+int kube_request(struct kube_client *c,
+                 const struct kube_req *req,
+                 struct kube_reply *ret,
                  struct b4_error *err)
 {
         cleanup_free char *path = NULL;
@@ -282,10 +365,15 @@ int kube_request(struct kube_client *c, const struct kube_req *req, struct kube_
         if (build(req, &path, &body) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
         struct http_req hr = {
-                .method = req->method, .path = path, .body = body,
-                .body_len = body ? strlen(body) : 0, .accept = "application/json",
-                .content_type = !body ? NULL : req->content_type ? req->content_type
-                                : patch ? "application/merge-patch+json" : "application/json",
+                .method = req->method,
+                .path = path,
+                .body = body,
+                .body_len = body ? strlen(body) : 0,
+                .accept = "application/json",
+                .content_type = !body               ? NULL
+                                : req->content_type ? req->content_type
+                                : patch             ? "application/merge-patch+json"
+                                                    : "application/json",
         };
         for (;;) {
                 struct http_response resp = { 0 };
@@ -306,11 +394,17 @@ int kube_request(struct kube_client *c, const struct kube_req *req, struct kube_
 }
 
 /* A shorthand: the reply's body into *ret (or dropped). */
-static int simple(struct kube_client *c, const char *method, const char *path, const char *query,
-                  const struct jv *body, struct jv **ret, struct b4_error *err)
+static int simple(struct kube_client *c,
+                  const char *method,
+                  const char *path,
+                  const char *query,
+                  const struct jv *body,
+                  struct jv **ret,
+                  struct b4_error *err)
 {
-        struct kube_req req = { .method = method, .path = path, .query = query, .body = body,
-                                .cancel_fd = -EBADF };
+        struct kube_req req = {
+                .method = method, .path = path, .query = query, .body = body, .cancel_fd = -EBADF
+        };
         struct kube_reply reply = { 0 };
         int r = kube_request(c, &req, &reply, err);
 
@@ -327,19 +421,28 @@ int kube_get(struct kube_client *c, const char *path, struct jv **ret, struct b4
         return simple(c, "GET", path, NULL, NULL, ret, err);
 }
 
-int kube_create(struct kube_client *c, const char *path, const struct jv *obj, struct jv **ret,
+int kube_create(struct kube_client *c,
+                const char *path,
+                const struct jv *obj,
+                struct jv **ret,
                 struct b4_error *err)
 {
         return simple(c, "POST", path, NULL, obj, ret, err);
 }
 
-int kube_replace(struct kube_client *c, const char *path, const struct jv *obj, struct jv **ret,
+int kube_replace(struct kube_client *c,
+                 const char *path,
+                 const struct jv *obj,
+                 struct jv **ret,
                  struct b4_error *err)
 {
         return simple(c, "PUT", path, NULL, obj, ret, err);
 }
 
-int kube_patch(struct kube_client *c, const char *path, const struct jv *patch, struct jv **ret,
+int kube_patch(struct kube_client *c,
+               const char *path,
+               const struct jv *patch,
+               struct jv **ret,
                struct b4_error *err)
 {
         return simple(c, "PATCH", path, NULL, patch, ret, err);
@@ -370,16 +473,21 @@ static int stream_error(struct http_stream *s, int cancel_fd, struct b4_error *e
         return r;
 }
 
-int kube_stream_open(struct kube_client *c, const char *path_query, int cancel_fd,
-                     struct http_stream **ret, struct b4_error *err)
+int kube_stream_open(struct kube_client *c,
+                     const char *path_query,
+                     int cancel_fd,
+                     struct http_stream **ret,
+                     struct b4_error *err)
 {
         uint64_t deadline = now_msec() + DEFAULT_TIMEOUT_MS;
         bool reread = false;
         int r;
 
         for (;;) {
-                struct http_req hr = { .method = "GET", .path = path_query,
-                                       .accept = "application/json", .timeout_ms = DEFAULT_TIMEOUT_MS };
+                struct http_req hr = { .method = "GET",
+                                       .path = path_query,
+                                       .accept = "application/json",
+                                       .timeout_ms = DEFAULT_TIMEOUT_MS };
                 struct http_stream *s = NULL;
                 char *token = NULL;
                 r = throttle(c, deadline, cancel_fd, err);
