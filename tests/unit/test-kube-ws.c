@@ -296,7 +296,8 @@ static void test_upgrade_refused(void **state)
                        "Content-Length: %zu\r\n\r\n%s",
                        strlen(body), body);
         assert_int_equal(dial_bad(&(struct bad_answer){ .raw = head }, &err), -EACCES);
-        assert_non_null(strstr(err.msg, "HTTP 403 Forbidden"));
+        assert_non_null(strstr(err.msg, "refused the exec upgrade"));
+        assert_non_null(strstr(err.msg, "(403 Forbidden)"));
         assert_non_null(strstr(err.msg, "User cannot create pods/exec"));
         /* no body: by the status code; a body that is not a Status too */
         assert_int_equal(dial_bad(&(struct bad_answer){ .raw = "HTTP/1.1 404 Not Found\r\n"

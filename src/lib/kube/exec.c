@@ -17,11 +17,30 @@
 #include "base/time-util.h"
 #include "http/http.h"
 #include "json/json.h"
+#include "kube/kube.h"
 
 #define READ_CHUNK     (64u * 1024)
 #define DEFAULT_OUTPUT (1024u * 1024)
 
 /* ---- the request ---- */
+
+void kube_exec_conn_opts(const struct kube_config *cfg,
+                         const char *token,
+                         struct kube_conn_opts *ret)
+{
+        *ret = (struct kube_conn_opts){ .server = cfg->server,
+                                        .token = token,
+                                        .ca_file = cfg->ca_file,
+                                        .ca_blob = cfg->ca_pem,
+                                        .ca_blob_len = cfg->ca_pem_len,
+                                        .cert_file = cfg->cert_file,
+                                        .cert_blob = cfg->cert_pem,
+                                        .cert_blob_len = cfg->cert_pem_len,
+                                        .key_file = cfg->key_file,
+                                        .key_blob = cfg->key_pem,
+                                        .key_blob_len = cfg->key_pem_len,
+                                        .insecure = cfg->insecure };
+}
 
 static int add_param(struct strbuf *sb, const char *name, const char *value, bool *first)
 {

@@ -47,6 +47,18 @@
 #define KUBE_EXEC_V5 "v5.channel.k8s.io"
 #define KUBE_EXEC_V4 "v4.channel.k8s.io"
 
+struct kube_config;
+
+/**
+ * kube_exec_conn_opts() - the connection options of a resolved configuration (kube.h):
+ * server, CA, client certificate and key (file or PEM bytes), insecure; with @token (the
+ * one kube_client_token() gives now; NULL = none). Everything stays borrowed from @cfg and
+ * @token, which must outlive *ret's use.
+ */
+void kube_exec_conn_opts(const struct kube_config *cfg,
+                         const char *token,
+                         struct kube_conn_opts *ret);
+
 /* Which exec, on which Pod. Borrowed for the call. */
 struct kube_exec_target {
         const char *namespace_name;

@@ -24,12 +24,11 @@
 #include "base/strbuf.h"
 #include "base/time-util.h"
 #include "base/utf8.h"
-#include "json/json.h"
+#include "kube/kube.h"
 
-#define RBUF_SIZE  (64u * 1024) /* read-ahead; holds the response head too */
-#define MASK_POOL  256u         /* random bytes fetched at once for masking keys */
-#define WS_GUID    "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-#define MESSAGE_IN 300 /* bytes of a server's message kept in ours */
+#define RBUF_SIZE (64u * 1024) /* read-ahead; holds the response head too */
+#define MASK_POOL 256u         /* random bytes fetched at once for masking keys */
+#define WS_GUID   "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 struct kube_ws {
         CURL *curl;                /* NULL: a plain socket (kube_ws_connect_fd) */
@@ -821,63 +820,16 @@ static int check_upgrade(struct kube_ws *ws,
                             h->protocol);
 }
 
-static int errno_of_status(long code)
-{
-        switch (code) {
-        case 400:
-        case 422:
-                return -EINVAL;
-        case 401:
-                return -EPERM;
-        case 403:
-                return -EACCES;
-        case 404:
-                return -ENOENT;
-        case 409:
-                return -EEXIST;
-        case 429:
-        case 503:
-                return -EAGAIN;
-        default:
-                return code >= 500 ? -EIO : -EINVAL;
-        }
-}
-
-/* @s with control characters replaced, at most MESSAGE_IN bytes, into @out. */
-static void sanitize(const char *s, size_t len, char *out, size_t out_size)
-{
-        size_t n = 0;
-
-        for (size_t i = 0; i < len && n + 1 < out_size && n < MESSAGE_IN; i++)
-                out[n++] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? ' ' : s[i];
-        out[n] = '\0';
-}
-
-/* A refused upgrade: the Status in @body if it is one, else the status line. */
+/* A refused upgrade: kube_status_decode()'s errno and message (one table for REST and exec). */
 static int refusal(const struct head *h, const char *body, size_t len, struct b4_error *err)
 {
-        cleanup_(jv_unrefp) struct jv *v = NULL;
-        char msg[MESSAGE_IN + 1], reason[64];
-        const char *m = NULL, *rs = NULL;
-        long code = h->status;
+        int r;
 
-        if (len > 0 && jv_parse(body, len, &v, NULL) >= 0 && jv_is_object(v)) {
-                struct jv *c = jv_object_get(v, "code");
-
-                m = jv_string(jv_object_get(v, "message"));
-                rs = jv_string(jv_object_get(v, "reason"));
-                if (c && jv_is_safe_integer(c) && jv_integer(c) >= 400 && jv_integer(c) <= 599)
-                        code = (long)jv_integer(c);
-        }
-        sanitize(rs ? rs : h->reason, strlen(rs ? rs : h->reason), reason, sizeof(reason));
-        if (m)
-                sanitize(m, strlen(m), msg, sizeof(msg));
-        if (h->status == 101 || h->status < 200)
+        if (h->status < 200)
                 return b4_error_set(err, -EPROTO, "WebSocket upgrade: unexpected HTTP %ld",
                                     h->status);
-        return b4_error_set(err, errno_of_status(code),
-                            "the API server refused the exec upgrade (HTTP %ld %s)%s%s", h->status,
-                            reason, m ? ": " : "", m ? msg : "");
+        r = kube_status_decode(h->status, body, len, err);
+        return b4_error_wrap(err, r, "the API server refused the exec upgrade");
 }
 
 /* Read what the refusal's body holds (Content-Length, else to the end), bounded. */
@@ -1050,6 +1002,9 @@ static int curl_setup(CURL *h, const struct kube_conn_opts *c, const struct kube
             curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_XFERINFODATA, (void *)o) != CURLE_OK)
+                return -EINVAL;
+        if (c->insecure && (curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L) != CURLE_OK ||
+                            curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L) != CURLE_OK))
                 return -EINVAL;
         if (c->ca_blob)
                 r = set_blob(h, CURLOPT_CAINFO_BLOB, c->ca_blob, c->ca_blob_len);
