@@ -26,9 +26,10 @@
 #include "base/utf8.h"
 #include "kube/kube.h"
 
-#define RBUF_SIZE (64u * 1024) /* read-ahead; holds the response head too */
-#define MASK_POOL 256u         /* random bytes fetched at once for masking keys */
-#define WS_GUID   "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+#define RBUF_SIZE       (64u * 1024) /* read-ahead; holds the response head too */
+#define MASK_POOL       256u         /* random bytes fetched at once for masking keys */
+#define CONTROL_WAIT_MS 1000u        /* for a control frame the reader owes to go out */
+#define WS_GUID         "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 struct kube_ws {
         CURL *curl;                /* NULL: a plain socket (kube_ws_connect_fd) */
@@ -294,7 +295,8 @@ static int next_mask(struct kube_ws *ws, uint8_t mask[4])
 }
 
 /* One masked frame of @op from the pieces of @iov: send_lock held. */
-static int write_frame(struct kube_ws *ws, uint8_t op, const struct iovec *iov, size_t n)
+static int write_frame(
+        struct kube_ws *ws, uint8_t op, const struct iovec *iov, size_t n, uint64_t deadline_ms)
 {
         cleanup_free uint8_t *frame = NULL;
         uint8_t mask[4];
@@ -320,7 +322,7 @@ static int write_frame(struct kube_ws *ws, uint8_t op, const struct iovec *iov, 
                 off += iov[i].iov_len;
         }
         kube_ws_mask(frame + off - len, len, mask, 0);
-        return pipe_send_all(ws, frame, off, 0, -EBADF);
+        return pipe_send_all(ws, frame, off, deadline_ms, -EBADF);
 }
 
 /* Write the control frame owed, if any: send_lock held. A pong after our close is dropped. */
@@ -342,8 +344,11 @@ static void flush_control(struct kube_ws *ws)
         if (op == KUBE_WS_CLOSE)
                 ws->close_written = true;
         (void)pthread_mutex_unlock(&ws->ctl_lock);
-        /* a failure shows on the next read or send */
-        (void)write_frame(ws, op, &(struct iovec){ payload, len }, 1);
+        /* bounded: a server that pings without reading cannot hold the reader; a frame that
+         * did not go out whole leaves the stream unusable (the next read or send says so) */
+        if (write_frame(ws, op, &(struct iovec){ payload, len }, 1, now_msec() + CONTROL_WAIT_MS) <
+            0)
+                kube_ws_shutdown(ws);
 }
 
 /* Release the send side, writing whatever control frame was queued meanwhile. */
@@ -403,7 +408,7 @@ int kube_ws_send(struct kube_ws *ws,
         if (closing || atomic_load(&ws->shut))
                 return b4_error_set(err, -EPIPE, "the WebSocket is closed");
         (void)pthread_mutex_lock(&ws->send_lock);
-        r = write_frame(ws, op, iov, n);
+        r = write_frame(ws, op, iov, n, 0);
         send_unlock(ws);
         if (r < 0)
                 return b4_error_set(err, r, "WebSocket send failed: %s", strerror(-r));
