@@ -916,7 +916,8 @@ static int upgrade(struct kube_ws *ws,
         ws->roff = head_len;
         if (h.status != 101) {
                 read_body(ws, &h, deadline_ms, o->cancel_fd);
-                return refusal(&h, (const char *)ws->rbuf + head_len, ws->rlen - head_len, err);
+                /* fill() may have moved the bytes: the body starts at roff */
+                return refusal(&h, (const char *)ws->rbuf + ws->roff, ws->rlen - ws->roff, err);
         }
         return check_upgrade(ws, &h, key, o, err);
 }
