@@ -516,6 +516,7 @@ struct bridge {
         char root[256];
         char url[64];
         bool fragment; /* split stdout messages: an empty first fragment, then the rest */
+        int pings;     /* received from the client */
 };
 
 /* One stdout piece from the agent as a channel-1 message. */
@@ -575,6 +576,12 @@ static void bridge_agent(int fd, struct bridge *b)
                                 free(f.data);
                                 break;
                         }
+                        if (f.op == KUBE_WS_PING) {
+                                b->pings++;
+                                peer_send_frame(fd, true, KUBE_WS_PONG, f.data, f.len);
+                                free(f.data);
+                                continue;
+                        }
                         PEER_CHECK(f.op == KUBE_WS_BINARY && f.len >= 1 && f.data[0] == 0);
                         PEER_CHECK(write(in[1], f.data + 1, f.len - 1) == (ssize_t)(f.len - 1));
                         free(f.data);
@@ -604,7 +611,7 @@ static void agent_session(bool fragment)
 {
         char *tmp = b4_test_tmpdir();
         struct bridge b = { .fragment = fragment };
-        struct kube_conn_opts c = { .timeout_ms = 5000 };
+        struct kube_conn_opts c = { .timeout_ms = 5000, .ping_ms = 40 };
         char *argv[] = { (char *)"b4box-agent", NULL };
         struct kube_exec_target t = { .namespace_name = "ns", .pod = "p", .argv = argv };
         struct agent_transport tr;
@@ -635,8 +642,12 @@ static void agent_session(bool fragment)
         assert_int_equal(res.exit_code, 3);
         assert_string_equal(res.out, "hi\n");
         b4_exec_result_clear(&res);
+        /* idle: pings keep the stream alive, and it still works after them */
+        usleep(300 * 1000);
+        assert_int_equal(agent_write_file(conn, "/g.txt", 0, "x", 1, &err), 0);
         agent_conn_free(conn);
         assert_int_equal(pthread_join(b.thread, NULL), 0);
+        assert_true(b.pings >= 3);
         close(b.listen_fd);
         b4_test_rmrf(tmp);
         free(tmp);

@@ -7,8 +7,6 @@
  * options on top. Every kubeconfig is untrusted input of at most KUBECONFIG_MAX bytes.
  */
 
-#include "kube/kube.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -23,6 +21,7 @@
 #include "base/macro.h"
 #include "base/strv.h"
 #include "kube/kube-internal.h"
+#include "kube/kube.h"
 
 #define KUBECONFIG_MAX  (1024u * 1024)
 #define KUBECONFIG_LIST 16 /* files in one ':'-list */
@@ -130,8 +129,12 @@ static yaml_node_t *map_get(yaml_document_t *doc, yaml_node_t *map, const char *
  * The string at @key of @map: *ret borrowed (NULL when absent or empty).
  * Return: 0, -EINVAL (not a scalar, or holds a NUL).
  */
-static int map_string(struct kc_file *f, yaml_node_t *map, const char *key, const char *where,
-                      const char **ret, struct b4_error *err)
+static int map_string(struct kc_file *f,
+                      yaml_node_t *map,
+                      const char *key,
+                      const char *where,
+                      const char **ret,
+                      struct b4_error *err)
 {
         yaml_node_t *v = map_get(&f->doc, map, key);
 
@@ -147,13 +150,17 @@ static int map_string(struct kc_file *f, yaml_node_t *map, const char *key, cons
 }
 
 /* YAML 1.1 booleans, as kubectl's YAML reader takes them. Return: 0, -EINVAL. */
-static int map_bool(struct kc_file *f, yaml_node_t *map, const char *key, const char *where,
-                    bool *ret, struct b4_error *err)
+static int map_bool(struct kc_file *f,
+                    yaml_node_t *map,
+                    const char *key,
+                    const char *where,
+                    bool *ret,
+                    struct b4_error *err)
 {
-        static const char *const yes[] = { "true", "True", "TRUE", "yes", "Yes", "YES", "on",
-                                           "On", "ON", "y", "Y", NULL };
-        static const char *const no[] = { "false", "False", "FALSE", "no", "No", "NO", "off",
-                                          "Off", "OFF", "n", "N", NULL };
+        static const char *const yes[] = { "true", "True", "TRUE", "yes", "Yes", "YES",
+                                           "on",   "On",   "ON",   "y",   "Y",   NULL };
+        static const char *const no[] = { "false", "False", "FALSE", "no", "No", "NO",
+                                          "off",   "Off",   "OFF",   "n",  "N",  NULL };
         const char *v;
         int r = map_string(f, map, key, where, &v, err);
 
@@ -168,8 +175,9 @@ static int map_bool(struct kc_file *f, yaml_node_t *map, const char *key, const 
         for (size_t i = 0; no[i]; i++)
                 if (strcmp(v, no[i]) == 0)
                         return 0;
-        return b4_error_set(err, -EINVAL, "kubeconfig '%s': %s.%s must be true or false (got: '%s')",
-                            f->path, where, key, v);
+        return b4_error_set(err, -EINVAL,
+                            "kubeconfig '%s': %s.%s must be true or false (got: '%s')", f->path,
+                            where, key, v);
 }
 
 /* ---- loading ---- */
@@ -252,8 +260,8 @@ static int kc_current_context(struct kc *kc, const char **ret, struct b4_error *
 
         *ret = NULL;
         for (size_t i = 0; i < kc->n && !*ret; i++) {
-                r = map_string(&kc->files[i], file_root(&kc->files[i]), "current-context", "",
-                               ret, err);
+                r = map_string(&kc->files[i], file_root(&kc->files[i]), "current-context", "", ret,
+                               err);
                 if (r < 0)
                         return r;
         }
@@ -261,8 +269,12 @@ static int kc_current_context(struct kc *kc, const char **ret, struct b4_error *
 }
 
 /* In one file's @list_key ("clusters"), the entry named @name: its @inner mapping. */
-static int file_find(struct kc_file *f, const char *list_key, const char *inner, const char *name,
-                     yaml_node_t **ret, struct b4_error *err)
+static int file_find(struct kc_file *f,
+                     const char *list_key,
+                     const char *inner,
+                     const char *name,
+                     yaml_node_t **ret,
+                     struct b4_error *err)
 {
         yaml_node_t *seq = map_get(&f->doc, file_root(f), list_key);
         const char *n;
@@ -278,8 +290,9 @@ static int file_find(struct kc_file *f, const char *list_key, const char *inner,
              it < seq->data.sequence.items.top; it++) {
                 yaml_node_t *e = node_at(&f->doc, *it);
                 if (!e || e->type != YAML_MAPPING_NODE)
-                        return b4_error_set(err, -EINVAL, "kubeconfig '%s': %s[%td] must be a mapping",
-                                            f->path, list_key, it - seq->data.sequence.items.start);
+                        return b4_error_set(err, -EINVAL,
+                                            "kubeconfig '%s': %s[%td] must be a mapping", f->path,
+                                            list_key, it - seq->data.sequence.items.start);
                 r = map_string(f, e, "name", list_key, &n, err);
                 if (r < 0)
                         return r;
@@ -287,17 +300,23 @@ static int file_find(struct kc_file *f, const char *list_key, const char *inner,
                         continue;
                 *ret = map_get(&f->doc, e, inner); /* NULL: found, with an empty body */
                 if (*ret && (*ret)->type != YAML_MAPPING_NODE)
-                        return b4_error_set(err, -EINVAL,
-                                            "kubeconfig '%s': %s '%s' has a %s that is not a mapping",
-                                            f->path, list_key, name, inner);
+                        return b4_error_set(
+                                err, -EINVAL,
+                                "kubeconfig '%s': %s '%s' has a %s that is not a mapping", f->path,
+                                list_key, name, inner);
                 return 1;
         }
         return 0;
 }
 
 /* The entry named @name in the first file that defines it. Return: 0, -ENOENT, -EINVAL. */
-static int kc_find(struct kc *kc, const char *list_key, const char *inner, const char *name,
-                   const char *what, struct kc_entry *ret, struct b4_error *err)
+static int kc_find(struct kc *kc,
+                   const char *list_key,
+                   const char *inner,
+                   const char *name,
+                   const char *what,
+                   struct kc_entry *ret,
+                   struct b4_error *err)
 {
         int r;
 
@@ -307,7 +326,9 @@ static int kc_find(struct kc *kc, const char *list_key, const char *inner, const
                 if (r < 0)
                         return r;
                 if (r > 0) {
-                        *ret = (struct kc_entry){ .file = &kc->files[i], .node = node, .name = name };
+                        *ret = (struct kc_entry){ .file = &kc->files[i],
+                                                  .node = node,
+                                                  .name = name };
                         return 0;
                 }
         }
@@ -353,8 +374,13 @@ static int decode_data(const char *s, void **ret, size_t *ret_len)
  * One PEM item of an entry: "<key>" (a file) or "<key>-data" (base64). Both given: the data
  * wins, as in client-go. Return: 0, -EINVAL (bad base64), -ENOMEM.
  */
-static int pem_item(const struct kc_entry *e, const char *key, const char *where, char **ret_file,
-                    void **ret_pem, size_t *ret_len, struct b4_error *err)
+static int pem_item(const struct kc_entry *e,
+                    const char *key,
+                    const char *where,
+                    char **ret_file,
+                    void **ret_pem,
+                    size_t *ret_len,
+                    struct b4_error *err)
 {
         cleanup_free char *data_key = NULL;
         const char *file, *data;
@@ -372,8 +398,9 @@ static int pem_item(const struct kc_entry *e, const char *key, const char *where
                 if (r == -ENOMEM)
                         return b4_error_set(err, r, "out of memory");
                 if (r < 0)
-                        return b4_error_set(err, -EINVAL, "kubeconfig '%s': %s '%s': %s is not "
-                                                          "valid base64",
+                        return b4_error_set(err, -EINVAL,
+                                            "kubeconfig '%s': %s '%s': %s is not "
+                                            "valid base64",
                                             e->file->path, where, e->name, data_key);
                 return 0;
         }
@@ -382,7 +409,9 @@ static int pem_item(const struct kc_entry *e, const char *key, const char *where
         return 0;
 }
 
-static int fill_cluster(struct kube_config *cfg, const struct kc_entry *e, bool allow_insecure,
+static int fill_cluster(struct kube_config *cfg,
+                        const struct kc_entry *e,
+                        bool allow_insecure,
                         struct b4_error *err)
 {
         const char *server, *sni;
@@ -400,12 +429,14 @@ static int fill_cluster(struct kube_config *cfg, const struct kc_entry *e, bool 
                 return b4_error_set(err, -EINVAL, "kubeconfig '%s': cluster '%s' has no server",
                                     e->file->path, e->name);
         if (map_get(&e->file->doc, e->node, "proxy-url"))
-                return b4_error_set(err, -EOPNOTSUPP, "kubeconfig '%s': cluster '%s': proxy-url "
-                                                      "is not supported",
+                return b4_error_set(err, -EOPNOTSUPP,
+                                    "kubeconfig '%s': cluster '%s': proxy-url "
+                                    "is not supported",
                                     e->file->path, e->name);
         if (cfg->insecure && !allow_insecure)
-                return b4_error_set(err, -EPERM, "kubeconfig '%s': cluster '%s' sets "
-                                                 "insecure-skip-tls-verify, which is refused",
+                return b4_error_set(err, -EPERM,
+                                    "kubeconfig '%s': cluster '%s' sets "
+                                    "insecure-skip-tls-verify, which is refused",
                                     e->file->path, e->name);
         if (!(cfg->server = b4_strdup(server)) || (sni && !(cfg->tls_server_name = b4_strdup(sni))))
                 return b4_error_set(err, -ENOMEM, "out of memory");
@@ -417,13 +448,14 @@ static int fill_cluster(struct kube_config *cfg, const struct kc_entry *e, bool 
 static int user_unsupported(const struct kc_entry *e, struct b4_error *err)
 {
         static const char *const keys[] = { "exec", "auth-provider", "username", "password",
-                                            "as", "as-groups", NULL };
+                                            "as",   "as-groups",     NULL };
 
         for (size_t i = 0; keys[i]; i++)
                 if (map_get(&e->file->doc, e->node, keys[i]))
-                        return b4_error_set(err, -EOPNOTSUPP, "kubeconfig '%s': user '%s': %s "
-                                                              "is not supported (use a token, a "
-                                                              "token file or a client certificate)",
+                        return b4_error_set(err, -EOPNOTSUPP,
+                                            "kubeconfig '%s': user '%s': %s "
+                                            "is not supported (use a token, a "
+                                            "token file or a client certificate)",
                                             e->file->path, e->name, keys[i]);
         return 0;
 }
@@ -447,8 +479,9 @@ static int fill_user(struct kube_config *cfg, const struct kc_entry *e, struct b
         if (r < 0)
                 return r;
         if ((cfg->cert_file || cfg->cert_pem) != (cfg->key_file || cfg->key_pem))
-                return b4_error_set(err, -EINVAL, "kubeconfig '%s': user '%s' has a client %s "
-                                                  "without its %s",
+                return b4_error_set(err, -EINVAL,
+                                    "kubeconfig '%s': user '%s' has a client %s "
+                                    "without its %s",
                                     e->file->path, e->name,
                                     cfg->key_file || cfg->key_pem ? "key" : "certificate",
                                     cfg->key_file || cfg->key_pem ? "certificate" : "key");
@@ -460,8 +493,11 @@ static int fill_user(struct kube_config *cfg, const struct kc_entry *e, struct b
 }
 
 /* The context's cluster and user into @cfg. */
-static int fill_context(struct kc *kc, const struct kc_entry *ctx, const struct kube_options *o,
-                        struct kube_config *cfg, struct b4_error *err)
+static int fill_context(struct kc *kc,
+                        const struct kc_entry *ctx,
+                        const struct kube_options *o,
+                        struct kube_config *cfg,
+                        struct b4_error *err)
 {
         const char *cluster, *user, *ns;
         cleanup_free char *what = NULL;
@@ -478,7 +514,8 @@ static int fill_context(struct kc *kc, const struct kc_entry *ctx, const struct 
         if (!cluster)
                 return b4_error_set(err, -EINVAL, "kubeconfig '%s': context '%s' names no cluster",
                                     ctx->file->path, ctx->name);
-        if (b4_asprintf(&what, "cluster '%s' of context '%s' is not defined", cluster, ctx->name) < 0)
+        if (b4_asprintf(&what, "cluster '%s' of context '%s' is not defined", cluster, ctx->name) <
+            0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
         r = kc_find(kc, "clusters", "cluster", cluster, what, &e, err);
         if (r >= 0)
@@ -496,7 +533,9 @@ static int fill_context(struct kc *kc, const struct kc_entry *ctx, const struct 
         return r;
 }
 
-static int from_kubeconfig(const char *list, const struct kube_options *o, struct kube_config *cfg,
+static int from_kubeconfig(const char *list,
+                           const struct kube_options *o,
+                           struct kube_config *cfg,
                            struct b4_error *err)
 {
         cleanup_(kc_release) struct kc kc = { 0 };
@@ -511,8 +550,9 @@ static int from_kubeconfig(const char *list, const struct kube_options *o, struc
         if (r < 0)
                 return r;
         if (!name)
-                return b4_error_set(err, -ENOENT, "kubeconfig '%s' has no current-context (name "
-                                                  "a context)",
+                return b4_error_set(err, -ENOENT,
+                                    "kubeconfig '%s' has no current-context (name "
+                                    "a context)",
                                     list);
         if (b4_asprintf(&what, "context '%s' is not defined", name) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
@@ -546,19 +586,22 @@ static int incluster_server(struct kube_config *cfg, struct b4_error *err)
         bool v6 = host && strchr(host, ':');
 
         if (!host || !host[0] || !port || !port[0])
-                return b4_error_set(err, -ENOENT, "not in a cluster: KUBERNETES_SERVICE_HOST and "
-                                                  "KUBERNETES_SERVICE_PORT are not both set");
+                return b4_error_set(err, -ENOENT,
+                                    "not in a cluster: KUBERNETES_SERVICE_HOST and "
+                                    "KUBERNETES_SERVICE_PORT are not both set");
         for (const char *p = port; *p; p++)
                 if (*p < '0' || *p > '9')
-                        return b4_error_set(err, -EINVAL, "KUBERNETES_SERVICE_PORT '%s' is not a "
-                                                          "port",
+                        return b4_error_set(err, -EINVAL,
+                                            "KUBERNETES_SERVICE_PORT '%s' is not a "
+                                            "port",
                                             port);
         if (b4_asprintf(&cfg->server, v6 ? "https://[%s]:%s" : "https://%s:%s", host, port) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
         return 0;
 }
 
-static int from_incluster(const struct kube_options *o, struct kube_config *cfg,
+static int from_incluster(const struct kube_options *o,
+                          struct kube_config *cfg,
                           struct b4_error *err)
 {
         const char *dir = o->sa_dir ? o->sa_dir : KUBE_SA_DIR;
@@ -570,8 +613,9 @@ static int from_incluster(const struct kube_options *o, struct kube_config *cfg,
                 if (r < 0)
                         return r;
         }
-        if (sa_file(dir, "token", &cfg->token_file) < 0 || sa_file(dir, "ca.crt", &cfg->ca_file) < 0 ||
-            sa_file(dir, "namespace", &ns_path) < 0 || !(cfg->source = b4_strdup("in-cluster")))
+        if (sa_file(dir, "token", &cfg->token_file) < 0 ||
+            sa_file(dir, "ca.crt", &cfg->ca_file) < 0 || sa_file(dir, "namespace", &ns_path) < 0 ||
+            !(cfg->source = b4_strdup("in-cluster")))
                 return b4_error_set(err, -ENOMEM, "out of memory");
         if (ns_path) {
                 size_t len = 0;
@@ -643,8 +687,9 @@ static int apply_explicit(const struct kube_options *o, struct kube_config *cfg)
 static int check_server(const struct kube_config *cfg, struct b4_error *err)
 {
         if (strncmp(cfg->server, "https://", 8) != 0 && strncmp(cfg->server, "http://", 7) != 0)
-                return b4_error_set(err, -EINVAL, "the API server '%s' (%s) is not an http(s):// "
-                                                  "URL",
+                return b4_error_set(err, -EINVAL,
+                                    "the API server '%s' (%s) is not an http(s):// "
+                                    "URL",
                                     cfg->server, cfg->source);
         if (cfg->tls_server_name)
                 return b4_error_set(err, -EOPNOTSUPP, "%s: tls-server-name is not supported",
@@ -652,7 +697,8 @@ static int check_server(const struct kube_config *cfg, struct b4_error *err)
         return 0;
 }
 
-int kube_config_resolve(const struct kube_options *opts, struct kube_config *ret,
+int kube_config_resolve(const struct kube_options *opts,
+                        struct kube_config *ret,
                         struct b4_error *err)
 {
         struct kube_config cfg = { 0 };
@@ -707,7 +753,8 @@ int kube_config_copy(struct kube_config *dst, const struct kube_config *src)
 {
         int r = 0;
 
-        *dst = (struct kube_config){ .insecure = src->insecure, .qps = src->qps,
+        *dst = (struct kube_config){ .insecure = src->insecure,
+                                     .qps = src->qps,
                                      .burst = src->burst };
         r |= dup_str(&dst->server, src->server);
         r |= dup_str(&dst->namespace, src->namespace);

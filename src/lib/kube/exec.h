@@ -43,6 +43,7 @@
 #define KUBE_EXEC_ARGV_MAX      (8u * 1024)  /* the exec URL's bytes, at most (proxies) */
 #define KUBE_EXEC_ERRTAIL_MAX   4096u        /* stderr kept by the transport */
 #define KUBE_EXEC_CLOSE_WAIT_MS 1000u        /* for the server's close after the Status */
+#define KUBE_EXEC_PING_MS       15000u       /* a ping after this long without a message */
 
 #define KUBE_EXEC_V5 "v5.channel.k8s.io"
 #define KUBE_EXEC_V4 "v4.channel.k8s.io"
@@ -160,7 +161,9 @@ int kube_exec_run(const struct kube_conn_opts *c,
  * kube_exec_transport() - start @t->argv (stdin, stdout and stderr attached) and make its
  * stdin/stdout the byte stream of *ret: write sends stdin messages, read returns stdout's
  * bytes, stderr's last KUBE_EXEC_ERRTAIL_MAX bytes are kept and logged (debug) at the end,
- * the error channel's Status ends the stream (read returns 0; a non-zero exit is logged).
+ * the error channel's Status ends the stream (read returns 0; a non-zero exit is logged),
+ * a ping goes out after KUBE_EXEC_PING_MS without a message (idle timeouts of proxies and
+ * the API server's 4 h).
  * Any other channel or a breach fails the read -EPROTO. The transport's close sends the v5
  * close signal and a close frame, then frees. Give *ret to agent_conn_open(), which owns it.
  * @cancel_fd: for the upgrade only (-EBADF = none).

@@ -20,7 +20,8 @@ struct jv;
 /* ---- token source (rest.c) ---- */
 
 #define KUBE_TOKEN_MAX       (64u * 1024)
-#define KUBE_TOKEN_REREAD_MS 60000u /* client-go's cached file token source re-reads each minute */
+#define KUBE_TOKEN_REREAD_MS 60000u /* client-go's cached file token source re-reads each minute \
+                                     */
 
 /*
  * A bearer token: static, or a file re-read when its identity (dev, inode, size, mtime)
@@ -28,8 +29,8 @@ struct jv;
  */
 struct kube_token {
         pthread_mutex_t lock;
-        char *file;   /* owned; NULL = static */
-        char *value;  /* owned; the current token, NULL = none */
+        char *file;  /* owned; NULL = static */
+        char *value; /* owned; the current token, NULL = none */
         dev_t dev;
         ino_t ino;
         off_t size;
@@ -78,8 +79,11 @@ struct http_stream;
  * once. Return: 0 with a 2xx stream in *ret (http_stream_free()); a non-2xx answer decoded
  * as kube_status_decode() does; transport errors as kube_request().
  */
-int kube_stream_open(struct kube_client *c, const char *path_query, int cancel_fd,
-                     struct http_stream **ret, struct b4_error *err);
+int kube_stream_open(struct kube_client *c,
+                     const char *path_query,
+                     int cancel_fd,
+                     struct http_stream **ret,
+                     struct b4_error *err);
 
 /* ---- watch lines (watch.c) ---- */
 
@@ -87,7 +91,7 @@ int kube_stream_open(struct kube_client *c, const char *path_query, int cancel_f
 struct kube_watch_parser {
         char *line; /* owned; the partial line */
         size_t len, cap;
-        char *rv;   /* owned; the last resourceVersion seen */
+        char *rv; /* owned; the last resourceVersion seen */
 };
 
 void kube_watch_parser_init(struct kube_watch_parser *p);
@@ -96,10 +100,16 @@ void kube_watch_parser_release(struct kube_watch_parser *p);
  * Feed @len bytes; each complete line is decoded and handed to @fn (blank lines skipped).
  * Return: 0, or what kube_watch() returns for a bad event, an ERROR event or @fn's stop.
  */
-int kube_watch_parser_feed(struct kube_watch_parser *p, const char *data, size_t len,
-                           kube_event_fn fn, void *userdata, struct b4_error *err);
+int kube_watch_parser_feed(struct kube_watch_parser *p,
+                           const char *data,
+                           size_t len,
+                           kube_event_fn fn,
+                           void *userdata,
+                           struct b4_error *err);
 /* The end of the body: a partial last line is decoded too. Return: as feed. */
-int kube_watch_parser_finish(struct kube_watch_parser *p, kube_event_fn fn, void *userdata,
+int kube_watch_parser_finish(struct kube_watch_parser *p,
+                             kube_event_fn fn,
+                             void *userdata,
                              struct b4_error *err);
 
 /* ---- configuration (config.c) ---- */

@@ -27,7 +27,7 @@ struct jv;
 struct kube_client;
 
 /* Where the in-cluster service account's files are (token, ca.crt, namespace). */
-#define KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+#define KUBE_SA_DIR        "/var/run/secrets/kubernetes.io/serviceaccount"
 #define KUBE_DEFAULT_QPS   50.0
 #define KUBE_DEFAULT_BURST 100u
 
@@ -68,9 +68,9 @@ struct kube_options {
  * base64-decoded), never both.
  */
 struct kube_config {
-        char *server;    /* base URL, no trailing '/' */
-        char *namespace; /* never NULL once resolved */
-        char *token;     /* a static bearer token (kubeconfig users[].user.token), or NULL */
+        char *server;     /* base URL, no trailing '/' */
+        char *namespace;  /* never NULL once resolved */
+        char *token;      /* a static bearer token (kubeconfig users[].user.token), or NULL */
         char *token_file; /* a token file, re-read on rotation and on a 401, or NULL */
         char *ca_file;
         void *ca_pem;
@@ -100,7 +100,8 @@ struct kube_config {
  * auth-provider user, basic auth); -EFBIG (a file over 1 MiB); -ENOMEM. The message names
  * the file and the entry.
  */
-int kube_config_resolve(const struct kube_options *opts, struct kube_config *ret,
+int kube_config_resolve(const struct kube_options *opts,
+                        struct kube_config *ret,
                         struct b4_error *err);
 /** kube_config_release() - free what @cfg owns (secrets erased) and zero it. NULL ok. */
 void kube_config_release(struct kube_config *cfg);
@@ -111,8 +112,7 @@ void kube_config_release(struct kube_config *cfg);
  * Return: 0; -EINVAL (a server URL the HTTP client refuses); -ENOENT (the token file does
  * not exist); -EIO (libcurl); -ENOMEM.
  */
-int kube_client_new(const struct kube_config *cfg, struct kube_client **ret,
-                    struct b4_error *err);
+int kube_client_new(const struct kube_config *cfg, struct kube_client **ret, struct b4_error *err);
 /** kube_client_free() - NULL ok. Return: NULL. */
 struct kube_client *kube_client_free(struct kube_client *c);
 
@@ -148,8 +148,11 @@ void kube_client_token_invalidate(struct kube_client *c);
  * @name, @sub:    NULL = none; @ns and @name are percent-encoded
  * Return: heap, NULL on OOM.
  */
-char *kube_path(const char *group_version, const char *ns, const char *resource,
-                const char *name, const char *sub);
+char *kube_path(const char *group_version,
+                const char *ns,
+                const char *resource,
+                const char *name,
+                const char *sub);
 
 /* One request. Every pointer is borrowed for the call. */
 struct kube_req {
@@ -183,7 +186,9 @@ void kube_reply_clear(struct kube_reply *r);
  * -EPROTO (a 2xx body that is not JSON); -ETIMEDOUT; -ECANCELED; -ECONNREFUSED,
  * -EHOSTUNREACH, -EIO (transport, TLS); -EFBIG (over max_body); -ENOMEM.
  */
-int kube_request(struct kube_client *c, const struct kube_req *req, struct kube_reply *ret,
+int kube_request(struct kube_client *c,
+                 const struct kube_req *req,
+                 struct kube_reply *ret,
                  struct b4_error *err);
 
 #define KUBE_RETRY_AFTER_MAX_MS 10000u
@@ -195,17 +200,25 @@ int kube_request(struct kube_client *c, const struct kube_req *req, struct kube_
  */
 int kube_get(struct kube_client *c, const char *path, struct jv **ret, struct b4_error *err);
 /* POST @obj to the collection @path: 201 (or 200/202). -EEXIST when it exists. */
-int kube_create(struct kube_client *c, const char *path, const struct jv *obj,
-                struct jv **ret, struct b4_error *err);
-/* PUT @obj (carrying metadata.resourceVersion for optimistic locking: -EAGAIN if stale). */
-int kube_replace(struct kube_client *c, const char *path, const struct jv *obj,
-                 struct jv **ret, struct b4_error *err);
-/* PATCH with a JSON merge patch (application/merge-patch+json). */
-int kube_patch(struct kube_client *c, const char *path, const struct jv *patch,
-               struct jv **ret, struct b4_error *err);
-/* DELETE; @query e.g. "gracePeriodSeconds=0" or NULL. -ENOENT when already gone. */
-int kube_delete(struct kube_client *c, const char *path, const char *query,
+int kube_create(struct kube_client *c,
+                const char *path,
+                const struct jv *obj,
+                struct jv **ret,
                 struct b4_error *err);
+/* PUT @obj (carrying metadata.resourceVersion for optimistic locking: -EAGAIN if stale). */
+int kube_replace(struct kube_client *c,
+                 const char *path,
+                 const struct jv *obj,
+                 struct jv **ret,
+                 struct b4_error *err);
+/* PATCH with a JSON merge patch (application/merge-patch+json). */
+int kube_patch(struct kube_client *c,
+               const char *path,
+               const struct jv *patch,
+               struct jv **ret,
+               struct b4_error *err);
+/* DELETE; @query e.g. "gracePeriodSeconds=0" or NULL. -ENOENT when already gone. */
+int kube_delete(struct kube_client *c, const char *path, const char *query, struct b4_error *err);
 
 /**
  * kube_status_decode() - the errno of a non-2xx answer, from its HTTP @status and the
@@ -260,8 +273,12 @@ struct kube_watch_req {
  * over KUBE_WATCH_EVENT_MAX); -ECANCELED; a negative return of @fn; transport errors as
  * kube_request().
  */
-int kube_watch(struct kube_client *c, const struct kube_watch_req *req, kube_event_fn fn,
-               void *userdata, char **ret_rv, struct b4_error *err);
+int kube_watch(struct kube_client *c,
+               const struct kube_watch_req *req,
+               kube_event_fn fn,
+               void *userdata,
+               char **ret_rv,
+               struct b4_error *err);
 
 /**
  * kube_list() - every object of the collection @path (paginated: limit=500 and continue)
@@ -271,8 +288,12 @@ int kube_watch(struct kube_client *c, const struct kube_watch_req *req, kube_eve
  * Return: 0; -E2BIG (more than KUBE_LIST_MAX_ITEMS objects); -EPROTO (a page that is not
  * a list); -ESTALE (410: the continue token expired mid-list); the errors of kube_request().
  */
-int kube_list(struct kube_client *c, const char *path, const char *label_selector,
-              const char *field_selector, struct jv **ret_items, char **ret_rv,
+int kube_list(struct kube_client *c,
+              const char *path,
+              const char *label_selector,
+              const char *field_selector,
+              struct jv **ret_items,
+              char **ret_rv,
               struct b4_error *err);
 
 #define KUBE_LIST_MAX_ITEMS 100000u

@@ -45,8 +45,11 @@ static int page_query(const char *ls, const char *fs, const char *cont, char **r
 }
 
 /* The items of one page onto @items; its metadata's continue and resourceVersion. */
-static int take_page(const struct jv *page, struct jv *items, const char **ret_cont,
-                     const char **ret_rv, struct b4_error *err)
+static int take_page(const struct jv *page,
+                     struct jv *items,
+                     const char **ret_cont,
+                     const char **ret_rv,
+                     struct b4_error *err)
 {
         const struct jv *list = jv_object_get(page, "items");
         const struct jv *meta = jv_object_get(page, "metadata");
@@ -60,7 +63,8 @@ static int take_page(const struct jv *page, struct jv *items, const char **ret_c
         for (size_t i = 0; i < n; i++) {
                 struct jv *o = jv_array_get(list, i);
                 if (!jv_is_object(o))
-                        return b4_error_set(err, -EPROTO, "the API server's list holds a non-object");
+                        return b4_error_set(err, -EPROTO,
+                                            "the API server's list holds a non-object");
                 if (jv_array_append_new(items, jv_ref(o)) < 0)
                         return b4_error_set(err, -ENOMEM, "out of memory");
         }
@@ -71,8 +75,12 @@ static int take_page(const struct jv *page, struct jv *items, const char **ret_c
         return 0;
 }
 
-int kube_list(struct kube_client *c, const char *path, const char *label_selector,
-              const char *field_selector, struct jv **ret_items, char **ret_rv,
+int kube_list(struct kube_client *c,
+              const char *path,
+              const char *label_selector,
+              const char *field_selector,
+              struct jv **ret_items,
+              char **ret_rv,
               struct b4_error *err)
 {
         cleanup_(jv_unrefp) struct jv *items = jv_array_new();
@@ -88,8 +96,9 @@ int kube_list(struct kube_client *c, const char *path, const char *label_selecto
                 const char *next = NULL, *page_rv = NULL;
                 if (page_query(label_selector, field_selector, cont, &query) < 0)
                         return b4_error_set(err, -ENOMEM, "out of memory");
-                struct kube_req req = { .method = "GET", .path = path, .query = query,
-                                        .cancel_fd = -EBADF };
+                struct kube_req req = {
+                        .method = "GET", .path = path, .query = query, .cancel_fd = -EBADF
+                };
                 r = kube_request(c, &req, &reply, err);
                 if (r < 0)
                         return r;
@@ -97,7 +106,8 @@ int kube_list(struct kube_client *c, const char *path, const char *label_selecto
                 free(cont);
                 cont = next ? b4_strdup(next) : NULL;
                 if (r >= 0 && !rv && page_rv && !(rv = b4_strdup(page_rv)))
-                        r = b4_error_set(err, -ENOMEM, "out of memory"); /* every page: one version */
+                        r = b4_error_set(err, -ENOMEM,
+                                         "out of memory"); /* every page: one version */
                 if (r >= 0 && next && !cont)
                         r = b4_error_set(err, -ENOMEM, "out of memory");
                 kube_reply_clear(&reply);

@@ -34,9 +34,15 @@ static int setup_tls(struct kube_client *c, struct b4_error *err)
 {
         const struct kube_config *k = &c->cfg;
         struct http_tls tls = {
-                .ca_file = k->ca_file,     .ca_pem = k->ca_pem,       .ca_pem_len = k->ca_pem_len,
-                .cert_file = k->cert_file, .cert_pem = k->cert_pem,   .cert_pem_len = k->cert_pem_len,
-                .key_file = k->key_file,   .key_pem = k->key_pem,     .key_pem_len = k->key_pem_len,
+                .ca_file = k->ca_file,
+                .ca_pem = k->ca_pem,
+                .ca_pem_len = k->ca_pem_len,
+                .cert_file = k->cert_file,
+                .cert_pem = k->cert_pem,
+                .cert_pem_len = k->cert_pem_len,
+                .key_file = k->key_file,
+                .key_pem = k->key_pem,
+                .key_pem_len = k->key_pem_len,
                 .insecure = k->insecure,
         };
 
@@ -112,8 +118,11 @@ static int add_segment(struct strbuf *sb, const char *seg)
         return e ? strbuf_addf(sb, "/%s", e) : -ENOMEM;
 }
 
-char *kube_path(const char *group_version, const char *ns, const char *resource,
-                const char *name, const char *sub)
+char *kube_path(const char *group_version,
+                const char *ns,
+                const char *resource,
+                const char *name,
+                const char *sub)
 {
         struct strbuf sb;
         char *ret = NULL;
@@ -161,7 +170,9 @@ static int wait_ms(uint64_t ms, int cancel_fd)
 }
 
 /* Wait for a token of the bucket, within @deadline_ms. */
-static int throttle(struct kube_client *c, uint64_t deadline_ms, int cancel_fd,
+static int throttle(struct kube_client *c,
+                    uint64_t deadline_ms,
+                    int cancel_fd,
                     struct b4_error *err)
 {
         uint64_t us = kube_bucket_reserve(&c->bucket, now_usec());
@@ -170,8 +181,9 @@ static int throttle(struct kube_client *c, uint64_t deadline_ms, int cancel_fd,
         if (ms == 0)
                 return 0;
         if (now_msec() + ms > deadline_ms)
-                return b4_error_set(err, -ETIMEDOUT, "the client's request rate limit (%g per "
-                                                     "second) leaves no time before the timeout",
+                return b4_error_set(err, -ETIMEDOUT,
+                                    "the client's request rate limit (%g per "
+                                    "second) leaves no time before the timeout",
                                     c->cfg.qps);
         return wait_ms(ms, cancel_fd) < 0 ? b4_error_set(err, -ECANCELED, "cancelled") : 0;
 }
@@ -193,8 +205,13 @@ static int64_t retry_after_ms(const char *v)
 }
 
 /* One attempt: token, bucket, exchange. */
-static int attempt(struct kube_client *c, struct http_req *hr, size_t max_body, uint64_t deadline,
-                   int cancel_fd, struct http_response *resp, struct b4_error *err)
+static int attempt(struct kube_client *c,
+                   struct http_req *hr,
+                   size_t max_body,
+                   uint64_t deadline,
+                   int cancel_fd,
+                   struct http_response *resp,
+                   struct b4_error *err)
 {
         char *token = NULL;
         uint64_t now;
@@ -218,8 +235,12 @@ static int attempt(struct kube_client *c, struct http_req *hr, size_t max_body, 
 }
 
 /* Whether to try again after @resp, and after how long (*ret_wait_ms). */
-static bool should_retry(struct kube_client *c, const struct http_response *resp, unsigned tries,
-                         bool *reread, uint64_t deadline, uint64_t *ret_wait_ms)
+static bool should_retry(struct kube_client *c,
+                         const struct http_response *resp,
+                         unsigned tries,
+                         bool *reread,
+                         uint64_t deadline,
+                         uint64_t *ret_wait_ms)
 {
         int64_t after;
 
@@ -238,7 +259,8 @@ static bool should_retry(struct kube_client *c, const struct http_response *resp
         return true;
 }
 
-static int decode_reply(const struct http_response *resp, struct kube_reply *ret,
+static int decode_reply(const struct http_response *resp,
+                        struct kube_reply *ret,
                         struct b4_error *err)
 {
         struct jv *body = NULL;
@@ -251,8 +273,9 @@ static int decode_reply(const struct http_response *resp, struct kube_reply *ret
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)
-                        return b4_error_wrap(err, -EPROTO, "the API server's %ld answer is not "
-                                                           "JSON",
+                        return b4_error_wrap(err, -EPROTO,
+                                             "the API server's %ld answer is not "
+                                             "JSON",
                                              resp->status);
         }
         *ret = (struct kube_reply){ .status = resp->status, .body = body };
@@ -268,7 +291,9 @@ static int build(const struct kube_req *req, char **ret_path, char **ret_body)
         return req->body ? jv_dump(req->body, 0, ret_body) : 0;
 }
 
-int kube_request(struct kube_client *c, const struct kube_req *req, struct kube_reply *ret,
+int kube_request(struct kube_client *c,
+                 const struct kube_req *req,
+                 struct kube_reply *ret,
                  struct b4_error *err)
 {
         cleanup_free char *path = NULL;
@@ -282,10 +307,15 @@ int kube_request(struct kube_client *c, const struct kube_req *req, struct kube_
         if (build(req, &path, &body) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
         struct http_req hr = {
-                .method = req->method, .path = path, .body = body,
-                .body_len = body ? strlen(body) : 0, .accept = "application/json",
-                .content_type = !body ? NULL : req->content_type ? req->content_type
-                                : patch ? "application/merge-patch+json" : "application/json",
+                .method = req->method,
+                .path = path,
+                .body = body,
+                .body_len = body ? strlen(body) : 0,
+                .accept = "application/json",
+                .content_type = !body               ? NULL
+                                : req->content_type ? req->content_type
+                                : patch             ? "application/merge-patch+json"
+                                                    : "application/json",
         };
         for (;;) {
                 struct http_response resp = { 0 };
@@ -306,11 +336,17 @@ int kube_request(struct kube_client *c, const struct kube_req *req, struct kube_
 }
 
 /* A shorthand: the reply's body into *ret (or dropped). */
-static int simple(struct kube_client *c, const char *method, const char *path, const char *query,
-                  const struct jv *body, struct jv **ret, struct b4_error *err)
+static int simple(struct kube_client *c,
+                  const char *method,
+                  const char *path,
+                  const char *query,
+                  const struct jv *body,
+                  struct jv **ret,
+                  struct b4_error *err)
 {
-        struct kube_req req = { .method = method, .path = path, .query = query, .body = body,
-                                .cancel_fd = -EBADF };
+        struct kube_req req = {
+                .method = method, .path = path, .query = query, .body = body, .cancel_fd = -EBADF
+        };
         struct kube_reply reply = { 0 };
         int r = kube_request(c, &req, &reply, err);
 
@@ -327,19 +363,28 @@ int kube_get(struct kube_client *c, const char *path, struct jv **ret, struct b4
         return simple(c, "GET", path, NULL, NULL, ret, err);
 }
 
-int kube_create(struct kube_client *c, const char *path, const struct jv *obj, struct jv **ret,
+int kube_create(struct kube_client *c,
+                const char *path,
+                const struct jv *obj,
+                struct jv **ret,
                 struct b4_error *err)
 {
         return simple(c, "POST", path, NULL, obj, ret, err);
 }
 
-int kube_replace(struct kube_client *c, const char *path, const struct jv *obj, struct jv **ret,
+int kube_replace(struct kube_client *c,
+                 const char *path,
+                 const struct jv *obj,
+                 struct jv **ret,
                  struct b4_error *err)
 {
         return simple(c, "PUT", path, NULL, obj, ret, err);
 }
 
-int kube_patch(struct kube_client *c, const char *path, const struct jv *patch, struct jv **ret,
+int kube_patch(struct kube_client *c,
+               const char *path,
+               const struct jv *patch,
+               struct jv **ret,
                struct b4_error *err)
 {
         return simple(c, "PATCH", path, NULL, patch, ret, err);
@@ -370,16 +415,21 @@ static int stream_error(struct http_stream *s, int cancel_fd, struct b4_error *e
         return r;
 }
 
-int kube_stream_open(struct kube_client *c, const char *path_query, int cancel_fd,
-                     struct http_stream **ret, struct b4_error *err)
+int kube_stream_open(struct kube_client *c,
+                     const char *path_query,
+                     int cancel_fd,
+                     struct http_stream **ret,
+                     struct b4_error *err)
 {
         uint64_t deadline = now_msec() + DEFAULT_TIMEOUT_MS;
         bool reread = false;
         int r;
 
         for (;;) {
-                struct http_req hr = { .method = "GET", .path = path_query,
-                                       .accept = "application/json", .timeout_ms = DEFAULT_TIMEOUT_MS };
+                struct http_req hr = { .method = "GET",
+                                       .path = path_query,
+                                       .accept = "application/json",
+                                       .timeout_ms = DEFAULT_TIMEOUT_MS };
                 struct http_stream *s = NULL;
                 char *token = NULL;
                 r = throttle(c, deadline, cancel_fd, err);

@@ -34,8 +34,8 @@ static int errno_of(long status, const char *reason)
                 long status;
                 int error;
         } table[] = {
-                { 400, -EINVAL },     { 401, -EPERM },  { 403, -EACCES }, { 404, -ENOENT },
-                { 405, -EOPNOTSUPP }, { 410, -ESTALE }, { 413, -EFBIG },  { 422, -EINVAL },
+                { 400, -EINVAL },     { 401, -EPERM },     { 403, -EACCES }, { 404, -ENOENT },
+                { 405, -EOPNOTSUPP }, { 410, -ESTALE },    { 413, -EFBIG },  { 422, -EINVAL },
                 { 429, -EBUSY },      { 504, -ETIMEDOUT },
         };
 

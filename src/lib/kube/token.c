@@ -59,16 +59,18 @@ static int reread(struct kube_token *t, const struct stat *st, struct b4_error *
         int r = read_file_at(AT_FDCWD, t->file, KUBE_TOKEN_MAX, &buf, &len);
 
         if (r < 0)
-                return b4_error_set(err, r == -EFBIG ? -EINVAL : r, "cannot read the token file "
-                                                                   "'%s': %s",
+                return b4_error_set(err, r == -EFBIG ? -EINVAL : r,
+                                    "cannot read the token file "
+                                    "'%s': %s",
                                     t->file, r == -EFBIG ? "too large" : strerror(-r));
         while (len > 0 && strchr(" \t\r\n", buf[len - 1]))
                 buf[--len] = '\0';
         for (size_t i = 0; i < len; i++)
                 if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f) {
                         free_secret(buf);
-                        return b4_error_set(err, -EINVAL, "the token file '%s' holds a control "
-                                                          "character",
+                        return b4_error_set(err, -EINVAL,
+                                            "the token file '%s' holds a control "
+                                            "character",
                                             t->file);
                 }
         if (len == 0) {
@@ -94,8 +96,8 @@ static int get_locked(struct kube_token *t, char **ret, struct b4_error *err)
         if (t->file) {
                 if (stat(t->file, &st) < 0) {
                         r = -errno;
-                        return b4_error_set(err, r, "cannot read the token file '%s': %s",
-                                            t->file, strerror(-r));
+                        return b4_error_set(err, r, "cannot read the token file '%s': %s", t->file,
+                                            strerror(-r));
                 }
                 if (t->stale || !t->value || changed(t, &st) ||
                     now_msec() - t->read_ms >= KUBE_TOKEN_REREAD_MS) {

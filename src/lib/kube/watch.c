@@ -63,9 +63,11 @@ static int track_rv(struct kube_watch_parser *p, const struct jv *object, struct
         if (!jv_is_string(rv) || n == 0 || n > RV_MAX || strlen(jv_string(rv)) != n)
                 return b4_error_set(err, -EPROTO, "a watch event with a bad resourceVersion");
         for (size_t i = 0; i < n; i++)
-                if ((unsigned char)jv_string(rv)[i] <= 0x20 || (unsigned char)jv_string(rv)[i] >= 0x7f)
-                        return b4_error_set(err, -EPROTO, "a watch event with a bad "
-                                                          "resourceVersion");
+                if ((unsigned char)jv_string(rv)[i] <= 0x20 ||
+                    (unsigned char)jv_string(rv)[i] >= 0x7f)
+                        return b4_error_set(err, -EPROTO,
+                                            "a watch event with a bad "
+                                            "resourceVersion");
         copy = b4_strdup(jv_string(rv));
         if (!copy)
                 return b4_error_set(err, -ENOMEM, "out of memory");
@@ -83,8 +85,12 @@ static int error_event(const struct jv *object, struct b4_error *err)
         return b4_error_wrap(err, kube_status_from_object(status, object, err), "watch");
 }
 
-static int decode_line(struct kube_watch_parser *p, const char *line, size_t len,
-                       kube_event_fn fn, void *userdata, struct b4_error *err)
+static int decode_line(struct kube_watch_parser *p,
+                       const char *line,
+                       size_t len,
+                       kube_event_fn fn,
+                       void *userdata,
+                       struct b4_error *err)
 {
         cleanup_(jv_unrefp) struct jv *ev = NULL;
         enum kube_event_type type;
@@ -115,8 +121,7 @@ static int decode_line(struct kube_watch_parser *p, const char *line, size_t len
 }
 
 /* Append @len bytes to the partial line, within the cap. */
-static int line_add(struct kube_watch_parser *p, const char *data, size_t len,
-                    struct b4_error *err)
+static int line_add(struct kube_watch_parser *p, const char *data, size_t len, struct b4_error *err)
 {
         if (len > KUBE_WATCH_EVENT_MAX - p->len)
                 return b4_error_set(err, -EPROTO, "a watch event larger than %u bytes",
@@ -146,7 +151,9 @@ static bool blank(const char *s, size_t len)
 }
 
 /* Decode the partial line (it is complete), then forget it. */
-static int flush(struct kube_watch_parser *p, kube_event_fn fn, void *userdata,
+static int flush(struct kube_watch_parser *p,
+                 kube_event_fn fn,
+                 void *userdata,
                  struct b4_error *err)
 {
         size_t len = p->len;
@@ -157,8 +164,12 @@ static int flush(struct kube_watch_parser *p, kube_event_fn fn, void *userdata,
         return decode_line(p, p->line, len, fn, userdata, err);
 }
 
-int kube_watch_parser_feed(struct kube_watch_parser *p, const char *data, size_t len,
-                           kube_event_fn fn, void *userdata, struct b4_error *err)
+int kube_watch_parser_feed(struct kube_watch_parser *p,
+                           const char *data,
+                           size_t len,
+                           kube_event_fn fn,
+                           void *userdata,
+                           struct b4_error *err)
 {
         int r;
 
@@ -184,7 +195,9 @@ int kube_watch_parser_feed(struct kube_watch_parser *p, const char *data, size_t
         return 0;
 }
 
-int kube_watch_parser_finish(struct kube_watch_parser *p, kube_event_fn fn, void *userdata,
+int kube_watch_parser_finish(struct kube_watch_parser *p,
+                             kube_event_fn fn,
+                             void *userdata,
                              struct b4_error *err)
 {
         return p->len ? flush(p, fn, userdata, err) : 0;
@@ -215,11 +228,16 @@ static int watch_url(const struct kube_watch_req *req, char **ret)
         return r;
 }
 
-static int pump(struct http_stream *s, struct kube_watch_parser *p, const struct kube_watch_req *req,
-                kube_event_fn fn, void *userdata, struct b4_error *err)
+static int pump(struct http_stream *s,
+                struct kube_watch_parser *p,
+                const struct kube_watch_req *req,
+                kube_event_fn fn,
+                void *userdata,
+                struct b4_error *err)
 {
-        uint64_t deadline = now_msec() + (uint64_t)(req->timeout_s ? req->timeout_s : DEFAULT_TIMEOUT) *
-                                                 1000 + READ_SLACK_MS;
+        uint64_t deadline = now_msec() +
+                            (uint64_t)(req->timeout_s ? req->timeout_s : DEFAULT_TIMEOUT) * 1000 +
+                            READ_SLACK_MS;
         char buf[16384];
         ssize_t k;
         int r;
@@ -234,8 +252,12 @@ static int pump(struct http_stream *s, struct kube_watch_parser *p, const struct
         return kube_watch_parser_finish(p, fn, userdata, err);
 }
 
-int kube_watch(struct kube_client *c, const struct kube_watch_req *req, kube_event_fn fn,
-               void *userdata, char **ret_rv, struct b4_error *err)
+int kube_watch(struct kube_client *c,
+               const struct kube_watch_req *req,
+               kube_event_fn fn,
+               void *userdata,
+               char **ret_rv,
+               struct b4_error *err)
 {
         cleanup_(http_stream_freep) struct http_stream *s = NULL;
         cleanup_(kube_watch_parser_release) struct kube_watch_parser p = { 0 };

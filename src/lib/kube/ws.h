@@ -63,6 +63,8 @@ struct kube_conn_opts {
         bool insecure;       /* no certificate checks (kubeconfig's insecure-skip-tls-verify,
                               * which the configuration allows only when told to) */
         uint64_t timeout_ms; /* connect + TLS; 0 = KUBE_WS_TIMEOUT_MS (the upgrade too) */
+        uint64_t ping_ms;    /* long-lived streams (kube_exec_transport()): a ping after this
+                              * long without a message; 0 = KUBE_EXEC_PING_MS (exec.h) */
 };
 
 /* One upgrade. */
