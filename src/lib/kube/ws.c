@@ -1003,6 +1003,9 @@ static int curl_setup(CURL *h, const struct kube_conn_opts *c, const struct kube
             curl_easy_setopt(h, CURLOPT_CONNECT_ONLY, 1L) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
+            /* through a proxy (libcurl honours https_proxy and friends), always a tunnel:
+             * the upgrade is ours to write, end to end */
+            curl_easy_setopt(h, CURLOPT_HTTPPROXYTUNNEL, 1L) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L) != CURLE_OK ||
