@@ -164,8 +164,9 @@ int kube_exec_run(const struct kube_conn_opts *c,
  * the error channel's Status ends the stream (read returns 0; a non-zero exit is logged),
  * a ping goes out after KUBE_EXEC_PING_MS without a message (idle timeouts of proxies and
  * the API server's 4 h).
- * Any other channel or a breach fails the read -EPROTO. The transport's close sends the v5
- * close signal and a close frame, then frees. Give *ret to agent_conn_open(), which owns it.
+ * Any other channel or a breach fails the read -EPROTO. The transport's shutdown shuts the
+ * socket down (the API server ends the exec; the agent sees the end of its stdin, v4 or
+ * v5) and its close frees. Give *ret to agent_conn_open(), which owns it.
  * @cancel_fd: for the upgrade only (-EBADF = none).
  * Return: 0, or the errors of kube_ws_connect(), -EINVAL/-E2BIG (kube_exec_path()).
  */

@@ -19,9 +19,10 @@ struct jv;
 
 /* ---- token source (rest.c) ---- */
 
-#define KUBE_TOKEN_MAX       (64u * 1024)
-#define KUBE_TOKEN_REREAD_MS 60000u /* client-go's cached file token source re-reads each minute \
-                                     */
+#define KUBE_TOKEN_MAX (64u * 1024)
+#define KUBE_TOKEN_REREAD_MS                                         \
+ 60000u /* client-go's cached file token source re-reads each minute \
+         */
 
 /*
  * A bearer token: static, or a file re-read when its identity (dev, inode, size, mtime)

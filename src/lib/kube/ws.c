@@ -1069,6 +1069,7 @@ int kube_ws_connect(const struct kube_conn_opts *c,
                 return b4_error_set(err, -EINVAL, "libcurl refused the connection options");
         res = curl_easy_perform(ws->curl);
         (void)curl_easy_setopt(ws->curl, CURLOPT_ERRORBUFFER, NULL);
+        (void)curl_easy_setopt(ws->curl, CURLOPT_NOPROGRESS, 1L); /* @o is the caller's */
         if (res != CURLE_OK)
                 return b4_error_set(err, curl_errno(res), "cannot reach the API server %s: %s",
                                     c->server, errbuf[0] ? errbuf : curl_easy_strerror(res));
