@@ -177,6 +177,56 @@ static void refusals(void)
         check(r == -EIO, "a server certificate from another CA is refused (TLS)", &err);
 }
 
+static int read_file(const char *path, char **ret, size_t *ret_len);
+
+/* The kubeconfig's client-certificate context: no token, TLS client authentication (the
+ * certificate and key as files, then as PEM bytes). */
+static void client_cert(const char *kubeconfig)
+{
+        struct kube_options opts = { .kubeconfig = kubeconfig, .context = "fake-cert" };
+        struct kube_config cfg = { 0 };
+        struct kube_exec_result res = { 0 };
+        struct b4_error err = { 0 };
+        struct kube_exec_target t = { .namespace_name = NS, .pod = POD, .argv = ARGV("id", "-u") };
+        struct kube_exec_run_opts o = { .cancel_fd = -EBADF };
+        struct kube_conn_opts cc;
+        char *cert = NULL, *key = NULL;
+        size_t cert_len = 0, key_len = 0;
+        int r;
+
+        r = kube_config_resolve(&opts, &cfg, &err);
+        check(r == 0 && !cfg.token && !cfg.token_file && (cfg.cert_file || cfg.cert_pem),
+              "the client-certificate context resolves without a token", &err);
+        if (r < 0)
+                return;
+        kube_exec_conn_opts(&cfg, NULL, &cc);
+        r = kube_exec_run(&cc, &t, &o, &res, &err);
+        check(r == 0 && res.exit_code == 0 && res.out && !strcmp(res.out, "1000\n"),
+              "exec authenticated by the client certificate", &err);
+        kube_exec_result_clear(&res);
+        /* the same pair as PEM bytes */
+        if (cfg.cert_file && cfg.key_file && read_file(cfg.cert_file, &cert, &cert_len) == 0 &&
+            read_file(cfg.key_file, &key, &key_len) == 0) {
+                cc.cert_file = cc.key_file = NULL;
+                cc.cert_blob = cert;
+                cc.cert_blob_len = cert_len;
+                cc.key_blob = key;
+                cc.key_blob_len = key_len;
+                err = (struct b4_error){ 0 };
+                r = kube_exec_run(&cc, &t, &o, &res, &err);
+                check(r == 0 && res.exit_code == 0, "the certificate and key as PEM bytes", &err);
+                kube_exec_result_clear(&res);
+        }
+        free(cert);
+        free(key);
+        /* no credentials at all */
+        cc.cert_blob = cc.key_blob = NULL;
+        err = (struct b4_error){ 0 };
+        r = kube_exec_run(&cc, &t, &o, &res, &err);
+        check(r == -EPERM, "no credentials: 401 -> -EPERM", &err);
+        kube_config_release(&cfg);
+}
+
 static int read_file(const char *path, char **ret, size_t *ret_len)
 {
         cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -364,6 +414,7 @@ int main(int argc, char **argv)
         } else {
                 one_shots();
                 refusals();
+                client_cert(argv[1]);
                 agent_session(argv[2]);
                 printf("1..%d\n", tap_n);
         }
