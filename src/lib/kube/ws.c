@@ -368,8 +368,9 @@ static void send_unlock(struct kube_ws *ws)
 }
 
 /* Queue a control frame; a close replaces anything, nothing replaces a close. Written now
- * when the send side is free, else by its holder. @wait: take the send side even if busy. */
-static void queue_control(struct kube_ws *ws, uint8_t op, const void *p, size_t len, bool wait)
+ * when the send side is free, else by its holder right after its frame: never waited for,
+ * so neither the reader nor a closer can hang behind a sender stuck in backpressure. */
+static void queue_control(struct kube_ws *ws, uint8_t op, const void *p, size_t len)
 {
         (void)pthread_mutex_lock(&ws->ctl_lock);
         if (!(ws->ctl_pending && ws->ctl_op == KUBE_WS_CLOSE)) {
@@ -380,9 +381,7 @@ static void queue_control(struct kube_ws *ws, uint8_t op, const void *p, size_t 
                         memcpy(ws->ctl_payload, p, len);
         }
         (void)pthread_mutex_unlock(&ws->ctl_lock);
-        if (wait)
-                (void)pthread_mutex_lock(&ws->send_lock);
-        else if (pthread_mutex_trylock(&ws->send_lock) != 0)
+        if (pthread_mutex_trylock(&ws->send_lock) != 0)
                 return;
         send_unlock(ws);
 }
@@ -428,7 +427,7 @@ int kube_ws_close(struct kube_ws *ws, uint16_t code, struct b4_error *err)
         }
         ws->close_sent = true;
         (void)pthread_mutex_unlock(&ws->ctl_lock);
-        queue_control(ws, KUBE_WS_CLOSE, p, sizeof(p), true);
+        queue_control(ws, KUBE_WS_CLOSE, p, sizeof(p));
         return 0;
 }
 
@@ -467,7 +466,7 @@ static int on_close(struct kube_ws *ws, const uint8_t *p, size_t len)
         ws->close_sent = true;
         (void)pthread_mutex_unlock(&ws->ctl_lock);
         if (reply)
-                queue_control(ws, KUBE_WS_CLOSE, p, len >= 2 ? 2 : 0, false);
+                queue_control(ws, KUBE_WS_CLOSE, p, len >= 2 ? 2 : 0);
         return 0;
 }
 
@@ -496,7 +495,7 @@ static int next_frame(struct kube_ws *ws, uint64_t deadline_ms, int cancel_fd, c
 
                         ws->roff += f.len;
                         if (f.op == KUBE_WS_PING)
-                                queue_control(ws, KUBE_WS_PONG, p, f.len, false);
+                                queue_control(ws, KUBE_WS_PONG, p, f.len);
                         if (f.op != KUBE_WS_CLOSE)
                                 continue;
                         r = on_close(ws, p, f.len);

@@ -120,9 +120,11 @@ int kube_ws_send(struct kube_ws *ws,
                  struct b4_error *err);
 
 /**
- * kube_ws_close() - start (or answer) the close handshake with @code (1000 normal); once:
- * a second call is a no-op. Later reads still deliver what the server sends until its close.
- * Return: as kube_ws_send().
+ * kube_ws_close() - start the close handshake with @code (1000 normal); once: a second
+ * call is a no-op. The frame is written now when no send is in progress, else right after
+ * it (never waited for). Later reads still deliver what the server sends until its close.
+ * Data sends fail -EPIPE from now on.
+ * Return: 0, -EINVAL (a code that may not be sent).
  */
 int kube_ws_close(struct kube_ws *ws, uint16_t code, struct b4_error *err);
 
