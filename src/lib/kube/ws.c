@@ -972,10 +972,38 @@ int kube_ws_connect_fd(int fd,
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_result;
+/* TLS sessions shared by every exec connection of the process (libcurl keys them by host,
+ * port and TLS configuration): a resumed handshake for each exec after the first. Lives as
+ * long as the process. */
+static CURLSH *tls_sessions;
+static pthread_mutex_t share_lock[CURL_LOCK_DATA_LAST];
+
+static void on_share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *userdata)
+{
+        (void)pthread_mutex_lock(&share_lock[data]);
+}
+
+static void on_share_unlock(CURL *h, curl_lock_data data, void *userdata)
+{
+        (void)pthread_mutex_unlock(&share_lock[data]);
+}
 
 static void curl_init(void)
 {
         curl_init_result = curl_global_init(CURL_GLOBAL_SSL);
+        if (curl_init_result != CURLE_OK)
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(share_lock); i++)
+                (void)pthread_mutex_init(&share_lock[i], NULL);
+        tls_sessions = curl_share_init();
+        if (tls_sessions &&
+            (curl_share_setopt(tls_sessions, CURLSHOPT_LOCKFUNC, on_share_lock) != CURLSHE_OK ||
+             curl_share_setopt(tls_sessions, CURLSHOPT_UNLOCKFUNC, on_share_unlock) != CURLSHE_OK ||
+             curl_share_setopt(tls_sessions, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) !=
+                     CURLSHE_OK)) {
+                (void)curl_share_cleanup(tls_sessions);
+                tls_sessions = NULL; /* full handshakes then */
+        }
 }
 
 static int on_progress(void *userdata, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
@@ -1010,6 +1038,8 @@ static int curl_setup(CURL *h, const struct kube_conn_opts *c, const struct kube
             curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_XFERINFODATA, (void *)o) != CURLE_OK)
+                return -EINVAL;
+        if (tls_sessions && curl_easy_setopt(h, CURLOPT_SHARE, tls_sessions) != CURLE_OK)
                 return -EINVAL;
         if (c->insecure && (curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L) != CURLE_OK ||
                             curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L) != CURLE_OK))
