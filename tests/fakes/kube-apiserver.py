@@ -1939,15 +1939,16 @@ class ExecSession:
     def __init__(self, fake, handler, sock, proto, argv, opts, spec, drop):
         self.fake, self.handler, self.sock, self.proto = fake, handler, sock, proto
         self.argv, self.opts, self.spec, self.drop = argv, opts, spec, drop
-        self.proc = None
+        self.pid = None
+        self.alive = False
         self.killed = False
 
     def kill(self):
+        """Kill the sandbox helper; its PID 1 follows (PDEATHSIG) and takes the tree along."""
         self.killed = True
-        p = self.proc
-        if p and p.poll() is None:
+        if self.pid and self.alive:
             try:
-                p.kill()
+                os.kill(self.pid, signal.SIGKILL)
             except OSError:
                 pass
 
@@ -1955,46 +1956,44 @@ class ExecSession:
         self.sock.sendall(ws_frame(2, bytes([channel]) + data))
 
     def run(self):
+        ends = {}
+        child = []
+        for name, wanted in (("stdin", self.opts["stdin"]), ("stdout", self.opts["stdout"]),
+                             ("stderr", self.opts["stderr"])):
+            if wanted:
+                r, w = os.pipe()
+                ours, theirs = (w, r) if name == "stdin" else (r, w)
+                ends[name] = ours
+                child.append(theirs)
+            else:
+                child.append(os.open(os.devnull, os.O_RDWR))
         status_r, status_w = os.pipe()
-        os.set_inheritable(status_w, True)
-        self.spec["statusFd"] = status_w
-        run = os.path.join(self.fake.state, "run")
-        os.makedirs(run, exist_ok=True)
-        spec_path = os.path.join(run, "exec-%s.json" % secrets.token_hex(8))
-        write_atomic(spec_path, json.dumps(self.spec), 0o600)
+        child.append(status_w)
+        self.alive = True
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-S", os.path.abspath(__file__), "--sandbox-exec", spec_path],
-                stdin=subprocess.PIPE if self.opts["stdin"] else subprocess.DEVNULL,
-                stdout=subprocess.PIPE if self.opts["stdout"] else subprocess.DEVNULL,
-                stderr=subprocess.PIPE if self.opts["stderr"] else subprocess.DEVNULL,
-                pass_fds=(status_w,), start_new_session=True)
+            self.pid = self.fake.zygote.spawn(self.spec, child)
         finally:
-            os.close(status_w)
+            for fd in child:
+                os.close(fd)
         try:
-            return self.pump(status_r)
+            return self.pump(ends, status_r)
         finally:
             self.kill()
-            if self.proc:
-                for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-                    if f:
-                        try:
-                            f.close()
-                        except OSError:
-                            pass
-                self.proc.wait()
-            os.close(status_r)
+            for fd in list(ends.values()) + [status_r]:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
 
-    def pump(self, status_r):
-        p = self.proc
+    def pump(self, ends, status_r):
         outs = {}
-        if p.stdout:
-            outs[p.stdout.fileno()] = 1
-        if p.stderr:
-            outs[p.stderr.fileno()] = 2
+        if "stdout" in ends:
+            outs[ends["stdout"]] = 1
+        if "stderr" in ends:
+            outs[ends["stderr"]] = 2
         for fd in outs:
             os.set_blocking(fd, False)
-        stdin_fd = p.stdin.fileno() if p.stdin else None
+        stdin_fd = ends.get("stdin")
         if stdin_fd is not None:
             os.set_blocking(stdin_fd, False)
         pending_in = bytearray()
@@ -2049,7 +2048,7 @@ class ExecSession:
                     pending_in.clear()
                     stdin_eof = True
             if stdin_fd is not None and stdin_eof and not pending_in:
-                p.stdin.close()
+                os.close(ends.pop("stdin"))
                 stdin_fd = None
             for fd in [fd for fd in ready_r if fd in outs]:
                 try:
@@ -2066,15 +2065,15 @@ class ExecSession:
                     status_buf += data
                 else:
                     status_open = False
-        code = p.wait()
-        error = None
-        if status_buf:
+                    self.alive = False
+        code, error = 1, None
+        for line in status_buf.splitlines():
             try:
-                error = json.loads(status_buf).get("error")
+                msg = json.loads(line)
             except ValueError:
-                error = status_buf.decode(errors="replace")
-        if code < 0:
-            code = 128 - code
+                continue
+            error = msg.get("error", error)
+            code = msg.get("exit", code)
         st = exit_status(self.argv, code, error)
         if self.proto == "channel.k8s.io":
             if st["status"] != "Success":
@@ -2547,6 +2546,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     if cursor < store.floor:
                         expired = store.floor
                         break
+                    if self.client_gone():
+                        return
                     if fake.take_watch_drop():
                         drop = True
                         break
@@ -2588,6 +2589,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                   "metadata": {"resourceVersion": str(cursor)}})
                 last_bookmark = time.monotonic()
         self.wfile.write(b"0\r\n\r\n")
+
+    def client_gone(self):
+        """A watch's client sends nothing after its request: readable means closed."""
+        sock = self.connection
+        try:
+            r, _, _ = select.select([sock], [], [], 0)
+            if not r and not sock.pending():
+                return False
+            sock.setblocking(False)
+            try:
+                return sock.recv(1) == b""
+            finally:
+                sock.setblocking(True)
+                sock.settimeout(300)
+        except ssl.SSLWantReadError:
+            return False
+        except (OSError, ssl.SSLError, ValueError):
+            return True
 
     # -- exec ---------------------------------------------------------------------------------
 
@@ -2757,6 +2776,7 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     request_queue_size = 128
 
     def finish_request(self, request, client_address):
+        request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         request.settimeout(10)
         try:
             tls = self.ssl_context.wrap_socket(request, server_side=True)
@@ -2860,6 +2880,7 @@ def main(argv):
     ap.add_argument("--log")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
+    zygote = Zygote()
     state = os.path.abspath(args.state)
     os.makedirs(state, exist_ok=True)
     if args.cert:
@@ -2867,6 +2888,7 @@ def main(argv):
     else:
         cert, key, ca = make_certs(state)
     fake = Fake(args, state)
+    fake.zygote = zygote
     if not args.token_file:
         write_atomic(fake.token_file, "fake-token-%s fake-user\n" % secrets.token_hex(16), 0o600)
     token = next(iter(fake.tokens()), None)
@@ -2910,7 +2932,64 @@ def main(argv):
 
 
 # ---------------------------------------------------------------------------------------------
-# The sandbox an exec runs in (a separate process: `--sandbox-exec SPEC`)
+# The sandbox an exec runs in. A zygote forked at start, before any thread, forks one helper
+# per exec (fast, and fork-safe); the helper builds the namespaces and reports the exit code on
+# the status pipe as {"exit": N} (or {"error": "..."} when the command cannot start).
+
+
+class Zygote:
+    def __init__(self):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.pid = os.fork()
+        if self.pid == 0:
+            ours.close()
+            zygote_main(theirs)
+        theirs.close()
+        self.sock = ours
+        self.lock = threading.Lock()
+
+    def spawn(self, spec, fds):
+        """fds: the child's stdin, stdout, stderr and status pipe → the helper's pid."""
+        with self.lock:
+            socket.send_fds(self.sock, [json.dumps(spec).encode()], fds)
+            reply = self.sock.recv(64)
+        if not reply:
+            raise OSError("the sandbox zygote is gone")
+        return int(reply)
+
+
+def zygote_main(sock):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 1 << 20, 8)
+        except OSError:
+            os._exit(0)
+        if not msg:
+            os._exit(0)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                sock.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                os.setsid()
+                for i in range(3):
+                    os.dup2(fds[i], i)
+                spec = json.loads(msg)
+                spec["statusFd"] = os.dup(fds[3])
+                for fd in fds:
+                    os.close(fd)
+                sandbox_main(spec)
+            finally:
+                os._exit(127)
+        for fd in fds:
+            os.close(fd)
+        sock.send(str(pid).encode())
+
 
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUTS = 0x00020000, 0x20000000, 0x04000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
@@ -2929,7 +3008,7 @@ def sandbox_main(spec):
     status_fd = spec["statusFd"]
 
     def fail(msg):
-        os.write(status_fd, json.dumps({"error": msg}).encode())
+        os.write(status_fd, json.dumps({"error": msg}).encode() + b"\n")
         os._exit(127)
 
     def check(rc, what):
@@ -2953,12 +3032,12 @@ def sandbox_main(spec):
     mount(None, "/", None, MS_REC | MS_PRIVATE, "make / private")
     pid = os.fork()
     if pid:
-        os.close(status_fd)
         for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(s, signal.SIG_IGN)
         _, st = os.waitpid(pid, 0)
-        os._exit(os.waitstatus_to_exitcode(st) if os.WIFEXITED(st) else
-                 128 + os.WTERMSIG(st))
+        code = os.waitstatus_to_exitcode(st) if os.WIFEXITED(st) else 128 + os.WTERMSIG(st)
+        os.write(status_fd, json.dumps({"exit": code}).encode() + b"\n")
+        os._exit(code)
     # PID 1 of the sandbox: when it dies, the kernel kills everything the command started.
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     libc.sethostname(spec["hostname"].encode(), len(spec["hostname"].encode()))
@@ -3049,9 +3128,4 @@ def run_command(spec, libc, root, fail):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--sandbox-exec":
-        with open(sys.argv[2]) as spec_file:
-            sandbox_spec = json.load(spec_file)
-        os.unlink(sys.argv[2])
-        sandbox_main(sandbox_spec)
     sys.exit(main(sys.argv[1:]))
