@@ -177,6 +177,7 @@ RESOURCES = {
     ("", "namespaces"): Resource("", "v1", "namespaces", "namespace", "Namespace", False,
                                  ["create", "delete", "get", "list", "patch", "update", "watch"],
                                  ["ns"]),
+    ("", "events"): Resource("", "v1", "events", "event", "Event", True, RW, ["ev"]),
     ("networking.k8s.io", "networkpolicies"): Resource("networking.k8s.io", "v1",
                                                        "networkpolicies", "networkpolicy",
                                                        "NetworkPolicy", True, RW, ["netpol"]),
@@ -424,7 +425,10 @@ FIELDS = {"Pod": ("metadata.name", "metadata.namespace", "spec.nodeName", "statu
                   "spec.restartPolicy"),
           "PersistentVolumeClaim": ("metadata.name", "metadata.namespace"),
           "NetworkPolicy": ("metadata.name", "metadata.namespace"),
-          "Namespace": ("metadata.name", "status.phase")}
+          "Namespace": ("metadata.name", "status.phase"),
+          "Event": ("metadata.name", "metadata.namespace", "involvedObject.kind",
+                    "involvedObject.name", "involvedObject.namespace", "involvedObject.uid",
+                    "reason", "type", "source", "reportingComponent")}
 
 
 def parse_field_selector(s, res):
@@ -942,6 +946,7 @@ class Fake:
         self.token_cache = (None, {})
         self.admin_token = None
         self.pod_side = {}
+        self.event_names = {}
         self.execs = {}
         self.exec_lock = threading.Lock()
         self.watch_gen = 0
@@ -1290,6 +1295,8 @@ class Fake:
                 new["metadata"]["deletionTimestamp"] = now_rfc3339(time.time() + grace)
                 new["metadata"]["deletionGracePeriodSeconds"] = grace
                 self.store.put(res, new, "MODIFIED", obj)
+                for c in obj["spec"]["containers"]:
+                    self.event(obj, "Normal", "Killing", "Stopping container %s" % c["name"])
                 return (202 if deferred else 200), copy.deepcopy(new)
             if obj["metadata"].get("finalizers"):
                 if obj["metadata"].get("deletionTimestamp"):
@@ -1445,11 +1452,15 @@ class Fake:
                 else:
                     message = "0/1 nodes are available: %s. preemption: 0/1 nodes are " \
                               "available: 1 Preemption is not helpful for scheduling." % why
+                old = (status.get("conditions") or [{}])[0]
+                if old.get("reason") == "Unschedulable" and old.get("message") == message:
+                    return
                 status["conditions"] = [{"type": "PodScheduled", "status": "False",
                                          "lastProbeTime": None,
                                          "lastTransitionTime": now_rfc3339(),
                                          "reason": "Unschedulable", "message": message}]
                 self.put_status(pods, pod, status)
+                self.event(pod, "Warning", "FailedScheduling", message, "default-scheduler")
                 return
             new = copy.deepcopy(pod)
             new["spec"]["nodeName"] = "fake-node-1"
@@ -1458,6 +1469,8 @@ class Fake:
                                             "lastTransitionTime": now_rfc3339()}]
             side["scheduled"] = now
             self.store.put(pods, new, "MODIFIED", pod)
+            self.event(pod, "Normal", "Scheduled", "Successfully assigned %s/%s to fake-node-1"
+                       % (meta["namespace"], meta["name"]), "default-scheduler")
             return
         scheduled = side.setdefault("scheduled", now)
         if now - scheduled < self.settings.start_ms / 1000.0:
@@ -1491,6 +1504,39 @@ class Fake:
                                              pod["metadata"]["uid"], c["name"])
         return None
 
+    def event(self, obj, etype, reason, message, component="kubelet"):
+        """Under lock: a core/v1 Event about obj, deduplicated like the event recorder's
+        aggregation (same object, reason and message → count + 1)."""
+        events = RESOURCES[("", "events")]
+        meta = obj["metadata"]
+        key = (meta["uid"], etype, reason, message)
+        name = self.event_names.get(key)
+        now = now_rfc3339()
+        old = self.store.get(events, meta["namespace"], name) if name else None
+        if old is not None:
+            new = copy.deepcopy(old)
+            new["count"] = old.get("count", 1) + 1
+            new["lastTimestamp"] = now
+            self.store.put(events, new, "MODIFIED", old)
+            return
+        name = "%s.%s" % (meta["name"], secrets.token_hex(8))
+        self.event_names[key] = name
+        source = {"component": component}
+        if component == "kubelet":
+            source["host"] = "fake-node-1"
+        ev = {"apiVersion": "v1", "kind": "Event",
+              "metadata": {"name": name, "namespace": meta["namespace"],
+                           "uid": str(uuid.uuid4()), "creationTimestamp": now},
+              "involvedObject": {"kind": obj.get("kind", "Pod"), "namespace": meta["namespace"],
+                                 "name": meta["name"], "uid": meta["uid"],
+                                 "apiVersion": obj.get("apiVersion", "v1"),
+                                 "resourceVersion": meta.get("resourceVersion", "")},
+              "reason": reason, "message": message, "source": source,
+              "firstTimestamp": now, "lastTimestamp": now, "count": 1, "type": etype,
+              "eventTime": None, "reportingComponent": component,
+              "reportingInstance": "fake-node-1" if component == "kubelet" else ""}
+        self.store.put(events, ev, "ADDED")
+
     def put_status(self, pods, pod, status):
         if status == pod["status"]:
             return
@@ -1521,6 +1567,8 @@ class Fake:
                        "containerStatuses": [container_status_base(c, pod)
                                              for c in pod["spec"]["containers"]]})
         self.put_status(pods, pod, status)
+        for c in pod["spec"]["containers"]:
+            self.event(pod, "Normal", "Pulling", 'Pulling image "%s"' % c["image"])
 
     def pod_running(self, pods, pod, status):
         self.pod_ip += 1
@@ -1540,6 +1588,10 @@ class Fake:
                        "conditions": self.pod_conditions(True), "containerStatuses": statuses})
         self.prepare_pod_dirs(pod)
         self.put_status(pods, pod, status)
+        for c in pod["spec"]["containers"]:
+            self.event(pod, "Normal", "Pulled", 'Successfully pulled image "%s" in 1ms' % c["image"])
+            self.event(pod, "Normal", "Created", "Created container: %s" % c["name"])
+            self.event(pod, "Normal", "Started", "Started container %s" % c["name"])
 
     def pod_failing(self, pods, pod, status, failure, side, now):
         reason = failure["reason"]
@@ -1594,6 +1646,18 @@ class Fake:
             status["reason"] = "Evicted"
             status["message"] = failure.get("message") or "The node was low on resource: memory."
         self.put_status(pods, pod, status)
+        waiting = state.get("waiting") or {}
+        if waiting.get("reason") == "ErrImagePull":
+            self.event(pod, "Warning", "Failed", "Failed to pull image \"%s\": %s"
+                       % (image, waiting["message"]))
+        elif waiting.get("reason") in ("ImagePullBackOff", "CrashLoopBackOff"):
+            self.event(pod, "Normal" if reason != "CrashLoopBackOff" else "Warning", "BackOff",
+                       waiting["message"] if reason != "CrashLoopBackOff" else
+                       "Back-off restarting failed container %s in pod %s_%s(%s)"
+                       % (names[0], pod["metadata"]["name"], pod["metadata"]["namespace"],
+                          pod["metadata"]["uid"]))
+        if waiting.get("reason"):
+            self.event(pod, "Warning", "Failed", "Error: " + waiting["reason"])
 
     def prepare_pod_dirs(self, pod):
         base = os.path.join(self.state, "pods", pod["metadata"]["uid"])
@@ -1769,6 +1833,9 @@ def table_columns(res):
                 col("Age"), col("VolumeMode", priority=1)]
     if res.kind == "NetworkPolicy":
         return [col("Name", fmt="name"), col("Pod-Selector"), col("Age")]
+    if res.kind == "Event":
+        return [col("Last Seen"), col("Type"), col("Reason"), col("Object"), col("Message"),
+                col("Name", fmt="name", priority=1)]
     return [col("Name", fmt="name"), col("Status"), col("Age")]
 
 
@@ -1791,6 +1858,11 @@ def table_cells(res, o):
                 (st.get("capacity") or {}).get("storage", ""), modes,
                 o["spec"].get("storageClassName") or "<unset>", "<unset>", age,
                 o["spec"].get("volumeMode", "Filesystem")]
+    if res.kind == "Event":
+        inv = o.get("involvedObject") or {}
+        return [human_age(o.get("lastTimestamp")), o.get("type", ""), o.get("reason", ""),
+                "%s/%s" % (inv.get("kind", "").lower(), inv.get("name", "")),
+                o.get("message", ""), meta["name"]]
     if res.kind == "NetworkPolicy":
         sel = (o["spec"].get("podSelector") or {}).get("matchLabels") or {}
         return [meta["name"], ",".join("%s=%s" % kv for kv in sorted(sel.items())) or "<none>",
@@ -1832,6 +1904,7 @@ def wants_table(accept):
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 SUBPROTOCOLS = ["v5.channel.k8s.io", "v4.channel.k8s.io", "channel.k8s.io"]
 MAX_MESSAGE = 16 << 20
+MAX_BODY = 16 << 20
 
 
 class WsClosed(Exception):
@@ -2139,18 +2212,42 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     # -- plumbing -----------------------------------------------------------------------------
 
+    def read_exact(self, n):
+        """rfile is unbuffered (exec hands the raw socket over): a read may come back short."""
+        parts, left = [], n
+        while left > 0:
+            chunk = self.rfile.read(left)
+            if not chunk:
+                raise ConnectionResetError("the client closed mid-body")
+            parts.append(chunk)
+            left -= len(chunk)
+        return b"".join(parts)
+
     def read_body(self):
-        n = int(self.headers.get("Content-Length") or 0)
+        """The request body, once (later calls answer the same bytes); 413 past MAX_BODY."""
+        if self.body is not None:
+            return self.body
+        self.body = b""
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             data = b""
             while True:
                 size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
                 if size == 0:
                     self.rfile.readline()
-                    return data
-                data += self.rfile.read(size)
+                    break
+                if len(data) + size > MAX_BODY:
+                    self.close_connection = True
+                    raise ApiError(413, "RequestEntityTooLarge", "the request body is too large")
+                data += self.read_exact(size)
                 self.rfile.readline()
-        return self.rfile.read(n) if n else b""
+            self.body = data
+            return data
+        n = int(self.headers.get("Content-Length") or 0)
+        if n > MAX_BODY:
+            self.close_connection = True
+            raise ApiError(413, "RequestEntityTooLarge", "the request body is too large")
+        self.body = self.read_exact(n) if n else b""
+        return self.body
 
     def send_json(self, code, obj, headers=None):
         data = json.dumps(obj).encode()
@@ -2190,6 +2287,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         fake = self.server.fake
         self.status_code = 0
         self.entry = None
+        self.body = None
         url = urllib.parse.urlsplit(self.path)
         path = url.path.rstrip("/") or "/"
         query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
@@ -2209,6 +2307,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except ApiError as e:
             if self.entry is not None and "class" not in self.entry:
                 self.entry["class"] = "unauthorized" if e.code == 401 else "other"
+            if self.body is None and not self.close_connection:
+                try:
+                    self.read_body()
+                except ApiError:
+                    pass
             self.send_json(e.code, e.body(), e.headers)
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, socket.timeout):
             self.close_connection = True
