@@ -1444,6 +1444,17 @@ class Fake:
                     why = 'persistentvolumeclaim "%s" is being deleted' % claim
                 elif pvc["status"].get("phase") != "Bound":
                     why = "pod has unbound immediate PersistentVolumeClaims"
+                elif "ReadWriteOncePod" in (pvc["spec"].get("accessModes") or []) and any(
+                        claim in pod_claims(p) and p["spec"].get("nodeName")
+                        for p in self.store.items(pods, meta["namespace"])
+                        if p["metadata"]["uid"] != meta["uid"]):
+                    why = "0/1 nodes are available: 1 node has pod using PersistentVolumeClaim " \
+                          "with the same name and ReadWriteOncePod access mode. preemption: " \
+                          "0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+            if why is None and not node_fits(pod):
+                why = "0/1 nodes are available: 1 node(s) didn't match Pod's node " \
+                      "affinity/selector. preemption: 0/1 nodes are available: 1 Preemption is " \
+                      "not helpful for scheduling."
             if why is None and now - side["created"] < self.settings.schedule_ms / 1000.0:
                 return
             if why is not None:
@@ -1477,6 +1488,8 @@ class Fake:
             if "containerStatuses" not in status:
                 self.pod_starting(pods, pod, status)
             return
+        if status.get("phase") in ("Failed", "Succeeded") and not reason:
+            return
         if reason == "Disappear":
             self.on_gone(pods, pod, None)
             self.store.remove(pods, pod)
@@ -1491,6 +1504,23 @@ class Fake:
             return
         if status.get("phase") != "Running":
             self.pod_running(pods, pod, status)
+            return
+        deadline = pod["spec"].get("activeDeadlineSeconds")
+        if deadline is not None and now - scheduled >= float(deadline):
+            self.kill_execs(uid)
+            status.update({"phase": "Failed", "reason": "DeadlineExceeded",
+                           "message": "Pod was active on the node longer than the specified "
+                                      "deadline",
+                           "conditions": self.pod_conditions(False, "containers with unready "
+                                                             "status: [%s]" % " ".join(
+                                                                 c["name"] for c in
+                                                                 pod["spec"]["containers"]))})
+            for cs in status.get("containerStatuses") or []:
+                cs.update({"ready": False, "started": False, "state": {"terminated": {
+                    "exitCode": 137, "reason": "Error", "startedAt": now_rfc3339(),
+                    "finishedAt": now_rfc3339()}}})
+            self.put_status(pods, pod, status)
+            self.event(pod, "Normal", "DeadlineExceeded", status["message"])
 
     def nonroot_problem(self, pod):
         psc = pod["spec"].get("securityContext") or {}
@@ -1771,6 +1801,41 @@ def give_group(path, gid):
     if st.st_gid != gid:
         os.chown(path, -1, gid)
         os.chmod(path, 0o2777)
+
+
+NODE_LABELS = {"kubernetes.io/hostname": "fake-node-1", "kubernetes.io/os": "linux",
+               "kubernetes.io/arch": "amd64", "topology.kubernetes.io/zone": "fake-zone-a"}
+
+
+def node_fits(pod):
+    """The one node's labels against nodeSelector and required node affinity (In, NotIn,
+    Exists, DoesNotExist), as the scheduler's NodeAffinity filter."""
+    spec = pod["spec"]
+    for k, v in (spec.get("nodeSelector") or {}).items():
+        if NODE_LABELS.get(k) != v:
+            return False
+    if spec.get("nodeName") not in (None, "fake-node-1"):
+        return False
+    req = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+           .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    terms = req.get("nodeSelectorTerms") or []
+    if not terms:
+        return True
+    for term in terms:
+        ok = True
+        for e in term.get("matchExpressions") or []:
+            have = NODE_LABELS.get(e.get("key"))
+            op, vals = e.get("operator"), e.get("values") or []
+            if (op == "In" and have not in vals) or (op == "NotIn" and have in vals) or \
+                    (op == "Exists" and have is None) or (op == "DoesNotExist" and have is not None):
+                ok = False
+        for f in term.get("matchFields") or []:
+            if f.get("key") == "metadata.name" and f.get("operator") == "In" and \
+                    "fake-node-1" not in (f.get("values") or []):
+                ok = False
+        if ok:
+            return True
+    return False
 
 
 def pod_claims(pod):

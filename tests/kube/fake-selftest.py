@@ -631,10 +631,44 @@ o = wait_pod("rootish", lambda o: (o["status"].get("containerStatuses") or [{}])
     "state", {}).get("waiting", {}).get("reason") == "CreateContainerConfigError")
 check("runAsNonRoot without runAsUser: CreateContainerConfigError",
       "runAsNonRoot" in o["status"]["containerStatuses"][0]["state"]["waiting"]["message"])
+aff = pod("pinned-elsewhere")
+aff["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+    "nodeSelectorTerms": [{"matchExpressions": [{"key": "kubernetes.io/hostname",
+                                                 "operator": "In", "values": ["node-9"]}]}]}}}
+request("POST", PODS, aff)
+aff = pod("pinned-here")
+aff["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+    "nodeSelectorTerms": [{"matchExpressions": [{"key": "kubernetes.io/hostname",
+                                                 "operator": "In", "values": ["fake-node-1"]}]}]}}}
+request("POST", PODS, aff)
+o = wait_pod("pinned-elsewhere", lambda o: o["status"].get("conditions"))
+check("required node affinity to another node: Unschedulable",
+      "didn't match Pod's node affinity/selector" in o["status"]["conditions"][0]["message"])
+check("to fake-node-1 (kubernetes.io/hostname): Running", running(wait_pod("pinned-here",
+                                                                          running)))
+rwop = pvc("rwop")
+rwop["spec"]["accessModes"] = ["ReadWriteOncePod"]
+request("POST", PVCS, rwop)
+request("POST", PODS, pod("rwop-1", claim="rwop"))
+wait_pod("rwop-1", running)
+request("POST", PODS, pod("rwop-2", claim="rwop"))
+o = wait_pod("rwop-2", lambda o: o["status"].get("conditions"))
+check("a second Pod on a ReadWriteOncePod claim: Unschedulable",
+      "ReadWriteOncePod" in o["status"]["conditions"][0]["message"], o["status"])
+dl = pod("deadline")
+dl["spec"]["activeDeadlineSeconds"] = 1
+request("POST", PODS, dl)
+o = wait_pod("deadline", lambda o: o["status"].get("phase") == "Failed", 5)
+check("activeDeadlineSeconds: Failed, DeadlineExceeded", o["status"].get("reason") ==
+      "DeadlineExceeded", o["status"])
+time.sleep(0.1)
+check("and it stays Failed", request("GET", PODS + "/deadline")[1]["status"]["phase"] ==
+      "Failed")
 ctl("POST", "/pods", {"failures": []})
 code, b, _ = request("DELETE", PODS + "?labelSelector=")
 check("deletecollection of every Pod", code == 200)
 request("DELETE", PVCS + "/stuck")
+request("DELETE", PVCS + "/rwop")
 
 # ---------------------------------------------------------------------------------------------
 # exec: the protocol
