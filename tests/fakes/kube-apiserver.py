@@ -40,9 +40,10 @@ Control API, on the same port, only with "Authorization: Bearer <admin-token>", 
                                        "evaluationError","reviewCode"}],"enforce":true}
     POST /_fake/compact               forget the watch history (older resourceVersions → 410)
 
-The sandbox behind exec (a private mount and PID namespace per exec, the host's root
-read-only, the Pod's volumes bound at their mountPaths) runs this same file as
-`kube-apiserver.py --sandbox-exec SPEC_JSON`.
+Behind exec is a real sandbox per exec (a private mount, PID and UTS namespace, the host's
+root read-only under a per-Pod writable top level, the Pod's volumes bound at their
+mountPaths, runAsUser/runAsGroup/fsGroup, workingDir), forked from a zygote process made at
+start; the command's whole tree dies with the stream.
 """
 
 import argparse
@@ -3143,6 +3144,7 @@ def zygote_main(sock):
         if pid == 0:
             try:
                 sock.close()
+                libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 os.setsid()
                 for i in range(3):

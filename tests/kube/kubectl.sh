@@ -58,6 +58,9 @@ run "${K[@]}" exec "$POD" -- touch /etc/b4-fake-probe
 check "readOnlyRootFilesystem: the root is read-only" has "Read-only file system" "$ERR"
 run "${K[@]}" exec "$POD" -- sh -c 'touch /tmp/scratch && ls /tmp'
 check "the emptyDir at /tmp is writable" has "scratch" "$OUT"
+run "${K[@]}" exec -i "$POD" -- sh -c 'cat >/tmp/kx.$$ && chmod 0555 /tmp/kx.$$ && mv -f /tmp/kx.$$ /tmp/kx && /tmp/kx bootstrapped' </bin/echo
+check "a binary sent on stdin into an emptyDir runs (the agent's bootstrap)" \
+        test "$RC:$(cat "$OUT")" = "0:bootstrapped"
 run "${K[@]}" exec "$POD" -- no-such-binary
 check "a missing executable is the InternalError Status" \
         has 'exec: "no-such-binary": executable file not found in $PATH' "$ERR"
