@@ -2054,20 +2054,30 @@ def ws_frame(opcode, payload):
     return head + payload
 
 
-def exit_status(argv, code, error):
-    """The channel-3 Status of kubelet's remotecommand (exec.go), as json.Marshal writes it."""
-    if error is not None:
-        msg = "error executing command in container: failed to exec in container: failed to " \
-              "start exec: OCI runtime exec failed: exec failed: unable to start container " \
-              "process: %s: unknown" % error
-        return {"metadata": {}, "status": "Failure", "message": "Internal error occurred: " + msg,
-                "reason": "InternalError", "details": {"causes": [{"message": msg}]},
-                "code": 500}
-    if code == 0:
+def exit_status(argv, code, error, proto):
+    """The channel-3 Status, as json.Marshal writes it. v4 and v1 come from the kubelet
+    (remotecommand/exec.go); v5 is rewritten by the API server's StreamTranslatorHandler, which
+    parsed the kubelet's Status with client-go and wraps what it got (streamtranslator.go:
+    codeExitToStatusError for an exit code, NewInternalError for anything else)."""
+    if code == 0 and error is None:
         return {"metadata": {}, "status": "Success"}
+    if error is not None:
+        msg = "Internal error occurred: error executing command in container: failed to exec " \
+              "in container: failed to start exec: OCI runtime exec failed: exec failed: " \
+              "unable to start container process: %s: unknown" % error
+        if proto.startswith("v5"):
+            return {"metadata": {}, "status": "Failure", "message": "Internal error occurred: " +
+                    msg, "reason": "InternalError", "details": {"causes": [{"message": msg}]},
+                    "code": 500}
+        inner = msg[len("Internal error occurred: "):]
+        return {"metadata": {}, "status": "Failure", "message": msg, "reason": "InternalError",
+                "details": {"causes": [{"message": inner}]}, "code": 500}
+    if proto.startswith("v5"):
+        why = "command terminated with exit code %d" % code
+    else:
+        why = "error executing command [%s], exit code %d" % (" ".join(argv), code)
     return {"metadata": {}, "status": "Failure",
-            "message": "command terminated with non-zero exit code: error executing command "
-                       "[%s], exit code %d" % (" ".join(argv), code),
+            "message": "command terminated with non-zero exit code: " + why,
             "reason": "NonZeroExitCode",
             "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]}}
 
@@ -2213,7 +2223,7 @@ class ExecSession:
                 continue
             error = msg.get("error", error)
             code = msg.get("exit", code)
-        st = exit_status(self.argv, code, error)
+        st = exit_status(self.argv, code, error, self.proto)
         if self.proto == "channel.k8s.io":
             if st["status"] != "Success":
                 self.send(3, st["message"].encode())

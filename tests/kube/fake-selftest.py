@@ -686,11 +686,17 @@ check("the server prefers v5 even when v4 is offered first",
 frames, close, masked = ws.run()
 check("the first message is the empty one on stdout", frames[:1] == [(1, b"")], frames[:2])
 st = json.loads(joined(frames, 3))
-check("channel 3: the NonZeroExitCode Status exactly", st == {
+check("v5 channel 3: the translator's NonZeroExitCode Status exactly", st == {
     "metadata": {}, "status": "Failure", "message": "command terminated with non-zero exit "
-    "code: error executing command [sh -c exit 3], exit code 3", "reason": "NonZeroExitCode",
+    "code: command terminated with exit code 3", "reason": "NonZeroExitCode",
     "details": {"causes": [{"reason": "ExitCode", "message": "3"}]}}, st)
 check("then a close frame 1000; server frames are unmasked", close == 1000 and not masked)
+ws = Ws(exec_path("ex", ["sh", "-c", "exit 3"], stdout="1"), ("v4.channel.k8s.io",))
+frames, close, _ = ws.run()
+check("v4 channel 3: the kubelet's NonZeroExitCode Status exactly",
+      joined(frames, 3) == b'{"metadata":{},"status":"Failure","message":"command terminated '
+      b'with non-zero exit code: error executing command [sh -c exit 3], exit code 3","reason":'
+      b'"NonZeroExitCode","details":{"causes":[{"reason":"ExitCode","message":"3"}]}}', frames)
 ws = Ws(exec_path("ex", ["true"], stdout="1"), ("v4.channel.k8s.io",))
 frames, close, _ = ws.run()
 check("v4 success: {\"metadata\":{},\"status\":\"Success\"}", joined(frames, 3) ==
@@ -765,9 +771,17 @@ check("deleting the Pod ends its execs", wait_no_procs() == 0)
 ws = Ws(exec_path("asroot", ["no-such"], stdout="true"))
 frames, _, _ = ws.run()
 st = json.loads(joined(frames, 3))
-check("a command that cannot start: InternalError 500 on channel 3", st["reason"] ==
-      "InternalError" and st["code"] == 500 and "executable file not found" in st["message"],
-      st)
+check("a command that cannot start: InternalError 500 on channel 3 (v5: wrapped twice)",
+      st["reason"] == "InternalError" and st["code"] == 500 and
+      st["message"].startswith("Internal error occurred: Internal error occurred: error "
+                               "executing command in container") and
+      'exec: "no-such": executable file not found in $PATH' in st["message"], st)
+ws = Ws(exec_path("asroot", ["no-such"], stdout="true"), ("v4.channel.k8s.io",))
+frames, _, _ = ws.run()
+st = json.loads(joined(frames, 3))
+check("v4: the kubelet's InternalError, wrapped once", st["message"].startswith(
+    "Internal error occurred: error executing command") and st["details"]["causes"][0][
+    "message"].startswith("error executing command in container"), st)
 c = ctl("GET", "/counters")
 check("execs are counted", c["execs"] >= 10, c)
 
