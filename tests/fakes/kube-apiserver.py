@@ -48,6 +48,7 @@ start; the command's whole tree dies with the stream.
 
 import argparse
 import base64
+import bisect
 import copy
 import ctypes
 import errno
@@ -1429,7 +1430,7 @@ class Fake:
                 self.on_gone(pods, pod, side.get("policy"))
                 self.store.remove(pods, pod)
             return
-        status = copy.deepcopy(pod["status"])
+        status = pod["status"]
         spec_node = pod["spec"].get("nodeName")
         failure = self.pod_failure(pod)
         reason = failure.get("reason") if failure else None
@@ -1467,6 +1468,7 @@ class Fake:
                 old = (status.get("conditions") or [{}])[0]
                 if old.get("reason") == "Unschedulable" and old.get("message") == message:
                     return
+                status = copy.deepcopy(pod["status"])
                 status["conditions"] = [{"type": "PodScheduled", "status": "False",
                                          "lastProbeTime": None,
                                          "lastTransitionTime": now_rfc3339(),
@@ -1487,7 +1489,7 @@ class Fake:
         scheduled = side.setdefault("scheduled", now)
         if now - scheduled < self.settings.start_ms / 1000.0:
             if "containerStatuses" not in status:
-                self.pod_starting(pods, pod, status)
+                self.pod_starting(pods, pod, copy.deepcopy(status))
             return
         if status.get("phase") in ("Failed", "Succeeded") and not reason:
             return
@@ -1496,19 +1498,20 @@ class Fake:
             self.store.remove(pods, pod)
             return
         if reason:
-            self.pod_failing(pods, pod, status, failure, side, now)
+            self.pod_failing(pods, pod, copy.deepcopy(status), failure, side, now)
             return
         nonroot = self.nonroot_problem(pod)
         if nonroot:
-            self.pod_failing(pods, pod, status, {"reason": "CreateContainerConfigError",
-                                                 "message": nonroot}, side, now)
+            failure = {"reason": "CreateContainerConfigError", "message": nonroot}
+            self.pod_failing(pods, pod, copy.deepcopy(status), failure, side, now)
             return
         if status.get("phase") != "Running":
-            self.pod_running(pods, pod, status)
+            self.pod_running(pods, pod, copy.deepcopy(status))
             return
         deadline = pod["spec"].get("activeDeadlineSeconds")
         if deadline is not None and now - scheduled >= float(deadline):
             self.kill_execs(uid)
+            status = copy.deepcopy(pod["status"])
             status.update({"phase": "Failed", "reason": "DeadlineExceeded",
                            "message": "Pod was active on the node longer than the specified "
                                       "deadline",
@@ -2740,8 +2743,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         break
                     store.cond.wait(min(left, 0.25))
                 if expired is None and not drop:
-                    for rv, etype, r, obj, old in store.history:
-                        if rv <= cursor or r is not res:
+                    start = bisect.bisect_right(store.history, cursor, key=lambda e: e[0])
+                    for rv, etype, r, obj, old in store.history[start:]:
+                        if r is not res:
                             continue
                         now_m, was_m = matches(obj), matches(old)
                         if etype == "MODIFIED" and was_m and not now_m:
