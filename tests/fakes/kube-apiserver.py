@@ -3083,6 +3083,8 @@ def main(argv):
     ctx.load_verify_locations(ca)
     ctx.verify_mode = ssl.CERT_OPTIONAL
     ctx.set_alpn_protocols([p for p in args.alpn.split(",") if p])
+    if ":" in args.listen:
+        Server.address_family = socket.AF_INET6
     server = Server((args.listen, args.port), Handler)
     server.ssl_context = ctx
     server.fake = fake
