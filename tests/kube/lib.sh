@@ -2,7 +2,7 @@
 # (tests/fakes/kube-apiserver.py) in a private state dir, talk to its control API, stop it.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-FAKE=${FAKE:-$HERE/../fakes/kube-apiserver.py}
+FAKE=${B4BOX_KUBE_FAKE:-$HERE/../fakes/kube-apiserver.py}
 PY=/usr/bin/python3
 TAP_N=0
 TAP_FAILED=0
