@@ -182,8 +182,8 @@ static void tls_clear(struct http_client *c)
 }
 
 /* One PEM item: a file or bytes. Return: 0, -EINVAL (both), -ENOMEM. */
-static int tls_item(const char *file, const void *pem, size_t len, char **ret_file,
-                    struct tls_blob *ret_blob)
+static int tls_item(
+        const char *file, const void *pem, size_t len, char **ret_file, struct tls_blob *ret_blob)
 {
         if (file && pem)
                 return -EINVAL;
@@ -208,8 +208,9 @@ int http_client_set_tls(struct http_client *c, const struct http_tls *tls, struc
                 return b4_error_set(err, -EINVAL, "TLS settings for '%s', which is not https://",
                                     c->target);
         if (cert != key)
-                return b4_error_set(err, -EINVAL, "a client certificate needs its key and the key "
-                                                  "its certificate");
+                return b4_error_set(err, -EINVAL,
+                                    "a client certificate needs its key and the key "
+                                    "its certificate");
         tls_clear(c);
         r = tls_item(tls->ca_file, tls->ca_pem, tls->ca_pem_len, &c->ca_file, &c->ca);
         if (r >= 0)
@@ -219,8 +220,9 @@ int http_client_set_tls(struct http_client *c, const struct http_tls *tls, struc
                 r = tls_item(tls->key_file, tls->key_pem, tls->key_pem_len, &c->key_file, &c->key);
         if (r < 0) {
                 tls_clear(c);
-                return r == -EINVAL ? b4_error_set(err, r, "a TLS item given as a file and as "
-                                                           "bytes")
+                return r == -EINVAL ? b4_error_set(err, r,
+                                                   "a TLS item given as a file and as "
+                                                   "bytes")
                                     : b4_error_set(err, r, "out of memory");
         }
         c->insecure = tls->insecure;

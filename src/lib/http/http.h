@@ -54,16 +54,16 @@ int http_client_set_token(struct http_client *c, const char *token);
  * bytes themselves, not both; NULL/0 = none. Borrowed for http_client_set_tls().
  */
 struct http_tls {
-        const char *ca_file;    /* the server must chain to these PEM certificates */
-        const void *ca_pem;     /* ... or to these, in memory (CURLOPT_CAINFO_BLOB) */
+        const char *ca_file; /* the server must chain to these PEM certificates */
+        const void *ca_pem;  /* ... or to these, in memory (CURLOPT_CAINFO_BLOB) */
         size_t ca_pem_len;
-        const char *cert_file;  /* a client certificate (PEM) */
+        const char *cert_file; /* a client certificate (PEM) */
         const void *cert_pem;
         size_t cert_pem_len;
-        const char *key_file;   /* its private key (PEM) */
+        const char *key_file; /* its private key (PEM) */
         const void *key_pem;
         size_t key_pem_len;
-        bool insecure;          /* no certificate or host name check: the caller's decision */
+        bool insecure; /* no certificate or host name check: the caller's decision */
 };
 
 /**

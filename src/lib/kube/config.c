@@ -718,6 +718,8 @@ int kube_config_resolve(const struct kube_options *opts,
                 r = b4_error_set(err, -ENOMEM, "out of memory");
         if (r >= 0)
                 r = check_server(&cfg, err);
+        for (size_t n = r >= 0 ? strlen(cfg.server) : 0; n > 8 && cfg.server[n - 1] == '/'; n--)
+                cfg.server[n - 1] = '\0';
         if (r < 0) {
                 kube_config_release(&cfg);
                 return r;

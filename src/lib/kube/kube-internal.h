@@ -19,10 +19,9 @@ struct jv;
 
 /* ---- token source (rest.c) ---- */
 
-#define KUBE_TOKEN_MAX (64u * 1024)
-#define KUBE_TOKEN_REREAD_MS                                         \
- 60000u /* client-go's cached file token source re-reads each minute \
-         */
+/* client-go's cached file token source re-reads each minute: so do we */
+#define KUBE_TOKEN_MAX       (64u * 1024)
+#define KUBE_TOKEN_REREAD_MS 60000u
 
 /*
  * A bearer token: static, or a file re-read when its identity (dev, inode, size, mtime)
@@ -85,6 +84,16 @@ int kube_stream_open(struct kube_client *c,
                      int cancel_fd,
                      struct http_stream **ret,
                      struct b4_error *err);
+
+/* kube_list() with a cancel fd (readable = -ECANCELED): the informer's, stoppable. */
+int kube_list_cancellable(struct kube_client *c,
+                          const char *path,
+                          const char *label_selector,
+                          const char *field_selector,
+                          int cancel_fd,
+                          struct jv **ret_items,
+                          char **ret_rv,
+                          struct b4_error *err);
 
 /* ---- watch lines (watch.c) ---- */
 

@@ -7,7 +7,9 @@
  *     from plain options, a kubeconfig (libyaml) or the in-cluster service account;
  *   - REST (rest.c): JSON requests over src/lib/http, Status bodies decoded to errnos and
  *     messages, a client-side token bucket, Retry-After, the token re-read on rotation;
- *   - watches (watch.c): a watch's NDJSON events parsed as hostile input, with caps.
+ *   - watches (watch.c): a watch's NDJSON events parsed as hostile input, with caps;
+ *   - a shared informer (informer.c): LIST + WATCH kept in memory for waiters.
+ * docs/kube-client.md has the choices made (precedence, retries, the errno table).
  *
  * The API server and everything behind it is untrusted: every reply is parsed with caps,
  * and its text reaches messages only sanitised (control characters replaced) and truncated.
@@ -85,8 +87,8 @@ struct kube_config {
         bool insecure;         /* certificate checks off (only with allow_insecure) */
         char *source;          /* for messages: "in-cluster", "kubeconfig '<path>' context
                                 * '<name>'", "options" */
-        double qps;
-        unsigned burst;
+        double qps;            /* the token bucket: 0 = KUBE_DEFAULT_QPS, < 0 = unlimited */
+        unsigned burst;        /* 0 = KUBE_DEFAULT_BURST */
 };
 
 /**
@@ -297,3 +299,78 @@ int kube_list(struct kube_client *c,
               struct b4_error *err);
 
 #define KUBE_LIST_MAX_ITEMS 100000u
+
+/*
+ * A shared informer (informer.c): one LIST then WATCH of a collection by label selector, kept
+ * in memory and kept going (a watch the server ends is resumed from its last version; 410
+ * lists again; other failures list again after a back-off of 1 s doubling to 30 s), so that
+ * any number of waiters read state without API requests. Objects are keyed by
+ * metadata.name (a namespaced collection). Thread-safe.
+ */
+struct kube_informer;
+
+/*
+ * Told of every change, in the informer's thread, outside its lock: ADDED, MODIFIED and
+ * DELETED (a relist reports what changed while no watch ran). @object is borrowed.
+ */
+typedef void (*kube_informer_fn)(enum kube_event_type type,
+                                 const struct jv *object,
+                                 void *userdata);
+
+/**
+ * kube_informer_new() - start watching @path (a collection) with @label_selector (NULL = all)
+ * @c:  borrowed; must outlive the informer
+ * @fn: optional (NULL); @userdata is passed to it
+ * Return: 0 (the first list may still be running: kube_informer_wait_synced()), -ENOMEM,
+ * -EAGAIN (no thread).
+ */
+int kube_informer_new(struct kube_client *c,
+                      const char *path,
+                      const char *label_selector,
+                      kube_informer_fn fn,
+                      void *userdata,
+                      struct kube_informer **ret,
+                      struct b4_error *err);
+/** kube_informer_free() - stop the thread (a watch in flight is cancelled) and free. NULL ok. */
+struct kube_informer *kube_informer_free(struct kube_informer *inf);
+
+static inline void kube_informer_freep(struct kube_informer **inf)
+{
+        if (*inf)
+                *inf = kube_informer_free(*inf);
+}
+
+/**
+ * kube_informer_wait_synced() - wait for the first complete list
+ * Return: 0; -ETIMEDOUT (the message says why the lists failed, if they did).
+ */
+int kube_informer_wait_synced(struct kube_informer *inf,
+                              uint64_t deadline_ms,
+                              struct b4_error *err);
+/** kube_informer_get() - the cached object named @name: a new reference, NULL when absent. */
+struct jv *kube_informer_get(struct kube_informer *inf, const char *name);
+
+/*
+ * A waiter's test of the object named in kube_informer_wait() (NULL = absent), run under the
+ * informer's lock on every change: keep it short and never call the informer from it.
+ * Return: 0 = keep waiting, > 0 = done, < 0 = give up with that error (message in @err).
+ */
+typedef int (*kube_informer_check_fn)(const struct jv *object,
+                                      void *userdata,
+                                      struct b4_error *err);
+
+/**
+ * kube_informer_wait() - wait until @check says done for the object named @name
+ * Waits for the first list first. No API request: the informer's cache only.
+ * @ret: optional; the object when @check said done (a new reference, NULL when absent)
+ * Return: @check's positive value; its negative one; -ETIMEDOUT past @deadline_ms
+ * (CLOCK_MONOTONIC ms); -ECANCELED (@cancel_fd readable; -EBADF = none).
+ */
+int kube_informer_wait(struct kube_informer *inf,
+                       const char *name,
+                       kube_informer_check_fn check,
+                       void *userdata,
+                       uint64_t deadline_ms,
+                       int cancel_fd,
+                       struct jv **ret,
+                       struct b4_error *err);

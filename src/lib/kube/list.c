@@ -75,13 +75,14 @@ static int take_page(const struct jv *page,
         return 0;
 }
 
-int kube_list(struct kube_client *c,
-              const char *path,
-              const char *label_selector,
-              const char *field_selector,
-              struct jv **ret_items,
-              char **ret_rv,
-              struct b4_error *err)
+int kube_list_cancellable(struct kube_client *c,
+                          const char *path,
+                          const char *label_selector,
+                          const char *field_selector,
+                          int cancel_fd,
+                          struct jv **ret_items,
+                          char **ret_rv,
+                          struct b4_error *err)
 {
         cleanup_(jv_unrefp) struct jv *items = jv_array_new();
         cleanup_free char *cont = NULL;
@@ -97,7 +98,7 @@ int kube_list(struct kube_client *c,
                 if (page_query(label_selector, field_selector, cont, &query) < 0)
                         return b4_error_set(err, -ENOMEM, "out of memory");
                 struct kube_req req = {
-                        .method = "GET", .path = path, .query = query, .cancel_fd = -EBADF
+                        .method = "GET", .path = path, .query = query, .cancel_fd = cancel_fd
                 };
                 r = kube_request(c, &req, &reply, err);
                 if (r < 0)
@@ -119,4 +120,16 @@ int kube_list(struct kube_client *c,
         if (ret_rv)
                 *ret_rv = TAKE_PTR(rv);
         return 0;
+}
+
+int kube_list(struct kube_client *c,
+              const char *path,
+              const char *label_selector,
+              const char *field_selector,
+              struct jv **ret_items,
+              char **ret_rv,
+              struct b4_error *err)
+{
+        return kube_list_cancellable(c, path, label_selector, field_selector, -EBADF, ret_items,
+                                     ret_rv, err);
 }

@@ -60,7 +60,8 @@ int kube_client_new(const struct kube_config *cfg, struct kube_client **ret, str
         c = b4_calloc(1, sizeof(*c));
         if (!c)
                 return b4_error_set(err, -ENOMEM, "out of memory");
-        kube_bucket_init(&c->bucket, cfg->qps, cfg->burst, now_usec());
+        kube_bucket_init(&c->bucket, cfg->qps == 0 ? KUBE_DEFAULT_QPS : cfg->qps,
+                         cfg->burst ? cfg->burst : KUBE_DEFAULT_BURST, now_usec());
         if (kube_token_init(&c->token, cfg->token_file, cfg->token) < 0 ||
             kube_config_copy(&c->cfg, cfg) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
@@ -184,7 +185,7 @@ static int throttle(struct kube_client *c,
                 return b4_error_set(err, -ETIMEDOUT,
                                     "the client's request rate limit (%g per "
                                     "second) leaves no time before the timeout",
-                                    c->cfg.qps);
+                                    c->bucket.rate);
         return wait_ms(ms, cancel_fd) < 0 ? b4_error_set(err, -ECANCELED, "cancelled") : 0;
 }
 
@@ -202,6 +203,63 @@ static int64_t retry_after_ms(const char *v)
         }
         return s * 1000 > (int64_t)KUBE_RETRY_AFTER_MAX_MS ? (int64_t)KUBE_RETRY_AFTER_MAX_MS
                                                            : s * 1000;
+}
+
+/* The body of @s into @resp, at most @max bytes, by @deadline_ms. */
+static int read_body(struct http_stream *s,
+                     size_t max,
+                     uint64_t deadline_ms,
+                     int cancel_fd,
+                     struct http_response *resp,
+                     struct b4_error *err)
+{
+        struct strbuf sb;
+        char buf[16384];
+        ssize_t k;
+        int r = 0;
+
+        strbuf_init(&sb, max);
+        while (r >= 0 &&
+               (k = http_stream_read(s, buf, sizeof(buf), deadline_ms, cancel_fd, err)) > 0)
+                r = strbuf_add(&sb, buf, (size_t)k);
+        if (r == -E2BIG)
+                r = b4_error_set(err, -EFBIG, "the API server's answer is larger than %zu bytes",
+                                 max);
+        else if (r < 0)
+                r = b4_error_set(err, r, "out of memory");
+        else if (k < 0)
+                r = (int)k;
+        if (r >= 0)
+                r = strbuf_detach(&sb, &resp->body, &resp->len);
+        strbuf_release(&sb);
+        return r == -ENOMEM ? b4_error_set(err, r, "out of memory") : r;
+}
+
+/* One exchange, buffered, within @deadline_ms and cancellable (http_request() is neither). */
+static int exchange(struct kube_client *c,
+                    const struct http_req *hr,
+                    size_t max_body,
+                    uint64_t deadline_ms,
+                    int cancel_fd,
+                    struct http_response *resp,
+                    struct b4_error *err)
+{
+        cleanup_(http_stream_freep) struct http_stream *s = NULL;
+        const char *after;
+        int r;
+
+        *resp = (struct http_response){ 0 };
+        r = http_stream_open(c->http, hr, cancel_fd, &s, err);
+        if (r < 0)
+                return r;
+        resp->status = http_stream_status(s);
+        after = http_stream_header(s, "Retry-After");
+        if (after && !(resp->header_value = b4_strdup(after)))
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = read_body(s, max_body, deadline_ms, cancel_fd, resp, err);
+        if (r < 0)
+                http_response_clear(resp);
+        return r;
 }
 
 /* One attempt: token, bucket, exchange. */
@@ -226,7 +284,7 @@ static int attempt(struct kube_client *c,
         now = now_msec();
         hr->bearer = token;
         hr->timeout_ms = deadline > now ? deadline - now : 1;
-        r = http_request(c->http, hr, max_body, "Retry-After", resp, err);
+        r = exchange(c, hr, max_body, deadline, cancel_fd, resp, err);
         hr->bearer = NULL;
         if (token)
                 explicit_bzero(token, strlen(token));
@@ -269,14 +327,14 @@ static int decode_reply(const struct http_response *resp,
         if (resp->status < 200 || resp->status > 299)
                 return kube_status_decode(resp->status, resp->body, resp->len, err);
         if (resp->len > 0) {
-                r = jv_parse(resp->body, resp->len, &body, err);
+                r = jv_parse(resp->body, resp->len, &body, NULL);
                 if (r == -ENOMEM)
-                        return r;
+                        return b4_error_set(err, r, "out of memory");
                 if (r < 0)
-                        return b4_error_wrap(err, -EPROTO,
-                                             "the API server's %ld answer is not "
-                                             "JSON",
-                                             resp->status);
+                        return b4_error_set(err, -EPROTO,
+                                            "the API server's %ld answer is not "
+                                            "JSON",
+                                            resp->status);
         }
         *ret = (struct kube_reply){ .status = resp->status, .body = body };
         return 0;
