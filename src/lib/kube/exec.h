@@ -82,7 +82,7 @@ int kube_exec_path(const struct kube_exec_target *t, bool with_stdin, char **ret
 /* What the error channel said. */
 struct kube_exec_status {
         int exit_code;     /* 0..255 */
-        char message[256]; /* the Status' message (control characters replaced) */
+        char message[512]; /* the Status' message (control characters replaced) */
 };
 
 /**
