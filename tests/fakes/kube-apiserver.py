@@ -351,6 +351,107 @@ def validate(obj, res):
 
 
 # ---------------------------------------------------------------------------------------------
+# Known fields (k8s.io/api 1.32) for fieldValidation: Strict → 400, Warn (the default) → a 299
+# Warning header, Ignore → nothing. ANY is any value, MAP a free-form map, [x] a list of x.
+
+ANY, MAP = "any", "map"
+
+
+def fields(*names, **typed):
+    out = {n: ANY for n in names}
+    out.update(typed)
+    return out
+
+
+LABEL_SELECTOR = fields(matchLabels=MAP, matchExpressions=[fields("key", "operator", "values")])
+OBJECT_META = fields("name", "generateName", "namespace", "uid", "resourceVersion", "generation",
+                     "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+                     "finalizers", "managedFields", "selfLink", labels=MAP, annotations=MAP,
+                     ownerReferences=[fields("apiVersion", "kind", "name", "uid", "controller",
+                                             "blockOwnerDeletion")])
+PROFILE = fields("type", "localhostProfile")
+SECURITY_CONTEXT = fields("privileged", "seLinuxOptions", "windowsOptions", "runAsUser",
+                          "runAsGroup", "runAsNonRoot", "readOnlyRootFilesystem",
+                          "allowPrivilegeEscalation", "procMount",
+                          capabilities=fields("add", "drop"), seccompProfile=PROFILE,
+                          appArmorProfile=PROFILE)
+POD_SECURITY_CONTEXT = fields("seLinuxOptions", "windowsOptions", "runAsUser", "runAsGroup",
+                              "runAsNonRoot", "supplementalGroups", "supplementalGroupsPolicy",
+                              "fsGroup", "sysctls", "fsGroupChangePolicy", "seLinuxChangePolicy",
+                              seccompProfile=PROFILE, appArmorProfile=PROFILE)
+CONTAINER = fields("name", "image", "command", "args", "workingDir", "ports", "envFrom",
+                   "resizePolicy", "restartPolicy", "volumeDevices", "livenessProbe",
+                   "readinessProbe", "startupProbe", "lifecycle", "terminationMessagePath",
+                   "terminationMessagePolicy", "imagePullPolicy", "stdin", "stdinOnce", "tty",
+                   env=[fields("name", "value", "valueFrom")],
+                   resources=fields("claims", limits=MAP, requests=MAP),
+                   volumeMounts=[fields("name", "readOnly", "recursiveReadOnly", "mountPath",
+                                        "subPath", "mountPropagation", "subPathExpr")],
+                   securityContext=SECURITY_CONTEXT)
+VOLUME = fields("name", "hostPath", "secret", "nfs", "iscsi", "glusterfs", "rbd", "flexVolume",
+                "cinder", "cephfs", "flocker", "downwardAPI", "fc", "azureFile", "configMap",
+                "vsphereVolume", "quobyte", "azureDisk", "photonPersistentDisk", "projected",
+                "portworxVolume", "scaleIO", "storageos", "csi", "ephemeral", "gcePersistentDisk",
+                "awsElasticBlockStore", "gitRepo",
+                emptyDir=fields("medium", "sizeLimit"),
+                persistentVolumeClaim=fields("claimName", "readOnly"),
+                image=fields("reference", "pullPolicy"))
+POD_SPEC = fields("restartPolicy", "terminationGracePeriodSeconds", "activeDeadlineSeconds",
+                  "dnsPolicy", "serviceAccountName", "serviceAccount",
+                  "automountServiceAccountToken", "nodeName", "hostNetwork", "hostPID",
+                  "hostIPC", "shareProcessNamespace", "hostname", "subdomain", "affinity",
+                  "schedulerName", "tolerations", "hostAliases", "priorityClassName", "priority",
+                  "readinessGates", "runtimeClassName", "enableServiceLinks", "preemptionPolicy",
+                  "topologySpreadConstraints", "setHostnameAsFQDN", "hostUsers",
+                  "schedulingGates", "resourceClaims", "resources", "ephemeralContainers",
+                  nodeSelector=MAP, overhead=MAP, volumes=[VOLUME], containers=[CONTAINER],
+                  initContainers=[CONTAINER], securityContext=POD_SECURITY_CONTEXT,
+                  imagePullSecrets=[fields("name")], os=fields("name"),
+                  dnsConfig=fields("nameservers", "searches", "options"))
+PEER = fields(podSelector=LABEL_SELECTOR, namespaceSelector=LABEL_SELECTOR,
+              ipBlock=fields("cidr", "except"))
+PORTS = [fields("protocol", "port", "endPort")]
+SCHEMAS = {
+    "Pod": fields("apiVersion", "kind", "status", metadata=OBJECT_META, spec=POD_SPEC),
+    "PersistentVolumeClaim": fields("apiVersion", "kind", "status", metadata=OBJECT_META,
+                                    spec=fields("accessModes", "selector", "volumeName",
+                                                "storageClassName", "volumeMode", "dataSource",
+                                                "dataSourceRef", "volumeAttributesClassName",
+                                                resources=fields(limits=MAP, requests=MAP))),
+    "NetworkPolicy": fields("apiVersion", "kind", "status", metadata=OBJECT_META,
+                            spec=fields("policyTypes", podSelector=LABEL_SELECTOR,
+                                        ingress=[fields(ports=PORTS, **{"from": [PEER]})],
+                                        egress=[fields(ports=PORTS, to=[PEER])])),
+    "Namespace": fields("apiVersion", "kind", "spec", "status", metadata=OBJECT_META),
+}
+
+
+def unknown_fields(value, schema, path=""):
+    """→ the dotted paths (with [i] for list items) of fields the schema does not know."""
+    if schema in (ANY, MAP) or value is None:
+        return []
+    if isinstance(schema, list):
+        if not isinstance(value, list):
+            return []
+        out = []
+        for i, item in enumerate(value):
+            out += unknown_fields(item, schema[0], "%s[%d]" % (path, i))
+        return out
+    if not isinstance(value, dict):
+        return []
+    out = []
+    for k, v in value.items():
+        if k.startswith("$"):
+            continue
+        sub = "%s.%s" % (path, k) if path else k
+        if k not in schema:
+            out.append(sub)
+        else:
+            out += unknown_fields(v, schema[k], sub)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # Selectors
 
 
@@ -2336,6 +2437,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Audit-Id", str(uuid.uuid4()))
         for k, v in (headers or {}).items():
             self.send_header(k, str(v))
+        for w in self.warnings:
+            self.send_header("Warning", w)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -2367,6 +2470,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.status_code = 0
         self.entry = None
         self.body = None
+        self.warnings = []
         url = urllib.parse.urlsplit(self.path)
         path = url.path.rstrip("/") or "/"
         query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
@@ -2511,13 +2615,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_json(200, out)
         if verb == "watch":
             return self.watch(fake, res, ns, query, accept, include)
-        if verb == "create":
+        if verb in ("create", "update"):
             body = self.json_body(res)
+            self.field_validation(res, query, body)
+            if verb == "update":
+                return self.send_json(200, fake.update(res, ns or "", name, body, dry))
             if res.kind == "Namespace":
                 ns = None
             return self.send_json(201, fake.create(res, ns or "", body, dry))
-        if verb == "update":
-            return self.send_json(200, fake.update(res, ns or "", name, self.json_body(res), dry))
+        if verb == "patch" and not self.headers.get("Content-Type", "").startswith(
+                "application/json-patch+json"):
+            try:
+                doc = json.loads(self.read_body() or b"null")
+            except ValueError:
+                doc = None
+            self.field_validation(res, query, doc)
         if verb == "patch":
             return self.send_json(200, fake.patch(res, ns or "", name,
                                                   self.headers.get("Content-Type", ""),
@@ -2527,6 +2639,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
             code, obj = fake.delete(res, ns or "", name, opts)
             return self.send_json(code, obj)
         return self.send_json(200, fake.deletecollection(res, ns, query, opts))
+
+    def field_validation(self, res, query, body):
+        """Unknown fields: 400 under fieldValidation=Strict, Warning headers under Warn (the
+        API server's default), nothing under Ignore; the log keeps them either way."""
+        schema = SCHEMAS.get(res.kind)
+        mode = query.get("fieldValidation", ["Warn"])[0]
+        if mode not in ("Strict", "Warn", "Ignore"):
+            raise bad_request('fieldValidation must be one of "Strict", "Warn" or "Ignore", '
+                              'got "%s"' % mode)
+        unknown = unknown_fields(body, schema) if schema else []
+        if not unknown:
+            return
+        self.entry["unknownFields"] = unknown
+        if mode == "Strict":
+            raise bad_request('%s in version "%s" cannot be handled as a %s: strict decoding '
+                              'error: %s' % (res.kind, res.version, res.kind, ", ".join(
+                                  'unknown field "%s"' % f for f in unknown)))
+        if mode == "Warn":
+            self.warnings = ['299 - "unknown field \\"%s\\""' % f for f in unknown]
 
     def verb_of(self, res, name, sub, query):
         m = self.command

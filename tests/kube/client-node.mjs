@@ -200,5 +200,7 @@ for (let i = 0; i < 100; i++) {
     await sleep(50);
 }
 check('deleting the PVC garbage-collects the NetworkPolicy it owns', nps.length === 0, nps.map((p) => p.metadata.name));
+const unknown = (await ctl('GET', '/log')).entries.filter((e) => e.unknownFields).map((e) => [e.path, e.unknownFields]);
+check('every object client-node sent has only fields the fake\'s schema knows', unknown.length === 0, unknown);
 console.log(`1..${n}`);
 process.exit(failed ? 1 : 0);

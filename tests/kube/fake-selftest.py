@@ -378,6 +378,29 @@ check("a malformed label selector: 400", code == 400, body)
 code, body, _ = request("GET", PODS + "?fieldSelector=spec.foo%3Dx")
 check("an unsupported field selector: 400 field label not supported", code == 400 and
       body["message"] == "field label not supported: spec.foo", body)
+typo = pod("typo")
+typo["spec"]["containers"][0]["securityContext"] = {"readOnlyRootFileSystem": True}
+typo["spec"]["restartpolicy"] = "Never"
+code, body, _ = request("POST", PODS + "?fieldValidation=Strict", typo)
+check("fieldValidation=Strict: unknown fields are 400 strict decoding error", code == 400 and
+      body["message"] == 'Pod in version "v1" cannot be handled as a Pod: strict decoding error: '
+      'unknown field "spec.containers[0].securityContext.readOnlyRootFileSystem", unknown field '
+      '"spec.restartpolicy"', body)
+code, body, r = request("POST", PODS, typo)
+check("by default (Warn) the create succeeds with one 299 Warning header per field",
+      code == 201 and r.headers.get_all("Warning") == [
+          '299 - "unknown field \\"spec.containers[0].securityContext.readOnlyRootFileSystem\\""',
+          '299 - "unknown field \\"spec.restartpolicy\\""'], r.headers.get_all("Warning"))
+last = [e for e in ctl("GET", "/log")["entries"] if e.get("name") is None and
+        e.get("verb") == "create"][-1]
+check("the request log names the unknown fields", last.get("unknownFields") == [
+    "spec.containers[0].securityContext.readOnlyRootFileSystem", "spec.restartpolicy"], last)
+code, body, r = request("PATCH", PODS + "/typo?fieldValidation=Strict",
+                        {"metadata": {"labelz": {"a": "b"}}},
+                        ctype="application/merge-patch+json")
+check("a merge patch with an unknown field under Strict: 400", code == 400 and
+      'unknown field "metadata.labelz"' in body["message"], body)
+request("DELETE", PODS + "/typo?gracePeriodSeconds=0")
 code, body, _ = request("POST", PODS, b"{not json")
 check("a malformed body: 400 BadRequest", code == 400 and body["reason"] == "BadRequest")
 

@@ -127,4 +127,6 @@ check "delete -f of both waits for both (PVC protection until the Pod is gone)" 
         has "persistentvolumeclaim \"$PVC\" deleted" "$OUT"
 run "${K[@]}" get pvc,pods -o name
 check "nothing is left" test ! -s "$OUT"
+unknown=$(jget "$(ctl GET /log)" '[(e["path"], e["unknownFields"]) for e in j["entries"] if e.get("unknownFields") and "/bad" not in e["path"]]')
+check "every object kubectl sent has only fields the fake's schema knows ($unknown)" test "$unknown" = "[]"
 done_testing
