@@ -5,11 +5,14 @@
  * kube_exec_conn_opts(): one-shot commands (echo, stdin through cat, exit 3, stderr, v4, a
  * missing program, a missing Pod, a bad token), b4box-agent copied into the Pod with one
  * exec and then an agent session over one long-lived exec stream (a write, a read, a
- * command). With --bench N it prints the exec setup and agent round trip figures instead.
+ * command), and the fake's faults: a refused upgrade (429), a connection dropped during the
+ * upgrade, exec streams cut mid-way (one-shot and the agent's). With --bench N it prints the
+ * exec setup and agent round trip figures instead.
  *
  *   fake-exec KUBECONFIG AGENT [--bench N]     (TAP on stdout)
  */
 
+#include <curl/curl.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +92,9 @@ static int wait_running(struct kube_client *k, struct b4_error *err)
 }
 
 static struct kube_conn_opts conn;
+
+static int read_file(const char *path, char **ret, size_t *ret_len);
+static int agent_open(struct agent_conn **ret, struct b4_error *err);
 
 static int run(char **argv,
                const char *in,
@@ -177,7 +183,73 @@ static void refusals(void)
         check(r == -EIO, "a server certificate from another CA is refused (TLS)", &err);
 }
 
-static int read_file(const char *path, char **ret, size_t *ret_len);
+/* POST @json to the fake's control API (FAKE_URL, FAKE_ADMIN, FAKE_CA from tests/kube/lib.sh). */
+static int ctl(const char *path, const char *json)
+{
+        const char *url = getenv("FAKE_URL"), *admin = getenv("FAKE_ADMIN"); /* checksrc: allow */
+        const char *ca = getenv("FAKE_CA");                                  /* checksrc: allow */
+        char full[512], auth[512];
+        struct curl_slist *h = NULL;
+        CURL *c = curl_easy_init();
+        long code = 0;
+        int r = -1;
+
+        if (!c || !url || !admin || !ca)
+                return -1;
+        (void)snprintf(full, sizeof(full), "%s/_fake%s", url, path);
+        (void)snprintf(auth, sizeof(auth), "Authorization: Bearer %s", admin);
+        h = curl_slist_append(curl_slist_append(NULL, auth), "Content-Type: application/json");
+        (void)curl_easy_setopt(c, CURLOPT_URL, full);
+        (void)curl_easy_setopt(c, CURLOPT_CAINFO, ca);
+        (void)curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+        (void)curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+        (void)curl_easy_setopt(c, CURLOPT_POSTFIELDS, json);
+        (void)curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, fwrite);
+        (void)curl_easy_setopt(c, CURLOPT_WRITEDATA, stderr);
+        CURLcode res = curl_easy_perform(c);
+        if (res == CURLE_OK && curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK &&
+            code == 200)
+                r = 0;
+        else
+                printf("# control %s: %s, HTTP %ld\n", path, curl_easy_strerror(res), code);
+        curl_slist_free_all(h);
+        curl_easy_cleanup(c);
+        return r;
+}
+
+static void faults(void)
+{
+        struct kube_exec_result res = { 0 };
+        struct b4_error err = { 0 };
+        struct agent_conn *c = NULL;
+        struct b4_stat st = { 0 };
+        uint64_t t0;
+        int r;
+
+        r = ctl("/faults", "{\"code\":429,\"count\":1,\"retryAfter\":1,\"path\":\"/exec\"}");
+        r = r < 0 ? r : run(ARGV("true"), NULL, 0, false, &res, &err);
+        check(r == -EBUSY && strstr(err.msg, "429"), "a 429 on the upgrade: -EBUSY, named", &err);
+        r = ctl("/faults", "{\"drop\":true,\"count\":1,\"path\":\"/exec\"}");
+        r = r < 0 ? r : run(ARGV("true"), NULL, 0, false, &res, &err);
+        check(r == -ECONNRESET, "a connection dropped during the upgrade: -ECONNRESET", &err);
+        r = ctl("/exec/drop", "{\"count\":1,\"afterMs\":200}");
+        t0 = now_msec();
+        r = r < 0 ? r : run(ARGV("sleep", "10"), NULL, 0, false, &res, &err);
+        check(r == -ECONNRESET && now_msec() - t0 < 5000,
+              "an exec stream cut mid-way: -ECONNRESET, at once", &err);
+        kube_exec_result_clear(&res);
+        /* the agent's stream cut: its calls fail -ENOTCONN (core's recover replaces it) */
+        r = ctl("/exec/drop", "{\"count\":1,\"afterMs\":300}");
+        r = r < 0 ? r : agent_open(&c, &err);
+        if (r == 0) {
+                usleep(600 * 1000);
+                r = agent_lstat(c, "/workspace", &st, &err);
+                b4_stat_clear(&st);
+        }
+        check(r == -ENOTCONN && c && !agent_conn_alive(c),
+              "the agent's exec stream cut: -ENOTCONN, the connection dead", &err);
+        agent_conn_free(c);
+}
 
 /* The kubeconfig's client-certificate context: no token, TLS client authentication (the
  * certificate and key as files, then as PEM bytes). */
@@ -416,6 +488,7 @@ int main(int argc, char **argv)
                 refusals();
                 client_cert(argv[1]);
                 agent_session(argv[2]);
+                faults();
                 printf("1..%d\n", tap_n);
         }
         kube_client_free(k);
