@@ -204,6 +204,7 @@ enum script {
         SILENT,
         NO_PROTOCOL,
         BIG_STDIN, /* count stdin bytes, check message sizes */
+        NO_READ,   /* the Status at once, then neither reads nor closes */
 };
 
 struct exec_server {
@@ -341,6 +342,12 @@ static void run_script(int fd, struct exec_server *s)
                 return;
         case NO_PROTOCOL:
                 peer_upgrade(fd, &s->req, NULL, NULL);
+                return;
+        case NO_READ:
+                peer_upgrade(fd, &s->req, "v5.channel.k8s.io", NULL);
+                peer_send_frame(fd, true, KUBE_WS_BINARY, success, sizeof(success) - 1);
+                if (read(s->hold[0], buf, 1) < 0)
+                        return;
                 return;
         case BIG_STDIN:
                 peer_upgrade(fd, &s->req, "v5.channel.k8s.io", NULL);
@@ -508,6 +515,27 @@ static void test_run_big_stdin(void **state)
         kube_exec_result_clear(&res);
 }
 
+/* A command that ends without reading its stdin, on a server that then reads nothing: the
+ * stdin writer is stuck in backpressure, and the end must not wait for it. */
+static void test_run_unread_stdin(void **state)
+{
+        struct exec_server s;
+        struct kube_exec_result res;
+        size_t len = 16u * 1024 * 1024;
+        char *data = calloc(1, len);
+        struct kube_exec_run_opts o = { .stdin_data = data, .stdin_len = len, .cancel_fd = -EBADF };
+        uint64_t t0 = now_msec();
+
+        assert_non_null(data);
+        exec_start(&s, NO_READ);
+        assert_int_equal(run(&s, false, &o, &res, NULL), 0);
+        assert_true(now_msec() - t0 < 5000);
+        assert_int_equal(res.exit_code, 0);
+        exec_stop(&s);
+        kube_exec_result_clear(&res);
+        free(data);
+}
+
 /* ---- b4box-agent behind the peer ---- */
 
 struct bridge {
@@ -516,6 +544,7 @@ struct bridge {
         char root[256];
         char url[64];
         bool fragment; /* split stdout messages: an empty first fragment, then the rest */
+        int pings;     /* received from the client */
 };
 
 /* One stdout piece from the agent as a channel-1 message. */
@@ -575,6 +604,12 @@ static void bridge_agent(int fd, struct bridge *b)
                                 free(f.data);
                                 break;
                         }
+                        if (f.op == KUBE_WS_PING) {
+                                b->pings++;
+                                peer_send_frame(fd, true, KUBE_WS_PONG, f.data, f.len);
+                                free(f.data);
+                                continue;
+                        }
                         PEER_CHECK(f.op == KUBE_WS_BINARY && f.len >= 1 && f.data[0] == 0);
                         PEER_CHECK(write(in[1], f.data + 1, f.len - 1) == (ssize_t)(f.len - 1));
                         free(f.data);
@@ -604,7 +639,7 @@ static void agent_session(bool fragment)
 {
         char *tmp = b4_test_tmpdir();
         struct bridge b = { .fragment = fragment };
-        struct kube_conn_opts c = { .timeout_ms = 5000 };
+        struct kube_conn_opts c = { .timeout_ms = 5000, .ping_ms = 40 };
         char *argv[] = { (char *)"b4box-agent", NULL };
         struct kube_exec_target t = { .namespace_name = "ns", .pod = "p", .argv = argv };
         struct agent_transport tr;
@@ -635,8 +670,12 @@ static void agent_session(bool fragment)
         assert_int_equal(res.exit_code, 3);
         assert_string_equal(res.out, "hi\n");
         b4_exec_result_clear(&res);
+        /* idle: pings keep the stream alive, and it still works after them */
+        usleep(300 * 1000);
+        assert_int_equal(agent_write_file(conn, "/g.txt", 0, "x", 1, &err), 0);
         agent_conn_free(conn);
         assert_int_equal(pthread_join(b.thread, NULL), 0);
+        assert_true(b.pings >= 3);
         close(b.listen_fd);
         b4_test_rmrf(tmp);
         free(tmp);
@@ -651,10 +690,15 @@ static void test_agent_transport(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_path),          cmocka_unit_test(test_status),
-                cmocka_unit_test(test_demux),         cmocka_unit_test(test_run_v5_stdin),
-                cmocka_unit_test(test_run_v4),        cmocka_unit_test(test_run_failures),
-                cmocka_unit_test(test_run_big_stdin), cmocka_unit_test(test_agent_transport),
+                cmocka_unit_test(test_path),
+                cmocka_unit_test(test_status),
+                cmocka_unit_test(test_demux),
+                cmocka_unit_test(test_run_v5_stdin),
+                cmocka_unit_test(test_run_v4),
+                cmocka_unit_test(test_run_failures),
+                cmocka_unit_test(test_run_big_stdin),
+                cmocka_unit_test(test_run_unread_stdin),
+                cmocka_unit_test(test_agent_transport),
         };
 
         signal(SIGPIPE, SIG_IGN); /* checksrc: allow */

@@ -224,7 +224,8 @@ static void test_upgrade_request(void **state)
 struct bad_answer {
         const char *protocol;
         const char *extra;
-        const char *raw; /* sent instead of the 101 */
+        const char *raw;   /* sent instead of the 101 */
+        const char *later; /* sent 50 ms after raw (a body in another read) */
         bool wrong_accept;
 };
 
@@ -234,6 +235,10 @@ static void up_bad(int fd, struct peer_request *req, void *ctx)
 
         if (b->raw) {
                 peer_write(fd, b->raw, strlen(b->raw));
+                if (b->later) {
+                        usleep(50 * 1000);
+                        peer_write(fd, b->later, strlen(b->later));
+                }
                 return;
         }
         if (b->wrong_accept) {
@@ -296,8 +301,18 @@ static void test_upgrade_refused(void **state)
                        "Content-Length: %zu\r\n\r\n%s",
                        strlen(body), body);
         assert_int_equal(dial_bad(&(struct bad_answer){ .raw = head }, &err), -EACCES);
-        assert_non_null(strstr(err.msg, "HTTP 403 Forbidden"));
+        assert_non_null(strstr(err.msg, "refused the exec upgrade"));
+        assert_non_null(strstr(err.msg, "(403 Forbidden)"));
         assert_non_null(strstr(err.msg, "User cannot create pods/exec"));
+        /* the body in a later read than the head */
+        assert_int_equal(dial_bad(&(struct bad_answer){ .raw = "HTTP/1.1 404 Not Found\r\n"
+                                                               "Content-Length: 61\r\n\r\n",
+                                                        .later = "{\"kind\":\"Status\",\"message"
+                                                                 "\":\"pods \\\"p\\\" not found\""
+                                                                 ",\"code\":404}" },
+                                  &err),
+                         -ENOENT);
+        assert_non_null(strstr(err.msg, "pods \"p\" not found"));
         /* no body: by the status code; a body that is not a Status too */
         assert_int_equal(dial_bad(&(struct bad_answer){ .raw = "HTTP/1.1 404 Not Found\r\n"
                                                                "Content-Length: 0\r\n\r\n" },

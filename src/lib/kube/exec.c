@@ -17,11 +17,30 @@
 #include "base/time-util.h"
 #include "http/http.h"
 #include "json/json.h"
+#include "kube/kube.h"
 
 #define READ_CHUNK     (64u * 1024)
 #define DEFAULT_OUTPUT (1024u * 1024)
 
 /* ---- the request ---- */
+
+void kube_exec_conn_opts(const struct kube_config *cfg,
+                         const char *token,
+                         struct kube_conn_opts *ret)
+{
+        *ret = (struct kube_conn_opts){ .server = cfg->server,
+                                        .token = token,
+                                        .ca_file = cfg->ca_file,
+                                        .ca_blob = cfg->ca_pem,
+                                        .ca_blob_len = cfg->ca_pem_len,
+                                        .cert_file = cfg->cert_file,
+                                        .cert_blob = cfg->cert_pem,
+                                        .cert_blob_len = cfg->cert_pem_len,
+                                        .key_file = cfg->key_file,
+                                        .key_blob = cfg->key_pem,
+                                        .key_blob_len = cfg->key_pem_len,
+                                        .insecure = cfg->insecure };
+}
 
 static int add_param(struct strbuf *sb, const char *name, const char *value, bool *first)
 {
@@ -410,6 +429,7 @@ int kube_exec_run(const struct kube_conn_opts *c,
 struct stream {
         struct kube_ws *ws;
         int version;
+        uint64_t ping_ms;
         struct kube_exec_demux d;
         uint8_t *buf;       /* READ_CHUNK: the last chunk read */
         const uint8_t *out; /* stdout bytes of it not yet handed out */
@@ -493,7 +513,18 @@ static ssize_t stream_read(void *userdata, void *buf, size_t len)
                 }
                 if (s->eof)
                         return 0;
-                r = kube_ws_read(s->ws, s->buf, READ_CHUNK, 0, -EBADF, &c, &e);
+                r = kube_ws_read(s->ws, s->buf, READ_CHUNK, now_msec() + s->ping_ms, -EBADF, &c,
+                                 &e);
+                if (r == -ETIMEDOUT) {
+                        /* idle: keep proxies and the API server's idle timeout away (the
+                         * pong is dropped by the reader; a dead peer fails the send) */
+                        r = kube_ws_send(s->ws, KUBE_WS_PING, NULL, 0, &e);
+                        if (r < 0) {
+                                stream_end(s, e.msg);
+                                return r;
+                        }
+                        continue;
+                }
                 if (r == 0) {
                         stream_end(s, "closed by the server");
                         return 0;
@@ -561,6 +592,7 @@ int kube_exec_transport(const struct kube_conn_opts *c,
                 return b4_error_set(err, -ENOMEM, "out of memory");
         }
         s->d.channel = -1;
+        s->ping_ms = c->ping_ms ? c->ping_ms : KUBE_EXEC_PING_MS;
         r = open_exec(c, t, true, cancel_fd, &s->ws, &s->version, err);
         if (r < 0) {
                 free(s->buf);

@@ -43,9 +43,22 @@
 #define KUBE_EXEC_ARGV_MAX      (8u * 1024)  /* the exec URL's bytes, at most (proxies) */
 #define KUBE_EXEC_ERRTAIL_MAX   4096u        /* stderr kept by the transport */
 #define KUBE_EXEC_CLOSE_WAIT_MS 1000u        /* for the server's close after the Status */
+#define KUBE_EXEC_PING_MS       15000u       /* a ping after this long without a message */
 
 #define KUBE_EXEC_V5 "v5.channel.k8s.io"
 #define KUBE_EXEC_V4 "v4.channel.k8s.io"
+
+struct kube_config;
+
+/**
+ * kube_exec_conn_opts() - the connection options of a resolved configuration (kube.h):
+ * server, CA, client certificate and key (file or PEM bytes), insecure; with @token (the
+ * one kube_client_token() gives now; NULL = none). Everything stays borrowed from @cfg and
+ * @token, which must outlive *ret's use.
+ */
+void kube_exec_conn_opts(const struct kube_config *cfg,
+                         const char *token,
+                         struct kube_conn_opts *ret);
 
 /* Which exec, on which Pod. Borrowed for the call. */
 struct kube_exec_target {
@@ -69,7 +82,7 @@ int kube_exec_path(const struct kube_exec_target *t, bool with_stdin, char **ret
 /* What the error channel said. */
 struct kube_exec_status {
         int exit_code;     /* 0..255 */
-        char message[256]; /* the Status' message (control characters replaced) */
+        char message[512]; /* the Status' message (control characters replaced) */
 };
 
 /**
@@ -148,9 +161,12 @@ int kube_exec_run(const struct kube_conn_opts *c,
  * kube_exec_transport() - start @t->argv (stdin, stdout and stderr attached) and make its
  * stdin/stdout the byte stream of *ret: write sends stdin messages, read returns stdout's
  * bytes, stderr's last KUBE_EXEC_ERRTAIL_MAX bytes are kept and logged (debug) at the end,
- * the error channel's Status ends the stream (read returns 0; a non-zero exit is logged).
- * Any other channel or a breach fails the read -EPROTO. The transport's close sends the v5
- * close signal and a close frame, then frees. Give *ret to agent_conn_open(), which owns it.
+ * the error channel's Status ends the stream (read returns 0; a non-zero exit is logged),
+ * a ping goes out after KUBE_EXEC_PING_MS without a message (idle timeouts of proxies and
+ * the API server's 4 h).
+ * Any other channel or a breach fails the read -EPROTO. The transport's shutdown shuts the
+ * socket down (the API server ends the exec; the agent sees the end of its stdin, v4 or
+ * v5) and its close frees. Give *ret to agent_conn_open(), which owns it.
  * @cancel_fd: for the upgrade only (-EBADF = none).
  * Return: 0, or the errors of kube_ws_connect(), -EINVAL/-E2BIG (kube_exec_path()).
  */

@@ -24,12 +24,12 @@
 #include "base/strbuf.h"
 #include "base/time-util.h"
 #include "base/utf8.h"
-#include "json/json.h"
+#include "kube/kube.h"
 
-#define RBUF_SIZE  (64u * 1024) /* read-ahead; holds the response head too */
-#define MASK_POOL  256u         /* random bytes fetched at once for masking keys */
-#define WS_GUID    "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-#define MESSAGE_IN 300 /* bytes of a server's message kept in ours */
+#define RBUF_SIZE       (64u * 1024) /* read-ahead; holds the response head too */
+#define MASK_POOL       256u         /* random bytes fetched at once for masking keys */
+#define CONTROL_WAIT_MS 1000u        /* for a control frame the reader owes to go out */
+#define WS_GUID         "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 struct kube_ws {
         CURL *curl;                /* NULL: a plain socket (kube_ws_connect_fd) */
@@ -295,7 +295,8 @@ static int next_mask(struct kube_ws *ws, uint8_t mask[4])
 }
 
 /* One masked frame of @op from the pieces of @iov: send_lock held. */
-static int write_frame(struct kube_ws *ws, uint8_t op, const struct iovec *iov, size_t n)
+static int write_frame(
+        struct kube_ws *ws, uint8_t op, const struct iovec *iov, size_t n, uint64_t deadline_ms)
 {
         cleanup_free uint8_t *frame = NULL;
         uint8_t mask[4];
@@ -321,7 +322,7 @@ static int write_frame(struct kube_ws *ws, uint8_t op, const struct iovec *iov, 
                 off += iov[i].iov_len;
         }
         kube_ws_mask(frame + off - len, len, mask, 0);
-        return pipe_send_all(ws, frame, off, 0, -EBADF);
+        return pipe_send_all(ws, frame, off, deadline_ms, -EBADF);
 }
 
 /* Write the control frame owed, if any: send_lock held. A pong after our close is dropped. */
@@ -343,8 +344,11 @@ static void flush_control(struct kube_ws *ws)
         if (op == KUBE_WS_CLOSE)
                 ws->close_written = true;
         (void)pthread_mutex_unlock(&ws->ctl_lock);
-        /* a failure shows on the next read or send */
-        (void)write_frame(ws, op, &(struct iovec){ payload, len }, 1);
+        /* bounded: a server that pings without reading cannot hold the reader; a frame that
+         * did not go out whole leaves the stream unusable (the next read or send says so) */
+        if (write_frame(ws, op, &(struct iovec){ payload, len }, 1, now_msec() + CONTROL_WAIT_MS) <
+            0)
+                kube_ws_shutdown(ws);
 }
 
 /* Release the send side, writing whatever control frame was queued meanwhile. */
@@ -364,8 +368,9 @@ static void send_unlock(struct kube_ws *ws)
 }
 
 /* Queue a control frame; a close replaces anything, nothing replaces a close. Written now
- * when the send side is free, else by its holder. @wait: take the send side even if busy. */
-static void queue_control(struct kube_ws *ws, uint8_t op, const void *p, size_t len, bool wait)
+ * when the send side is free, else by its holder right after its frame: never waited for,
+ * so neither the reader nor a closer can hang behind a sender stuck in backpressure. */
+static void queue_control(struct kube_ws *ws, uint8_t op, const void *p, size_t len)
 {
         (void)pthread_mutex_lock(&ws->ctl_lock);
         if (!(ws->ctl_pending && ws->ctl_op == KUBE_WS_CLOSE)) {
@@ -376,9 +381,7 @@ static void queue_control(struct kube_ws *ws, uint8_t op, const void *p, size_t 
                         memcpy(ws->ctl_payload, p, len);
         }
         (void)pthread_mutex_unlock(&ws->ctl_lock);
-        if (wait)
-                (void)pthread_mutex_lock(&ws->send_lock);
-        else if (pthread_mutex_trylock(&ws->send_lock) != 0)
+        if (pthread_mutex_trylock(&ws->send_lock) != 0)
                 return;
         send_unlock(ws);
 }
@@ -404,7 +407,7 @@ int kube_ws_send(struct kube_ws *ws,
         if (closing || atomic_load(&ws->shut))
                 return b4_error_set(err, -EPIPE, "the WebSocket is closed");
         (void)pthread_mutex_lock(&ws->send_lock);
-        r = write_frame(ws, op, iov, n);
+        r = write_frame(ws, op, iov, n, 0);
         send_unlock(ws);
         if (r < 0)
                 return b4_error_set(err, r, "WebSocket send failed: %s", strerror(-r));
@@ -424,7 +427,7 @@ int kube_ws_close(struct kube_ws *ws, uint16_t code, struct b4_error *err)
         }
         ws->close_sent = true;
         (void)pthread_mutex_unlock(&ws->ctl_lock);
-        queue_control(ws, KUBE_WS_CLOSE, p, sizeof(p), true);
+        queue_control(ws, KUBE_WS_CLOSE, p, sizeof(p));
         return 0;
 }
 
@@ -463,7 +466,7 @@ static int on_close(struct kube_ws *ws, const uint8_t *p, size_t len)
         ws->close_sent = true;
         (void)pthread_mutex_unlock(&ws->ctl_lock);
         if (reply)
-                queue_control(ws, KUBE_WS_CLOSE, p, len >= 2 ? 2 : 0, false);
+                queue_control(ws, KUBE_WS_CLOSE, p, len >= 2 ? 2 : 0);
         return 0;
 }
 
@@ -492,7 +495,7 @@ static int next_frame(struct kube_ws *ws, uint64_t deadline_ms, int cancel_fd, c
 
                         ws->roff += f.len;
                         if (f.op == KUBE_WS_PING)
-                                queue_control(ws, KUBE_WS_PONG, p, f.len, false);
+                                queue_control(ws, KUBE_WS_PONG, p, f.len);
                         if (f.op != KUBE_WS_CLOSE)
                                 continue;
                         r = on_close(ws, p, f.len);
@@ -821,63 +824,16 @@ static int check_upgrade(struct kube_ws *ws,
                             h->protocol);
 }
 
-static int errno_of_status(long code)
-{
-        switch (code) {
-        case 400:
-        case 422:
-                return -EINVAL;
-        case 401:
-                return -EPERM;
-        case 403:
-                return -EACCES;
-        case 404:
-                return -ENOENT;
-        case 409:
-                return -EEXIST;
-        case 429:
-        case 503:
-                return -EAGAIN;
-        default:
-                return code >= 500 ? -EIO : -EINVAL;
-        }
-}
-
-/* @s with control characters replaced, at most MESSAGE_IN bytes, into @out. */
-static void sanitize(const char *s, size_t len, char *out, size_t out_size)
-{
-        size_t n = 0;
-
-        for (size_t i = 0; i < len && n + 1 < out_size && n < MESSAGE_IN; i++)
-                out[n++] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? ' ' : s[i];
-        out[n] = '\0';
-}
-
-/* A refused upgrade: the Status in @body if it is one, else the status line. */
+/* A refused upgrade: kube_status_decode()'s errno and message (one table for REST and exec). */
 static int refusal(const struct head *h, const char *body, size_t len, struct b4_error *err)
 {
-        cleanup_(jv_unrefp) struct jv *v = NULL;
-        char msg[MESSAGE_IN + 1], reason[64];
-        const char *m = NULL, *rs = NULL;
-        long code = h->status;
+        int r;
 
-        if (len > 0 && jv_parse(body, len, &v, NULL) >= 0 && jv_is_object(v)) {
-                struct jv *c = jv_object_get(v, "code");
-
-                m = jv_string(jv_object_get(v, "message"));
-                rs = jv_string(jv_object_get(v, "reason"));
-                if (c && jv_is_safe_integer(c) && jv_integer(c) >= 400 && jv_integer(c) <= 599)
-                        code = (long)jv_integer(c);
-        }
-        sanitize(rs ? rs : h->reason, strlen(rs ? rs : h->reason), reason, sizeof(reason));
-        if (m)
-                sanitize(m, strlen(m), msg, sizeof(msg));
-        if (h->status == 101 || h->status < 200)
+        if (h->status < 200)
                 return b4_error_set(err, -EPROTO, "WebSocket upgrade: unexpected HTTP %ld",
                                     h->status);
-        return b4_error_set(err, errno_of_status(code),
-                            "the API server refused the exec upgrade (HTTP %ld %s)%s%s", h->status,
-                            reason, m ? ": " : "", m ? msg : "");
+        r = kube_status_decode(h->status, body, len, err);
+        return b4_error_wrap(err, r, "the API server refused the exec upgrade");
 }
 
 /* Read what the refusal's body holds (Content-Length, else to the end), bounded. */
@@ -959,7 +915,8 @@ static int upgrade(struct kube_ws *ws,
         ws->roff = head_len;
         if (h.status != 101) {
                 read_body(ws, &h, deadline_ms, o->cancel_fd);
-                return refusal(&h, (const char *)ws->rbuf + head_len, ws->rlen - head_len, err);
+                /* fill() may have moved the bytes: the body starts at roff */
+                return refusal(&h, (const char *)ws->rbuf + ws->roff, ws->rlen - ws->roff, err);
         }
         return check_upgrade(ws, &h, key, o, err);
 }
@@ -1015,10 +972,38 @@ int kube_ws_connect_fd(int fd,
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_result;
+/* TLS sessions shared by every exec connection of the process (libcurl keys them by host,
+ * port and TLS configuration): a resumed handshake for each exec after the first. Lives as
+ * long as the process. */
+static CURLSH *tls_sessions;
+static pthread_mutex_t share_lock[CURL_LOCK_DATA_LAST];
+
+static void on_share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *userdata)
+{
+        (void)pthread_mutex_lock(&share_lock[data]);
+}
+
+static void on_share_unlock(CURL *h, curl_lock_data data, void *userdata)
+{
+        (void)pthread_mutex_unlock(&share_lock[data]);
+}
 
 static void curl_init(void)
 {
         curl_init_result = curl_global_init(CURL_GLOBAL_SSL);
+        if (curl_init_result != CURLE_OK)
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(share_lock); i++)
+                (void)pthread_mutex_init(&share_lock[i], NULL);
+        tls_sessions = curl_share_init();
+        if (tls_sessions &&
+            (curl_share_setopt(tls_sessions, CURLSHOPT_LOCKFUNC, on_share_lock) != CURLSHE_OK ||
+             curl_share_setopt(tls_sessions, CURLSHOPT_UNLOCKFUNC, on_share_unlock) != CURLSHE_OK ||
+             curl_share_setopt(tls_sessions, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) !=
+                     CURLSHE_OK)) {
+                (void)curl_share_cleanup(tls_sessions);
+                tls_sessions = NULL; /* full handshakes then */
+        }
 }
 
 static int on_progress(void *userdata, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
@@ -1045,11 +1030,19 @@ static int curl_setup(CURL *h, const struct kube_conn_opts *c, const struct kube
             curl_easy_setopt(h, CURLOPT_CONNECT_ONLY, 1L) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
+            /* through a proxy (libcurl honours https_proxy and friends), always a tunnel:
+             * the upgrade is ours to write, end to end */
+            curl_easy_setopt(h, CURLOPT_HTTPPROXYTUNNEL, 1L) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_XFERINFODATA, (void *)o) != CURLE_OK)
+                return -EINVAL;
+        if (tls_sessions && curl_easy_setopt(h, CURLOPT_SHARE, tls_sessions) != CURLE_OK)
+                return -EINVAL;
+        if (c->insecure && (curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L) != CURLE_OK ||
+                            curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L) != CURLE_OK))
                 return -EINVAL;
         if (c->ca_blob)
                 r = set_blob(h, CURLOPT_CAINFO_BLOB, c->ca_blob, c->ca_blob_len);
@@ -1105,6 +1098,7 @@ int kube_ws_connect(const struct kube_conn_opts *c,
                 return b4_error_set(err, -EINVAL, "libcurl refused the connection options");
         res = curl_easy_perform(ws->curl);
         (void)curl_easy_setopt(ws->curl, CURLOPT_ERRORBUFFER, NULL);
+        (void)curl_easy_setopt(ws->curl, CURLOPT_NOPROGRESS, 1L); /* @o is the caller's */
         if (res != CURLE_OK)
                 return b4_error_set(err, curl_errno(res), "cannot reach the API server %s: %s",
                                     c->server, errbuf[0] ? errbuf : curl_easy_strerror(res));

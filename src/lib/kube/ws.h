@@ -60,7 +60,11 @@ struct kube_conn_opts {
         const char *key_file; /* its key (PEM), or the blob form */
         const void *key_blob;
         size_t key_blob_len;
-        uint64_t timeout_ms; /* connect + TLS + upgrade; 0 = KUBE_WS_TIMEOUT_MS */
+        bool insecure;       /* no certificate checks (kubeconfig's insecure-skip-tls-verify,
+                              * which the configuration allows only when told to) */
+        uint64_t timeout_ms; /* connect + TLS; 0 = KUBE_WS_TIMEOUT_MS (the upgrade too) */
+        uint64_t ping_ms;    /* long-lived streams (kube_exec_transport()): a ping after this
+                              * long without a message; 0 = KUBE_EXEC_PING_MS (exec.h) */
 };
 
 /* One upgrade. */
@@ -76,9 +80,9 @@ struct kube_ws;
 /**
  * kube_ws_connect() - connect to @c->server and upgrade @o->path to a WebSocket
  * Return: 0 with *ret (kube_ws_free()), or -errno with @err set:
- *   a refusal (any status but 101): the Status body's errno and message when the body is
- *   a Kubernetes Status (404 -ENOENT, 401 -EPERM, 403 -EACCES, 400/422 -EINVAL, 409 -EEXIST,
- *   429/503 -EAGAIN, other 4xx -EINVAL, 5xx -EIO), else the same by the status code;
+ *   a refusal (any status but 101): kube_status_decode() of its status and body (kube.h:
+ *   404 -ENOENT, 401 -EPERM, 403 -EACCES, 400/422 -EINVAL, 429 -EBUSY, ..., else -EIO),
+ *   the body read up to KUBE_WS_BODY_MAX (Content-Length, else to the end);
  *   -EPROTO (a 101 that is not a valid upgrade: wrong Accept, a subprotocol not offered,
  *   an extension, no Upgrade/Connection); -ECONNREFUSED, -EHOSTUNREACH, -ETIMEDOUT,
  *   -ECANCELED, -EIO (transport, TLS included); -EINVAL (bad options); -ENOMEM.
@@ -116,9 +120,11 @@ int kube_ws_send(struct kube_ws *ws,
                  struct b4_error *err);
 
 /**
- * kube_ws_close() - start (or answer) the close handshake with @code (1000 normal); once:
- * a second call is a no-op. Later reads still deliver what the server sends until its close.
- * Return: as kube_ws_send().
+ * kube_ws_close() - start the close handshake with @code (1000 normal); once: a second
+ * call is a no-op. The frame is written now when no send is in progress, else right after
+ * it (never waited for). Later reads still deliver what the server sends until its close.
+ * Data sends fail -EPIPE from now on.
+ * Return: 0, -EINVAL (a code that may not be sent).
  */
 int kube_ws_close(struct kube_ws *ws, uint16_t code, struct b4_error *err);
 
