@@ -1184,6 +1184,8 @@ class Fake:
         lsel = parse_label_selector(query.get("labelSelector", [""])[0])
         fsel = parse_field_selector(query.get("fieldSelector", [""])[0], res)
         limit = int(query.get("limit", ["0"])[0] or 0)
+        if query.get("resourceVersion", [""])[0] == "0":
+            limit = 0
         cont = query.get("continue", [""])[0]
         with self.store.lock:
             rv = str(self.store.rv)
@@ -2285,6 +2287,7 @@ class ExecSession:
                     reader.feed(data)
                     for opcode, payload in reader.messages():
                         if opcode == 8:
+                            self.sock.sendall(ws_frame(8, payload[:2]))
                             return
                         if opcode == 9:
                             self.sock.sendall(ws_frame(10, payload))
