@@ -65,7 +65,6 @@ import signal
 import socket
 import socketserver
 import ssl
-import string
 import subprocess
 import sys
 import threading
@@ -243,7 +242,8 @@ def check_qualified_key(key, field, causes):
         causes.append((field, "FieldValueInvalid", 'Invalid value: "%s": prefix part %s'
                        % (key, SUBDOMAIN_MSG)))
     elif not name or len(name) > 63 or not QUALIFIED_NAME.match(name):
-        causes.append((field, "FieldValueInvalid", 'Invalid value: "%s": %s' % (key, NAME_PART_MSG)))
+        causes.append((field, "FieldValueInvalid",
+                       'Invalid value: "%s": %s' % (key, NAME_PART_MSG)))
 
 
 def validate_meta(obj, res, causes):
@@ -257,7 +257,8 @@ def validate_meta(obj, res, causes):
         causes.append(("metadata.name", "FieldValueRequired",
                        "Required value: name or generateName is required"))
     else:
-        pattern, limit = (DNS1123_LABEL, 63) if res.kind == "Namespace" else (DNS1123_SUBDOMAIN, 253)
+        pattern, limit = ((DNS1123_LABEL, 63) if res.kind == "Namespace"
+                          else (DNS1123_SUBDOMAIN, 253))
         if not isinstance(name, str) or len(name) > limit or not pattern.match(name):
             causes.append(("metadata.name", "FieldValueInvalid",
                            'Invalid value: "%s": %s' % (name, SUBDOMAIN_MSG)))
@@ -1052,9 +1053,9 @@ class Fake:
         self.event_names = {}
         self.execs = {}
         self.exec_lock = threading.Lock()
-        self.watch_gen = 0
         self.pod_ip = 10
-        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] + (args.namespace or []):
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] + \
+                (args.namespace or []):
             self.create_namespace(ns)
 
     # -- auth ---------------------------------------------------------------------------------
@@ -1183,6 +1184,8 @@ class Fake:
         lsel = parse_label_selector(query.get("labelSelector", [""])[0])
         fsel = parse_field_selector(query.get("fieldSelector", [""])[0], res)
         limit = int(query.get("limit", ["0"])[0] or 0)
+        if query.get("resourceVersion", [""])[0] == "0":
+            limit = 0
         cont = query.get("continue", [""])[0]
         with self.store.lock:
             rv = str(self.store.rv)
@@ -1286,7 +1289,8 @@ class Fake:
         if "status" in old:
             new["status"] = copy.deepcopy(old["status"])
         if res.kind == "Pod":
-            new["spec"]["nodeName"] = old["spec"].get("nodeName") or new["spec"].pop("nodeName", None)
+            node = old["spec"].get("nodeName") or new["spec"].pop("nodeName", None)
+            new["spec"]["nodeName"] = node
             if new["spec"]["nodeName"] is None:
                 del new["spec"]["nodeName"]
             default_pod_keep_status(new, old)
@@ -1713,7 +1717,8 @@ class Fake:
         for c in pod["spec"]["containers"]:
             digest = hashlib.sha256(c["image"].encode()).hexdigest()
             statuses.append({"name": c["name"], "image": image_ref(c["image"]),
-                             "imageID": image_ref(c["image"]).rsplit(":", 1)[0] + "@sha256:" + digest,
+                             "imageID": "%s@sha256:%s" % (image_ref(c["image"]).rsplit(":", 1)[0],
+                                                         digest),
                              "containerID": "containerd://" + secrets.token_hex(32),
                              "ready": True, "started": True, "restartCount": 0,
                              "state": {"running": {"startedAt": t}}, "lastState": {}})
@@ -1724,7 +1729,8 @@ class Fake:
         self.prepare_pod_dirs(pod)
         self.put_status(pods, pod, status)
         for c in pod["spec"]["containers"]:
-            self.event(pod, "Normal", "Pulled", 'Successfully pulled image "%s" in 1ms' % c["image"])
+            self.event(pod, "Normal", "Pulled",
+                       'Successfully pulled image "%s" in 1ms' % c["image"])
             self.event(pod, "Normal", "Created", "Created container: %s" % c["name"])
             self.event(pod, "Normal", "Started", "Started container %s" % c["name"])
 
@@ -1932,7 +1938,8 @@ def node_fits(pod):
             have = NODE_LABELS.get(e.get("key"))
             op, vals = e.get("operator"), e.get("values") or []
             if (op == "In" and have not in vals) or (op == "NotIn" and have in vals) or \
-                    (op == "Exists" and have is None) or (op == "DoesNotExist" and have is not None):
+                    (op == "Exists" and have is None) or \
+                    (op == "DoesNotExist" and have is not None):
                 ok = False
         for f in term.get("matchFields") or []:
             if f.get("key") == "metadata.name" and f.get("operator") == "In" and \
@@ -2280,6 +2287,7 @@ class ExecSession:
                     reader.feed(data)
                     for opcode, payload in reader.messages():
                         if opcode == 8:
+                            self.sock.sendall(ws_frame(8, payload[:2]))
                             return
                         if opcode == 9:
                             self.sock.sendall(ws_frame(10, payload))
@@ -2816,7 +2824,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
         first = []
         with store.lock:
-            gen = fake.watch_gen
             if rv_param in ("", "0") or initial:
                 cursor = store.rv
                 first = [("ADDED", copy.deepcopy(o)) for o in store.items(res, ns) if matches(o)]

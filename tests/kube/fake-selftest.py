@@ -481,6 +481,9 @@ for i in range(3):
 code, page1, _ = request("GET", NPS + "?limit=2")
 cont = page1["metadata"].get("continue")
 code, page2, _ = request("GET", NPS + "?limit=2&continue=" + urllib.parse.quote(cont or ""))
+code, all3, _ = request("GET", NPS + "?limit=2&resourceVersion=0")
+check("limit is ignored with resourceVersion=0 (served from the watch cache)",
+      len(all3["items"]) == 3 and "continue" not in all3["metadata"], all3["metadata"])
 check("limit/continue: 2 + 1 items, remainingItemCount 1",
       [o["metadata"]["name"] for o in page1["items"]] == ["np-0", "np-1"] and
       page1["metadata"].get("remainingItemCount") == 1 and
@@ -754,6 +757,11 @@ frames, close, _ = ws.run()
 check("fragmented stdin is reassembled; CLOSE ends cat", joined(frames, 1) == b"hello world",
       frames)
 check("a ping gets its pong", ("pong", b"ping!") in frames, frames)
+ws = Ws(exec_path("ex", ["sleep", "30"], stdout="true"))
+ws.send_frame(8, (1000).to_bytes(2, "big"))
+frames, close, _ = ws.run(seconds=5)
+check("a client's close frame before the end is echoed; the command is killed",
+      close == 1000 and joined(frames, 3) == b"" and wait_no_procs() == 0, (close, frames))
 ws = Ws(exec_path("ex", ["cat"], stdin="true", stdout="true"))
 ws.send_frame(2, b"\x00data", mask=False)
 frames, close, _ = ws.run(seconds=3)
@@ -781,7 +789,9 @@ frames, _, _ = ws.run()
 check("the top level and the emptyDir persist across execs of one Pod",
       joined(frames, 1) == b"top\nd\n", frames)
 ws = Ws(exec_path("ex", ["sh", "-c", "sleep 30 & sleep 31 & wait"], stdout="true"))
-time.sleep(0.5)
+deadline = time.time() + 5
+while sandbox_procs() < 4 and time.time() < deadline:
+    time.sleep(0.05)
 during = sandbox_procs()
 ws.sock.close()
 check("closing the socket kills the command's whole tree", during >= 3 and
