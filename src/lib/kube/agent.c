@@ -17,15 +17,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "agent/agent-client.h"
 #include "base/alloc.h"
+#include "base/log.h"
 #include "base/macro.h"
+#include "base/time-util.h"
 #include "kube/exec.h"
 #include "kube/kube.h"
 #include "kube/provider.h"
 
-#define INSTALL_TIMEOUT_MS 60000u
+#define INSTALL_TIMEOUT_MS     60000u
+#define INSTALL_RETRY_DELAY_US 200000u
 
 struct kube_agent {
         pthread_mutex_t lock;   /* conn: set from NULL under it, replaced only by reset */
@@ -97,21 +102,28 @@ static void token_free(char *t)
         }
 }
 
-int kube_agent_install(struct kube_agent *a, struct b4_error *err)
+static int install_once(struct kube_agent *a, struct b4_error *err)
 {
         struct kube_core *c = a->core;
         cleanup_free char *script = NULL;
         struct kube_exec_result res = { 0 };
         struct kube_conn_opts o;
         char *token = NULL;
+        uint64_t tmp = 0;
         int r;
 
         if (!c->agent_bin)
                 return b4_error_set(err, -ENOENT, "%s", c->agent_reason);
-        if (b4_asprintf(&script,
-                        "head -c %zu >" KUBE_AGENT_DIR "/.agent.$$ && chmod 0555 " KUBE_AGENT_DIR
-                        "/.agent.$$ && mv -f " KUBE_AGENT_DIR "/.agent.$$ " KUBE_AGENT_PATH,
-                        c->agent_len) < 0)
+        /* a temporary name of its own: two replicas may install into one Pod at once, and
+         * $$ is no help where each exec has its own PID namespace */
+        if (getrandom(&tmp, sizeof(tmp), 0) != sizeof(tmp))
+                tmp = (uint64_t)now_usec();
+        if (b4_asprintf(
+                    &script,
+                    "head -c %zu >" KUBE_AGENT_DIR "/.agent.%016llx && chmod 0555 " KUBE_AGENT_DIR
+                    "/.agent.%016llx && mv -f " KUBE_AGENT_DIR "/.agent.%016llx " KUBE_AGENT_PATH,
+                    c->agent_len, (unsigned long long)tmp, (unsigned long long)tmp,
+                    (unsigned long long)tmp) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
         char sh[] = "sh", dash_c[] = "-c";
         char *argv[] = { sh, dash_c, script, NULL };
@@ -137,6 +149,20 @@ int kube_agent_install(struct kube_agent *a, struct b4_error *err)
                                  a->pod, res.exit_code, res.errout ? res.errout : "");
         kube_exec_result_clear(&res);
         return r < 0 ? r : 0;
+}
+
+/* The copy is idempotent (a temporary file, then an atomic rename), so a failed one is tried
+ * once more: an exec into a container that has just started can fail on its own. */
+int kube_agent_install(struct kube_agent *a, struct b4_error *err)
+{
+        int r = install_once(a, err);
+
+        if (r < 0 && r != -ENOMEM && r != -ENOENT && r != -EACCES && r != -EPERM) {
+                log_debug("kubernetes: %s; copying again", err ? err->msg : "");
+                (void)usleep(INSTALL_RETRY_DELAY_US);
+                r = install_once(a, err);
+        }
+        return r;
 }
 
 static int connect_agent(struct kube_agent *a, struct agent_conn **ret, struct b4_error *err)
