@@ -34,6 +34,7 @@ struct b4_provider_config {
         char *kube_context;               /* owned; NULL = the kubeconfig's current-context */
         char *kube_storage_class;         /* owned; NULL = the cluster's default class */
         uint32_t kube_startup_timeout_ms; /* how long acquire waits for Running */
+        bool kube_user_namespace;         /* "hostUsers": false: each Pod its own user namespace */
         uint32_t id_start, id_size;       /* native as root: host id range for the threads' user
                                              namespaces (blocks of 65536); 0 = the default */
 };

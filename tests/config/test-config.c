@@ -271,11 +271,12 @@ static void test_config_kubernetes(void **state)
         assert_null(p->kube_context);
         assert_null(p->kube_storage_class);
         assert_int_equal(p->kube_startup_timeout_ms, 60000);
+        assert_false(p->kube_user_namespace);
         b4_config_free(cfg);
         cfg = expect_ok(
                 "{\"sandbox\": {\"provider\": {\"type\": \"kubernetes\", \"scope\": \"s\","
                 " \"image\": \"i\", \"kubeconfig\": \"/etc/kube/config\", \"context\": \"c\","
-                " \"storageClass\": \"fast\", \"startupTimeoutMs\": 5000}}}");
+                " \"storageClass\": \"fast\", \"startupTimeoutMs\": 5000, \"hostUsers\": false}}}");
         p = &cfg->sandbox.provider;
         assert_null(p->kube_api);
         assert_null(p->kube_token_file);
@@ -284,6 +285,7 @@ static void test_config_kubernetes(void **state)
         assert_string_equal(p->kube_context, "c");
         assert_string_equal(p->kube_storage_class, "fast");
         assert_int_equal(p->kube_startup_timeout_ms, 5000);
+        assert_true(p->kube_user_namespace);
         b4_config_free(cfg);
 }
 

@@ -179,5 +179,21 @@ check "kube reap: deletes the PVC marked past the TTL, clears the referenced one
 "$b4box" kube reap -c b4box.json --ttl-hours 0 >/dev/null 2>"$dir/err"; rc=$?
 check "kube reap: --ttl-hours 0 is a usage error" '[ $rc -eq 2 ] && grep -q "from 1 to 87600" "$dir/err"'
 
+# hostUsers false: the Pod gets its own user namespace, pidsLimit is enforced and says so
+config userns.json ', "hostUsers": false' ', "security": {"pidsLimit": 16}'
+out=$("$b4box" check -c userns.json 2>&1)
+check "hostUsers false: check reports the pids limit enforced" \
+        'grep -Eq "^pids limit +enforced +16 processes \(RLIMIT_NPROC .*hostUsers: false" <<<"$out"' ||
+        printf '%s\n' "$out" | grep pids | sed 's/^/# /'
+out=$("$b4box" exec -c userns.json --thread cli-userns -- sh -c 'for i in $(seq 40); do sleep 2 & done; wait; echo started' 2>"$dir/err"); rc=$?
+pod=$(api "/api/v1/namespaces/b4-sandboxes/pods/$(pvc_of cli-userns | sed 's/-vol//')")
+check "hostUsers false: the Pod says hostUsers false, 40 processes do not fit in 16" \
+        '"$py" -c "import json, sys; assert json.loads(sys.argv[1])[\"spec\"][\"hostUsers\"] is False" "$pod" &&
+         [ $rc -ne 0 ] && [ -z "$out" ] && grep -Eqi "fork|resource temporarily unavailable" "$dir/err"' ||
+        { echo "# rc=$rc out=$out"; sed 's/^/# /' "$dir/err" | head -5; }
+out=$("$b4box" exec -c b4box.json --thread cli-nouserns -- sh -c 'for i in $(seq 40); do sleep 1 & done; wait; echo started' 2>"$dir/err"); rc=$?
+check "without hostUsers false no process limit is set (nothing it could count)" \
+        '[ $rc -eq 0 ] && [ "$out" = started ]' || sed 's/^/# /' "$dir/err" | head -3
+
 echo "1..$n"
 [ "$failed" -eq 0 ]

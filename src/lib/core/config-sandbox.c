@@ -53,7 +53,7 @@ static const struct {
         { "kubernetes",
           (const char *const[]){ "type", "scope", "image", "images", "apiServer", "namespace",
                                  "tokenFile", "caFile", "kubeconfig", "context", "storageClass",
-                                 "startupTimeoutMs", NULL } },
+                                 "startupTimeoutMs", "hostUsers", NULL } },
         { "fake", (const char *const[]){ "type", "scope", "image", "images", NULL } },
 };
 
@@ -246,6 +246,12 @@ static void parse_kube_options(struct cfg *c, const struct jv *v, struct b4_prov
                 if (cfg_uint_range(c, x, "sandbox.provider.startupTimeoutMs", 1000,
                                    B4_KUBE_MAX_STARTUP_TIMEOUT_MS, &ms))
                         p->kube_startup_timeout_ms = (uint32_t)ms;
+        }
+        if ((x = jv_object_get(v, "hostUsers"))) {
+                bool host_users = true;
+
+                if (cfg_bool(c, x, "sandbox.provider.hostUsers", &host_users))
+                        p->kube_user_namespace = !host_users;
         }
         if (jv_object_get(v, "context") && !kubeconfig)
                 cfg_refuse(c, "b4box.json sandbox.provider.context needs kubeconfig (it names "

@@ -199,9 +199,6 @@ static const struct {
         { "capabilities", B4_ENFORCED, "capabilities.drop ALL" },
         { "no_new_privs", B4_ENFORCED, "allowPrivilegeEscalation false" },
         { "read-only root", B4_ENFORCED, "readOnlyRootFilesystem with emptyDir /tmp and /run" },
-        { "pids limit", B4_NOT_ENFORCED,
-          "the Pod has no user namespace of its own (hostUsers: false is not set), and "
-          "Kubernetes has no per-Pod process limit: configure the kubelet's podPidsLimit" },
         { "memory limit", B4_ENFORCED, "resources.limits.memory" },
         { "cpu limit", B4_ENFORCED, "resources.limits.cpu" },
         { "disk quota", B4_ENFORCED,
@@ -215,10 +212,22 @@ static const struct {
 
 static int add_controls(struct kube_core *c, struct b4_preflight *ret)
 {
+        int r;
+
         for (size_t i = 0; i < ELEMENTSOF(controls); i++)
                 if (b4_preflight_control(ret, controls[i].name, controls[i].state, "%s",
                                          controls[i].detail) < 0)
                         return -ENOMEM;
+        r = c->user_namespace
+                    ? b4_preflight_control(ret, "pids limit", B4_ENFORCED,
+                                           "RLIMIT_NPROC of each command, counted in the Pod's own "
+                                           "user namespace (hostUsers: false)")
+                    : b4_preflight_control(ret, "pids limit", B4_NOT_ENFORCED,
+                                           "the Pod has no user namespace of its own (hostUsers: "
+                                           "false is not set), and Kubernetes has no per-Pod "
+                                           "process limit: configure the kubelet's podPidsLimit");
+        if (r < 0)
+                return -ENOMEM;
         return b4_preflight_control(ret, "operations", B4_NOT_APPLICABLE, "%s", c->agent_reason);
 }
 

@@ -259,6 +259,14 @@ static void take_pod(const struct jv *pod, struct found_pod *ret)
         ret->running = kube_pod_verdict(pod, 1, why) == KUBE_POD_RUNNING;
 }
 
+/* Whether the Pod runs in its own user namespace (spec.hostUsers false). */
+static bool own_user_namespace(const struct jv *pod)
+{
+        const struct jv *v = jv_object_get(jv_object_get(pod, "spec"), "hostUsers");
+
+        return jv_is_bool(v) && !jv_is_true(v);
+}
+
 static int delete_pod(struct kube_core *c, const char *name, struct b4_error *err)
 {
         cleanup_free char *path = kube_path("v1", c->namespace, "pods", name, NULL);
@@ -289,7 +297,8 @@ static int ensure_pod(struct kube_core *c,
                                       .namespace = c->namespace,
                                       .image = st->image,
                                       .identity = st->identity,
-                                      .policy = &st->policy };
+                                      .policy = &st->policy,
+                                      .user_namespace = c->user_namespace };
         char why[KUBE_WHY_MAX] = "";
         const char *ident;
         int r;
@@ -300,6 +309,16 @@ static int ensure_pod(struct kube_core *c,
         for (int attempt = 0; attempt < 2; attempt++) {
                 jv_unrefp(&got);
                 r = kube_create(c->client, coll, body, &got, err);
+                if (r >= 0 && c->user_namespace && !own_user_namespace(got)) {
+                        (void)delete_pod(c, st->names.pod, NULL);
+                        return b4_error_set_code(
+                                err, -EOPNOTSUPP, B4_CODE_SANDBOX_UNAVAILABLE,
+                                "Sandbox unavailable: the API server dropped hostUsers: false "
+                                "from pod \"%s\" (user namespaces are not enabled on this "
+                                "cluster): security.pidsLimit cannot be enforced. Set "
+                                "sandbox.provider.hostUsers to true or enable them.",
+                                st->names.pod);
+                }
                 if (r >= 0) {
                         take_pod(got, ret);
                         return 0;
@@ -321,6 +340,7 @@ static int ensure_pod(struct kube_core *c,
                         jv_object_get(jv_object_get(jv_object_get(got, "metadata"), "annotations"),
                                       KUBE_ANNOT_IDENTITY));
                 if (ident && strcmp(ident, st->identity) == 0 &&
+                    own_user_namespace(got) == c->user_namespace &&
                     kube_pod_verdict(got, 1, why) != KUBE_POD_FAILED) {
                         take_pod(got, ret);
                         return 0;
@@ -640,6 +660,7 @@ static struct kube_core *core_new(const struct b4_provider_config *cfg, struct b
         }
         c->refs = 1;
         (void)pthread_mutex_init(&c->lock, NULL);
+        c->user_namespace = cfg->kube_user_namespace;
         c->startup_timeout_ms = cfg->kube_startup_timeout_ms ? cfg->kube_startup_timeout_ms
                                                              : B4_KUBE_DEFAULT_STARTUP_TIMEOUT_MS;
         c->scope = b4_strdup(cfg->scope);

@@ -40,6 +40,7 @@ struct kube_core {
         char **images;       /* allowlist */
         char *storage_class; /* NULL: the cluster's default */
         uint64_t startup_timeout_ms;
+        bool user_namespace; /* hostUsers: false (pidsLimit enforced in the Pod) */
         /* b4box-agent: the host's binary, read once at construction (NULL: none, and
          * agent_reason says why: file operations are refused) */
         char *agent_bin;

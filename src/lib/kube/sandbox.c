@@ -255,6 +255,9 @@ static int sandbox_exec(struct b4_sandbox *sb,
                 .output_cap = req->output_cap ? req->output_cap : s->output_cap,
                 .cwd = "/",
                 .cancel = req->cancel,
+                /* RLIMIT_NPROC counts per uid in a user namespace: only the Pod's own one
+                 * makes it this sandbox's process limit */
+                .max_procs = s->core->user_namespace ? st->policy.security.pids_limit : 0,
         };
         r = conn_of(s, &c, err);
         if (r < 0)
