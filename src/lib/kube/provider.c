@@ -21,7 +21,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -504,16 +503,6 @@ static int destroy(struct b4_provider *p, struct b4_entry *e, struct b4_error *e
 
 /* ---- images ---- */
 
-static bool image_allowed(const struct kube_core *c, const char *ref)
-{
-        if (c->image && strcmp(c->image, ref) == 0)
-                return true;
-        STRV_FOREACH (pat, c->images)
-                if (strcmp(*pat, ref) == 0 || fnmatch(*pat, ref, 0) == 0)
-                        return true;
-        return false;
-}
-
 /* The reference itself is the identity: the kubelet resolves it (digest-pin images to
  * make it immutable). */
 static int resolve_image(struct b4_provider *p,
@@ -521,7 +510,7 @@ static int resolve_image(struct b4_provider *p,
                          char **ret_identity,
                          struct b4_error *err)
 {
-        if (!ref || !*ref || !image_allowed(core_of(p), ref))
+        if (!ref || !*ref || !launch_image_allowed(core_of(p)->image, core_of(p)->images, ref))
                 return b4_error_set_code(err, -EACCES, B4_CODE_IMAGE_NOT_ALLOWED,
                                          "Image %s is not one this provider may run: allow it with "
                                          "sandbox.provider.images",
