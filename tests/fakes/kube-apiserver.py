@@ -40,13 +40,15 @@ Control API, on the same port, only with "Authorization: Bearer <admin-token>", 
                                        "evaluationError","reviewCode"}],"enforce":true}
     POST /_fake/compact               forget the watch history (older resourceVersions → 410)
 
-The sandbox behind exec (a private mount and PID namespace per exec, the host's root
-read-only, the Pod's volumes bound at their mountPaths) runs this same file as
-`kube-apiserver.py --sandbox-exec SPEC_JSON`.
+Behind exec is a real sandbox per exec (a private mount, PID and UTS namespace, the host's
+root read-only under a per-Pod writable top level, the Pod's volumes bound at their
+mountPaths, runAsUser/runAsGroup/fsGroup, workingDir), forked from a zygote process made at
+start; the command's whole tree dies with the stream.
 """
 
 import argparse
 import base64
+import bisect
 import copy
 import ctypes
 import errno
@@ -63,7 +65,6 @@ import signal
 import socket
 import socketserver
 import ssl
-import string
 import subprocess
 import sys
 import threading
@@ -177,6 +178,7 @@ RESOURCES = {
     ("", "namespaces"): Resource("", "v1", "namespaces", "namespace", "Namespace", False,
                                  ["create", "delete", "get", "list", "patch", "update", "watch"],
                                  ["ns"]),
+    ("", "events"): Resource("", "v1", "events", "event", "Event", True, RW, ["ev"]),
     ("networking.k8s.io", "networkpolicies"): Resource("networking.k8s.io", "v1",
                                                        "networkpolicies", "networkpolicy",
                                                        "NetworkPolicy", True, RW, ["netpol"]),
@@ -240,7 +242,8 @@ def check_qualified_key(key, field, causes):
         causes.append((field, "FieldValueInvalid", 'Invalid value: "%s": prefix part %s'
                        % (key, SUBDOMAIN_MSG)))
     elif not name or len(name) > 63 or not QUALIFIED_NAME.match(name):
-        causes.append((field, "FieldValueInvalid", 'Invalid value: "%s": %s' % (key, NAME_PART_MSG)))
+        causes.append((field, "FieldValueInvalid",
+                       'Invalid value: "%s": %s' % (key, NAME_PART_MSG)))
 
 
 def validate_meta(obj, res, causes):
@@ -254,7 +257,8 @@ def validate_meta(obj, res, causes):
         causes.append(("metadata.name", "FieldValueRequired",
                        "Required value: name or generateName is required"))
     else:
-        pattern, limit = (DNS1123_LABEL, 63) if res.kind == "Namespace" else (DNS1123_SUBDOMAIN, 253)
+        pattern, limit = ((DNS1123_LABEL, 63) if res.kind == "Namespace"
+                          else (DNS1123_SUBDOMAIN, 253))
         if not isinstance(name, str) or len(name) > limit or not pattern.match(name):
             causes.append(("metadata.name", "FieldValueInvalid",
                            'Invalid value: "%s": %s' % (name, SUBDOMAIN_MSG)))
@@ -348,6 +352,107 @@ def validate(obj, res):
 
 
 # ---------------------------------------------------------------------------------------------
+# Known fields (k8s.io/api 1.32) for fieldValidation: Strict → 400, Warn (the default) → a 299
+# Warning header, Ignore → nothing. ANY is any value, MAP a free-form map, [x] a list of x.
+
+ANY, MAP = "any", "map"
+
+
+def fields(*names, **typed):
+    out = {n: ANY for n in names}
+    out.update(typed)
+    return out
+
+
+LABEL_SELECTOR = fields(matchLabels=MAP, matchExpressions=[fields("key", "operator", "values")])
+OBJECT_META = fields("name", "generateName", "namespace", "uid", "resourceVersion", "generation",
+                     "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+                     "finalizers", "managedFields", "selfLink", labels=MAP, annotations=MAP,
+                     ownerReferences=[fields("apiVersion", "kind", "name", "uid", "controller",
+                                             "blockOwnerDeletion")])
+PROFILE = fields("type", "localhostProfile")
+SECURITY_CONTEXT = fields("privileged", "seLinuxOptions", "windowsOptions", "runAsUser",
+                          "runAsGroup", "runAsNonRoot", "readOnlyRootFilesystem",
+                          "allowPrivilegeEscalation", "procMount",
+                          capabilities=fields("add", "drop"), seccompProfile=PROFILE,
+                          appArmorProfile=PROFILE)
+POD_SECURITY_CONTEXT = fields("seLinuxOptions", "windowsOptions", "runAsUser", "runAsGroup",
+                              "runAsNonRoot", "supplementalGroups", "supplementalGroupsPolicy",
+                              "fsGroup", "sysctls", "fsGroupChangePolicy", "seLinuxChangePolicy",
+                              seccompProfile=PROFILE, appArmorProfile=PROFILE)
+CONTAINER = fields("name", "image", "command", "args", "workingDir", "ports", "envFrom",
+                   "resizePolicy", "restartPolicy", "volumeDevices", "livenessProbe",
+                   "readinessProbe", "startupProbe", "lifecycle", "terminationMessagePath",
+                   "terminationMessagePolicy", "imagePullPolicy", "stdin", "stdinOnce", "tty",
+                   env=[fields("name", "value", "valueFrom")],
+                   resources=fields("claims", limits=MAP, requests=MAP),
+                   volumeMounts=[fields("name", "readOnly", "recursiveReadOnly", "mountPath",
+                                        "subPath", "mountPropagation", "subPathExpr")],
+                   securityContext=SECURITY_CONTEXT)
+VOLUME = fields("name", "hostPath", "secret", "nfs", "iscsi", "glusterfs", "rbd", "flexVolume",
+                "cinder", "cephfs", "flocker", "downwardAPI", "fc", "azureFile", "configMap",
+                "vsphereVolume", "quobyte", "azureDisk", "photonPersistentDisk", "projected",
+                "portworxVolume", "scaleIO", "storageos", "csi", "ephemeral", "gcePersistentDisk",
+                "awsElasticBlockStore", "gitRepo",
+                emptyDir=fields("medium", "sizeLimit"),
+                persistentVolumeClaim=fields("claimName", "readOnly"),
+                image=fields("reference", "pullPolicy"))
+POD_SPEC = fields("restartPolicy", "terminationGracePeriodSeconds", "activeDeadlineSeconds",
+                  "dnsPolicy", "serviceAccountName", "serviceAccount",
+                  "automountServiceAccountToken", "nodeName", "hostNetwork", "hostPID",
+                  "hostIPC", "shareProcessNamespace", "hostname", "subdomain", "affinity",
+                  "schedulerName", "tolerations", "hostAliases", "priorityClassName", "priority",
+                  "readinessGates", "runtimeClassName", "enableServiceLinks", "preemptionPolicy",
+                  "topologySpreadConstraints", "setHostnameAsFQDN", "hostUsers",
+                  "schedulingGates", "resourceClaims", "resources", "ephemeralContainers",
+                  nodeSelector=MAP, overhead=MAP, volumes=[VOLUME], containers=[CONTAINER],
+                  initContainers=[CONTAINER], securityContext=POD_SECURITY_CONTEXT,
+                  imagePullSecrets=[fields("name")], os=fields("name"),
+                  dnsConfig=fields("nameservers", "searches", "options"))
+PEER = fields(podSelector=LABEL_SELECTOR, namespaceSelector=LABEL_SELECTOR,
+              ipBlock=fields("cidr", "except"))
+PORTS = [fields("protocol", "port", "endPort")]
+SCHEMAS = {
+    "Pod": fields("apiVersion", "kind", "status", metadata=OBJECT_META, spec=POD_SPEC),
+    "PersistentVolumeClaim": fields("apiVersion", "kind", "status", metadata=OBJECT_META,
+                                    spec=fields("accessModes", "selector", "volumeName",
+                                                "storageClassName", "volumeMode", "dataSource",
+                                                "dataSourceRef", "volumeAttributesClassName",
+                                                resources=fields(limits=MAP, requests=MAP))),
+    "NetworkPolicy": fields("apiVersion", "kind", "status", metadata=OBJECT_META,
+                            spec=fields("policyTypes", podSelector=LABEL_SELECTOR,
+                                        ingress=[fields(ports=PORTS, **{"from": [PEER]})],
+                                        egress=[fields(ports=PORTS, to=[PEER])])),
+    "Namespace": fields("apiVersion", "kind", "spec", "status", metadata=OBJECT_META),
+}
+
+
+def unknown_fields(value, schema, path=""):
+    """→ the dotted paths (with [i] for list items) of fields the schema does not know."""
+    if schema in (ANY, MAP) or value is None:
+        return []
+    if isinstance(schema, list):
+        if not isinstance(value, list):
+            return []
+        out = []
+        for i, item in enumerate(value):
+            out += unknown_fields(item, schema[0], "%s[%d]" % (path, i))
+        return out
+    if not isinstance(value, dict):
+        return []
+    out = []
+    for k, v in value.items():
+        if k.startswith("$"):
+            continue
+        sub = "%s.%s" % (path, k) if path else k
+        if k not in schema:
+            out.append(sub)
+        else:
+            out += unknown_fields(v, schema[k], sub)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # Selectors
 
 
@@ -424,7 +529,10 @@ FIELDS = {"Pod": ("metadata.name", "metadata.namespace", "spec.nodeName", "statu
                   "spec.restartPolicy"),
           "PersistentVolumeClaim": ("metadata.name", "metadata.namespace"),
           "NetworkPolicy": ("metadata.name", "metadata.namespace"),
-          "Namespace": ("metadata.name", "status.phase")}
+          "Namespace": ("metadata.name", "status.phase"),
+          "Event": ("metadata.name", "metadata.namespace", "involvedObject.kind",
+                    "involvedObject.name", "involvedObject.namespace", "involvedObject.uid",
+                    "reason", "type", "source", "reportingComponent")}
 
 
 def parse_field_selector(s, res):
@@ -942,11 +1050,12 @@ class Fake:
         self.token_cache = (None, {})
         self.admin_token = None
         self.pod_side = {}
+        self.event_names = {}
         self.execs = {}
         self.exec_lock = threading.Lock()
-        self.watch_gen = 0
         self.pod_ip = 10
-        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] + (args.namespace or []):
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] + \
+                (args.namespace or []):
             self.create_namespace(ns)
 
     # -- auth ---------------------------------------------------------------------------------
@@ -1075,6 +1184,8 @@ class Fake:
         lsel = parse_label_selector(query.get("labelSelector", [""])[0])
         fsel = parse_field_selector(query.get("fieldSelector", [""])[0], res)
         limit = int(query.get("limit", ["0"])[0] or 0)
+        if query.get("resourceVersion", [""])[0] == "0":
+            limit = 0
         cont = query.get("continue", [""])[0]
         with self.store.lock:
             rv = str(self.store.rv)
@@ -1178,7 +1289,8 @@ class Fake:
         if "status" in old:
             new["status"] = copy.deepcopy(old["status"])
         if res.kind == "Pod":
-            new["spec"]["nodeName"] = old["spec"].get("nodeName") or new["spec"].pop("nodeName", None)
+            node = old["spec"].get("nodeName") or new["spec"].pop("nodeName", None)
+            new["spec"]["nodeName"] = node
             if new["spec"]["nodeName"] is None:
                 del new["spec"]["nodeName"]
             default_pod_keep_status(new, old)
@@ -1290,6 +1402,8 @@ class Fake:
                 new["metadata"]["deletionTimestamp"] = now_rfc3339(time.time() + grace)
                 new["metadata"]["deletionGracePeriodSeconds"] = grace
                 self.store.put(res, new, "MODIFIED", obj)
+                for c in obj["spec"]["containers"]:
+                    self.event(obj, "Normal", "Killing", "Stopping container %s" % c["name"])
                 return (202 if deferred else 200), copy.deepcopy(new)
             if obj["metadata"].get("finalizers"):
                 if obj["metadata"].get("deletionTimestamp"):
@@ -1421,7 +1535,7 @@ class Fake:
                 self.on_gone(pods, pod, side.get("policy"))
                 self.store.remove(pods, pod)
             return
-        status = copy.deepcopy(pod["status"])
+        status = pod["status"]
         spec_node = pod["spec"].get("nodeName")
         failure = self.pod_failure(pod)
         reason = failure.get("reason") if failure else None
@@ -1437,6 +1551,17 @@ class Fake:
                     why = 'persistentvolumeclaim "%s" is being deleted' % claim
                 elif pvc["status"].get("phase") != "Bound":
                     why = "pod has unbound immediate PersistentVolumeClaims"
+                elif "ReadWriteOncePod" in (pvc["spec"].get("accessModes") or []) and any(
+                        claim in pod_claims(p) and p["spec"].get("nodeName")
+                        for p in self.store.items(pods, meta["namespace"])
+                        if p["metadata"]["uid"] != meta["uid"]):
+                    why = "0/1 nodes are available: 1 node has pod using PersistentVolumeClaim " \
+                          "with the same name and ReadWriteOncePod access mode. preemption: " \
+                          "0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+            if why is None and not node_fits(pod):
+                why = "0/1 nodes are available: 1 node(s) didn't match Pod's node " \
+                      "affinity/selector. preemption: 0/1 nodes are available: 1 Preemption is " \
+                      "not helpful for scheduling."
             if why is None and now - side["created"] < self.settings.schedule_ms / 1000.0:
                 return
             if why is not None:
@@ -1445,11 +1570,16 @@ class Fake:
                 else:
                     message = "0/1 nodes are available: %s. preemption: 0/1 nodes are " \
                               "available: 1 Preemption is not helpful for scheduling." % why
+                old = (status.get("conditions") or [{}])[0]
+                if old.get("reason") == "Unschedulable" and old.get("message") == message:
+                    return
+                status = copy.deepcopy(pod["status"])
                 status["conditions"] = [{"type": "PodScheduled", "status": "False",
                                          "lastProbeTime": None,
                                          "lastTransitionTime": now_rfc3339(),
                                          "reason": "Unschedulable", "message": message}]
                 self.put_status(pods, pod, status)
+                self.event(pod, "Warning", "FailedScheduling", message, "default-scheduler")
                 return
             new = copy.deepcopy(pod)
             new["spec"]["nodeName"] = "fake-node-1"
@@ -1458,26 +1588,48 @@ class Fake:
                                             "lastTransitionTime": now_rfc3339()}]
             side["scheduled"] = now
             self.store.put(pods, new, "MODIFIED", pod)
+            self.event(pod, "Normal", "Scheduled", "Successfully assigned %s/%s to fake-node-1"
+                       % (meta["namespace"], meta["name"]), "default-scheduler")
             return
         scheduled = side.setdefault("scheduled", now)
         if now - scheduled < self.settings.start_ms / 1000.0:
             if "containerStatuses" not in status:
-                self.pod_starting(pods, pod, status)
+                self.pod_starting(pods, pod, copy.deepcopy(status))
+            return
+        if status.get("phase") in ("Failed", "Succeeded") and not reason:
             return
         if reason == "Disappear":
             self.on_gone(pods, pod, None)
             self.store.remove(pods, pod)
             return
         if reason:
-            self.pod_failing(pods, pod, status, failure, side, now)
+            self.pod_failing(pods, pod, copy.deepcopy(status), failure, side, now)
             return
         nonroot = self.nonroot_problem(pod)
         if nonroot:
-            self.pod_failing(pods, pod, status, {"reason": "CreateContainerConfigError",
-                                                 "message": nonroot}, side, now)
+            failure = {"reason": "CreateContainerConfigError", "message": nonroot}
+            self.pod_failing(pods, pod, copy.deepcopy(status), failure, side, now)
             return
         if status.get("phase") != "Running":
-            self.pod_running(pods, pod, status)
+            self.pod_running(pods, pod, copy.deepcopy(status))
+            return
+        deadline = pod["spec"].get("activeDeadlineSeconds")
+        if deadline is not None and now - scheduled >= float(deadline):
+            self.kill_execs(uid)
+            status = copy.deepcopy(pod["status"])
+            status.update({"phase": "Failed", "reason": "DeadlineExceeded",
+                           "message": "Pod was active on the node longer than the specified "
+                                      "deadline",
+                           "conditions": self.pod_conditions(False, "containers with unready "
+                                                             "status: [%s]" % " ".join(
+                                                                 c["name"] for c in
+                                                                 pod["spec"]["containers"]))})
+            for cs in status.get("containerStatuses") or []:
+                cs.update({"ready": False, "started": False, "state": {"terminated": {
+                    "exitCode": 137, "reason": "Error", "startedAt": now_rfc3339(),
+                    "finishedAt": now_rfc3339()}}})
+            self.put_status(pods, pod, status)
+            self.event(pod, "Normal", "DeadlineExceeded", status["message"])
 
     def nonroot_problem(self, pod):
         psc = pod["spec"].get("securityContext") or {}
@@ -1490,6 +1642,39 @@ class Fake:
                        ", container: %s)" % (pod["metadata"]["name"], pod["metadata"]["namespace"],
                                              pod["metadata"]["uid"], c["name"])
         return None
+
+    def event(self, obj, etype, reason, message, component="kubelet"):
+        """Under lock: a core/v1 Event about obj, deduplicated like the event recorder's
+        aggregation (same object, reason and message → count + 1)."""
+        events = RESOURCES[("", "events")]
+        meta = obj["metadata"]
+        key = (meta["uid"], etype, reason, message)
+        name = self.event_names.get(key)
+        now = now_rfc3339()
+        old = self.store.get(events, meta["namespace"], name) if name else None
+        if old is not None:
+            new = copy.deepcopy(old)
+            new["count"] = old.get("count", 1) + 1
+            new["lastTimestamp"] = now
+            self.store.put(events, new, "MODIFIED", old)
+            return
+        name = "%s.%s" % (meta["name"], secrets.token_hex(8))
+        self.event_names[key] = name
+        source = {"component": component}
+        if component == "kubelet":
+            source["host"] = "fake-node-1"
+        ev = {"apiVersion": "v1", "kind": "Event",
+              "metadata": {"name": name, "namespace": meta["namespace"],
+                           "uid": str(uuid.uuid4()), "creationTimestamp": now},
+              "involvedObject": {"kind": obj.get("kind", "Pod"), "namespace": meta["namespace"],
+                                 "name": meta["name"], "uid": meta["uid"],
+                                 "apiVersion": obj.get("apiVersion", "v1"),
+                                 "resourceVersion": meta.get("resourceVersion", "")},
+              "reason": reason, "message": message, "source": source,
+              "firstTimestamp": now, "lastTimestamp": now, "count": 1, "type": etype,
+              "eventTime": None, "reportingComponent": component,
+              "reportingInstance": "fake-node-1" if component == "kubelet" else ""}
+        self.store.put(events, ev, "ADDED")
 
     def put_status(self, pods, pod, status):
         if status == pod["status"]:
@@ -1521,6 +1706,8 @@ class Fake:
                        "containerStatuses": [container_status_base(c, pod)
                                              for c in pod["spec"]["containers"]]})
         self.put_status(pods, pod, status)
+        for c in pod["spec"]["containers"]:
+            self.event(pod, "Normal", "Pulling", 'Pulling image "%s"' % c["image"])
 
     def pod_running(self, pods, pod, status):
         self.pod_ip += 1
@@ -1530,7 +1717,8 @@ class Fake:
         for c in pod["spec"]["containers"]:
             digest = hashlib.sha256(c["image"].encode()).hexdigest()
             statuses.append({"name": c["name"], "image": image_ref(c["image"]),
-                             "imageID": image_ref(c["image"]).rsplit(":", 1)[0] + "@sha256:" + digest,
+                             "imageID": "%s@sha256:%s" % (image_ref(c["image"]).rsplit(":", 1)[0],
+                                                         digest),
                              "containerID": "containerd://" + secrets.token_hex(32),
                              "ready": True, "started": True, "restartCount": 0,
                              "state": {"running": {"startedAt": t}}, "lastState": {}})
@@ -1540,6 +1728,11 @@ class Fake:
                        "conditions": self.pod_conditions(True), "containerStatuses": statuses})
         self.prepare_pod_dirs(pod)
         self.put_status(pods, pod, status)
+        for c in pod["spec"]["containers"]:
+            self.event(pod, "Normal", "Pulled",
+                       'Successfully pulled image "%s" in 1ms' % c["image"])
+            self.event(pod, "Normal", "Created", "Created container: %s" % c["name"])
+            self.event(pod, "Normal", "Started", "Started container %s" % c["name"])
 
     def pod_failing(self, pods, pod, status, failure, side, now):
         reason = failure["reason"]
@@ -1594,6 +1787,18 @@ class Fake:
             status["reason"] = "Evicted"
             status["message"] = failure.get("message") or "The node was low on resource: memory."
         self.put_status(pods, pod, status)
+        waiting = state.get("waiting") or {}
+        if waiting.get("reason") == "ErrImagePull":
+            self.event(pod, "Warning", "Failed", "Failed to pull image \"%s\": %s"
+                       % (image, waiting["message"]))
+        elif waiting.get("reason") in ("ImagePullBackOff", "CrashLoopBackOff"):
+            self.event(pod, "Normal" if reason != "CrashLoopBackOff" else "Warning", "BackOff",
+                       waiting["message"] if reason != "CrashLoopBackOff" else
+                       "Back-off restarting failed container %s in pod %s_%s(%s)"
+                       % (names[0], pod["metadata"]["name"], pod["metadata"]["namespace"],
+                          pod["metadata"]["uid"]))
+        if waiting.get("reason"):
+            self.event(pod, "Warning", "Failed", "Error: " + waiting["reason"])
 
     def prepare_pod_dirs(self, pod):
         base = os.path.join(self.state, "pods", pod["metadata"]["uid"])
@@ -1709,6 +1914,42 @@ def give_group(path, gid):
         os.chmod(path, 0o2777)
 
 
+NODE_LABELS = {"kubernetes.io/hostname": "fake-node-1", "kubernetes.io/os": "linux",
+               "kubernetes.io/arch": "amd64", "topology.kubernetes.io/zone": "fake-zone-a"}
+
+
+def node_fits(pod):
+    """The one node's labels against nodeSelector and required node affinity (In, NotIn,
+    Exists, DoesNotExist), as the scheduler's NodeAffinity filter."""
+    spec = pod["spec"]
+    for k, v in (spec.get("nodeSelector") or {}).items():
+        if NODE_LABELS.get(k) != v:
+            return False
+    if spec.get("nodeName") not in (None, "fake-node-1"):
+        return False
+    req = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+           .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    terms = req.get("nodeSelectorTerms") or []
+    if not terms:
+        return True
+    for term in terms:
+        ok = True
+        for e in term.get("matchExpressions") or []:
+            have = NODE_LABELS.get(e.get("key"))
+            op, vals = e.get("operator"), e.get("values") or []
+            if (op == "In" and have not in vals) or (op == "NotIn" and have in vals) or \
+                    (op == "Exists" and have is None) or \
+                    (op == "DoesNotExist" and have is not None):
+                ok = False
+        for f in term.get("matchFields") or []:
+            if f.get("key") == "metadata.name" and f.get("operator") == "In" and \
+                    "fake-node-1" not in (f.get("values") or []):
+                ok = False
+        if ok:
+            return True
+    return False
+
+
 def pod_claims(pod):
     return [v["persistentVolumeClaim"]["claimName"] for v in pod["spec"].get("volumes") or []
             if isinstance(v.get("persistentVolumeClaim"), dict)]
@@ -1769,6 +2010,9 @@ def table_columns(res):
                 col("Age"), col("VolumeMode", priority=1)]
     if res.kind == "NetworkPolicy":
         return [col("Name", fmt="name"), col("Pod-Selector"), col("Age")]
+    if res.kind == "Event":
+        return [col("Last Seen"), col("Type"), col("Reason"), col("Object"), col("Message"),
+                col("Name", fmt="name", priority=1)]
     return [col("Name", fmt="name"), col("Status"), col("Age")]
 
 
@@ -1791,6 +2035,11 @@ def table_cells(res, o):
                 (st.get("capacity") or {}).get("storage", ""), modes,
                 o["spec"].get("storageClassName") or "<unset>", "<unset>", age,
                 o["spec"].get("volumeMode", "Filesystem")]
+    if res.kind == "Event":
+        inv = o.get("involvedObject") or {}
+        return [human_age(o.get("lastTimestamp")), o.get("type", ""), o.get("reason", ""),
+                "%s/%s" % (inv.get("kind", "").lower(), inv.get("name", "")),
+                o.get("message", ""), meta["name"]]
     if res.kind == "NetworkPolicy":
         sel = (o["spec"].get("podSelector") or {}).get("matchLabels") or {}
         return [meta["name"], ",".join("%s=%s" % kv for kv in sorted(sel.items())) or "<none>",
@@ -1832,6 +2081,7 @@ def wants_table(accept):
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 SUBPROTOCOLS = ["v5.channel.k8s.io", "v4.channel.k8s.io", "channel.k8s.io"]
 MAX_MESSAGE = 16 << 20
+MAX_BODY = 16 << 20
 
 
 class WsClosed(Exception):
@@ -1915,20 +2165,30 @@ def ws_frame(opcode, payload):
     return head + payload
 
 
-def exit_status(argv, code, error):
-    """The channel-3 Status of kubelet's remotecommand (exec.go), as json.Marshal writes it."""
-    if error is not None:
-        msg = "error executing command in container: failed to exec in container: failed to " \
-              "start exec: OCI runtime exec failed: exec failed: unable to start container " \
-              "process: %s: unknown" % error
-        return {"metadata": {}, "status": "Failure", "message": "Internal error occurred: " + msg,
-                "reason": "InternalError", "details": {"causes": [{"message": msg}]},
-                "code": 500}
-    if code == 0:
+def exit_status(argv, code, error, proto):
+    """The channel-3 Status, as json.Marshal writes it. v4 and v1 come from the kubelet
+    (remotecommand/exec.go); v5 is rewritten by the API server's StreamTranslatorHandler, which
+    parsed the kubelet's Status with client-go and wraps what it got (streamtranslator.go:
+    codeExitToStatusError for an exit code, NewInternalError for anything else)."""
+    if code == 0 and error is None:
         return {"metadata": {}, "status": "Success"}
+    if error is not None:
+        msg = "Internal error occurred: error executing command in container: failed to exec " \
+              "in container: failed to start exec: OCI runtime exec failed: exec failed: " \
+              "unable to start container process: %s: unknown" % error
+        if proto.startswith("v5"):
+            return {"metadata": {}, "status": "Failure", "message": "Internal error occurred: " +
+                    msg, "reason": "InternalError", "details": {"causes": [{"message": msg}]},
+                    "code": 500}
+        inner = msg[len("Internal error occurred: "):]
+        return {"metadata": {}, "status": "Failure", "message": msg, "reason": "InternalError",
+                "details": {"causes": [{"message": inner}]}, "code": 500}
+    if proto.startswith("v5"):
+        why = "command terminated with exit code %d" % code
+    else:
+        why = "error executing command [%s], exit code %d" % (" ".join(argv), code)
     return {"metadata": {}, "status": "Failure",
-            "message": "command terminated with non-zero exit code: error executing command "
-                       "[%s], exit code %d" % (" ".join(argv), code),
+            "message": "command terminated with non-zero exit code: " + why,
             "reason": "NonZeroExitCode",
             "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]}}
 
@@ -1939,15 +2199,16 @@ class ExecSession:
     def __init__(self, fake, handler, sock, proto, argv, opts, spec, drop):
         self.fake, self.handler, self.sock, self.proto = fake, handler, sock, proto
         self.argv, self.opts, self.spec, self.drop = argv, opts, spec, drop
-        self.proc = None
+        self.pid = None
+        self.alive = False
         self.killed = False
 
     def kill(self):
+        """Kill the sandbox helper; its PID 1 follows (PDEATHSIG) and takes the tree along."""
         self.killed = True
-        p = self.proc
-        if p and p.poll() is None:
+        if self.pid and self.alive:
             try:
-                p.kill()
+                os.kill(self.pid, signal.SIGKILL)
             except OSError:
                 pass
 
@@ -1955,46 +2216,44 @@ class ExecSession:
         self.sock.sendall(ws_frame(2, bytes([channel]) + data))
 
     def run(self):
+        ends = {}
+        child = []
+        for name, wanted in (("stdin", self.opts["stdin"]), ("stdout", self.opts["stdout"]),
+                             ("stderr", self.opts["stderr"])):
+            if wanted:
+                r, w = os.pipe()
+                ours, theirs = (w, r) if name == "stdin" else (r, w)
+                ends[name] = ours
+                child.append(theirs)
+            else:
+                child.append(os.open(os.devnull, os.O_RDWR))
         status_r, status_w = os.pipe()
-        os.set_inheritable(status_w, True)
-        self.spec["statusFd"] = status_w
-        run = os.path.join(self.fake.state, "run")
-        os.makedirs(run, exist_ok=True)
-        spec_path = os.path.join(run, "exec-%s.json" % secrets.token_hex(8))
-        write_atomic(spec_path, json.dumps(self.spec), 0o600)
+        child.append(status_w)
+        self.alive = True
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-S", os.path.abspath(__file__), "--sandbox-exec", spec_path],
-                stdin=subprocess.PIPE if self.opts["stdin"] else subprocess.DEVNULL,
-                stdout=subprocess.PIPE if self.opts["stdout"] else subprocess.DEVNULL,
-                stderr=subprocess.PIPE if self.opts["stderr"] else subprocess.DEVNULL,
-                pass_fds=(status_w,), start_new_session=True)
+            self.pid = self.fake.zygote.spawn(self.spec, child)
         finally:
-            os.close(status_w)
+            for fd in child:
+                os.close(fd)
         try:
-            return self.pump(status_r)
+            return self.pump(ends, status_r)
         finally:
             self.kill()
-            if self.proc:
-                for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-                    if f:
-                        try:
-                            f.close()
-                        except OSError:
-                            pass
-                self.proc.wait()
-            os.close(status_r)
+            for fd in list(ends.values()) + [status_r]:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
 
-    def pump(self, status_r):
-        p = self.proc
+    def pump(self, ends, status_r):
         outs = {}
-        if p.stdout:
-            outs[p.stdout.fileno()] = 1
-        if p.stderr:
-            outs[p.stderr.fileno()] = 2
+        if "stdout" in ends:
+            outs[ends["stdout"]] = 1
+        if "stderr" in ends:
+            outs[ends["stderr"]] = 2
         for fd in outs:
             os.set_blocking(fd, False)
-        stdin_fd = p.stdin.fileno() if p.stdin else None
+        stdin_fd = ends.get("stdin")
         if stdin_fd is not None:
             os.set_blocking(stdin_fd, False)
         pending_in = bytearray()
@@ -2028,6 +2287,7 @@ class ExecSession:
                     reader.feed(data)
                     for opcode, payload in reader.messages():
                         if opcode == 8:
+                            self.sock.sendall(ws_frame(8, payload[:2]))
                             return
                         if opcode == 9:
                             self.sock.sendall(ws_frame(10, payload))
@@ -2049,7 +2309,7 @@ class ExecSession:
                     pending_in.clear()
                     stdin_eof = True
             if stdin_fd is not None and stdin_eof and not pending_in:
-                p.stdin.close()
+                os.close(ends.pop("stdin"))
                 stdin_fd = None
             for fd in [fd for fd in ready_r if fd in outs]:
                 try:
@@ -2066,16 +2326,16 @@ class ExecSession:
                     status_buf += data
                 else:
                     status_open = False
-        code = p.wait()
-        error = None
-        if status_buf:
+                    self.alive = False
+        code, error = 1, None
+        for line in status_buf.splitlines():
             try:
-                error = json.loads(status_buf).get("error")
+                msg = json.loads(line)
             except ValueError:
-                error = status_buf.decode(errors="replace")
-        if code < 0:
-            code = 128 - code
-        st = exit_status(self.argv, code, error)
+                continue
+            error = msg.get("error", error)
+            code = msg.get("exit", code)
+        st = exit_status(self.argv, code, error, self.proto)
         if self.proto == "channel.k8s.io":
             if st["status"] != "Success":
                 self.send(3, st["message"].encode())
@@ -2140,18 +2400,42 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     # -- plumbing -----------------------------------------------------------------------------
 
+    def read_exact(self, n):
+        """rfile is unbuffered (exec hands the raw socket over): a read may come back short."""
+        parts, left = [], n
+        while left > 0:
+            chunk = self.rfile.read(left)
+            if not chunk:
+                raise ConnectionResetError("the client closed mid-body")
+            parts.append(chunk)
+            left -= len(chunk)
+        return b"".join(parts)
+
     def read_body(self):
-        n = int(self.headers.get("Content-Length") or 0)
+        """The request body, once (later calls answer the same bytes); 413 past MAX_BODY."""
+        if self.body is not None:
+            return self.body
+        self.body = b""
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             data = b""
             while True:
                 size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
                 if size == 0:
                     self.rfile.readline()
-                    return data
-                data += self.rfile.read(size)
+                    break
+                if len(data) + size > MAX_BODY:
+                    self.close_connection = True
+                    raise ApiError(413, "RequestEntityTooLarge", "the request body is too large")
+                data += self.read_exact(size)
                 self.rfile.readline()
-        return self.rfile.read(n) if n else b""
+            self.body = data
+            return data
+        n = int(self.headers.get("Content-Length") or 0)
+        if n > MAX_BODY:
+            self.close_connection = True
+            raise ApiError(413, "RequestEntityTooLarge", "the request body is too large")
+        self.body = self.read_exact(n) if n else b""
+        return self.body
 
     def send_json(self, code, obj, headers=None):
         data = json.dumps(obj).encode()
@@ -2161,6 +2445,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Audit-Id", str(uuid.uuid4()))
         for k, v in (headers or {}).items():
             self.send_header(k, str(v))
+        for w in self.warnings:
+            self.send_header("Warning", w)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -2191,6 +2477,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         fake = self.server.fake
         self.status_code = 0
         self.entry = None
+        self.body = None
+        self.warnings = []
         url = urllib.parse.urlsplit(self.path)
         path = url.path.rstrip("/") or "/"
         query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
@@ -2210,6 +2498,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except ApiError as e:
             if self.entry is not None and "class" not in self.entry:
                 self.entry["class"] = "unauthorized" if e.code == 401 else "other"
+            if self.body is None and not self.close_connection:
+                try:
+                    self.read_body()
+                except ApiError:
+                    pass
             self.send_json(e.code, e.body(), e.headers)
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, socket.timeout):
             self.close_connection = True
@@ -2330,13 +2623,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_json(200, out)
         if verb == "watch":
             return self.watch(fake, res, ns, query, accept, include)
-        if verb == "create":
+        if verb in ("create", "update"):
             body = self.json_body(res)
+            self.field_validation(res, query, body)
+            if verb == "update":
+                return self.send_json(200, fake.update(res, ns or "", name, body, dry))
             if res.kind == "Namespace":
                 ns = None
             return self.send_json(201, fake.create(res, ns or "", body, dry))
-        if verb == "update":
-            return self.send_json(200, fake.update(res, ns or "", name, self.json_body(res), dry))
+        if verb == "patch" and not self.headers.get("Content-Type", "").startswith(
+                "application/json-patch+json"):
+            try:
+                doc = json.loads(self.read_body() or b"null")
+            except ValueError:
+                doc = None
+            self.field_validation(res, query, doc)
         if verb == "patch":
             return self.send_json(200, fake.patch(res, ns or "", name,
                                                   self.headers.get("Content-Type", ""),
@@ -2346,6 +2647,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
             code, obj = fake.delete(res, ns or "", name, opts)
             return self.send_json(code, obj)
         return self.send_json(200, fake.deletecollection(res, ns, query, opts))
+
+    def field_validation(self, res, query, body):
+        """Unknown fields: 400 under fieldValidation=Strict, Warning headers under Warn (the
+        API server's default), nothing under Ignore; the log keeps them either way."""
+        schema = SCHEMAS.get(res.kind)
+        mode = query.get("fieldValidation", ["Warn"])[0]
+        if mode not in ("Strict", "Warn", "Ignore"):
+            raise bad_request('fieldValidation must be one of "Strict", "Warn" or "Ignore", '
+                              'got "%s"' % mode)
+        unknown = unknown_fields(body, schema) if schema else []
+        if not unknown:
+            return
+        self.entry["unknownFields"] = unknown
+        if mode == "Strict":
+            raise bad_request('%s in version "%s" cannot be handled as a %s: strict decoding '
+                              'error: %s' % (res.kind, res.version, res.kind, ", ".join(
+                                  'unknown field "%s"' % f for f in unknown)))
+        if mode == "Warn":
+            self.warnings = ['299 - "unknown field \\"%s\\""' % f for f in unknown]
 
     def verb_of(self, res, name, sub, query):
         m = self.command
@@ -2504,7 +2824,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
         first = []
         with store.lock:
-            gen = fake.watch_gen
             if rv_param in ("", "0") or initial:
                 cursor = store.rv
                 first = [("ADDED", copy.deepcopy(o)) for o in store.items(res, ns) if matches(o)]
@@ -2547,6 +2866,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     if cursor < store.floor:
                         expired = store.floor
                         break
+                    if self.client_gone():
+                        return
                     if fake.take_watch_drop():
                         drop = True
                         break
@@ -2560,8 +2881,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         break
                     store.cond.wait(min(left, 0.25))
                 if expired is None and not drop:
-                    for rv, etype, r, obj, old in store.history:
-                        if rv <= cursor or r is not res:
+                    start = bisect.bisect_right(store.history, cursor, key=lambda e: e[0])
+                    for rv, etype, r, obj, old in store.history[start:]:
+                        if r is not res:
                             continue
                         now_m, was_m = matches(obj), matches(old)
                         if etype == "MODIFIED" and was_m and not now_m:
@@ -2588,6 +2910,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                   "metadata": {"resourceVersion": str(cursor)}})
                 last_bookmark = time.monotonic()
         self.wfile.write(b"0\r\n\r\n")
+
+    def client_gone(self):
+        """A watch's client sends nothing after its request: readable means closed."""
+        sock = self.connection
+        try:
+            r, _, _ = select.select([sock], [], [], 0)
+            if not r and not sock.pending():
+                return False
+            sock.setblocking(False)
+            try:
+                return sock.recv(1) == b""
+            finally:
+                sock.setblocking(True)
+                sock.settimeout(300)
+        except ssl.SSLWantReadError:
+            return False
+        except (OSError, ssl.SSLError, ValueError):
+            return True
 
     # -- exec ---------------------------------------------------------------------------------
 
@@ -2757,6 +3097,7 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     request_queue_size = 128
 
     def finish_request(self, request, client_address):
+        request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         request.settimeout(10)
         try:
             tls = self.ssl_context.wrap_socket(request, server_side=True)
@@ -2860,6 +3201,7 @@ def main(argv):
     ap.add_argument("--log")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
+    zygote = Zygote()
     state = os.path.abspath(args.state)
     os.makedirs(state, exist_ok=True)
     if args.cert:
@@ -2867,6 +3209,7 @@ def main(argv):
     else:
         cert, key, ca = make_certs(state)
     fake = Fake(args, state)
+    fake.zygote = zygote
     if not args.token_file:
         write_atomic(fake.token_file, "fake-token-%s fake-user\n" % secrets.token_hex(16), 0o600)
     token = next(iter(fake.tokens()), None)
@@ -2878,6 +3221,8 @@ def main(argv):
     ctx.load_verify_locations(ca)
     ctx.verify_mode = ssl.CERT_OPTIONAL
     ctx.set_alpn_protocols([p for p in args.alpn.split(",") if p])
+    if ":" in args.listen:
+        Server.address_family = socket.AF_INET6
     server = Server((args.listen, args.port), Handler)
     server.ssl_context = ctx
     server.fake = fake
@@ -2910,7 +3255,65 @@ def main(argv):
 
 
 # ---------------------------------------------------------------------------------------------
-# The sandbox an exec runs in (a separate process: `--sandbox-exec SPEC`)
+# The sandbox an exec runs in. A zygote forked at start, before any thread, forks one helper
+# per exec (fast, and fork-safe); the helper builds the namespaces and reports the exit code on
+# the status pipe as {"exit": N} (or {"error": "..."} when the command cannot start).
+
+
+class Zygote:
+    def __init__(self):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.pid = os.fork()
+        if self.pid == 0:
+            ours.close()
+            zygote_main(theirs)
+        theirs.close()
+        self.sock = ours
+        self.lock = threading.Lock()
+
+    def spawn(self, spec, fds):
+        """fds: the child's stdin, stdout, stderr and status pipe → the helper's pid."""
+        with self.lock:
+            socket.send_fds(self.sock, [json.dumps(spec).encode()], fds)
+            reply = self.sock.recv(64)
+        if not reply:
+            raise OSError("the sandbox zygote is gone")
+        return int(reply)
+
+
+def zygote_main(sock):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 1 << 20, 8)
+        except OSError:
+            os._exit(0)
+        if not msg:
+            os._exit(0)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                sock.close()
+                libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                os.setsid()
+                for i in range(3):
+                    os.dup2(fds[i], i)
+                spec = json.loads(msg)
+                spec["statusFd"] = os.dup(fds[3])
+                for fd in fds:
+                    os.close(fd)
+                sandbox_main(spec)
+            finally:
+                os._exit(127)
+        for fd in fds:
+            os.close(fd)
+        sock.send(str(pid).encode())
+
 
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUTS = 0x00020000, 0x20000000, 0x04000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
@@ -2929,7 +3332,7 @@ def sandbox_main(spec):
     status_fd = spec["statusFd"]
 
     def fail(msg):
-        os.write(status_fd, json.dumps({"error": msg}).encode())
+        os.write(status_fd, json.dumps({"error": msg}).encode() + b"\n")
         os._exit(127)
 
     def check(rc, what):
@@ -2953,12 +3356,12 @@ def sandbox_main(spec):
     mount(None, "/", None, MS_REC | MS_PRIVATE, "make / private")
     pid = os.fork()
     if pid:
-        os.close(status_fd)
         for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(s, signal.SIG_IGN)
         _, st = os.waitpid(pid, 0)
-        os._exit(os.waitstatus_to_exitcode(st) if os.WIFEXITED(st) else
-                 128 + os.WTERMSIG(st))
+        code = os.waitstatus_to_exitcode(st) if os.WIFEXITED(st) else 128 + os.WTERMSIG(st)
+        os.write(status_fd, json.dumps({"exit": code}).encode() + b"\n")
+        os._exit(code)
     # PID 1 of the sandbox: when it dies, the kernel kills everything the command started.
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     libc.sethostname(spec["hostname"].encode(), len(spec["hostname"].encode()))
@@ -3049,9 +3452,4 @@ def run_command(spec, libc, root, fail):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--sandbox-exec":
-        with open(sys.argv[2]) as spec_file:
-            sandbox_spec = json.load(spec_file)
-        os.unlink(sys.argv[2])
-        sandbox_main(sandbox_spec)
     sys.exit(main(sys.argv[1:]))

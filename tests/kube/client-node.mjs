@@ -125,7 +125,14 @@ const jsonPatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPat
 const tested = await status(core.patchNamespacedPod({ name: 'b4-sbx-node1', namespace: NS,
     body: [{ op: 'test', path: '/metadata/labels/b4box.io~1adopted', value: 'no' },
         { op: 'add', path: '/metadata/labels/won', value: 'me' }] }, jsonPatch));
-check('a failed JSON-patch test op is 422 and changes nothing', tested.code === 422, tested);
+const after = await core.readNamespacedPod({ name: 'b4-sbx-node1', namespace: NS });
+check('a failed JSON-patch test op is 422 and changes nothing', tested.code === 422 &&
+    after.metadata.labels.won === undefined && after.metadata.resourceVersion === patched.metadata.resourceVersion, tested);
+const boundPvc = await core.readNamespacedPersistentVolumeClaim({ name: 'b4-sbx-vol-node1', namespace: NS });
+check('readNamespacedPersistentVolumeClaim: Bound with volumeName and capacity', boundPvc.status?.phase === 'Bound' &&
+    boundPvc.spec.volumeName === 'pvc-' + createdPvc.metadata.uid && boundPvc.status.capacity?.storage === '2Gi');
+const pvcs = await core.listNamespacedPersistentVolumeClaim({ namespace: NS, labelSelector: 'app.kubernetes.io/managed-by=b4' });
+check('listNamespacedPersistentVolumeClaim by label', pvcs.items.map((p) => p.metadata.name).join() === 'b4-sbx-vol-node1');
 const smp = await core.patchNamespacedPersistentVolumeClaim({ name: 'b4-sbx-vol-node1', namespace: NS,
     body: { metadata: { annotations: { 'b4box.io/workspace-record': '{"ready":true}' } } } },
 k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch));
@@ -193,5 +200,7 @@ for (let i = 0; i < 100; i++) {
     await sleep(50);
 }
 check('deleting the PVC garbage-collects the NetworkPolicy it owns', nps.length === 0, nps.map((p) => p.metadata.name));
+const unknown = (await ctl('GET', '/log')).entries.filter((e) => e.unknownFields).map((e) => [e.path, e.unknownFields]);
+check('every object client-node sent has only fields the fake\'s schema knows', unknown.length === 0, unknown);
 console.log(`1..${n}`);
 process.exit(failed ? 1 : 0);

@@ -31,6 +31,9 @@ run "${K[@]}" wait --for=condition=Ready "pod/$POD" --timeout=15s
 check "wait sees the Pod Ready (watch)" has "condition met" "$OUT"
 run "${K[@]}" get pod "$POD" -o 'jsonpath={.status.phase} {.status.podIP} {.spec.nodeName}'
 check "the Pod is Running with an IP and a node" grep -qE '^Running 10\.244\.0\.[0-9]+ fake-node-1$' "$OUT"
+run "${K[@]}" get events --field-selector "involvedObject.name=$POD"
+check "get events: the kubelet's Started event, as a Table row" \
+        grep -qE 'Normal +Started +pod/b4-sbx-t1 +Started container sandbox' "$OUT"
 run "${K[@]}" get pvc "$PVC" -o 'jsonpath={.status.phase} {.spec.storageClassName}'
 check "the PVC is Bound to the default class" has "Bound standard" "$OUT"
 run "${K[@]}" get pods -l 'app.kubernetes.io/managed-by in (b4),b4.run/thread' -o name
@@ -55,6 +58,9 @@ run "${K[@]}" exec "$POD" -- touch /etc/b4-fake-probe
 check "readOnlyRootFilesystem: the root is read-only" has "Read-only file system" "$ERR"
 run "${K[@]}" exec "$POD" -- sh -c 'touch /tmp/scratch && ls /tmp'
 check "the emptyDir at /tmp is writable" has "scratch" "$OUT"
+run "${K[@]}" exec -i "$POD" -- sh -c 'cat >/tmp/kx.$$ && chmod 0555 /tmp/kx.$$ && mv -f /tmp/kx.$$ /tmp/kx && /tmp/kx bootstrapped' </bin/echo
+check "a binary sent on stdin into an emptyDir runs (the agent's bootstrap)" \
+        test "$RC:$(cat "$OUT")" = "0:bootstrapped"
 run "${K[@]}" exec "$POD" -- no-such-binary
 check "a missing executable is the InternalError Status" \
         has 'exec: "no-such-binary": executable file not found in $PATH' "$ERR"
@@ -121,4 +127,6 @@ check "delete -f of both waits for both (PVC protection until the Pod is gone)" 
         has "persistentvolumeclaim \"$PVC\" deleted" "$OUT"
 run "${K[@]}" get pvc,pods -o name
 check "nothing is left" test ! -s "$OUT"
+unknown=$(jget "$(ctl GET /log)" '[(e["path"], e["unknownFields"]) for e in j["entries"] if e.get("unknownFields") and "/bad" not in e["path"]]')
+check "every object kubectl sent has only fields the fake's schema knows ($unknown)" test "$unknown" = "[]"
 done_testing

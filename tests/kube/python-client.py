@@ -181,5 +181,9 @@ check("the PVC lives until its Pod is gone, then 404", code == 404 and pod_code 
 code, body = api_status(v1.delete_namespaced_pod, name, NS)
 check("deleting it again: 404 NotFound Status", code == 404 and body["details"] ==
       {"name": name, "kind": "pods"}, body)
+unknown = [(e["path"], e["unknownFields"]) for e in ctl("GET", "/log")["entries"]
+           if e.get("unknownFields")]
+check("every object python3-kubernetes sent has only fields the fake's schema knows",
+      unknown == [], unknown)
 print("1..%d" % N)
 sys.exit(1 if FAILED else 0)
