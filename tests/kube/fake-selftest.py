@@ -12,6 +12,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 
@@ -506,6 +507,29 @@ check("propagationPolicy=Orphan: the owned NetworkPolicy stays",
       request("GET", PVCS + "/c1")[0] == 404 and request("GET", NPS + "/owned")[0] == 200)
 request("DELETE", NPS + "/owned")
 
+# the pool adoption race: many replicas patch one object with the same resourceVersion
+request("POST", PVCS, pvc("race", {"b4box.io/pool": "p1"}))
+rv0 = request("GET", PVCS + "/race")[1]["metadata"]["resourceVersion"]
+codes = []
+
+
+def adopt(i):
+    c, _, _ = request("PATCH", PVCS + "/race", {"metadata": {
+        "resourceVersion": rv0, "labels": {"b4box.io/pool": None, "b4.run/thread": "t%d" % i}}},
+        ctype="application/merge-patch+json")
+    codes.append(c)
+
+
+racers = [threading.Thread(target=adopt, args=(i,)) for i in range(12)]
+for t in racers:
+    t.start()
+for t in racers:
+    t.join()
+won = request("GET", PVCS + "/race")[1]["metadata"]["labels"]
+check("12 concurrent adoptions at one resourceVersion: exactly one 200, eleven 409",
+      sorted(codes) == [200] + [409] * 11 and "b4box.io/pool" not in won, (codes, won))
+request("DELETE", PVCS + "/race")
+
 # ---------------------------------------------------------------------------------------------
 # SSAR: protobuf as kubectl sends it, rule buckets
 
@@ -772,6 +796,23 @@ ws = Ws(exec_path("ex", ["sh", "-c", "id -u; id -G; stat -c %g /workspace; pwd"]
 frames, _, _ = ws.run()
 check("runAsUser, fsGroup as a supplementary group and the volume's group",
       joined(frames, 1) == b"1000\n1000 2000\n2000\n/\n", joined(frames, 1))
+
+outs = {}
+
+
+def par(i):
+    w = Ws(exec_path("asroot", ["sh", "-c", "echo $0", "p%d" % i], stdout="true"))
+    fr, _, _ = w.run()
+    outs[i] = joined(fr, 1)
+
+
+workers = [threading.Thread(target=par, args=(i,)) for i in range(6)]
+for t in workers:
+    t.start()
+for t in workers:
+    t.join()
+check("6 execs at once each get their own output", outs == {i: b"p%d\n" % i for i in range(6)},
+      outs)
 
 # exec: the sandbox's walls
 ws = Ws(exec_path("asroot", ["sh", "-c", "echo top > /made-here && cat /made-here; "
