@@ -11,7 +11,7 @@ Command line (stable; tests/kube/README.md has the long form):
                       [--token-file FILE] [--cert F --key F --ca F] [--alpn h2,http/1.1]
                       [--schedule-ms 20] [--start-ms 80] [--terminating-ms 300]
                       [--pvc-bind-ms 0] [--bookmark-interval 1.0] [--history 2000]
-                      [--rules FILE] [--log FILE]
+                      [--rules FILE] [--log FILE] [--verbose]
 
 At start it writes into DIR: ca.crt ca.key server.crt server.key (made by openssl unless passed
 in), client.crt client.key (user "fake-cert-user", group system:masters), token (unless
@@ -33,11 +33,12 @@ Control API, on the same port, only with "Authorization: Bearer <admin-token>", 
     POST /_fake/exec/drop             {"count":1,"afterMs":0}: cut that many exec streams
     POST /_fake/pods                  {"scheduleDelayMs","startDelayMs","terminatingMs",
                                        "failures":[{"name":"re","image":"re","reason":"R",
-                                       "message":"m"}]}
+                                       "message":"m","exitCode":1}]}
     POST /_fake/pvcs                  {"bindDelayMs", "pending":[{"name":"re","storageClass":"re"}]}
     POST /_fake/rules                 {"rules":[{"verb","resource","subresource","group",
                                        "namespace","name","user","allowed","reason",
-                                       "evaluationError","reviewCode"}],"enforce":true}
+                                       "evaluationError","reviewCode"}],"enforce":true,
+                                       "bookmarkInterval":1.0}
     POST /_fake/compact               forget the watch history (older resourceVersions → 410)
 
 Behind exec is a real sandbox per exec (a private mount, PID and UTS namespace, the host's
