@@ -2990,6 +2990,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             raise bad_request("websocket: the client is not using the websocket protocol")
         offered = [p.strip() for h in self.headers.get_all("Sec-WebSocket-Protocol") or []
                    for p in h.split(",") if p.strip()]
+        self.entry["offered"] = offered
         proto = next((p for p in SUBPROTOCOLS if p in offered), None)
         if proto is None:
             if offered:
