@@ -92,7 +92,8 @@ int main(int argc, char **argv)
         printf("| GET /version, default bucket, %d threads x %d | %.2f s | %.1f req/s overall | "
                "expected >= %.2f s (burst %u, then %.0f/s) |\n",
                THREADS, n / THREADS, s, total / s,
-               total > (int)KUBE_DEFAULT_BURST ? (total - KUBE_DEFAULT_BURST) / KUBE_DEFAULT_QPS : 0,
+               total > (int)KUBE_DEFAULT_BURST ? (total - KUBE_DEFAULT_BURST) / KUBE_DEFAULT_QPS
+                                               : 0,
                KUBE_DEFAULT_BURST, KUBE_DEFAULT_QPS);
         kube_client_free(c);
         free(us);

@@ -226,6 +226,12 @@ static void test_watch_wire(void **state)
                        "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\","
                        "\"reason\":\"Expired\",\"code\":410}}\n"),
                false, NULL);
+        /* cut after an event, no final chunk: -EIO, and the version to resume from */
+        ks_add(&s,
+               strdup("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "44\r\n{\"type\":\"ADDED\",\"object\":{\"metadata\":"
+                      "{\"resourceVersion\":\"31\"}}}    \n\r\n"),
+               false, NULL);
         ks_start(&s);
         c = client_for(&s);
         struct kube_watch_req req = { .path = "/api/v1/namespaces/ns/pods",
@@ -249,6 +255,9 @@ static void test_watch_wire(void **state)
         /* 410 as an ERROR event after an event: the last version seen is kept */
         assert_int_equal(kube_watch(c, &req, on_event, &seen, &rv, &err), -ESTALE);
         assert_string_equal(rv, "20");
+        free(rv);
+        assert_int_equal(kube_watch(c, &req, on_event, &seen, &rv, &err), -EIO);
+        assert_string_equal(rv, "31");
         free(rv);
         ks_stop(&s);
         kube_client_free(c);

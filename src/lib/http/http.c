@@ -483,7 +483,8 @@ int http_stream_open(struct http_client *c,
                 if (r < 0)
                         return r;
         }
-        if (s->done && s->result != CURLE_OK)
+        /* a complete head is an answer: a body cut short fails at a read, after its bytes */
+        if (s->done && s->result != CURLE_OK && !s->head_done)
                 return transfer_error(s, err);
         *ret = TAKE_PTR(s);
         return 0;

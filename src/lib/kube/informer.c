@@ -67,12 +67,22 @@ static void notify(struct kube_informer *inf, enum kube_event_type type, const s
                 inf->fn(type, o, inf->userdata);
 }
 
-/* One watch event into the cache (lock taken here), then told. */
+static bool same_version(const struct jv *a, const struct jv *b)
+{
+        return a && b && rv_of(a) && rv_of(b) && strcmp(rv_of(a), rv_of(b)) == 0;
+}
+
+/*
+ * One watch event into the cache (lock taken here), then told. A resumed watch may replay
+ * what the cache has: an object at the version cached is not told again, and an ADDED of a
+ * cached object is told as MODIFIED.
+ */
 static int on_event(enum kube_event_type type, struct jv *object, void *userdata)
 {
         struct kube_informer *inf = userdata;
         const char *name = name_of(object);
         struct jv *old = NULL;
+        bool tell;
         int r = 0;
 
         if (type == KUBE_EVENT_BOOKMARK || !name)
@@ -90,10 +100,14 @@ static int on_event(enum kube_event_type type, struct jv *object, void *userdata
         }
         (void)pthread_cond_broadcast(&inf->changed);
         (void)pthread_mutex_unlock(&inf->lock);
+        tell = type == KUBE_EVENT_DELETED ? old != NULL : !same_version(old, object);
+        if (type == KUBE_EVENT_ADDED && old)
+                type = KUBE_EVENT_MODIFIED;
         jv_unref(old);
         if (r < 0)
                 return r;
-        notify(inf, type, object);
+        if (tell)
+                notify(inf, type, object);
         return 0;
 }
 

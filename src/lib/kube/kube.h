@@ -266,8 +266,8 @@ struct kube_watch_req {
  * kube_watch() - run one watch until the server ends it, @fn stops it, or cancel
  * Asks for bookmarks (allowWatchBookmarks=true). Tracks the resourceVersion of every event
  * object (metadata.resourceVersion), bookmarks included.
- * @ret_rv: the last resourceVersion seen, heap (NULL when none was); written on 0 and on
- *          -ESTALE, may be NULL
+ * @ret_rv: the last resourceVersion seen, heap (NULL when none was); written on every
+ *          return (a watch cut by a transport error resumes from it), may be NULL
  * Return: 0 (the server ended the watch: watch again from *ret_rv); -ESTALE (410 Gone, as
  * the HTTP status or an ERROR event: list again, then watch from the list's version); an
  * ERROR event's other Status as kube_status_decode() maps it; a non-2xx answer likewise;

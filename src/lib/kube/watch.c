@@ -271,7 +271,7 @@ int kube_watch(struct kube_client *c,
                 r = b4_error_wrap(err, r, "watch %s", req->path);
         else
                 r = pump(s, &p, req, fn, userdata, err);
-        if ((r >= 0 || r == -ESTALE) && ret_rv)
+        if (ret_rv) /* on every return: a watch cut after events resumes from them */
                 *ret_rv = TAKE_PTR(p.rv);
         return r < 0 ? r : 0;
 }
