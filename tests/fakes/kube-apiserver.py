@@ -11,7 +11,7 @@ Command line (stable; tests/kube/README.md has the long form):
                       [--token-file FILE] [--cert F --key F --ca F] [--alpn h2,http/1.1]
                       [--schedule-ms 20] [--start-ms 80] [--terminating-ms 300]
                       [--pvc-bind-ms 0] [--bookmark-interval 1.0] [--history 2000]
-                      [--rules FILE] [--log FILE]
+                      [--rules FILE] [--log FILE] [--verbose]
 
 At start it writes into DIR: ca.crt ca.key server.crt server.key (made by openssl unless passed
 in), client.crt client.key (user "fake-cert-user", group system:masters), token (unless
@@ -33,11 +33,12 @@ Control API, on the same port, only with "Authorization: Bearer <admin-token>", 
     POST /_fake/exec/drop             {"count":1,"afterMs":0}: cut that many exec streams
     POST /_fake/pods                  {"scheduleDelayMs","startDelayMs","terminatingMs",
                                        "failures":[{"name":"re","image":"re","reason":"R",
-                                       "message":"m"}]}
+                                       "message":"m","exitCode":1}]}
     POST /_fake/pvcs                  {"bindDelayMs", "pending":[{"name":"re","storageClass":"re"}]}
     POST /_fake/rules                 {"rules":[{"verb","resource","subresource","group",
                                        "namespace","name","user","allowed","reason",
-                                       "evaluationError","reviewCode"}],"enforce":true}
+                                       "evaluationError","reviewCode"}],"enforce":true,
+                                       "bookmarkInterval":1.0}
     POST /_fake/compact               forget the watch history (older resourceVersions → 410)
 
 Behind exec is a real sandbox per exec (a private mount, PID and UTS namespace, the host's
@@ -1458,11 +1459,28 @@ class Fake:
             with self.store.lock:
                 if self.store.stopping:
                     return
+                busy = True
                 try:
                     self.reconcile()
+                    busy = self.anything_pending()
                 except Exception:
                     traceback.print_exc()
-                self.store.cond.wait(0.02)
+                self.store.cond.wait(0.02 if busy else 1.0)
+
+    def anything_pending(self):
+        """Under lock: does any object still move on its own? If not the loop sleeps until a
+        change (every store write wakes it) or a second has passed."""
+        for pvc in self.store.items(RESOURCES[("", "persistentvolumeclaims")]):
+            if pvc["metadata"].get("deletionTimestamp") or pvc["status"].get("phase") != "Bound":
+                return True
+        for pod in self.store.items(RESOURCES[("", "pods")]):
+            phase = pod["status"].get("phase")
+            if pod["metadata"].get("deletionTimestamp") or phase not in (
+                    "Running", "Failed", "Succeeded") or self.pod_failure(pod) or (
+                    phase == "Running" and pod["spec"].get("activeDeadlineSeconds") is not None):
+                return True
+        return any(ns["metadata"].get("deletionTimestamp")
+                   for ns in self.store.items(RESOURCES[("", "namespaces")]))
 
     def reconcile(self):
         now = time.monotonic()
@@ -2972,6 +2990,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             raise bad_request("websocket: the client is not using the websocket protocol")
         offered = [p.strip() for h in self.headers.get_all("Sec-WebSocket-Protocol") or []
                    for p in h.split(",") if p.strip()]
+        self.entry["offered"] = offered
         proto = next((p for p in SUBPROTOCOLS if p in offered), None)
         if proto is None:
             if offered:
@@ -3006,6 +3025,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             fake.unregister_exec(pod["metadata"]["uid"], session)
 
     # -- control API --------------------------------------------------------------------------
+
+    @staticmethod
+    def wake_controllers(fake):
+        with fake.store.lock:
+            fake.store.cond.notify_all()
 
     def control(self, fake, path, query):
         if self.headers.get("Authorization", "") != "Bearer " + fake.admin_token:
@@ -3062,6 +3086,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         setattr(s, attr, int(body[k]))
                 if "failures" in body:
                     s.pod_failures = list(body["failures"])
+            self.wake_controllers(fake)
             return self.send_json(200, s.public())
         if path == "/_fake/pvcs" and m == "POST":
             with s.lock:
@@ -3069,6 +3094,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     s.pvc_bind_ms = int(body["bindDelayMs"])
                 if "pending" in body:
                     s.pvc_pending = list(body["pending"])
+            self.wake_controllers(fake)
             return self.send_json(200, s.public())
         if path == "/_fake/rules" and m == "POST":
             with s.lock:
@@ -3307,7 +3333,11 @@ def zygote_main(sock):
                 spec["statusFd"] = os.dup(fds[3])
                 for fd in fds:
                     os.close(fd)
-                sandbox_main(spec)
+                try:
+                    sandbox_main(spec)
+                except Exception as e:
+                    os.write(spec["statusFd"], json.dumps(
+                        {"error": "the fake's sandbox failed: %r" % e}).encode() + b"\n")
             finally:
                 os._exit(127)
         for fd in fds:
@@ -3354,16 +3384,22 @@ def sandbox_main(spec):
 
     check(libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS), "unshare")
     mount(None, "/", None, MS_REC | MS_PRIVATE, "make / private")
+    alive_r, alive_w = os.pipe()
     pid = os.fork()
     if pid:
+        os.close(alive_r)
         for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(s, signal.SIG_IGN)
         _, st = os.waitpid(pid, 0)
         code = os.waitstatus_to_exitcode(st) if os.WIFEXITED(st) else 128 + os.WTERMSIG(st)
         os.write(status_fd, json.dumps({"exit": code}).encode() + b"\n")
         os._exit(code)
-    # PID 1 of the sandbox: when it dies, the kernel kills everything the command started.
+    # PID 1 of the sandbox: when it dies, the kernel kills everything the command started. It
+    # dies with the helper (PDEATHSIG); the pipe closes the window before prctl took effect.
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    os.close(alive_w)
+    if select.select([alive_r], [], [], 0)[0]:
+        os._exit(137)
     libc.sethostname(spec["hostname"].encode(), len(spec["hostname"].encode()))
     root = spec["rootfs"]
     mount(root, root, None, MS_BIND, "bind rootfs")
@@ -3373,8 +3409,10 @@ def sandbox_main(spec):
             os.makedirs(dst, exist_ok=True)
             continue
         if os.path.islink(src):
-            if not os.path.lexists(dst):
+            try:
                 os.symlink(os.readlink(src), dst)
+            except FileExistsError:
+                pass
             continue
         if os.path.isdir(src):
             os.makedirs(dst, exist_ok=True)

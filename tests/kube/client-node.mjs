@@ -182,7 +182,8 @@ const r3 = await run(['sh', '-c', 'echo hi > /b4/x && cat /b4/x && touch /usr/x'
 check('the emptyDir is writable, the root is not', r3.stdout === 'hi\n' && r3.code === 1 && /Read-only/.test(r3.stderr), r3);
 const log = await ctl('GET', '/log');
 const execs = log.entries.filter((e) => e.verb === 'exec');
-check('client-node offered v5 first and got it', execs.every((e) => e.subprotocol === 'v5.channel.k8s.io'), execs.map((e) => e.subprotocol));
+check('client-node offered v5 first and got it', execs.every((e) => e.subprotocol === 'v5.channel.k8s.io' &&
+    e.offered[0] === 'v5.channel.k8s.io' && e.offered.includes('v4.channel.k8s.io')), execs.map((e) => e.offered));
 
 const del = await core.deleteNamespacedPod({ name: 'b4-sbx-node1', namespace: NS, gracePeriodSeconds: 1 });
 check('deleteNamespacedPod: the Pod comes back with a deletionTimestamp', !!del.metadata.deletionTimestamp);

@@ -3,7 +3,6 @@
 bookmarks, dropped watches, token rotation, client certificates, h2 ALPN, failure lifecycles,
 counters, protobuf SSAR, v1 exec, exec refusals, the sandbox's walls). A raw HTTPS and
 WebSocket client written here for the purpose. Run by with-fake.sh; prints TAP."""
-import base64
 import http.client
 import json
 import os
@@ -12,17 +11,17 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 
-URL = urllib.parse.urlsplit(os.environ["FAKE_URL"])
-STATE = os.environ["FAKE_STATE"]
-ADMIN = os.environ["FAKE_ADMIN"]
-TOKEN = open(os.path.join(STATE, "token")).read().split()[0]
-CTX = ssl.create_default_context(cafile=os.environ["FAKE_CA"])
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fakeclient import (AUTH, CTX, NPS, NS, PODS, PVCS, STATE, URL, Stream, Ws,  # noqa: E402
+                        ctl, exec_path, joined, pod, pvc, request, running, sandbox_procs,
+                        wait_no_procs, wait_pod)
+
 N = 0
 FAILED = 0
-NS = "default"
 
 
 def check(name, cond, detail=None):
@@ -34,263 +33,6 @@ def check(name, cond, detail=None):
         if detail is not None:
             print("# %r" % (detail,)[:2000])
     sys.stdout.flush()
-
-
-DEFAULT = object()
-
-
-def request(method, path, body=None, token=DEFAULT, ctype="application/json", headers=None,
-            ctx=CTX, port=None):
-    conn = http.client.HTTPSConnection(URL.hostname, port or URL.port, context=ctx, timeout=20)
-    h = {"Content-Type": ctype}
-    token = TOKEN if token is DEFAULT else token
-    if token:
-        h["Authorization"] = "Bearer " + token
-    h.update(headers or {})
-    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
-    conn.request(method, path, body=data, headers=h)
-    r = conn.getresponse()
-    raw = r.read()
-    conn.close()
-    try:
-        return r.status, json.loads(raw), r
-    except ValueError:
-        return r.status, raw, r
-
-
-def ctl(method, path, body=None):
-    return request(method, "/_fake" + path, body, token=ADMIN)[1]
-
-
-def pvc(name, labels=None):
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": name, "labels": labels or {}},
-            "spec": {"accessModes": ["ReadWriteOnce"],
-                     "resources": {"requests": {"storage": "1Gi"}}}}
-
-
-def pod(name, claim=None, image="busybox:1.36", labels=None, sc=None, csc=None, mounts=None):
-    volumes, vm = [], list(mounts or [])
-    if claim:
-        volumes.append({"name": "ws", "persistentVolumeClaim": {"claimName": claim}})
-        vm.append({"name": "ws", "mountPath": "/workspace"})
-    for m in mounts or []:
-        volumes.append({"name": m["name"], "emptyDir": {}})
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "labels": labels or {}},
-            "spec": {"terminationGracePeriodSeconds": 1,
-                     "securityContext": sc if sc is not None else {"runAsUser": 1000,
-                                                                   "runAsGroup": 1000},
-                     "containers": [{"name": "sandbox", "image": image,
-                                     "command": ["sleep", "infinity"],
-                                     "securityContext": csc or {}, "volumeMounts": vm}],
-                     "volumes": volumes}}
-
-
-PODS = "/api/v1/namespaces/%s/pods" % NS
-PVCS = "/api/v1/namespaces/%s/persistentvolumeclaims" % NS
-NPS = "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies" % NS
-
-
-def wait_pod(name, pred, seconds=10):
-    deadline = time.time() + seconds
-    obj = None
-    while time.time() < deadline:
-        code, obj, _ = request("GET", PODS + "/" + name)
-        if code == 200 and pred(obj):
-            return obj
-        time.sleep(0.05)
-    return obj
-
-
-def running(o):
-    return o.get("status", {}).get("phase") == "Running"
-
-
-# -- a raw streaming reader for watch ---------------------------------------------------------
-
-class Stream:
-    """A watch read by hand, so a clean end (the 0-length chunk) and a cut differ."""
-
-    def __init__(self, path, token=None):
-        raw = socket.create_connection((URL.hostname, URL.port), timeout=10)
-        self.sock = CTX.wrap_socket(raw, server_hostname=URL.hostname)
-        self.sock.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n"
-                           % (path, URL.hostname, token or TOKEN)).encode())
-        self.buf = b""
-        while b"\r\n\r\n" not in self.buf:
-            chunk = self.sock.recv(4096)
-            if not chunk:
-                break
-            self.buf += chunk
-        head, _, self.buf = self.buf.partition(b"\r\n\r\n")
-        self.status = int(head.split()[1])
-        self.data = b""
-
-    def _more(self):
-        chunk = self.sock.recv(65536)
-        if not chunk:
-            raise EOFError
-        self.buf += chunk
-
-    def _chunk(self):
-        while b"\r\n" not in self.buf:
-            self._more()
-        size_line, _, self.buf = self.buf.partition(b"\r\n")
-        n = int(size_line.split(b";")[0], 16)
-        while len(self.buf) < n + 2:
-            self._more()
-        data, self.buf = self.buf[:n], self.buf[n + 2:]
-        return data
-
-    def events(self, until=None, seconds=5):
-        """Read NDJSON events until `until(events)` or the stream ends; → (events, how): how is
-        until, end (the final chunk), cut (EOF without it) or timeout."""
-        out = []
-        deadline = time.time() + seconds
-        try:
-            while time.time() < deadline:
-                self.sock.settimeout(max(deadline - time.time(), 0.01))
-                while b"\n" in self.data:
-                    line, _, self.data = self.data.partition(b"\n")
-                    out.append(json.loads(line))
-                    if until and until(out):
-                        return out, "until"
-                chunk = self._chunk()
-                if chunk == b"":
-                    return out, "end"
-                self.data += chunk
-        except (EOFError, ConnectionError, ssl.SSLError):
-            return out, "cut"
-        except (socket.timeout, TimeoutError):
-            return out, "timeout"
-        return out, "timeout"
-
-    def close(self):
-        self.sock.close()
-
-
-# -- a raw WebSocket client for exec ----------------------------------------------------------
-
-class Ws:
-    def __init__(self, path, protocols=("v5.channel.k8s.io",), token=None):
-        token = token or TOKEN
-        raw = socket.create_connection((URL.hostname, URL.port), timeout=10)
-        self.sock = CTX.wrap_socket(raw, server_hostname=URL.hostname)
-        key = base64.b64encode(os.urandom(16)).decode()
-        lines = ["GET %s HTTP/1.1" % path, "Host: %s:%d" % (URL.hostname, URL.port),
-                 "Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Key: " + key,
-                 "Sec-WebSocket-Version: 13", "Authorization: Bearer " + token]
-        if protocols:
-            lines.append("Sec-WebSocket-Protocol: " + ", ".join(protocols))
-        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
-        self.buf = b""
-        while b"\r\n\r\n" not in self.buf:
-            chunk = self.sock.recv(4096)
-            if not chunk:
-                break
-            self.buf += chunk
-        head, _, self.buf = self.buf.partition(b"\r\n\r\n")
-        lines = head.decode().split("\r\n")
-        self.status = int(lines[0].split()[1])
-        self.headers = {l.split(":", 1)[0].lower(): l.split(":", 1)[1].strip() for l in lines[1:]
-                        if ":" in l}
-        self.body = b""
-        if self.status != 101:
-            n = int(self.headers.get("content-length", 0))
-            while len(self.buf) < n:
-                self.buf += self.sock.recv(4096)
-            self.body = json.loads(self.buf[:n])
-
-    def send_frame(self, opcode, payload, fin=True, mask=True):
-        n = len(payload)
-        head = bytes([(0x80 if fin else 0) | opcode])
-        mbit = 0x80 if mask else 0
-        if n < 126:
-            head += bytes([mbit | n])
-        elif n < 65536:
-            head += bytes([mbit | 126]) + n.to_bytes(2, "big")
-        else:
-            head += bytes([mbit | 127]) + n.to_bytes(8, "big")
-        if mask:
-            key = os.urandom(4)
-            payload = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
-            head += key
-        self.sock.sendall(head + payload)
-
-    def send(self, channel, data):
-        self.send_frame(2, bytes([channel]) + data)
-
-    def recv_frame(self):
-        def need(n):
-            while len(self.buf) < n:
-                chunk = self.sock.recv(65536)
-                if not chunk:
-                    raise EOFError
-                self.buf += chunk
-        need(2)
-        opcode, n = self.buf[0] & 0x0F, self.buf[1] & 0x7F
-        masked = self.buf[1] & 0x80
-        i = 2
-        if n == 126:
-            need(4)
-            n, i = int.from_bytes(self.buf[2:4], "big"), 4
-        elif n == 127:
-            need(10)
-            n, i = int.from_bytes(self.buf[2:10], "big"), 10
-        need(i + n)
-        payload, self.buf = self.buf[i:i + n], self.buf[i + n:]
-        return opcode, payload, masked
-
-    def run(self, seconds=10):
-        """Read to the close: → (frames [(channel, data)], close_code, saw_masked)."""
-        frames, close, masked_seen = [], None, False
-        self.sock.settimeout(seconds)
-        try:
-            while True:
-                op, payload, masked = self.recv_frame()
-                masked_seen |= bool(masked)
-                if op == 8:
-                    close = int.from_bytes(payload[:2], "big") if len(payload) >= 2 else 1005
-                    self.send_frame(8, payload[:2])
-                    break
-                if op == 10:
-                    frames.append(("pong", payload))
-                elif op == 2:
-                    frames.append((payload[0], payload[1:]))
-        except (EOFError, OSError):
-            pass
-        self.sock.close()
-        return frames, close, masked_seen
-
-
-def exec_path(name, argv, **flags):
-    q = [("command", a) for a in argv] + [("container", "sandbox")]
-    q += [(k, v) for k, v in flags.items()]
-    return PODS + "/" + name + "/exec?" + urllib.parse.urlencode(q)
-
-
-def joined(frames, ch):
-    return b"".join(d for c, d in frames if c == ch)
-
-
-def sandbox_procs():
-    n = 0
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                if os.readlink("/proc/%s/root" % p).startswith(STATE + "/"):
-                    n += 1
-            except OSError:
-                pass
-    return n
-
-
-def wait_no_procs(seconds=3):
-    deadline = time.time() + seconds
-    while time.time() < deadline and sandbox_procs():
-        time.sleep(0.05)
-    return sandbox_procs()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -316,7 +58,7 @@ old, _, _ = request("GET", PODS)
 new, _, _ = request("GET", PODS, token="rotated-token-2")
 check("token rotation: after the file changes the old token is 401, the new one 200",
       (old, new) == (401, 200), (old, new))
-TOKEN = "rotated-token-2"
+AUTH["token"] = "rotated-token-2"
 
 # one keep-alive connection: an error answered before the body was read must not leave the
 # body in the stream, and big or chunked bodies arrive whole
@@ -328,7 +70,7 @@ first.read()
 big = pvc("ka")
 big["metadata"]["annotations"] = {"b4box.io/blob": "x" * 200000}
 conn.request("POST", PVCS, body=json.dumps(big), headers={
-    "Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"})
+    "Authorization": "Bearer " + AUTH["token"], "Content-Type": "application/json"})
 second = conn.getresponse()
 got = json.loads(second.read())
 check("keep-alive: a 401 on a POST, then a 200 kB create on the same connection",
@@ -336,7 +78,7 @@ check("keep-alive: a 401 on a POST, then a 200 kB create on the same connection"
       len(got["metadata"]["annotations"]["b4box.io/blob"]) == 200000, (first.status,
                                                                        second.status))
 conn.putrequest("PATCH", PVCS + "/ka")
-conn.putheader("Authorization", "Bearer " + TOKEN)
+conn.putheader("Authorization", "Bearer " + AUTH["token"])
 conn.putheader("Content-Type", "application/merge-patch+json")
 conn.putheader("Transfer-Encoding", "chunked")
 conn.endheaders()
@@ -505,6 +247,29 @@ time.sleep(0.2)
 check("propagationPolicy=Orphan: the owned NetworkPolicy stays",
       request("GET", PVCS + "/c1")[0] == 404 and request("GET", NPS + "/owned")[0] == 200)
 request("DELETE", NPS + "/owned")
+
+# the pool adoption race: many replicas patch one object with the same resourceVersion
+request("POST", PVCS, pvc("race", {"b4box.io/pool": "p1"}))
+rv0 = request("GET", PVCS + "/race")[1]["metadata"]["resourceVersion"]
+codes = []
+
+
+def adopt(i):
+    c, _, _ = request("PATCH", PVCS + "/race", {"metadata": {
+        "resourceVersion": rv0, "labels": {"b4box.io/pool": None, "b4.run/thread": "t%d" % i}}},
+        ctype="application/merge-patch+json")
+    codes.append(c)
+
+
+racers = [threading.Thread(target=adopt, args=(i,)) for i in range(12)]
+for t in racers:
+    t.start()
+for t in racers:
+    t.join()
+won = request("GET", PVCS + "/race")[1]["metadata"]["labels"]
+check("12 concurrent adoptions at one resourceVersion: exactly one 200, eleven 409",
+      sorted(codes) == [200] + [409] * 11 and "b4box.io/pool" not in won, (codes, won))
+request("DELETE", PVCS + "/race")
 
 # ---------------------------------------------------------------------------------------------
 # SSAR: protobuf as kubectl sends it, rule buckets
@@ -772,6 +537,23 @@ ws = Ws(exec_path("ex", ["sh", "-c", "id -u; id -G; stat -c %g /workspace; pwd"]
 frames, _, _ = ws.run()
 check("runAsUser, fsGroup as a supplementary group and the volume's group",
       joined(frames, 1) == b"1000\n1000 2000\n2000\n/\n", joined(frames, 1))
+
+outs = {}
+
+
+def par(i):
+    w = Ws(exec_path("asroot", ["sh", "-c", "echo $0", "p%d" % i], stdout="true"))
+    fr, _, _ = w.run()
+    outs[i] = joined(fr, 1)
+
+
+workers = [threading.Thread(target=par, args=(i,)) for i in range(6)]
+for t in workers:
+    t.start()
+for t in workers:
+    t.join()
+check("6 execs at once each get their own output", outs == {i: b"p%d\n" % i for i in range(6)},
+      outs)
 
 # exec: the sandbox's walls
 ws = Ws(exec_path("asroot", ["sh", "-c", "echo top > /made-here && cat /made-here; "

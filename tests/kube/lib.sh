@@ -23,9 +23,16 @@ stop_fake() {
                 FAKE_PID=
         fi
 }
+# KUBE_FAKE_KEEP=DIR keeps each scenario's request log (what the real client sent, as the
+# control API's /_fake/log answers it) and the fake's stderr in DIR, named after the scenario.
+SCENARIO=$(basename "${SCENARIO:-$0}")
 cleanup() {
+        if [ -n "${KUBE_FAKE_KEEP:-}" ] && [ -n "$FAKE_PID" ]; then
+                mkdir -p "$KUBE_FAKE_KEEP"
+                ctl GET /log >"$KUBE_FAKE_KEEP/${SCENARIO%.*}.requests.json" 2>/dev/null
+                cp "$FAKE_STATE/stderr" "$KUBE_FAKE_KEEP/${SCENARIO%.*}.stderr" 2>/dev/null
+        fi
         stop_fake
-        [ -n "${KEEP_LOG:-}" ] && cp "$FAKE_STATE/stderr" "$KEEP_LOG" 2>/dev/null
         rm -rf "$FAKE_STATE"
 }
 trap cleanup EXIT

@@ -2,6 +2,7 @@
 # with-fake.sh CLIENT: start the fake API server, run one honesty scenario against it
 # (*.mjs with node, *.py with Debian's python3), stop the fake. The client prints TAP and
 # finds the fake through KUBECONFIG, FAKE_URL, FAKE_ADMIN, FAKE_CA and FAKE_STATE.
+SCENARIO=$1
 . "$(dirname "$0")/lib.sh"
 client=$1
 shift

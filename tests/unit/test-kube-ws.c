@@ -634,6 +634,41 @@ static void test_deadline_cancel_shutdown(void **state)
         close(cancel[1]);
 }
 
+/* A listening socket nobody accepts on (the kernel completes the TCP handshake): the
+ * upgrade's deadline and cancel fd. */
+static void test_upgrade_deadline_cancel(void **state)
+{
+        struct kube_ws *ws = NULL;
+        struct b4_error err = { 0 };
+        int port, cancel[2];
+        int lfd = peer_listen(&port);
+        char url[64];
+        uint64_t t0;
+
+        (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+        assert_int_equal(pipe(cancel), 0);
+        t0 = now_msec();
+        assert_int_equal(
+                kube_ws_connect(&(struct kube_conn_opts){ .server = url, .timeout_ms = 200 },
+                                &(struct kube_ws_opts){
+                                        .path = "/x", .protocols = v5v4, .cancel_fd = -EBADF },
+                                &ws, &err),
+                -ETIMEDOUT);
+        assert_true(now_msec() - t0 >= 200 && now_msec() - t0 < 3000);
+        assert_int_equal(write(cancel[1], "x", 1), 1);
+        t0 = now_msec();
+        assert_int_equal(kube_ws_connect(&(struct kube_conn_opts){ .server = url },
+                                         &(struct kube_ws_opts){ .path = "/x",
+                                                                 .protocols = v5v4,
+                                                                 .cancel_fd = cancel[0] },
+                                         &ws, &err),
+                         -ECANCELED);
+        assert_true(now_msec() - t0 < 3000);
+        close(lfd);
+        close(cancel[0]);
+        close(cancel[1]);
+}
+
 /* ---- a socketpair instead of libcurl ---- */
 
 static void *pair_peer(void *userdata)
@@ -678,6 +713,7 @@ int main(void)
                 cmocka_unit_test(test_client_close),
                 cmocka_unit_test(test_breaches),
                 cmocka_unit_test(test_deadline_cancel_shutdown),
+                cmocka_unit_test(test_upgrade_deadline_cancel),
                 cmocka_unit_test(test_socketpair),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,6 +18,10 @@
  *  - kube_exec_transport(): a struct agent_transport over one exec's stdin/stdout (stderr
  *    kept, bounded, for diagnostics), so src/lib/agent runs over it as over Docker's stream.
  *
+ * Tokens: the caller passes the one to send now (kube_client_token()); a 401 is -EPERM, on
+ * which it should drop its cached token (kube_client_token_invalidate()) and retry once, as
+ * REST does.
+ *
  * Cancel or a timeout closes the stream; the process in the container is not killed by that
  * (the API server ends the exec, the container runtime may let the process live on): kill
  * it through the agent, which owns its commands' trees.
