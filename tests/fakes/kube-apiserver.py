@@ -11,7 +11,7 @@ Command line (stable; tests/kube/README.md has the long form):
                       [--token-file FILE] [--cert F --key F --ca F] [--alpn h2,http/1.1]
                       [--schedule-ms 20] [--start-ms 80] [--terminating-ms 300]
                       [--pvc-bind-ms 0] [--bookmark-interval 1.0] [--history 2000]
-                      [--rules FILE] [--log FILE] [--verbose]
+                      [--rules FILE] [--log FILE] [--nodes 1] [--verbose]
 
 At start it writes into DIR: ca.crt ca.key server.crt server.key (made by openssl unless passed
 in), client.crt client.key (user "fake-cert-user", group system:masters), token (unless
@@ -1052,6 +1052,7 @@ class Fake:
         self.admin_token = None
         self.pod_side = {}
         self.event_names = {}
+        self.attachments = {}
         self.execs = {}
         self.exec_lock = threading.Lock()
         self.pod_ip = 10
@@ -1440,6 +1441,7 @@ class Fake:
             self.kill_execs(uid)
             shutil.rmtree(os.path.join(self.state, "pods", uid), ignore_errors=True)
         if res.kind == "PersistentVolumeClaim":
+            self.attachments.pop(uid, None)
             shutil.rmtree(os.path.join(self.state, "volumes", "pvc-" + uid), ignore_errors=True)
         if policy == "Orphan":
             return
@@ -1576,18 +1578,20 @@ class Fake:
                     why = "0/1 nodes are available: 1 node has pod using PersistentVolumeClaim " \
                           "with the same name and ReadWriteOncePod access mode. preemption: " \
                           "0/1 nodes are available: 1 Preemption is not helpful for scheduling."
-            if why is None and not node_fits(pod):
-                why = "0/1 nodes are available: 1 node(s) didn't match Pod's node " \
-                      "affinity/selector. preemption: 0/1 nodes are available: 1 Preemption is " \
-                      "not helpful for scheduling."
+            fitting = [n for n in NODES if node_fits(pod, n)]
+            if why is None and not fitting:
+                why = "0/%d nodes are available: %d node(s) didn't match Pod's node " \
+                      "affinity/selector. preemption: 0/%d nodes are available: %d Preemption " \
+                      "is not helpful for scheduling." % ((len(NODES),) * 4)
             if why is None and now - side["created"] < self.settings.schedule_ms / 1000.0:
                 return
             if why is not None:
-                if why.startswith("0/1"):
+                if why.startswith("0/"):
                     message = why
                 else:
-                    message = "0/1 nodes are available: %s. preemption: 0/1 nodes are " \
-                              "available: 1 Preemption is not helpful for scheduling." % why
+                    message = "0/%d nodes are available: %s. preemption: 0/%d nodes are " \
+                              "available: %d Preemption is not helpful for scheduling." % (
+                                  len(NODES), why, len(NODES), len(NODES))
                 old = (status.get("conditions") or [{}])[0]
                 if old.get("reason") == "Unschedulable" and old.get("message") == message:
                     return
@@ -1599,17 +1603,34 @@ class Fake:
                 self.put_status(pods, pod, status)
                 self.event(pod, "Warning", "FailedScheduling", message, "default-scheduler")
                 return
+            load = {n: 0 for n in fitting}
+            for p in self.store.items(pods):
+                if p["spec"].get("nodeName") in load and \
+                        p["status"].get("phase") not in ("Failed", "Succeeded"):
+                    load[p["spec"]["nodeName"]] += 1
+            node = min(fitting, key=lambda n: (load[n], NODES.index(n)))
             new = copy.deepcopy(pod)
-            new["spec"]["nodeName"] = "fake-node-1"
+            new["spec"]["nodeName"] = node
             new["status"]["conditions"] = [{"type": "PodScheduled", "status": "True",
                                             "lastProbeTime": None,
                                             "lastTransitionTime": now_rfc3339()}]
             side["scheduled"] = now
             self.store.put(pods, new, "MODIFIED", pod)
-            self.event(pod, "Normal", "Scheduled", "Successfully assigned %s/%s to fake-node-1"
-                       % (meta["namespace"], meta["name"]), "default-scheduler")
+            self.event(pod, "Normal", "Scheduled", "Successfully assigned %s/%s to %s"
+                       % (meta["namespace"], meta["name"], node), "default-scheduler")
             return
         scheduled = side.setdefault("scheduled", now)
+        attached = self.attached_elsewhere(pods, pvcs, pod) \
+            if status.get("phase") == "Pending" else None
+        if attached:
+            if "containerStatuses" not in status:
+                self.pod_starting(pods, pod, copy.deepcopy(status))
+            if side.get("attach") != attached:
+                side["attach"] = attached
+                self.event(pod, "Warning", "FailedAttachVolume", attached,
+                           "attachdetach-controller")
+            side["scheduled"] = now
+            return
         if now - scheduled < self.settings.start_ms / 1000.0:
             if "containerStatuses" not in status:
                 self.pod_starting(pods, pod, copy.deepcopy(status))
@@ -1649,6 +1670,27 @@ class Fake:
             self.put_status(pods, pod, status)
             self.event(pod, "Normal", "DeadlineExceeded", status["message"])
 
+    def attached_elsewhere(self, pods, pvcs, pod):
+        """The attach/detach controller: a ReadWriteOnce volume is attached to one node at a
+        time, detached once no live Pod there uses it; a Pod on another node waits in
+        ContainerCreating → the Multi-Attach message. None when this Pod may start."""
+        meta, node = pod["metadata"], pod["spec"]["nodeName"]
+        for claim in pod_claims(pod):
+            pvc = self.store.get(pvcs, meta["namespace"], claim)
+            if pvc is None or "ReadWriteOnce" not in (pvc["spec"].get("accessModes") or []):
+                continue
+            uid = pvc["metadata"]["uid"]
+            at = self.attachments.get(uid)
+            if at is not None and at != node:
+                users = [p["metadata"]["name"] for p in self.store.items(pods, meta["namespace"])
+                         if p["spec"].get("nodeName") == at and claim in pod_claims(p)
+                         and p["status"].get("phase") not in ("Failed", "Succeeded")]
+                if users:
+                    return 'Multi-Attach error for volume "%s" Volume is already used by ' \
+                           'pod(s) %s' % (pvc["spec"].get("volumeName", ""), ", ".join(users))
+            self.attachments[uid] = node
+        return None
+
     def nonroot_problem(self, pod):
         psc = pod["spec"].get("securityContext") or {}
         for c in pod["spec"].get("containers") or []:
@@ -1679,8 +1721,9 @@ class Fake:
         name = "%s.%s" % (meta["name"], secrets.token_hex(8))
         self.event_names[key] = name
         source = {"component": component}
+        host = (obj.get("spec") or {}).get("nodeName") or NODES[0]
         if component == "kubelet":
-            source["host"] = "fake-node-1"
+            source["host"] = host
         ev = {"apiVersion": "v1", "kind": "Event",
               "metadata": {"name": name, "namespace": meta["namespace"],
                            "uid": str(uuid.uuid4()), "creationTimestamp": now},
@@ -1691,7 +1734,7 @@ class Fake:
               "reason": reason, "message": message, "source": source,
               "firstTimestamp": now, "lastTimestamp": now, "count": 1, "type": etype,
               "eventTime": None, "reportingComponent": component,
-              "reportingInstance": "fake-node-1" if component == "kubelet" else ""}
+              "reportingInstance": host if component == "kubelet" else ""}
         self.store.put(events, ev, "ADDED")
 
     def put_status(self, pods, pod, status):
@@ -1932,19 +1975,22 @@ def give_group(path, gid):
         os.chmod(path, 0o2777)
 
 
-NODE_LABELS = {"kubernetes.io/hostname": "fake-node-1", "kubernetes.io/os": "linux",
-               "kubernetes.io/arch": "amd64", "topology.kubernetes.io/zone": "fake-zone-a"}
+NODES = ["fake-node-1"]
 
 
-def node_fits(pod):
-    """The one node's labels against nodeSelector and required node affinity (In, NotIn,
-    Exists, DoesNotExist), as the scheduler's NodeAffinity filter."""
+def node_labels(node):
+    return {"kubernetes.io/hostname": node, "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64", "topology.kubernetes.io/zone": "fake-zone-a"}
+
+
+def node_fits(pod, node):
+    """A node's labels against nodeSelector and required node affinity (In, NotIn, Exists,
+    DoesNotExist, matchFields metadata.name), as the scheduler's NodeAffinity filter."""
     spec = pod["spec"]
+    labels = node_labels(node)
     for k, v in (spec.get("nodeSelector") or {}).items():
-        if NODE_LABELS.get(k) != v:
+        if labels.get(k) != v:
             return False
-    if spec.get("nodeName") not in (None, "fake-node-1"):
-        return False
     req = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
            .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
     terms = req.get("nodeSelectorTerms") or []
@@ -1953,7 +1999,7 @@ def node_fits(pod):
     for term in terms:
         ok = True
         for e in term.get("matchExpressions") or []:
-            have = NODE_LABELS.get(e.get("key"))
+            have = labels.get(e.get("key"))
             op, vals = e.get("operator"), e.get("values") or []
             if (op == "In" and have not in vals) or (op == "NotIn" and have in vals) or \
                     (op == "Exists" and have is None) or \
@@ -1961,7 +2007,7 @@ def node_fits(pod):
                 ok = False
         for f in term.get("matchFields") or []:
             if f.get("key") == "metadata.name" and f.get("operator") == "In" and \
-                    "fake-node-1" not in (f.get("values") or []):
+                    node not in (f.get("values") or []):
                 ok = False
         if ok:
             return True
@@ -3223,11 +3269,13 @@ def main(argv):
     ap.add_argument("--pvc-bind-ms", type=int, default=0)
     ap.add_argument("--bookmark-interval", type=float, default=1.0)
     ap.add_argument("--history", type=int, default=2000)
+    ap.add_argument("--nodes", type=int, default=1)
     ap.add_argument("--rules")
     ap.add_argument("--log")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
     zygote = Zygote()
+    NODES[:] = ["fake-node-%d" % (i + 1) for i in range(max(args.nodes, 1))]
     state = os.path.abspath(args.state)
     os.makedirs(state, exist_ok=True)
     if args.cert:

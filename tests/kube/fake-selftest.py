@@ -20,6 +20,8 @@ from fakeclient import (AUTH, CTX, NPS, NS, PODS, PVCS, STATE, URL, Stream, Ws, 
                         ctl, exec_path, joined, pod, pvc, request, running, sandbox_procs,
                         wait_no_procs, wait_pod)
 
+FAKE_PY = os.environ.get("B4BOX_KUBE_FAKE", os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "fakes", "kube-apiserver.py"))
 N = 0
 FAILED = 0
 
@@ -604,10 +606,8 @@ check("execs are counted", c["execs"] >= 10, c)
 # h2: a second fake that offers h2 in ALPN
 
 with tempfile.TemporaryDirectory() as d:
-    p = subprocess.Popen([sys.executable, os.environ.get("B4BOX_KUBE_FAKE", os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "fakes", "kube-apiserver.py")),
-        "--state", d, "--alpn", "h2,http/1.1"], stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL)
+    p = subprocess.Popen([sys.executable, FAKE_PY, "--state", d, "--alpn", "h2,http/1.1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     info = json.loads(p.stdout.readline())
     h2ctx = ssl.create_default_context(cafile=info["ca"])
     h2ctx.set_alpn_protocols(["h2", "http/1.1"])
@@ -631,6 +631,61 @@ with tempfile.TemporaryDirectory() as d:
     p.wait()
     check("--alpn h2,http/1.1: a client offering h2 gets it, then a closed connection, counted",
           picked == "h2" and closed and counters["h2Negotiated"] == 1, (picked, counters))
+
+# ---------------------------------------------------------------------------------------------
+# --nodes 2: ReadWriteOnce volumes attach to one node at a time
+
+with tempfile.TemporaryDirectory() as d:
+    p = subprocess.Popen([sys.executable, FAKE_PY, "--state", d, "--nodes", "2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    info = json.loads(p.stdout.readline())
+    ctx2 = ssl.create_default_context(cafile=info["ca"])
+    tok2 = open(info["tokenFile"]).read().split()[0]
+
+    def req2(method, path, body=None):
+        return request(method, path, body, token=tok2, ctx=ctx2, port=info["port"])
+
+    def pod2(name, pred, seconds=10):
+        deadline = time.time() + seconds
+        o = None
+        while time.time() < deadline:
+            o = req2("GET", PODS + "/" + name)[1]
+            if pred(o):
+                return o
+            time.sleep(0.05)
+        return o
+
+    req2("POST", PVCS, pvc("shared"))
+    req2("POST", PODS, pod("keeper", claim="shared"))
+    keeper = pod2("keeper", running)
+    req2("POST", PODS, pod("reader", claim="shared"))
+    reader = pod2("reader", lambda o: o["spec"].get("nodeName") and
+                  o["status"].get("containerStatuses"))
+    time.sleep(0.3)
+    reader = req2("GET", PODS + "/reader")[1]
+    evs = req2("GET", "/api/v1/namespaces/default/events?fieldSelector=" +
+               urllib.parse.quote("involvedObject.name=reader,reason=FailedAttachVolume"))[1]
+    check("--nodes 2: an unpinned second Pod lands on the other node and waits, Multi-Attach",
+          keeper["spec"]["nodeName"] == "fake-node-1" and
+          reader["spec"]["nodeName"] == "fake-node-2" and
+          reader["status"]["phase"] == "Pending" and len(evs["items"]) == 1 and
+          evs["items"][0]["message"].startswith("Multi-Attach error for volume") and
+          "keeper" in evs["items"][0]["message"], (reader["spec"].get("nodeName"),
+                                                    reader["status"], evs["items"]))
+    pinned = pod("pinned", claim="shared")
+    pinned["spec"]["affinity"] = {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
+            "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                  "values": [keeper["spec"]["nodeName"]]}]}]}}}
+    req2("POST", PODS, pinned)
+    check("a Pod pinned to the keeper's node shares the ReadWriteOnce volume and runs",
+          running(pod2("pinned", running)))
+    req2("DELETE", PODS + "/keeper?gracePeriodSeconds=0")
+    req2("DELETE", PODS + "/pinned?gracePeriodSeconds=0")
+    check("once no Pod on the first node uses it, the volume moves and the waiting Pod runs",
+          running(pod2("reader", running)))
+    p.terminate()
+    p.wait()
 
 print("1..%d" % N)
 sys.exit(1 if FAILED else 0)
