@@ -51,6 +51,13 @@ static const struct cli_command commands[] = {
           "  --env NAME=VALUE         add a variable to the policy's environment\n"
           "  --server URL             run through a server (default: $B4BOX_URL)\n",
           .uses_provider = true },
+        { "mcp", cmd_mcp, "serve MCP (Model Context Protocol) on stdin/stdout",
+          "b4box mcp [--thread ID] [--lifecycle-tools] [--server URL]",
+          "  --thread ID              bind every tool call to thread ID (no thread_id argument)\n"
+          "  --lifecycle-tools        also offer createThread, listThreads, releaseThread and\n"
+          "                           deleteThread\n"
+          "  --server URL             run the tools through a server (default: $B4BOX_URL)\n",
+          .uses_provider = true },
         { "tool", cmd_tool, "run one workspace tool",
           "b4box tool --thread ID [--server URL] [--provider native|fake] [--mode MODE] "
           "[--allow KEY:PATTERN]... [--deny KEY:PATTERN]... [--read-cap BYTES] TOOL [ARGS_JSON]",
