@@ -210,6 +210,7 @@ test('native: progress, cancel kills the command, parallel calls queue', { skip:
   const seen = [];
   const slow = await c.callTool({ name: 'runBash', arguments: { command: 'for i in 1 2 3; do echo line$i; sleep 0.4; done' } },
                                 CallToolResultSchema, { onprogress: p => seen.push(p), resetTimeoutOnProgress: true });
+  assert.equal(slow.isError, false, JSON.stringify(slow));
   assert.equal(slow.structuredContent.exitCode, 0);
   assert.ok(seen.length >= 1, 'progress notifications arrived');
   assert.ok(seen.some(p => /^line[12]$/.test(p.message || '')), JSON.stringify(seen));
