@@ -31,7 +31,7 @@ struct mcp_http {
         char *body;
         size_t len;
         struct mcp_http_headers hdr;
-        char *hdr_copy[3]; /* the headers' values, owned (the producer outlives rq) */
+        char *hdr_copy[4]; /* the headers' values, owned (the producer outlives rq) */
         struct server *srv;
         char traceparent[TRACEPARENT_LEN + 1];
         /* a streamed call is checked before the 200 (the producer may not touch rq) */
@@ -157,12 +157,14 @@ static const struct mcp_backend_ops http_ops = { .call = http_call,
 int mcp_route_init(struct server *s)
 {
         struct mcp_options o = { .ops = &http_ops, .version = b4_version() };
+        int r = mcp_server_new(&o, &s->mcp);
 
-        return mcp_server_new(&o, &s->mcp);
+        return r < 0 ? r : mcp_session_new(&s->mcp_calls);
 }
 
 void mcp_route_free(struct server *s)
 {
+        s->mcp_calls = mcp_session_free(s->mcp_calls);
         s->mcp = mcp_server_free(s->mcp);
 }
 
@@ -186,7 +188,6 @@ static int emit_event(void *ctx, const char *json, size_t len)
 
 static void mcp_http_free(struct mcp_http *h)
 {
-        mcp_session_free(h->ss);
         b4_cancel_free(h->abort);
         free(h->pre_thread);
         for (size_t i = 0; i < ELEMENTSOF(h->hdr_copy); i++)
@@ -227,6 +228,33 @@ static void reply_mcp(struct request *rq, const struct mcp_reply *rep)
         }
         reply_text(rq, rep->http_status ? rep->http_status : 200, &sb);
         strbuf_release(&sb);
+        if (rep->session_id[0] && rq->response)
+                (void)MHD_add_response_header(rq->response, "Mcp-Session-Id", rep->session_id);
+}
+
+/* The MCP headers, copied; Mcp-Session-Id (one this server minted: 32 hex) qualified with
+ * the caller's principal, so that a session id alone cancels nothing of anyone else's. */
+static int copy_headers(struct request *rq, struct mcp_http *h)
+{
+        static const char *const names[] = { "MCP-Protocol-Version", "Mcp-Method", "Mcp-Name" };
+        const char *sid = header(rq, "Mcp-Session-Id");
+
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                const char *v = header(rq, names[i]);
+                if (v && !(h->hdr_copy[i] = strdup(v)))
+                        return -ENOMEM;
+        }
+        if (sid && strlen(sid) == MCP_SESSION_ID_LEN &&
+            strspn(sid, "0123456789abcdef") == MCP_SESSION_ID_LEN &&
+            asprintf(&h->hdr_copy[3], "%s %s", rq->principal_name ? rq->principal_name : "-", sid) <
+                    0)
+                return -ENOMEM;
+        h->hdr = (struct mcp_http_headers){ .present = true,
+                                            .protocol_version = h->hdr_copy[0],
+                                            .method = h->hdr_copy[1],
+                                            .name = h->hdr_copy[2],
+                                            .session = h->hdr_copy[3] };
+        return 0;
 }
 
 /* Before a stream's 200: the access check of the thread the call names (none named: the
@@ -251,7 +279,7 @@ void route_mcp(struct request *rq)
         struct mcp_http *h = calloc(1, sizeof(*h));
         struct mcp_reply rep = { 0 };
 
-        if (!h || mcp_session_new(&h->ss) < 0 || !(h->body = malloc(rq->body.len + 1))) {
+        if (!h || !(h->body = malloc(rq->body.len + 1))) {
                 if (h)
                         mcp_http_free(h);
                 reply_error(rq, 500, "internal_error", "out of memory");
@@ -261,20 +289,13 @@ void route_mcp(struct request *rq)
         h->len = rq->body.len;
         h->rq = rq;
         h->srv = rq->srv;
+        h->ss = rq->srv->mcp_calls;
         memcpy(h->traceparent, rq->traceparent, sizeof(h->traceparent));
-        static const char *const names[] = { "MCP-Protocol-Version", "Mcp-Method", "Mcp-Name" };
-        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-                const char *v = header(rq, names[i]);
-                if (v && !(h->hdr_copy[i] = strdup(v))) {
-                        mcp_http_free(h);
-                        reply_error(rq, 500, "internal_error", "out of memory");
-                        return;
-                }
+        if (copy_headers(rq, h) < 0) {
+                mcp_http_free(h);
+                reply_error(rq, 500, "internal_error", "out of memory");
+                return;
         }
-        h->hdr = (struct mcp_http_headers){ .present = true,
-                                            .protocol_version = h->hdr_copy[0],
-                                            .method = h->hdr_copy[1],
-                                            .name = h->hdr_copy[2] };
         if (stream_format_of(rq) == STREAM_SSE && mcp_wants_progress(h->body, h->len)) {
                 h->abort = b4_cancel_new();
                 precheck(rq, h);

@@ -64,9 +64,10 @@ struct server {
         char *bound_port;  /* the port bound */
         pthread_mutex_t workers_lock;
         pthread_cond_t workers_done;
-        unsigned workers;       /* handlers in flight (their connections suspended) */
-        struct workers pool;    /* the threads they run on */
-        struct mcp_server *mcp; /* POST /mcp (routes-mcp.c) */
+        unsigned workers;              /* handlers in flight (their connections suspended) */
+        struct workers pool;           /* the threads they run on */
+        struct mcp_server *mcp;        /* POST /mcp (routes-mcp.c) */
+        struct mcp_session *mcp_calls; /* its calls in flight, for notifications/cancelled */
 };
 
 struct request;

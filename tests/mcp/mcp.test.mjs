@@ -233,3 +233,83 @@ test('native: progress, cancel kills the command, parallel calls queue', { skip:
   assert.ok(Date.now() - t0 >= 850, 'the calls ran one after another on the thread slot');
   await c.close();
 });
+
+// ---- a server of its own: --server (stdio through HTTP), and native over HTTP ----
+
+async function serve(dir, env = {}) {
+  const p = spawn(B4BOX, ['--state', join(dir, 'st'), 'serve', '--listen', '127.0.0.1:0'],
+                  { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const url = await new Promise((resolve, reject) => {
+    let log = '';
+    p.stderr.on('data', d => {
+      log += d;
+      const m = log.match(/(?:listen|address)=(?:"?)(127\.0\.0\.1:\d+)/);
+      if (m) resolve(`http://${m[1]}`);
+    });
+    p.on('exit', () => reject(new Error('serve exited: ' + log)));
+  });
+  return { p, url };
+}
+
+async function createThread(url, id) {
+  const r = await fetch(`${url}/threads`, { method: 'POST', body: JSON.stringify({ thread_id: id }),
+                                           headers: { 'Content-Type': 'application/json' } });
+  assert.equal(r.status, 201);
+}
+
+test('stdio --server: the tools through a server, busy slots queue', async () => {
+  const { p, url } = await serve(workdir('fake'));
+  try {
+    await createThread(url, 'rs');
+    const c = await stdioClient(workdir('fake'), ['--thread', 'rs', '--server', url]);
+    const { tools } = await c.listTools();
+    assert.deepEqual(tools.map(t => t.name).sort(), FIVE);
+    const w = await c.callTool({ name: 'writeFile', arguments: { path: 'r.txt', content: 'remote' } });
+    assert.equal(w.isError, false, JSON.stringify(w));
+    const r = await c.callTool({ name: 'readFile', arguments: { path: 'r.txt' } });
+    assert.equal(r.content[0].text, 'remote');
+    const e = await c.callTool({ name: 'readFile', arguments: { path: 'nope' } });
+    assert.equal(e.isError, true);
+    await c.close();
+    const u = await stdioClient(workdir('fake'), ['--server', url]);
+    const gone = await u.callTool({ name: 'listDir', arguments: { thread_id: 'never-made' } });
+    assert.equal(gone.isError, true);
+    assert.match(gone.content[0].text, /not found/);
+    await u.close();
+  } finally { p.kill('SIGTERM'); }
+});
+
+test('native over HTTP: progress on SSE, cancel kills the command, parallel calls queue',
+     { skip: !root && 'needs root' }, async () => {
+  const { p, url } = await serve(workdir('native'));
+  try {
+    await createThread(url, 'hn');
+    const c = new Client({ name: 'b4box-test', version: '0' });
+    const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`));
+    await c.connect(transport);
+    assert.match(transport.sessionId, /^[0-9a-f]{32}$/);
+    const seen = [];
+    const slow = await c.callTool({ name: 'runBash', arguments: { thread_id: 'hn', command: 'for i in 1 2 3; do echo l$i; sleep 0.4; done' } },
+                                  CallToolResultSchema, { onprogress: q => seen.push(q), resetTimeoutOnProgress: true });
+    assert.equal(slow.isError, false, JSON.stringify(slow));
+    assert.ok(seen.some(q => /^l[12]$/.test(q.message || '')), JSON.stringify(seen));
+
+    const marker = `sleep 86${process.pid % 1000}`;
+    const ac = new AbortController();
+    const pending = c.callTool({ name: 'runBash', arguments: { thread_id: 'hn', command: `${marker}; echo done` } },
+                               CallToolResultSchema, { signal: ac.signal });
+    for (let i = 0; i < 100 && !alive(marker); i++) await new Promise(r => setTimeout(r, 50));
+    assert.ok(alive(marker), 'the command runs');
+    ac.abort();
+    await assert.rejects(pending);
+    for (let i = 0; i < 100 && alive(marker); i++) await new Promise(r => setTimeout(r, 50));
+    assert.ok(!alive(marker), 'the cancelled command is gone');
+
+    const t0 = Date.now();
+    const all = await Promise.all([1, 2, 3].map(i =>
+      c.callTool({ name: 'runBash', arguments: { thread_id: 'hn', command: `sleep 0.3; echo q${i}` } })));
+    assert.ok(all.every(r => !r.isError && r.structuredContent.exitCode === 0), JSON.stringify(all));
+    assert.ok(Date.now() - t0 >= 850, 'one after another on the thread slot');
+    await c.close();
+  } finally { p.kill('SIGTERM'); }
+});

@@ -540,6 +540,61 @@ static void test_cancel(void **state)
         teardown_env(&e);
 }
 
+struct bg_h {
+        struct env *e;
+        const char *text;
+        const struct mcp_http_headers *h;
+        struct jv *reply;
+        pthread_t t;
+};
+
+static void *bg_h_main(void *arg)
+{
+        struct bg_h *b = arg;
+
+        b->reply = handle_h(b->e, b->text, b->h, NULL);
+        return NULL;
+}
+
+/* Over HTTP a notifications/cancelled reaches only the calls of its own session scope. */
+static void test_http_cancel(void **state)
+{
+        static const char init_text[] = INIT;
+        const struct mcp_http_headers mine = { .present = true, .session = "alice 0123" };
+        const struct mcp_http_headers other = { .present = true, .session = "bob 0123" };
+        const struct mcp_http_headers none = { .present = true };
+        static const char cancel[] = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+                                     "cancelled\",\"params\":{\"requestId\":5}}";
+        struct mcp_reply rep = { 0 };
+        struct env e;
+
+        assert_int_equal(setup_opts(&e, &(struct mcp_options){ .thread = "t" }), 0);
+        assert_int_equal(
+                mcp_handle(e.s, e.ss, init_text, strlen(init_text), &none, NULL, NULL, NULL, &rep),
+                0);
+        assert_int_equal(strlen(rep.session_id), MCP_SESSION_ID_LEN);
+        assert_int_equal(strspn(rep.session_id, "0123456789abcdef"), MCP_SESSION_ID_LEN);
+        mcp_reply_clear(&rep);
+        e.f.busy = -1;
+        struct bg_h b = { .e = &e, .text = CALL(5, "{\"name\":\"listDir\"}"), .h = &mine };
+        assert_int_equal(pthread_create(&b.t, NULL, bg_h_main, &b), 0);
+        usleep(100 * 1000);
+        assert_null(handle_h(&e, cancel, &other, NULL));
+        assert_null(handle_h(&e, cancel, &none, NULL));
+        assert_null(handle(&e, cancel)); /* stdio's scope is not HTTP's */
+        usleep(100 * 1000);
+        pthread_mutex_lock(&e.f.lock);
+        int before = e.f.calls;
+        pthread_mutex_unlock(&e.f.lock);
+        assert_true(before > 1); /* still waiting */
+        assert_null(handle_h(&e, cancel, &mine, NULL));
+        assert_int_equal(pthread_join(b.t, NULL), 0);
+        assert_true(is_error(b.reply));
+        assert_non_null(strstr(text0(b.reply), "cancelled"));
+        jv_unref(b.reply);
+        teardown_env(&e);
+}
+
 static void test_progress(void **state)
 {
         struct env e;
@@ -572,7 +627,8 @@ int main(void)
                 cmocka_unit_test(test_framing),    cmocka_unit_test(test_lifecycle),
                 cmocka_unit_test(test_tools_list), cmocka_unit_test(test_tools_call),
                 cmocka_unit_test(test_modern),     cmocka_unit_test(test_queue),
-                cmocka_unit_test(test_cancel),     cmocka_unit_test(test_progress),
+                cmocka_unit_test(test_cancel),     cmocka_unit_test(test_http_cancel),
+                cmocka_unit_test(test_progress),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

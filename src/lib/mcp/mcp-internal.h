@@ -63,9 +63,13 @@ int mcp_reply_error(struct mcp_request *q, int code, const char *msg);
 /* The session's record of a call in flight, for notifications/cancelled. */
 struct inflight;
 int mcp_session_track(struct mcp_session *ss,
+                      const char *scope,
                       const struct jv *id,
                       struct b4_cancel *c,
                       struct inflight **ret);
+/* The scope @h gives a request's calls (NULL: the process); *@ret_trackable false when a
+ * notifications/cancelled cannot reach them (HTTP without Mcp-Session-Id). */
+const char *mcp_request_scope(const struct mcp_http_headers *h, bool *ret_trackable);
 void mcp_session_untrack(struct mcp_session *ss, struct inflight *f); /* NULL ok */
 
 const struct mcp_options *mcp_server_options(const struct mcp_server *s);

@@ -8,8 +8,10 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "base/alloc.h"
 #include "base/hashmap.h"
@@ -68,14 +70,27 @@ struct mcp_session *mcp_session_free(struct mcp_session *ss)
         return NULL;
 }
 
+/* The key a call is cancelled by: its id as compact JSON, after "<scope>\n" over HTTP. */
+static char *call_key(const char *scope, const struct jv *id)
+{
+        cleanup_free char *json = NULL;
+        char *key = NULL;
+
+        if (!id || jv_dump(id, 0, &json) < 0 ||
+            b4_asprintf(&key, "%s%s%s", scope ? scope : "", scope ? "\n" : "", json) < 0)
+                return NULL;
+        return key;
+}
+
 int mcp_session_track(struct mcp_session *ss,
+                      const char *scope,
                       const struct jv *id,
                       struct b4_cancel *c,
                       struct inflight **ret)
 {
         struct inflight *f = b4_calloc(1, sizeof(*f));
 
-        if (!f || jv_dump(id, 0, &f->id) < 0) {
+        if (!f || !(f->id = call_key(scope, id))) {
                 free(f);
                 return -ENOMEM;
         }
@@ -105,11 +120,11 @@ void mcp_session_untrack(struct mcp_session *ss, struct inflight *f)
 
 /* notifications/cancelled {requestId, reason?}: fire the call's token (unknown ids are
  * ignored, as the spec asks: the call may have finished). */
-static void session_cancel(struct mcp_session *ss, const struct jv *request_id)
+static void session_cancel(struct mcp_session *ss, const char *scope, const struct jv *request_id)
 {
-        cleanup_free char *id = NULL;
+        cleanup_free char *id = call_key(scope, request_id);
 
-        if (!request_id || jv_dump(request_id, 0, &id) < 0)
+        if (!id)
                 return;
         pthread_mutex_lock(&ss->lock);
         for (struct inflight *f = ss->calls; f; f = f->next)
@@ -244,6 +259,22 @@ static bool legacy_supported(const char *v)
         return false;
 }
 
+/* 128 random bits as hex: an HTTP client's Mcp-Session-Id, the scope of its cancellations. */
+static int mint_session(char out[static MCP_SESSION_ID_LEN + 1])
+{
+        static const char hex[] = "0123456789abcdef";
+        unsigned char b[MCP_SESSION_ID_LEN / 2];
+
+        if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+                return -EIO;
+        for (size_t i = 0; i < sizeof(b); i++) {
+                out[2 * i] = hex[b[i] >> 4];
+                out[2 * i + 1] = hex[b[i] & 15];
+        }
+        out[MCP_SESSION_ID_LEN] = '\0';
+        return 0;
+}
+
 static int m_initialize(struct mcp_request *q)
 {
         const char *v = jv_string(jv_object_get(q->msg->params, "protocolVersion"));
@@ -254,6 +285,8 @@ static int m_initialize(struct mcp_request *q)
         pthread_mutex_lock(&q->ss->lock);
         q->ss->initialized = true;
         pthread_mutex_unlock(&q->ss->lock);
+        if (q->hdr && q->hdr->present && mint_session(q->reply->session_id) < 0)
+                return -ENOMEM;
         return mcp_reply_result(q,
                                 jv_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion",
                                         legacy_supported(v) ? v : MCP_LEGACY_VERSION,
@@ -312,11 +345,24 @@ static const struct method *method_find(const char *name)
         return NULL;
 }
 
-/* Notifications: none is answered; cancelled is acted on. */
-static void notification(struct mcp_session *ss, const struct rpc_msg *m)
+/* The scope of the calls a request may cancel: the whole process on stdio; over HTTP the
+ * Mcp-Session-Id (and principal) the transport gives, none without one. */
+const char *mcp_request_scope(const struct mcp_http_headers *h, bool *ret_trackable)
 {
-        if (strcmp(m->method, "notifications/cancelled") == 0)
-                session_cancel(ss, jv_object_get(m->params, "requestId"));
+        *ret_trackable = !h || !h->present || h->session;
+        return h && h->present ? h->session : NULL;
+}
+
+/* Notifications: none is answered; cancelled is acted on. */
+static void notification(struct mcp_session *ss,
+                         const struct rpc_msg *m,
+                         const struct mcp_http_headers *h)
+{
+        bool trackable;
+        const char *scope = mcp_request_scope(h, &trackable);
+
+        if (trackable && strcmp(m->method, "notifications/cancelled") == 0)
+                session_cancel(ss, scope, jv_object_get(m->params, "requestId"));
 }
 
 static int unsupported_version(struct mcp_request *q, const char *requested)
@@ -456,7 +502,7 @@ int mcp_handle(struct mcp_server *s,
         if (r == -EINVAL)
                 r = reply_error(&q, 400, code, why, NULL);
         else if (r >= 0 && msg.kind == RPC_NOTIFICATION)
-                notification(ss, &msg);
+                notification(ss, &msg, hdr);
         else if (r >= 0 && msg.kind == RPC_REQUEST)
                 r = request(&q);
         rpc_msg_clear(&msg);

@@ -92,7 +92,8 @@ int mcp_server_new(const struct mcp_options *opts, struct mcp_server **ret);
 /* NULL ok. Return: NULL. */
 struct mcp_server *mcp_server_free(struct mcp_server *s);
 
-/* A session: a stdio process, or one HTTP request (stateless). Return: 0, -ENOMEM. */
+/* A session: a stdio process, or a server's HTTP endpoint (its calls in flight, scoped by
+ * mcp_http_headers.session). Return: 0, -ENOMEM. */
 int mcp_session_new(struct mcp_session **ret);
 /* Fire every call in flight (an EOF or a shutdown); the calls still have to return. */
 void mcp_session_cancel_all(struct mcp_session *ss);
@@ -110,20 +111,27 @@ struct mcp_http_headers {
         const char *protocol_version; /* MCP-Protocol-Version */
         const char *method;           /* Mcp-Method */
         const char *name;             /* Mcp-Name */
+        /* Mcp-Session-Id, qualified by the transport with the caller's identity: the scope in
+         * which a notifications/cancelled finds a call; NULL: the calls are not cancellable
+         * by notification (only by closing their stream) */
+        const char *session;
 };
+
+#define MCP_SESSION_ID_LEN 32
 
 struct mcp_reply {
         char *json;           /* heap: the response (one line, no newline); NULL: none (a
                                  notification or a response from the client) */
         unsigned http_status; /* what Streamable HTTP answers: 200, 202, 400, 404 */
-        bool streams;         /* a tools/call that emits progress (an SSE stream suits it) */
+        /* an initialize over HTTP: the Mcp-Session-Id to send back ("" otherwise) */
+        char session_id[MCP_SESSION_ID_LEN + 1];
 };
 
 void mcp_reply_clear(struct mcp_reply *r);
 
 /*
- * mcp_peek() - whether the message in @buf is a tools/call request asking for progress, so
- * that an HTTP transport can choose SSE before it runs (cheap: parses, builds nothing).
+ * mcp_wants_progress() - whether the message in @buf is a tools/call request asking for
+ * progress, so that an HTTP transport can choose SSE before it runs (parses, builds nothing).
  */
 bool mcp_wants_progress(const char *buf, size_t len);
 /* Whether the message is a notification or a response (an HTTP transport answers 202). */

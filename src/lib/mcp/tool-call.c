@@ -284,8 +284,12 @@ static struct jv *run_call(struct mcp_request *q, const struct mcp_tool *t, stru
         bool progress = token && q->emit && (jv_is_string(token) || jv_is_safe_integer(token));
         int r;
 
+        bool trackable;
+        const char *scope = mcp_request_scope(q->hdr, &trackable);
+
         c->cancel = b4_cancel_new();
-        if (!c->cancel || mcp_session_track(q->ss, q->msg->id, c->cancel, &f) < 0) {
+        if (!c->cancel ||
+            (trackable && mcp_session_track(q->ss, scope, q->msg->id, c->cancel, &f) < 0)) {
                 b4_cancel_free(c->cancel);
                 return NULL;
         }
