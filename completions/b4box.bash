@@ -34,7 +34,7 @@ _b4box() {
     fi
     local opts words=
     case $cmd in
-    serve) opts="--listen --reap-interval-ms --log-format" ;;
+    serve) opts="--listen --reap-interval-ms --log-format --mcp-lifecycle-tools" ;;
     threads) opts="--server --id --metadata --parent --source --link --baseline --json" words="create ls show rm release" ;;
     exec) opts="--thread --timeout --max-output --cwd --env --server" ;;
     mcp) opts="--thread --lifecycle-tools --server" ;;

@@ -21,10 +21,13 @@
  */
 static const struct cli_command commands[] = {
         { "serve", cmd_serve, "serve the HTTP API",
-          "b4box serve [--listen ADDR] [--reap-interval-ms MS] [--log-format logfmt|json]",
+          "b4box serve [--listen ADDR] [--reap-interval-ms MS] [--log-format logfmt|json] "
+          "[--mcp-lifecycle-tools]",
           "  --listen ADDR            host:port, unix:PATH or systemd (default: server.listen)\n"
           "  --reap-interval-ms MS    how often idle sandboxes are reaped\n"
-          "  --log-format FORMAT      logfmt (default) or json: one object per line\n",
+          "  --log-format FORMAT      logfmt (default) or json: one object per line\n"
+          "  --mcp-lifecycle-tools    POST /mcp also offers createThread, listThreads,\n"
+          "                           releaseThread and deleteThread\n",
           .uses_provider = false },
         { "threads", cmd_threads, "create, list, show, remove or release threads through a server",
           "b4box threads create [--id ID] [--metadata JSON] [--parent ID] [--source DIGEST "

@@ -105,23 +105,12 @@ static int lifecycle(struct cli_local *l,
         return *ret_doc ? 0 : -ENOMEM;
 }
 
-static bool is_lifecycle(const char *tool)
-{
-        static const char *const names[] = { "createThread", "listThreads", "releaseThread",
-                                             "deleteThread" };
-
-        for (size_t i = 0; i < ELEMENTSOF(names); i++)
-                if (strcmp(names[i], tool) == 0)
-                        return true;
-        return false;
-}
-
 static int local_call(void *data,
                       const struct mcp_call *c,
                       struct jv **ret_doc,
                       struct b4_error *err)
 {
-        if (is_lifecycle(c->tool))
+        if (mcp_is_lifecycle_tool(c->tool))
                 return lifecycle(data, c, ret_doc, err);
         return run_tool(data, c, ret_doc, err);
 }

@@ -119,8 +119,7 @@ static int remote_call(void *data,
         struct remote *rm = data;
         cleanup_free char *path = NULL, *body = NULL;
 
-        if (strcmp(c->tool, "createThread") == 0 || strcmp(c->tool, "listThreads") == 0 ||
-            strcmp(c->tool, "releaseThread") == 0 || strcmp(c->tool, "deleteThread") == 0)
+        if (mcp_is_lifecycle_tool(c->tool))
                 return lifecycle(rm, c, ret_doc, err);
         path = thread_path(c->thread, "/tools", c->tool);
         if (!path || jv_dump(c->args, 0, &body) < 0)

@@ -119,7 +119,73 @@ static int run_tool(struct mcp_http *h,
         return 0;
 }
 
-/* mcp_backend_ops.call: the five tools (lifecycle tools are not offered over HTTP). */
+static struct jv *ok_doc(struct jv *result)
+{
+        return jv_pack("{s:b, s:o}", "ok", true, "result", result);
+}
+
+/* listThreads: the threads the caller may see (GET /threads's filter). */
+static int list_threads(struct request *rq, struct jv **ret_doc, struct b4_error *err)
+{
+        struct b4_runtime *rt = rq->srv->opts.runtime;
+        struct b4_thread_row *rows = NULL;
+        size_t n = 0;
+        int r = b4_runtime_thread_list(rt, NULL, &rows, &n, err);
+
+        if (r < 0)
+                return r;
+        struct jv *a = jv_array_new();
+        for (size_t i = 0; a && i < n; i++)
+                if (access_may_see(rq, rows[i].owner) &&
+                    jv_array_append_new(a, jv_pack("{s:s, s:s}", "thread_id", rows[i].id, "state",
+                                                   b4_runtime_thread_state(rt, rows[i].id))) < 0)
+                        a = jv_unref(a);
+        b4_thread_rows_free(rows, n);
+        *ret_doc = a ? ok_doc(a) : NULL;
+        return *ret_doc ? 0 : -ENOMEM;
+}
+
+/* createThread, listThreads, releaseThread, deleteThread (serve --mcp-lifecycle-tools), each
+ * behind the access check of its HTTP route. */
+static int lifecycle(struct request *rq,
+                     const struct mcp_call *c,
+                     struct jv **ret_doc,
+                     struct b4_error *err)
+{
+        static const struct {
+                const char *tool, *route;
+        } map[] = { { "createThread", "thread.create" },
+                    { "listThreads", "thread.list" },
+                    { "releaseThread", "thread.release" },
+                    { "deleteThread", "thread.delete" } };
+        struct b4_runtime *rt = rq->srv->opts.runtime;
+        struct reply_capture cap = { 0 };
+        struct b4_thread_row row = { 0 };
+        size_t i = 0;
+        int r;
+
+        while (strcmp(map[i].tool, c->tool) != 0)
+                i++;
+        if (!check_as(rq, map[i].route, c->thread, &cap))
+                return cap.set ? refused(&cap, err)
+                               : b4_error_set(err, -EIO, "the access check failed");
+        if (i == 1)
+                return list_threads(rq, ret_doc, err);
+        if (i == 0) {
+                r = b4_runtime_thread_create(rt, c->thread, NULL, NULL, rq->principal_name, &row,
+                                             err);
+                b4_thread_row_clear(&row);
+        } else {
+                r = i == 2 ? b4_runtime_thread_release(rt, c->thread, err)
+                           : b4_runtime_thread_delete(rt, c->thread, err);
+        }
+        if (r < 0)
+                return r;
+        *ret_doc = ok_doc(jv_pack("{s:s, s:s}", "thread_id", c->thread, "done", c->tool));
+        return *ret_doc ? 0 : -ENOMEM;
+}
+
+/* mcp_backend_ops.call: the five tools, and the lifecycle tools when offered. */
 static int http_call(void *data,
                      const struct mcp_call *c,
                      struct jv **ret_doc,
@@ -129,6 +195,9 @@ static int http_call(void *data,
         struct reply_capture cap = { 0 };
 
         (void)data;
+        if (mcp_is_lifecycle_tool(c->tool))
+                return h->prechecked ? b4_error_set(err, -EIO, "the access check failed")
+                                     : lifecycle(h->rq, c, ret_doc, err);
         if (h->prechecked) {
                 if (!h->pre_thread || strcmp(h->pre_thread, c->thread) != 0)
                         return b4_error_set(err, -EIO, "the access check failed");
@@ -156,7 +225,9 @@ static const struct mcp_backend_ops http_ops = { .call = http_call,
 
 int mcp_route_init(struct server *s)
 {
-        struct mcp_options o = { .ops = &http_ops, .version = b4_version() };
+        struct mcp_options o = { .ops = &http_ops,
+                                 .version = b4_version(),
+                                 .lifecycle_tools = s->opts.mcp_lifecycle_tools };
         int r = mcp_server_new(&o, &s->mcp);
 
         return r < 0 ? r : mcp_session_new(&s->mcp_calls);

@@ -236,8 +236,8 @@ test('native: progress, cancel kills the command, parallel calls queue', { skip:
 
 // ---- a server of its own: --server (stdio through HTTP), and native over HTTP ----
 
-async function serve(dir, env = {}) {
-  const p = spawn(B4BOX, ['--state', join(dir, 'st'), 'serve', '--listen', '127.0.0.1:0'],
+async function serve(dir, env = {}, args = []) {
+  const p = spawn(B4BOX, ['--state', join(dir, 'st'), 'serve', '--listen', '127.0.0.1:0', ...args],
                   { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   const url = await new Promise((resolve, reject) => {
     let log = '';
@@ -311,5 +311,38 @@ test('native over HTTP: progress on SSE, cancel kills the command, parallel call
     assert.ok(all.every(r => !r.isError && r.structuredContent.exitCode === 0), JSON.stringify(all));
     assert.ok(Date.now() - t0 >= 850, 'one after another on the thread slot');
     await c.close();
+  } finally { p.kill('SIGTERM'); }
+});
+
+test('http, serve --mcp-lifecycle-tools: lifecycle tools behind the policy', async () => {
+  const ops = ['thread.create', 'thread.read', 'thread.run', 'thread.update', 'thread.delete'];
+  const dir = workdir('fake', { threadAccess: { principals: [
+    { name: 'a', tokenEnv: 'MCP_TOKEN_A', operations: ops },
+    { name: 'b', tokenEnv: 'MCP_TOKEN_B', operations: ['thread.read', 'thread.run'] }] } });
+  const { p, url } = await serve(dir, { MCP_TOKEN_A: TOKEN_A, MCP_TOKEN_B: TOKEN_B }, ['--mcp-lifecycle-tools']);
+  const connect = async tok => {
+    const c = new Client({ name: 'b4box-test', version: '0' });
+    await c.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`),
+                    { requestInit: { headers: { Authorization: `Bearer ${tok}` } } }));
+    return c;
+  };
+  try {
+    const a = await connect(TOKEN_A), b = await connect(TOKEN_B);
+    assert.equal((await a.listTools()).tools.length, 9);
+    const made = await a.callTool({ name: 'createThread', arguments: { thread_id: 'la' } });
+    assert.equal(made.isError, false, JSON.stringify(made));
+    assert.equal((await a.callTool({ name: 'writeFile', arguments: { thread_id: 'la', path: 'f', content: 'x' } })).isError, false);
+    const listed = await a.callTool({ name: 'listThreads', arguments: {} });
+    assert.match(listed.content[0].text, /"la"/);
+    assert.doesNotMatch((await b.callTool({ name: 'listThreads', arguments: {} })).content[0].text, /"la"/);
+    const nocreate = await b.callTool({ name: 'createThread', arguments: { thread_id: 'lb' } });
+    assert.equal(nocreate.isError, true, 'b lacks thread.create');
+    const nodelete = await b.callTool({ name: 'deleteThread', arguments: { thread_id: 'la' } });
+    assert.equal(nodelete.isError, true, "b may not delete a's thread");
+    assert.equal((await a.callTool({ name: 'releaseThread', arguments: { thread_id: 'la' } })).isError, false);
+    assert.equal((await a.callTool({ name: 'deleteThread', arguments: { thread_id: 'la' } })).isError, false);
+    const again = await a.callTool({ name: 'readFile', arguments: { thread_id: 'la', path: 'f' } });
+    assert.equal(again.isError, true, 'deleted');
+    await a.close(); await b.close();
   } finally { p.kill('SIGTERM'); }
 });

@@ -197,3 +197,11 @@ struct jv *mcp_tools_list(const struct mcp_server *s, bool network)
         }
         return a;
 }
+
+bool mcp_is_lifecycle_tool(const char *tool)
+{
+        for (size_t i = 0; i < ELEMENTSOF(tools); i++)
+                if (tools[i].lifecycle && strcmp(tools[i].name, tool) == 0)
+                        return true;
+        return false;
+}

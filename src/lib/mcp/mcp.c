@@ -539,7 +539,10 @@ bool mcp_wants_progress(const char *buf, size_t len)
         cleanup_(jv_unrefp) struct jv *v = peek(buf, len);
         const struct jv *meta = jv_object_get(jv_object_get(v, "params"), "_meta");
 
-        return is_method(v, "tools/call") && jv_object_get(meta, "progressToken");
+        const char *name = jv_string(jv_object_get(jv_object_get(v, "params"), "name"));
+
+        return is_method(v, "tools/call") && jv_object_get(meta, "progressToken") && name &&
+               strcmp(name, "runBash") == 0;
 }
 
 bool mcp_is_notification(const char *buf, size_t len)

@@ -130,14 +130,18 @@ struct mcp_reply {
 void mcp_reply_clear(struct mcp_reply *r);
 
 /*
- * mcp_wants_progress() - whether the message in @buf is a tools/call request asking for
- * progress, so that an HTTP transport can choose SSE before it runs (parses, builds nothing).
+ * mcp_wants_progress() - whether the message in @buf is a tools/call of runBash asking for
+ * progress (the one tool that reports any), so that an HTTP transport can choose SSE before
+ * it runs (parses, builds nothing).
  */
 bool mcp_wants_progress(const char *buf, size_t len);
 /* Whether the message is a notification or a response (an HTTP transport answers 202). */
 bool mcp_is_notification(const char *buf, size_t len);
 /* Whether the message is a tools/call request (the stdio loop runs it on a thread). */
 bool mcp_is_tool_call(const char *buf, size_t len);
+/* Whether @tool is one of the lifecycle tools (createThread, listThreads, releaseThread,
+ * deleteThread), which a backend answers itself instead of running a workspace tool. */
+bool mcp_is_lifecycle_tool(const char *tool);
 
 /*
  * mcp_handle() - handle one message (@len bytes of JSON text)
