@@ -525,6 +525,7 @@ static void test_cancel(void **state)
         init(&e);
         e.f.busy = -1;
         struct bg b = { .e = &e, .text = CALL("c-1", "{\"name\":\"listDir\"}") };
+        /* c-2 is unknown: ignored; c-1 ends its wait for the slot */
         assert_int_equal(pthread_create(&b.t, NULL, bg_main, &b), 0);
         usleep(100 * 1000);
         assert_null(handle(&e, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
@@ -533,10 +534,7 @@ static void test_cancel(void **state)
         assert_null(handle(&e, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
                                "\"params\":{\"requestId\":\"c-1\",\"reason\":\"x\"}}"));
         assert_int_equal(pthread_join(b.t, NULL), 0);
-        assert_string_equal(jv_string(jv_object_get(b.reply, "id")), "c-1");
-        assert_true(is_error(b.reply));
-        assert_non_null(strstr(text0(b.reply), "cancelled"));
-        jv_unref(b.reply);
+        assert_null(b.reply); /* a cancelled request is not answered on stdio */
         teardown_env(&e);
 }
 

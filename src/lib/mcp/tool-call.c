@@ -272,8 +272,12 @@ static struct jv *without_thread(const struct jv *args)
         return o;
 }
 
-/* Run the call with its cancel token tracked and progress while it runs. */
-static struct jv *run_call(struct mcp_request *q, const struct mcp_tool *t, struct mcp_call *c)
+/* Run the call with its cancel token tracked and progress while it runs; *@ret_cancelled:
+ * whether it was cancelled. */
+static struct jv *run_call(struct mcp_request *q,
+                           const struct mcp_tool *t,
+                           struct mcp_call *c,
+                           bool *ret_cancelled)
 {
         const struct jv *meta = jv_object_get(q->msg->params, "_meta");
         const struct jv *token = jv_object_get(meta, "progressToken");
@@ -302,6 +306,7 @@ static struct jv *run_call(struct mcp_request *q, const struct mcp_tool *t, stru
         if (progress)
                 progress_stop(&pg);
         mcp_session_untrack(q->ss, f);
+        *ret_cancelled = b4_cancel_is_set(c->cancel);
         c->cancel = b4_cancel_free(c->cancel);
         if (r < 0)
                 return tool_error(err.msg[0] ? err.msg : strerror(-r));
@@ -340,7 +345,15 @@ int mcp_tools_call(struct mcp_request *q)
         struct mcp_call c = {
                 .thread = thread, .tool = name, .args = stripped, .caller = q->caller
         };
-        return mcp_reply_result(q, run_call(q, t, &c));
+        bool cancelled = false;
+        struct jv *res = run_call(q, t, &c, &cancelled);
+        /* stdio: a cancelled request is not answered (the spec's SHOULD); an HTTP request
+         * still is (its POST waits for a response) */
+        if (cancelled && res && !(q->hdr && q->hdr->present)) {
+                jv_unref(res);
+                return 0;
+        }
+        return mcp_reply_result(q, res);
 }
 
 /* ---- a cancel token forwarded to another ---- */
