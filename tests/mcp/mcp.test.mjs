@@ -12,6 +12,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+// the v2 client, for the 2026-07-28 (modern, stateless) era
+import { Client as Client2, StreamableHTTPClientTransport as HTTP2 } from '@modelcontextprotocol/client';
+import { StdioClientTransport as Stdio2 } from '@modelcontextprotocol/client/stdio';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const B4BOX = process.env.B4BOX || join(here, '../../build-dbg/src/cli/b4box');
@@ -195,6 +198,29 @@ test('inspector CLI lists the tools over HTTP', () => {
                             `Authorization: Bearer ${TOKEN_A}`, '--method', 'tools/list'],
                            { encoding: 'utf8', timeout: 60000 });
   assert.deepEqual(JSON.parse(out).tools.map(t => t.name).sort(), FIVE);
+});
+
+test('modern era (v2 client, 2026-07-28): stdio pinned and auto, HTTP pinned', async () => {
+  const dir = workdir('fake');
+  const check = async c => {
+    assert.equal(c.getNegotiatedProtocolVersion(), '2026-07-28');
+    assert.deepEqual((await c.listTools()).tools.map(t => t.name).sort(), FIVE);
+    const r = await c.callTool({ name: 'runBash', arguments: { thread_id: 'ta', command: 'x' } });
+    assert.equal(r.isError, false, JSON.stringify(r));
+    assert.equal(typeof r.structuredContent.exitCode, 'number');
+    assert.equal((await c.callTool({ name: 'readFile', arguments: { thread_id: 'ta', path: 'nope' } })).isError, true);
+    await assert.rejects(c.callTool({ name: 'nope', arguments: {} }), /Unknown tool/);
+    await c.close();
+  };
+  for (const mode of [{ pin: '2026-07-28' }, 'auto']) {
+    const c = new Client2({ name: 'b4box-test', version: '0' }, { versionNegotiation: { mode } });
+    await c.connect(new Stdio2({ command: B4BOX, args: ['--state', join(dir, 'st'), 'mcp', '--thread', 'ta'],
+                                 cwd: dir, stderr: 'ignore' }));
+    await check(c);
+  }
+  const c = new Client2({ name: 'b4box-test', version: '0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await c.connect(new HTTP2(new URL(`${base}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${TOKEN_A}` } } }));
+  await check(c);
 });
 
 // ---- native (root): progress, cancel, queueing ----
