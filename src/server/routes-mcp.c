@@ -20,6 +20,7 @@
 #include "b4box/version.h"
 
 #include "base/macro.h"
+#include "base/time-util.h"
 #include "mcp/mcp.h"
 #include "server-internal.h"
 
@@ -93,6 +94,7 @@ static int run_tool(struct mcp_http *h,
         struct b4_tool_result res = { 0 };
         struct mcp_forward *fw = NULL, *fw2 = NULL;
         struct b4_run *run = NULL;
+        uint64_t t0 = now_usec();
         int r = b4_runtime_run_begin(h->srv->opts.runtime, c->thread, &run, err);
 
         if (r < 0)
@@ -113,7 +115,7 @@ static int run_tool(struct mcp_http *h,
         b4_run_end(run);
         if (r < 0)
                 return r;
-        metrics_tool_call(h->srv->metrics, c->tool, res.ok, res.code, 0);
+        metrics_tool_call(h->srv->metrics, c->tool, res.ok, res.code, now_usec() - t0);
         *ret_doc = TAKE_PTR(res.doc);
         b4_tool_result_clear(&res);
         return 0;

@@ -105,7 +105,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (mcp_handle(s, ss, msg, len, h, NULL, NULL, NULL, &rep) == 0)
                 check_reply(msg, len, &rep);
         (void)mcp_wants_progress(msg, len);
-        (void)mcp_is_notification(msg, len);
         (void)mcp_is_tool_call(msg, len);
         mcp_reply_clear(&rep);
         mcp_session_free(ss);

@@ -544,10 +544,3 @@ bool mcp_wants_progress(const char *buf, size_t len)
         return is_method(v, "tools/call") && jv_object_get(meta, "progressToken") && name &&
                strcmp(name, "runBash") == 0;
 }
-
-bool mcp_is_notification(const char *buf, size_t len)
-{
-        cleanup_(jv_unrefp) struct jv *v = peek(buf, len);
-
-        return jv_is_object(v) && !jv_object_get(v, "id");
-}

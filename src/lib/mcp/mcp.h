@@ -9,8 +9,12 @@
  * server's own runtime behind its access policy) runs the tool calls.
  *
  * Both eras on one endpoint: an `initialize` selects 2025-11-25 for the session (a stdio
- * process; over HTTP every request stands alone), a request whose params._meta names
+ * process; over HTTP every request stands alone, and the Mcp-Session-Id an initialize mints
+ * only scopes notifications/cancelled), a request whose params._meta names
  * "io.modelcontextprotocol/protocolVersion" is served statelessly as 2026-07-28.
+ *
+ * Errors: JSON-RPC errors and tool errors are replies, not return codes; functions return
+ * -ENOMEM (or -errno from thread creation) only.
  *
  * Thread-safe: calls on one session may run concurrently (the stdio loop runs each
  * tools/call on a thread of its own, so a cancellation can reach it).
@@ -68,7 +72,8 @@ struct mcp_backend_ops {
                     const struct mcp_call *c,
                     struct jv **ret_doc,
                     struct b4_error *err);
-        /* Whether @thread's network is allowed (NULL: the configured default). */
+        /* Whether @thread's network is allowed (NULL: the configured default): runBash's
+         * openWorldHint in tools/list. */
         bool (*network_allowed)(void *data, const char *thread, void *caller);
 };
 
@@ -87,7 +92,8 @@ struct mcp_options {
 #define MCP_QUEUE_WAIT_MS (10u * 60u * 1000u)
 #define MCP_PROGRESS_MS   10000u
 
-/* Return: 0, -ENOMEM. */
+/* A server over @opts (copied; the strings it points to borrowed, but the bound thread).
+ * Return: 0 with *@ret (the caller's, mcp_server_free()), -ENOMEM. */
 int mcp_server_new(const struct mcp_options *opts, struct mcp_server **ret);
 /* NULL ok. Return: NULL. */
 struct mcp_server *mcp_server_free(struct mcp_server *s);
@@ -135,8 +141,6 @@ void mcp_reply_clear(struct mcp_reply *r);
  * it runs (parses, builds nothing).
  */
 bool mcp_wants_progress(const char *buf, size_t len);
-/* Whether the message is a notification or a response (an HTTP transport answers 202). */
-bool mcp_is_notification(const char *buf, size_t len);
 /* Whether the message is a tools/call request (the stdio loop runs it on a thread). */
 bool mcp_is_tool_call(const char *buf, size_t len);
 /* Whether @tool is one of the lifecycle tools (createThread, listThreads, releaseThread,
