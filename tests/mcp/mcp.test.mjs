@@ -372,3 +372,19 @@ test('http, serve --mcp-lifecycle-tools: lifecycle tools behind the policy', asy
     await a.close(); await b.close();
   } finally { p.kill('SIGTERM'); }
 });
+
+// The official conformance package's server scenarios that apply to a tools-only server
+// (the others assume the "everything" server's tools, resources and prompts). Without
+// threadAccess: the package sends no token; dns-rebinding-protection checks the Host guard.
+test('conformance: server-initialize, ping, tools-list, dns-rebinding-protection', async () => {
+  const { p, url } = await serve(workdir('fake'));
+  try {
+    const cli = join(here, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
+    for (const scenario of ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection']) {
+      const out = execFileSync(process.execPath, ['--import', join(here, 'node20-fs-glob.mjs'), cli, 'server',
+                                                  '--url', `${url}/mcp`, '--scenario', scenario],
+                               { encoding: 'utf8', timeout: 60000 });
+      assert.match(out, /Passed: (\d+)\/\1, 0 failed/, `${scenario}:\n${out}`);
+    }
+  } finally { p.kill('SIGTERM'); }
+});
