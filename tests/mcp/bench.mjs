@@ -1,6 +1,6 @@
 // Latency of MCP tool calls (not a test): node tests/mcp/bench.mjs [fake|native] [N]
 // B4BOX=path/to/b4box. Prints the median and p90 of N sequential calls per transport.
-import { spawn } from 'node:child_process';
+import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
@@ -31,6 +31,7 @@ const s = new Client({ name: 'bench', version: '0' });
 await s.connect(new StdioClientTransport({ command: B4BOX, args: ['--state', join(dir, 'st'), 'mcp', '--thread', 'b'], cwd: dir, stderr: 'ignore' }));
 await measure('stdio', s, {});
 await s.close();
+execFileSync(B4BOX, ['--state', join(dir, 'st'), 'destroy', 'b'], { cwd: dir, stdio: 'ignore' });
 
 const srv = spawn(B4BOX, ['--state', join(dir, 'st2'), 'serve', '--listen', '127.0.0.1:0'], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
 const url = await new Promise(resolve => {
@@ -42,6 +43,7 @@ const h = new Client({ name: 'bench', version: '0' });
 await h.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`)));
 await measure('http', h, { thread_id: 'b' });
 await h.close();
+await fetch(`${url}/threads/b`, { method: 'DELETE' });
 srv.kill('SIGTERM');
 await new Promise(r => srv.on('exit', r));
 rmSync(dir, { recursive: true, force: true });

@@ -231,8 +231,15 @@ function alive(marker) {
   });
 }
 
-test('native: progress, cancel kills the command, parallel calls queue', { skip: !root && 'needs root' }, async () => {
-  const c = await stdioClient(workdir('native'), ['--thread', 'n1']);
+// A local native sandbox outlives `b4box mcp` (warm for the next command): destroy it.
+function destroyLocal(dir, thread) {
+  execFileSync(B4BOX, ['--state', join(dir, 'st'), 'destroy', thread], { cwd: dir, stdio: 'ignore' });
+}
+
+test('native: progress, cancel kills the command, parallel calls queue', { skip: !root && 'needs root' }, async t => {
+  const ndir = workdir('native');
+  t.after(() => destroyLocal(ndir, 'n1'));
+  const c = await stdioClient(ndir, ['--thread', 'n1']);
   const seen = [];
   const slow = await c.callTool({ name: 'runBash', arguments: { command: 'for i in 1 2 3; do echo line$i; sleep 0.4; done' } },
                                 CallToolResultSchema, { onprogress: p => seen.push(p), resetTimeoutOnProgress: true });
@@ -337,7 +344,11 @@ test('native over HTTP: progress on SSE, cancel kills the command, parallel call
     assert.ok(all.every(r => !r.isError && r.structuredContent.exitCode === 0), JSON.stringify(all));
     assert.ok(Date.now() - t0 >= 850, 'one after another on the thread slot');
     await c.close();
-  } finally { p.kill('SIGTERM'); }
+  } finally {
+    await fetch(`${url}/threads/hn`, { method: 'DELETE' }).catch(() => {});
+    p.kill('SIGTERM');
+    await new Promise(r => p.on('exit', r));
+  }
 });
 
 test('http, serve --mcp-lifecycle-tools: lifecycle tools behind the policy', async () => {
