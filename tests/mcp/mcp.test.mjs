@@ -108,7 +108,7 @@ test('inspector CLI lists the tools over stdio', () => {
 
 // ---- Streamable HTTP ----
 
-let server, base, httpDir;
+let server, base, httpDir, serverLog = '';
 const TOKEN_A = 'token-of-principal-a-0123456789';
 const TOKEN_B = 'token-of-principal-b-0123456789';
 
@@ -120,13 +120,13 @@ before(async () => {
                  { cwd: httpDir, env: { ...process.env, MCP_TOKEN_A: TOKEN_A, MCP_TOKEN_B: TOKEN_B },
                    stdio: ['ignore', 'ignore', 'pipe'] });
   base = await new Promise((resolve, reject) => {
-    let log = '';
     server.stderr.on('data', d => {
-      log += d;
+      serverLog += d;
+      const log = serverLog;
       const m = log.match(/(?:listen|address)=(?:"?)(127\.0\.0\.1:\d+)/);
       if (m) resolve(`http://${m[1]}`);
     });
-    server.on('exit', () => reject(new Error('serve exited: ' + log)));
+    server.on('exit', () => reject(new Error('serve exited: ' + serverLog)));
   });
   for (const [tok, id] of [[TOKEN_A, 'ta'], [TOKEN_B, 'tb']]) {
     const r = await fetch(`${base}/threads`, { method: 'POST', body: JSON.stringify({ thread_id: id }),
@@ -135,7 +135,7 @@ before(async () => {
   }
 });
 
-after(() => { if (server) server.kill('SIGTERM'); });
+after(async () => { if (server) await stopServer(server, () => serverLog); });
 
 async function httpClient(token) {
   const c = new Client({ name: 'b4box-test', version: '0' });
@@ -272,8 +272,8 @@ test('native: progress, cancel kills the command, parallel calls queue', { skip:
 async function serve(dir, env = {}, args = []) {
   const p = spawn(B4BOX, ['--state', join(dir, 'st'), 'serve', '--listen', '127.0.0.1:0', ...args],
                   { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
   const url = await new Promise((resolve, reject) => {
-    let log = '';
     p.stderr.on('data', d => {
       log += d;
       const m = log.match(/(?:listen|address)=(?:"?)(127\.0\.0\.1:\d+)/);
@@ -281,7 +281,17 @@ async function serve(dir, env = {}, args = []) {
     });
     p.on('exit', () => reject(new Error('serve exited: ' + log)));
   });
-  return { p, url };
+  return { p, url, stop: () => stopServer(p, () => log) };
+}
+
+// SIGTERM, wait for the exit, and fail on a sanitizer report (an ASan build's leak check).
+async function stopServer(p, log) {
+  if (p.exitCode === null) {
+    const gone = new Promise(r => p.on('exit', r));
+    p.kill('SIGTERM');
+    await gone;
+  }
+  assert.doesNotMatch(log(), /Sanitizer|runtime error:/, log());
 }
 
 async function createThread(url, id) {
@@ -291,7 +301,7 @@ async function createThread(url, id) {
 }
 
 test('stdio --server: the tools through a server, busy slots queue', async () => {
-  const { p, url } = await serve(workdir('fake'));
+  const { url, stop } = await serve(workdir('fake'));
   try {
     await createThread(url, 'rs');
     const c = await stdioClient(workdir('fake'), ['--thread', 'rs', '--server', url]);
@@ -309,12 +319,12 @@ test('stdio --server: the tools through a server, busy slots queue', async () =>
     assert.equal(gone.isError, true);
     assert.match(gone.content[0].text, /not found/);
     await u.close();
-  } finally { p.kill('SIGTERM'); }
+  } finally { await stop(); }
 });
 
 test('native over HTTP: progress on SSE, cancel kills the command, parallel calls queue',
      { skip: !root && 'needs root' }, async () => {
-  const { p, url } = await serve(workdir('native'));
+  const { url, stop } = await serve(workdir('native'));
   try {
     await createThread(url, 'hn');
     const c = new Client({ name: 'b4box-test', version: '0' });
@@ -346,8 +356,7 @@ test('native over HTTP: progress on SSE, cancel kills the command, parallel call
     await c.close();
   } finally {
     await fetch(`${url}/threads/hn`, { method: 'DELETE' }).catch(() => {});
-    p.kill('SIGTERM');
-    await new Promise(r => p.on('exit', r));
+    await stop();
   }
 });
 
@@ -356,7 +365,7 @@ test('http, serve --mcp-lifecycle-tools: lifecycle tools behind the policy', asy
   const dir = workdir('fake', { threadAccess: { principals: [
     { name: 'a', tokenEnv: 'MCP_TOKEN_A', operations: ops },
     { name: 'b', tokenEnv: 'MCP_TOKEN_B', operations: ['thread.read', 'thread.run'] }] } });
-  const { p, url } = await serve(dir, { MCP_TOKEN_A: TOKEN_A, MCP_TOKEN_B: TOKEN_B }, ['--mcp-lifecycle-tools']);
+  const { url, stop } = await serve(dir, { MCP_TOKEN_A: TOKEN_A, MCP_TOKEN_B: TOKEN_B }, ['--mcp-lifecycle-tools']);
   const connect = async tok => {
     const c = new Client({ name: 'b4box-test', version: '0' });
     await c.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`),
@@ -381,14 +390,14 @@ test('http, serve --mcp-lifecycle-tools: lifecycle tools behind the policy', asy
     const again = await a.callTool({ name: 'readFile', arguments: { thread_id: 'la', path: 'f' } });
     assert.equal(again.isError, true, 'deleted');
     await a.close(); await b.close();
-  } finally { p.kill('SIGTERM'); }
+  } finally { await stop(); }
 });
 
 // The official conformance package's server scenarios that apply to a tools-only server
 // (the others assume the "everything" server's tools, resources and prompts). Without
 // threadAccess: the package sends no token; dns-rebinding-protection checks the Host guard.
 test('conformance: server-initialize, ping, tools-list, dns-rebinding-protection', async () => {
-  const { p, url } = await serve(workdir('fake'));
+  const { url, stop } = await serve(workdir('fake'));
   try {
     const cli = join(here, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
     for (const scenario of ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection']) {
@@ -397,5 +406,5 @@ test('conformance: server-initialize, ping, tools-list, dns-rebinding-protection
                                { encoding: 'utf8', timeout: 60000 });
       assert.match(out, /Passed: (\d+)\/\1, 0 failed/, `${scenario}:\n${out}`);
     }
-  } finally { p.kill('SIGTERM'); }
+  } finally { await stop(); }
 });
