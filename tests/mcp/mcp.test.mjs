@@ -324,7 +324,8 @@ test('stdio --server: the tools through a server, busy slots queue', async () =>
 
 test('native over HTTP: progress on SSE, cancel kills the command, parallel calls queue',
      { skip: !root && 'needs root' }, async () => {
-  const { url, stop } = await serve(workdir('native'));
+  /* a keepalive every 500 ms: a closed stream is noticed at the next one */
+  const { url, stop } = await serve(workdir('native', { server: { streamKeepaliveMs: 500 } }));
   try {
     await createThread(url, 'hn');
     const c = new Client({ name: 'b4box-test', version: '0' });
@@ -347,6 +348,20 @@ test('native over HTTP: progress on SSE, cancel kills the command, parallel call
     await assert.rejects(pending);
     for (let i = 0; i < 100 && alive(marker); i++) await new Promise(r => setTimeout(r, 50));
     assert.ok(!alive(marker), 'the cancelled command is gone');
+
+    // the 2026-07-28 way (and any client's): closing the call's SSE stream cancels it
+    const marker2 = `sleep 85${process.pid % 1000}`;
+    const ac2 = new AbortController();
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: {
+      name: 'runBash', arguments: { thread_id: 'hn', command: marker2 }, _meta: { progressToken: 'k' } } });
+    const res = await fetch(`${url}/mcp`, { method: 'POST', body, signal: ac2.signal,
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' } });
+    assert.equal(res.headers.get('content-type'), 'text/event-stream');
+    for (let i = 0; i < 100 && !alive(marker2); i++) await new Promise(r => setTimeout(r, 50));
+    assert.ok(alive(marker2), 'the streamed command runs');
+    ac2.abort();
+    for (let i = 0; i < 400 && alive(marker2); i++) await new Promise(r => setTimeout(r, 50));
+    assert.ok(!alive(marker2), 'closing the stream killed the command');
 
     const t0 = Date.now();
     const all = await Promise.all([1, 2, 3].map(i =>
