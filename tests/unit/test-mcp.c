@@ -24,6 +24,7 @@ struct fake {
         char tool[32];
         struct jv *args; /* the last call's */
         bool output;     /* write "line1\nline2\n" to on_output, then wait 400 ms */
+        int delay_ms;    /* a silent command: wait this long */
 };
 
 static int fake_call(void *data, const struct mcp_call *c, struct jv **ret, struct b4_error *err)
@@ -46,6 +47,8 @@ static int fake_call(void *data, const struct mcp_call *c, struct jv **ret, stru
                 c->on_output(c->output_ctx, "line1\nline2\n", 12);
                 usleep(400 * 1000);
         }
+        if (f->delay_ms)
+                usleep((useconds_t)f->delay_ms * 1000);
         if (strcmp(c->tool, "runBash") == 0)
                 *ret = jv_pack("{s:b, s:{s:s, s:s, s:i, s:b, s:b, s:b, s:i}}", "ok", true, "result",
                                "stdout", "out", "stderr", "", "exitCode", 3, "timedOut", false,
@@ -616,6 +619,23 @@ static void test_progress(void **state)
         v = handle(&e, CALL(2, "{\"name\":\"runBash\",\"arguments\":{\"command\":\"x\"}}"));
         jv_unref(v);
         assert_int_equal(jv_array_size(e.emitted), n); /* no token: no progress */
+        teardown_env(&e);
+
+        /* a silent command: heartbeats every progress_ms, counting up, without a message */
+        assert_int_equal(setup_opts(&e, &(struct mcp_options){ .thread = "t", .progress_ms = 100 }),
+                         0);
+        init(&e);
+        e.f.delay_ms = 450;
+        v = handle(&e, CALL(3, "{\"name\":\"runBash\",\"arguments\":{\"command\":\"x\"},"
+                               "\"_meta\":{\"progressToken\":42}}"));
+        jv_unref(v);
+        assert_true(jv_array_size(e.emitted) >= 3);
+        for (size_t i = 0; i < jv_array_size(e.emitted); i++) {
+                p = jv_object_get(jv_array_get(e.emitted, i), "params");
+                assert_int_equal(jv_integer(jv_object_get(p, "progressToken")), 42);
+                assert_int_equal(jv_integer(jv_object_get(p, "progress")), (int64_t)i + 1);
+                assert_null(jv_object_get(p, "message"));
+        }
         teardown_env(&e);
 }
 
