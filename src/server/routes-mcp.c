@@ -372,12 +372,14 @@ void route_mcp(struct request *rq)
         if (stream_format_of(rq) == STREAM_SSE && mcp_wants_progress(h->body, h->len)) {
                 h->abort = b4_cancel_new();
                 precheck(rq, h);
-                if (h->abort && stream_open(rq, STREAM_SSE, h->abort, &h->st) >= 0) {
-                        request_detach(rq, stream_main, h);
+                if (!h->abort || stream_open(rq, STREAM_SSE, h->abort, &h->st) < 0) {
+                        mcp_http_free(h); /* stream_open() replied 500 */
+                        if (!rq->replied)
+                                reply_error(rq, 500, "internal_error", "out of memory");
                         return;
                 }
-                h->abort = b4_cancel_free(h->abort);
-                h->prechecked = false;
+                request_detach(rq, stream_main, h);
+                return;
         }
         if (mcp_handle(rq->srv->mcp, h->ss, h->body, h->len, &h->hdr, NULL, NULL, h, &rep) < 0)
                 reply_error(rq, 500, "internal_error", "out of memory");
