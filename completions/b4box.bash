@@ -4,7 +4,7 @@ _b4box() {
     local cur prev cmd i
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD - 1]}
-    local commands="serve threads exec tool read network release destroy bundle ps logs kill upload image check conformance kube probe help version"
+    local commands="serve threads exec mcp tool read network release destroy bundle ps logs kill upload image check conformance kube probe help version"
     local globals="-c --config --state --help -h"
 
     case $prev in
@@ -34,9 +34,10 @@ _b4box() {
     fi
     local opts words=
     case $cmd in
-    serve) opts="--listen --reap-interval-ms --log-format" ;;
+    serve) opts="--listen --reap-interval-ms --log-format --mcp-lifecycle-tools" ;;
     threads) opts="--server --id --metadata --parent --source --link --baseline --json" words="create ls show rm release" ;;
     exec) opts="--thread --timeout --max-output --cwd --env --server" ;;
+    mcp) opts="--thread --lifecycle-tools --server" ;;
     tool) opts="--thread --server --provider --mode --allow --deny --read-cap" words="readFile writeFile editFile listDir runBash" ;;
     read) opts="--root --exclude --exclude-path --skip-unsupported --expect-source --consistent --json --server" ;;
     network) opts="--json --server" ;;

@@ -109,6 +109,7 @@ int cmd_tool(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_serve(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_threads(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_exec(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_mcp(int argc, char **argv, const struct cli_ctx *ctx); /* cmd-mcp.c */
 int cmd_release(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_destroy(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_bundle(int argc, char **argv, const struct cli_ctx *ctx);

@@ -32,6 +32,7 @@
 struct serve_args {
         const char *listen;
         uint64_t reap_interval_ms;
+        bool mcp_lifecycle_tools; /* POST /mcp offers createThread ... deleteThread */
 };
 
 static int parse_args(int argc, char **argv, struct serve_args *a)
@@ -41,6 +42,8 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
                         a->listen = argv[++i];
                 } else if (strcmp(argv[i], "--reap-interval-ms") == 0 && i + 1 < argc) {
                         a->reap_interval_ms = strtoull(argv[++i], NULL, 10);
+                } else if (strcmp(argv[i], "--mcp-lifecycle-tools") == 0) {
+                        a->mcp_lifecycle_tools = true;
                 } else if (strcmp(argv[i], "--log-format") == 0 && i + 1 < argc) {
                         const char *f = argv[++i];
 
@@ -127,7 +130,7 @@ static int reconcile(struct b4_runtime *rt, struct b4_error *err)
 
 static int serve_open(struct serve_state *st,
                       const struct cli_ctx *ctx,
-                      const char *listen,
+                      const struct serve_args *a,
                       struct b4_error *err)
 {
         struct b4_runtime_options ro = { 0 };
@@ -161,7 +164,8 @@ static int serve_open(struct serve_state *st,
         STRV_FOREACH (w, have_pf ? pf.warnings : NULL) /* what check would warn about */
                 server_log("warning", *w, NULL);
         struct server_options so = { .config = st->cfg,
-                                     .listen = listen,
+                                     .listen = a->listen,
+                                     .mcp_lifecycle_tools = a->mcp_lifecycle_tools,
                                      .runtime = st->rt,
                                      .provider_name = b4_provider_name(st->provider),
                                      .preflight = have_pf ? &pf : NULL };
@@ -211,7 +215,7 @@ int cmd_serve(int argc, char **argv, const struct cli_ctx *ctx)
         sigaddset(&set, SIGTERM);
         sigaddset(&set, SIGINT);
         (void)pthread_sigmask(SIG_BLOCK, &set, NULL);
-        if (serve_open(&st, ctx, a.listen, &err) < 0) {
+        if (serve_open(&st, ctx, &a, &err) < 0) {
                 serve_state_clear(&st);
                 return err.error ? cli_fail(&err) : CLI_EXIT_FAILED;
         }

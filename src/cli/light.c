@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "client.h"
 #include "handover.h"
+#include "mcp-backend.h"
 
 int cmd_serve(int argc, char **argv, const struct cli_ctx *ctx)
 {
@@ -106,4 +107,11 @@ int cli_remote_tool_stream(const char *url,
                            void *userdata)
 {
         exit(cli_handover());
+}
+
+int mcp_remote_serve(const char *url,
+                     struct mcp_options *o,
+                     int (*serve)(const struct mcp_options *o))
+{
+        return cli_handover();
 }

@@ -21,10 +21,13 @@
  */
 static const struct cli_command commands[] = {
         { "serve", cmd_serve, "serve the HTTP API",
-          "b4box serve [--listen ADDR] [--reap-interval-ms MS] [--log-format logfmt|json]",
+          "b4box serve [--listen ADDR] [--reap-interval-ms MS] [--log-format logfmt|json] "
+          "[--mcp-lifecycle-tools]",
           "  --listen ADDR            host:port, unix:PATH or systemd (default: server.listen)\n"
           "  --reap-interval-ms MS    how often idle sandboxes are reaped\n"
-          "  --log-format FORMAT      logfmt (default) or json: one object per line\n",
+          "  --log-format FORMAT      logfmt (default) or json: one object per line\n"
+          "  --mcp-lifecycle-tools    POST /mcp also offers createThread, listThreads,\n"
+          "                           releaseThread and deleteThread\n",
           .uses_provider = false },
         { "threads", cmd_threads, "create, list, show, remove or release threads through a server",
           "b4box threads create [--id ID] [--metadata JSON] [--parent ID] [--source DIGEST "
@@ -50,6 +53,13 @@ static const struct cli_command commands[] = {
           "  --cwd DIR                run in DIR, relative to /workspace\n"
           "  --env NAME=VALUE         add a variable to the policy's environment\n"
           "  --server URL             run through a server (default: $B4BOX_URL)\n",
+          .uses_provider = true },
+        { "mcp", cmd_mcp, "serve MCP (Model Context Protocol) on stdin/stdout",
+          "b4box mcp [--thread ID] [--lifecycle-tools] [--server URL]",
+          "  --thread ID              bind every tool call to thread ID (no thread_id argument)\n"
+          "  --lifecycle-tools        also offer createThread, listThreads, releaseThread and\n"
+          "                           deleteThread\n"
+          "  --server URL             run the tools through a server (default: $B4BOX_URL)\n",
           .uses_provider = true },
         { "tool", cmd_tool, "run one workspace tool",
           "b4box tool --thread ID [--server URL] [--provider native|fake] [--mode MODE] "

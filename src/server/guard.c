@@ -113,6 +113,19 @@ bool guard_browser(struct request *rq)
         return true;
 }
 
+bool guard_origin(struct request *rq)
+{
+        const char *origin = header(rq, "Origin");
+
+        if (!origin || !rq->srv->tcp)
+                return true;
+        if (strncasecmp(origin, "http://", 7) == 0 && authority_is_ours(rq->srv, origin + 7, true))
+                return true;
+        reply_error(rq, 403, "origin_not_allowed",
+                    "requests from web pages (Origin '%s') are refused on /mcp", origin);
+        return false;
+}
+
 static bool has_body(const struct request *rq)
 {
         const char *cl = header(rq, MHD_HTTP_HEADER_CONTENT_LENGTH);

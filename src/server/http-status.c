@@ -150,6 +150,13 @@ static void reply_error_coded(struct request *rq,
                 jv_unref(details);
                 return;
         }
+        if (rq->capture) {
+                *rq->capture = (struct reply_capture){ .set = true, .status = status };
+                (void)snprintf(rq->capture->code, sizeof(rq->capture->code), "%s", code);
+                (void)snprintf(rq->capture->message, sizeof(rq->capture->message), "%s", message);
+                jv_unref(details);
+                return;
+        }
         metrics_refusal(rq->srv->metrics, code);
         reply_json(rq, status, error_body(code, message, reg, details));
         reply_retry_after(rq, code);

@@ -8,6 +8,13 @@
 
 const struct route server_routes[] = {
         { .method = "GET", .pattern = "/healthz", .handler = route_healthz, .name = "healthz" },
+        { .method = "POST",
+          .pattern = "/mcp",
+          .op = ROUTE_OP_ANY,
+          .body = ROUTE_BODY_TOOL,
+          .handler = route_mcp,
+          .name = "mcp",
+          .begin = route_mcp_begin },
         { .method = "GET",
           .pattern = "/metrics",
           .op = ROUTE_OP_ANY,

@@ -64,12 +64,23 @@ struct server {
         char *bound_port;  /* the port bound */
         pthread_mutex_t workers_lock;
         pthread_cond_t workers_done;
-        unsigned workers;    /* handlers in flight (their connections suspended) */
-        struct workers pool; /* the threads they run on */
+        unsigned workers;              /* handlers in flight (their connections suspended) */
+        struct workers pool;           /* the threads they run on */
+        struct mcp_server *mcp;        /* POST /mcp (routes-mcp.c) */
+        struct mcp_session *mcp_calls; /* its calls in flight, for notifications/cancelled */
 };
 
 struct request;
 typedef void route_fn(struct request *rq);
+
+/* A refusal recorded instead of replied (request.capture: routes-mcp.c asks the access
+ * check about a thread a tool call names, and answers the model, not the HTTP client). */
+struct reply_capture {
+        bool set;
+        unsigned status;
+        char code[64];
+        char message[512];
+};
 
 enum route_body {
         ROUTE_BODY_DEFAULT = 0, /* server.maxBodyBytes */
@@ -123,7 +134,8 @@ struct request {
         char method[8]; /* for the request log */
         char path[256]; /* for the request log, truncated */
         unsigned status;
-        void (*after)(void *ctx); /* request_detach() */
+        struct reply_capture *capture; /* set: refusals land here, no reply is made */
+        void (*after)(void *ctx);      /* request_detach() */
         void *after_ctx;
 };
 
@@ -176,6 +188,9 @@ int guard_init(struct server *s, const char *listen_host, const char *bound);
 void guard_free(struct server *s);
 /* Host and Origin (TCP without threadAccess); replies and returns false on refusal. */
 bool guard_browser(struct request *rq);
+/* An Origin that is not this server's own, on any listener with or without threadAccess
+ * (POST /mcp: Streamable HTTP's MUST); replies 403 and returns false. */
+bool guard_origin(struct request *rq);
 /* A body needs Content-Type: application/json; replies 415 and returns false. */
 bool guard_content_type(struct request *rq);
 
@@ -287,6 +302,11 @@ void staged_thread_create(struct request *rq,
                           const char *id,
                           const char *meta,
                           const char *parent);
+/* routes-mcp.c: POST /mcp */
+int mcp_route_init(struct server *s);
+void mcp_route_free(struct server *s);
+void route_mcp(struct request *rq);
+bool route_mcp_begin(struct request *rq);
 /* routes-check.c: GET /threads/{id}/check */
 void route_thread_check(struct request *rq);
 /* routes-fs.c: POST /threads/{id}/fs/{op} (reads) and its changes' own routes */

@@ -677,6 +677,8 @@ int server_start(const struct server_options *opts, struct server **ret, struct 
                 metrics_controls(s->metrics, opts->preflight);
         r = s->metrics ? access_load(s, err) : -ENOMEM;
         if (r >= 0)
+                r = mcp_route_init(s);
+        if (r >= 0)
                 r = open_listener(s, opts->listen ? opts->listen : sc->listen, err);
         if (r >= 0)
                 r = conns_new(sc->max_connections_ip, sc->header_timeout_ms, &s->conns);
@@ -718,6 +720,7 @@ struct server *server_free(struct server *s)
         access_free(s);
         guard_free(s);
         metrics_free(s->metrics);
+        mcp_route_free(s);
         (void)pthread_cond_destroy(&s->workers_done);
         (void)pthread_mutex_destroy(&s->workers_lock);
         free(s->unix_path);

@@ -19,6 +19,7 @@ struct server_options {
         /* Borrowed for server_start(), optional: the provider's preflight, whose NOT
          * ENFORCED controls become b4box_control_not_enforced gauges. */
         const struct b4_preflight *preflight;
+        bool mcp_lifecycle_tools; /* POST /mcp also offers createThread ... deleteThread */
 };
 
 /**
