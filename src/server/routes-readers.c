@@ -9,10 +9,11 @@
  * The table: at most READERS_PER_THREAD per thread and READERS_MAX per server; ids are 128
  * random bits in hex; a reader is found only through the thread it was opened on and by the
  * principal that opened it (else 404); each call renews its idle expiry. Expired readers are
- * closed by the next reader request, a thread's by its deletion (readers_drop_thread()), the
- * rest at server stop. An entry is reference-counted: the table holds one, each call one, so
- * a close during a read unlists it at once (later calls: 404) and the reader is closed and
- * freed when the read in flight ends, never under it.
+ * closed by a sweeper thread within READERS_SWEEP_MS (and never found after their expiry), a
+ * thread's by its deletion (readers_drop_thread()), the rest at server stop. An entry is
+ * reference-counted: the table holds one, each call one, so a close during a read unlists it at
+ * once (later calls: 404) and the reader is closed and freed when the read in flight ends, never
+ * under it.
  */
 
 #include <errno.h>
@@ -20,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 
 #include "b4box/runtime.h"
 
@@ -35,6 +35,7 @@
 #define READER_IDLE_MS     60000u
 #define READER_IDLE_MIN_MS 1000u
 #define READER_IDLE_MAX_MS 600000u
+#define READERS_SWEEP_MS   1000u
 
 struct reader_entry {
         char id[READER_ID_BYTES * 2 + 1];
@@ -48,20 +49,13 @@ struct reader_entry {
 
 struct readers {
         pthread_mutex_t lock;
+        pthread_cond_t wake; /* the sweeper's: stop */
+        bool stop;
+        bool sweeping; /* the sweeper thread runs */
+        pthread_t sweeper;
         struct reader_entry *v[READERS_MAX];
         size_t n;
 };
-
-int readers_new(struct readers **ret)
-{
-        struct readers *rs = b4_calloc(1, sizeof(*rs));
-
-        if (!rs)
-                return -ENOMEM;
-        (void)pthread_mutex_init(&rs->lock, NULL);
-        *ret = rs;
-        return 0;
-}
 
 static void entry_free(struct reader_entry *e)
 {
@@ -134,6 +128,44 @@ static bool match_any(const struct reader_entry *e, const void *arg, uint64_t no
         return true;
 }
 
+/* Close the expired readers every READERS_SWEEP_MS until readers_free(). */
+static void *sweeper_main(void *arg)
+{
+        struct readers *rs = arg;
+        bool stop;
+
+        for (;;) {
+                (void)pthread_mutex_lock(&rs->lock);
+                if (!rs->stop)
+                        (void)cond_wait_until_ms(&rs->wake, &rs->lock,
+                                                 now_msec() + READERS_SWEEP_MS);
+                stop = rs->stop;
+                (void)pthread_mutex_unlock(&rs->lock);
+                if (stop)
+                        return NULL;
+                drop_where(rs, match_expired, NULL);
+        }
+}
+
+int readers_new(struct readers **ret)
+{
+        struct readers *rs = b4_calloc(1, sizeof(*rs));
+        int r;
+
+        if (!rs)
+                return -ENOMEM;
+        (void)pthread_mutex_init(&rs->lock, NULL);
+        (void)pthread_cond_init(&rs->wake, NULL);
+        r = pthread_create(&rs->sweeper, NULL, sweeper_main, rs);
+        if (r != 0) {
+                readers_free(rs);
+                return -r;
+        }
+        rs->sweeping = true;
+        *ret = rs;
+        return 0;
+}
+
 void readers_drop_thread(struct readers *rs, const char *thread_id)
 {
         if (rs)
@@ -144,7 +176,15 @@ struct readers *readers_free(struct readers *rs)
 {
         if (!rs)
                 return NULL;
+        if (rs->sweeping) {
+                (void)pthread_mutex_lock(&rs->lock);
+                rs->stop = true;
+                (void)pthread_cond_signal(&rs->wake);
+                (void)pthread_mutex_unlock(&rs->lock);
+                (void)pthread_join(rs->sweeper, NULL);
+        }
         drop_where(rs, match_any, NULL);
+        (void)pthread_cond_destroy(&rs->wake);
         (void)pthread_mutex_destroy(&rs->lock);
         free(rs);
         return NULL;
@@ -164,7 +204,6 @@ static struct reader_entry *find(struct request *rq, const char *rid)
         struct reader_entry *e = NULL;
         uint64_t now = now_msec();
 
-        drop_where(rs, match_expired, NULL);
         (void)pthread_mutex_lock(&rs->lock);
         for (size_t i = 0; rid && i < rs->n && !e; i++)
                 if (strcmp(rs->v[i]->id, rid) == 0 &&
@@ -185,12 +224,9 @@ static struct reader_entry *find(struct request *rq, const char *rid)
 /* Epoch milliseconds @e expires at if left idle, for the answers. */
 static int64_t expires_wall_ms(const struct reader_entry *e)
 {
-        struct timespec ts;
         uint64_t now = now_msec();
 
-        (void)clock_gettime(CLOCK_REALTIME, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
-               (int64_t)(e->expires_ms > now ? e->expires_ms - now : 0);
+        return realtime_msec() + (int64_t)(e->expires_ms > now ? e->expires_ms - now : 0);
 }
 
 /* ---- POST /threads/{id}/readers ---- */
@@ -319,7 +355,7 @@ void route_reader_open(struct request *rq)
         uint64_t idle_ms;
         int r;
 
-        drop_where(rq->srv->readers, match_expired, NULL);
+        drop_where(rq->srv->readers, match_expired, NULL); /* room for this one */
         if (!parse_open(rq, &idle_ms) || !has_room(rq))
                 return;
         r = entry_new(rq, idle_ms, &e);
