@@ -4,7 +4,7 @@ _b4box() {
     local cur prev cmd i
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD - 1]}
-    local commands="serve threads exec tool read network release destroy bundle ps logs kill upload image check conformance probe help version"
+    local commands="serve threads exec tool read network release destroy bundle ps logs kill upload image check conformance kube probe help version"
     local globals="-c --config --state --help -h"
 
     case $prev in
@@ -50,6 +50,7 @@ _b4box() {
     image) opts="--name --from-docker --docker-host --json" ;;
     check) opts="--json --strict" ;;
     conformance) opts="--provider" ;;
+    kube) opts="--namespace --ttl-hours --dry-run" words="reap" ;;
     probe) opts="--json" ;;
     help) opts="" words="$commands" ;;
     version) opts="--json" ;;

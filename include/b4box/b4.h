@@ -15,6 +15,7 @@
 #include "b4box/conformance.h"
 #include "b4box/error.h"
 #include "b4box/inspect.h"
+#include "b4box/kube.h"
 #include "b4box/log.h"
 #include "b4box/policy.h"
 #include "b4box/provider.h"

@@ -24,13 +24,24 @@ struct b4_provider_config {
         char **images;     /* owned strv; exact references or glob patterns a thread may name */
         char *state_dir;   /* owned; absolute; set by the program (--state), not the file */
         char *docker_host; /* docker: "unix:///var/run/docker.sock" by default */
-        char *kube_api;    /* kubernetes: API server URL */
+        /* kubernetes (docs/configuration.md): in-cluster keys, or kubeconfig (+ context);
+         * with kubeconfig set, kube_api, kube_token_file and kube_ca_file are NULL */
+        char *kube_api; /* API server URL */
         char *kube_namespace;
         char *kube_token_file;
         char *kube_ca_file;
-        uint32_t id_start, id_size; /* native as root: host id range for the threads' user
-                                       namespaces (blocks of 65536); 0 = the default */
+        char *kubeconfig;                 /* owned absolute path, or NULL */
+        char *kube_context;               /* owned; NULL = the kubeconfig's current-context */
+        char *kube_storage_class;         /* owned; NULL = the cluster's default class */
+        uint32_t kube_startup_timeout_ms; /* how long acquire waits for Running */
+        bool kube_user_namespace;         /* "hostUsers": false: each Pod its own user namespace */
+        uint32_t id_start, id_size;       /* native as root: host id range for the threads' user
+                                             namespaces (blocks of 65536); 0 = the default */
 };
+
+/* startupTimeoutMs: the reference's default; at most one hour. */
+#define B4_KUBE_DEFAULT_STARTUP_TIMEOUT_MS 60000u
+#define B4_KUBE_MAX_STARTUP_TIMEOUT_MS     3600000u
 
 B4_PUBLIC void b4_provider_config_clear(struct b4_provider_config *c);
 

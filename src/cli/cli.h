@@ -103,6 +103,7 @@ int cmd_version(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_help(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_conformance(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_probe(int argc, char **argv, const struct cli_ctx *ctx);
+int cmd_kube(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_check(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_tool(int argc, char **argv, const struct cli_ctx *ctx);
 int cmd_serve(int argc, char **argv, const struct cli_ctx *ctx);

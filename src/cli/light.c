@@ -34,6 +34,11 @@ int cmd_image(int argc, char **argv, const struct cli_ctx *ctx)
         return cli_handover(); /* the import needs libarchive */
 }
 
+int cmd_kube(int argc, char **argv, const struct cli_ctx *ctx)
+{
+        return cli_handover(); /* the Kubernetes client is b4box-full's */
+}
+
 int cmd_ps(int argc, char **argv, const struct cli_ctx *ctx)
 {
         return cli_handover();

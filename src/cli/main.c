@@ -139,6 +139,13 @@ static const struct cli_command commands[] = {
           "b4box conformance [--provider fake|native]",
           "  --provider TYPE          the provider to test instead of the configured one\n",
           .uses_provider = true },
+        { "kube", cmd_kube, "Kubernetes operations: the PVC reaper",
+          "b4box kube reap [--namespace NS] [--ttl-hours N] [--dry-run]",
+          "  --namespace NS           the sandbox namespace (default: the provider's, else\n"
+          "                           b4-sandboxes)\n"
+          "  --ttl-hours N            delete PVCs unreferenced for longer (default 168)\n"
+          "  --dry-run                say what would be done, change nothing\n",
+          .uses_provider = false },
         { "probe", cmd_probe, "escape and abuse probes against the provider",
           "b4box probe [--json]", "  --json                   one JSON document\n",
           .uses_provider = true },

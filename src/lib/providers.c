@@ -2,7 +2,7 @@
 /*
  * The provider registry: `sandbox.provider.type` to constructor. Built twice (meson):
  * with B4_PROVIDER_DOCKER for libb4box and b4box-full, without it for the light b4box,
- * which hands a Docker command over to b4box-full (docs/ARCHITECTURE.md).
+ * which hands a Docker or Kubernetes command over to b4box-full (docs/ARCHITECTURE.md).
  */
 
 #include "providers.h"
@@ -24,6 +24,9 @@ static const struct {
         { "docker", docker_provider_new },
 #endif
         { "fake", fake_provider_new },
+#ifdef B4_PROVIDER_DOCKER
+        { "kubernetes", kube_provider_new },
+#endif
         { "native", native_provider_new },
 };
 

@@ -16,3 +16,6 @@ int native_provider_new(const struct b4_provider_config *cfg,
 int docker_provider_new(const struct b4_provider_config *cfg,
                         struct b4_provider **ret,
                         struct b4_error *err);
+int kube_provider_new(const struct b4_provider_config *cfg,
+                      struct b4_provider **ret,
+                      struct b4_error *err);

@@ -256,6 +256,39 @@ static void test_config_targets(void **state)
         b4_config_free(cfg);
 }
 
+/* Kubernetes: the in-cluster defaults, or a kubeconfig instead of them (docs/configuration.md). */
+static void test_config_kubernetes(void **state)
+{
+        struct b4_config *cfg = expect_ok("{\"sandbox\": {\"provider\": {\"type\": \"kubernetes\","
+                                          " \"scope\": \"s\", \"image\": \"i\"}}}");
+        const struct b4_provider_config *p = &cfg->sandbox.provider;
+
+        assert_string_equal(p->kube_api, "https://kubernetes.default.svc");
+        assert_string_equal(p->kube_namespace, "b4-sandboxes");
+        assert_string_equal(p->kube_token_file,
+                            "/var/run/secrets/kubernetes.io/serviceaccount/token");
+        assert_null(p->kubeconfig);
+        assert_null(p->kube_context);
+        assert_null(p->kube_storage_class);
+        assert_int_equal(p->kube_startup_timeout_ms, 60000);
+        assert_false(p->kube_user_namespace);
+        b4_config_free(cfg);
+        cfg = expect_ok(
+                "{\"sandbox\": {\"provider\": {\"type\": \"kubernetes\", \"scope\": \"s\","
+                " \"image\": \"i\", \"kubeconfig\": \"/etc/kube/config\", \"context\": \"c\","
+                " \"storageClass\": \"fast\", \"startupTimeoutMs\": 5000, \"hostUsers\": false}}}");
+        p = &cfg->sandbox.provider;
+        assert_null(p->kube_api);
+        assert_null(p->kube_token_file);
+        assert_null(p->kube_ca_file);
+        assert_string_equal(p->kubeconfig, "/etc/kube/config");
+        assert_string_equal(p->kube_context, "c");
+        assert_string_equal(p->kube_storage_class, "fast");
+        assert_int_equal(p->kube_startup_timeout_ms, 5000);
+        assert_true(p->kube_user_namespace);
+        b4_config_free(cfg);
+}
+
 static void test_config_reference_refusals(void **state)
 {
         /* Reference §2.3, one per refusal; more in tests/data/config. */
@@ -596,6 +629,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_config_default),
+                cmocka_unit_test(test_config_kubernetes),
                 cmocka_unit_test(test_config_empty_object_is_default),
                 cmocka_unit_test(test_config_full_sandbox),
                 cmocka_unit_test(test_config_network_entries),

@@ -1094,6 +1094,11 @@ static struct env *env_open(const char *type)
                 cfg.image = strdup(getenv("B4BOX_TEST_DOCKER_IMAGE"));
                 cfg.docker_host = strdup(getenv("B4BOX_TEST_DOCKER_HOST"));
         }
+        if (strcmp(type, "kubernetes") == 0) { /* under tests/kubeprov/with-fake.sh */
+                cfg.image = strdup(getenv("B4BOX_TEST_KUBE_IMAGE"));
+                cfg.kubeconfig = strdup(getenv("B4BOX_TEST_KUBE_CONFIG"));
+                cfg.kube_namespace = strdup(getenv("B4BOX_TEST_KUBE_NAMESPACE"));
+        }
         r = b4_provider_new(&cfg, &e->prov, &err);
         b4_provider_config_clear(&cfg);
         if (r >= 0) {
@@ -1589,23 +1594,26 @@ static const struct {
 
 int main(void)
 {
-        static const char *const types[] = { "fake", "native", "docker" };
-        struct CMUnitTest tests[3 * N_SUITE];
-        char names[3 * N_SUITE][64];
-        struct env *envs[3] = { NULL };
-        /* tests/docker runs this binary against docker alone, with a daemon and an image */
+        static const char *const types[] = { "fake", "native", "docker", "kubernetes" };
+        struct CMUnitTest tests[4 * N_SUITE];
+        char names[4 * N_SUITE][64];
+        struct env *envs[4] = { NULL };
+        /* tests/docker runs this binary against docker alone, with a daemon and an image;
+         * tests/kubeprov against kubernetes alone, with the fake API server */
         bool docker = getenv("B4BOX_TEST_DOCKER_IMAGE") && getenv("B4BOX_TEST_DOCKER_SCOPE") &&
                       getenv("B4BOX_TEST_DOCKER_HOST");
         /* ... and tests/image against native alone, on an image (env_open()) */
         bool image = getenv("B4BOX_TEST_NATIVE_IMAGE") && getenv("B4BOX_TEST_NATIVE_STATE");
+        bool kube = getenv("B4BOX_TEST_KUBE_IMAGE") && getenv("B4BOX_TEST_KUBE_CONFIG") &&
+                    getenv("B4BOX_TEST_KUBE_NAMESPACE");
+        const char *only = docker ? "docker" : kube ? "kubernetes" : image ? "native" : NULL;
         size_t k = 0;
         int r;
 
         /* Tests that cannot run here are not registered (cmocka 1.1's TAP prints a skip as
          * "not ok"); the reason is printed as a TAP comment. */
-        for (size_t p = 0; p < 3; p++) {
-                if (docker != (strcmp(types[p], "docker") == 0) ||
-                    (image && strcmp(types[p], "native") != 0))
+        for (size_t p = 0; p < 4; p++) {
+                if (only ? strcmp(types[p], only) != 0 : p >= 2)
                         continue;
                 envs[p] = env_open(types[p]);
                 bool python = envs[p]->sb && has_python(envs[p]);
@@ -1624,8 +1632,13 @@ int main(void)
                         k++;
                 }
         }
+        /* run against one provider alone, that one must be there: no silent empty pass */
+        if (only && k == 0) {
+                printf("not ok - the %s provider could not be opened\n", only);
+                return 1;
+        }
         r = _cmocka_run_group_tests("tools over every provider", tests, k, NULL, NULL);
-        for (size_t p = 0; p < 3; p++)
+        for (size_t p = 0; p < 4; p++)
                 if (envs[p])
                         env_close(envs[p]);
         return r;

@@ -11,6 +11,7 @@
 #include "b4box/provider-impl.h"
 
 #include "b4-test.h"
+#include "core/launch.h"
 
 static void test_resource_id_vectors(void **state)
 {
@@ -330,6 +331,21 @@ static void test_lifecycle_exec_and_texts(void **state)
         b4_provider_free(&f.base);
 }
 
+/* sandbox.provider.image and images: the one allowlist of docker and kubernetes. */
+static void test_launch_image_allowed(void **state)
+{
+        char acme[] = "ghcr.io/acme/*", debian[] = "debian:12";
+        char *pats[] = { acme, debian, NULL };
+
+        assert_true(launch_image_allowed("node:24", pats, "node:24"));
+        assert_true(launch_image_allowed("node:24", pats, "debian:12"));
+        assert_true(launch_image_allowed(NULL, pats, "ghcr.io/acme/tool:1"));
+        assert_false(launch_image_allowed("node:24", pats, "node:24-slim"));
+        assert_false(launch_image_allowed("node:24", pats, "ghcr.io/other/tool:1"));
+        assert_false(launch_image_allowed("node:24", NULL, "debian:12"));
+        assert_false(launch_image_allowed(NULL, NULL, NULL));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -339,6 +355,7 @@ int main(void)
                 cmocka_unit_test(test_lifecycle_retry_once),
                 cmocka_unit_test(test_lifecycle_stale_and_failed_recovery),
                 cmocka_unit_test(test_lifecycle_exec_and_texts),
+                cmocka_unit_test(test_launch_image_allowed),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

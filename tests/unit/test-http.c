@@ -348,13 +348,36 @@ static void test_cancel_and_timeout(void **state)
         (void)close(cancel[1]);
 }
 
+/* A complete head then a body cut short: the stream opens, the bytes that came are read,
+ * then the read fails (not the open: a watch keeps the events it got). */
+static void test_cut_body(void **state)
+{
+        struct server s;
+        struct http_client *c;
+        struct http_stream *st = NULL;
+        struct http_req req = { .method = "GET", .path = "/" };
+        char buf[64];
+
+        (void)state;
+        server_start(&s, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nhello", false, true);
+        c = client(s.target);
+        assert_int_equal(http_stream_open(c, &req, -EBADF, &st, NULL), 0);
+        assert_int_equal(http_stream_status(st), 200);
+        assert_int_equal(http_stream_read(st, buf, sizeof(buf), 0, -EBADF, NULL), 5);
+        assert_memory_equal(buf, "hello", 5);
+        assert_int_equal(http_stream_read(st, buf, sizeof(buf), 0, -EBADF, NULL), -EIO);
+        http_stream_free(st);
+        server_stop(&s);
+        http_client_free(c);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_target_forms),       cmocka_unit_test(test_headers_and_token),
                 cmocka_unit_test(test_header_lookup),      cmocka_unit_test(test_chunked_over_tcp),
                 cmocka_unit_test(test_body_cap),           cmocka_unit_test(test_each),
-                cmocka_unit_test(test_cancel_and_timeout),
+                cmocka_unit_test(test_cancel_and_timeout), cmocka_unit_test(test_cut_body),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

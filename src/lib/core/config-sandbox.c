@@ -50,14 +50,18 @@ static const struct {
 } provider_types[] = {
         { "native", (const char *const[]){ "type", "scope", "image", "images", "idRange", NULL } },
         { "docker", (const char *const[]){ "type", "scope", "image", "images", "host", NULL } },
-        { "kubernetes", (const char *const[]){ "type", "scope", "image", "images", "apiServer",
-                                               "namespace", "tokenFile", "caFile", NULL } },
+        { "kubernetes",
+          (const char *const[]){ "type", "scope", "image", "images", "apiServer", "namespace",
+                                 "tokenFile", "caFile", "kubeconfig", "context", "storageClass",
+                                 "startupTimeoutMs", "hostUsers", NULL } },
         { "fake", (const char *const[]){ "type", "scope", "image", "images", NULL } },
 };
 
-static const char *const all_provider_keys[] = { "type",      "scope",  "image",     "images",
-                                                 "idRange",   "host",   "apiServer", "namespace",
-                                                 "tokenFile", "caFile", NULL };
+static const char *const all_provider_keys[] = {
+        "type",       "scope",     "image",        "images",           "idRange",
+        "host",       "apiServer", "namespace",    "tokenFile",        "caFile",
+        "kubeconfig", "context",   "storageClass", "startupTimeoutMs", NULL,
+};
 
 void config_sandbox_init(struct b4_sandbox_config *s)
 {
@@ -97,6 +101,9 @@ void b4_provider_config_clear(struct b4_provider_config *c)
         free(c->kube_namespace);
         free(c->kube_token_file);
         free(c->kube_ca_file);
+        free(c->kubeconfig);
+        free(c->kube_context);
+        free(c->kube_storage_class);
         *c = (struct b4_provider_config){ 0 };
 }
 
@@ -222,6 +229,52 @@ static void parse_id_range(struct cfg *c, const struct jv *v, struct b4_provider
         p->id_size = (uint32_t)n;
 }
 
+/* Kubernetes: the in-cluster keys (defaults: the service account's files) or a kubeconfig
+ * (+ context), never both; the seed's storageClass and startupTimeoutMs. */
+static void parse_kube_options(struct cfg *c, const struct jv *v, struct b4_provider_config *p)
+{
+        static const char *const in_cluster[] = { "apiServer", "tokenFile", "caFile" };
+        const struct jv *x;
+        bool kubeconfig = jv_object_get(v, "kubeconfig") != NULL;
+
+        opt_string(c, v, "namespace", false, "b4-sandboxes", &p->kube_namespace);
+        opt_string(c, v, "storageClass", false, NULL, &p->kube_storage_class);
+        p->kube_startup_timeout_ms = B4_KUBE_DEFAULT_STARTUP_TIMEOUT_MS;
+        if ((x = jv_object_get(v, "startupTimeoutMs"))) {
+                uint64_t ms = 0;
+
+                if (cfg_uint_range(c, x, "sandbox.provider.startupTimeoutMs", 1000,
+                                   B4_KUBE_MAX_STARTUP_TIMEOUT_MS, &ms))
+                        p->kube_startup_timeout_ms = (uint32_t)ms;
+        }
+        if ((x = jv_object_get(v, "hostUsers"))) {
+                bool host_users = true;
+
+                if (cfg_bool(c, x, "sandbox.provider.hostUsers", &host_users))
+                        p->kube_user_namespace = !host_users;
+        }
+        if (jv_object_get(v, "context") && !kubeconfig)
+                cfg_refuse(c, "b4box.json sandbox.provider.context needs kubeconfig (it names "
+                              "one of its contexts).");
+        if (kubeconfig) {
+                for (size_t i = 0; i < ELEMENTSOF(in_cluster); i++)
+                        if (jv_object_get(v, in_cluster[i]))
+                                cfg_refuse(c,
+                                           "b4box.json sandbox.provider.%s cannot be combined "
+                                           "with kubeconfig (the kubeconfig names the server "
+                                           "and the credentials).",
+                                           in_cluster[i]);
+                opt_string(c, v, "kubeconfig", true, NULL, &p->kubeconfig);
+                opt_string(c, v, "context", false, NULL, &p->kube_context);
+                return;
+        }
+        opt_string(c, v, "apiServer", false, "https://kubernetes.default.svc", &p->kube_api);
+        opt_string(c, v, "tokenFile", true, "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                   &p->kube_token_file);
+        opt_string(c, v, "caFile", true, "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+                   &p->kube_ca_file);
+}
+
 static void parse_type_options(struct cfg *c, const struct jv *v, struct b4_provider_config *p)
 {
         const struct jv *x;
@@ -237,15 +290,7 @@ static void parse_type_options(struct cfg *c, const struct jv *v, struct b4_prov
                         cfg_refuse(c, "b4box.json sandbox.provider needs an image, or images "
                                       "patterns when every thread names its own image.");
         } else if (strcmp(p->type, "kubernetes") == 0) {
-                opt_string(c, v, "apiServer", false, "https://kubernetes.default.svc",
-                           &p->kube_api);
-                opt_string(c, v, "namespace", false, "b4-sandboxes", &p->kube_namespace);
-                opt_string(c, v, "tokenFile", true,
-                           "/var/run/secrets/kubernetes.io/serviceaccount/token",
-                           &p->kube_token_file);
-                opt_string(c, v, "caFile", true,
-                           "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
-                           &p->kube_ca_file);
+                parse_kube_options(c, v, p);
                 if (!has_image)
                         cfg_refuse(c, "b4box.json sandbox.provider.image is required by the "
                                       "kubernetes provider.");

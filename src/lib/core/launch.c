@@ -9,6 +9,7 @@
 #include "core/launch.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,4 +118,16 @@ int launch_config_json(const struct b4_policy *p, char **ret)
         cleanup_(jv_unrefp) struct jv *o = launch_json(p);
 
         return o ? jv_dump(o, 0, ret) : -ENOMEM;
+}
+
+bool launch_image_allowed(const char *dflt, char *const *patterns, const char *ref)
+{
+        if (!ref)
+                return false;
+        if (dflt && strcmp(dflt, ref) == 0)
+                return true;
+        for (char *const *pat = patterns; pat && *pat; pat++)
+                if (strcmp(*pat, ref) == 0 || fnmatch(*pat, ref, 0) == 0)
+                        return true;
+        return false;
 }

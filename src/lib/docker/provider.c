@@ -13,7 +13,6 @@
  */
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stddef.h>
@@ -377,16 +376,6 @@ static int open_reader(struct b4_provider *p,
         return docker_reader_open(&s, ret, err);
 }
 
-static bool image_allowed(const struct docker_core *c, const char *ref)
-{
-        if (c->image && strcmp(c->image, ref) == 0)
-                return true;
-        STRV_FOREACH (pat, c->images)
-                if (strcmp(*pat, ref) == 0 || fnmatch(*pat, ref, 0) == 0)
-                        return true;
-        return false;
-}
-
 static int resolve_image(struct b4_provider *p,
                          const char *ref,
                          char **ret_identity,
@@ -400,7 +389,7 @@ static int resolve_image(struct b4_provider *p,
         bool ok;
         int r;
 
-        if (!ref || !*ref || !image_allowed(c, ref))
+        if (!ref || !*ref || !launch_image_allowed(c->image, c->images, ref))
                 return b4_error_set_code(err, -EACCES, B4_CODE_IMAGE_NOT_ALLOWED,
                                          "Image %s is not one this provider may run: allow it with "
                                          "sandbox.provider.images",

@@ -26,11 +26,20 @@
 #define DEFAULT_OPEN_MS   60000
 #define POLL_SLICE_MAX_MS 1000
 
+/* A PEM item held in memory (struct curl_blob points at it for each transfer). */
+struct tls_blob {
+        void *data;
+        size_t len;
+};
+
 struct http_client {
         char *target;      /* as given */
         char *socket_path; /* NULL for TCP */
         char *base_url;    /* "http://localhost" for a socket, else the URL without its '/' */
         char *auth_header; /* "Authorization: Bearer ..." or NULL */
+        struct tls_blob ca, cert, key;
+        char *ca_file, *cert_file, *key_file;
+        bool insecure;
 };
 
 struct http_stream {
@@ -119,17 +128,104 @@ int http_client_new(const char *target, struct http_client **ret, struct b4_erro
         return 0;
 }
 
+/* A token fit for a header line: no control character. */
+static bool token_ok(const char *token)
+{
+        for (const char *p = token; p && *p; p++)
+                if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                        return false;
+        return true;
+}
+
+/* "Authorization: Bearer @token" in *ret (heap; NULL for no token). Return: 0, -EINVAL (a
+ * control character), -ENOMEM. */
+static int auth_header(const char *token, char **ret)
+{
+        *ret = NULL;
+        if (!token_ok(token))
+                return -EINVAL;
+        if (token && b4_asprintf(ret, "Authorization: Bearer %s", token) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 int http_client_set_token(struct http_client *c, const char *token)
 {
         char *h = NULL;
+        int r = auth_header(token, &h);
 
-        for (const char *p = token; p && *p; p++)
-                if ((unsigned char)*p < 0x20 || *p == 0x7f)
-                        return -EINVAL;
-        if (token && b4_asprintf(&h, "Authorization: Bearer %s", token) < 0)
-                return -ENOMEM;
+        if (r < 0)
+                return r;
         free_secret(c->auth_header);
         c->auth_header = h;
+        return 0;
+}
+
+static void blob_clear(struct tls_blob *b)
+{
+        if (b->data)
+                explicit_bzero(b->data, b->len);
+        free(b->data);
+        *b = (struct tls_blob){ 0 };
+}
+
+static void tls_clear(struct http_client *c)
+{
+        blob_clear(&c->ca);
+        blob_clear(&c->cert);
+        blob_clear(&c->key);
+        free(c->ca_file);
+        free(c->cert_file);
+        free(c->key_file);
+        c->ca_file = c->cert_file = c->key_file = NULL;
+        c->insecure = false;
+}
+
+/* One PEM item: a file or bytes. Return: 0, -EINVAL (both), -ENOMEM. */
+static int tls_item(
+        const char *file, const void *pem, size_t len, char **ret_file, struct tls_blob *ret_blob)
+{
+        if (file && pem)
+                return -EINVAL;
+        if (file && !(*ret_file = b4_strdup(file)))
+                return -ENOMEM;
+        if (pem) {
+                ret_blob->data = b4_malloc(len ? len : 1);
+                if (!ret_blob->data)
+                        return -ENOMEM;
+                memcpy(ret_blob->data, pem, len);
+                ret_blob->len = len;
+        }
+        return 0;
+}
+
+int http_client_set_tls(struct http_client *c, const struct http_tls *tls, struct b4_error *err)
+{
+        bool cert = tls->cert_file || tls->cert_pem, key = tls->key_file || tls->key_pem;
+        int r;
+
+        if (c->socket_path || strncmp(c->base_url, "https://", 8) != 0)
+                return b4_error_set(err, -EINVAL, "TLS settings for '%s', which is not https://",
+                                    c->target);
+        if (cert != key)
+                return b4_error_set(err, -EINVAL,
+                                    "a client certificate needs its key and the key "
+                                    "its certificate");
+        tls_clear(c);
+        r = tls_item(tls->ca_file, tls->ca_pem, tls->ca_pem_len, &c->ca_file, &c->ca);
+        if (r >= 0)
+                r = tls_item(tls->cert_file, tls->cert_pem, tls->cert_pem_len, &c->cert_file,
+                             &c->cert);
+        if (r >= 0)
+                r = tls_item(tls->key_file, tls->key_pem, tls->key_pem_len, &c->key_file, &c->key);
+        if (r < 0) {
+                tls_clear(c);
+                return r == -EINVAL ? b4_error_set(err, r,
+                                                   "a TLS item given as a file and as "
+                                                   "bytes")
+                                    : b4_error_set(err, r, "out of memory");
+        }
+        c->insecure = tls->insecure;
         return 0;
 }
 
@@ -137,6 +233,7 @@ struct http_client *http_client_free(struct http_client *c)
 {
         if (c) {
                 free_secret(c->auth_header);
+                tls_clear(c);
                 free(c->target);
                 free(c->socket_path);
                 free(c->base_url);
@@ -270,6 +367,34 @@ static int pump(struct http_stream *s, uint64_t deadline_ms, int cancel_fd, stru
         return 0;
 }
 
+static int blob_opt(CURL *e, CURLoption opt, const struct tls_blob *b)
+{
+        struct curl_blob blob = { .data = b->data, .len = b->len, .flags = CURL_BLOB_COPY };
+
+        return b->data ? (int)curl_easy_setopt(e, opt, &blob) : 0;
+}
+
+/* The client's TLS settings on @e. Return: 0, or nonzero (a curl code) on failure. */
+static int tls_setup(CURL *e, const struct http_client *c)
+{
+        int r = 0;
+
+        if (c->ca_file)
+                r |= curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
+        r |= blob_opt(e, CURLOPT_CAINFO_BLOB, &c->ca);
+        if (c->cert_file)
+                r |= curl_easy_setopt(e, CURLOPT_SSLCERT, c->cert_file);
+        r |= blob_opt(e, CURLOPT_SSLCERT_BLOB, &c->cert);
+        if (c->key_file)
+                r |= curl_easy_setopt(e, CURLOPT_SSLKEY, c->key_file);
+        r |= blob_opt(e, CURLOPT_SSLKEY_BLOB, &c->key);
+        if (c->insecure) {
+                r |= curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+                r |= curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+        }
+        return r;
+}
+
 static int stream_setup(struct http_stream *s, struct http_client *c, const struct http_req *req)
 {
         cleanup_free char *url = NULL;
@@ -280,7 +405,15 @@ static int stream_setup(struct http_stream *s, struct http_client *c, const stru
         if (b4_asprintf(&url, "%s%s", c->base_url, req->path) < 0)
                 return -ENOMEM;
         s->headers = curl_slist_append(s->headers, "Expect:");
-        if (s->headers && c->auth_header)
+        if (req->bearer) {
+                char *h = NULL;
+                r = auth_header(req->bearer, &h);
+                if (r < 0)
+                        return r;
+                if (s->headers)
+                        s->headers = curl_slist_append(s->headers, h);
+                free_secret(h);
+        } else if (s->headers && c->auth_header)
                 s->headers = curl_slist_append(s->headers, c->auth_header);
         if (req->content_type) {
                 if (b4_asprintf(&ctype, "Content-Type: %s", req->content_type) < 0)
@@ -306,6 +439,8 @@ static int stream_setup(struct http_stream *s, struct http_client *c, const stru
         r |= curl_easy_setopt(e, CURLOPT_WRITEDATA, s);
         r |= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
         r |= curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+        r |= curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+        r |= tls_setup(e, c);
         if (strcmp(req->method, "HEAD") == 0)
                 r |= curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
         else if (strcmp(req->method, "GET") != 0)
@@ -335,6 +470,8 @@ int http_stream_open(struct http_client *c,
         s->easy = curl_easy_init();
         if (!s->multi || !s->easy)
                 return b4_error_set(err, -ENOMEM, "out of memory");
+        if (req->bearer && !token_ok(req->bearer))
+                return b4_error_set(err, -EINVAL, "a bearer token with a control character");
         r = stream_setup(s, c, req);
         if (r < 0)
                 return b4_error_set(err, r, "cannot set up the request");
@@ -346,7 +483,8 @@ int http_stream_open(struct http_client *c,
                 if (r < 0)
                         return r;
         }
-        if (s->done && s->result != CURLE_OK)
+        /* a complete head is an answer: a body cut short fails at a read, after its bytes */
+        if (s->done && s->result != CURLE_OK && !s->head_done)
                 return transfer_error(s, err);
         *ret = TAKE_PTR(s);
         return 0;

@@ -15,10 +15,16 @@
  * Every form honours a timeout for the response head; the pull form also a deadline and a
  * cancel fd per read.
  *
- * Thread-safe: a client is immutable once set up (http_client_new() and
- * http_client_set_token()) and every exchange has its own curl handles.
+ * Every exchange speaks HTTP/1.1 (never h2, which an https server may offer through ALPN:
+ * the Kubernetes API server's upgrades and watches are written against 1.1 here).
+ *
+ * Thread-safe: a client is immutable once set up (http_client_new(), http_client_set_token()
+ * and http_client_set_tls()) and every exchange has its own curl handles. A token that
+ * changes while the client is shared (a rotated service-account token) travels per request
+ * (http_req.bearer).
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -42,6 +48,31 @@ int http_client_new(const char *target, struct http_client **ret, struct b4_erro
  * Return: 0, -EINVAL (a token with a control character), -ENOMEM.
  */
 int http_client_set_token(struct http_client *c, const char *token);
+
+/*
+ * How an https client checks the server and proves itself. A PEM item is a file or the
+ * bytes themselves, not both; NULL/0 = none. Borrowed for http_client_set_tls().
+ */
+struct http_tls {
+        const char *ca_file; /* the server must chain to these PEM certificates */
+        const void *ca_pem;  /* ... or to these, in memory (CURLOPT_CAINFO_BLOB) */
+        size_t ca_pem_len;
+        const char *cert_file; /* a client certificate (PEM) */
+        const void *cert_pem;
+        size_t cert_pem_len;
+        const char *key_file; /* its private key (PEM) */
+        const void *key_pem;
+        size_t key_pem_len;
+        bool insecure; /* no certificate or host name check: the caller's decision */
+};
+
+/**
+ * http_client_set_tls() - the TLS settings of an https client; everything copied (key
+ * material erased on free). Call before the client is shared; a later call replaces all.
+ * Return: 0; -EINVAL (a unix-socket or http:// client, a file and bytes given for one item,
+ * a certificate without its key or the reverse; message set); -ENOMEM.
+ */
+int http_client_set_tls(struct http_client *c, const struct http_tls *tls, struct b4_error *err);
 /** http_client_free() - NULL ok. Return: NULL. */
 struct http_client *http_client_free(struct http_client *c);
 /** http_client_socket() - the unix socket path, NULL for a TCP server; borrowed. */
@@ -65,6 +96,9 @@ struct http_req {
          * the whole exchange. 0 = 60 s, HTTP_NO_TIMEOUT = none. */
         uint64_t timeout_ms;
         const char *accept; /* an Accept header's value; NULL = none */
+        /* "Authorization: Bearer @bearer" for this request instead of the client's token;
+         * NULL = the client's. One with a control character fails the request -EINVAL. */
+        const char *bearer;
 };
 
 /**
@@ -72,7 +106,9 @@ struct http_req {
  * @cancel_fd: readable once the caller wants to give up (-EBADF = none)
  * Return: 0 with the stream (http_stream_free()), -ECONNREFUSED (no server listening),
  * -EHOSTUNREACH (name not resolved), -ETIMEDOUT, -ECANCELED, -EIO (any other transport
- * error, TLS included), -ENOMEM; the message names the target.
+ * error, TLS included), -EINVAL (a bad http_req.bearer), -ENOMEM; the message names the
+ * target. Once the head is complete the stream is returned even if the connection already
+ * failed: the body bytes that came are read first, then http_stream_read() fails.
  */
 int http_stream_open(struct http_client *c,
                      const struct http_req *req,

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Internals of the Kubernetes provider (docs/kubernetes.md), one section per module:
+ *   provider.c   the provider object: construction, acquire (create or reattach),
+ *                release, destroy
+ *   wait.c       waiting for a keeper Pod to run: one watch from the create's
+ *                resourceVersion, the fail-fast verdicts on Pod status
+ *   agent.c      b4box-agent in the Pod: copied into its emptyDir once per Pod by one exec,
+ *                then one long-lived exec as the agent connection's transport
+ *   sandbox.c    handles: file operations and commands over that connection
+ *   reader.c     workspace readers: a separate read-only Pod on the PVC, never the keeper
+ *   preflight.c  `b4box check`: one SelfSubjectAccessReview per operation, the controls
+ */
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "b4box/policy.h"
+#include "b4box/provider-impl.h"
+
+#include "kube/objects.h"
+
+struct agent_conn;
+struct jv;
+struct kube_agent;
+struct kube_client;
+
+/* What every handle and state shares: refcounted (the provider and each handle). */
+struct kube_core {
+        pthread_mutex_t lock; /* refs */
+        unsigned refs;
+        struct kube_client *client;
+        char *scope;
+        char *namespace;
+        char *image;         /* default image */
+        char **images;       /* allowlist */
+        char *storage_class; /* NULL: the cluster's default */
+        uint64_t startup_timeout_ms;
+        bool user_namespace; /* hostUsers: false (pidsLimit enforced in the Pod) */
+        /* b4box-agent: the host's binary, read once at construction (NULL: none, and
+         * agent_reason says why: file operations are refused) */
+        char *agent_bin;
+        size_t agent_len;
+        char *agent_reason;
+};
+
+void kube_core_ref(struct kube_core *c);
+void kube_core_unref(struct kube_core *c);
+
+/* The state of a thread's lifecycle entry: what this provider instance made live. */
+struct kube_state {
+        char *thread_id; /* owned */
+        struct kube_names names;
+        char *image; /* owned */
+        struct b4_policy policy;
+        char *launch_json; /* owned: compact launch config (core/launch.h) */
+        char identity[65];
+        char pod_uid[64];         /* the keeper Pod this state's agent was copied into */
+        struct kube_agent *agent; /* owned; NULL: no agent (file operations refused) */
+};
+
+/* ---- wait.c ---- */
+
+enum kube_pod_verdict {
+        KUBE_POD_WAIT,    /* not running yet: keep waiting */
+        KUBE_POD_RUNNING, /* phase Running and container "sandbox" running */
+        KUBE_POD_FAILED,  /* will not run: the message says why */
+};
+
+/*
+ * kube_pod_verdict() - what the Pod object @pod (untrusted) says, with the reference's and
+ * the design brief's fail-fast table: InvalidImageName, ErrImageNeverPull,
+ * CreateContainerConfigError, ErrImagePull, ImagePullBackOff and CrashLoopBackOff (or a
+ * terminated container) fail at once; RegistryUnavailable, CreateContainerError and
+ * RunContainerError when @seen (observations of the Pod so far) is >= 2; phase
+ * Failed/Succeeded and a deletionTimestamp at once. Unschedulable keeps waiting
+ * (an autoscaler may add a node) and is kept in @why for the timeout's message.
+ * @why: KUBE_WHY_MAX bytes: the reason and message ("ErrImagePull: ..."), sanitised.
+ */
+#define KUBE_WHY_MAX 512
+enum kube_pod_verdict kube_pod_verdict(const struct jv *pod, unsigned seen, char *why);
+
+/*
+ * kube_pod_wait_running() - wait for @name to run, watching from @rv (the create's or the
+ * get's resourceVersion; NULL: read the Pod first; never polling) until @deadline_ms
+ * (now_msec() time; @timeout_ms is the budget it stands for, for the message) or
+ * @cancel_fd. A 410 re-reads the Pod and watches again from its version.
+ * @ret_pod: the running Pod (owned), may be NULL.
+ * Return: 0; -ETIMEDOUT, -ENOENT (it disappeared), -EIO (a fail-fast verdict), -ECANCELED,
+ * and the client's errors; @err carries the reference's "Sandbox unavailable: pod ..." text
+ * with B4_CODE_SANDBOX_UNAVAILABLE.
+ */
+int kube_pod_wait_running(struct kube_core *c,
+                          const char *name,
+                          const char *rv,
+                          uint64_t deadline_ms,
+                          uint64_t timeout_ms,
+                          int cancel_fd,
+                          struct jv **ret_pod,
+                          struct b4_error *err);
+
+/* kube_pod_wait_gone() - wait for @name's deletion (a DELETED event or a 404), watching
+ * from @rv (NULL or "": read first). Return: 0, -ETIMEDOUT, -ECANCELED, the client's. */
+int kube_pod_wait_gone(struct kube_core *c,
+                       const char *name,
+                       const char *rv,
+                       uint64_t deadline_ms,
+                       int cancel_fd,
+                       struct b4_error *err);
+
+/* ---- agent.c ---- */
+
+/* The link to b4box-agent in Pod @pod (KUBE_AGENT_PATH), run with --read-only when
+ * @read_only (a reader's). Nothing starts yet. Return: 0 or -ENOMEM. */
+int kube_agent_new(struct kube_core *c, const char *pod, bool read_only, struct kube_agent **ret);
+struct kube_agent *kube_agent_free(struct kube_agent *a);
+/* Copy the agent into the Pod's emptyDir (one exec, the binary on stdin). Exclusive lease. */
+int kube_agent_install(struct kube_agent *a, struct b4_error *err);
+/* The live connection, made on first use (one exec); borrowed until reset/free (exclusive
+ * lease only). Return: 0; -ENOTCONN (lost, or could not start: core recovers); -ENOMEM. */
+int kube_agent_conn(struct kube_agent *a, struct agent_conn **ret, struct b4_error *err);
+bool kube_agent_lost(struct kube_agent *a);
+void kube_agent_reset(struct kube_agent *a);
+
+/* ---- provider.c ---- */
+
+/* Make @st's keeper live again (recovery): delete a Pod that is not running, create it,
+ * wait, copy the agent. Exclusive lease. */
+int kube_keeper_revive(struct kube_core *c, struct kube_state *st, struct b4_error *err);
+
+/* ---- sandbox.c ---- */
+
+/* A new handle on @st's keeper. Return: 0 or -ENOMEM. */
+int kube_sandbox_new(struct kube_core *c, const struct kube_state *st, struct b4_sandbox **ret);
+
+/* ---- reader.c ---- */
+
+/* A workspace reader (b4_provider_ops.open_reader): a read-only Pod on the thread's PVC. */
+int kube_reader_open(struct kube_core *c,
+                     const struct b4_reader_req *req,
+                     struct b4_reader **ret,
+                     struct b4_error *err);
+
+/* ---- preflight.c ---- */
+
+int kube_preflight(struct kube_core *c, struct b4_preflight *ret, struct b4_error *err);

@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The kubernetes provider through the library against the fake API server (run by
+ * with-fake.sh, which exports where it is): the API requests each lifecycle step and each
+ * tool call costs (the fake's counters), two replicas racing for one thread, a command whose
+ * exec stream drops (never retried) and a Pod deleted behind the provider's back (recovered,
+ * the workspace kept), token rotation.
+ */
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "b4box/b4.h"
+
+#include "b4-test.h"
+#include "base/macro.h"
+#include "json/json.h"
+
+static const char *E_CONFIG, *E_NS, *E_IMAGE, *E_URL, *E_ADMIN, *E_STATE;
+
+/* ---- the fake's control API (curl: not the code under test) ---- */
+
+static struct jv *ctl(const char *method, const char *path, const char *json)
+{
+        cleanup_free char *cmd = NULL;
+        char buf[65536];
+        size_t len = 0, n;
+        struct jv *v = NULL;
+        FILE *f;
+
+        assert_true(asprintf(&cmd,
+                             "curl -sS --cacert '%s/ca.crt' -X %s -H 'Authorization: Bearer %s' "
+                             "-H 'Content-Type: application/json' %s%s%s '%s%s'",
+                             E_STATE, method, E_ADMIN, json ? "--data '" : "", json ? json : "",
+                             json ? "'" : "", E_URL, path) > 0);
+        f = popen(cmd, "r");
+        assert_non_null(f);
+        while ((n = fread(buf + len, 1, sizeof(buf) - 1 - len, f)) > 0)
+                len += n;
+        assert_int_equal(pclose(f), 0);
+        buf[len] = '\0';
+        if (len)
+                assert_int_equal(jv_parse(buf, len, &v, NULL), 0);
+        return v;
+}
+
+/* A GET as the kubeconfig's user. */
+static struct jv *api_get(const char *path)
+{
+        cleanup_free char *cmd = NULL;
+        char buf[1 << 20];
+        size_t len = 0, n;
+        struct jv *v = NULL;
+        FILE *f;
+
+        assert_true(asprintf(&cmd,
+                             "curl -sS --cacert '%s/ca.crt' -H 'Authorization: Bearer '\"$(awk "
+                             "'NR == 1 { print $1 }' '%s/token')\" '%s%s'",
+                             E_STATE, E_STATE, E_URL, path) > 0);
+        f = popen(cmd, "r");
+        assert_non_null(f);
+        while ((n = fread(buf + len, 1, sizeof(buf) - 1 - len, f)) > 0)
+                len += n;
+        assert_int_equal(pclose(f), 0);
+        assert_int_equal(jv_parse(buf, len, &v, NULL), 0);
+        return v;
+}
+
+struct counts {
+        int64_t reads, writes, watches, execs;
+};
+
+static struct counts counters(bool reset)
+{
+        struct jv *v = ctl(reset ? "POST" : "GET",
+                           reset ? "/_fake/counters/reset" : "/_fake/counters", NULL);
+        struct counts c = { jv_integer(jv_object_get(v, "reads")),
+                            jv_integer(jv_object_get(v, "writes")),
+                            jv_integer(jv_object_get(v, "watches")),
+                            jv_integer(jv_object_get(v, "execs")) };
+
+        jv_unref(v);
+        return c;
+}
+
+/* ---- the provider ---- */
+
+static struct b4_provider *provider_with(const char *kubeconfig, const char *api, const char *token)
+{
+        struct b4_provider_config cfg = { 0 };
+        struct b4_error err = { 0 };
+        struct b4_provider *p = NULL;
+
+        cfg.type = strdup("kubernetes");
+        cfg.scope = strdup("kubeprov-lib");
+        cfg.image = strdup(E_IMAGE);
+        cfg.kube_namespace = strdup(E_NS);
+        if (kubeconfig)
+                cfg.kubeconfig = strdup(kubeconfig);
+        if (api) {
+                cfg.kube_api = strdup(api);
+                cfg.kube_token_file = strdup(token);
+                assert_true(asprintf(&cfg.kube_ca_file, "%s/ca.crt", E_STATE) > 0);
+        }
+        cfg.kube_startup_timeout_ms = 20000;
+        if (b4_provider_new(&cfg, &p, &err) < 0)
+                fail_msg("provider: %s", err.msg);
+        b4_provider_config_clear(&cfg);
+        return p;
+}
+
+static struct b4_provider *provider(void)
+{
+        return provider_with(E_CONFIG, NULL, NULL);
+}
+
+static struct b4_sandbox *acquire(struct b4_provider *p, const char *thread)
+{
+        struct b4_policy pol;
+        struct b4_acquire_req req = { .thread_id = thread, .policy = &pol };
+        struct b4_error err = { 0 };
+        struct b4_sandbox *sb = NULL;
+
+        b4_policy_init(&pol);
+        if (b4_provider_acquire(p, &req, &sb, &err) < 0)
+                fail_msg("acquire %s: %s", thread, err.msg);
+        b4_policy_clear(&pol);
+        return sb;
+}
+
+static int run(struct b4_sandbox *sb, const char *cmd, char **ret_out, struct b4_error *err)
+{
+        struct b4_exec_req req = { .command = cmd };
+        struct b4_exec_result res = { 0 };
+        int r = b4_sandbox_exec(sb, &req, &res, err);
+
+        if (r < 0)
+                return r;
+        if (ret_out)
+                *ret_out = strdup(res.out ? res.out : "");
+        r = res.exit_code;
+        b4_exec_result_clear(&res);
+        return r;
+}
+
+/* ---- cases ---- */
+
+/* Targets of the issue: cold acquire <= 3 writes and 0 reads; reattach 0; a tool call 0;
+ * release 1. */
+static void test_request_counts(void **state)
+{
+        struct b4_provider *p = provider();
+        struct b4_error err = { 0 };
+        struct b4_sandbox *sb, *again;
+        cleanup_free char *out = NULL, *data = NULL;
+        size_t len = 0;
+        struct counts c;
+
+        (void)counters(true);
+        sb = acquire(p, "counts");
+        c = counters(true);
+        print_message("# cold acquire: %lld writes, %lld reads, %lld watches, %lld execs\n",
+                      (long long)c.writes, (long long)c.reads, (long long)c.watches,
+                      (long long)c.execs);
+        assert_true(c.writes <= 3);
+        assert_int_equal(c.reads, 0);
+        assert_int_equal(c.watches, 1);
+        assert_int_equal(c.execs, 1); /* the agent's copy; its session opens on first use */
+
+        assert_int_equal(b4_fs_write_file(&sb->fs, "/workspace/a.txt", "hello", 5, &err), 0);
+        c = counters(true);
+        assert_int_equal(c.execs, 1); /* the agent's session */
+        assert_int_equal(b4_fs_read_file(&sb->fs, "/workspace/a.txt", 1024, &data, &len, &err), 0);
+        assert_string_equal(data, "hello");
+        assert_int_equal(run(sb, "cat /workspace/a.txt; echo; exit 7", &out, &err), 7);
+        assert_string_equal(out, "hello\n");
+        c = counters(true);
+        assert_int_equal(c.reads + c.writes + c.watches + c.execs, 0); /* warm: 0 per tool call */
+
+        again = acquire(p, "counts");
+        c = counters(true);
+        assert_int_equal(c.reads + c.writes + c.watches + c.execs, 0); /* reattach: 0 */
+        b4_sandbox_unref(again);
+        b4_sandbox_unref(sb);
+
+        assert_int_equal(b4_provider_release(p, "counts", &err), 0);
+        c = counters(true);
+        assert_int_equal(c.writes, 1);
+        assert_int_equal(c.reads, 0);
+
+        /* the workspace survives the release */
+        sb = acquire(p, "counts");
+        free(data);
+        data = NULL;
+        assert_int_equal(b4_fs_read_file(&sb->fs, "/workspace/a.txt", 1024, &data, &len, &err), 0);
+        assert_string_equal(data, "hello");
+        b4_sandbox_unref(sb);
+        (void)counters(true);
+        assert_int_equal(b4_provider_destroy(p, "counts", &err), 0);
+        c = counters(true);
+        assert_true(c.writes <= 3);
+        assert_int_equal(c.reads + c.watches, 0);
+        b4_provider_free(p);
+}
+
+struct racer {
+        struct b4_provider *p;
+        struct b4_sandbox *sb;
+        int r;
+        char msg[512];
+};
+
+static void *race(void *arg)
+{
+        struct racer *x = arg;
+        struct b4_policy pol;
+        struct b4_acquire_req req = { .thread_id = "race", .policy = &pol };
+        struct b4_error err = { 0 };
+
+        b4_policy_init(&pol);
+        x->r = b4_provider_acquire(x->p, &req, &x->sb, &err);
+        snprintf(x->msg, sizeof(x->msg), "%s", err.msg);
+        b4_policy_clear(&pol);
+        return NULL;
+}
+
+/* Two b4box replicas acquire one thread at once: both end on the one Pod (a 409 on create
+ * is reattached), both can use it. */
+static void test_two_replicas(void **state)
+{
+        struct racer a = { .p = provider() }, b = { .p = provider() };
+        struct b4_error err = { 0 };
+        cleanup_free char *out = NULL;
+        pthread_t ta, tb;
+        struct jv *pods;
+        size_t n = 0;
+        char id[41];
+
+        assert_int_equal(b4_resource_id("kubeprov-lib", "race", id), 0);
+        assert_int_equal(pthread_create(&ta, NULL, race, &a), 0);
+        assert_int_equal(pthread_create(&tb, NULL, race, &b), 0);
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        if (a.r < 0 || b.r < 0)
+                fail_msg("racing acquires: %d %s / %d %s", a.r, a.msg, b.r, b.msg);
+        assert_int_equal(b4_fs_write_file(&a.sb->fs, "/workspace/race", "a", 1, &err), 0);
+        assert_int_equal(run(b.sb, "cat /workspace/race", &out, &err), 0);
+        assert_string_equal(out, "a");
+        pods = api_get("/api/v1/namespaces/b4-sandboxes/pods?labelSelector="
+                       "b4box.io%2Frole%3Dkeeper");
+        for (size_t i = 0; i < jv_array_size(jv_object_get(pods, "items")); i++) {
+                const struct jv *it = jv_array_get(jv_object_get(pods, "items"), i);
+                const char *thread = jv_string(jv_object_get(
+                        jv_object_get(jv_object_get(it, "metadata"), "labels"), "b4.run/thread"));
+
+                n += thread && strcmp(thread, id) == 0;
+        }
+        jv_unref(pods);
+        assert_int_equal(n, 1);
+        b4_sandbox_unref(a.sb);
+        b4_sandbox_unref(b.sb);
+        assert_int_equal(b4_provider_destroy(a.p, "race", &err), 0);
+        assert_int_equal(b4_provider_destroy(b.p, "race", &err), 0);
+        b4_provider_free(a.p);
+        b4_provider_free(b.p);
+}
+
+/* A command whose exec stream drops is failed, never run again; the next call reconnects. */
+static void test_exec_drop_not_retried(void **state)
+{
+        struct b4_provider *p = provider();
+        struct b4_sandbox *sb = acquire(p, "drop");
+        struct b4_error err = { 0 };
+        cleanup_free char *out = NULL;
+        struct b4_stat st;
+        int r;
+
+        /* the next exec stream, the agent's session the lstat opens, is cut 3 s after it
+         * started: while the command runs */
+        jv_unref(ctl("POST", "/_fake/exec/drop", "{\"count\": 1, \"afterMs\": 3000}"));
+        assert_int_equal(b4_fs_lstat(&sb->fs, "/workspace", &st, &err), 0);
+        r = run(sb, "echo x >> /workspace/ran; sleep 10", NULL, &err);
+        assert_int_equal(r, -EIO);
+        assert_non_null(strstr(err.msg, "not retried"));
+        assert_int_equal(run(sb, "wc -l < /workspace/ran", &out, &err), 0);
+        assert_string_equal(out, "1\n");
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_destroy(p, "drop", &err), 0);
+        b4_provider_free(p);
+}
+
+/* The Pod goes behind the provider's back: the next call recovers (a new Pod on the same
+ * PVC, the agent copied again) and finds the workspace. */
+static void test_pod_lost_recovered(void **state)
+{
+        struct b4_provider *p = provider();
+        struct b4_sandbox *sb = acquire(p, "lost");
+        struct b4_error err = { 0 };
+        cleanup_free char *data = NULL, *path = NULL, *cmd = NULL;
+        char id[41];
+        size_t len = 0;
+
+        assert_int_equal(b4_fs_write_file(&sb->fs, "/workspace/keep", "kept", 4, &err), 0);
+        assert_int_equal(b4_resource_id("kubeprov-lib", "lost", id), 0);
+        assert_true(asprintf(&cmd,
+                             "curl -sS -o /dev/null --cacert '%s/ca.crt' -X DELETE -H "
+                             "'Authorization: Bearer '\"$(awk 'NR == 1 { print $1 }' '%s/token')\" "
+                             "'%s/api/v1/namespaces/%s/pods/b4-sbx-%s?gracePeriodSeconds=0'",
+                             E_STATE, E_STATE, E_URL, E_NS, id) > 0);
+        assert_int_equal(system(cmd), 0);
+        usleep(500 * 1000); /* the fake's terminating time, and the exec streams cut */
+        if (b4_fs_read_file(&sb->fs, "/workspace/keep", 1024, &data, &len, &err) < 0)
+                fail_msg("read after the Pod went: %s", err.msg);
+        assert_string_equal(data, "kept");
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_destroy(p, "lost", &err), 0);
+        b4_provider_free(p);
+}
+
+static void write_text(const char *path, const char *text)
+{
+        FILE *f = fopen(path, "we");
+
+        assert_non_null(f);
+        fputs(text, f);
+        assert_int_equal(fclose(f), 0);
+}
+
+/* The token file is re-read when it changes: rotated on both sides, requests go on; a
+ * token the server no longer takes fails the request (401), and the rotated file heals it. */
+static void test_token_rotation(void **state)
+{
+        cleanup_free char *dir = b4_test_tmpdir(), *ours = NULL, *theirs = NULL, *line = NULL;
+        struct b4_error err = { 0 };
+        struct b4_provider *p;
+        struct b4_sandbox *sb;
+        char tok[128], user[128] = "fake-user";
+        FILE *f;
+        int r;
+
+        assert_true(asprintf(&theirs, "%s/token", E_STATE) > 0);
+        f = fopen(theirs, "re");
+        assert_non_null(f);
+        assert_true(fscanf(f, "%127s %127s", tok, user) >= 1);
+        fclose(f);
+        assert_true(asprintf(&ours, "%s/token", dir) > 0);
+        write_text(ours, tok);
+        p = provider_with(NULL, E_URL, ours);
+        sb = acquire(p, "rotate");
+        assert_int_equal(b4_provider_release(p, "rotate", &err), 0);
+        b4_sandbox_unref(sb);
+
+        /* the server takes only the new token now; ours is stale: a 401 */
+        assert_true(asprintf(&line, "rotated-token-2 %s\n", user) > 0);
+        write_text(theirs, line);
+        {
+                struct b4_policy pol;
+                struct b4_acquire_req req = { .thread_id = "rotate", .policy = &pol };
+
+                b4_policy_init(&pol);
+                sb = NULL;
+                r = b4_provider_acquire(p, &req, &sb, &err);
+                b4_policy_clear(&pol);
+                assert_true(r < 0);
+                assert_null(sb);
+        }
+        /* rotated on our side too: the file is re-read, requests go through */
+        write_text(ours, "rotated-token-2\n");
+        sb = acquire(p, "rotate");
+        assert_int_equal(run(sb, "true", NULL, &err), 0);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_destroy(p, "rotate", &err), 0);
+        b4_provider_free(p);
+        /* the token back for the other cases */
+        free(line);
+        assert_true(asprintf(&line, "%s %s\n", tok, user) > 0);
+        write_text(theirs, line);
+        b4_test_rmrf(dir);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_request_counts),
+                cmocka_unit_test(test_two_replicas),
+                cmocka_unit_test(test_exec_drop_not_retried),
+                cmocka_unit_test(test_pod_lost_recovered),
+                cmocka_unit_test(test_token_rotation),
+        };
+
+        E_CONFIG = getenv("B4BOX_TEST_KUBE_CONFIG");
+        E_NS = getenv("B4BOX_TEST_KUBE_NAMESPACE");
+        E_IMAGE = getenv("B4BOX_TEST_KUBE_IMAGE");
+        E_URL = getenv("KUBE_FAKE_URL");
+        E_ADMIN = getenv("KUBE_FAKE_ADMIN");
+        E_STATE = getenv("KUBE_FAKE_STATE");
+        if (!E_CONFIG || !E_NS || !E_IMAGE || !E_URL || !E_ADMIN || !E_STATE) {
+                fprintf(stderr, "run me through tests/kubeprov/with-fake.sh\n");
+                return 1;
+        }
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

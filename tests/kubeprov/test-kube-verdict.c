@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The decision tables of the kubernetes provider, without a server: the wait for Running's
+ * fail-fast verdicts (src/lib/kube/wait.c: which Pod statuses keep waiting, which run, which
+ * fail and with what words) and the PVC reaper's mark / clear / delete (reap.c).
+ */
+
+#include <string.h>
+
+#include "b4-test.h"
+#include "base/macro.h"
+#include "json/json.h"
+#include "kube/provider.h"
+#include "kube/reap.h"
+
+static enum kube_pod_verdict verdict_of(const char *json, unsigned seen, char *why)
+{
+        struct jv *pod = NULL;
+        enum kube_pod_verdict v;
+
+        assert_int_equal(jv_parse(json, strlen(json), &pod, NULL), 0);
+        why[0] = '\0';
+        v = kube_pod_verdict(pod, seen, why);
+        jv_unref(pod);
+        return v;
+}
+
+#define WAITING(reason, msg)                                                        \
+ "{\"status\":{\"phase\":\"Pending\",\"containerStatuses\":[{\"name\":\"sandbox\"," \
+ "\"state\":{\"waiting\":{\"reason\":\"" reason "\",\"message\":\"" msg "\"}}}]}}"
+
+static void test_table(void **state)
+{
+        static const struct {
+                const char *pod;
+                unsigned seen;
+                enum kube_pod_verdict want;
+                const char *why; /* a substring of the reason kept, or NULL */
+        } cases[] = {
+                { "{}", 1, KUBE_POD_WAIT, NULL },
+                { "{\"status\":{\"phase\":\"Pending\"}}", 1, KUBE_POD_WAIT, NULL },
+                { "{\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"sandbox\","
+                  "\"state\":{\"running\":{\"startedAt\":\"x\"}}}]}}",
+                  1, KUBE_POD_RUNNING, NULL },
+                /* phase Running alone is not enough: the container must run */
+                { "{\"status\":{\"phase\":\"Running\"}}", 1, KUBE_POD_WAIT, NULL },
+                /* a running container of another name does not count */
+                { "{\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"other\","
+                  "\"state\":{\"running\":{}}}]}}",
+                  1, KUBE_POD_WAIT, NULL },
+                { WAITING("ContainerCreating", ""), 3, KUBE_POD_WAIT, "ContainerCreating" },
+                { WAITING("ErrImagePull", "pull access denied"), 1, KUBE_POD_FAILED,
+                  "ErrImagePull: pull access denied" },
+                { WAITING("ImagePullBackOff", "Back-off pulling image"), 1, KUBE_POD_FAILED,
+                  "ImagePullBackOff" },
+                { WAITING("InvalidImageName", "bad"), 1, KUBE_POD_FAILED, "InvalidImageName" },
+                { WAITING("CrashLoopBackOff", "back-off"), 1, KUBE_POD_FAILED, "CrashLoopBackOff" },
+                { WAITING("CreateContainerError", "x"), 1, KUBE_POD_WAIT, "CreateContainerError" },
+                { WAITING("CreateContainerError", "x"), 2, KUBE_POD_FAILED,
+                  "CreateContainerError" },
+                { "{\"status\":{\"phase\":\"Failed\",\"reason\":\"Evicted\"}}", 1, KUBE_POD_FAILED,
+                  "Evicted: entered Failed" },
+                { "{\"status\":{\"phase\":\"Succeeded\"}}", 1, KUBE_POD_FAILED,
+                  "entered Succeeded" },
+                { "{\"metadata\":{\"deletionTimestamp\":\"t\"},\"status\":{\"phase\":\"Running\"}}",
+                  1, KUBE_POD_FAILED, "Terminating" },
+                /* Unschedulable keeps waiting (an autoscaler may add a node), named for the
+                 * timeout's message */
+                { "{\"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"PodScheduled\","
+                  "\"status\":\"False\",\"reason\":\"Unschedulable\",\"message\":\"0/3 nodes are "
+                  "available\"}]}}",
+                  5, KUBE_POD_WAIT, "Unschedulable: 0/3 nodes are available" },
+                /* sleep infinity not understood: the container terminated */
+                { "{\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"sandbox\","
+                  "\"state\":{\"waiting\":{\"reason\":\"ContainerCreating\"}},\"lastState\":{"
+                  "\"terminated\":{\"exitCode\":1,\"message\":\"sleep: invalid number "
+                  "'infinity'\"}}}]}}",
+                  1, KUBE_POD_FAILED, "exit code 1, sleep: invalid number 'infinity'" },
+                /* hostile: control characters in the message are replaced, wrong types ignored */
+                { WAITING("ErrImagePull", "a\\nb\\u001bc"), 1, KUBE_POD_FAILED,
+                  "ErrImagePull: a b c" },
+                { "{\"status\":{\"phase\":7,\"containerStatuses\":{\"name\":\"sandbox\"}}}", 1,
+                  KUBE_POD_WAIT, NULL },
+        };
+
+        char why[KUBE_WHY_MAX];
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                enum kube_pod_verdict v = verdict_of(cases[i].pod, cases[i].seen, why);
+
+                if (v != cases[i].want)
+                        fail_msg("case %zu: verdict %d, want %d (%s)", i, v, cases[i].want, why);
+                if (cases[i].why && !strstr(why, cases[i].why))
+                        fail_msg("case %zu: why \"%s\" lacks \"%s\"", i, why, cases[i].why);
+        }
+}
+
+static void test_reap_decide(void **state)
+{
+        /* now = 2026-12-01T12:00:00Z */
+        static const time_t now = 1796126400;
+
+        static const struct {
+                const char *pvc;
+                bool referenced;
+                unsigned ttl;
+                enum kube_reap_action want;
+        } cases[] = {
+                { "{}", false, 168, KUBE_REAP_MARK },
+                { "{}", true, 168, KUBE_REAP_NONE },
+
+#define MARKED(t) "{\"metadata\":{\"annotations\":{\"b4box.io/unreferenced-since\":\"" t "\"}}}"
+                { MARKED("2026-12-01T11:00:00Z"), true, 168, KUBE_REAP_CLEAR },
+                { MARKED("2026-12-01T11:00:00Z"), false, 168, KUBE_REAP_NONE },
+                { MARKED("2026-11-24T11:59:59Z"), false, 168, KUBE_REAP_DELETE },
+                { MARKED("2026-11-24T12:00:00Z"), false, 168, KUBE_REAP_NONE }, /* exactly 168 h */
+                { MARKED("2026-12-01T10:59:59Z"), false, 1, KUBE_REAP_DELETE },
+                /* not valid: re-marked */
+                { MARKED("yesterday"), false, 168, KUBE_REAP_MARK },
+                { MARKED("2026-12-01T11:00:00+01:00"), false, 168, KUBE_REAP_MARK },
+                { MARKED("2026-12-01T12:05:01Z"), false, 1, KUBE_REAP_MARK }, /* > 5 min ahead */
+                { MARKED("2026-12-01T12:04:59Z"), false, 1, KUBE_REAP_NONE },
+                { "{\"metadata\":{\"annotations\":{\"b4box.io/unreferenced-since\":7}}}", false, 1,
+                  KUBE_REAP_MARK },
+                /* never touched: terminating, or a managed workspace's record */
+                { "{\"metadata\":{\"deletionTimestamp\":\"x\"}}", false, 1, KUBE_REAP_NONE },
+                { "{\"metadata\":{\"annotations\":{\"b4box.io/workspace-record\":\"{}\","
+                  "\"b4box.io/unreferenced-since\":\"2020-01-01T00:00:00Z\"}}}",
+                  false, 1, KUBE_REAP_NONE },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct jv *pvc = NULL;
+                enum kube_reap_action a;
+
+                assert_int_equal(jv_parse(cases[i].pvc, strlen(cases[i].pvc), &pvc, NULL), 0);
+                a = kube_reap_decide(pvc, cases[i].referenced, now, cases[i].ttl);
+                jv_unref(pvc);
+                if (a != cases[i].want)
+                        fail_msg("case %zu: action %d, want %d", i, a, cases[i].want);
+        }
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_table),
+                cmocka_unit_test(test_reap_decide),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
