@@ -320,6 +320,33 @@ B4_PUBLIC const char *b4_read_sandbox_key(const struct b4_read *rd);
 /** b4_read_end() - free the slot (NULL ok); the cancel token is not touched. Return: NULL. */
 B4_PUBLIC struct b4_read *b4_read_end(struct b4_read *rd);
 /**
+ * b4_runtime_open_reader() - a reader of the thread's workspace (its root ancestor's), for a
+ * caller that keeps one across calls: no run slot is taken and no compute acquired or kept,
+ * so runs, releases and pauses go on while it is open (the reader must not be used after the
+ * thread's deletion: close it first)
+ * @cancel: borrowed while the open runs, NULL ok
+ * @ret:    owned by the caller (b4_reader_free())
+ * Return: 0, -ENOENT (no thread; with B4_E2001: no workspace storage), -EOPNOTSUPP (the
+ * provider has no readers), the provider's errors.
+ */
+B4_PUBLIC int b4_runtime_open_reader(struct b4_runtime *rt,
+                                     const char *id,
+                                     struct b4_cancel *cancel,
+                                     struct b4_reader **ret,
+                                     struct b4_error *err);
+/**
+ * b4_runtime_reader_tools() - a tools context over @rd's read-only filesystem with the
+ * thread's permission view: the typed reads (b4_tools_fs_stat() ...) pass the same path jail
+ * and gates as b4_run_tools()'s; runBash fails -EROFS, the changes as the reader's fs does
+ * @rd:  borrowed, must outlive the context
+ * @ret: owned by the caller (b4_tools_free())
+ * Return: 0, -ENOMEM, the permission store's errors.
+ */
+B4_PUBLIC int b4_runtime_reader_tools(struct b4_runtime *rt,
+                                      struct b4_reader *rd,
+                                      struct b4_tools **ret,
+                                      struct b4_error *err);
+/**
  * b4_runtime_inspect() - inspect the thread's workspace (its root ancestor's, reference §6.2)
  * holding its run slot, on a worker thread: a reader of the workspace, b4_inspect_workspace()
  * with @o and, with @consistent, the thread's processes frozen around it (b4_provider_freeze())

@@ -10,6 +10,9 @@
  * its sandbox -> the tools layer's typed operation (b4_tools_fs_*: the path jail and the
  * permission gates, b4box/tools.h) -> the reply, bounded by the operation's own bound.
  * Every failure is a named code (fs_refusals below), the one table of them.
+ *
+ * The reads are shared with a reader's routes (routes-readers.c): fs_route_read() parses and
+ * answers the same way over whatever tools context its struct fs_host opens.
  */
 
 #include <errno.h>
@@ -503,32 +506,30 @@ static void refuse(struct request *rq, int r, const struct b4_error *err)
 
 /* ---- the route ---- */
 
-/* Run @op under the thread's run slot; reply. */
-static void serve(struct request *rq, const struct fs_op *op, const struct fs_call *q)
+/* Run @op on the tools @host opens; reply. */
+static void serve(struct request *rq,
+                  const struct fs_op *op,
+                  const struct fs_call *q,
+                  const struct fs_host *host)
 {
         struct b4_error err = { 0 };
         struct b4_tools *t = NULL;
-        struct b4_run *run = NULL;
         struct jv *doc = NULL;
+        void *held = NULL;
         int r;
 
-        r = b4_runtime_run_begin(rq->srv->opts.runtime, rq->thread.id, &run, &err);
-        if (r < 0) {
-                reply_b4_error(rq, &err);
+        if (!host->open(rq, host->ctx, &t, &held))
                 return;
-        }
-        r = b4_run_tools(run, &t, &err);
-        if (r >= 0)
-                r = op->run(t, q, &doc, &err);
+        r = op->run(t, q, &doc, &err);
         b4_tools_free(t);
-        b4_run_end(run);
+        host->close(host->ctx, held);
         if (r < 0)
                 refuse(rq, r, &err);
         else
                 reply_json(rq, 200, doc);
 }
 
-static void route_fs_op(struct request *rq, const struct fs_op *op)
+static void route_fs_op(struct request *rq, const struct fs_op *op, const struct fs_host *host)
 {
         cleanup_(jv_unrefp) struct jv *body = NULL;
         struct fs_call q = { 0 };
@@ -538,26 +539,60 @@ static void route_fs_op(struct request *rq, const struct fs_op *op)
                 return;
         q.body = body;
         if (parse_call(rq, op, &q))
-                serve(rq, op, &q);
+                serve(rq, op, &q, host);
         fs_call_clear(&q);
 }
 
-static void unknown_op(struct request *rq, const char *name)
+static void unknown_op(struct request *rq, const char *name, bool reads_only)
 {
-        reply_error(rq, 404, "unknown_fs_op",
-                    "unknown filesystem operation '%s' (known: stat, lstat, realPath, list, "
-                    "walk, read, write, mkdir, remove, touch)",
-                    name ? name : "");
+        reply_error(rq, 404, "unknown_fs_op", "unknown filesystem operation '%s' (known: %s)",
+                    name ? name : "",
+                    reads_only ? "stat, lstat, realPath, list, walk, read"
+                               : "stat, lstat, realPath, list, walk, read, write, mkdir, "
+                                 "remove, touch");
 }
+
+void fs_route_read(struct request *rq, const char *name, const struct fs_host *host)
+{
+        const struct fs_op *op = find_op(name, false);
+
+        if (!op)
+                unknown_op(rq, name, host->reads_only);
+        else
+                route_fs_op(rq, op, host);
+}
+
+/* The handle's own: the thread's run slot and its sandbox, per call. */
+static bool run_open(struct request *rq, void *ctx, struct b4_tools **ret, void **held)
+{
+        struct b4_error err = { 0 };
+        struct b4_run *run = NULL;
+        int r;
+
+        (void)ctx;
+        r = b4_runtime_run_begin(rq->srv->opts.runtime, rq->thread.id, &run, &err);
+        if (r >= 0)
+                r = b4_run_tools(run, ret, &err);
+        if (r < 0) {
+                b4_run_end(run);
+                reply_b4_error(rq, &err);
+                return false;
+        }
+        *held = run;
+        return true;
+}
+
+static void run_close(void *ctx, void *held)
+{
+        (void)ctx;
+        b4_run_end(held);
+}
+
+static const struct fs_host run_host = { .open = run_open, .close = run_close };
 
 void route_fs(struct request *rq)
 {
-        const struct fs_op *op = find_op(rq->params[1], false);
-
-        if (!op)
-                unknown_op(rq, rq->params[1]);
-        else
-                route_fs_op(rq, op);
+        fs_route_read(rq, rq->params[1], &run_host);
 }
 
 void route_fs_change(struct request *rq)
@@ -566,7 +601,7 @@ void route_fs_change(struct request *rq)
         const struct fs_op *op = find_op(dot ? dot + 1 : NULL, true);
 
         if (!op)
-                unknown_op(rq, dot ? dot + 1 : NULL);
+                unknown_op(rq, dot ? dot + 1 : NULL, false);
         else
-                route_fs_op(rq, op);
+                route_fs_op(rq, op, &run_host);
 }

@@ -131,6 +131,7 @@ void route_thread_delete(struct request *rq)
 {
         struct b4_error err = { 0 };
 
+        readers_drop_thread(rq->srv->readers, rq->thread.id); /* before its storage goes */
         if (b4_runtime_thread_delete(rq->srv->opts.runtime, rq->thread.id, &err) < 0) {
                 reply_b4_error(rq, &err);
                 return;

@@ -16,7 +16,7 @@
 
 #define RESPONSE_MAX_BYTES     (256u * 1024u * 1024u) /* a run's results, all calls */
 #define INSPECT_BODY_MAX_BYTES (64u * 1024u)          /* reference INSPECT_BODY_MAX_BYTES */
-#define MAX_PATH_PARAMS        2
+#define MAX_PATH_PARAMS        3
 #define TRACEPARENT_LEN        55 /* "00-" 32 hex "-" 16 hex "-" 2 hex */
 
 struct principal;
@@ -68,9 +68,11 @@ struct server {
         struct workers pool;           /* the threads they run on */
         struct mcp_server *mcp;        /* POST /mcp (routes-mcp.c) */
         struct mcp_session *mcp_calls; /* its calls in flight, for notifications/cancelled */
+        struct readers *readers;       /* open workspace readers (routes-readers.c) */
 };
 
 struct request;
+struct readers;
 typedef void route_fn(struct request *rq);
 
 /* A refusal recorded instead of replied (request.capture: routes-mcp.c asks the access
@@ -309,7 +311,28 @@ void route_mcp(struct request *rq);
 bool route_mcp_begin(struct request *rq);
 /* routes-check.c: GET /threads/{id}/check */
 void route_thread_check(struct request *rq);
+/* routes-readers.c: workspace readers over HTTP */
+int readers_new(struct readers **ret);
+/* Close every reader (server stop). NULL ok. Return: NULL. */
+struct readers *readers_free(struct readers *rs);
+/* Close the readers opened on @thread_id or reading its workspace (before its deletion). */
+void readers_drop_thread(struct readers *rs, const char *thread_id);
+void route_reader_open(struct request *rq);
+void route_reader_fs(struct request *rq);
+void route_reader_close(struct request *rq);
+
 /* routes-fs.c: POST /threads/{id}/fs/{op} (reads) and its changes' own routes */
+/* Where one filesystem read runs (routes-fs.c): @open replies and returns false on refusal,
+ * else fills *ret (freed by the caller) and *held (handed to @close after the op). */
+struct fs_host {
+        bool (*open)(struct request *rq, void *ctx, struct b4_tools **ret, void **held);
+        void (*close)(void *ctx, void *held);
+        void *ctx;
+        bool reads_only; /* the unknown-op refusal names the reads alone */
+};
+
+/* POST .../fs/@name: the read @name's body parsed (400), run on @host's tools, answered. */
+void fs_route_read(struct request *rq, const char *name, const struct fs_host *host);
 void route_fs(struct request *rq);
 void route_fs_change(struct request *rq);
 void route_workspace_inspect(struct request *rq);

@@ -675,7 +675,9 @@ int server_start(const struct server_options *opts, struct server **ret, struct 
         s->metrics = metrics_new();
         if (s->metrics)
                 metrics_controls(s->metrics, opts->preflight);
-        r = s->metrics ? access_load(s, err) : -ENOMEM;
+        r = s->metrics ? readers_new(&s->readers) : -ENOMEM;
+        if (r >= 0)
+                r = access_load(s, err);
         if (r >= 0)
                 r = mcp_route_init(s);
         if (r >= 0)
@@ -714,6 +716,7 @@ struct server *server_free(struct server *s)
         if (s->mhd)
                 MHD_stop_daemon(s->mhd);
         s->conns = conns_free(s->conns);
+        s->readers = readers_free(s->readers);
         safe_close(s->listen_fd);
         if (s->unix_path)
                 (void)unlink(s->unix_path);

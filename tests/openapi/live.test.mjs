@@ -81,6 +81,10 @@ async function call(server, method, path, opts = {}) {
                 resp = resp.$ref.split('/').slice(1).reduce((v, k) => v[k], doc);
         }
         const ctype = (res.headers['content-type'] ?? '').split(';')[0].trim();
+        if (res.status === 204) { // no content: none documented, none sent
+                assert.ok(!resp.content && res.body.length === 0, `${where}: a 204 has no body`);
+                return { ...res, text: '' };
+        }
         assert.ok(resp.content?.[ctype], `${where}: content type '${ctype}' not documented`);
         const media = resp.content[ctype];
         const out = { ...res, text: res.body.toString() };
@@ -323,6 +327,26 @@ test('staged sources and a thread created from one; workspace inspection', async
         expect(await call(A, 'DELETE', '/threads/o6'), 200);
         expect(await call(A, 'DELETE', `/workspace/sources/${b.digest}`), 200);
         expect(await call(A, 'DELETE', `/workspace/sources/${b.digest}`), 404, 'source_not_found');
+});
+
+test('readers: open, read through one, close, refusals', async () => {
+        await call(A, 'POST', '/threads', { body: { thread_id: 'o8' } });
+        expect(await call(A, 'POST', '/threads/o8/readers'), 404, 'workspace_not_found');
+        await call(A, 'POST', '/threads/o8/fs/write', { body: { path: 'a.txt', content: 'hi\n' } });
+        const o = expect(await call(A, 'POST', '/threads/o8/readers', { body: { idleTimeoutMs: 5000 } }), 201);
+        const rid = o.json.readerId;
+        expect(await call(A, 'POST', '/threads/o8/readers', { body: { idleTimeoutMs: 1 } }), 400, 'invalid_request');
+        const r = expect(await call(A, 'POST', `/threads/o8/readers/${rid}/fs/read`, { body: { path: 'a.txt' } }), 200);
+        assert.equal(r.json.content, 'hi\n');
+        expect(await call(A, 'POST', `/threads/o8/readers/${rid}/fs/stat`, { body: { path: 'a.txt' } }), 200);
+        expect(await call(A, 'POST', `/threads/o8/readers/${rid}/fs/write`, { body: { path: 'a.txt', content: 'x' } }),
+                404, 'unknown_fs_op');
+        expect(await call(A, 'POST', `/threads/o8/readers/${'0'.repeat(32)}/fs/stat`, { body: { path: '.' } }),
+                404, 'reader_not_found');
+        expect(await call(A, 'POST', '/threads/o8/readers', { token: READER }), 404, 'thread_not_found');
+        expect(await call(A, 'DELETE', `/threads/o8/readers/${rid}`), 204);
+        expect(await call(A, 'DELETE', `/threads/o8/readers/${rid}`), 404, 'reader_not_found');
+        expect(await call(A, 'DELETE', '/threads/o8'), 200);
 });
 
 test('lifecycle: pause, resume, release, delete', async () => {

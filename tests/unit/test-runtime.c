@@ -2,7 +2,8 @@
 /*
  * The thread runtime over the fake provider: run slots, shared child sandboxes, deletion
  * and id reuse, idle reap, shutdown, concurrent runs of one thread, permission requests
- * answered in a later run, and the caller's permission lists and read cap.
+ * answered in a later run, the caller's permission lists and read cap, and a reader kept
+ * across calls (b4_runtime_open_reader(), b4_runtime_reader_tools()).
  */
 
 #include <errno.h>
@@ -420,6 +421,57 @@ static void test_caller_permissions_and_read_cap(void **state)
         b4_permissions_free(perms);
 }
 
+/* A reader outside the slot: reads a child's workspace (the root's) while a run is in
+ * flight and after a release; its tools read through the jail, have no shell, write nothing. */
+static void test_reader_outside_the_slot(void **state)
+{
+        struct fixture *f = *state;
+        struct b4_reader *rd = NULL;
+        struct b4_tools *t = NULL;
+        struct b4_tool_result res = { 0 };
+        struct b4_error err = { 0 };
+        struct b4_run *run = NULL;
+        struct b4_stat st = { 0 };
+        struct jv *args;
+        char *data = NULL;
+        size_t len = 0;
+        uint64_t size = 0;
+
+        create(f, "r", NULL);
+        create(f, "rc", "r");
+        assert_int_equal(b4_runtime_open_reader(f->rt, "r", NULL, &rd, &err), -ENOENT);
+        assert_int_equal(err.code, B4_CODE_SANDBOX_UNAVAILABLE);
+        assert_int_equal(b4_runtime_open_reader(f->rt, "ghost", NULL, &rd, &err), -ENOENT);
+        assert_int_equal(b4_runtime_run_begin(f->rt, "r", &run, NULL), 0);
+        call(run, "a.txt", "hello");
+        /* opened while the run is in flight: no slot is taken */
+        assert_int_equal(b4_runtime_open_reader(f->rt, "rc", NULL, &rd, &err), 0);
+        assert_string_equal(rd->thread_id, "r");
+        assert_int_equal(b4_runtime_reader_tools(f->rt, rd, &t, &err), 0);
+        assert_int_equal(b4_tools_fs_read(t, "a.txt", 1, UINT64_MAX, &data, &len, &size, &err), 0);
+        assert_string_equal(data, "ello");
+        assert_int_equal(size, 5);
+        free(data);
+        b4_run_end(run);
+        assert_int_equal(b4_runtime_thread_release(f->rt, "r", &err), 0);
+        assert_int_equal(b4_tools_fs_stat(t, "/workspace/a.txt", true, &st, &err), 0);
+        assert_int_equal(st.size, 5);
+        b4_stat_clear(&st);
+        assert_true(b4_tools_fs_stat(t, "/nowhere/x", true, &st, &err) < 0); /* workspace only */
+        assert_true(b4_tools_fs_write(t, "b.txt", "x", 1, &err) < 0);
+        assert_int_equal(b4_tools_fs_stat(t, "b.txt", true, &st, &err), -ENOENT);
+        args = jv_pack("{s:s}", "command", "true");
+        assert_int_equal(b4_tools_call(t, "runBash", args, &res, &err), 0);
+        assert_false(res.ok);
+        assert_int_equal(jv_dump(res.doc, 0, &data), 0);
+        assert_non_null(strstr(data, "a workspace reader has no shell"));
+        free(data);
+        b4_tool_result_clear(&res);
+        jv_unref(args);
+        b4_tools_free(t);
+        b4_reader_free(rd);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -435,6 +487,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_bad_ids_and_parents, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_permission_request_resumes_in_a_later_run,
                                                 setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reader_outside_the_slot, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_caller_permissions_and_read_cap, setup,
                                                 teardown),
         };

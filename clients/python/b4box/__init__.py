@@ -9,12 +9,12 @@
 """
 
 from .bundle import SourceBundle, create_source_bundle
-from .client import (B4box, CommandEvent, CommandResult, Commands, Files, Process, Sources,
-                     Thread, Threads)
+from .client import (B4box, CommandEvent, CommandResult, Commands, Files, Process, ReadFiles,
+                     Reader, Sources, Thread, Threads)
 from .errors import B4boxError, ToolError
 from .transport import Transport, UnixHTTPConnection
 
 __all__ = ["B4box", "B4boxError", "ToolError", "Thread", "Threads", "Files", "Commands",
-           "Process", "CommandResult", "CommandEvent", "Sources", "SourceBundle",
+           "ReadFiles", "Reader", "Process", "CommandResult", "CommandEvent", "Sources", "SourceBundle",
            "create_source_bundle", "Transport", "UnixHTTPConnection"]
 __version__ = "0.1.0"

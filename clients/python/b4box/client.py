@@ -182,33 +182,26 @@ class Commands:
         return Process(self._thread, {"pid": int(pid)}).refresh()
 
 
-class Files:
-    """``thread.files``: the handle's filesystem (``/fs/{op}``, exact bytes, no tool caps) and
-    ``edit`` (the editFile tool). Paths are relative to the workspace or absolute."""
+class ReadFiles:
+    """The filesystem's reads (``.../fs/{op}``: read, list, walk, stat, lstat, real_path,
+    exists): a thread's own (``thread.files``) or a reader's (``reader.files``). Paths are
+    relative to the workspace or absolute."""
 
-    def __init__(self, thread):
-        self._thread = thread
+    def __init__(self, transport, base, guard=None):
+        self._t = transport
+        self._base = base
+        self._guard = guard
 
     def _fs(self, op, **body):
-        return self._thread._t.json("POST", "%s/fs/%s" % (self._thread._path, op), _drop_none(body))
+        if self._guard:
+            self._guard()
+        return self._t.json("POST", "%s/fs/%s" % (self._base, op), _drop_none(body))
 
     def read(self, path, offset=None, length=None, binary=False):
         """The file's text (UTF-8; ``binary=True``: its bytes), or a range of it."""
         doc = self._fs("read", path=path, offset=offset, length=length,
                        encoding="base64" if binary else None)
         return base64.b64decode(doc["content"]) if binary else doc["content"]
-
-    def write(self, path, content):
-        """Write the whole file (atomic; parents created). ``content``: str or bytes."""
-        if isinstance(content, bytes):
-            return self._fs("write", path=path, content=base64.b64encode(content).decode("ascii"),
-                            encoding="base64")["bytes"]
-        return self._fs("write", path=path, content=content)["bytes"]
-
-    def edit(self, path, old_text, new_text, replace_all=None):
-        """Replace an exact span (the editFile tool); ToolError when it is missing or repeated."""
-        return self._thread.tool_result("editFile", _drop_none(
-            {"path": path, "oldText": old_text, "newText": new_text, "replaceAll": replace_all}))
 
     def list(self, path="."):
         """[{name, kind}] sorted bytewise."""
@@ -235,6 +228,27 @@ class Files:
                 return False
             raise
 
+
+class Files(ReadFiles):
+    """``thread.files``: the handle's filesystem (``/fs/{op}``, exact bytes, no tool caps),
+    its reads and changes, and ``edit`` (the editFile tool)."""
+
+    def __init__(self, thread):
+        ReadFiles.__init__(self, thread._t, thread._path)
+        self._thread = thread
+
+    def write(self, path, content):
+        """Write the whole file (atomic; parents created). ``content``: str or bytes."""
+        if isinstance(content, bytes):
+            return self._fs("write", path=path, content=base64.b64encode(content).decode("ascii"),
+                            encoding="base64")["bytes"]
+        return self._fs("write", path=path, content=content)["bytes"]
+
+    def edit(self, path, old_text, new_text, replace_all=None):
+        """Replace an exact span (the editFile tool); ToolError when it is missing or repeated."""
+        return self._thread.tool_result("editFile", _drop_none(
+            {"path": path, "oldText": old_text, "newText": new_text, "replaceAll": replace_all}))
+
     def make_dir(self, path):
         self._fs("mkdir", path=path)
 
@@ -243,6 +257,48 @@ class Files:
 
     def touch(self, path):
         self._fs("touch", path=path)
+
+
+class Reader:
+    """A read-only reader of a thread's workspace kept on the server (``thread.open_reader()``,
+    docs/http-api.md "Readers"): ``files`` has the reads only, nothing acquires the thread's
+    compute, ``close()`` is idempotent (a reader the server expired or closed with its
+    thread closes as success) and reads after it raise. A context manager."""
+
+    def __init__(self, thread, doc):
+        self.thread_id = thread.id
+        self.reader_id = doc["readerId"]
+        self.idle_timeout_ms = doc["idleTimeoutMs"]
+        self._t = thread._t
+        self._path = "%s/readers/%s" % (thread._path, quote(self.reader_id))
+        self._closed = False
+        self._removed = False
+        self.files = ReadFiles(self._t, self._path, self._check_open)
+
+    def _check_open(self):
+        if self._closed:
+            raise B4boxError('Workspace reader for thread "%s" is closed' % self.thread_id,
+                             status=0, code="reader_closed")
+
+    def close(self):
+        self._closed = True
+        if self._removed:
+            return
+        try:
+            self._t.request("DELETE", self._path)  # 204, no body
+        except B4boxError as e:
+            if e.code not in ("reader_not_found", "thread_not_found"):
+                raise
+        self._removed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return "Reader(%r, %r)" % (self.thread_id, self.reader_id)
 
 
 class Thread:
@@ -300,6 +356,12 @@ class Thread:
                              % (doc.get("sourceDigest"), expected_source_digest),
                              status=200, code="source_mismatch")
         return doc
+
+    def open_reader(self, idle_timeout_ms=None):
+        """A Reader of the workspace (``sandbox.workspaceRead``): no run slot, no compute; the
+        server closes it after ``idle_timeout_ms`` (1000-600000, default 60000) without a call."""
+        body = _drop_none({"idleTimeoutMs": idle_timeout_ms})
+        return Reader(self, self._t.json("POST", self._path + "/readers", body or None))
 
     def check(self):
         return self._t.json("GET", self._path + "/check")

@@ -90,6 +90,37 @@ def test_files(thread):
     assert (e.value.status, e.value.code) == (409, "not_empty")
 
 
+def test_reader(server, thread):
+    """thread.open_reader(): the fs reads through a reader, no change on it, live, kept across
+    a release, closed idempotently; reads after close raise; a thread with no workspace."""
+    from b4box import Files
+    thread.files.write("r/a.txt", "hi\n")
+    with thread.open_reader() as r:
+        assert r.idle_timeout_ms == 60000 and len(r.reader_id) == 32
+        assert r.files.read("r/a.txt") == "hi\n"
+        assert r.files.stat("r/a.txt") == thread.files.stat("r/a.txt")
+        assert r.files.walk(".") == thread.files.walk(".")
+        assert [e["name"] for e in r.files.list("r")] == ["a.txt"]
+        for m in ("write", "edit", "make_dir", "remove", "touch"):
+            assert not hasattr(r.files, m) and hasattr(Files, m), m
+        thread.files.make_dir("r/empty")
+        assert r.files.list("r/empty") == []
+        thread.release()
+        assert r.files.read("r/a.txt", offset=1) == "i\n"
+    r.close()
+    with pytest.raises(B4boxError) as e:
+        r.files.read("r/a.txt")
+    assert e.value.code == "reader_closed" and "is closed" in str(e.value)
+    box = B4box(server.url, server.token)
+    fresh = box.threads.create()
+    try:
+        with pytest.raises(B4boxError) as e:
+            fresh.open_reader()
+        assert (e.value.status, e.value.code) == (404, "workspace_not_found")
+    finally:
+        fresh.delete()
+
+
 def test_nonzero_exit_is_a_result(thread):
     r = thread.commands.run("exit 3")
     assert r.exit_code == 3 and not r.timed_out

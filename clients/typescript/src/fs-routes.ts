@@ -65,13 +65,24 @@ function concat(parts: readonly Uint8Array[]): Uint8Array {
 }
 
 export class FsRoutes {
+  private readonly base: string;
+
+  /**
+   * The thread's own fs routes, or with `via` a reader's (`POST
+   * /threads/{id}/readers/{rid}/fs/{op}`: the same bodies and answers, the reads only);
+   * `via.guard` runs before every call (a closed reader refuses there).
+   */
   constructor(
     private readonly conn: Connection,
-    private readonly threadId: string,
-  ) {}
+    threadId: string,
+    private readonly via?: { readonly readerId: string; readonly guard: () => void },
+  ) {
+    this.base = `/threads/${seg(threadId)}${via ? `/readers/${seg(via.readerId)}` : ""}/fs`;
+  }
 
   private call<T>(op: string, body: Record<string, unknown>, signal?: AbortSignal): Promise<T> {
-    return this.conn.json<T>("POST", `/threads/${seg(this.threadId)}/fs/${op}`, body, { signal });
+    this.via?.guard();
+    return this.conn.json<T>("POST", `${this.base}/${op}`, body, { signal });
   }
 
   async stat(path: string, signal?: AbortSignal): Promise<FsStat> {

@@ -13,7 +13,8 @@
  * - `preflight` asks `/healthz`, then what a thread would get (`GET /threads/{id}/check` on a
  *   probe thread it creates and deletes): `ok` and `detail` from the provider's preflight, a
  *   warning for every control that is not enforced.
- * - `openWorkspaceReader` reads through `POST /threads/{id}/workspace/inspect` (reader.ts).
+ * - `openWorkspaceReader` opens a reader on the server (`POST /threads/{id}/readers`) and
+ *   reads through it (reader.ts).
  *
  * Thread ids: B4.run's logical ids may hold `/` (b4box's ids may not), so the id on the
  * server is the logical one with `%`, `/` and control characters percent-escaped (and `.` /
@@ -28,18 +29,16 @@
  */
 
 import { randomUUID } from "node:crypto";
-import { B4boxError, WorkspaceReadLimitError } from "./errors.js";
+import { B4boxError } from "./errors.js";
 import { Commands } from "./client.js";
 import { FsRoutes } from "./fs-routes.js";
-import { openInspectReader } from "./reader.js";
+import { ReadFilesystem, wrap } from "./fs-backend.js";
+import { openReader } from "./reader.js";
 import type {
   BackendContext,
-  BinaryReadRequest,
-  EntryStat,
   ExecBackend,
   FilesystemBackend,
   OpenWorkspaceReaderInput,
-  ReadOptions,
   RunCommandInput,
   RunCommandResult,
   SandboxHandle,
@@ -47,8 +46,6 @@ import type {
   SandboxPreflightResult,
   SandboxProvider,
   SandboxWorkspaceReader,
-  WalkTreeOptions,
-  WalkedEntry,
 } from "./sandbox-types.js";
 import { Connection, type ConnectionOptions, seg } from "./transport.js";
 
@@ -61,6 +58,8 @@ export interface B4boxSandboxOptions extends ConnectionOptions {
   readonly checkNetworkPolicy?: boolean;
   /** Leave `openWorkspaceReader` out (the server does not serve `sandbox.workspaceRead: "http"`). */
   readonly workspaceReader?: boolean;
+  /** A reader's idle timeout on the server, 1000-600000 ms (default the server's, 60000). */
+  readonly readerIdleTimeoutMs?: number;
 }
 
 const ID_MAX_BYTES = 256;
@@ -87,29 +86,6 @@ export function serverThreadId(threadId: string): string {
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-/** A refusal worded as B4.run's backends word theirs (`<op> failed: <reason>`), code kept. */
-function failed(op: string, e: unknown): unknown {
-  if (!(e instanceof B4boxError) || e.status === 0) return e;
-  return new B4boxError({
-    status: e.status,
-    code: e.code,
-    message: `${op} failed: ${e.message}`,
-    registryCode: e.registryCode,
-    errno: e.errno,
-    details: e.details,
-    cause: e,
-  });
-}
-
-async function wrap<T>(op: string, f: () => Promise<T>): Promise<T> {
-  try {
-    return await f();
-  } catch (e) {
-    if (e instanceof WorkspaceReadLimitError) throw e;
-    throw failed(op, e);
-  }
-}
-
 /** Best effort (B4.run: `rm -f`, `touch`, `mkdir -p`): a refusal is ignored, no answer is not. */
 async function quiet(f: () => Promise<void>): Promise<void> {
   try {
@@ -120,29 +96,14 @@ async function quiet(f: () => Promise<void>): Promise<void> {
   }
 }
 
-class HandleFilesystem implements FilesystemBackend {
-  constructor(private readonly fs: FsRoutes) {}
-
-  readFile(path: string, ctx: BackendContext, options?: ReadOptions): Promise<string> {
-    return wrap("readFile", () => this.fs.readText(path, { maxBytes: options?.maxBytes, op: "readFile" }, ctx.signal));
-  }
-
-  readBinaryFile(path: string, ctx: BackendContext, options?: ReadOptions): Promise<Uint8Array> {
-    return wrap("readBinaryFile", () => this.fs.readBytes(path, { maxBytes: options?.maxBytes, op: "readBinaryFile" }, ctx.signal));
-  }
-
-  async readBinaryFiles(requests: readonly BinaryReadRequest[], ctx: BackendContext): Promise<Uint8Array[]> {
-    const out: Uint8Array[] = [];
-    for (const r of requests) out.push(await this.readBinaryFile(r.path, ctx, { maxBytes: r.maxBytes }));
-    return out;
+/** The handle's: the read members (fs-backend.ts) and the changes, over the thread's fs routes. */
+class HandleFilesystem extends ReadFilesystem implements FilesystemBackend {
+  constructor(fs: FsRoutes) {
+    super(fs);
   }
 
   writeFile(path: string, content: string, ctx: BackendContext): Promise<{ bytesWritten: number }> {
     return wrap("writeFile", async () => ({ bytesWritten: (await this.fs.write(path, content, ctx.signal)).bytes }));
-  }
-
-  listDir(path: string, ctx: BackendContext): Promise<string[]> {
-    return wrap("listDir", async () => (await this.fs.list(path, ctx.signal)).map((e) => e.name));
   }
 
   async realPath(path: string, ctx: BackendContext): Promise<string> {
@@ -155,20 +116,6 @@ class HandleFilesystem implements FilesystemBackend {
     }
   }
 
-  lstat(path: string, ctx: BackendContext): Promise<EntryStat> {
-    return wrap("lstat", async () => {
-      const s = await this.fs.lstat(path, ctx.signal);
-      return { kind: s.kind, size: s.size, executable: s.executable, ...(s.target !== undefined ? { target: s.target } : {}) };
-    });
-  }
-
-  statFile(path: string, ctx: BackendContext): Promise<{ size: number; mtimeMs: number }> {
-    return wrap("statFile", async () => {
-      const s = await this.fs.stat(path, ctx.signal);
-      return { size: s.size, mtimeMs: s.mtimeMs };
-    });
-  }
-
   removeFile(path: string, ctx: BackendContext): Promise<void> {
     return quiet(() => this.fs.remove(path, ctx.signal));
   }
@@ -179,20 +126,6 @@ class HandleFilesystem implements FilesystemBackend {
 
   mkdir(path: string, ctx: BackendContext): Promise<void> {
     return quiet(() => this.fs.mkdir(path, ctx.signal));
-  }
-
-  walkTree(path: string, ctx: BackendContext, options: WalkTreeOptions): Promise<WalkedEntry[]> {
-    return wrap("walkTree", async () => {
-      try {
-        const entries = await this.fs.walk(path, { maxEntries: options.maxEntries, prune: options.prune }, ctx.signal);
-        return entries.map((e) => ({ path: e.path, kind: e.kind, size: e.size, executable: e.executable, ...(e.target !== undefined ? { target: e.target } : {}) }));
-      } catch (e) {
-        // B4.run throws rather than truncates, with this text.
-        if (e instanceof B4boxError && e.code === "too_large")
-          throw new B4boxError({ status: e.status, code: "refused", message: "Workspace entries limit exceeded", cause: e });
-        throw e;
-      }
-    });
   }
 }
 
@@ -222,7 +155,8 @@ class B4boxProvider implements B4boxSandboxProvider {
     this.name = options.name ?? "b4box";
     this.connection = new Connection(options);
     if (options.workspaceReader !== false)
-      this.openWorkspaceReader = (input) => openInspectReader(this.connection, input.threadId, serverThreadId(input.threadId), input.signal);
+      this.openWorkspaceReader = (input) =>
+        openReader(this.connection, input.threadId, serverThreadId(input.threadId), input.signal, options.readerIdleTimeoutMs);
   }
 
   async acquire(input: { readonly threadId: string; readonly policy: SandboxPolicy; readonly signal: AbortSignal }): Promise<SandboxHandle> {

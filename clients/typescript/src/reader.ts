@@ -1,188 +1,84 @@
 /**
- * `openWorkspaceReader` over b4box: one `POST /threads/{id}/workspace/inspect` (served with
- * `sandbox.workspaceRead: "http"`) read at open, then a read-only view of that snapshot.
+ * `openWorkspaceReader` over b4box's reader routes (docs/http-api.md, "Readers"): `POST
+ * /threads/{id}/readers` opens a reader on the server, its filesystem is the fs reads through
+ * `POST /threads/{id}/readers/{rid}/fs/{op}` (the handle's read members, fs-backend.ts), and
+ * `close()` is `DELETE /threads/{id}/readers/{rid}`.
  *
- * Why this road: b4box has no reader routes (open a reader, read through it, close it); the
- * inspection is the one route that reads a thread's workspace through the server's own reader
- * (read-only storage, no compute started, nothing of the thread's sandbox touched) and
- * refuses a thread without storage (`404 workspace_not_found`). So the contract holds: no
- * acquire, writes impossible (the server's reader, and no write member here), a thread with
- * no workspace rejects, `close()` is idempotent and later reads are refused.
- *
- * What a snapshot cannot say (documented in README.md): the inspection carries UTF-8 text
- * files with their content and names the rest in `skipped` (executables, symlinks, binaries,
- * non-UTF-8, special files) without size or content. Those `lstat` with size 0 (symlinks with
- * no target) and reading one rejects with its reason; empty directories are not seen;
- * `statFile` has `mtimeMs` 0. The bounds are the route's: 10,000 entries, 16 MiB a file,
- * 32 MiB in all (a larger workspace rejects at open, `workspace_inspection_refused`).
+ * The contract (reference §1.4): the server's reader never acquires, starts or keeps the
+ * thread's compute; writes are impossible (no change route exists for a reader, the server's
+ * reader is read-only, and the filesystem here has no write member and there is no `exec`);
+ * a thread with no workspace storage rejects (`B4_E2001`); `close()` is idempotent, reads
+ * after it are refused before any request, and a close that fails throws and may be retried.
+ * A reader the server expired (idle longer than its `idleTimeoutMs`) or closed with its
+ * thread answers `reader_not_found`; closing it then is success.
  */
 
-import { B4boxError, WorkspaceReadLimitError } from "./errors.js";
-import { type InspectAnswer, Thread } from "./client.js";
-import type {
-  BackendContext,
-  BinaryReadRequest,
-  EntryStat,
-  ReadOnlyFilesystemBackend,
-  ReadOptions,
-  SandboxProvider,
-  SandboxWorkspaceReader,
-  OpenWorkspaceReaderInput,
-  WalkTreeOptions,
-  WalkedEntry,
-} from "./sandbox-types.js";
-import type { Connection } from "./transport.js";
+import { B4boxError } from "./errors.js";
+import { ReadFilesystem } from "./fs-backend.js";
+import { FsRoutes } from "./fs-routes.js";
+import type { OpenWorkspaceReaderInput, SandboxProvider, SandboxWorkspaceReader } from "./sandbox-types.js";
+import { type Connection, seg } from "./transport.js";
 
 const ROOT = "/workspace";
-const READ_OPTIONS = { unsupported: "skip" as const, maxEntries: 10_000, maxFileBytes: 16 * 1024 * 1024, maxTotalBytes: 32 * 1024 * 1024 };
 
-type Node =
-  | { readonly kind: "directory" }
-  | { readonly kind: "file"; readonly text: string; readonly bytes: Uint8Array }
-  | { readonly kind: "skipped"; readonly reason: string };
-
-const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-
-class SnapshotFilesystem implements ReadOnlyFilesystemBackend {
-  private readonly nodes = new Map<string, Node>([["", { kind: "directory" }]]);
-
-  constructor(
-    answer: InspectAnswer,
-    private readonly threadId: string,
-    private readonly isClosed: () => boolean,
-  ) {
-    const enc = new TextEncoder();
-    const addDirs = (p: string) => {
-      for (let i = p.indexOf("/"); i >= 0; i = p.indexOf("/", i + 1)) this.nodes.set(p.slice(0, i), { kind: "directory" });
-    };
-    for (const [p, text] of Object.entries(answer.inspection.files)) {
-      addDirs(p);
-      this.nodes.set(p, { kind: "file", text, bytes: enc.encode(text) });
-    }
-    for (const s of answer.inspection.skipped ?? []) {
-      addDirs(s.path);
-      this.nodes.set(s.path, { kind: "skipped", reason: s.reason });
-    }
-  }
-
-  private rel(op: string, abs: string): string {
-    if (this.isClosed()) throw new Error(`Workspace reader for thread "${this.threadId}" is closed`);
-    const p = abs.replace(/\/+$/, "") || "/";
-    if (p === ROOT) return "";
-    if (!p.startsWith(`${ROOT}/`)) throw new Error(`${op} failed: ${abs} is outside the workspace ${ROOT}`);
-    return p.slice(ROOT.length + 1);
-  }
-
-  private node(op: string, abs: string): { rel: string; node: Node } {
-    const rel = this.rel(op, abs);
-    const node = this.nodes.get(rel);
-    if (!node) throw Object.assign(new Error(`${op} failed: ${abs}: No such file or directory`), { code: "ENOENT" });
-    return { rel, node };
-  }
-
-  private bytes(op: string, abs: string, maxBytes?: number): Uint8Array {
-    const { node } = this.node(op, abs);
-    if (node.kind === "directory") throw Object.assign(new Error(`${op} failed: ${abs}: Is a directory`), { code: "EISDIR" });
-    if (node.kind === "skipped")
-      throw new Error(`${op} failed: ${abs} is ${node.reason === "executable" ? "an executable" : `a ${node.reason} entry`}: the b4box HTTP reader cannot read it`);
-    if (maxBytes !== undefined && Number.isFinite(maxBytes) && node.bytes.length > maxBytes) throw new WorkspaceReadLimitError(op, abs, maxBytes);
-    return node.bytes;
-  }
-
-  private statOf(node: Node): EntryStat {
-    if (node.kind === "directory") return { kind: "directory", size: 0, executable: false };
-    if (node.kind === "file") return { kind: "file", size: node.bytes.length, executable: false };
-    if (node.reason === "symlink") return { kind: "symlink", size: 0, executable: false };
-    if (node.reason === "other") return { kind: "other", size: 0, executable: false };
-    return { kind: "file", size: 0, executable: node.reason === "executable" };
-  }
-
-  async lstat(path: string, _ctx: BackendContext): Promise<EntryStat> {
-    return this.statOf(this.node("lstat", path).node);
-  }
-
-  async readFile(path: string, _ctx: BackendContext, options?: ReadOptions): Promise<string> {
-    this.bytes("readFile", path, options?.maxBytes);
-    return (this.nodes.get(this.rel("readFile", path)) as { text: string }).text;
-  }
-
-  async readBinaryFile(path: string, _ctx: BackendContext, options?: ReadOptions): Promise<Uint8Array> {
-    return this.bytes("readBinaryFile", path, options?.maxBytes).slice();
-  }
-
-  async readBinaryFiles(requests: readonly BinaryReadRequest[], _ctx: BackendContext): Promise<Uint8Array[]> {
-    return requests.map((r) => this.bytes("readBinaryFiles", r.path, r.maxBytes).slice());
-  }
-
-  async statFile(path: string, _ctx: BackendContext): Promise<{ size: number; mtimeMs: number }> {
-    return { size: this.statOf(this.node("statFile", path).node).size, mtimeMs: 0 };
-  }
-
-  private children(rel: string): string[] {
-    const prefix = rel ? `${rel}/` : "";
-    const out: string[] = [];
-    for (const k of this.nodes.keys())
-      if (k !== rel && k.startsWith(prefix) && !k.slice(prefix.length).includes("/")) out.push(k.slice(prefix.length));
-    return out.sort(cmp);
-  }
-
-  async listDir(path: string, _ctx: BackendContext): Promise<string[]> {
-    const { rel, node } = this.node("listDir", path);
-    if (node.kind !== "directory") throw Object.assign(new Error(`listDir failed: ${path}: Not a directory`), { code: "ENOTDIR" });
-    return this.children(rel);
-  }
-
-  async walkTree(path: string, _ctx: BackendContext, options: WalkTreeOptions): Promise<WalkedEntry[]> {
-    const { rel, node } = this.node("walkTree", path);
-    if (node.kind !== "directory") throw new Error(`walkTree failed: ${path}: Not a directory`);
-    const prune = new Set(options.prune ?? []);
-    const out: WalkedEntry[] = [];
-    const visit = (dir: string, under: string, top: boolean) => {
-      for (const name of this.children(dir)) {
-        const full = dir ? `${dir}/${name}` : name;
-        const relPath = under ? `${under}/${name}` : name;
-        const n = this.nodes.get(full)!;
-        out.push({ path: relPath, ...this.statOf(n) });
-        if (out.length > options.maxEntries) throw new B4boxError({ status: 0, code: "refused", message: "Workspace entries limit exceeded" });
-        if (n.kind === "directory" && !(top && prune.has(name))) visit(full, relPath, false);
-      }
-    };
-    visit(rel, "", true);
-    return out;
-  }
+/** The open's refusals in the contract's words. */
+function openRefusal(conn: Connection, threadId: string, e: unknown): unknown {
+  if (!(e instanceof B4boxError)) return e;
+  if (e.code === "workspace_not_found" || e.code === "thread_not_found")
+    return new B4boxError({
+      status: e.status,
+      code: "workspace_not_found",
+      registryCode: "B4_E2001",
+      message: `Sandbox unavailable: no workspace storage for thread "${threadId}".`,
+      cause: e,
+    });
+  if ((e.status === 404 && e.code === "not_found") || e.code === "readers_not_supported")
+    return new B4boxError({
+      status: e.status,
+      code: "not_supported",
+      message:
+        e.code === "readers_not_supported"
+          ? e.message
+          : `b4box at ${conn.url} does not serve workspace reads: set sandbox.workspaceRead to "http" in its b4box.json (docs/inspect.md)`,
+      cause: e,
+    });
+  return e;
 }
 
-/** Open a snapshot reader of `serverId`'s workspace (see the file's comment). */
-export async function openInspectReader(conn: Connection, threadId: string, serverId: string, signal?: AbortSignal): Promise<SandboxWorkspaceReader> {
-  let answer: InspectAnswer;
+/** Open a reader of `serverId`'s workspace on the server (see the file's comment). */
+export async function openReader(
+  conn: Connection,
+  threadId: string,
+  serverId: string,
+  signal?: AbortSignal,
+  idleTimeoutMs?: number,
+): Promise<SandboxWorkspaceReader> {
+  let readerId: string;
   try {
-    answer = await new Thread(conn, serverId).inspect(READ_OPTIONS, { signal });
+    const body = idleTimeoutMs !== undefined ? { idleTimeoutMs } : undefined;
+    readerId = (await conn.json<{ readerId: string }>("POST", `/threads/${seg(serverId)}/readers`, body, { signal })).readerId;
   } catch (e) {
-    if (e instanceof B4boxError && (e.code === "workspace_not_found" || e.code === "thread_not_found"))
-      throw new B4boxError({
-        status: e.status,
-        code: "workspace_not_found",
-        registryCode: "B4_E2001",
-        message: `Sandbox unavailable: no workspace storage for thread "${threadId}".`,
-        cause: e,
-      });
-    if (e instanceof B4boxError && e.status === 404 && e.code === "not_found")
-      throw new B4boxError({
-        status: 404,
-        code: "not_supported",
-        message: `b4box at ${conn.url} does not serve workspace reads: set sandbox.workspaceRead to "http" in its b4box.json (docs/inspect.md)`,
-        cause: e,
-      });
-    throw e;
+    throw openRefusal(conn, threadId, e);
   }
   let closed = false;
-  const filesystem = new SnapshotFilesystem(answer, threadId, () => closed);
+  let removed = false;
+  const guard = () => {
+    if (closed) throw new Error(`Workspace reader for thread "${threadId}" is closed`);
+  };
+  const filesystem = new ReadFilesystem(new FsRoutes(conn, serverId, { readerId, guard }));
   return {
     threadId,
     workspaceRoot: ROOT,
     filesystem,
     close: async () => {
       closed = true;
+      if (removed) return;
+      try {
+        await conn.json("DELETE", `/threads/${seg(serverId)}/readers/${seg(readerId)}`);
+      } catch (e) {
+        if (!(e instanceof B4boxError && (e.code === "reader_not_found" || e.code === "thread_not_found"))) throw e;
+      }
+      removed = true;
     },
   };
 }

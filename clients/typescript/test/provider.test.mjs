@@ -140,6 +140,27 @@ describe("b4boxSandbox beyond the suite", () => {
     }
   });
 
+  (IS_ROOT ? test : test.skip)("reader (native): executables, symlinks and empty directories are visible", async () => {
+    const p = b4boxSandbox({ url: servers.native.url, token: TOKEN });
+    const h = await p.acquire({ threadId: "rdn", policy, signal });
+    try {
+      await h.filesystem.writeFile("/workspace/run.sh", "#!/bin/sh\necho hi\n", ctxOf(h));
+      const made = await h.exec.runCommand({ command: "chmod +x run.sh && ln -s run.sh link && mkdir empty && printf '\\377\\0' > bin" }, ctxOf(h));
+      assert.equal(made.exitCode, 0, made.stderr);
+      await p.release("rdn");
+      await withWorkspaceReader(p, { threadId: "rdn", signal }, async (r) => {
+        assert.deepEqual(await r.filesystem.lstat("/workspace/run.sh", ctxOf(r)), { kind: "file", size: 18, executable: true });
+        assert.deepEqual(await r.filesystem.lstat("/workspace/link", ctxOf(r)), { kind: "symlink", size: 0, executable: false, target: "run.sh" });
+        assert.equal(await r.filesystem.readFile("/workspace/link", ctxOf(r)), "#!/bin/sh\necho hi\n");
+        assert.deepEqual(await r.filesystem.listDir("/workspace/empty", ctxOf(r)), []);
+        assert.deepEqual([...(await r.filesystem.readBinaryFile("/workspace/bin", ctxOf(r)))], [0xff, 0]);
+        assert.ok((await r.filesystem.statFile("/workspace/run.sh", ctxOf(r))).mtimeMs > 0);
+      });
+    } finally {
+      await p.destroy("rdn");
+    }
+  });
+
   test("reader: closed readers refuse, a server without workspaceRead says so, an aborted open rejects", async () => {
     const p = b4boxSandbox({ url: servers.fake.url, token: TOKEN });
     const h = await p.acquire({ threadId: "rd", policy, signal });
@@ -150,6 +171,20 @@ describe("b4boxSandbox beyond the suite", () => {
       assert.deepEqual(await r.filesystem.listDir("/workspace", ctxOf(r)), ["sub"]);
       assert.deepEqual(await r.filesystem.lstat("/workspace/sub/x.txt", ctxOf(r)), { kind: "file", size: 1, executable: false });
       await assert.rejects(r.filesystem.readFile("/workspace/none", ctxOf(r)), /No such file/);
+      // what the old snapshot reader could not see: empty directories, binary bytes, mtimes,
+      // and writes made after the open (a live view, not a snapshot)
+      await h.filesystem.mkdir("/workspace/empty", ctxOf(h));
+      await h.filesystem.writeFile("/workspace/late.txt", "late", ctxOf(h));
+      assert.deepEqual(await r.filesystem.listDir("/workspace", ctxOf(r)), ["empty", "late.txt", "sub"]);
+      assert.deepEqual(await r.filesystem.listDir("/workspace/empty", ctxOf(r)), []);
+      assert.equal(await r.filesystem.readFile("/workspace/late.txt", ctxOf(r)), "late");
+      assert.ok((await r.filesystem.statFile("/workspace/sub/x.txt", ctxOf(r))).mtimeMs > 0, "mtimeMs");
+      const walked = await r.filesystem.walkTree("/workspace", ctxOf(r), { maxEntries: 100 });
+      assert.deepEqual(walked.map((e) => [e.path, e.kind]), [["empty", "directory"], ["late.txt", "file"], ["sub", "directory"], ["sub/x.txt", "file"]]);
+      await assert.rejects(r.filesystem.walkTree("/workspace", ctxOf(r), { maxEntries: 1 }), /Workspace entries limit exceeded/);
+      for (const m of ["writeFile", "mkdir", "removeFile", "touchFile", "realPath"]) assert.equal(r.filesystem[m], undefined, m);
+      await p.release("rd"); // the reader needs no compute
+      assert.equal(await r.filesystem.readFile("/workspace/sub/x.txt", ctxOf(r)), "x");
       await r.close();
       await r.close();
       await assert.rejects(r.filesystem.readFile("/workspace/sub/x.txt", ctxOf(r)), /Workspace reader for thread "rd" is closed/);
@@ -159,6 +194,12 @@ describe("b4boxSandbox beyond the suite", () => {
       await assert.rejects(plain.openWorkspaceReader({ threadId: "rd2", signal }), (e) => e instanceof B4boxError && e.code === "not_supported");
       await plain.destroy("rd2");
       await assert.rejects(p.openWorkspaceReader({ threadId: "rd", signal: AbortSignal.abort() }), { name: "AbortError" });
+      // a reader the server expired: reads say so, close() is still success
+      const short = b4boxSandbox({ url: servers.fake.url, token: TOKEN, readerIdleTimeoutMs: 1000 });
+      const e = await short.openWorkspaceReader({ threadId: "rd", signal });
+      await new Promise((res) => setTimeout(res, 1300));
+      await assert.rejects(e.filesystem.readFile("/workspace/sub/x.txt", ctxOf(e)), (x) => x instanceof B4boxError && x.code === "reader_not_found");
+      await e.close();
     } finally {
       await p.destroy("rd");
     }

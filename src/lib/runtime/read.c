@@ -22,6 +22,7 @@
 #include "base/strv.h"
 #include "base/time-util.h"
 #include "runtime-internal.h"
+#include "tools/host.h"
 #include "workspace/inspect-thread.h"
 
 struct b4_read {
@@ -90,6 +91,39 @@ struct b4_read *b4_read_end(struct b4_read *rd)
         slot_drop_locked(rd->rt, rd->thread_id);
         (void)pthread_mutex_unlock(&rd->rt->lock);
         return read_free(rd);
+}
+
+/* ---- a reader of the thread's workspace, outside any slot ---- */
+
+int b4_runtime_open_reader(struct b4_runtime *rt,
+                           const char *id,
+                           struct b4_cancel *cancel,
+                           struct b4_reader **ret,
+                           struct b4_error *err)
+{
+        cleanup_free char *key = NULL;
+        struct b4_reader_req req = {
+                .cancel = cancel, .run_as_non_root = true, .uid = 1000, .gid = 1000
+        };
+        int r = runtime_sandbox_key(rt, id, &key, err);
+
+        if (r < 0)
+                return r;
+        req.thread_id = key;
+        return b4_provider_open_reader(rt->opts.provider, &req, ret, err);
+}
+
+int b4_runtime_reader_tools(struct b4_runtime *rt,
+                            struct b4_reader *rd,
+                            struct b4_tools **ret,
+                            struct b4_error *err)
+{
+        struct tools_host_call c = { .thread_id = rd->thread_id };
+        int r = runtime_run_permissions(rt, rd->thread_id, &c.perms, err);
+
+        if (r < 0)
+                return r;
+        return tools_host_open_reader(rt->tools, &c, rd, ret, err);
 }
 
 struct b4_provider *b4_runtime_provider(struct b4_runtime *rt)

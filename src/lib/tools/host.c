@@ -80,6 +80,24 @@ int tools_host_open(struct tools_host *h,
         return open_context(h, c, ret, err);
 }
 
+int tools_host_open_reader(struct tools_host *h,
+                           const struct tools_host_call *c,
+                           struct b4_reader *rd,
+                           struct b4_tools **ret,
+                           struct b4_error *err)
+{
+        struct b4_tools_options o = {
+                .app = h->opts.app,
+                .thread = c->perms,
+                .grants = h->opts.grants,
+                .read_cap = h->opts.read_cap,
+                .approve_tools = h->opts.approve_tools,
+                .cancel = c->cancel,
+        };
+
+        return tools_context_new_reader(rd, &o, h->pending, c->perms, ret, err);
+}
+
 int tools_host_call(struct tools_host *h,
                     const struct tools_host_call *c,
                     const char *tool,

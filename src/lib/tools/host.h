@@ -59,6 +59,18 @@ int tools_host_open(struct tools_host *h,
                     struct b4_error *err);
 
 /**
+ * tools_host_open_reader() - as tools_host_open() over @rd's read-only filesystem instead of
+ * a sandbox (@c->sb is ignored): the same path jail and gates; runBash fails -EROFS and the
+ * changes fail as the reader's filesystem does. @c->perms is taken (freed with the context).
+ * Return: 0, -EINVAL, -ENOMEM.
+ */
+int tools_host_open_reader(struct tools_host *h,
+                           const struct tools_host_call *c,
+                           struct b4_reader *rd,
+                           struct b4_tools **ret,
+                           struct b4_error *err);
+
+/**
  * tools_host_resume() - b4_tools_resume() for a request raised by a call of the same thread
  * Return: 0, -ENOENT (no such request for this thread), -EINVAL (bad answer), -ENOMEM.
  */

@@ -206,8 +206,9 @@ const char *ask_kind_name(enum ask_kind kind);
 /* ---- the context (context.c; used by dispatch.c, tools.c, permission-gate.c) ---- */
 
 struct b4_tools {
-        struct b4_sandbox *sb;
+        struct b4_sandbox *sb; /* NULL over a reader: no shell, no writes */
         struct b4_fs *fs;
+        struct b4_permissions *own_perms; /* a reader context's thread lists, or NULL */
         char *root;
         char *real_root; /* lazily, the fs realpath of root */
         char *thread_id; /* the sandbox's thread: whose grants apply */
@@ -236,6 +237,17 @@ int tools_context_new(struct b4_sandbox *sb,
                       const char *owner,
                       struct b4_tools **ret,
                       struct b4_error *err);
+
+/*
+ * A context over @rd's read-only filesystem (no sandbox: runBash and the changes fail), with
+ * @perms (may be NULL) as the thread's lists, taken (freed with the context, or on failure).
+ */
+int tools_context_new_reader(struct b4_reader *rd,
+                             const struct b4_tools_options *opts,
+                             struct pending_store *store,
+                             struct b4_permissions *perms,
+                             struct b4_tools **ret,
+                             struct b4_error *err);
 
 /* ---- permission-gate.c ---- */
 

@@ -370,11 +370,14 @@ static bool env_name_valid(const char *n)
 
 int run_bash_check(struct b4_tools *t, const struct jv *args, struct b4_error *err)
 {
-        struct b4_exec_bounds b = b4_sandbox_exec_bounds(t->sb);
+        struct b4_exec_bounds b = { 0 };
         const struct jv *tv = jv_object_get(args, "timeoutMs");
         const struct jv *ov = jv_object_get(args, "maxOutputBytes");
         const struct jv *env = jv_object_get(args, "env");
 
+        if (!t->sb)
+                return b4_error_set(err, -EROFS, "runBash: a workspace reader has no shell");
+        b = b4_sandbox_exec_bounds(t->sb);
         if (tv && b.timeout_ms && (uint64_t)jv_integer(tv) > b.timeout_ms)
                 return b4_error_set(err, -EINVAL,
                                     "runBash: timeoutMs (%lld) exceeds the policy's "
@@ -497,6 +500,8 @@ int tool_run_bash(struct b4_tools *t, const struct jv *args, struct jv **ret, st
         struct b4_error inner = { 0 };
         int r;
 
+        if (!t->sb)
+                return b4_error_set(err, -EROFS, "runBash: a workspace reader has no shell");
         if (cwd) /* the bounds were checked with the arguments (dispatch.c) */
                 r = run_bash_cwd(t, jv_string(cwd), &cwd_abs, err);
         else
