@@ -81,7 +81,7 @@ async function call(server, method, path, opts = {}) {
                 resp = resp.$ref.split('/').slice(1).reduce((v, k) => v[k], doc);
         }
         const ctype = (res.headers['content-type'] ?? '').split(';')[0].trim();
-        if (res.status === 204) { // no content: none documented, none sent
+        if (res.status === 204 || res.status === 202) { // no content: none documented, none sent
                 assert.ok(!resp.content && res.body.length === 0, `${where}: a 204 has no body`);
                 return { ...res, text: '' };
         }
@@ -347,6 +347,31 @@ test('readers: open, read through one, close, refusals', async () => {
         expect(await call(A, 'DELETE', `/threads/o8/readers/${rid}`), 204);
         expect(await call(A, 'DELETE', `/threads/o8/readers/${rid}`), 404, 'reader_not_found');
         expect(await call(A, 'DELETE', '/threads/o8'), 200);
+});
+
+test('mcp: initialize, tools, a tool failure, JSON-RPC refusals', async () => {
+        const mcp = (body, opts = {}) => call(A, 'POST', '/mcp', {
+                body, ...opts, headers: { Accept: 'application/json, text/event-stream', ...(opts.headers ?? {}) } });
+        const init = expect(await mcp({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {
+                protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'oapi', version: '1' } } }), 200);
+        assert.equal(init.json.result.protocolVersion, '2025-11-25');
+        assert.ok(init.headers['mcp-session-id'], 'initialize answers an Mcp-Session-Id');
+        const session = { 'Mcp-Session-Id': init.headers['mcp-session-id'], 'MCP-Protocol-Version': '2025-11-25' };
+        expect(await mcp({ jsonrpc: '2.0', method: 'notifications/initialized' }, { headers: session }), 202);
+        const list = expect(await mcp({ jsonrpc: '2.0', id: 2, method: 'tools/list' }, { headers: session }), 200);
+        assert.deepEqual(list.json.result.tools.map((t) => t.name).sort(),
+                ['editFile', 'listDir', 'readFile', 'runBash', 'writeFile']);
+        expect(await call(A, 'POST', '/threads', { body: { thread_id: 'om1' } }), 201);
+        const miss = expect(await mcp({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: {
+                name: 'readFile', arguments: { thread_id: 'om1', path: 'no-such-file' } } }, { headers: session }), 200);
+        assert.equal(miss.json.result.isError, true);
+        const bad = expect(await mcp('{"jsonrpc": "2.0", "id": 4, ', { headers: session }), 400);
+        assert.equal(bad.json.error.code, -32700);
+        const batch = expect(await mcp([{ jsonrpc: '2.0', id: 5, method: 'ping' }], { headers: session }), 400);
+        assert.equal(batch.json.error.code, -32600);
+        expect(await mcp({ jsonrpc: '2.0', id: 6, method: 'ping' }, { token: undefined }), 401, 'unauthorized');
+        expect(await call(B, 'POST', '/mcp', { body: { jsonrpc: '2.0', id: 7, method: 'ping' },
+                headers: { Origin: 'http://evil.example' } }), 403, 'origin_not_allowed');
 });
 
 test('lifecycle: pause, resume, release, delete', async () => {
