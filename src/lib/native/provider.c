@@ -80,14 +80,21 @@ static int check_acquire(struct native_provider *np,
 }
 
 /* The image a thread runs: the app's, or the identity its resolver recorded (resolve_image()
- * below: "oci:sha256:<hex>", "host" or "dir:/abs"), opened again from the store. */
+ * below: "oci:sha256:<hex>", "host" or "dir:/abs"): the one the thread already holds (@t may
+ * be NULL; acquire is exclusive on the thread's gate, so nothing swaps t->image meanwhile),
+ * else opened again from the store. */
 static int acquire_image(struct native_provider *np,
+                         const struct native_thread *t,
                          const char *identity,
                          struct native_image **ret,
                          struct b4_error *err)
 {
         if (!identity || strcmp(identity, np->image->name) == 0) {
                 *ret = native_image_ref(np->image);
+                return 0;
+        }
+        if (t && t->image && strcmp(identity, t->image->name) == 0) {
+                *ret = native_image_ref(t->image);
                 return 0;
         }
         int r = native_image_open(np->state_dir, identity, ret, err);
@@ -124,7 +131,7 @@ static int np_acquire(struct b4_provider *p,
                 return r;
         if (b4_cancel_is_set(req->cancel))
                 return b4_error_set(err, -ECANCELED, "acquire cancelled");
-        r = acquire_image(np, req->image, &img, err);
+        r = acquire_image(np, t, req->image, &img, err);
         if (r < 0)
                 return r;
         r = launch_identity(img->name, policy, identity);
