@@ -717,26 +717,21 @@ static void trim(char **b, char **e)
 
 static void set_header(struct head *h, const char *name, const char *value)
 {
-        static const struct {
-                const char *name;
-                size_t off;
-        } known[] = {
-                { "upgrade", offsetof(struct head, upgrade) },
-                { "connection", offsetof(struct head, connection) },
-                { "sec-websocket-accept", offsetof(struct head, accept) },
-                { "sec-websocket-protocol", offsetof(struct head, protocol) },
-                { "sec-websocket-extensions", offsetof(struct head, extensions) },
-                { "content-length", offsetof(struct head, content_length) },
-        };
+        static const char *const names[] = { "upgrade",
+                                             "connection",
+                                             "sec-websocket-accept",
+                                             "sec-websocket-protocol",
+                                             "sec-websocket-extensions",
+                                             "content-length" };
+        const char **slots[] = { &h->upgrade,  &h->connection, &h->accept,
+                                 &h->protocol, &h->extensions, &h->content_length };
 
-        for (size_t i = 0; i < ELEMENTSOF(known); i++) {
-                const char **slot = (const char **)((char *)h + known[i].off);
-
-                if (strcasecmp(name, known[i].name) != 0)
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                if (strcasecmp(name, names[i]) != 0)
                         continue;
-                if (*slot)
+                if (*slots[i])
                         h->dup = 1;
-                *slot = value;
+                *slots[i] = value;
         }
 }
 
