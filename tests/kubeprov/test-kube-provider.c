@@ -300,7 +300,7 @@ static void test_pod_lost_recovered(void **state)
         struct b4_provider *p = provider();
         struct b4_sandbox *sb = acquire(p, "lost");
         struct b4_error err = { 0 };
-        cleanup_free char *data = NULL, *path = NULL, *cmd = NULL;
+        cleanup_free char *data = NULL, *cmd = NULL;
         char id[41];
         size_t len = 0;
 
