@@ -26,6 +26,7 @@
  * Thread safety: every call may run from any thread at the same time on one connection.
  */
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -97,6 +98,40 @@ bool agent_conn_alive(struct agent_conn *c);
 
 /** agent_conn_version() - the protocol version agreed in the handshake. */
 uint32_t agent_conn_version(struct agent_conn *c);
+
+/* ---- a kept connection (agent-slot.c) ---- */
+
+/*
+ * The connection a provider keeps per keeper (Docker's container, a Kubernetes Pod): made on
+ * first use, kept until lost, replaced only by agent_slot_reset() (which the caller runs
+ * under the thread's exclusive lease, so no operation runs on a connection being freed).
+ */
+struct agent_slot {
+        pthread_mutex_t lock;    /* conn: set from NULL under it; replaced only by reset */
+        struct agent_conn *conn; /* owned */
+};
+
+/* Make a connection for agent_slot_get(): 0 with *@ret, or -errno with @err set. */
+typedef int agent_connect_fn(void *userdata, struct agent_conn **ret, struct b4_error *err);
+
+void agent_slot_init(struct agent_slot *s);
+/* agent_slot_clear() - free the kept connection and the lock. */
+void agent_slot_clear(struct agent_slot *s);
+/**
+ * agent_slot_get() - the kept connection, made by @connect(@userdata) when there is none
+ * (under the slot's lock: one connect at a time, the others wait for it)
+ * Return: 0 with *@ret (borrowed until agent_slot_reset()/clear(); it may have died since:
+ * agent_conn_alive()), or @connect's error with its message in @err.
+ */
+int agent_slot_get(struct agent_slot *s,
+                   agent_connect_fn *connect,
+                   void *userdata,
+                   struct agent_conn **ret,
+                   struct b4_error *err);
+/** agent_slot_lost() - whether the kept connection has died (none kept: false). */
+bool agent_slot_lost(struct agent_slot *s);
+/** agent_slot_reset() - drop the kept connection; the next get makes a new one. */
+void agent_slot_reset(struct agent_slot *s);
 
 /* ---- finding and starting a local agent ---- */
 

@@ -200,12 +200,11 @@ int docker_agent_transport(int fd, char *pending, size_t pending_len, struct age
 /* ---- the link ---- */
 
 struct docker_agent {
-        pthread_mutex_t lock;    /* conn: set from NULL under it; replaced only by reset */
+        struct agent_slot slot;  /* the connection, made on first use */
         struct docker_client *d; /* borrowed */
         char container[128];
         char *user; /* NULL = the container's */
         bool read_only;
-        struct agent_conn *conn;
 };
 
 int docker_agent_new(struct docker_client *d,
@@ -222,7 +221,7 @@ int docker_agent_new(struct docker_client *d,
                 free(a);
                 return -ENOMEM;
         }
-        (void)pthread_mutex_init(&a->lock, NULL);
+        agent_slot_init(&a->slot);
         a->d = d;
         (void)snprintf(a->container, sizeof(a->container), "%s", container);
         a->read_only = read_only;
@@ -234,8 +233,7 @@ struct docker_agent *docker_agent_free(struct docker_agent *a)
 {
         if (!a)
                 return NULL;
-        agent_conn_free(a->conn);
-        (void)pthread_mutex_destroy(&a->lock);
+        agent_slot_clear(&a->slot);
         free(a->user);
         free(a);
         return NULL;
@@ -267,8 +265,9 @@ static int exec_create(struct docker_agent *a, char **ret_id, struct b4_error *e
         return *ret_id ? 0 : b4_error_set(err, -ENOMEM, "out of memory");
 }
 
-static int connect_agent(struct docker_agent *a, struct agent_conn **ret, struct b4_error *err)
+static int connect_agent(void *userdata, struct agent_conn **ret, struct b4_error *err)
 {
+        struct docker_agent *a = userdata;
         cleanup_(jv_unrefp) struct jv *body = jv_pack("{s:b, s:b}", "Detach", false, "Tty", false);
         cleanup_free char *id = NULL, *path = NULL;
         struct docker_hijacked hj = { .fd = -EBADF };
@@ -291,13 +290,8 @@ static int connect_agent(struct docker_agent *a, struct agent_conn **ret, struct
 int docker_agent_conn(struct docker_agent *a, struct agent_conn **ret, struct b4_error *err)
 {
         struct b4_error e = { 0 };
-        int r = 0;
+        int r = agent_slot_get(&a->slot, connect_agent, a, ret, &e);
 
-        (void)pthread_mutex_lock(&a->lock);
-        if (!a->conn)
-                r = connect_agent(a, &a->conn, &e);
-        *ret = a->conn;
-        (void)pthread_mutex_unlock(&a->lock);
         if (r >= 0 && !agent_conn_alive(*ret))
                 return b4_error_set(err, -ENOTCONN, "the b4box-agent connection to %s was lost",
                                     a->container);
@@ -313,20 +307,10 @@ int docker_agent_conn(struct docker_agent *a, struct agent_conn **ret, struct b4
 
 bool docker_agent_lost(struct docker_agent *a)
 {
-        bool lost;
-
-        (void)pthread_mutex_lock(&a->lock);
-        lost = a->conn && !agent_conn_alive(a->conn);
-        (void)pthread_mutex_unlock(&a->lock);
-        return lost;
+        return agent_slot_lost(&a->slot);
 }
 
 void docker_agent_reset(struct docker_agent *a)
 {
-        struct agent_conn *old;
-
-        (void)pthread_mutex_lock(&a->lock);
-        old = TAKE_PTR(a->conn);
-        (void)pthread_mutex_unlock(&a->lock);
-        agent_conn_free(old);
+        agent_slot_reset(&a->slot);
 }

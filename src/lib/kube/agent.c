@@ -33,11 +33,10 @@
 #define INSTALL_RETRY_DELAY_US 200000u
 
 struct kube_agent {
-        pthread_mutex_t lock;   /* conn: set from NULL under it, replaced only by reset */
+        struct agent_slot slot; /* the connection, made on first use */
         struct kube_core *core; /* a reference */
         char pod[64];
         bool read_only; /* a reader's: the agent refuses every write */
-        struct agent_conn *conn;
 };
 
 int kube_agent_new(struct kube_core *c, const char *pod, bool read_only, struct kube_agent **ret)
@@ -46,7 +45,7 @@ int kube_agent_new(struct kube_core *c, const char *pod, bool read_only, struct 
 
         if (!a)
                 return -ENOMEM;
-        (void)pthread_mutex_init(&a->lock, NULL);
+        agent_slot_init(&a->slot);
         kube_core_ref(c);
         a->core = c;
         (void)snprintf(a->pod, sizeof(a->pod), "%s", pod);
@@ -59,8 +58,7 @@ struct kube_agent *kube_agent_free(struct kube_agent *a)
 {
         if (!a)
                 return NULL;
-        agent_conn_free(a->conn);
-        (void)pthread_mutex_destroy(&a->lock);
+        agent_slot_clear(&a->slot);
         kube_core_unref(a->core);
         free(a);
         return NULL;
@@ -165,8 +163,9 @@ int kube_agent_install(struct kube_agent *a, struct b4_error *err)
         return r;
 }
 
-static int connect_agent(struct kube_agent *a, struct agent_conn **ret, struct b4_error *err)
+static int connect_agent(void *userdata, struct agent_conn **ret, struct b4_error *err)
 {
+        struct kube_agent *a = userdata;
         char agent[] = KUBE_AGENT_PATH, ro[] = "--read-only";
         char *argv[] = { agent, a->read_only ? ro : NULL, NULL };
         struct kube_exec_target t = { .namespace_name = a->core->namespace,
@@ -190,13 +189,8 @@ static int connect_agent(struct kube_agent *a, struct agent_conn **ret, struct b
 int kube_agent_conn(struct kube_agent *a, struct agent_conn **ret, struct b4_error *err)
 {
         struct b4_error e = { 0 };
-        int r = 0;
+        int r = agent_slot_get(&a->slot, connect_agent, a, ret, &e);
 
-        (void)pthread_mutex_lock(&a->lock);
-        if (!a->conn)
-                r = connect_agent(a, &a->conn, &e);
-        *ret = a->conn;
-        (void)pthread_mutex_unlock(&a->lock);
         if (r >= 0 && !agent_conn_alive(*ret))
                 return b4_error_set(err, -ENOTCONN,
                                     "the b4box-agent connection to pod \"%s\" "
@@ -210,20 +204,10 @@ int kube_agent_conn(struct kube_agent *a, struct agent_conn **ret, struct b4_err
 
 bool kube_agent_lost(struct kube_agent *a)
 {
-        bool lost;
-
-        (void)pthread_mutex_lock(&a->lock);
-        lost = a->conn && !agent_conn_alive(a->conn);
-        (void)pthread_mutex_unlock(&a->lock);
-        return lost;
+        return agent_slot_lost(&a->slot);
 }
 
 void kube_agent_reset(struct kube_agent *a)
 {
-        struct agent_conn *old;
-
-        (void)pthread_mutex_lock(&a->lock);
-        old = TAKE_PTR(a->conn);
-        (void)pthread_mutex_unlock(&a->lock);
-        agent_conn_free(old);
+        agent_slot_reset(&a->slot);
 }
