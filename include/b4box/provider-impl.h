@@ -241,6 +241,8 @@ B4_PUBLIC int b4_preflight_control(struct b4_preflight *p,
 
 struct b4_entry;
 
+enum b4_workspace_verb { B4_WORKSPACE_CHECK, B4_WORKSPACE_PUBLISH };
+
 struct b4_provider_ops {
         const char *name; /* "native", "docker", "kubernetes", "fake" */
         /* acquire, release and destroy run under the thread's exclusive lease; @e is its
@@ -290,6 +292,20 @@ struct b4_provider_ops {
                              const char *thread_id,
                              char **ret_json,
                              struct b4_error *err);
+        /* Optional: the managed workspace's record kept with the thread's storage
+         * (provider.h, b4_provider_workspace_check/publish()); NULL = the runtime's store is
+         * the record. Core calls it under the exclusive lease with @e acquired (its state
+         * set; none: -ENOTCONN). B4_WORKSPACE_CHECK sets *ret_state for @rec->intent (other
+         * members may be NULL): EMPTY only when the acquire that made the state made the
+         * storage; another intent's record is -EEXIST. B4_WORKSPACE_PUBLISH stores @rec as
+         * ready (@ret_state NULL), refusing one over B4_WORKSPACE_RECORD_MAX (-E2BIG) and
+         * another intent's (-EEXIST). */
+        int (*workspace_record)(struct b4_provider *p,
+                                struct b4_entry *e,
+                                enum b4_workspace_verb verb,
+                                const struct b4_workspace_record *rec,
+                                enum b4_storage_state *ret_state,
+                                struct b4_error *err);
         /* Core has dropped every entry's state before. */
         void (*free)(struct b4_provider *p);
 };

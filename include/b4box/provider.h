@@ -540,6 +540,56 @@ B4_PUBLIC int b4_provider_resolve_image(struct b4_provider *p,
                                         const char *reference,
                                         char **ret_identity,
                                         struct b4_error *err);
+/*
+ * Managed workspaces whose record lives with their storage (docs/workspaces.md "The record
+ * on the storage"). A provider with the workspace_record member (provider-impl.h;
+ * Kubernetes: the PVC annotation b4box.io/workspace-record) keeps what the runtime
+ * materialised next to the bytes, so storage deleted or replaced behind b4box is seen at
+ * the next acquire instead of an empty workspace taken as ready. Without it (native,
+ * docker, fake) the runtime's store is the only record, as before.
+ */
+#define B4_WORKSPACE_RECORD_MAX (256u * 1024u) /* Kubernetes' total annotation limit */
+
+/* What a thread's storage says of its managed workspace (b4_provider_workspace_check()). */
+enum b4_storage_state {
+        B4_STORAGE_READY = 0, /* the record of this intent is there: the storage holds it */
+        B4_STORAGE_EMPTY,     /* the last acquire made the storage: nothing is in it */
+        B4_STORAGE_PENDING,   /* storage without a record: an unpublished materialisation,
+                               * or storage made by someone else; destroy before reuse */
+};
+
+/* What the runtime publishes once a workspace is materialised. Borrowed for the call. */
+struct b4_workspace_record {
+        const char *intent;        /* the admission's intent digest: which workspace it is */
+        const char *source_digest; /* the source materialised */
+        const char *image;         /* the launch identity it runs; NULL = provider default */
+};
+
+/** b4_provider_keeps_workspace_record() - whether @p has the workspace_record member. */
+B4_PUBLIC bool b4_provider_keeps_workspace_record(const struct b4_provider *p);
+/**
+ * b4_provider_workspace_check() - what the storage of @thread_id (acquired: call it after
+ * b4_provider_acquire()) holds, against @intent; under the thread's exclusive lease
+ * Return: 0 with *ret set; -EEXIST (B4_E2001, "Workspace conflict: ...") when the storage
+ * holds another intent's record; -EOPNOTSUPP without the member; -ENOTCONN when the thread
+ * is not acquired; the provider's errors.
+ */
+B4_PUBLIC int b4_provider_workspace_check(struct b4_provider *p,
+                                          const char *thread_id,
+                                          const char *intent,
+                                          enum b4_storage_state *ret,
+                                          struct b4_error *err);
+/**
+ * b4_provider_workspace_publish() - record @rec as the ready workspace of @thread_id's
+ * storage (acquired); under the thread's exclusive lease. Publishing the record already
+ * there is success.
+ * Return: 0; -E2BIG when the record would pass B4_WORKSPACE_RECORD_MAX; -EEXIST (another
+ * intent's record is there); -EOPNOTSUPP, -ENOTCONN as above; the provider's errors.
+ */
+B4_PUBLIC int b4_provider_workspace_publish(struct b4_provider *p,
+                                            const char *thread_id,
+                                            const struct b4_workspace_record *rec,
+                                            struct b4_error *err);
 /**
  * b4_provider_sweep() - reconcile after a crash: remove the compute, workspace and every
  * host object (processes, cgroups, network devices and rules, id claims, records) of each

@@ -848,6 +848,67 @@ int b4_provider_resolve_image(struct b4_provider *p,
         return p->ops->resolve_image(p, reference, ret_identity, err);
 }
 
+bool b4_provider_keeps_workspace_record(const struct b4_provider *p)
+{
+        return p && p->ops->workspace_record != NULL;
+}
+
+/* Both verbs of workspace_record: the exclusive lease, an acquired entry. */
+static int workspace_record(struct b4_provider *p,
+                            const char *thread_id,
+                            enum b4_workspace_verb verb,
+                            const struct b4_workspace_record *rec,
+                            enum b4_storage_state *ret,
+                            struct b4_error *err)
+{
+        struct gate_lease *lease = NULL;
+        struct b4_entry *e = NULL;
+        int r;
+
+        if (!b4_provider_keeps_workspace_record(p))
+                return b4_error_set(err, -EOPNOTSUPP,
+                                    "Sandbox provider \"%s\" keeps no workspace record",
+                                    p ? p->ops->name : "?");
+        r = check_thread_id(thread_id, err);
+        if (r >= 0 && (!rec || !rec->intent || !*rec->intent))
+                r = b4_error_set(err, -EINVAL, "a workspace record needs an intent");
+        if (r >= 0)
+                r = lifecycle_enter(p->lifecycle, thread_id, GATE_EXCLUSIVE, NULL,
+                                    "workspace record", &e, &lease, err);
+        if (r < 0)
+                return r;
+        if (!b4_entry_state(e))
+                r = b4_error_set(err, -ENOTCONN,
+                                 "thread \"%s\" is not acquired: its workspace record is "
+                                 "read and written after an acquire",
+                                 thread_id);
+        else
+                r = p->ops->workspace_record(p, e, verb, rec, ret, err);
+        lifecycle_leave(e, lease);
+        return r;
+}
+
+int b4_provider_workspace_check(struct b4_provider *p,
+                                const char *thread_id,
+                                const char *intent,
+                                enum b4_storage_state *ret,
+                                struct b4_error *err)
+{
+        struct b4_workspace_record rec = { .intent = intent };
+
+        if (!ret)
+                return b4_error_set(err, -EINVAL, "workspace check needs a result pointer");
+        return workspace_record(p, thread_id, B4_WORKSPACE_CHECK, &rec, ret, err);
+}
+
+int b4_provider_workspace_publish(struct b4_provider *p,
+                                  const char *thread_id,
+                                  const struct b4_workspace_record *rec,
+                                  struct b4_error *err)
+{
+        return workspace_record(p, thread_id, B4_WORKSPACE_PUBLISH, rec, NULL, err);
+}
+
 int b4_provider_freeze(struct b4_provider *p,
                        const char *thread_id,
                        bool frozen,

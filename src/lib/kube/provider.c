@@ -95,6 +95,7 @@ static void state_free(void *state)
         free(s->launch_json);
         b4_policy_clear(&s->policy);
         kube_agent_free(s->agent);
+        free(s->pvc.intent);
         free(s);
 }
 
@@ -164,19 +165,15 @@ static int unavailable(struct b4_error *err, int r, const char *what, const char
                                  what, name, inner.msg);
 }
 
-/* Create the PVC; 409 is a PVC already there (kept: the workspace). *ret_uid: the new
- * PVC's uid, for the policy's owner reference ("" when it existed). */
-static int ensure_pvc(struct kube_core *c,
-                      const struct kube_state *st,
-                      char ret_uid[64],
-                      struct b4_error *err)
+/* Create the PVC; 409 is a PVC already there (kept: the workspace). st->pvc: a new PVC's
+ * uid and version (for the policy's owner and the workspace record), and that it is new. */
+static int ensure_pvc(struct kube_core *c, struct kube_state *st, struct b4_error *err)
 {
         cleanup_(jv_unrefp) struct jv *body = NULL, *made = NULL;
         cleanup_free char *path =
                 kube_path("v1", c->namespace, "persistentvolumeclaims", NULL, NULL);
         int r;
 
-        ret_uid[0] = '\0';
         if (!path || kube_workspace_pvc(&st->names, c->namespace, st->policy.resources.disk_gb,
                                         c->storage_class, &body) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
@@ -185,27 +182,111 @@ static int ensure_pvc(struct kube_core *c,
                 return 0;
         if (r < 0)
                 return unavailable(err, r, "create persistentvolumeclaim", st->names.pvc);
-        if (meta_string(made, "uid"))
-                (void)snprintf(ret_uid, 64, "%s", meta_string(made, "uid"));
+        st->pvc.made = true;
+        (void)snprintf(st->pvc.uid, sizeof(st->pvc.uid), "%s", meta_string(made, "uid") ?: "");
+        (void)snprintf(st->pvc.rv, sizeof(st->pvc.rv), "%s",
+                       meta_string(made, "resourceVersion") ?: "");
         return 0;
 }
 
-/* Deny mode: create the policy, or on 409 replace a live one of ours whose spec differs
- * (carrying its resourceVersion); another's object of that name is refused. Allow mode:
- * a policy left by an earlier deny-mode acquire is deleted (404 is none). */
-static int ensure_policy(struct kube_core *c,
-                         const struct kube_state *st,
-                         const char *pvc_uid,
-                         struct b4_error *err)
+/* The uid of the PVC named as @live's owner, or NULL. */
+static const char *owner_uid(const struct jv *live, const char *pvc)
+{
+        const struct jv *refs = jv_object_get(jv_object_get(live, "metadata"), "ownerReferences");
+
+        for (size_t i = 0; i < jv_array_size(refs); i++) {
+                const struct jv *o = jv_array_get(refs, i);
+                const char *kind = jv_string(jv_object_get(o, "kind"));
+                const char *name = jv_string(jv_object_get(o, "name"));
+                const char *uid = jv_string(jv_object_get(o, "uid"));
+
+                if (kind && name && uid && *uid && strcmp(kind, "PersistentVolumeClaim") == 0 &&
+                    strcmp(name, pvc) == 0)
+                        return uid;
+        }
+        return NULL;
+}
+
+static int policy_body(struct kube_core *c,
+                       const struct kube_state *st,
+                       const char *owner,
+                       struct jv **ret,
+                       struct b4_error *err)
+{
+        if (kube_deny_policy(&st->names, c->namespace, &st->policy, owner, ret) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        return 0;
+}
+
+static bool same_member(const struct jv *a, const struct jv *b, const char *key)
+{
+        cleanup_free char *x = NULL, *y = NULL;
+        const struct jv *va = jv_object_get(a, key), *vb = jv_object_get(b, key);
+
+        if (!va || !vb)
+                return !va && !vb;
+        return jv_dump(va, JV_SORT_KEYS, &x) >= 0 && jv_dump(vb, JV_SORT_KEYS, &y) >= 0 &&
+               strcmp(x, y) == 0;
+}
+
+/* A live policy of that name: refused unless ours; replaced (carrying its resourceVersion)
+ * when its spec or its owner differs from what this acquire wants. Its owner: the PVC's
+ * uid when known, else the one it names (the PVC was there, and so was its policy), else
+ * read from the PVC (a policy made without one). */
+static int sync_policy(struct kube_core *c,
+                       struct kube_state *st,
+                       const struct jv *live,
+                       struct b4_error *err)
+{
+        cleanup_free char *path = kube_path("networking.k8s.io/v1", c->namespace, "networkpolicies",
+                                            st->names.policy, NULL);
+        cleanup_(jv_unrefp) struct jv *body = NULL;
+        const char *rv = meta_string(live, "resourceVersion");
+        const char *owner = st->pvc.uid[0] ? st->pvc.uid : owner_uid(live, st->names.pvc);
+        int r;
+
+        if (!path)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        if (!is_ours(live, &st->names) || !rv || !*rv)
+                return b4_error_set_code(err, -EEXIST, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: networkpolicy \"%s\" exists and "
+                                         "is not b4's for this thread. Run `b4box check`.",
+                                         st->names.policy);
+        if (!owner) {
+                r = kube_pvc_learn_uid(c, st, err);
+                if (r < 0)
+                        return unavailable(err, r, "read persistentvolumeclaim", st->names.pvc);
+                owner = st->pvc.uid[0] ? st->pvc.uid : NULL;
+        }
+        r = policy_body(c, st, owner, &body, err);
+        if (r < 0)
+                return r;
+        if (same_member(body, live, "spec") &&
+            same_member(jv_object_get(body, "metadata"), jv_object_get(live, "metadata"),
+                        "ownerReferences"))
+                return 0;
+        if (jv_object_set_new(jv_object_get(body, "metadata"), "resourceVersion",
+                              jv_string_new(rv)) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = kube_replace(c->client, path, body, NULL, err);
+        return r < 0 ? unavailable(err, r, "replace networkpolicy", st->names.policy) : 0;
+}
+
+/*
+ * Deny mode's policy, owned by the PVC (the garbage collector removes it with the PVC).
+ * A new PVC (its uid known): create the policy, a 409 is synced. A PVC that was there: its
+ * policy is read first (one GET where the reference sent POST 409 + GET), so its owner is
+ * known without reading the PVC; none there: the PVC's uid is read (one GET), then it is
+ * created. Allow mode: a policy left by an earlier deny-mode acquire is deleted (404 is none).
+ */
+static int ensure_policy(struct kube_core *c, struct kube_state *st, struct b4_error *err)
 {
         cleanup_(jv_unrefp) struct jv *body = NULL, *live = NULL;
         cleanup_free char *coll =
                 kube_path("networking.k8s.io/v1", c->namespace, "networkpolicies", NULL, NULL);
         cleanup_free char *path = kube_path("networking.k8s.io/v1", c->namespace, "networkpolicies",
                                             st->names.policy, NULL);
-        cleanup_free char *want = NULL, *have = NULL;
-        const char *rv;
-        int r;
+        int r = -EEXIST;
 
         if (!coll || !path)
                 return b4_error_set(err, -ENOMEM, "out of memory");
@@ -215,31 +296,26 @@ static int ensure_policy(struct kube_core *c,
                                ? 0
                                : unavailable(err, r, "delete networkpolicy", st->names.policy);
         }
-        if (kube_deny_policy(&st->names, c->namespace, &st->policy, *pvc_uid ? pvc_uid : NULL,
-                             &body) < 0)
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        r = kube_create(c->client, coll, body, NULL, err);
+        if (!st->pvc.uid[0]) {
+                r = kube_get(c->client, path, &live, err);
+                if (r >= 0)
+                        return sync_policy(c, st, live, err);
+                if (r != -ENOENT)
+                        return unavailable(err, r, "read networkpolicy", st->names.policy);
+                r = kube_pvc_learn_uid(c, st, err);
+                if (r < 0)
+                        return unavailable(err, r, "read persistentvolumeclaim", st->names.pvc);
+        }
+        r = policy_body(c, st, st->pvc.uid[0] ? st->pvc.uid : NULL, &body, err);
+        if (r >= 0)
+                r = kube_create(c->client, coll, body, NULL, err);
         if (r != -EEXIST)
                 return r < 0 ? unavailable(err, r, "create networkpolicy", st->names.policy) : 0;
+        jv_unrefp(&live);
         r = kube_get(c->client, path, &live, err);
         if (r < 0)
                 return unavailable(err, r, "read networkpolicy", st->names.policy);
-        rv = meta_string(live, "resourceVersion");
-        if (!is_ours(live, &st->names) || !rv || !*rv)
-                return b4_error_set_code(err, -EEXIST, B4_CODE_SANDBOX_UNAVAILABLE,
-                                         "Sandbox unavailable: networkpolicy \"%s\" exists and "
-                                         "is not b4's for this thread. Run `b4box check`.",
-                                         st->names.policy);
-        if (jv_dump(jv_object_get(body, "spec"), JV_SORT_KEYS, &want) < 0 ||
-            jv_dump(jv_object_get(live, "spec"), JV_SORT_KEYS, &have) < 0)
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        if (strcmp(want, have) == 0)
-                return 0;
-        if (jv_object_set_new(jv_object_get(body, "metadata"), "resourceVersion",
-                              jv_string_new(rv)) < 0)
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        r = kube_replace(c->client, path, body, NULL, err);
-        return r < 0 ? unavailable(err, r, "replace networkpolicy", st->names.policy) : 0;
+        return sync_policy(c, st, live, err);
 }
 
 /* What acquire found of the keeper Pod. */
@@ -406,7 +482,6 @@ static int acquire_locked(struct kube_core *c,
         struct kube_state *have = b4_entry_state(e);
         struct kube_state *want = NULL;
         uint64_t start = now_msec();
-        char pvc_uid[64];
         int r;
 
         r = state_new(c, req, image, &want, err);
@@ -426,9 +501,9 @@ static int acquire_locked(struct kube_core *c,
                 state_free(want);
                 return 0;
         }
-        r = ensure_pvc(c, want, pvc_uid, err);
+        r = ensure_pvc(c, want, err);
         if (r >= 0)
-                r = ensure_policy(c, want, pvc_uid, err);
+                r = ensure_policy(c, want, err);
         if (r >= 0)
                 r = make_live(c, want, start, b4_cancel_fd(req->cancel), err);
         if (r < 0) {
@@ -503,8 +578,9 @@ static int destroy(struct b4_provider *p, struct b4_entry *e, struct b4_error *e
 
 /* ---- images ---- */
 
-/* The reference itself is the identity: the kubelet resolves it (digest-pin images to
- * make it immutable). */
+/* Only managed threads resolve images (their record names it, so it must be immutable):
+ * the reference must be allowed and pinned by digest, then it is itself the identity (the
+ * kubelet pulls exactly that). Unmanaged threads run the configured image as it is. */
 static int resolve_image(struct b4_provider *p,
                          const char *ref,
                          char **ret_identity,
@@ -515,6 +591,13 @@ static int resolve_image(struct b4_provider *p,
                                          "Image %s is not one this provider may run: allow it with "
                                          "sandbox.provider.images",
                                          ref ? ref : "");
+        if (!kube_image_pinned(ref))
+                return b4_error_set_code(err, -EOPNOTSUPP, B4_CODE_IMAGE_UNSUPPORTED,
+                                         "Image %s is not pinned by digest: the kubernetes provider "
+                                         "runs a managed workspace only from an image named "
+                                         "<name>@sha256:<64 hex>, so that its record names what "
+                                         "runs",
+                                         ref);
         *ret_identity = b4_strdup(ref);
         return *ret_identity ? 0 : b4_error_set(err, -ENOMEM, "out of memory");
 }
@@ -530,6 +613,16 @@ static int open_reader(struct b4_provider *p,
                        struct b4_error *err)
 {
         return kube_reader_open(core_of(p), req, ret, err);
+}
+
+static int workspace_record(struct b4_provider *p,
+                            struct b4_entry *e,
+                            enum b4_workspace_verb verb,
+                            const struct b4_workspace_record *rec,
+                            enum b4_storage_state *ret_state,
+                            struct b4_error *err)
+{
+        return kube_workspace_record(core_of(p), b4_entry_state(e), verb, rec, ret_state, err);
 }
 
 static void provider_free(struct b4_provider *p)
@@ -549,6 +642,7 @@ static const struct b4_provider_ops kube_provider_ops = {
         .preflight = preflight,
         .open_reader = open_reader,
         .resolve_image = resolve_image,
+        .workspace_record = workspace_record,
         .free = provider_free,
 };
 

@@ -51,6 +51,14 @@ struct kube_core {
 void kube_core_ref(struct kube_core *c);
 void kube_core_unref(struct kube_core *c);
 
+/* The PVC as an acquire saw it, for the workspace record and the policy's owner. */
+struct kube_pvc_seen {
+        bool made;      /* this acquire created it (201): it is empty, it has no record */
+        char uid[64];   /* "" = not known (it existed: a 409) */
+        char rv[64];    /* its resourceVersion as last seen; "" = not known */
+        char *intent;   /* owned; the intent of the record checked or published, or NULL */
+};
+
 /* The state of a thread's lifecycle entry: what this provider instance made live. */
 struct kube_state {
         char *thread_id; /* owned */
@@ -61,6 +69,7 @@ struct kube_state {
         char identity[65];
         char pod_uid[64];         /* the keeper Pod this state's agent was copied into */
         struct kube_agent *agent; /* owned; NULL: no agent (file operations refused) */
+        struct kube_pvc_seen pvc; /* the PVC as this state's acquire saw it (managed.c) */
 };
 
 /* ---- wait.c ---- */
@@ -131,6 +140,24 @@ void kube_agent_reset(struct kube_agent *a);
 /* Make @st's keeper live again (recovery): delete a Pod that is not running, create it,
  * wait, copy the agent. Exclusive lease. */
 int kube_keeper_revive(struct kube_core *c, struct kube_state *st, struct b4_error *err);
+
+/* ---- managed.c ---- */
+
+/* The PVC's uid (for the policy's owner reference) when @st does not know it: one GET of
+ * the PVC, its uid and resourceVersion kept in st->pvc. Return: 0 or the client's errors. */
+int kube_pvc_learn_uid(struct kube_core *c, struct kube_state *st, struct b4_error *err);
+/* b4_provider_ops.workspace_record: the record as the PVC annotation
+ * KUBE_ANNOT_WORKSPACE_RECORD, {"intent", "sourceDigest", "image", "ready"}, PATCHed with
+ * the PVC's resourceVersion (a 409 is read again, KUBE_PUBLISH_TRIES in all). */
+#define KUBE_PUBLISH_TRIES 4
+int kube_workspace_record(struct kube_core *c,
+                          struct kube_state *st,
+                          enum b4_workspace_verb verb,
+                          const struct b4_workspace_record *rec,
+                          enum b4_storage_state *ret_state,
+                          struct b4_error *err);
+/* Whether @ref is pinned by digest: "<name>@sha256:<64 lowercase hex>". */
+bool kube_image_pinned(const char *ref);
 
 /* ---- sandbox.c ---- */
 

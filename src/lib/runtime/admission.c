@@ -12,6 +12,13 @@
  * States: no association -> resolve + admit ("creating") -> materialise into an emptied
  * workspace -> "ready" (with the baseline commit). A "creating" row found later (a crash
  * mid-way) is materialised again from the held source, after destroying partial storage.
+ *
+ * A provider that keeps the record with the storage (b4_provider_keeps_workspace_record():
+ * Kubernetes, the PVC's annotation) is told what was materialised before the row turns
+ * "ready", and asked at every later acquire whether its storage still holds it: storage
+ * made anew (deleted behind b4box) is materialised again from the held source, storage
+ * without the record is destroyed and made again first, another workspace's record is
+ * refused. Such a provider also pins every managed thread's image, the default one too.
  */
 
 #include <errno.h>
@@ -473,6 +480,18 @@ static void digest_of(const char *tag, const char *json, char ret[SHA256_HEX_LEN
         sha256_final_hex(c, ret);
 }
 
+/* Whether the provider keeps the workspace record with the storage (see the top). */
+static bool record_kept(const struct b4_runtime *rt)
+{
+        return b4_provider_keeps_workspace_record(rt->opts.provider);
+}
+
+/* The image a managed thread runs: its own, or the provider's default. */
+static const char *thread_image(const struct b4_runtime *rt, const struct b4_thread_sandbox *t)
+{
+        return t->image ? t->image : rt->opts.config->sandbox.provider.image;
+}
+
 /* Resolve the thread's sandbox: a definition to capture, and (thread mode) its record. */
 static int resolve(struct b4_runtime *rt,
                    const char *id,
@@ -575,8 +594,8 @@ static int first_admission(struct b4_runtime *rt,
         r = resolve(rt, id, cancel, &owned, &t, &ws, err);
         if (r >= 0 && thread_mode(rt) && (r = record_json(t, &rec)) >= 0)
                 r = check_record(rt, id, rec, &record, err);
-        if (r >= 0 && t->image) /* refused before any side effect */
-                r = b4_provider_resolve_image(rt->opts.provider, t->image, &image, err);
+        if (r >= 0 && (t->image || record_kept(rt))) /* refused before any side effect */
+                r = b4_provider_resolve_image(rt->opts.provider, thread_image(rt, t), &image, err);
         if (r >= 0 && !ws) /* a staged result is already a verified bundle */
                 r = b4_workspace_capture(rt->opts.config->base_dir, &t->workspace, cancel, &ws,
                                          err);
@@ -703,22 +722,6 @@ static int mark_ready(struct b4_runtime *rt,
         return r;
 }
 
-/* Materialise into emptied storage, then mark the association ready. */
-static int make_workspace(struct b4_runtime *rt,
-                          struct admission *a,
-                          struct b4_sandbox *sb,
-                          struct b4_cancel *cancel,
-                          struct b4_error *err)
-{
-        cleanup_free char *commit = NULL;
-        int r;
-
-        r = b4_workspace_materialize(sb, a->ws, cancel, &commit, err);
-        if (r >= 0)
-                r = mark_ready(rt, a, commit, err);
-        return r;
-}
-
 /* The provider's acquire, reported as cold or reattach. */
 static int acquire_observed(struct b4_runtime *rt,
                             const struct b4_acquire_req *req,
@@ -732,6 +735,89 @@ static int acquire_observed(struct b4_runtime *rt,
                 runtime_observe(
                         rt, (*ret)->reattached ? B4_EVENT_ACQUIRE_REATTACH : B4_EVENT_ACQUIRE_COLD,
                         start);
+        return r;
+}
+
+/* Tell a provider that keeps the record what its storage now holds. */
+static int publish_record(struct b4_runtime *rt, const struct admission *a, struct b4_error *err)
+{
+        struct b4_workspace_record rec = { .intent = a->assoc.intent_digest,
+                                           .source_digest = a->assoc.source_digest,
+                                           .image = a->image };
+
+        if (!record_kept(rt))
+                return 0;
+        return b4_provider_workspace_publish(rt->opts.provider, a->assoc.thread_id, &rec, err);
+}
+
+/* Materialise into emptied storage, publish the record, then mark the association ready. */
+static int make_workspace(struct b4_runtime *rt,
+                          struct admission *a,
+                          struct b4_sandbox *sb,
+                          struct b4_cancel *cancel,
+                          struct b4_error *err)
+{
+        cleanup_free char *commit = NULL;
+        int r;
+
+        r = b4_workspace_materialize(sb, a->ws, cancel, &commit, err);
+        if (r >= 0)
+                r = publish_record(rt, a, err);
+        if (r >= 0)
+                r = mark_ready(rt, a, commit, err);
+        return r;
+}
+
+/* The storage of a pending thread destroyed and made again: it must come back empty. */
+static int storage_anew(struct b4_runtime *rt,
+                        const struct b4_acquire_req *req,
+                        const char *intent,
+                        struct b4_sandbox **sb,
+                        struct b4_error *err)
+{
+        enum b4_storage_state st = B4_STORAGE_PENDING;
+        int r;
+
+        *sb = b4_sandbox_unref(*sb);
+        r = b4_provider_destroy(rt->opts.provider, req->thread_id, err);
+        if (r >= 0)
+                r = acquire_observed(rt, req, sb, err);
+        if (r >= 0)
+                r = b4_provider_workspace_check(rt->opts.provider, req->thread_id, intent, &st,
+                                                err);
+        if (r >= 0 && st != B4_STORAGE_EMPTY)
+                r = b4_error_set_code(err, -EAGAIN, B4_CODE_SANDBOX_UNAVAILABLE,
+                                      "Sandbox unavailable: the workspace storage of thread %s "
+                                      "was destroyed and made again, and still is not empty. "
+                                      "Retry the run.",
+                                      req->thread_id);
+        return r;
+}
+
+/* A "ready" association whose provider keeps the record: what does the storage hold? Not
+ * the workspace: a->ws is set from the held source, to materialise again. */
+static int check_storage(struct b4_runtime *rt,
+                         struct admission *a,
+                         const struct b4_acquire_req *req,
+                         struct b4_sandbox **sb,
+                         struct b4_error *err)
+{
+        cleanup_(jv_unrefp) struct jv *assoc = NULL;
+        const char *intent = a->assoc.intent_digest;
+        enum b4_storage_state st;
+        int r;
+
+        if (!record_kept(rt))
+                return 0;
+        r = b4_provider_workspace_check(rt->opts.provider, req->thread_id, intent, &st, err);
+        if (r < 0 || st == B4_STORAGE_READY)
+                return r;
+        if (st == B4_STORAGE_PENDING) /* never materialise over what is there */
+                r = storage_anew(rt, req, intent, sb, err);
+        if (r >= 0)
+                r = jv_parse(a->assoc.payload, strlen(a->assoc.payload), &assoc, err);
+        if (r >= 0)
+                r = load_workspace(rt, assoc, a, err);
         return r;
 }
 
@@ -758,6 +844,8 @@ int admission_acquire(struct b4_runtime *rt,
                 req.image = a.image;
                 r = acquire_observed(rt, &req, &sb, err);
         }
+        if (r >= 0 && !a.ws)
+                r = check_storage(rt, &a, &req, &sb, err);
         if (r >= 0 && a.ws)
                 r = make_workspace(rt, &a, sb, cancel, err);
         if (r < 0 && sb) {
