@@ -241,7 +241,10 @@ B4_PUBLIC int b4_preflight_control(struct b4_preflight *p,
 
 struct b4_entry;
 
-enum b4_workspace_verb { B4_WORKSPACE_CHECK, B4_WORKSPACE_PUBLISH };
+enum b4_workspace_verb {
+        B4_WORKSPACE_CHECK,
+        B4_WORKSPACE_PUBLISH
+};
 
 struct b4_provider_ops {
         const char *name; /* "native", "docker", "kubernetes", "fake" */

@@ -70,7 +70,10 @@ static void seen_take(struct kube_pvc_seen *s, const struct jv *pvc)
         (void)snprintf(s->rv, sizeof(s->rv), "%s", rv ? rv : "");
 }
 
-static int read_pvc(struct kube_core *c, struct kube_state *st, struct jv **ret, struct b4_error *err)
+static int read_pvc(struct kube_core *c,
+                    struct kube_state *st,
+                    struct jv **ret,
+                    struct b4_error *err)
 {
         cleanup_free char *path = pvc_path(c, st);
         int r;
@@ -119,11 +122,12 @@ static int conflict(const struct kube_state *st,
                     const char *what,
                     struct b4_error *err)
 {
-        return b4_error_set_code(err, -EEXIST, B4_CODE_SANDBOX_UNAVAILABLE,
-                                 "Workspace conflict: persistentvolumeclaim \"%s\" of thread \"%s\" "
-                                 "holds %s, not the record of this thread's workspace (intent "
-                                 "%.12s...). Destroy the thread's sandbox to start it over.",
-                                 st->names.pvc, st->thread_id, what, intent);
+        return b4_error_set_code(
+                err, -EEXIST, B4_CODE_SANDBOX_UNAVAILABLE,
+                "Workspace conflict: persistentvolumeclaim \"%s\" of thread \"%s\" "
+                "holds %s, not the record of this thread's workspace (intent "
+                "%.12s...). Destroy the thread's sandbox to start it over.",
+                st->names.pvc, st->thread_id, what, intent);
 }
 
 /* What @pvc's record says against @intent: 1 ours and ready, 0 none (or ours, not ready),
@@ -145,8 +149,8 @@ static int record_of(const struct kube_state *st,
             !(have = jv_string(jv_object_get(rec, "intent"))))
                 return conflict(st, intent, "a workspace record b4box cannot read", err);
         if (strcmp(have, intent) != 0) {
-                (void)snprintf(what, sizeof(what), "the record of another workspace (intent %.12s...)",
-                               have);
+                (void)snprintf(what, sizeof(what),
+                               "the record of another workspace (intent %.12s...)", have);
                 return conflict(st, intent, what, err);
         }
         return jv_is_true(jv_object_get(rec, "ready")) ? 1 : 0;
@@ -213,11 +217,12 @@ static size_t annotations_size(const struct jv *pvc, const char *value)
 
 static int too_big(const struct kube_state *st, size_t n, struct b4_error *err)
 {
-        return b4_error_set(err, -E2BIG,
-                            "Workspace record of thread \"%s\" does not fit on persistentvolumeclaim "
-                            "\"%s\": its annotations would be %zu bytes, and Kubernetes keeps at "
-                            "most %u bytes (256 KiB) of annotations on an object",
-                            st->thread_id, st->names.pvc, n, B4_WORKSPACE_RECORD_MAX);
+        return b4_error_set(
+                err, -E2BIG,
+                "Workspace record of thread \"%s\" does not fit on persistentvolumeclaim "
+                "\"%s\": its annotations would be %zu bytes, and Kubernetes keeps at "
+                "most %u bytes (256 KiB) of annotations on an object",
+                st->thread_id, st->names.pvc, n, B4_WORKSPACE_RECORD_MAX);
 }
 
 /* One PATCH of the record with the known resourceVersion. -EAGAIN: 409, read again. */

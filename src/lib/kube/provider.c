@@ -592,12 +592,13 @@ static int resolve_image(struct b4_provider *p,
                                          "sandbox.provider.images",
                                          ref ? ref : "");
         if (!kube_image_pinned(ref))
-                return b4_error_set_code(err, -EOPNOTSUPP, B4_CODE_IMAGE_UNSUPPORTED,
-                                         "Image %s is not pinned by digest: the kubernetes provider "
-                                         "runs a managed workspace only from an image named "
-                                         "<name>@sha256:<64 hex>, so that its record names what "
-                                         "runs",
-                                         ref);
+                return b4_error_set_code(
+                        err, -EOPNOTSUPP, B4_CODE_IMAGE_UNSUPPORTED,
+                        "Image %s is not pinned by digest: the kubernetes provider "
+                        "runs a managed workspace only from an image named "
+                        "<name>@sha256:<64 hex>, so that its record names what "
+                        "runs",
+                        ref);
         *ret_identity = b4_strdup(ref);
         return *ret_identity ? 0 : b4_error_set(err, -ENOMEM, "out of memory");
 }

@@ -53,10 +53,10 @@ void kube_core_unref(struct kube_core *c);
 
 /* The PVC as an acquire saw it, for the workspace record and the policy's owner. */
 struct kube_pvc_seen {
-        bool made;      /* this acquire created it (201): it is empty, it has no record */
-        char uid[64];   /* "" = not known (it existed: a 409) */
-        char rv[64];    /* its resourceVersion as last seen; "" = not known */
-        char *intent;   /* owned; the intent of the record checked or published, or NULL */
+        bool made;    /* this acquire created it (201): it is empty, it has no record */
+        char uid[64]; /* "" = not known (it existed: a 409) */
+        char rv[64];  /* its resourceVersion as last seen; "" = not known */
+        char *intent; /* owned; the intent of the record checked or published, or NULL */
 };
 
 /* The state of a thread's lifecycle entry: what this provider instance made live. */
