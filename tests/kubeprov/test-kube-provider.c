@@ -4,7 +4,9 @@
  * with-fake.sh, which exports where it is): the API requests each lifecycle step and each
  * tool call costs (the fake's counters), two replicas racing for one thread, a command whose
  * exec stream drops (never retried) and a Pod deleted behind the provider's back (recovered,
- * the workspace kept), token rotation.
+ * the workspace kept), token rotation; the managed workspace record on the PVC (published
+ * through a 409, read back, another intent's refused, the 256 KiB limit) and the policy's
+ * owner when the PVC was there before.
  */
 
 #include <errno.h>
@@ -70,6 +72,27 @@ static struct jv *api_get(const char *path)
         return v;
 }
 
+/* @method @path as the kubeconfig's user with @json (from a file: it may be large) as a
+ * merge patch (PATCH) or a body; the answer is dropped. */
+static void api_send(const char *method, const char *path, const char *json)
+{
+        cleanup_free char *cmd = NULL, *body = NULL, *data = NULL;
+        FILE *f;
+
+        assert_true(asprintf(&body, "%s/body.json", E_STATE) > 0);
+        f = fopen(body, "we");
+        assert_non_null(f);
+        fputs(json ? json : "", f);
+        assert_int_equal(fclose(f), 0);
+        assert_true(asprintf(&data, "--data-binary @'%s'", body) > 0);
+        assert_true(asprintf(&cmd,
+                             "curl -sS -f -o /dev/null --cacert '%s/ca.crt' -X %s -H "
+                             "'Authorization: Bearer '\"$(awk 'NR == 1 { print $1 }' '%s/token')\" "
+                             "-H 'Content-Type: application/merge-patch+json' %s '%s%s'",
+                             E_STATE, method, E_STATE, json ? data : "", E_URL, path) > 0);
+        assert_int_equal(system(cmd), 0);
+}
+
 struct counts {
         int64_t reads, writes, watches, execs;
 };
@@ -118,7 +141,9 @@ static struct b4_provider *provider(void)
         return provider_with(E_CONFIG, NULL, NULL);
 }
 
-static struct b4_sandbox *acquire(struct b4_provider *p, const char *thread)
+static struct b4_sandbox *acquire_in(struct b4_provider *p,
+                                     const char *thread,
+                                     enum b4_network_mode mode)
 {
         struct b4_policy pol;
         struct b4_acquire_req req = { .thread_id = thread, .policy = &pol };
@@ -126,10 +151,16 @@ static struct b4_sandbox *acquire(struct b4_provider *p, const char *thread)
         struct b4_sandbox *sb = NULL;
 
         b4_policy_init(&pol);
+        pol.network = mode;
         if (b4_provider_acquire(p, &req, &sb, &err) < 0)
                 fail_msg("acquire %s: %s", thread, err.msg);
         b4_policy_clear(&pol);
         return sb;
+}
+
+static struct b4_sandbox *acquire(struct b4_provider *p, const char *thread)
+{
+        return acquire_in(p, thread, B4_NETWORK_ALLOW);
 }
 
 static int run(struct b4_sandbox *sb, const char *cmd, char **ret_out, struct b4_error *err)
@@ -321,6 +352,238 @@ static void test_pod_lost_recovered(void **state)
         b4_provider_free(p);
 }
 
+/* ---- the managed workspace record on the PVC (managed.c) ---- */
+
+#define INTENT_1 "1111111111111111111111111111111111111111111111111111111111111111"
+#define INTENT_2 "2222222222222222222222222222222222222222222222222222222222222222"
+#define PINNED   "img@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+static char *pvc_path(const char *thread)
+{
+        char id[41], *path = NULL;
+
+        assert_int_equal(b4_resource_id("kubeprov-lib", thread, id), 0);
+        assert_true(asprintf(&path, "/api/v1/namespaces/%s/persistentvolumeclaims/b4-sbx-vol-%s",
+                             E_NS, id) > 0);
+        return path;
+}
+
+static char *policy_path(const char *thread)
+{
+        char id[41], *path = NULL;
+
+        assert_int_equal(b4_resource_id("kubeprov-lib", thread, id), 0);
+        assert_true(asprintf(&path,
+                             "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies/"
+                             "b4-sbx-net-%s",
+                             E_NS, id) > 0);
+        return path;
+}
+
+static const struct jv *annotation(const struct jv *obj, const char *key)
+{
+        return jv_object_get(jv_object_get(jv_object_get(obj, "metadata"), "annotations"), key);
+}
+
+/* The record as the PVC carries it (parsed), or NULL. */
+static struct jv *record_on(const char *thread)
+{
+        cleanup_free char *path = pvc_path(thread);
+        struct jv *pvc = api_get(path), *rec = NULL;
+        const char *text = jv_string(annotation(pvc, "b4box.io/workspace-record"));
+
+        if (text)
+                assert_int_equal(jv_parse(text, strlen(text), &rec, NULL), 0);
+        jv_unref(pvc);
+        return rec;
+}
+
+static int64_t total(struct counts c)
+{
+        return c.reads + c.writes + c.watches + c.execs;
+}
+
+/* Published with the PVC's resourceVersion: a PVC changed meanwhile answers 409, it is read
+ * again and the record lands next to what the other writer added; a published record is
+ * known without a request; another provider instance reads it once; another intent's
+ * record is refused by name and left alone. */
+static void test_record_published(void **state)
+{
+        struct b4_provider *p = provider(), *p2;
+        struct b4_workspace_record rec = { .intent = INTENT_1,
+                                           .source_digest = "sha256:source",
+                                           .image = PINNED };
+        struct b4_error err = { 0 };
+        enum b4_storage_state st = B4_STORAGE_READY;
+        cleanup_free char *path = pvc_path("rec");
+        struct b4_sandbox *sb, *sb2;
+        struct jv *got;
+        struct counts c;
+
+        assert_true(b4_provider_keeps_workspace_record(p));
+        sb = acquire(p, "rec");
+        (void)counters(true);
+        assert_int_equal(b4_provider_workspace_check(p, "rec", INTENT_1, &st, &err), 0);
+        assert_int_equal(st, B4_STORAGE_EMPTY); /* this acquire made the PVC */
+        assert_int_equal(total(counters(true)), 0);
+
+        api_send("PATCH", path, "{\"metadata\": {\"annotations\": {\"other\": \"kept\"}}}");
+        (void)counters(true);
+        if (b4_provider_workspace_publish(p, "rec", &rec, &err) < 0)
+                fail_msg("publish: %s", err.msg);
+        c = counters(true);
+        print_message("# publish through a 409: %lld writes, %lld reads\n", (long long)c.writes,
+                      (long long)c.reads);
+        assert_int_equal(c.writes, 2); /* the 409 and the PATCH that landed */
+        assert_int_equal(c.reads, 1);
+        got = api_get(path);
+        assert_string_equal(jv_string(annotation(got, "other")), "kept");
+        jv_unref(got);
+        got = record_on("rec");
+        assert_non_null(got);
+        assert_string_equal(jv_string(jv_object_get(got, "intent")), INTENT_1);
+        assert_true(jv_is_true(jv_object_get(got, "ready")));
+        assert_string_equal(jv_string(jv_object_get(got, "sourceDigest")), "sha256:source");
+        assert_string_equal(jv_string(jv_object_get(got, "image")), PINNED);
+        jv_unref(got);
+
+        (void)counters(true);
+        assert_int_equal(b4_provider_workspace_check(p, "rec", INTENT_1, &st, &err), 0);
+        assert_int_equal(st, B4_STORAGE_READY);
+        assert_int_equal(b4_provider_workspace_publish(p, "rec", &rec, &err), 0); /* again: done */
+        assert_int_equal(total(counters(true)), 0);
+
+        /* another instance (a restart, another replica) reads the PVC once */
+        p2 = provider();
+        sb2 = acquire(p2, "rec");
+        (void)counters(true);
+        assert_int_equal(b4_provider_workspace_check(p2, "rec", INTENT_1, &st, &err), 0);
+        assert_int_equal(st, B4_STORAGE_READY);
+        c = counters(true);
+        assert_int_equal(c.reads, 1);
+        assert_int_equal(c.writes, 0);
+        b4_sandbox_unref(sb2);
+        b4_provider_free(p2);
+
+        p2 = provider();
+        sb2 = acquire(p2, "rec");
+        assert_int_equal(b4_provider_workspace_check(p2, "rec", INTENT_2, &st, &err), -EEXIST);
+        assert_non_null(strstr(err.msg, "Workspace conflict: persistentvolumeclaim"));
+        rec.intent = INTENT_2;
+        assert_int_equal(b4_provider_workspace_publish(p2, "rec", &rec, &err), -EEXIST);
+        got = record_on("rec");
+        assert_string_equal(jv_string(jv_object_get(got, "intent")), INTENT_1);
+        jv_unref(got);
+        b4_sandbox_unref(sb2);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_destroy(p, "rec", &err), 0);
+        b4_provider_free(p2);
+        b4_provider_free(p);
+}
+
+/* Kubernetes keeps 256 KiB of annotations per object: a record past it, alone or with what
+ * the PVC carries, is refused with the limit in the text and nothing written; a thread not
+ * acquired has no record to write. */
+static void test_record_limit(void **state)
+{
+        struct b4_provider *p = provider();
+        cleanup_free char *path = pvc_path("recbig"), *big = malloc(300 * 1024 + 1), *filler = NULL;
+        struct b4_workspace_record rec = { .intent = INTENT_1, .source_digest = big };
+        struct b4_error err = { 0 };
+        struct b4_sandbox *sb = acquire(p, "recbig");
+        struct jv *got;
+
+        assert_non_null(big);
+        memset(big, 'x', 300 * 1024);
+        big[300 * 1024] = '\0';
+        assert_int_equal(b4_provider_workspace_publish(p, "recbig", &rec, &err), -E2BIG);
+        assert_non_null(strstr(err.msg, "at most 262144 bytes (256 KiB) of annotations"));
+
+        /* 160 KiB fits alone, not next to 100 KiB the PVC already carries */
+        big[160 * 1024] = '\0';
+        assert_true(asprintf(&filler, "{\"metadata\": {\"annotations\": {\"filler\": \"%0*d\"}}}",
+                             100 * 1024, 0) > 0);
+        api_send("PATCH", path, filler);
+        assert_int_equal(b4_provider_workspace_publish(p, "recbig", &rec, &err), -E2BIG);
+        assert_non_null(strstr(err.msg, "262144"));
+        got = record_on("recbig");
+        assert_null(got);
+
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_release(p, "recbig", &err), 0);
+        assert_int_equal(b4_provider_workspace_publish(p, "recbig", &rec, &err), -ENOTCONN);
+        assert_int_equal(b4_provider_destroy(p, "recbig", &err), 0);
+        b4_provider_free(p);
+}
+
+static const char *owner_of(const char *thread)
+{
+        static char uid[64];
+        cleanup_free char *path = policy_path(thread);
+        struct jv *pol = api_get(path);
+        const struct jv *refs = jv_object_get(jv_object_get(pol, "metadata"), "ownerReferences");
+        const char *u = jv_string(jv_object_get(jv_array_get(refs, 0), "uid"));
+
+        (void)snprintf(uid, sizeof(uid), "%s", u ? u : "(none)");
+        assert_true(jv_array_size(refs) <= 1);
+        jv_unref(pol);
+        return uid;
+}
+
+/* The PVC existed before the acquire (a release kept it), so its create answered 409 with
+ * no uid: the policy is owned by it all the same. Read from the live policy where there is
+ * one (no extra request: one GET instead of POST 409 + GET), from the PVC where the policy
+ * is missing or has no owner. */
+static void test_policy_owner_preexisting_pvc(void **state)
+{
+        struct b4_provider *p = provider();
+        cleanup_free char *pvc = pvc_path("own"), *pol = policy_path("own");
+        struct b4_error err = { 0 };
+        struct b4_sandbox *sb;
+        struct counts c;
+        char uid[64];
+        struct jv *o;
+
+        (void)counters(true);
+        b4_sandbox_unref(acquire_in(p, "own", B4_NETWORK_DENY));
+        c = counters(true);
+        assert_int_equal(c.writes, 3); /* cold, deny mode: PVC, policy (with its owner), Pod */
+        assert_int_equal(c.reads, 0);
+        assert_int_equal(b4_provider_release(p, "own", &err), 0);
+        o = api_get(pvc);
+        (void)snprintf(uid, sizeof(uid), "%s",
+                       jv_string(jv_object_get(jv_object_get(o, "metadata"), "uid")));
+        jv_unref(o);
+        assert_string_equal(owner_of("own"), uid);
+
+        /* the usual reattach after a release: the policy read once, no PVC read */
+        (void)counters(true);
+        sb = acquire_in(p, "own", B4_NETWORK_DENY);
+        c = counters(true);
+        print_message("# acquire after release: %lld writes, %lld reads\n", (long long)c.writes,
+                      (long long)c.reads);
+        assert_int_equal(c.reads, 1);
+        assert_int_equal(c.writes, 2); /* PVC POST (409), Pod POST */
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_release(p, "own", &err), 0);
+
+        /* the policy gone behind b4box, the PVC kept */
+        api_send("DELETE", pol, NULL);
+        sb = acquire_in(p, "own", B4_NETWORK_DENY);
+        assert_string_equal(owner_of("own"), uid);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_release(p, "own", &err), 0);
+
+        /* a policy without an owner (an older b4box made it): given one */
+        api_send("PATCH", pol, "{\"metadata\": {\"ownerReferences\": null}}");
+        assert_string_equal(owner_of("own"), "(none)");
+        sb = acquire_in(p, "own", B4_NETWORK_DENY);
+        assert_string_equal(owner_of("own"), uid);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_destroy(p, "own", &err), 0);
+        b4_provider_free(p);
+}
+
 static void write_text(const char *path, const char *text)
 {
         FILE *f = fopen(path, "we");
@@ -390,6 +653,9 @@ int main(void)
                 cmocka_unit_test(test_exec_drop_not_retried),
                 cmocka_unit_test(test_pod_lost_recovered),
                 cmocka_unit_test(test_token_rotation),
+                cmocka_unit_test(test_record_published),
+                cmocka_unit_test(test_record_limit),
+                cmocka_unit_test(test_policy_owner_preexisting_pvc),
         };
 
         E_CONFIG = getenv("B4BOX_TEST_KUBE_CONFIG");

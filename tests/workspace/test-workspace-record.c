@@ -41,9 +41,9 @@ static struct {
         struct b4_store *store;
         struct b4_provider *provider;
         struct b4_runtime *rt;
-        struct b4_provider_ops ops;              /* the fake's, plus workspace_record */
+        struct b4_provider_ops ops; /* the fake's, plus workspace_record */
         const struct b4_provider_ops *fake_ops;
-        struct storage s;                        /* one thread per test */
+        struct storage s; /* one thread per test */
 } F;
 
 static int rec_acquire(struct b4_provider *p,
@@ -147,11 +147,13 @@ static void start(const char *image, bool hooked)
         char *json = NULL, **errors = NULL;
         struct b4_error err = { 0 };
 
-        assert_true(asprintf(&json,
-                             "{\"sandbox\": {\"provider\": {\"type\": \"fake\", \"scope\": \"s\"%s%s%s}, "
-                             "\"workspace\": {\"source\": {\"directory\": \"ws\", \"include\": "
-                             "[\"main.txt\"]}}}}",
-                             image ? ", \"image\": \"" : "", image ? image : "", image ? "\"" : "") > 0);
+        assert_true(
+                asprintf(
+                        &json,
+                        "{\"sandbox\": {\"provider\": {\"type\": \"fake\", \"scope\": \"s\"%s%s%s}, "
+                        "\"workspace\": {\"source\": {\"directory\": \"ws\", \"include\": "
+                        "[\"main.txt\"]}}}}",
+                        image ? ", \"image\": \"" : "", image ? image : "", image ? "\"" : "") > 0);
         if (b4_config_parse(json, strlen(json), F.dir, &F.cfg, &errors, &err) < 0)
                 fail_msg("config: %s", errors ? errors[0] : err.msg);
         free(json);
@@ -260,7 +262,8 @@ static void test_published(void **state)
 {
         char intent[128];
 
-        start("img@sha256:" "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        start("img@sha256:"
+              "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
               true);
         create_thread("t");
         expect_file("t", "/workspace/main.txt", "hello");
@@ -280,7 +283,8 @@ static void test_published(void **state)
  * runtime materialises it again from the held source instead of trusting its store. */
 static void test_reaped_storage_materialised_again(void **state)
 {
-        start("img@sha256:" "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        start("img@sha256:"
+              "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
               true);
         create_thread("t");
         expect_file("t", "/workspace/main.txt", "hello");
@@ -299,7 +303,8 @@ static void test_pending_storage_remade(void **state)
         struct b4_policy pol;
         struct b4_sandbox *sb = NULL;
 
-        start("img@sha256:" "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        start("img@sha256:"
+              "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
               true);
         create_thread("t");
         expect_file("t", "/workspace/main.txt", "hello");
@@ -327,7 +332,8 @@ static void test_other_record_refused(void **state)
         struct b4_error err = { 0 };
         char *data = NULL;
 
-        start("img@sha256:" "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        start("img@sha256:"
+              "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
               true);
         create_thread("t");
         expect_file("t", "/workspace/main.txt", "hello");
