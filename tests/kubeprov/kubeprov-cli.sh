@@ -28,7 +28,7 @@ counter() { ctl GET /_fake/counters | "$py" -c 'import json,sys; print(json.load
 ms() { date +%s%3N; }
 config() { # config FILE [PROVIDER MEMBERS] [SANDBOX MEMBERS]
         printf '{"sandbox": {"provider": {"type": "kubernetes", "scope": "kubeprov", "image": "%s", "kubeconfig": "%s", "namespace": "%s"%s}%s}}\n' \
-                "$B4BOX_TEST_KUBE_IMAGE" "$B4BOX_TEST_KUBE_CONFIG" "$B4BOX_TEST_KUBE_NAMESPACE" "${2:-}" "${3:-}" >"$1"
+                "${IMAGE:-$B4BOX_TEST_KUBE_IMAGE}" "$B4BOX_TEST_KUBE_CONFIG" "$B4BOX_TEST_KUBE_NAMESPACE" "${2:-}" "${3:-}" >"$1"
 }
 config b4box.json
 
@@ -129,13 +129,6 @@ check "check: an unreachable API server is the transport bucket, every review li
          [ "$(grep -o "core/\|networking.k8s.io/" <<<"$out" | wc -l)" -ge 14 ] && ! grep -q "Missing Kubernetes" <<<"$out"' ||
         printf '%s\n' "$out" | sed 's/^/# /'
 
-# a managed workspace (sandbox.workspace): materialised into the PVC through the agent
-mkdir -p "$dir/src" && echo "from the source" >"$dir/src/README.txt"
-config managed.json "" ', "workspace": {"source": {"directory": "src", "include": ["README.txt"]}}'
-out=$("$b4box" exec -c managed.json --thread cli-managed -- cat /workspace/README.txt 2>"$dir/err"); rc=$?
-check "a managed workspace is materialised in the Pod's /workspace" \
-        '[ $rc -eq 0 ] && [ "$out" = "from the source" ]' || sed 's/^/# /' "$dir/err"
-
 # b4box kube reap: mark an unreferenced PVC, clear a referenced one's marker, delete one
 # marked longer than the TTL; --dry-run writes nothing
 pvc_of() { "$py" -c 'import hashlib, json, sys
@@ -178,6 +171,82 @@ check "kube reap: deletes the PVC marked past the TTL, clears the referenced one
          grep -q "1 cleared, 1 deleted" <<<"$out"' || printf '%s\n' "$out" | sed 's/^/# /'
 "$b4box" kube reap -c b4box.json --ttl-hours 0 >/dev/null 2>"$dir/err"; rc=$?
 check "kube reap: --ttl-hours 0 is a usage error" '[ $rc -eq 2 ] && grep -q "from 1 to 87600" "$dir/err"'
+
+# managed workspaces (sandbox.workspace): materialised into the PVC through the agent, the
+# record on the PVC (b4box.io/workspace-record), the image pinned by digest
+mkdir -p "$dir/src" && echo "from the source" >"$dir/src/README.txt"
+ws=', "workspace": {"source": {"directory": "src", "include": ["README.txt"]}}'
+pinned="debian@sha256:$(printf debian-12 | sha256sum | cut -c1-64)"
+status_of() { api "$1" | "$py" -c 'import json, sys; o = json.load(sys.stdin); print(o.get("code", 200) if o.get("kind") == "Status" else 200)'; }
+pvc_url() { echo "/api/v1/namespaces/b4-sandboxes/persistentvolumeclaims/$(pvc_of "$1")"; }
+record() { # record THREAD: the PVC's workspace record, or "none"
+        api "$(pvc_url "$1")" | "$py" -c 'import json, sys
+o = json.load(sys.stdin)
+print((o.get("metadata", {}).get("annotations") or {}).get("b4box.io/workspace-record", "none"))'
+}
+patch_pvc() { # patch_pvc THREAD JSON: a merge patch as the kubeconfig's user
+        curl -sS -o /dev/null --cacert "$KUBE_FAKE_STATE/ca.crt" -X PATCH \
+                -H "Authorization: Bearer $(awk 'NR == 1 { print $1 }' "$KUBE_FAKE_STATE/token")" \
+                -H 'Content-Type: application/merge-patch+json' --data "$2" "$KUBE_FAKE_URL$(pvc_url "$1")"
+}
+gone() { # gone URL: wait until the object is gone (the fake's terminating time)
+        for _ in $(seq 100); do [ "$(status_of "$1")" = 404 ] && return 0; sleep 0.05; done
+        return 1
+}
+pod_url() { echo "/api/v1/namespaces/b4-sandboxes/pods/$(pvc_of "$1" | sed 's/-vol//')"; }
+
+config managed-tag.json "" "$ws"
+ctl POST /_fake/counters/reset >/dev/null
+"$b4box" exec -c managed-tag.json --thread cli-tag -- true >/dev/null 2>"$dir/err"; rc=$?
+check "a managed thread with a tag image is refused by name before any object is made" \
+        '[ $rc -ne 0 ] && grep -q "Image $B4BOX_TEST_KUBE_IMAGE is not pinned by digest: .*<name>@sha256:<64 hex>.*\[B4_E2005\]" "$dir/err" &&
+         [ "$(counter writes)" = 0 ] && [ "$(status_of "$(pvc_url cli-tag)")" = 404 ]' || sed 's/^/# /' "$dir/err"
+
+IMAGE=$pinned config managed.json "" "$ws"
+out=$("$b4box" exec -c managed.json --thread cli-managed -- cat /workspace/README.txt 2>"$dir/err"); rc=$?
+check "a managed workspace is materialised in the Pod's /workspace" \
+        '[ $rc -eq 0 ] && [ "$out" = "from the source" ]' || sed 's/^/# /' "$dir/err"
+rec=$(record cli-managed)
+check "the PVC carries the workspace record: intent, ready, the source, the pinned image" \
+        '"$py" -c "import json, re, sys
+r = json.loads(sys.argv[1])
+assert re.fullmatch(\"[0-9a-f]{64}\", r[\"intent\"]) and r[\"ready\"] is True, r
+assert r[\"image\"] == sys.argv[2] and r[\"sourceDigest\"], r" "$rec" "$pinned"' || echo "# $rec"
+
+# the PVC deleted behind b4box (released thread): made again and materialised again, not an
+# empty workspace taken as ready
+gone "$(pod_url cli-managed)"
+api_delete() { curl -sS -o /dev/null --cacert "$KUBE_FAKE_STATE/ca.crt" -X DELETE \
+        -H "Authorization: Bearer $(awk 'NR == 1 { print $1 }' "$KUBE_FAKE_STATE/token")" "$KUBE_FAKE_URL$1"; }
+api_delete "$(pvc_url cli-managed)"
+gone "$(pvc_url cli-managed)"; rc_gone=$?
+out=$("$b4box" exec -c managed.json --thread cli-managed -- cat /workspace/README.txt 2>"$dir/err"); rc=$?
+check "a reaped PVC is made again and materialised again, its record back" \
+        '[ $rc_gone -eq 0 ] && [ $rc -eq 0 ] && [ "$out" = "from the source" ] && [ "$(record cli-managed)" = "$rec" ]' ||
+        { echo "# gone=$rc_gone rc=$rc out=$out record=$(record cli-managed)"; sed 's/^/# /' "$dir/err"; }
+
+# a PVC without the record (what an interrupted materialisation leaves): destroyed and
+# made again before materialising, so nothing left on it survives
+"$b4box" exec -c managed.json --thread cli-managed -- touch /workspace/stray >/dev/null 2>&1
+patch_pvc cli-managed '{"metadata": {"annotations": {"b4box.io/workspace-record": null}}}'
+gone "$(pod_url cli-managed)"
+out=$("$b4box" exec -c managed.json --thread cli-managed -- ls /workspace 2>"$dir/err"); rc=$?
+check "a PVC without its record is made again: the source back, the stray file gone" \
+        '[ $rc -eq 0 ] && grep -qx README.txt <<<"$out" && ! grep -q stray <<<"$out" && [ "$(record cli-managed)" = "$rec" ]' ||
+        { echo "# $out"; sed 's/^/# /' "$dir/err"; }
+
+# the reaper never deletes a PVC with a record, however old its marker
+gone "$(pod_url cli-managed)"
+mark_old "$(pvc_of cli-managed)"
+"$b4box" kube reap -c b4box.json --ttl-hours 1 >/dev/null 2>&1
+check "kube reap leaves a managed workspace's PVC alone" '[ "$(status_of "$(pvc_url cli-managed)")" = 200 ]'
+
+# another workspace's record on the PVC: refused by name, left alone
+patch_pvc cli-managed '{"metadata": {"annotations": {"b4box.io/workspace-record": "{\"intent\": \"0000000000000000000000000000000000000000000000000000000000000000\", \"ready\": true}"}}}'
+"$b4box" exec -c managed.json --thread cli-managed -- true >/dev/null 2>"$dir/err"; rc=$?
+check "another workspace's record on the PVC is refused by name" \
+        '[ $rc -ne 0 ] && grep -q "Workspace conflict: persistentvolumeclaim \"$(pvc_of cli-managed)\" of thread" "$dir/err" && grep -q 0000000000000000 <<<"$(record cli-managed)"' ||
+        sed 's/^/# /' "$dir/err"
 
 # hostUsers false: the Pod gets its own user namespace, pidsLimit is enforced and says so
 config userns.json ', "hostUsers": false' ', "security": {"pidsLimit": 16}'

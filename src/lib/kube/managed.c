@@ -9,9 +9,10 @@
  *
  *   check    the state's own knowledge first (the record it checked or published; a PVC its
  *            acquire created is empty): no request. Otherwise one GET of the PVC.
- *   publish  one merge PATCH with the PVC's resourceVersion as precondition; a 409 Conflict
- *            reads the PVC again (another intent's record there is refused, ours is done)
- *            and tries again, KUBE_PUBLISH_TRIES in all.
+ *   publish  one GET of the PVC (another intent's record there is refused, ours is done,
+ *            the annotations' total is checked), then one merge PATCH with its
+ *            resourceVersion as precondition; a 409 Conflict reads it again and tries again,
+ *            KUBE_PUBLISH_TRIES in all.
  *
  * The value is JSON, {"image", "intent", "ready", "sourceDigest"} (sorted keys), read back
  * as untrusted: anything that is not such an object with a string intent is a conflict,
@@ -245,6 +246,28 @@ static int patch_record(struct kube_core *c,
         return r;
 }
 
+/* Read the PVC before a PATCH: 1 when @intent's record is there already (done), 0 to
+ * PATCH with the version read; -EEXIST (another's), -E2BIG (past the total), the client's. */
+static int read_for_publish(struct kube_core *c,
+                            struct kube_state *st,
+                            const char *intent,
+                            const char *value,
+                            struct b4_error *err)
+{
+        cleanup_(jv_unrefp) struct jv *pvc = NULL;
+        size_t n;
+        int r;
+
+        r = read_pvc(c, st, &pvc, err);
+        if (r < 0)
+                return unavailable(st, r, "read", err);
+        r = record_of(st, pvc, intent, err);
+        if (r != 0)
+                return r;
+        n = annotations_size(pvc, value);
+        return n > B4_WORKSPACE_RECORD_MAX ? too_big(st, n, err) : 0;
+}
+
 static int publish(struct kube_core *c,
                    struct kube_state *st,
                    const struct b4_workspace_record *rec,
@@ -252,7 +275,7 @@ static int publish(struct kube_core *c,
 {
         cleanup_free char *value = NULL;
         size_t n;
-        int r;
+        int r = -EAGAIN;
 
         if (st->pvc.intent && strcmp(st->pvc.intent, rec->intent) == 0)
                 return 0; /* published or checked through this state: there */
@@ -261,33 +284,14 @@ static int publish(struct kube_core *c,
         n = strlen(KUBE_ANNOT_WORKSPACE_RECORD) + strlen(value);
         if (n > B4_WORKSPACE_RECORD_MAX) /* whatever else the PVC carries */
                 return too_big(st, n, err);
-        for (unsigned i = 0; i < KUBE_PUBLISH_TRIES; i++) {
-                /* a PVC this acquire created carries no other annotation: no read */
-                if (!st->pvc.rv[0] || !st->pvc.made || i > 0) {
-                        cleanup_(jv_unrefp) struct jv *pvc = NULL;
-
-                        r = read_pvc(c, st, &pvc, err);
-                        if (r < 0)
-                                break;
-                        r = record_of(st, pvc, rec->intent, err);
-                        if (r < 0)
-                                return r;
-                        if (r > 0)
-                                return set_intent(&st->pvc, rec->intent) < 0
-                                               ? b4_error_set(err, -ENOMEM, "out of memory")
-                                               : 0;
-                        n = annotations_size(pvc, value);
-                        if (n > B4_WORKSPACE_RECORD_MAX)
-                                return too_big(st, n, err);
-                }
-                r = patch_record(c, st, value, err);
-                if (r >= 0)
-                        return set_intent(&st->pvc, rec->intent) < 0
-                                       ? b4_error_set(err, -ENOMEM, "out of memory")
-                                       : 0;
-                if (r != -EAGAIN)
-                        break;
-                st->pvc.made = false; /* someone else wrote it: read what they wrote */
+        /* read first, always: the claim's binding changed it since its create (a Pod runs
+         * only on a bound claim), so the create's version would only 409 */
+        for (unsigned i = 0; i < KUBE_PUBLISH_TRIES && r == -EAGAIN; i++) {
+                r = read_for_publish(c, st, rec->intent, value, err);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        r = patch_record(c, st, value, err);
         }
         if (r == -EAGAIN)
                 return b4_error_set_code(err, r, B4_CODE_SANDBOX_UNAVAILABLE,
@@ -295,7 +299,10 @@ static int publish(struct kube_core *c,
                                          "changing while its workspace record was written (%u "
                                          "tries). Run `b4box check`.",
                                          st->names.pvc, KUBE_PUBLISH_TRIES);
-        return unavailable(st, r, "record the workspace on", err);
+        if (r < 0)
+                return unavailable(st, r, "record the workspace on", err);
+        return set_intent(&st->pvc, rec->intent) < 0 ? b4_error_set(err, -ENOMEM, "out of memory")
+                                                     : 0;
 }
 
 int kube_workspace_record(struct kube_core *c,
