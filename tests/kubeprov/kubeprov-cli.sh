@@ -194,6 +194,9 @@ gone() { # gone URL: wait until the object is gone (the fake's terminating time)
         return 1
 }
 pod_url() { echo "/api/v1/namespaces/b4-sandboxes/pods/$(pvc_of "$1" | sed 's/-vol//')"; }
+release_managed() { # a managed thread's Pod stays after exec: release it, wait for it to go
+        "$b4box" release -c managed.json cli-managed >/dev/null 2>&1 && gone "$(pod_url cli-managed)"
+}
 
 config managed-tag.json "" "$ws"
 ctl POST /_fake/counters/reset >/dev/null
@@ -215,7 +218,7 @@ assert r[\"image\"] == sys.argv[2] and r[\"sourceDigest\"], r" "$rec" "$pinned"'
 
 # the PVC deleted behind b4box (released thread): made again and materialised again, not an
 # empty workspace taken as ready
-gone "$(pod_url cli-managed)"
+release_managed
 api_delete() { curl -sS -o /dev/null --cacert "$KUBE_FAKE_STATE/ca.crt" -X DELETE \
         -H "Authorization: Bearer $(awk 'NR == 1 { print $1 }' "$KUBE_FAKE_STATE/token")" "$KUBE_FAKE_URL$1"; }
 api_delete "$(pvc_url cli-managed)"
@@ -229,14 +232,14 @@ check "a reaped PVC is made again and materialised again, its record back" \
 # made again before materialising, so nothing left on it survives
 "$b4box" exec -c managed.json --thread cli-managed -- touch /workspace/stray >/dev/null 2>&1
 patch_pvc cli-managed '{"metadata": {"annotations": {"b4box.io/workspace-record": null}}}'
-gone "$(pod_url cli-managed)"
+release_managed
 out=$("$b4box" exec -c managed.json --thread cli-managed -- ls /workspace 2>"$dir/err"); rc=$?
 check "a PVC without its record is made again: the source back, the stray file gone" \
         '[ $rc -eq 0 ] && grep -qx README.txt <<<"$out" && ! grep -q stray <<<"$out" && [ "$(record cli-managed)" = "$rec" ]' ||
         { echo "# $out"; sed 's/^/# /' "$dir/err"; }
 
 # the reaper never deletes a PVC with a record, however old its marker
-gone "$(pod_url cli-managed)"
+release_managed
 mark_old "$(pvc_of cli-managed)"
 "$b4box" kube reap -c b4box.json --ttl-hours 1 >/dev/null 2>&1
 check "kube reap leaves a managed workspace's PVC alone" '[ "$(status_of "$(pvc_url cli-managed)")" = 200 ]'
