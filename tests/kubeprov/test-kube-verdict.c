@@ -141,11 +141,48 @@ static void test_reap_decide(void **state)
         }
 }
 
+/* Managed threads' images must be pinned (managed.c): <name>@sha256:<64 lowercase hex>. */
+static void test_image_pinned(void **state)
+{
+        static const char hex[] =
+                "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+        static const struct {
+                const char *name, *digest;
+                bool pinned;
+        } rows[] = {
+                { "debian", "@sha256:", true },
+                { "registry.example:5000/team/img:1.2", "@sha256:", true }, /* tag and digest */
+                { "debian:12", "", false },
+                { "debian", "@sha512:", false },
+                { "", "@sha256:", false },        /* no name */
+                { "deb ian", "@sha256:", false }, /* not a reference */
+                { "debian", "@SHA256:", false },
+        };
+
+        char ref[256];
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                (void)snprintf(ref, sizeof(ref), "%s%s%s", rows[i].name, rows[i].digest,
+                               *rows[i].digest ? hex : "");
+                if (kube_image_pinned(ref) != rows[i].pinned)
+                        fail_msg("row %zu: %s", i, ref);
+        }
+        (void)snprintf(ref, sizeof(ref), "debian@sha256:%.63s", hex); /* 63 hex */
+        assert_false(kube_image_pinned(ref));
+        (void)snprintf(ref, sizeof(ref), "debian@sha256:%s0", hex); /* 65 */
+        assert_false(kube_image_pinned(ref));
+        (void)snprintf(ref, sizeof(ref), "debian@sha256:%.63sA", hex); /* upper case */
+        assert_false(kube_image_pinned(ref));
+        assert_false(kube_image_pinned(NULL));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_table),
                 cmocka_unit_test(test_reap_decide),
+                cmocka_unit_test(test_image_pinned),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
