@@ -554,8 +554,10 @@ B4_PUBLIC int b4_provider_resolve_image(struct b4_provider *p,
 enum b4_storage_state {
         B4_STORAGE_READY = 0, /* the record of this intent is there: the storage holds it */
         B4_STORAGE_EMPTY,     /* the last acquire made the storage: nothing is in it */
-        B4_STORAGE_PENDING,   /* storage without a record: an unpublished materialisation,
-                               * or storage made by someone else; destroy before reuse */
+        B4_STORAGE_GONE,      /* the storage is being deleted: destroy, acquire again */
+        B4_STORAGE_PENDING,   /* storage this acquire did not make, without a record: made
+                               * before records were kept, or by hand; nothing says what it
+                               * holds (the runtime refuses it rather than guess) */
 };
 
 /* What the runtime publishes once a workspace is materialised. Borrowed for the call. */
@@ -569,7 +571,8 @@ struct b4_workspace_record {
 B4_PUBLIC bool b4_provider_keeps_workspace_record(const struct b4_provider *p);
 /**
  * b4_provider_workspace_check() - what the storage of @thread_id (acquired: call it after
- * b4_provider_acquire()) holds, against @intent; under the thread's exclusive lease
+ * b4_provider_acquire()) holds, against @intent; under the thread's exclusive lease. A
+ * record of @intent not marked ready counts as none (PENDING).
  * Return: 0 with *ret set; -EEXIST (B4_E2001, "Workspace conflict: ...") when the storage
  * holds another intent's record; -EOPNOTSUPP without the member; -ENOTCONN when the thread
  * is not acquired; the provider's errors.

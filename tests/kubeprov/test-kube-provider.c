@@ -508,6 +508,30 @@ static void test_record_published(void **state)
         b4_provider_free(p);
 }
 
+/* A PVC being deleted under its running Pod (the pvc-protection finalizer holds it) is
+ * reported gone to another instance, so the runtime makes it again. */
+static void test_record_gone(void **state)
+{
+        struct b4_provider *p = provider(), *p2;
+        struct b4_workspace_record rec = { .intent = INTENT_1 };
+        cleanup_free char *path = pvc_path("recgone");
+        enum b4_storage_state st = B4_STORAGE_READY;
+        struct b4_error err = { 0 };
+        struct b4_sandbox *sb = acquire(p, "recgone"), *sb2;
+
+        assert_int_equal(b4_provider_workspace_publish(p, "recgone", &rec, &err), 0);
+        api_send("DELETE", path, NULL);
+        p2 = provider();
+        sb2 = acquire(p2, "recgone");
+        assert_int_equal(b4_provider_workspace_check(p2, "recgone", INTENT_1, &st, &err), 0);
+        assert_int_equal(st, B4_STORAGE_GONE);
+        b4_sandbox_unref(sb2);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_destroy(p2, "recgone", &err), 0);
+        b4_provider_free(p2);
+        b4_provider_free(p);
+}
+
 /* Kubernetes keeps 256 KiB of annotations per object: a record past it, alone or with what
  * the PVC carries, is refused with the limit in the text and nothing written; a thread not
  * acquired has no record to write. */
@@ -681,6 +705,7 @@ int main(void)
                 cmocka_unit_test(test_pod_lost_recovered),
                 cmocka_unit_test(test_token_rotation),
                 cmocka_unit_test(test_record_published),
+                cmocka_unit_test(test_record_gone),
                 cmocka_unit_test(test_record_limit),
                 cmocka_unit_test(test_policy_owner_preexisting_pvc),
         };

@@ -5,8 +5,9 @@
  * the fake provider given a workspace_record member that keeps the record next to its
  * in-memory workspace, as the PVC does. The record is published at materialisation;
  * storage deleted behind b4box is materialised again (not an empty workspace taken as
- * ready); storage without the record is destroyed and made again before materialising;
- * another workspace's record is refused; a tag image is refused for a managed thread
+ * ready; the row "creating" meanwhile, so an interruption is made afresh); storage being
+ * deleted is destroyed and made again; storage without a record, and another workspace's
+ * record, are refused; a tag image is refused for a managed thread
  * before anything is stored. Without the member (every other test) nothing changes.
  */
 
@@ -30,8 +31,10 @@ struct storage {
         char key[128];
         char intent[128]; /* "" = no record */
         char image[256];
-        bool gone; /* no storage: never made, or destroyed */
-        bool made; /* the last acquire made the storage */
+        bool gone;         /* no storage: never made, or destroyed */
+        bool made;         /* the last acquire made the storage */
+        bool going;        /* being deleted (until destroyed) */
+        bool fail_publish; /* the next publish fails */
         unsigned publishes, checks;
 };
 
@@ -65,6 +68,7 @@ static int rec_destroy(struct b4_provider *p, struct b4_entry *e, struct b4_erro
 {
         F.s.intent[0] = '\0'; /* the record goes with the storage */
         F.s.gone = true;
+        F.s.going = false;
         return F.fake_ops->destroy(p, e, err);
 }
 
@@ -80,6 +84,10 @@ static int rec_op(struct b4_provider *p,
                 return b4_error_set_code(err, -EEXIST, B4_CODE_SANDBOX_UNAVAILABLE,
                                          "Workspace conflict: the test's storage holds another "
                                          "record");
+        if (verb == B4_WORKSPACE_PUBLISH && F.s.fail_publish) {
+                F.s.fail_publish = false;
+                return b4_error_set(err, -EIO, "the test's publish fails");
+        }
         if (verb == B4_WORKSPACE_PUBLISH) {
                 F.s.publishes++;
                 (void)snprintf(F.s.intent, sizeof(F.s.intent), "%s", rec->intent);
@@ -88,8 +96,12 @@ static int rec_op(struct b4_provider *p,
                 return 0;
         }
         F.s.checks++;
-        *ret = F.s.intent[0] ? B4_STORAGE_READY
-                             : (F.s.made ? B4_STORAGE_EMPTY : B4_STORAGE_PENDING);
+        if (F.s.going)
+                *ret = B4_STORAGE_GONE;
+        else if (F.s.intent[0])
+                *ret = B4_STORAGE_READY;
+        else
+                *ret = F.s.made ? B4_STORAGE_EMPTY : B4_STORAGE_PENDING;
         return 0;
 }
 
@@ -116,6 +128,8 @@ static int n_workspaces(void)
         F.provider->ops = ops;
         return n;
 }
+
+#define PINNED "img@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 static void put(const char *rel, const char *text)
 {
@@ -295,35 +309,79 @@ static void test_reaped_storage_materialised_again(void **state)
         assert_int_equal(F.s.publishes, 2);
 }
 
-/* Storage without a record (an unpublished materialisation, or someone else's) is destroyed
- * and made again before materialising: nothing of what was there survives. */
-static void test_pending_storage_remade(void **state)
+/* Put a stray file on the thread's storage, behind the runtime. */
+static void stray_file(void)
 {
-        struct b4_acquire_req req = { .thread_id = NULL };
+        struct b4_acquire_req req = { .thread_id = F.s.key };
         struct b4_policy pol;
         struct b4_sandbox *sb = NULL;
 
-        start("img@sha256:"
-              "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-              true);
-        create_thread("t");
-        expect_file("t", "/workspace/main.txt", "hello");
-        restart("t");
-        /* the record lost, a stray file left on the storage */
         b4_policy_init(&pol);
-        req.thread_id = F.s.key;
         req.policy = &pol;
         assert_int_equal(b4_provider_acquire(F.provider, &req, &sb, NULL), 0);
         assert_int_equal(b4_fs_write_file(b4_sandbox_fs(sb), "/workspace/stray", "x", 1, NULL), 0);
         b4_sandbox_unref(sb);
         assert_int_equal(b4_provider_release(F.provider, F.s.key, NULL), 0);
         b4_policy_clear(&pol);
-        F.s.intent[0] = '\0';
-        F.s.made = false;
+}
 
+/* Storage without a record that this acquire did not make (a b4box from before records, a
+ * claim made by hand): refused by name, neither trusted nor wiped. */
+static void test_unrecorded_storage_refused(void **state)
+{
+        struct b4_error err = { 0 };
+        char *data = NULL;
+
+        start(PINNED, true);
+        create_thread("t");
+        expect_file("t", "/workspace/main.txt", "hello");
+        restart("t");
+        stray_file();
+        F.s.intent[0] = '\0';
+        assert_int_equal(read_in_run("t", "/workspace/main.txt", &data, &err), -ENOTRECOVERABLE);
+        assert_non_null(strstr(err.msg, "carries no record of its workspace"));
+        assert_int_equal(err.code, B4_CODE_SANDBOX_UNAVAILABLE);
+        assert_int_equal(F.s.publishes, 1);
+        assert_null(data);
+        stray_file(); /* still there: nothing was destroyed (the write replaces it) */
+}
+
+/* Storage being deleted: destroyed and made again, then materialised. */
+static void test_gone_storage_remade(void **state)
+{
+        start(PINNED, true);
+        create_thread("t");
+        expect_file("t", "/workspace/main.txt", "hello");
+        restart("t");
+        stray_file();
+        F.s.going = true;
         expect_file("t", "/workspace/main.txt", "hello");
         expect_file("t", "/workspace/stray", NULL);
         assert_int_equal(F.s.publishes, 2);
+}
+
+/* A materialisation again that does not finish (here its publish fails) leaves the row
+ * "creating": the next run destroys what it left and materialises afresh. */
+static void test_interrupted_rematerialisation(void **state)
+{
+        struct b4_association a = { 0 };
+        struct b4_error err = { 0 };
+        char *data = NULL;
+
+        start(PINNED, true);
+        create_thread("t");
+        expect_file("t", "/workspace/main.txt", "hello");
+        restart("t");
+        assert_int_equal(b4_provider_destroy(F.provider, F.s.key, NULL), 0);
+        F.s.fail_publish = true;
+        assert_int_equal(read_in_run("t", "/workspace/main.txt", &data, &err), -EIO);
+        assert_int_equal(b4_store_association_get(F.store, "t", &a, NULL), 0);
+        assert_string_equal(a.state, "creating");
+        b4_association_clear(&a);
+        assert_string_equal(F.s.intent, "");
+        expect_file("t", "/workspace/main.txt", "hello");
+        assert_int_equal(F.s.publishes, 2);
+        free(data);
 }
 
 /* Another workspace's record on the storage: refused by name, nothing overwritten. */
@@ -382,7 +440,10 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_published, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reaped_storage_materialised_again, setup,
                                                 teardown),
-                cmocka_unit_test_setup_teardown(test_pending_storage_remade, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_unrecorded_storage_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_gone_storage_remade, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_interrupted_rematerialisation, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_other_record_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_tag_image_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_without_member, setup, teardown),

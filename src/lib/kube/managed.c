@@ -176,7 +176,7 @@ static int check(struct kube_core *c,
         }
         r = read_pvc(c, st, &pvc, err);
         if (r == -ENOENT || (r >= 0 && jv_object_get(meta_of(pvc), "deletionTimestamp"))) {
-                *ret = B4_STORAGE_PENDING; /* gone or going: storage to make again */
+                *ret = B4_STORAGE_GONE; /* gone or going: storage to make again */
                 return 0;
         }
         if (r < 0)

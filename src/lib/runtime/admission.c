@@ -16,9 +16,11 @@
  * A provider that keeps the record with the storage (b4_provider_keeps_workspace_record():
  * Kubernetes, the PVC's annotation) is told what was materialised before the row turns
  * "ready", and asked at every later acquire whether its storage still holds it: storage
- * made anew (deleted behind b4box) is materialised again from the held source, storage
- * without the record is destroyed and made again first, another workspace's record is
- * refused. Such a provider also pins every managed thread's image, the default one too.
+ * made anew (deleted behind b4box) is materialised again from the held source (the row
+ * "creating" meanwhile, so an interruption is a crashed attempt like any), storage being
+ * deleted is destroyed and made again first; storage with no record, or another
+ * workspace's, is refused. Such a provider also pins every managed thread's image, the
+ * default one too.
  */
 
 #include <errno.h>
@@ -768,14 +770,14 @@ static int make_workspace(struct b4_runtime *rt,
         return r;
 }
 
-/* The storage of a pending thread destroyed and made again: it must come back empty. */
+/* Storage being deleted, destroyed and made again: it must come back empty. */
 static int storage_anew(struct b4_runtime *rt,
                         const struct b4_acquire_req *req,
                         const char *intent,
                         struct b4_sandbox **sb,
                         struct b4_error *err)
 {
-        enum b4_storage_state st = B4_STORAGE_PENDING;
+        enum b4_storage_state st = B4_STORAGE_GONE;
         int r;
 
         *sb = b4_sandbox_unref(*sb);
@@ -792,6 +794,28 @@ static int storage_anew(struct b4_runtime *rt,
                                       "Retry the run.",
                                       req->thread_id);
         return r;
+}
+
+/* The row back to "creating" before materialising a "ready" thread again. */
+static int mark_creating(struct b4_runtime *rt, struct admission *a, struct b4_error *err)
+{
+        int r = b4_store_association_update(rt->opts.store, a->assoc.thread_id, a->assoc.revision,
+                                            "creating", a->assoc.payload, err);
+
+        if (r >= 0)
+                a->assoc.revision++;
+        return r;
+}
+
+static int unrecorded(const char *id, struct b4_error *err)
+{
+        return b4_error_set_code(err, -ENOTRECOVERABLE, B4_CODE_SANDBOX_UNAVAILABLE,
+                                 "Sandbox unavailable: the workspace storage of thread %s carries "
+                                 "no record of its workspace (made before b4box recorded "
+                                 "workspaces with their storage, or by hand), so what it holds "
+                                 "is unknown. Copy out what you need (a workspace reader), then "
+                                 "destroy the thread's sandbox to materialise it afresh.",
+                                 id);
 }
 
 /* A "ready" association whose provider keeps the record: what does the storage hold? Not
@@ -812,8 +836,12 @@ static int check_storage(struct b4_runtime *rt,
         r = b4_provider_workspace_check(rt->opts.provider, req->thread_id, intent, &st, err);
         if (r < 0 || st == B4_STORAGE_READY)
                 return r;
-        if (st == B4_STORAGE_PENDING) /* never materialise over what is there */
+        if (st == B4_STORAGE_PENDING) /* never materialise over, nor trust, what is there */
+                return unrecorded(req->thread_id, err);
+        if (st == B4_STORAGE_GONE)
                 r = storage_anew(rt, req, intent, sb, err);
+        if (r >= 0)
+                r = mark_creating(rt, a, err);
         if (r >= 0)
                 r = jv_parse(a->assoc.payload, strlen(a->assoc.payload), &assoc, err);
         if (r >= 0)
