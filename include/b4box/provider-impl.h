@@ -300,7 +300,9 @@ struct b4_provider_ops {
          * the record. Core calls it under the exclusive lease with @e acquired (its state
          * set; none: -ENOTCONN). B4_WORKSPACE_CHECK sets *ret_state for @rec->intent (other
          * members may be NULL): EMPTY only when the acquire that made the state made the
-         * storage; another intent's record is -EEXIST. B4_WORKSPACE_PUBLISH stores @rec as
+         * storage, GONE when it is being deleted, PENDING when it has no ready record of
+         * @rec->intent; another intent's record (or one that does not parse) is -EEXIST,
+         * never overwritten. B4_WORKSPACE_PUBLISH stores @rec as
          * ready (@ret_state NULL), refusing one over B4_WORKSPACE_RECORD_MAX (-E2BIG) and
          * another intent's (-EEXIST). */
         int (*workspace_record)(struct b4_provider *p,
