@@ -28,6 +28,7 @@
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "json/json.h"
+#include "kube/kube-internal.h"
 #include "kube/kube.h"
 #include "kube/provider.h"
 #include "kube/reap.h"
@@ -150,8 +151,11 @@ static int record_of(const struct kube_state *st,
             !(have = jv_string(jv_object_get(rec, "intent"))))
                 return conflict(st, intent, "a workspace record b4box cannot read", err);
         if (strcmp(have, intent) != 0) {
-                (void)snprintf(what, sizeof(what),
-                               "the record of another workspace (intent %.12s...)", have);
+                char shown[13]; /* untrusted: sanitised */
+
+                kube_sanitize(have, strlen(have), shown, sizeof(shown));
+                (void)snprintf(what, sizeof(what), "the record of another workspace (intent %s...)",
+                               shown);
                 return conflict(st, intent, what, err);
         }
         return jv_is_true(jv_object_get(rec, "ready")) ? 1 : 0;
