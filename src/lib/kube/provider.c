@@ -165,15 +165,20 @@ static int unavailable(struct b4_error *err, int r, const char *what, const char
                                  what, name, inner.msg);
 }
 
-/* Create the PVC; 409 is a PVC already there (kept: the workspace). st->pvc: a new PVC's
- * uid and version (for the policy's owner and the workspace record), and that it is new. */
-static int ensure_pvc(struct kube_core *c, struct kube_state *st, struct b4_error *err)
+/* Create the PVC; 409 is a PVC already there (kept: the workspace). *ret_uid: the new
+ * PVC's uid, for the policy's owner reference ("" when it existed); st->pvc: that uid, its
+ * version and that it is new (the workspace record, managed.c). */
+static int ensure_pvc(struct kube_core *c,
+                      struct kube_state *st,
+                      char ret_uid[64],
+                      struct b4_error *err)
 {
         cleanup_(jv_unrefp) struct jv *body = NULL, *made = NULL;
         cleanup_free char *path =
                 kube_path("v1", c->namespace, "persistentvolumeclaims", NULL, NULL);
         int r;
 
+        ret_uid[0] = '\0';
         if (!path || kube_workspace_pvc(&st->names, c->namespace, st->policy.resources.disk_gb,
                                         c->storage_class, &body) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
@@ -184,6 +189,7 @@ static int ensure_pvc(struct kube_core *c, struct kube_state *st, struct b4_erro
                 return unavailable(err, r, "create persistentvolumeclaim", st->names.pvc);
         st->pvc.made = true;
         (void)snprintf(st->pvc.uid, sizeof(st->pvc.uid), "%s", meta_string(made, "uid") ?: "");
+        (void)snprintf(ret_uid, 64, "%s", st->pvc.uid);
         (void)snprintf(st->pvc.rv, sizeof(st->pvc.rv), "%s",
                        meta_string(made, "resourceVersion") ?: "");
         return 0;
@@ -279,7 +285,10 @@ static int sync_policy(struct kube_core *c,
  * known without reading the PVC; none there: the PVC's uid is read (one GET), then it is
  * created. Allow mode: a policy left by an earlier deny-mode acquire is deleted (404 is none).
  */
-static int ensure_policy(struct kube_core *c, struct kube_state *st, struct b4_error *err)
+static int ensure_policy(struct kube_core *c,
+                         struct kube_state *st,
+                         const char *pvc_uid,
+                         struct b4_error *err)
 {
         cleanup_(jv_unrefp) struct jv *body = NULL, *live = NULL;
         cleanup_free char *coll =
@@ -296,6 +305,8 @@ static int ensure_policy(struct kube_core *c, struct kube_state *st, struct b4_e
                                ? 0
                                : unavailable(err, r, "delete networkpolicy", st->names.policy);
         }
+        if (!st->pvc.uid[0] && pvc_uid && *pvc_uid) /* known another way (an adoption) */
+                (void)snprintf(st->pvc.uid, sizeof(st->pvc.uid), "%s", pvc_uid);
         if (!st->pvc.uid[0]) {
                 r = kube_get(c->client, path, &live, err);
                 if (r >= 0)
@@ -482,6 +493,7 @@ static int acquire_locked(struct kube_core *c,
         struct kube_state *have = b4_entry_state(e);
         struct kube_state *want = NULL;
         uint64_t start = now_msec();
+        char pvc_uid[64];
         int r;
 
         r = state_new(c, req, image, &want, err);
@@ -501,9 +513,9 @@ static int acquire_locked(struct kube_core *c,
                 state_free(want);
                 return 0;
         }
-        r = ensure_pvc(c, want, err);
+        r = ensure_pvc(c, want, pvc_uid, err);
         if (r >= 0)
-                r = ensure_policy(c, want, err);
+                r = ensure_policy(c, want, pvc_uid, err);
         if (r >= 0)
                 r = make_live(c, want, start, b4_cancel_fd(req->cancel), err);
         if (r < 0) {
