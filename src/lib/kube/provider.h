@@ -11,6 +11,7 @@
  *                then one long-lived exec as the agent connection's transport
  *   sandbox.c    handles: file operations and commands over that connection
  *   reader.c     workspace readers: a separate read-only Pod on the PVC, never the keeper
+ *   managed.c    managed workspaces: their record as the PVC's annotation, pinned images
  *   preflight.c  `b4box check`: one SelfSubjectAccessReview per operation, the controls
  */
 
