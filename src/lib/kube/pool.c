@@ -434,6 +434,10 @@ static int make_pair(struct kube_pool *p, char ret_pvc[64], struct b4_error *err
         if (r < 0)
                 return r;
         r = kube_create(p->slow, pods, pod, &made, err);
+        if (r < 0) {
+                delete_pair(p, NULL, n.pvc);
+                return r;
+        }
         if (r >= 0 && p->c->user_namespace && !own_user_namespace(made))
                 r = b4_error_set(err, -EOPNOTSUPP,
                                  "the API server dropped hostUsers: false from pod \"%s\"",
