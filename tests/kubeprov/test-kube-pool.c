@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "b4box/b4.h"
+#include "b4box/kube.h"
 
 #include "b4-test.h"
 #include "base/macro.h"
@@ -581,6 +582,37 @@ static void test_duplicates(void **state)
         b4_provider_free(p);
 }
 
+static void reap_line(const char *line, void *userdata)
+{
+        size_t *n = userdata;
+
+        print_message("# reap: %s\n", line);
+        *n += strstr(line, "pool") != NULL || strstr(line, "-pool-") != NULL;
+}
+
+/* `b4box kube reap` within the TTL leaves a live pool alone: its PVCs are mounted by their
+ * Pods (never marked) and younger than the TTL (kube_reap_pool_expired(), tested row by
+ * row in kube-verdict). */
+static void test_reap_keeps_live_pool(void **state)
+{
+        struct b4_provider *p = pool_provider("owner-reap", 1);
+        struct b4_provider_config cfg = { 0 };
+        struct b4_kube_reap_opts o = { .provider = &cfg, .ttl_hours = 1 };
+        struct b4_error err = { 0 };
+        size_t pool_lines = 0;
+
+        wait_ready("owner-reap", 1);
+        cfg.type = strdup("kubernetes");
+        cfg.kubeconfig = strdup(E_CONFIG);
+        cfg.kube_namespace = strdup(E_NS);
+        if (b4_kube_reap(&o, reap_line, &pool_lines, &err) < 0)
+                fail_msg("reap: %s", err.msg);
+        b4_provider_config_clear(&cfg);
+        assert_int_equal(pool_lines, 0);
+        assert_int_equal(ready("owner-reap"), 1);
+        b4_provider_free(p);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -588,6 +620,7 @@ int main(void)
                 cmocka_unit_test_setup(test_reattach_after_restart, release_filler),
                 cmocka_unit_test_setup(test_race, release_filler),
                 cmocka_unit_test_setup(test_duplicates, release_filler),
+                cmocka_unit_test_setup(test_reap_keeps_live_pool, release_filler),
         };
 
         E_CONFIG = getenv("B4BOX_TEST_KUBE_CONFIG");
