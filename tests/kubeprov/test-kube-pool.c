@@ -582,6 +582,109 @@ static void test_duplicates(void **state)
         b4_provider_free(p);
 }
 
+/* A cold provider (no warmPool): deterministic names. */
+static struct b4_provider *cold_provider(void)
+{
+        struct b4_provider_config cfg = { 0 };
+        struct b4_error err = { 0 };
+        struct b4_provider *p = NULL;
+
+        cfg.type = strdup("kubernetes");
+        cfg.scope = strdup(SCOPE);
+        cfg.image = strdup(E_IMAGE);
+        cfg.kube_namespace = strdup(E_NS);
+        cfg.kubeconfig = strdup(E_CONFIG);
+        cfg.kube_startup_timeout_ms = 20000;
+        if (b4_provider_new(&cfg, &p, &err) < 0)
+                fail_msg("provider: %s", err.msg);
+        b4_provider_config_clear(&cfg);
+        return p;
+}
+
+/* A duplicate that was attached is not deleted: the acquire is refused. Here the thread's
+ * own cold PVC (made by a provider without a pool) is younger than a pool PVC that also got
+ * its label: the pool PVC is the oldest, the cold one may hold work. */
+static void test_duplicate_in_use_refused(void **state)
+{
+        struct b4_provider *p = pool_provider("owner-d2", 1), *q;
+        struct b4_error err = { 0 };
+        struct b4_sandbox *sb = NULL;
+        cleanup_free char *patch = NULL, *path = NULL;
+        struct jv *pvcs, *mine;
+        char id[41];
+        int r;
+
+        wait_ready("owner-d2", 1);
+        sleep(1); /* creationTimestamp has whole seconds */
+        q = cold_provider();
+        sb = acquire(q, "dup2");
+        assert_int_equal(b4_fs_write_file(&sb->fs, "/workspace/work", "w", 1, &err), 0);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_release(q, "dup2", &err), 0);
+        b4_provider_free(q);
+
+        thread_id("dup2", id);
+        pvcs = live("persistentvolumeclaims", "b4box.io%2Fpool,b4box.io%2Fpool-owner%3Downer-d2");
+        assert_int_equal(jv_array_size(pvcs), 1);
+        assert_true(asprintf(&path, NS "/persistentvolumeclaims/%s",
+                             name_of(jv_array_get(pvcs, 0))) > 0);
+        assert_true(asprintf(&patch, "{\"metadata\": {\"labels\": {\"b4.run/thread\": \"%s\", "
+                                     "\"b4box.io/pool\": null}}}",
+                             id) > 0);
+        jv_unref(api("PATCH", path, patch));
+        jv_unref(pvcs);
+        b4_provider_free(p);
+
+        p = pool_provider("owner-d2", 0);
+        sb = NULL;
+        r = try_acquire(p, "dup2", &sb, &err);
+        assert_true(r < 0);
+        assert_null(sb);
+        assert_non_null(strstr(err.msg, "two workspace claims in use"));
+        mine = of_thread("persistentvolumeclaims", "dup2");
+        assert_int_equal(jv_array_size(mine), 2); /* nothing deleted */
+        jv_unref(mine);
+        assert_int_equal(b4_provider_destroy(p, "dup2", &err), 0);
+        mine = of_thread("persistentvolumeclaims", "dup2");
+        assert_int_equal(jv_array_size(mine), 0); /* destroy takes every labelled PVC */
+        jv_unref(mine);
+        b4_provider_free(p);
+}
+
+/* Two replicas, each its own owner and pool: each thread adopts from its provider's pool. */
+static void test_two_owners(void **state)
+{
+        struct b4_provider *a = pool_provider("owner-x", 2), *b = pool_provider("owner-y", 2);
+        struct racer x[4];
+        pthread_t th[4];
+        struct b4_error err = { 0 };
+
+        wait_ready("owner-x", 2);
+        wait_ready("owner-y", 2);
+        for (size_t i = 0; i < ELEMENTSOF(x); i++) {
+                x[i] = (struct racer){ .p = i % 2 ? b : a };
+                snprintf(x[i].thread, sizeof(x[i].thread), "owners-%zu", i);
+                assert_int_equal(pthread_create(&th[i], NULL, race, &x[i]), 0);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(x); i++)
+                pthread_join(th[i], NULL);
+        for (size_t i = 0; i < ELEMENTSOF(x); i++) {
+                struct jv *pvcs;
+
+                if (x[i].r < 0)
+                        fail_msg("%s: %s", x[i].thread, x[i].msg);
+                pvcs = of_thread("persistentvolumeclaims", x[i].thread);
+                assert_int_equal(jv_array_size(pvcs), 1);
+                assert_string_equal(label_of(jv_array_get(pvcs, 0), "b4box.io/pool-owner"),
+                                    i % 2 ? "owner-y" : "owner-x");
+                jv_unref(pvcs);
+                b4_sandbox_unref(x[i].sb);
+                assert_int_equal(b4_provider_destroy(x[i].p, x[i].thread, &err), 0);
+        }
+        b4_provider_free(a);
+        b4_provider_free(b);
+}
+
 static void reap_line(const char *line, void *userdata)
 {
         size_t *n = userdata;
@@ -620,6 +723,8 @@ int main(void)
                 cmocka_unit_test_setup(test_reattach_after_restart, release_filler),
                 cmocka_unit_test_setup(test_race, release_filler),
                 cmocka_unit_test_setup(test_duplicates, release_filler),
+                cmocka_unit_test_setup(test_duplicate_in_use_refused, release_filler),
+                cmocka_unit_test_setup(test_two_owners, release_filler),
                 cmocka_unit_test_setup(test_reap_keeps_live_pool, release_filler),
         };
 

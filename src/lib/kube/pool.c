@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -42,6 +43,7 @@
 #define FILL_BACKOFF_MAX 30000u
 #define ADOPT_TRIES      8u /* candidates tried before the cold path */
 #define POD_PATCH_TRIES  3u
+#define MISSING_GRACE_S  60 /* a ready PVC whose Pod the cache lacks this long: the Pod went */
 
 struct kube_pool {
         struct kube_core *c;       /* a reference */
@@ -135,6 +137,21 @@ int kube_pool_oldest(const struct jv *const *objs, size_t n)
                 if (older(objs[i], objs[best]) < 0)
                         best = i;
         return (int)best;
+}
+
+/* Seconds since @o's creationTimestamp; -1 when it does not parse. */
+static long age_s(const struct jv *o)
+{
+        const char *ts = meta_str(o, "creationTimestamp");
+        struct tm tm = { 0 };
+        const char *end;
+
+        if (!ts)
+                return -1;
+        end = strptime(ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        if (!end || *end)
+                return -1;
+        return (long)(realtime_msec() / 1000 - (int64_t)timegm(&tm));
 }
 
 /* ---- construction ---- */
@@ -474,8 +491,11 @@ static unsigned tidy_and_count(struct kube_pool *p)
                         continue;
                 }
                 pod = kube_informer_get(p->pods, annotation(pvc, KUBE_ANNOT_POOL_POD) ?: "");
-                if (strcmp(pool, p->key) != 0 || !pod || terminating(pod) ||
-                    kube_pod_verdict(pod, 2, (char[KUBE_WHY_MAX]){ 0 }) == KUBE_POD_FAILED)
+                /* the two caches are not in step: a Pod missing is gone only after a while */
+                if (strcmp(pool, p->key) != 0 || (!pod && age_s(pvc) > MISSING_GRACE_S) ||
+                    (pod && terminating(pod)) ||
+                    (pod && kube_pod_verdict(pod, 2, (char[KUBE_WHY_MAX]){ 0 }) ==
+                                    KUBE_POD_FAILED))
                         delete_pair(p, annotation(pvc, KUBE_ANNOT_POOL_POD),
                                     meta_str(pvc, "name"));
         }
@@ -840,4 +860,16 @@ char **kube_pool_labelled(struct kube_pool *p, bool pods, const char *id)
                     strv_extend(&names, meta_str(jv_array_get(items, i), "name")) < 0)
                         return strv_free(names);
         return names;
+}
+
+static int shows_thread(const struct jv *pvc, void *userdata, struct b4_error *err)
+{
+        (void)err;
+        return !pvc || streq(label(pvc, KUBE_LABEL_THREAD), userdata);
+}
+
+void kube_pool_settle(struct kube_pool *p, const struct kube_state *st)
+{
+        (void)kube_informer_wait(p->pvcs, st->names.pvc, shows_thread, (void *)st->names.id,
+                                 now_msec() + 2000, -EBADF, NULL, NULL);
 }

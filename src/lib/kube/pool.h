@@ -64,6 +64,10 @@ int kube_pool_adopt(struct kube_pool *p,
                     char ret_pvc_uid[64],
                     struct b4_error *err);
 
+/* Wait (at most 2 s, no request) until the PVC cache shows @st's PVC with its thread label
+ * (or gone): before core drops @st (release), so that the next acquire's lookup finds it. */
+void kube_pool_settle(struct kube_pool *p, const struct kube_state *st);
+
 /* The names of the cached Pods (@pods) or PVCs labelled with resource id @id: a strv
  * (strv_free), NULL when none or on OOM. */
 char **kube_pool_labelled(struct kube_pool *p, bool pods, const char *id);

@@ -564,6 +564,9 @@ static void release_pooled(struct kube_core *c, struct kube_pool *pool, struct b
 {
         struct kube_names n;
 
+        if (b4_entry_state(e))
+                kube_pool_settle(pool, b4_entry_state(e));
+
         if (kube_names_of(c->scope, b4_entry_thread_id(e), &n) >= 0)
                 delete_all(c, thread_objects(pool, b4_entry_state(e), &n, true), "pods",
                            "gracePeriodSeconds=0");
