@@ -191,8 +191,8 @@ static int pool_bench(unsigned rounds)
                 }
                 t_first[i] = now_us() - t;
                 raw_counts(buf, sizeof(buf));
-                patch_pods += counter(buf, "\"patch pods\":") > 0 ? counter(buf, "\"patch pods\":")
-                                                                : 0;
+                patch_pods +=
+                        counter(buf, "\"patch pods\":") > 0 ? counter(buf, "\"patch pods\":") : 0;
                 reads += counter(buf, "\"reads\":");
                 b4_sandbox_unref(sb);
                 (void)b4_provider_destroy(p, thread, &err);

@@ -42,8 +42,8 @@ struct b4_provider_config {
         char *kube_pool_owner;              /* owned; NULL = derived (the host name) */
         struct b4_policy *kube_pool_policy; /* owned; the app's policy the pairs are made for;
                                                NULL = b4_policy_init()'s defaults */
-        uint32_t id_start, id_size;       /* native as root: host id range for the threads' user
-                                             namespaces (blocks of 65536); 0 = the default */
+        uint32_t id_start, id_size;         /* native as root: host id range for the threads' user
+                                               namespaces (blocks of 65536); 0 = the default */
 };
 
 /* startupTimeoutMs: the reference's default; at most one hour. */

@@ -319,9 +319,9 @@ static void test_config_kube_warm_pool(void **state)
         assert_int_equal(p->kube_pool_policy->network, B4_NETWORK_DENY);
         b4_config_free(cfg);
 
-#define KPOOL(x)                                                                              \
-        "{\"sandbox\": {\"provider\": {\"type\": \"kubernetes\", \"scope\": \"s\", "       \
-        "\"image\": \"i\", \"warmPool\": " x "}}}"
+#define KPOOL(x)                                                              \
+ "{\"sandbox\": {\"provider\": {\"type\": \"kubernetes\", \"scope\": \"s\", " \
+ "\"image\": \"i\", \"warmPool\": " x "}}}"
         expect_refusal(KPOOL("3"), "b4box.json sandbox.provider.warmPool must be { \"size\": "
                                    "<pairs, 0 to 64>, \"owner\"?: <replica id> } (got: 3).");
         expect_refusal(KPOOL("{\"size\": 65}"),

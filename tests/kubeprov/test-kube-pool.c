@@ -69,20 +69,19 @@ static struct jv *api(const char *method, const char *path, const char *patch)
 {
         cleanup_free char *cmd = NULL;
 
-        assert_true(asprintf(&cmd,
-                             "curl -sS --cacert '%s/ca.crt' -X %s -H 'Authorization: Bearer '\"$(awk "
-                             "'NR == 1 { print $1 }' '%s/token')\" %s%s%s '%s%s'",
-                             E_STATE, method, E_STATE,
-                             patch ? "-H 'Content-Type: application/merge-patch+json' --data '"
-                                   : "",
-                             patch ? patch : "", patch ? "'" : "", E_URL, path) > 0);
+        assert_true(
+                asprintf(&cmd,
+                         "curl -sS --cacert '%s/ca.crt' -X %s -H 'Authorization: Bearer '\"$(awk "
+                         "'NR == 1 { print $1 }' '%s/token')\" %s%s%s '%s%s'",
+                         E_STATE, method, E_STATE,
+                         patch ? "-H 'Content-Type: application/merge-patch+json' --data '" : "",
+                         patch ? patch : "", patch ? "'" : "", E_URL, path) > 0);
         return curl_json(cmd);
 }
 
 static const char *label_of(const struct jv *o, const char *key)
 {
-        return jv_string(
-                jv_object_get(jv_object_get(jv_object_get(o, "metadata"), "labels"), key));
+        return jv_string(jv_object_get(jv_object_get(jv_object_get(o, "metadata"), "labels"), key));
 }
 
 static const char *name_of(const struct jv *o)
@@ -502,12 +501,12 @@ static void test_race(void **state)
                 assert_int_equal(jv_array_size(pods), 1);
                 assert_null(jv_object_get(seen, name_of(jv_array_get(pvcs, 0))));
                 assert_null(jv_object_get(seen, name_of(jv_array_get(pods, 0))));
-                assert_int_equal(jv_object_set_new(seen, name_of(jv_array_get(pvcs, 0)),
-                                                   jv_bool_new(true)),
-                                 0);
-                assert_int_equal(jv_object_set_new(seen, name_of(jv_array_get(pods, 0)),
-                                                   jv_bool_new(true)),
-                                 0);
+                assert_int_equal(
+                        jv_object_set_new(seen, name_of(jv_array_get(pvcs, 0)), jv_bool_new(true)),
+                        0);
+                assert_int_equal(
+                        jv_object_set_new(seen, name_of(jv_array_get(pods, 0)), jv_bool_new(true)),
+                        0);
                 adopted += strstr(name_of(jv_array_get(pvcs, 0)), "-pool-") != NULL;
                 /* each its own workspace */
                 assert_true(asprintf(&path, "/workspace/%s", x[i].thread) > 0);
@@ -544,11 +543,11 @@ static void test_duplicates(void **state)
         wait_ready("owner-d", 2);
         hold_filler(true);
         thread_id("dup", id);
-        assert_true(asprintf(&patch, "{\"metadata\": {\"labels\": {\"b4.run/thread\": \"%s\", "
-                                     "\"b4box.io/pool\": null}}}",
+        assert_true(asprintf(&patch,
+                             "{\"metadata\": {\"labels\": {\"b4.run/thread\": \"%s\", "
+                             "\"b4box.io/pool\": null}}}",
                              id) > 0);
-        pvcs = live("persistentvolumeclaims",
-                    "b4box.io%2Fpool,b4box.io%2Fpool-owner%3Downer-d");
+        pvcs = live("persistentvolumeclaims", "b4box.io%2Fpool,b4box.io%2Fpool-owner%3Downer-d");
         assert_int_equal(jv_array_size(pvcs), 2);
         for (size_t i = 0; i < 2; i++) {
                 const struct jv *pvc = jv_array_get(pvcs, i);
@@ -569,10 +568,10 @@ static void test_duplicates(void **state)
         sb = acquire(p, "dup");
         mine = of_thread("persistentvolumeclaims", "dup");
         assert_int_equal(jv_array_size(mine), 1);
-        assert_string_equal(jv_string(jv_object_get(jv_object_get(jv_array_get(mine, 0),
-                                                                  "metadata"),
-                                                    "creationTimestamp")),
-                            oldest);
+        assert_string_equal(
+                jv_string(jv_object_get(jv_object_get(jv_array_get(mine, 0), "metadata"),
+                                        "creationTimestamp")),
+                oldest);
         assert_int_equal(b4_fs_write_file(&sb->fs, "/workspace/d", "d", 1, &err), 0);
         jv_unref(mine);
         jv_unref(pvcs);
@@ -628,8 +627,9 @@ static void test_duplicate_in_use_refused(void **state)
         assert_int_equal(jv_array_size(pvcs), 1);
         assert_true(asprintf(&path, NS "/persistentvolumeclaims/%s",
                              name_of(jv_array_get(pvcs, 0))) > 0);
-        assert_true(asprintf(&patch, "{\"metadata\": {\"labels\": {\"b4.run/thread\": \"%s\", "
-                                     "\"b4box.io/pool\": null}}}",
+        assert_true(asprintf(&patch,
+                             "{\"metadata\": {\"labels\": {\"b4.run/thread\": \"%s\", "
+                             "\"b4box.io/pool\": null}}}",
                              id) > 0);
         jv_unref(api("PATCH", path, patch));
         jv_unref(pvcs);

@@ -146,9 +146,10 @@ static void test_reap_pool(void **state)
 {
         static const time_t now = 1796126400; /* 2026-12-01T12:00:00Z */
 
-#define POOL(labels, ts, extra)                                                           \
-        "{\"metadata\":{\"labels\":{" labels "},\"creationTimestamp\":\"" ts "\"" extra "}}"
+#define POOL(labels, ts, extra) \
+ "{\"metadata\":{\"labels\":{" labels "},\"creationTimestamp\":\"" ts "\"" extra "}}"
 #define OWNER "\"b4box.io/pool-owner\":\"replica-1\""
+
         static const struct {
                 const char *obj;
                 unsigned ttl;

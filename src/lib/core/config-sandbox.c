@@ -61,7 +61,8 @@ static const struct {
 static const char *const all_provider_keys[] = {
         "type",       "scope",     "image",        "images",           "idRange",
         "host",       "apiServer", "namespace",    "tokenFile",        "caFile",
-        "kubeconfig", "context",   "storageClass", "startupTimeoutMs", "warmPool", NULL,
+        "kubeconfig", "context",   "storageClass", "startupTimeoutMs", "warmPool",
+        NULL,
 };
 
 void config_sandbox_init(struct b4_sandbox_config *s)
@@ -239,8 +240,7 @@ static bool is_label_value(const char *s)
 {
         size_t n = strlen(s);
 
-        if (n == 0 || n > 63 || !isalnum((unsigned char)s[0]) ||
-            !isalnum((unsigned char)s[n - 1]))
+        if (n == 0 || n > 63 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
                 return false;
         for (size_t i = 0; i < n; i++)
                 if (!isalnum((unsigned char)s[i]) && !strchr("._-", s[i]))

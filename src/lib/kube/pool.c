@@ -46,8 +46,8 @@
 #define MISSING_GRACE_S  60 /* a ready PVC whose Pod the cache lacks this long: the Pod went */
 
 struct kube_pool {
-        struct kube_core *c;       /* a reference */
-        struct kube_client *slow;  /* the filler's client */
+        struct kube_core *c;      /* a reference */
+        struct kube_client *slow; /* the filler's client */
         struct kube_informer *pvcs, *pods;
         unsigned size;
         char owner[64];
@@ -99,8 +99,8 @@ static bool terminating(const struct jv *o)
 /* Ours, not adopted, not going away: made by this owner, no thread label. */
 static bool pool_object(const struct kube_pool *p, const struct jv *o)
 {
-        return streq(label(o, KUBE_LABEL_POOL_OWNER), p->owner) &&
-               !label(o, KUBE_LABEL_THREAD) && !terminating(o);
+        return streq(label(o, KUBE_LABEL_POOL_OWNER), p->owner) && !label(o, KUBE_LABEL_THREAD) &&
+               !terminating(o);
 }
 
 /* A PVC an acquire may adopt: ready (labelled with our key), its Pod cached and running. */
@@ -193,8 +193,8 @@ static int slow_client(struct kube_pool *p, struct b4_error *err)
 
 static int start_informers(struct kube_pool *p, struct b4_error *err)
 {
-        cleanup_free char *pvcs = kube_path("v1", p->c->namespace, "persistentvolumeclaims", NULL,
-                                            NULL);
+        cleanup_free char *pvcs =
+                kube_path("v1", p->c->namespace, "persistentvolumeclaims", NULL, NULL);
         cleanup_free char *pods = kube_path("v1", p->c->namespace, "pods", NULL, NULL);
         cleanup_free char *sel = NULL, *pod_sel = NULL;
         struct kube_names n;
@@ -384,8 +384,8 @@ static int pair_bodies(struct kube_pool *p,
                                       .user_namespace = p->c->user_namespace };
         int r;
 
-        r = kube_workspace_pvc(n, p->c->namespace, p->policy.resources.disk_gb,
-                               p->c->storage_class, ret_pvc);
+        r = kube_workspace_pvc(n, p->c->namespace, p->policy.resources.disk_gb, p->c->storage_class,
+                               ret_pvc);
         if (r >= 0)
                 r = kube_pool_mark(*ret_pvc, NULL, p->owner, n->pod);
         if (r >= 0)
@@ -401,8 +401,8 @@ static int ready_pair(struct kube_pool *p,
                       const char *rv,
                       struct b4_error *err)
 {
-        cleanup_free char *path = kube_path("v1", p->c->namespace, "persistentvolumeclaims",
-                                            n->pvc, NULL);
+        cleanup_free char *path =
+                kube_path("v1", p->c->namespace, "persistentvolumeclaims", n->pvc, NULL);
         cleanup_(jv_unrefp) struct jv *patch = NULL;
         struct kube_agent *a = NULL;
         uint64_t t = p->c->startup_timeout_ms;
@@ -428,8 +428,8 @@ static int ready_pair(struct kube_pool *p,
 /* One new pair. On any failure what was made is deleted. */
 static int make_pair(struct kube_pool *p, char ret_pvc[64], struct b4_error *err)
 {
-        cleanup_free char *pvcs = kube_path("v1", p->c->namespace, "persistentvolumeclaims", NULL,
-                                            NULL);
+        cleanup_free char *pvcs =
+                kube_path("v1", p->c->namespace, "persistentvolumeclaims", NULL, NULL);
         cleanup_free char *pods = kube_path("v1", p->c->namespace, "pods", NULL, NULL);
         cleanup_(jv_unrefp) struct jv *pvc = NULL, *pod = NULL, *made = NULL;
         struct kube_names n;
@@ -457,8 +457,7 @@ static int make_pair(struct kube_pool *p, char ret_pvc[64], struct b4_error *err
         }
         if (r >= 0 && p->c->user_namespace && !own_user_namespace(made))
                 r = b4_error_set(err, -EOPNOTSUPP,
-                                 "the API server dropped hostUsers: false from pod \"%s\"",
-                                 n.pod);
+                                 "the API server dropped hostUsers: false from pod \"%s\"", n.pod);
         if (r >= 0)
                 r = ready_pair(p, &n, meta_str(made, "resourceVersion"), err);
         if (r < 0)
@@ -494,10 +493,8 @@ static unsigned tidy_and_count(struct kube_pool *p)
                 /* the two caches are not in step: a Pod missing is gone only after a while */
                 if (strcmp(pool, p->key) != 0 || (!pod && age_s(pvc) > MISSING_GRACE_S) ||
                     (pod && terminating(pod)) ||
-                    (pod && kube_pod_verdict(pod, 2, (char[KUBE_WHY_MAX]){ 0 }) ==
-                                    KUBE_POD_FAILED))
-                        delete_pair(p, annotation(pvc, KUBE_ANNOT_POOL_POD),
-                                    meta_str(pvc, "name"));
+                    (pod && kube_pod_verdict(pod, 2, (char[KUBE_WHY_MAX]){ 0 }) == KUBE_POD_FAILED))
+                        delete_pair(p, annotation(pvc, KUBE_ANNOT_POOL_POD), meta_str(pvc, "name"));
         }
         return ready;
 }
@@ -577,7 +574,10 @@ static int by_age(const void *a, const void *b)
 
 /* The candidates now, oldest first (borrowed from @pvcs); claimed ones left out. Claims
  * the caches show taken are forgotten. */
-static size_t candidates(struct kube_pool *p, const struct jv *pvcs, const struct jv **ret, size_t max)
+static size_t candidates(struct kube_pool *p,
+                         const struct jv *pvcs,
+                         const struct jv **ret,
+                         size_t max)
 {
         size_t n = 0;
 
@@ -599,7 +599,7 @@ static size_t candidates(struct kube_pool *p, const struct jv *pvcs, const struc
                 if (!taken && n < max)
                         ret[n++] = pvc;
         }
-        qsort(ret, n, sizeof(*ret), by_age);
+        qsort_safe(ret, n, sizeof(*ret), by_age);
         return n;
 }
 
@@ -768,10 +768,9 @@ static const struct jv *pod_of(const struct jv *pods, const char *id, const char
                 if (!labelled(pod, id))
                         continue;
                 for (size_t k = 0; k < jv_array_size(vols); k++)
-                        if (streq(jv_string(jv_object_get(
-                                          jv_object_get(jv_array_get(vols, k),
-                                                        "persistentVolumeClaim"),
-                                          "claimName")),
+                        if (streq(jv_string(jv_object_get(jv_object_get(jv_array_get(vols, k),
+                                                                        "persistentVolumeClaim"),
+                                                          "claimName")),
                                   pvc))
                                 return pod;
         }
@@ -804,8 +803,8 @@ static int resolve_duplicates(struct kube_pool *p,
                                 "check`.",
                                 id, meta_str(mine[winner], "name"), name);
                 }
-                log_warning("kubernetes: thread %s: deleting %s, a never used duplicate of %s",
-                            id, name, meta_str(mine[winner], "name"));
+                log_warning("kubernetes: thread %s: deleting %s, a never used duplicate of %s", id,
+                            name, meta_str(mine[winner], "name"));
                 delete_pair(p, annotation(mine[i], KUBE_ANNOT_POOL_POD), name);
         }
         return 0;

@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "b4box/config.h"
+
 #include "kube/provider.h"
 
 struct jv;

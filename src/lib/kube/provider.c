@@ -581,8 +581,8 @@ static void destroy_pooled(struct kube_core *c, struct kube_pool *pool, struct b
         delete_all(c, thread_objects(pool, b4_entry_state(e), &n, true), "pods",
                    "gracePeriodSeconds=0");
         delete_quietly(c, "networking.k8s.io/v1", "networkpolicies", n.policy, NULL);
-        delete_all(c, thread_objects(pool, b4_entry_state(e), &n, false),
-                   "persistentvolumeclaims", NULL);
+        delete_all(c, thread_objects(pool, b4_entry_state(e), &n, false), "persistentvolumeclaims",
+                   NULL);
 }
 
 /* Core drops the state; like the reference, errors are not the caller's (logged). */
