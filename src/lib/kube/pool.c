@@ -309,13 +309,21 @@ static void delete_object(struct kube_client *kc,
                 log_warning("kubernetes warm pool: delete %s %s: %s", resource, name, e.msg);
 }
 
-/* A pair: its Pod first (the volume is then free), then the PVC. */
+/* A pair: its Pod first (the volume is then free), then the PVC; with the filler's client
+ * (its own bucket) unless @now (free: the interactive one, not to take 2N/5 seconds). */
+static void delete_pair_with(struct kube_pool *p, bool now, const char *pod, const char *pvc)
+{
+        struct kube_client *kc = now ? p->c->client : p->slow;
+
+        if (pod)
+                delete_object(kc, p->c->namespace, "pods", pod);
+        if (pvc)
+                delete_object(kc, p->c->namespace, "persistentvolumeclaims", pvc);
+}
+
 static void delete_pair(struct kube_pool *p, const char *pod, const char *pvc)
 {
-        if (pod)
-                delete_object(p->slow, p->c->namespace, "pods", pod);
-        if (pvc)
-                delete_object(p->slow, p->c->namespace, "persistentvolumeclaims", pvc);
+        delete_pair_with(p, false, pod, pvc);
 }
 
 /* Every pair of this owner still in the pool (free and shutdown: the pool is not kept). */
@@ -328,10 +336,10 @@ static void delete_own_pairs(struct kube_pool *p)
                 return;
         for (size_t i = 0; i < jv_array_size(pods); i++)
                 if (pool_object(p, jv_array_get(pods, i)))
-                        delete_pair(p, meta_str(jv_array_get(pods, i), "name"), NULL);
+                        delete_pair_with(p, true, meta_str(jv_array_get(pods, i), "name"), NULL);
         for (size_t i = 0; i < jv_array_size(pvcs); i++)
                 if (pool_object(p, jv_array_get(pvcs, i)))
-                        delete_pair(p, NULL, meta_str(jv_array_get(pvcs, i), "name"));
+                        delete_pair_with(p, true, NULL, meta_str(jv_array_get(pvcs, i), "name"));
 }
 
 void kube_pool_free(struct kube_pool *p, bool delete_pairs)

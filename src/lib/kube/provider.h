@@ -11,6 +11,8 @@
  *                then one long-lived exec as the agent connection's transport
  *   sandbox.c    handles: file operations and commands over that connection
  *   reader.c     workspace readers: a separate read-only Pod on the PVC, never the keeper
+ *   pool.c       warm pools (pool.h): ready Pod + PVC pairs adopted by new threads, a
+ *                thread's objects found by label
  *   preflight.c  `b4box check`: one SelfSubjectAccessReview per operation, the controls
  */
 
