@@ -161,6 +161,7 @@ static int pool_bench(unsigned rounds)
         cfg.kube_namespace = strdup(getenv("B4BOX_TEST_KUBE_NAMESPACE"));
         cfg.kube_pool = true;
         cfg.kube_pool_size = 4;
+        cfg.kube_pool_fill = true;
         cfg.kube_pool_owner = strdup("bench");
         if (b4_provider_new(&cfg, &p, &err) < 0) {
                 fprintf(stderr, "provider: %s\n", err.msg);

@@ -38,8 +38,10 @@ struct b4_provider_config {
         /* warmPool (docs/kubernetes-provider.md "Warm pools"): the key given at all turns
          * the label lookups of adopted threads on; size 0 makes no pairs */
         bool kube_pool;
-        uint32_t kube_pool_size;            /* ready Pod+PVC pairs; 0 = none */
-        char *kube_pool_owner;              /* owned; NULL = derived (the host name) */
+        uint32_t kube_pool_size; /* ready Pod+PVC pairs; 0 = none */
+        bool kube_pool_fill;     /* set by the program, not the file: this process keeps the pool
+                                    filled (b4box serve); one-shot commands make no pairs */
+        char *kube_pool_owner;   /* owned; NULL = derived (the host name) */
         struct b4_policy *kube_pool_policy; /* owned; the app's policy the pairs are made for;
                                                NULL = b4_policy_init()'s defaults */
         uint32_t id_start, id_size;         /* native as root: host id range for the threads' user

@@ -236,7 +236,7 @@ static struct tally tally(void)
 
 /* ---- the provider ---- */
 
-static struct b4_provider *pool_provider(const char *owner, unsigned size)
+static struct b4_provider *pool_provider_filling(const char *owner, unsigned size, bool fill)
 {
         struct b4_provider_config cfg = { 0 };
         struct b4_error err = { 0 };
@@ -250,11 +250,17 @@ static struct b4_provider *pool_provider(const char *owner, unsigned size)
         cfg.kube_startup_timeout_ms = 20000;
         cfg.kube_pool = true;
         cfg.kube_pool_size = size;
+        cfg.kube_pool_fill = fill;
         cfg.kube_pool_owner = strdup(owner);
         if (b4_provider_new(&cfg, &p, &err) < 0)
                 fail_msg("provider: %s", err.msg);
         b4_provider_config_clear(&cfg);
         return p;
+}
+
+static struct b4_provider *pool_provider(const char *owner, unsigned size)
+{
+        return pool_provider_filling(owner, size, true);
 }
 
 static int try_acquire(struct b4_provider *p,
@@ -705,6 +711,10 @@ static void test_reap_keeps_live_pool(void **state)
         size_t pool_lines = 0;
 
         wait_ready("owner-reap", 1);
+        /* a one-shot command of the same owner (b4box check, a local run) neither fills the
+         * pool nor, at its end, empties it */
+        b4_provider_free(pool_provider_filling("owner-reap", 3, false));
+        assert_int_equal(ready("owner-reap"), 1);
         cfg.type = strdup("kubernetes");
         cfg.kubeconfig = strdup(E_CONFIG);
         cfg.kube_namespace = strdup(E_NS);

@@ -258,7 +258,7 @@ int kube_pool_new(struct kube_core *c,
         r = slow_client(p, err);
         if (r >= 0)
                 r = start_informers(p, err);
-        if (r >= 0 && p->size) {
+        if (r >= 0 && p->size && cfg->kube_pool_fill) {
                 r = -pthread_create(&p->filler, NULL, filler_main, p);
                 p->started = r == 0;
                 if (r < 0)
@@ -354,8 +354,8 @@ void kube_pool_free(struct kube_pool *p, bool delete_pairs)
                 (void)!write(p->stop[1], "x", 1);
         if (p->started)
                 (void)pthread_join(p->filler, NULL);
-        if (delete_pairs && p->slow)
-                delete_own_pairs(p);
+        if (delete_pairs && p->started && p->slow)
+                delete_own_pairs(p); /* only a process that filled the pool empties it */
         kube_informer_free(p->pods);
         kube_informer_free(p->pvcs);
         kube_client_free(p->slow);

@@ -24,15 +24,17 @@ struct kube_pool;
 
 /*
  * kube_pool_new() - the informers of the scope's PVCs and keeper Pods (listed before this
- * returns, within startupTimeoutMs), and with @cfg->kube_pool_size > 0 the filler thread.
+ * returns, within startupTimeoutMs), and with @cfg->kube_pool_size > 0 and
+ * @cfg->kube_pool_fill the filler thread.
  * @c: referenced. Return: 0; the client's errors (the list failed); -ENOMEM; -EAGAIN.
  */
 int kube_pool_new(struct kube_core *c,
                   const struct b4_provider_config *cfg,
                   struct kube_pool **ret,
                   struct b4_error *err);
-/* kube_pool_free() - stop the filler; with @delete_pairs delete this owner's pairs still in
- * the pool (the provider's free: the pool is not kept for the next start). NULL ok. */
+/* kube_pool_free() - stop the filler; with @delete_pairs, when this pool filled, delete this
+ * owner's pairs still in the pool (the provider's free: the pool is not kept for the next
+ * start). NULL ok. */
 void kube_pool_free(struct kube_pool *p, bool delete_pairs);
 
 const char *kube_pool_owner(const struct kube_pool *p);
