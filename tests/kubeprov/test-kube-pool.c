@@ -412,6 +412,17 @@ static void test_adopt(void **state)
         jv_unref(pvcs);
         jv_unref(pods);
         wait_ready("owner-a", 2);
+
+        /* acquired again at once: a new thread, a fresh workspace (never the destroyed PVC) */
+        sb = acquire(p, "adopt");
+        {
+                struct b4_stat st;
+
+                assert_int_equal(b4_fs_lstat(&sb->fs, "/workspace/kept", &st, &err), -ENOENT);
+        }
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_destroy(p, "adopt", &err), 0);
+        wait_ready("owner-a", 2);
         b4_provider_free(p);
         assert_int_equal(ready("owner-a"), 0); /* free deletes its own pool */
 }

@@ -875,6 +875,19 @@ static int shows_thread(const struct jv *pvc, void *userdata, struct b4_error *e
         return !pvc || streq(label(pvc, KUBE_LABEL_THREAD), userdata);
 }
 
+static int shows_deleted(const struct jv *pvc, void *userdata, struct b4_error *err)
+{
+        (void)userdata;
+        (void)err;
+        return !pvc || terminating(pvc);
+}
+
+void kube_pool_settle_deleted(struct kube_pool *p, const char *pvc)
+{
+        (void)kube_informer_wait(p->pvcs, pvc, shows_deleted, NULL, now_msec() + 2000, -EBADF, NULL,
+                                 NULL);
+}
+
 void kube_pool_settle(struct kube_pool *p, const struct kube_state *st)
 {
         (void)kube_informer_wait(p->pvcs, st->names.pvc, shows_thread, (void *)st->names.id,

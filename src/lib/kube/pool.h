@@ -71,6 +71,10 @@ int kube_pool_adopt(struct kube_pool *p,
  * (or gone): before core drops @st (release), so that the next acquire's lookup finds it. */
 void kube_pool_settle(struct kube_pool *p, const struct kube_state *st);
 
+/* The same after destroy: until the cache shows PVC @pvc terminating or gone (a new acquire
+ * of the thread must not find it). */
+void kube_pool_settle_deleted(struct kube_pool *p, const char *pvc);
+
 /* The names of the cached Pods (@pods) or PVCs labelled with resource id @id: a strv
  * (strv_free), NULL when none or on OOM. */
 char **kube_pool_labelled(struct kube_pool *p, bool pods, const char *id);

@@ -575,14 +575,19 @@ static void release_pooled(struct kube_core *c, struct kube_pool *pool, struct b
 static void destroy_pooled(struct kube_core *c, struct kube_pool *pool, struct b4_entry *e)
 {
         struct kube_names n;
+        char **pvcs;
 
         if (kube_names_of(c->scope, b4_entry_thread_id(e), &n) < 0)
                 return;
         delete_all(c, thread_objects(pool, b4_entry_state(e), &n, true), "pods",
                    "gracePeriodSeconds=0");
         delete_quietly(c, "networking.k8s.io/v1", "networkpolicies", n.policy, NULL);
-        delete_all(c, thread_objects(pool, b4_entry_state(e), &n, false), "persistentvolumeclaims",
-                   NULL);
+        pvcs = thread_objects(pool, b4_entry_state(e), &n, false);
+        for (char **s = pvcs; s && *s; s++)
+                delete_quietly(c, "v1", "persistentvolumeclaims", *s, NULL);
+        for (char **s = pvcs; s && *s; s++) /* a new acquire must not find them */
+                kube_pool_settle_deleted(pool, *s);
+        strv_free(pvcs);
 }
 
 /* Core drops the state; like the reference, errors are not the caller's (logged). */
