@@ -10,6 +10,7 @@
 #include "b4-test.h"
 #include "base/macro.h"
 #include "json/json.h"
+#include "kube/pool.h"
 #include "kube/provider.h"
 #include "kube/reap.h"
 
@@ -180,12 +181,34 @@ static void test_reap_pool(void **state)
         }
 }
 
+/* The duplicate rule (pool.c): the oldest creationTimestamp wins, then the name. */
+static void test_pool_oldest(void **state)
+{
+        static const char *const objs[] = {
+                "{\"metadata\":{\"name\":\"b\",\"creationTimestamp\":\"2026-12-01T10:00:01Z\"}}",
+                "{\"metadata\":{\"name\":\"c\",\"creationTimestamp\":\"2026-12-01T10:00:00Z\"}}",
+                "{\"metadata\":{\"name\":\"a\",\"creationTimestamp\":\"2026-12-01T10:00:00Z\"}}",
+                "{\"metadata\":{\"name\":\"d\",\"creationTimestamp\":\"2026-12-02T00:00:00Z\"}}",
+        };
+        struct jv *v[ELEMENTSOF(objs)];
+
+        for (size_t i = 0; i < ELEMENTSOF(objs); i++)
+                assert_int_equal(jv_parse(objs[i], strlen(objs[i]), &v[i], NULL), 0);
+        assert_int_equal(kube_pool_oldest((const struct jv *const *)v, 0), -ENOENT);
+        assert_int_equal(kube_pool_oldest((const struct jv *const *)v, 1), 0);
+        assert_int_equal(kube_pool_oldest((const struct jv *const *)v, 2), 1);
+        assert_int_equal(kube_pool_oldest((const struct jv *const *)v, 4), 2); /* a before c */
+        for (size_t i = 0; i < ELEMENTSOF(objs); i++)
+                jv_unref(v[i]);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_table),
                 cmocka_unit_test(test_reap_decide),
                 cmocka_unit_test(test_reap_pool),
+                cmocka_unit_test(test_pool_oldest),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
