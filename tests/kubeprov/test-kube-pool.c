@@ -381,6 +381,24 @@ static void test_adopt(void **state)
         assert_null(label_of(jv_array_get(pods, 0), "b4box.io/pool"));
         jv_unref(pvcs);
         jv_unref(pods);
+        /* a workspace reader finds the adopted PVC (not the deterministic name) */
+        {
+                struct b4_reader_req rq = {
+                        .thread_id = "adopt", .run_as_non_root = true, .uid = 1000, .gid = 1000
+                };
+                struct b4_reader *rd = NULL;
+                char *got = NULL;
+                size_t len = 0;
+
+                if (b4_provider_open_reader(p, &rq, &rd, &err) < 0)
+                        fail_msg("reader: %s", err.msg);
+                assert_int_equal(b4_fs_read_file(b4_reader_fs(rd), "/workspace/kept", 1024, &got,
+                                                 &len, &err),
+                                 0);
+                assert_string_equal(got, "kept");
+                free(got);
+                b4_reader_free(rd);
+        }
         hold_filler(false);
         wait_ready("owner-a", 2); /* refilled */
 

@@ -645,12 +645,24 @@ static int preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_
         return kube_preflight(core_of(p), ret, err);
 }
 
+/* With warmPool configured the thread's PVC and Pod are found by label (an adopted
+ * thread's names are the pool pair's). */
 static int open_reader(struct b4_provider *p,
                        const struct b4_reader_req *req,
                        struct b4_reader **ret,
                        struct b4_error *err)
 {
-        return kube_reader_open(core_of(p), req, ret, err);
+        struct kube_state st = { 0 };
+        int r;
+
+        if (!pool_of(p))
+                return kube_reader_open(core_of(p), req, NULL, ret, err);
+        if (!req->thread_id || kube_names_of(core_of(p)->scope, req->thread_id, &st.names) < 0)
+                return b4_error_set(err, -EINVAL, "invalid thread id");
+        r = kube_pool_find(pool_of(p), &st, err);
+        if (r < 0)
+                return r;
+        return kube_reader_open(core_of(p), req, &st.names, ret, err);
 }
 
 static void provider_free(struct b4_provider *p)

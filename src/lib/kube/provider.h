@@ -141,9 +141,12 @@ int kube_sandbox_new(struct kube_core *c, const struct kube_state *st, struct b4
 
 /* ---- reader.c ---- */
 
-/* A workspace reader (b4_provider_ops.open_reader): a read-only Pod on the thread's PVC. */
+/* A workspace reader (b4_provider_ops.open_reader): a read-only Pod on the thread's PVC.
+ * @names: the thread's PVC and keeper Pod when they are not the deterministic ones (an
+ * adopted warm pool pair, pool.c), else NULL. */
 int kube_reader_open(struct kube_core *c,
                      const struct b4_reader_req *req,
+                     const struct kube_names *names,
                      struct b4_reader **ret,
                      struct b4_error *err);
 
