@@ -35,13 +35,23 @@ struct b4_provider_config {
         char *kube_storage_class;         /* owned; NULL = the cluster's default class */
         uint32_t kube_startup_timeout_ms; /* how long acquire waits for Running */
         bool kube_user_namespace;         /* "hostUsers": false: each Pod its own user namespace */
-        uint32_t id_start, id_size;       /* native as root: host id range for the threads' user
-                                             namespaces (blocks of 65536); 0 = the default */
+        /* warmPool (docs/kubernetes-provider.md "Warm pools"): the key given at all turns
+         * the label lookups of adopted threads on; size 0 makes no pairs */
+        bool kube_pool;
+        uint32_t kube_pool_size; /* ready Pod+PVC pairs; 0 = none */
+        bool kube_pool_fill;     /* set by the program, not the file: this process keeps the pool
+                                    filled (b4box serve); one-shot commands make no pairs */
+        char *kube_pool_owner;   /* owned; NULL = derived (the host name) */
+        struct b4_policy *kube_pool_policy; /* owned; the app's policy the pairs are made for;
+                                               NULL = b4_policy_init()'s defaults */
+        uint32_t id_start, id_size;         /* native as root: host id range for the threads' user
+                                               namespaces (blocks of 65536); 0 = the default */
 };
 
 /* startupTimeoutMs: the reference's default; at most one hour. */
 #define B4_KUBE_DEFAULT_STARTUP_TIMEOUT_MS 60000u
 #define B4_KUBE_MAX_STARTUP_TIMEOUT_MS     3600000u
+#define B4_KUBE_MAX_POOL_SIZE              64u
 
 B4_PUBLIC void b4_provider_config_clear(struct b4_provider_config *c);
 

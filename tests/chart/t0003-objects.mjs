@@ -41,7 +41,7 @@ const ORCHESTRATOR = [
     'core/pods: create,delete,get,list,patch,watch',
     'networking.k8s.io/networkpolicies: create,delete,get,list,patch,update',
 ];
-const REAPER = ['core/persistentvolumeclaims: delete,get,list,patch', 'core/pods: list'];
+const REAPER = ['core/persistentvolumeclaims: delete,get,list,patch', 'core/pods: delete,list'];
 
 function diffTables(want, got) {
     const p = [];

@@ -289,6 +289,54 @@ static void test_config_kubernetes(void **state)
         b4_config_free(cfg);
 }
 
+/* warmPool (docs/configuration.md): off without the key; the app's policy copied for the
+ * pairs; the refusals' exact texts. */
+static void test_config_kube_warm_pool(void **state)
+{
+        struct b4_config *cfg = expect_ok("{\"sandbox\": {\"provider\": {\"type\": \"kubernetes\","
+                                          " \"scope\": \"s\", \"image\": \"i\"}}}");
+        const struct b4_provider_config *p = &cfg->sandbox.provider;
+
+        assert_false(p->kube_pool);
+        assert_int_equal(p->kube_pool_size, 0);
+        assert_null(p->kube_pool_owner);
+        assert_null(p->kube_pool_policy);
+        b4_config_free(cfg);
+        cfg = expect_ok("{\"sandbox\": {\"provider\": {\"type\": \"kubernetes\", \"scope\": "
+                        "\"s\", \"image\": \"i\", \"warmPool\": {\"size\": 0}}}}");
+        p = &cfg->sandbox.provider;
+        assert_true(p->kube_pool); /* lookups by label stay on */
+        assert_int_equal(p->kube_pool_size, 0);
+        assert_null(p->kube_pool_policy);
+        b4_config_free(cfg);
+        cfg = expect_ok("{\"sandbox\": {\"provider\": {\"type\": \"kubernetes\", \"scope\": "
+                        "\"s\", \"image\": \"i\", \"warmPool\": {\"size\": 64, \"owner\": "
+                        "\"b4box-0.replica_A\"}}, \"network\": {\"mode\": \"deny\"}}}");
+        p = &cfg->sandbox.provider;
+        assert_int_equal(p->kube_pool_size, 64);
+        assert_string_equal(p->kube_pool_owner, "b4box-0.replica_A");
+        assert_non_null(p->kube_pool_policy);
+        assert_int_equal(p->kube_pool_policy->network, B4_NETWORK_DENY);
+        b4_config_free(cfg);
+
+#define KPOOL(x)                                                              \
+ "{\"sandbox\": {\"provider\": {\"type\": \"kubernetes\", \"scope\": \"s\", " \
+ "\"image\": \"i\", \"warmPool\": " x "}}}"
+        expect_refusal(KPOOL("3"), "b4box.json sandbox.provider.warmPool must be { \"size\": "
+                                   "<pairs, 0 to 64>, \"owner\"?: <replica id> } (got: 3).");
+        expect_refusal(KPOOL("{\"size\": 65}"),
+                       "b4box.json sandbox.provider.warmPool.size must be an integer from 0 to 64 "
+                       "(got: 65).");
+        expect_refusal(KPOOL("{\"size\": 1, \"colour\": 1}"),
+                       "b4box.json sandbox.provider.warmPool.colour is not a warm pool option "
+                       "(known: size, owner).");
+        expect_refusal(KPOOL("{\"size\": 1, \"owner\": \"-bad\"}"),
+                       "b4box.json sandbox.provider.warmPool.owner must be a Kubernetes label "
+                       "value: 1 to 63 of A-Z a-z 0-9 . _ -, a letter or digit at both ends "
+                       "(got: \"-bad\").");
+#undef KPOOL
+}
+
 static void test_config_reference_refusals(void **state)
 {
         /* Reference §2.3, one per refusal; more in tests/data/config. */
@@ -630,6 +678,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_config_default),
                 cmocka_unit_test(test_config_kubernetes),
+                cmocka_unit_test(test_config_kube_warm_pool),
                 cmocka_unit_test(test_config_empty_object_is_default),
                 cmocka_unit_test(test_config_full_sandbox),
                 cmocka_unit_test(test_config_network_entries),

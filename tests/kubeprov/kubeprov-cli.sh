@@ -267,5 +267,20 @@ out=$("$b4box" exec -c b4box.json --thread cli-nouserns -- sh -c 'for i in $(seq
 check "without hostUsers false no process limit is set (nothing it could count)" \
         '[ $rc -eq 0 ] && [ "$out" = started ]' || sed 's/^/# /' "$dir/err" | head -3
 
+# warm pools (src/lib/kube/pool.c): only `b4box serve` fills one; one-shot commands with a
+# warmPool configured make no pairs, and still run
+config pool.json ', "warmPool": {"size": 2, "owner": "cli-oneshot"}'
+pool_pvcs() { api "/api/v1/namespaces/b4-sandboxes/persistentvolumeclaims?labelSelector=b4box.io%2Fpool-owner%3Dcli-oneshot" |
+        "$py" -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))'; }
+out=$("$b4box" check -c pool.json 2>&1); rc=$?
+check "warmPool: check runs and makes no pool pair" '[ $rc -eq 0 ] && [ "$(pool_pvcs)" = 0 ]'
+out=$("$b4box" exec -c pool.json --thread cli-pool -- sh -c 'echo pooled' 2>"$dir/err"); rc=$?
+check "warmPool: a one-shot exec runs cold and makes no pool pair" \
+        '[ $rc -eq 0 ] && [ "$out" = pooled ] && [ "$(pool_pvcs)" = 0 ]' || sed 's/^/# /' "$dir/err" | head -3
+out=$("$b4box" check -c "$(config bad-pool.json ', "warmPool": {"size": 65}'; echo bad-pool.json)" 2>&1); rc=$?
+check "warmPool: size 65 is refused with the documented text" \
+        '[ $rc -ne 0 ] && grep -q "sandbox.provider.warmPool.size must be an integer from 0 to 64 (got: 65)." <<<"$out"' ||
+        printf '%s\n' "$out" | head -3 | sed 's/^/# /'
+
 echo "1..$n"
 [ "$failed" -eq 0 ]

@@ -10,6 +10,7 @@
 #include "b4-test.h"
 #include "base/macro.h"
 #include "json/json.h"
+#include "kube/pool.h"
 #include "kube/provider.h"
 #include "kube/reap.h"
 
@@ -175,6 +176,64 @@ static void test_image_pinned(void **state)
         (void)snprintf(ref, sizeof(ref), "debian@sha256:%.63sA", hex); /* upper case */
         assert_false(kube_image_pinned(ref));
         assert_false(kube_image_pinned(NULL));
+/* Warm pool pairs whose owner is gone: never adopted and older than the TTL. */
+static void test_reap_pool(void **state)
+{
+        static const time_t now = 1796126400; /* 2026-12-01T12:00:00Z */
+
+#define POOL(labels, ts, extra) \
+ "{\"metadata\":{\"labels\":{" labels "},\"creationTimestamp\":\"" ts "\"" extra "}}"
+#define OWNER "\"b4box.io/pool-owner\":\"replica-1\""
+
+        static const struct {
+                const char *obj;
+                unsigned ttl;
+                bool want;
+        } cases[] = {
+                { POOL(OWNER, "2026-12-01T10:59:59Z", ""), 1, true },
+                { POOL(OWNER, "2026-12-01T11:00:00Z", ""), 1, false }, /* exactly the TTL */
+                { POOL(OWNER, "2026-11-24T11:59:59Z", ""), 168, true },
+                { POOL(OWNER, "2026-11-30T12:00:00Z", ""), 168, false },
+                /* adopted: the thread's, the PVC reaper's rules */
+                { POOL(OWNER ",\"b4.run/thread\":\"abc\"", "2020-01-01T00:00:00Z", ""), 1, false },
+                /* not a pool object */
+                { POOL("\"b4.run/thread\":\"abc\"", "2020-01-01T00:00:00Z", ""), 1, false },
+                /* being deleted, or a timestamp that does not parse */
+                { POOL(OWNER, "2020-01-01T00:00:00Z", ",\"deletionTimestamp\":\"x\""), 1, false },
+                { POOL(OWNER, "last year", ""), 1, false },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct jv *o = NULL;
+                bool got;
+
+                assert_int_equal(jv_parse(cases[i].obj, strlen(cases[i].obj), &o, NULL), 0);
+                got = kube_reap_pool_expired(o, now, cases[i].ttl);
+                jv_unref(o);
+                if (got != cases[i].want)
+                        fail_msg("case %zu: %d, want %d", i, got, cases[i].want);
+        }
+}
+
+/* The duplicate rule (pool.c): the oldest creationTimestamp wins, then the name. */
+static void test_pool_oldest(void **state)
+{
+        static const char *const objs[] = {
+                "{\"metadata\":{\"name\":\"b\",\"creationTimestamp\":\"2026-12-01T10:00:01Z\"}}",
+                "{\"metadata\":{\"name\":\"c\",\"creationTimestamp\":\"2026-12-01T10:00:00Z\"}}",
+                "{\"metadata\":{\"name\":\"a\",\"creationTimestamp\":\"2026-12-01T10:00:00Z\"}}",
+                "{\"metadata\":{\"name\":\"d\",\"creationTimestamp\":\"2026-12-02T00:00:00Z\"}}",
+        };
+        struct jv *v[ELEMENTSOF(objs)];
+
+        for (size_t i = 0; i < ELEMENTSOF(objs); i++)
+                assert_int_equal(jv_parse(objs[i], strlen(objs[i]), &v[i], NULL), 0);
+        assert_int_equal(kube_pool_oldest((const struct jv *const *)v, 0), -ENOENT);
+        assert_int_equal(kube_pool_oldest((const struct jv *const *)v, 1), 0);
+        assert_int_equal(kube_pool_oldest((const struct jv *const *)v, 2), 1);
+        assert_int_equal(kube_pool_oldest((const struct jv *const *)v, 4), 2); /* a before c */
+        for (size_t i = 0; i < ELEMENTSOF(objs); i++)
+                jv_unref(v[i]);
 }
 
 int main(void)
@@ -183,6 +242,8 @@ int main(void)
                 cmocka_unit_test(test_table),
                 cmocka_unit_test(test_reap_decide),
                 cmocka_unit_test(test_image_pinned),
+                cmocka_unit_test(test_reap_pool),
+                cmocka_unit_test(test_pool_oldest),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,6 +7,7 @@
  * config-workspace.c.
  */
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,14 +54,15 @@ static const struct {
         { "kubernetes",
           (const char *const[]){ "type", "scope", "image", "images", "apiServer", "namespace",
                                  "tokenFile", "caFile", "kubeconfig", "context", "storageClass",
-                                 "startupTimeoutMs", "hostUsers", NULL } },
+                                 "startupTimeoutMs", "hostUsers", "warmPool", NULL } },
         { "fake", (const char *const[]){ "type", "scope", "image", "images", NULL } },
 };
 
 static const char *const all_provider_keys[] = {
         "type",       "scope",     "image",        "images",           "idRange",
         "host",       "apiServer", "namespace",    "tokenFile",        "caFile",
-        "kubeconfig", "context",   "storageClass", "startupTimeoutMs", NULL,
+        "kubeconfig", "context",   "storageClass", "startupTimeoutMs", "warmPool",
+        NULL,
 };
 
 void config_sandbox_init(struct b4_sandbox_config *s)
@@ -104,6 +106,10 @@ void b4_provider_config_clear(struct b4_provider_config *c)
         free(c->kubeconfig);
         free(c->kube_context);
         free(c->kube_storage_class);
+        free(c->kube_pool_owner);
+        if (c->kube_pool_policy)
+                b4_policy_clear(c->kube_pool_policy);
+        free(c->kube_pool_policy);
         *c = (struct b4_provider_config){ 0 };
 }
 
@@ -229,6 +235,51 @@ static void parse_id_range(struct cfg *c, const struct jv *v, struct b4_provider
         p->id_size = (uint32_t)n;
 }
 
+/* A label value (Kubernetes): 1-63 of [A-Za-z0-9._-], alphanumeric at both ends. */
+static bool is_label_value(const char *s)
+{
+        size_t n = strlen(s);
+
+        if (n == 0 || n > 63 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!isalnum((unsigned char)s[i]) && !strchr("._-", s[i]))
+                        return false;
+        return true;
+}
+
+/* warmPool: { "size": 0..64, "owner": "<label value>" } (docs/configuration.md). The key
+ * given at all turns the label lookups of adopted threads on, even with size 0. */
+static void parse_warm_pool(struct cfg *c, const struct jv *v, struct b4_provider_config *p)
+{
+        static const char *const keys[] = { "size", "owner", NULL };
+        const struct jv *x;
+        uint64_t n = 0;
+
+        if (!jv_is_object(v)) {
+                cfg_refuse(c,
+                           "b4box.json sandbox.provider.warmPool must be { \"size\": <pairs, 0 "
+                           "to %u>, \"owner\"?: <replica id> } (got: %s).",
+                           B4_KUBE_MAX_POOL_SIZE, cfg_got(c, v));
+                return;
+        }
+        cfg_known_keys(c, v, "sandbox.provider.warmPool", "a warm pool option", keys);
+        p->kube_pool = true;
+        if ((x = jv_object_get(v, "size")) &&
+            cfg_uint_range(c, x, "sandbox.provider.warmPool.size", 0, B4_KUBE_MAX_POOL_SIZE, &n))
+                p->kube_pool_size = (uint32_t)n;
+        if (!(x = jv_object_get(v, "owner")))
+                return;
+        if (!cfg_string(c, x, "sandbox.provider.warmPool.owner", 63, &p->kube_pool_owner))
+                return;
+        if (!is_label_value(p->kube_pool_owner))
+                cfg_refuse(c,
+                           "b4box.json sandbox.provider.warmPool.owner must be a Kubernetes label "
+                           "value: 1 to 63 of A-Z a-z 0-9 . _ -, a letter or digit at both ends "
+                           "(got: %s).",
+                           cfg_got(c, x));
+}
+
 /* Kubernetes: the in-cluster keys (defaults: the service account's files) or a kubeconfig
  * (+ context), never both; the seed's storageClass and startupTimeoutMs. */
 static void parse_kube_options(struct cfg *c, const struct jv *v, struct b4_provider_config *p)
@@ -253,6 +304,8 @@ static void parse_kube_options(struct cfg *c, const struct jv *v, struct b4_prov
                 if (cfg_bool(c, x, "sandbox.provider.hostUsers", &host_users))
                         p->kube_user_namespace = !host_users;
         }
+        if ((x = jv_object_get(v, "warmPool")))
+                parse_warm_pool(c, x, p);
         if (jv_object_get(v, "context") && !kubeconfig)
                 cfg_refuse(c, "b4box.json sandbox.provider.context needs kubeconfig (it names "
                               "one of its contexts).");
@@ -391,6 +444,28 @@ static void parse_managed(struct cfg *c, const struct jv *v, struct b4_sandbox_c
                 parse_staged(c, x, &s->staged);
 }
 
+/* A warm pool's pairs are made for the app's policy (the default launch identity). */
+static void copy_pool_policy(struct cfg *c, struct b4_sandbox_config *s)
+{
+        struct b4_policy *pol;
+
+        if (!s->provider.kube_pool_size)
+                return;
+        pol = b4_calloc(1, sizeof(*pol));
+        if (!pol) {
+                cfg_fail(c, -ENOMEM);
+                return;
+        }
+        b4_policy_init(pol);
+        if (b4_policy_copy(pol, &s->policy) < 0) {
+                b4_policy_clear(pol);
+                free(pol);
+                cfg_fail(c, -ENOMEM);
+                return;
+        }
+        s->provider.kube_pool_policy = pol;
+}
+
 void config_parse_sandbox(struct cfg *c, const struct jv *v, struct b4_sandbox_config *s)
 {
         const struct jv *x;
@@ -419,6 +494,7 @@ void config_parse_sandbox(struct cfg *c, const struct jv *v, struct b4_sandbox_c
         if ((x = jv_object_get(v, "idlePauseMs"))) /* ours: pause before release */
                 (void)cfg_positive_int(c, x, "sandbox.idlePauseMs", MAX_IDLE_TIMEOUT_MS,
                                        &s->idle_pause_ms);
+        copy_pool_policy(c, s);
 }
 
 /* The adapted workspaceProtocolPolicyMessage; NULL when no HTTP workspace option is on. */

@@ -365,6 +365,30 @@ struct jv *kube_informer_get(struct kube_informer *inf, const char *name)
         return o;
 }
 
+static int snapshot_one(const char *key, void *value, void *ud)
+{
+        (void)key;
+        return jv_array_append_new(ud, jv_ref(value));
+}
+
+int kube_informer_snapshot(struct kube_informer *inf, struct jv **ret)
+{
+        struct jv *items = jv_array_new();
+        int r;
+
+        if (!items)
+                return -ENOMEM;
+        (void)pthread_mutex_lock(&inf->lock);
+        r = hashmap_foreach(inf->objects, snapshot_one, items);
+        (void)pthread_mutex_unlock(&inf->lock);
+        if (r < 0) {
+                jv_unref(items);
+                return -ENOMEM;
+        }
+        *ret = items;
+        return 0;
+}
+
 int kube_informer_wait(struct kube_informer *inf,
                        const char *name,
                        kube_informer_check_fn check,

@@ -350,6 +350,10 @@ int kube_informer_wait_synced(struct kube_informer *inf,
 /** kube_informer_get() - the cached object named @name: a new reference, NULL when absent. */
 struct jv *kube_informer_get(struct kube_informer *inf, const char *name);
 
+/** kube_informer_snapshot() - every cached object now, as a new array of references
+ * (@ret, jv_unref). No API request. Return: 0, -ENOMEM. */
+int kube_informer_snapshot(struct kube_informer *inf, struct jv **ret);
+
 /*
  * A waiter's test of the object named in kube_informer_wait() (NULL = absent), run under the
  * informer's lock on every change: keep it short and never call the informer from it.

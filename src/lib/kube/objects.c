@@ -372,3 +372,50 @@ int kube_access_review(const char *ns,
                        "resource", resource, "subresource", subresource);
         return *ret ? 0 : -ENOMEM;
 }
+
+/* ---- warm pools ---- */
+
+int kube_pool_names(const char *scope, const char *suffix, struct kube_names *ret)
+{
+        size_t n = suffix ? strlen(suffix) : 0;
+        int r;
+
+        if (n != 16 || strspn(suffix, "0123456789abcdef") != n)
+                return -EINVAL;
+        r = kube_names_of(scope, "pool", ret);
+        if (r < 0)
+                return r;
+        ret->id[0] = '\0';
+        (void)snprintf(ret->pod, sizeof(ret->pod), "b4-sbx-pool-%s", suffix);
+        (void)snprintf(ret->pvc, sizeof(ret->pvc), "b4-sbx-vol-pool-%s", suffix);
+        ret->policy[0] = '\0';
+        return 0;
+}
+
+int kube_pool_mark(struct jv *obj, const char *pool, const char *owner, const char *pod)
+{
+        struct jv *meta = jv_object_get(obj, "metadata"), *lbls = jv_object_get(meta, "labels");
+        struct jv *annot = jv_object_get(meta, "annotations");
+
+        if (!lbls || !owner)
+                return -EINVAL;
+        (void)jv_object_del(lbls, KUBE_LABEL_THREAD);
+        if (jv_object_set_new(lbls, KUBE_LABEL_POOL_OWNER, jv_string_new(owner)) < 0 ||
+            (pool && jv_object_set_new(lbls, KUBE_LABEL_POOL, jv_string_new(pool)) < 0))
+                return -ENOMEM;
+        if (!pod)
+                return 0;
+        if (!annot) {
+                if (jv_object_set_new(meta, "annotations", jv_object_new()) < 0)
+                        return -ENOMEM;
+                annot = jv_object_get(meta, "annotations");
+        }
+        return jv_object_set_new(annot, KUBE_ANNOT_POOL_POD, jv_string_new(pod));
+}
+
+int kube_pool_adopt_patch(const char *rv, const char *thread_id, struct jv **ret)
+{
+        *ret = jv_pack("{s:{s:s, s:{s:s, s:n}}}", "metadata", "resourceVersion", rv, "labels",
+                       KUBE_LABEL_THREAD, thread_id, KUBE_LABEL_POOL);
+        return *ret ? 0 : -ENOMEM;
+}

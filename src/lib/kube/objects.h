@@ -28,6 +28,12 @@ struct jv;
 #define KUBE_LABEL_SCOPE      "b4box.io/scope"    /* 40 hex of sha256 of the scope */
 #define KUBE_LABEL_ROLE       "b4box.io/role"     /* keeper | reader */
 #define KUBE_ANNOT_IDENTITY   "b4box.io/identity" /* launch identity (core/launch.h) */
+/* Warm pools (docs/kubernetes-provider.md "Warm pools"): a pool pair's Pod carries
+ * KUBE_LABEL_POOL from its creation, its PVC once the pair is ready (the PVC is the object
+ * adoption locks); both carry the owner, and neither a thread label until adopted. */
+#define KUBE_LABEL_POOL       "b4box.io/pool"       /* 40 hex of the launch identity */
+#define KUBE_LABEL_POOL_OWNER "b4box.io/pool-owner" /* the replica that made the pair */
+#define KUBE_ANNOT_POOL_POD   "b4box.io/pool-pod"   /* on a pool PVC: its pair's Pod */
 
 /* The container the provider execs into; where b4box-agent is copied (an emptyDir). */
 #define KUBE_CONTAINER     "sandbox"
@@ -106,3 +112,19 @@ int kube_access_review(const char *namespace,
 
 /* Kubernetes quantities: memory "<mb>Mi", cpu "<n>" or "<milli>m". Return: 0, -ENOMEM. */
 int kube_quantity_cpu(double cpus, char **ret);
+
+/* ---- warm pools ---- */
+
+/* A pool pair's names from @suffix (16 lowercase hex): Pod b4-sbx-pool-<suffix>, PVC
+ * b4-sbx-vol-pool-<suffix>; @scope as kube_names_of() takes it. -EINVAL else. */
+int kube_pool_names(const char *scope, const char *suffix, struct kube_names *ret);
+
+/* Make a keeper Pod or its PVC (kube_keeper_pod(), kube_workspace_pvc()) a pool pair's:
+ * the thread label removed, KUBE_LABEL_POOL_OWNER @owner, KUBE_LABEL_POOL @pool when
+ * non-NULL (the Pod's at creation), KUBE_ANNOT_POOL_POD @pod when non-NULL (the PVC's). */
+int kube_pool_mark(struct jv *obj, const char *pool, const char *owner, const char *pod);
+
+/* The adoption merge patch: metadata.resourceVersion @rv (the optimistic lock: 409 when
+ * another replica changed the object first), KUBE_LABEL_THREAD @thread_id added,
+ * KUBE_LABEL_POOL removed. */
+int kube_pool_adopt_patch(const char *rv, const char *thread_id, struct jv **ret);

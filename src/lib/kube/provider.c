@@ -37,6 +37,7 @@
 #include "core/launch.h"
 #include "json/json.h"
 #include "kube/kube.h"
+#include "kube/pool.h"
 #include "providers.h"
 
 #define AGENT_BINARY_MAX (64u * 1024 * 1024)
@@ -45,11 +46,17 @@
 struct kube_provider {
         struct b4_provider base;
         struct kube_core *core;
+        struct kube_pool *pool; /* NULL: no warmPool configured (deterministic names only) */
 };
 
 static struct kube_core *core_of(struct b4_provider *p)
 {
         return container_of(p, struct kube_provider, base)->core;
+}
+
+static struct kube_pool *pool_of(struct b4_provider *p)
+{
+        return container_of(p, struct kube_provider, base)->pool;
 }
 
 void kube_core_ref(struct kube_core *c)
@@ -484,7 +491,64 @@ int kube_keeper_revive(struct kube_core *c, struct kube_state *st, struct b4_err
 
 /* ---- acquire ---- */
 
+/* ---- acquire with warmPool configured (pool.c) ---- */
+
+/* What this instance made live before: its names (an adopted thread's are not the
+ * deterministic ones), the agent then pointed at its Pod. */
+static void take_names(struct kube_core *c, struct kube_state *want, const struct kube_state *have)
+{
+        if (strcmp(want->names.pod, have->names.pod) != 0 && want->agent) {
+                want->agent = kube_agent_free(want->agent);
+                (void)kube_agent_new(c, have->names.pod, false, &want->agent);
+        }
+        want->names = have->names;
+}
+
+/* An adopted pair's PVC: new to the thread, as if this acquire had created it. */
+static void adopted_pvc(struct kube_state *st, const char *uid)
+{
+        st->pvc.made = true;
+        (void)snprintf(st->pvc.uid, sizeof(st->pvc.uid), "%s", uid);
+}
+
+/*
+ * The thread's PVC found by label (the informer's cache: no request), else a new thread of
+ * the default identity adopts a ready pair (2 patches), else the cold path; then the policy
+ * as always, and the keeper made live unless the adopted Pod runs with the agent in it.
+ */
+static int acquire_pooled(struct kube_core *c,
+                          struct kube_pool *pool,
+                          const struct kube_state *have,
+                          struct kube_state *want,
+                          uint64_t start,
+                          int cancel_fd,
+                          struct b4_error *err)
+{
+        char pvc_uid[64] = "";
+        int r = 1;
+
+        if (have)
+                take_names(c, want, have);
+        else
+                r = kube_pool_find(pool, want, err);
+        if (r == 0) {
+                r = kube_pool_adopt(pool, want, pvc_uid, err);
+                /* a pool PVC is fresh: only its pool Pod ever mounted it, and that Pod wrote
+                 * nothing there, so a managed thread materialises into it (managed.c) */
+                if (r > 0)
+                        adopted_pvc(want, pvc_uid);
+                else if (r == 0)
+                        r = ensure_pvc(c, want, pvc_uid, err);
+        }
+        if (r >= 0)
+                r = ensure_policy(c, want, pvc_uid, err);
+        if (r >= 0 && !want->pod_uid[0])
+                r = make_live(c, want, start, cancel_fd, err);
+        return r < 0 ? r : 0;
+}
+
 static int acquire_locked(struct kube_core *c,
+                          struct kube_pool *pool,
                           struct b4_entry *e,
                           const struct b4_acquire_req *req,
                           const char *image,
@@ -513,11 +577,15 @@ static int acquire_locked(struct kube_core *c,
                 state_free(want);
                 return 0;
         }
-        r = ensure_pvc(c, want, pvc_uid, err);
-        if (r >= 0)
-                r = ensure_policy(c, want, pvc_uid, err);
-        if (r >= 0)
-                r = make_live(c, want, start, b4_cancel_fd(req->cancel), err);
+        if (pool) {
+                r = acquire_pooled(c, pool, have, want, start, b4_cancel_fd(req->cancel), err);
+        } else {
+                r = ensure_pvc(c, want, pvc_uid, err);
+                if (r >= 0)
+                        r = ensure_policy(c, want, pvc_uid, err);
+                if (r >= 0)
+                        r = make_live(c, want, start, b4_cancel_fd(req->cancel), err);
+        }
         if (r < 0) {
                 state_free(want);
                 return r;
@@ -538,7 +606,7 @@ static int acquire(struct b4_provider *p,
 
         if (b4_cancel_is_set(req->cancel))
                 return b4_error_set(err, -ECANCELED, "cancelled");
-        r = acquire_locked(c, e, req, image, err);
+        r = acquire_locked(c, pool_of(p), e, req, image, err);
         if (r < 0)
                 return r;
         r = kube_sandbox_new(c, b4_entry_state(e), ret);
@@ -564,12 +632,73 @@ static void delete_quietly(struct kube_core *c,
                 log_warning("kubernetes: delete %s %s: %s", resource, name, e.msg);
 }
 
+/* ---- release, destroy with warmPool configured: names from the state or the labels ---- */
+
+/* The thread's Pods (@pods) or PVCs: this instance's state's, those the cache has by label,
+ * or the deterministic name when neither knows one. */
+static char **thread_objects(struct kube_pool *pool,
+                             const struct kube_state *st,
+                             const struct kube_names *n,
+                             bool pods)
+{
+        char **l = kube_pool_labelled(pool, pods, n->id);
+        const char *own = st ? (pods ? st->names.pod : st->names.pvc) : NULL;
+        const char *fixed = pods ? n->pod : n->pvc;
+
+        if (own && !strv_contains(l, own) && strv_extend(&l, own) < 0)
+                return strv_free(l);
+        if (!l && strv_extend(&l, fixed) < 0)
+                return NULL;
+        return l;
+}
+
+static void delete_all(struct kube_core *c, char **names, const char *resource, const char *q)
+{
+        for (char **s = names; s && *s; s++)
+                delete_quietly(c, "v1", resource, *s, q);
+        strv_free(names);
+}
+
+static void release_pooled(struct kube_core *c, struct kube_pool *pool, struct b4_entry *e)
+{
+        struct kube_names n;
+
+        if (b4_entry_state(e))
+                kube_pool_settle(pool, b4_entry_state(e));
+
+        if (kube_names_of(c->scope, b4_entry_thread_id(e), &n) >= 0)
+                delete_all(c, thread_objects(pool, b4_entry_state(e), &n, true), "pods",
+                           "gracePeriodSeconds=0");
+}
+
+static void destroy_pooled(struct kube_core *c, struct kube_pool *pool, struct b4_entry *e)
+{
+        struct kube_names n;
+        char **pvcs;
+
+        if (kube_names_of(c->scope, b4_entry_thread_id(e), &n) < 0)
+                return;
+        delete_all(c, thread_objects(pool, b4_entry_state(e), &n, true), "pods",
+                   "gracePeriodSeconds=0");
+        delete_quietly(c, "networking.k8s.io/v1", "networkpolicies", n.policy, NULL);
+        pvcs = thread_objects(pool, b4_entry_state(e), &n, false);
+        for (char **s = pvcs; s && *s; s++)
+                delete_quietly(c, "v1", "persistentvolumeclaims", *s, NULL);
+        for (char **s = pvcs; s && *s; s++) /* a new acquire must not find them */
+                kube_pool_settle_deleted(pool, *s);
+        strv_free(pvcs);
+}
+
 /* Core drops the state; like the reference, errors are not the caller's (logged). */
 static int release(struct b4_provider *p, struct b4_entry *e, struct b4_error *err)
 {
         struct kube_core *c = core_of(p);
         struct kube_names n;
 
+        if (pool_of(p)) {
+                release_pooled(c, pool_of(p), e);
+                return 0;
+        }
         if (kube_names_of(c->scope, b4_entry_thread_id(e), &n) >= 0)
                 delete_quietly(c, "v1", "pods", n.pod, "gracePeriodSeconds=0");
         return 0;
@@ -580,6 +709,10 @@ static int destroy(struct b4_provider *p, struct b4_entry *e, struct b4_error *e
         struct kube_core *c = core_of(p);
         struct kube_names n;
 
+        if (pool_of(p)) {
+                destroy_pooled(c, pool_of(p), e);
+                return 0;
+        }
         if (kube_names_of(c->scope, b4_entry_thread_id(e), &n) < 0)
                 return 0;
         delete_quietly(c, "v1", "pods", n.pod, "gracePeriodSeconds=0");
@@ -620,12 +753,24 @@ static int preflight(struct b4_provider *p, struct b4_preflight *ret, struct b4_
         return kube_preflight(core_of(p), ret, err);
 }
 
+/* With warmPool configured the thread's PVC and Pod are found by label (an adopted
+ * thread's names are the pool pair's). */
 static int open_reader(struct b4_provider *p,
                        const struct b4_reader_req *req,
                        struct b4_reader **ret,
                        struct b4_error *err)
 {
-        return kube_reader_open(core_of(p), req, ret, err);
+        struct kube_state st = { 0 };
+        int r;
+
+        if (!pool_of(p))
+                return kube_reader_open(core_of(p), req, NULL, ret, err);
+        if (!req->thread_id || kube_names_of(core_of(p)->scope, req->thread_id, &st.names) < 0)
+                return b4_error_set(err, -EINVAL, "invalid thread id");
+        r = kube_pool_find(pool_of(p), &st, err);
+        if (r < 0)
+                return r;
+        return kube_reader_open(core_of(p), req, &st.names, ret, err);
 }
 
 static int workspace_record(struct b4_provider *p,
@@ -643,6 +788,7 @@ static void provider_free(struct b4_provider *p)
         struct kube_provider *kp = container_of(p, struct kube_provider, base);
 
         free(p->scope);
+        kube_pool_free(kp->pool, true);
         kube_core_unref(kp->core);
         free(kp);
 }
@@ -796,7 +942,13 @@ int kube_provider_new(const struct b4_provider_config *cfg,
                 free(kp);
                 return err && err->error ? err->error : -ENOMEM;
         }
+        if (cfg->kube_pool && (r = kube_pool_new(kp->core, cfg, &kp->pool, err)) < 0) {
+                kube_core_unref(kp->core);
+                free(kp);
+                return r;
+        }
         if (b4_provider_init(&kp->base, &kube_provider_ops, cfg->scope) < 0) {
+                kube_pool_free(kp->pool, true);
                 kube_core_unref(kp->core);
                 free(kp);
                 return b4_error_set(err, -ENOMEM, "out of memory");

@@ -12,6 +12,8 @@
  *   sandbox.c    handles: file operations and commands over that connection
  *   reader.c     workspace readers: a separate read-only Pod on the PVC, never the keeper
  *   managed.c    managed workspaces: their record as the PVC's annotation, pinned images
+ *   pool.c       warm pools (pool.h): ready Pod + PVC pairs adopted by new threads, a
+ *                thread's objects found by label
  *   preflight.c  `b4box check`: one SelfSubjectAccessReview per operation, the controls
  */
 
@@ -167,9 +169,12 @@ int kube_sandbox_new(struct kube_core *c, const struct kube_state *st, struct b4
 
 /* ---- reader.c ---- */
 
-/* A workspace reader (b4_provider_ops.open_reader): a read-only Pod on the thread's PVC. */
+/* A workspace reader (b4_provider_ops.open_reader): a read-only Pod on the thread's PVC.
+ * @names: the thread's PVC and keeper Pod when they are not the deterministic ones (an
+ * adopted warm pool pair, pool.c), else NULL. */
 int kube_reader_open(struct kube_core *c,
                      const struct b4_reader_req *req,
+                     const struct kube_names *names,
                      struct b4_reader **ret,
                      struct b4_error *err);
 

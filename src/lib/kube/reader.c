@@ -245,6 +245,7 @@ static int start_reader(struct kube_reader *rd,
 
 int kube_reader_open(struct kube_core *c,
                      const struct b4_reader_req *req,
+                     const struct kube_names *names,
                      struct b4_reader **ret,
                      struct b4_error *err)
 {
@@ -263,7 +264,9 @@ int kube_reader_open(struct kube_core *c,
                                          "through b4box-agent, which this provider cannot use "
                                          "(%s).",
                                          c->agent_reason);
-        if (kube_names_of(c->scope, req->thread_id, &n) < 0)
+        if (names)
+                n = *names;
+        else if (kube_names_of(c->scope, req->thread_id, &n) < 0)
                 return b4_error_set(err, -EINVAL, "invalid thread id");
         r = check_pvc(c, &n, req->thread_id, err);
         if (r < 0)

@@ -7,6 +7,11 @@
  * and resourceVersion it was listed with as preconditions. Patches carry the listed
  * resourceVersion; a PVC that changed (409) or went (404) is left for the next run. PVCs
  * being deleted, or holding a managed workspace record, are never touched.
+ *
+ * Warm pool pairs (pool.c) are mounted by their Pod, so never unreferenced: a pair never
+ * adopted and older than the TTL is taken for its owner's (a replica that died without
+ * deleting its pool) and deleted, its Pod first, then its PVC, each with the listed uid and
+ * resourceVersion as preconditions. A live owner's filler makes a new pair in its place.
  */
 
 #include "kube/reap.h"
@@ -70,6 +75,18 @@ enum kube_reap_action kube_reap_decide(const struct jv *pvc,
         return now - since > (time_t)ttl_hours * 3600 ? KUBE_REAP_DELETE : KUBE_REAP_NONE;
 }
 
+bool kube_reap_pool_expired(const struct jv *obj, time_t now, unsigned ttl_hours)
+{
+        const struct jv *lbls = jv_object_get(meta(obj), "labels");
+        time_t made;
+
+        if (!jv_string(jv_object_get(lbls, KUBE_LABEL_POOL_OWNER)) ||
+            jv_object_get(lbls, KUBE_LABEL_THREAD) || jv_object_get(meta(obj), "deletionTimestamp"))
+                return false;
+        made = parse_marker(jv_string(jv_object_get(meta(obj), "creationTimestamp")));
+        return made >= 0 && now - made > (time_t)ttl_hours * 3600;
+}
+
 /* The claims some Pod mounts, whatever its phase. */
 static int referenced_claims(const struct jv *pods, char ***ret)
 {
@@ -102,6 +119,7 @@ struct run {
         void *userdata;
         unsigned counts[4]; /* by action */
         unsigned skipped;
+        unsigned pool; /* pool objects deleted */
 };
 
 static void say(struct run *r, const char *what, const char *name, const char *why)
@@ -133,10 +151,13 @@ static int patch_marker(struct run *r,
         return kube_patch(r->c, path, patch, NULL, err);
 }
 
-static int delete_claim(struct run *r, const struct jv *pvc, struct b4_error *err)
+static int delete_object(struct run *r,
+                         const char *resource,
+                         const struct jv *pvc,
+                         struct b4_error *err)
 {
         const char *name = jv_string(jv_object_get(meta(pvc), "name"));
-        cleanup_free char *path = kube_path("v1", r->ns, "persistentvolumeclaims", name, NULL);
+        cleanup_free char *path = kube_path("v1", r->ns, resource, name, NULL);
         cleanup_(jv_unrefp) struct jv *body = NULL;
         struct kube_reply reply = { 0 };
         int res;
@@ -172,7 +193,7 @@ static int act(struct run *r,
                 return 0;
         if (!r->dry_run)
                 res = a == KUBE_REAP_DELETE
-                              ? delete_claim(r, pvc, &e)
+                              ? delete_object(r, "persistentvolumeclaims", pvc, &e)
                               : patch_marker(r, pvc, a == KUBE_REAP_MARK ? stamp : NULL, &e);
         if (res == -EAGAIN || res == -ENOENT || res == -EEXIST) {
                 r->skipped++;
@@ -183,6 +204,42 @@ static int act(struct run *r,
                 return b4_error_set(err, res, "%s %s: %s", words[a], name, e.msg);
         r->counts[a]++;
         say(r, words[a], name, NULL);
+        return 0;
+}
+
+/* Expired pool Pods first (their volumes are then free), then expired pool PVCs. */
+static int reap_pool(struct run *r,
+                     const struct jv *pods,
+                     const struct jv *pvcs,
+                     time_t now,
+                     unsigned ttl_hours,
+                     struct b4_error *err)
+{
+        const struct jv *lists[] = { pods, pvcs };
+        static const char *const resources[] = { "pods", "persistentvolumeclaims" };
+
+        for (size_t l = 0; l < ELEMENTSOF(lists); l++)
+                for (size_t i = 0; i < jv_array_size(lists[l]); i++) {
+                        const struct jv *o = jv_array_get(lists[l], i);
+                        const char *name = jv_string(jv_object_get(meta(o), "name"));
+                        struct b4_error e = { 0 };
+                        int res = 0;
+
+                        if (!name || !kube_reap_pool_expired(o, now, ttl_hours))
+                                continue;
+                        if (!r->dry_run)
+                                res = delete_object(r, resources[l], o, &e);
+                        if (res == -EAGAIN || res == -ENOENT || res == -EEXIST) {
+                                r->skipped++;
+                                say(r, "skip", name, e.msg);
+                                continue;
+                        }
+                        if (res < 0)
+                                return b4_error_set(err, res, "delete %s %s: %s", resources[l],
+                                                    name, e.msg);
+                        r->pool++;
+                        say(r, l ? "delete pool pvc" : "delete pool pod", name, NULL);
+                }
         return 0;
 }
 
@@ -215,11 +272,14 @@ int kube_reap_run(struct kube_client *c,
                 return b4_error_set(err, -ENOMEM, "out of memory");
         (void)gmtime_r(&now, &tm);
         (void)strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        res = reap_pool(&r, pods, pvcs, now, ttl_hours, err);
         for (size_t i = 0; res >= 0 && i < jv_array_size(pvcs); i++) {
                 const struct jv *pvc = jv_array_get(pvcs, i);
                 const char *name = jv_string(jv_object_get(meta(pvc), "name"));
                 bool referenced = name && strv_contains(refs, name);
 
+                if (kube_reap_pool_expired(pvc, now, ttl_hours))
+                        continue; /* deleted above */
                 res = act(&r, pvc, kube_reap_decide(pvc, referenced, now, ttl_hours), stamp, err);
         }
         strv_free(refs);
@@ -232,6 +292,11 @@ int kube_reap_run(struct kube_client *c,
                        r.counts[KUBE_REAP_DELETE], r.skipped);
         if (fn)
                 fn(line, userdata);
+        if (r.pool && fn) {
+                (void)snprintf(line, sizeof(line), "%s%u warm pool objects past the TTL deleted",
+                               dry_run ? "dry run: " : "", r.pool);
+                fn(line, userdata);
+        }
         return 0;
 }
 

@@ -30,6 +30,12 @@ enum kube_reap_action kube_reap_decide(const struct jv *pvc,
                                        time_t now,
                                        unsigned ttl_hours);
 
+/* Whether @obj (a listed Pod or PVC, untrusted) is a warm pool pair's whose owner is taken
+ * for gone: labelled KUBE_LABEL_POOL_OWNER, never adopted (no thread label), not being
+ * deleted, and created more than @ttl_hours before @now (a creationTimestamp that does not
+ * parse is not). A live owner refills what this removes. Pure. */
+bool kube_reap_pool_expired(const struct jv *obj, time_t now, unsigned ttl_hours);
+
 /* One run in @ns. @fn gets one line per action and a summary. Return: 0 (409/404 skipped),
  * -errno when a list or an API call failed (@err says which). */
 int kube_reap_run(struct kube_client *c,
