@@ -360,6 +360,14 @@ static void test_adopt(void **state)
         assert_int_equal(t.policy, 1); /* allow mode: the DELETE of a stale deny policy */
         assert_int_equal(t.reads, 0);
         assert_int_equal(t.total, 3);
+        /* the adopted PVC is new to the thread: a managed workspace materialises into it
+         * (as into one this acquire created), with no request to say so */
+        {
+                enum b4_storage_state ss = B4_STORAGE_READY;
+
+                assert_int_equal(b4_provider_workspace_check(p, "adopt", "intent", &ss, &err), 0);
+                assert_int_equal(ss, B4_STORAGE_EMPTY);
+        }
 
         assert_int_equal(b4_fs_write_file(&sb->fs, "/workspace/kept", "kept", 4, &err), 0);
         t2 = now_us();
