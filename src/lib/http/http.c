@@ -526,6 +526,9 @@ static int tls_setup(CURL *e, const struct http_client *c)
         if (c->ca_file)
                 r |= curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
         r |= blob_opt(e, CURLOPT_CAINFO_BLOB, &c->ca);
+        /* the CA given and only it: not also the system's directory (libcurl's CApath) */
+        if (c->ca_file || c->ca.data)
+                r |= curl_easy_setopt(e, CURLOPT_CAPATH, NULL);
         if (c->cert_file)
                 r |= curl_easy_setopt(e, CURLOPT_SSLCERT, c->cert_file);
         r |= blob_opt(e, CURLOPT_SSLCERT_BLOB, &c->cert);

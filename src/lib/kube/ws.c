@@ -1019,6 +1019,10 @@ static int curl_setup(CURL *h, const struct kube_conn_opts *c, const struct kube
                 r = set_blob(h, CURLOPT_CAINFO_BLOB, c->ca_blob, c->ca_blob_len);
         else if (c->ca_file && curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file) != CURLE_OK)
                 r = -EINVAL;
+        /* the CA given and only it: not also the system's directory (libcurl's CApath) */
+        if (r >= 0 && (c->ca_blob || c->ca_file) &&
+            curl_easy_setopt(h, CURLOPT_CAPATH, NULL) != CURLE_OK)
+                r = -EINVAL;
         if (r >= 0 && c->cert_blob)
                 r = set_blob(h, CURLOPT_SSLCERT_BLOB, c->cert_blob, c->cert_blob_len);
         else if (r >= 0 && c->cert_file &&
