@@ -106,6 +106,20 @@ uint64_t http_client_connections(struct http_client *c);
  */
 void *http_curl_share(void);
 
+/**
+ * http_curl_trust() - make the libcurl easy handle @easy (a CURL *) trust exactly the CA
+ * certificates of @file or of the PEM bytes @pem (@len), one of them, and no system CA: the
+ * PEM is parsed once per process (by its SHA-256, at most 8 CAs) and the parsed store handed
+ * to each connection (CURLOPT_SSL_CTX_FUNCTION, OpenSSL), instead of libcurl parsing it for
+ * every connection. TLS sessions are kept apart per CA (libcurl's session key names its
+ * digest). Used by every https client here and by the kube exec connections (ws.c), so their
+ * connections resume each other's sessions.
+ * Return: 0; -EINVAL (not exactly one of @file, @pem); -errno reading @file; -ENOENT (no
+ * certificate in it, or the cache full); -EOPNOTSUPP (a TLS backend without the callback);
+ * on failure the caller sets CURLOPT_CAINFO(_BLOB) itself (libcurl then reports the error).
+ */
+int http_curl_trust(void *easy, const char *file, const void *pem, size_t len);
+
 /** http_client_free() - NULL ok. Return: NULL. */
 struct http_client *http_client_free(struct http_client *c);
 /** http_client_socket() - the unix socket path, NULL for a TCP server; borrowed. */

@@ -1015,14 +1015,17 @@ static int curl_setup(CURL *h, const struct kube_conn_opts *c, const struct kube
         if (c->insecure && (curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L) != CURLE_OK ||
                             curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L) != CURLE_OK))
                 return -EINVAL;
-        if (c->ca_blob)
-                r = set_blob(h, CURLOPT_CAINFO_BLOB, c->ca_blob, c->ca_blob_len);
-        else if (c->ca_file && curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file) != CURLE_OK)
-                r = -EINVAL;
-        /* the CA given and only it: not also the system's directory (libcurl's CApath) */
-        if (r >= 0 && (c->ca_blob || c->ca_file) &&
-            curl_easy_setopt(h, CURLOPT_CAPATH, NULL) != CURLE_OK)
-                r = -EINVAL;
+        /* the CA given and only it, parsed once per process, as the REST requests do (their
+         * sessions are then ours too); else libcurl parses it (and still no system CA) */
+        if ((c->ca_blob || c->ca_file) &&
+            http_curl_trust(h, c->ca_blob ? NULL : c->ca_file, c->ca_blob, c->ca_blob_len) < 0) {
+                if (c->ca_blob)
+                        r = set_blob(h, CURLOPT_CAINFO_BLOB, c->ca_blob, c->ca_blob_len);
+                else if (curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file) != CURLE_OK)
+                        r = -EINVAL;
+                if (r >= 0 && curl_easy_setopt(h, CURLOPT_CAPATH, NULL) != CURLE_OK)
+                        r = -EINVAL;
+        }
         if (r >= 0 && c->cert_blob)
                 r = set_blob(h, CURLOPT_SSLCERT_BLOB, c->cert_blob, c->cert_blob_len);
         else if (r >= 0 && c->cert_file &&
