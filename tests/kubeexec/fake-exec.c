@@ -185,8 +185,9 @@ static void refusals(void)
         bad.ca_blob = NULL;
         err = (struct b4_error){ 0 };
         r = kube_exec_run(&bad, &t, &o, &res, &err);
-        check(r == -EIO, "a server certificate from another CA is refused (TLS), no session "
-                         "of the right CA resumed",
+        check(r == -EIO,
+              "a server certificate from another CA is refused (TLS), no session "
+              "of the right CA resumed",
               &err);
 }
 
@@ -504,7 +505,8 @@ static double cpu_fake(void)
         (void)fclose(f);
         buf[n] = '\0';
         p = strrchr(buf, ')'); /* then: state ppid ... utime(14) stime(15) */
-        if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+        if (!p ||
+            sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
                 return -1;
         return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }

@@ -191,10 +191,10 @@ static int64_t verb_count(const char *key)
 
 static struct jv *pvc_named(const char *name)
 {
-        struct jv *pvc = jv_pack("{s:s,s:s,s:{s:s},s:{s:[s],s:{s:{s:s}}}}", "apiVersion", "v1",
-                                 "kind", "PersistentVolumeClaim", "metadata", "name", name, "spec",
-                                 "accessModes", "ReadWriteOnce", "resources", "requests",
-                                 "storage", "1Gi");
+        struct jv *pvc =
+                jv_pack("{s:s,s:s,s:{s:s},s:{s:[s],s:{s:{s:s}}}}", "apiVersion", "v1", "kind",
+                        "PersistentVolumeClaim", "metadata", "name", name, "spec", "accessModes",
+                        "ReadWriteOnce", "resources", "requests", "storage", "1Gi");
 
         assert_non_null(pvc);
         return pvc;

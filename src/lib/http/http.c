@@ -132,10 +132,12 @@ static void curl_init(void)
  * (a connection being set up may hold a store): past them libcurl parses, as before.
  */
 static pthread_mutex_t ca_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static struct {
         unsigned char sum[SHA256_DIGEST_LENGTH];
         X509_STORE *store;
 } ca_cache[CA_CACHE_MAX];
+
 static size_t ca_n;
 
 /* The certificates (and CRLs) of @pem in a new store, flagged as libcurl flags its own. */
@@ -154,8 +156,8 @@ static X509_STORE *ca_parse(const void *pem, size_t len)
                         ok = X509_STORE_add_crl(store, inf->crl);
         }
         if (ok && certs)
-                ok = X509_STORE_set_flags(store, X509_V_FLAG_TRUSTED_FIRST |
-                                                         X509_V_FLAG_PARTIAL_CHAIN);
+                ok = X509_STORE_set_flags(store,
+                                          X509_V_FLAG_TRUSTED_FIRST | X509_V_FLAG_PARTIAL_CHAIN);
         sk_X509_INFO_pop_free(infos, X509_INFO_free);
         BIO_free(bio);
         if (ok && certs)
