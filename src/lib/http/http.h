@@ -154,9 +154,9 @@ struct http_req {
  * Return: 0 with the stream (http_stream_free()), -ECONNREFUSED (no server listening),
  * -EHOSTUNREACH (name not resolved), -ETIMEDOUT, -ECANCELED, -ECONNRESET (a kept connection
  * lost after the body was sent: http_client_set_reuse()), -EIO (any other transport error,
- * TLS included), -EINVAL (a bad http_req.bearer), -ENOMEM; the message names the target. Once the
- * head is complete the stream is returned even if the connection already failed: the body bytes
- * that came are read first, then http_stream_read() fails.
+ * TLS included), -EINVAL (a bad http_req.bearer), -ENOMEM; the message names the target.
+ * Once the head is complete the stream is returned even if the connection already failed:
+ * the body bytes that came are read first, then http_stream_read() fails.
  */
 int http_stream_open(struct http_client *c,
                      const struct http_req *req,
