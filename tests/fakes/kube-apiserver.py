@@ -25,9 +25,17 @@ Control API, on the same port, only with "Authorization: Bearer <admin-token>", 
     GET  /_fake/state                 resourceVersion, settings, faults, counters
     GET  /_fake/counters              {"reads","writes","watches","execs","reviews",
     POST /_fake/counters/reset         "discovery","byVerb":{"list pods":n}} (reset returns them)
+                                      "connections": TLS connections that carried an API
+                                      request (the control API's are not counted), "tlsResumed":
+                                      those whose handshake resumed a session
     GET  /_fake/log?since=N           {"entries":[...],"next":N}; POST /_fake/log/reset
     POST /_fake/faults                {"code":429,"count":1,"retryAfter":1,"verb":"create",
-                                       "resource":"pods","path":"regex","delayMs":0,"drop":false}
+                                       "resource":"pods","path":"regex","delayMs":0,"drop":false,
+                                       "loseAnswer":false,"cutAnswer":false,"keptOnly":false}:
+                                       loseAnswer handles the request, then closes the connection
+                                       instead of answering; cutAnswer closes it halfway through
+                                       the answer's body; keptOnly matches only a request on a
+                                       connection that already carried one
     DELETE /_fake/faults              clear them
     POST /_fake/watch/drop            {"count":1}: cut that many watch streams (open ones first)
     POST /_fake/exec/drop             {"count":1,"afterMs":0}: cut that many exec streams
@@ -906,7 +914,8 @@ class Settings:
 
 
 class Counters:
-    CLASSES = ("reads", "writes", "watches", "execs", "reviews", "discovery", "unauthorized")
+    CLASSES = ("reads", "writes", "watches", "execs", "reviews", "discovery", "unauthorized",
+               "connections", "tlsResumed")
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -2503,6 +2512,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def send_json(self, code, obj, headers=None):
         data = json.dumps(obj).encode()
+        lose, self.lose_answer = getattr(self, "lose_answer", False), False
+        if lose:
+            if lose == "cut":
+                self.send_response(code)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data[:len(data) // 2])
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            raise ConnectionResetError("injected: the answer lost")
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Cache-Control", "no-cache, private")
@@ -2546,9 +2565,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         url = urllib.parse.urlsplit(self.path)
         path = url.path.rstrip("/") or "/"
         query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
+        self.kept = getattr(self, "served", 0) > 0
+        self.lose_answer = False
         try:
             if path.startswith("/_fake"):
                 return self.control(fake, path, query)
+            self.count_connection(fake)
             user = fake.authenticate(self.headers, self.peercert())
             self.entry = {"time": time.time(), "method": self.command, "path": path,
                           "query": url.query, "user": user,
@@ -2581,6 +2603,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if self.entry is not None:
                 self.entry["code"] = self.status_code
                 fake.log.add(self.entry)
+
+    def count_connection(self, fake):
+        """The first API request of a connection counts it (and whether TLS resumed)."""
+        self.served = getattr(self, "served", 0) + 1
+        if self.served == 1:
+            fake.counters.count("connections")
+            if getattr(self.connection, "session_reused", False):
+                fake.counters.count("tlsResumed")
 
     def peercert(self):
         try:
@@ -2778,7 +2808,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with fake.settings.lock:
             fault = None
             for f in fake.settings.faults:
-                if f.get("count", 1) <= 0:
+                if f.get("count", 1) <= 0 or (f.get("keptOnly") and not self.kept):
                     continue
                 if f.get("verb", "*") not in ("*", verb) or \
                         f.get("resource", "*") not in ("*", resource):
@@ -2794,6 +2824,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.entry["fault"] = fault
         if fault.get("delayMs"):
             time.sleep(fault["delayMs"] / 1000.0)
+        self.lose_answer = "cut" if fault.get("cutAnswer") else bool(fault.get("loseAnswer"))
         if fault.get("drop"):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -119,6 +120,8 @@ static int run(char **argv,
 /* a NULL-terminated argv of string literals */
 #define ARGV(...) ((char **)(const char *[]){ __VA_ARGS__, NULL })
 
+static void resumption(void);
+
 static void one_shots(void)
 {
         struct kube_exec_result res = { 0 };
@@ -175,26 +178,34 @@ static void refusals(void)
         err = (struct b4_error){ 0 };
         r = kube_exec_run(&bad, &t, &o, &res, &err);
         check(r == -EPERM, "a wrong token: 401 -> -EPERM", &err);
+        /* sessions of the fake's CA are cached by now: one resumed here would skip the
+         * certificate check, so this also proves sessions are kept apart per CA */
         bad = conn;
         bad.ca_file = "/etc/ssl/certs/ca-certificates.crt";
         bad.ca_blob = NULL;
         err = (struct b4_error){ 0 };
         r = kube_exec_run(&bad, &t, &o, &res, &err);
-        check(r == -EIO, "a server certificate from another CA is refused (TLS)", &err);
+        check(r == -EIO,
+              "a server certificate from another CA is refused (TLS), no session "
+              "of the right CA resumed",
+              &err);
 }
 
-/* POST @json to the fake's control API (FAKE_URL, FAKE_ADMIN, FAKE_CA from tests/kube/lib.sh). */
-static int ctl(const char *path, const char *json)
+/* POST @json to the fake's control API (FAKE_URL, FAKE_ADMIN, FAKE_CA from tests/kube/lib.sh);
+ * the answer into *@ret (heap) when given, else to stderr. */
+static int ctl_answer(const char *path, const char *json, char **ret)
 {
         const char *url = getenv("FAKE_URL"), *admin = getenv("FAKE_ADMIN"); /* checksrc: allow */
         const char *ca = getenv("FAKE_CA");                                  /* checksrc: allow */
         char full[512], auth[512];
         struct curl_slist *h = NULL;
         CURL *c = curl_easy_init();
+        size_t len = 0;
+        FILE *out = ret ? open_memstream(ret, &len) : stderr;
         long code = 0;
         int r = -1;
 
-        if (!c || !url || !admin || !ca)
+        if (!c || !url || !admin || !ca || !out)
                 return -1;
         (void)snprintf(full, sizeof(full), "%s/_fake%s", url, path);
         (void)snprintf(auth, sizeof(auth), "Authorization: Bearer %s", admin);
@@ -205,7 +216,7 @@ static int ctl(const char *path, const char *json)
         (void)curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
         (void)curl_easy_setopt(c, CURLOPT_POSTFIELDS, json);
         (void)curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, fwrite);
-        (void)curl_easy_setopt(c, CURLOPT_WRITEDATA, stderr);
+        (void)curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
         CURLcode res = curl_easy_perform(c);
         if (res == CURLE_OK && curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK &&
             code == 200)
@@ -214,7 +225,43 @@ static int ctl(const char *path, const char *json)
                 printf("# control %s: %s, HTTP %ld\n", path, curl_easy_strerror(res), code);
         curl_slist_free_all(h);
         curl_easy_cleanup(c);
+        if (ret)
+                (void)fclose(out);
         return r;
+}
+
+static int ctl(const char *path, const char *json)
+{
+        return ctl_answer(path, json, NULL);
+}
+
+/* The fake's counter @name since the last reset, and a reset. */
+static int64_t counter_reset(const char *name)
+{
+        cleanup_free char *json = NULL;
+        cleanup_(jv_unrefp) struct jv *v = NULL;
+
+        if (ctl_answer("/counters/reset", "{}", &json) < 0 || !json ||
+            jv_parse(json, strlen(json), &v, NULL) < 0)
+                return -1;
+        return jv_integer(jv_object_get(v, name));
+}
+
+/* TLS sessions: the exec connections resume the session the REST requests started (the
+ * process's libcurl share, src/lib/http), and each other's. */
+static void resumption(void)
+{
+        struct kube_exec_result res = { 0 };
+        struct b4_error err = { 0 };
+        int r;
+
+        (void)counter_reset("connections");
+        r = run(ARGV("true"), NULL, 0, false, &res, &err);
+        kube_exec_result_clear(&res);
+        r = r < 0 ? r : run(ARGV("true"), NULL, 0, false, &res, &err);
+        kube_exec_result_clear(&res);
+        check(r == 0 && counter_reset("tlsResumed") == 2,
+              "the first exec resumes the REST requests' TLS session, the second too", &err);
 }
 
 static void faults(void)
@@ -393,9 +440,11 @@ static uint64_t pct(uint64_t *v, size_t n, double p)
         return v[(size_t)(p * (double)(n - 1))];
 }
 
+static double cpu_thread(void);
+
 /* Exec setup: connect + TLS + upgrade + the first message, for `true`; *ret_upgrade: the
- * part up to the 101. */
-static uint64_t setup_once(uint64_t *ret_upgrade)
+ * part up to the 101; *ret_cpu: this thread's CPU seconds for it (the close not counted). */
+static uint64_t setup_once(uint64_t *ret_upgrade, double *ret_cpu)
 {
         static const char *const protos[] = { KUBE_EXEC_V5, KUBE_EXEC_V4, NULL };
         struct kube_exec_target t = { .namespace_name = NS, .pod = POD, .argv = ARGV("true") };
@@ -403,6 +452,7 @@ static uint64_t setup_once(uint64_t *ret_upgrade)
         struct kube_ws *ws = NULL;
         struct kube_ws_chunk ch;
         uint8_t buf[4096];
+        double cpu0 = cpu_thread();
         uint64_t t0 = now_usec(), dt;
 
         if (kube_exec_path(&t, false, &path) < 0 ||
@@ -414,8 +464,51 @@ static uint64_t setup_once(uint64_t *ret_upgrade)
             kube_ws_read(ws, buf, sizeof(buf), now_msec() + 10000, -EBADF, &ch, NULL) <= 0)
                 exit(1);
         dt = now_usec() - t0;
+        *ret_cpu += cpu_thread() - cpu0;
         kube_ws_free(ws);
         return dt;
+}
+
+/* CPU seconds (user + system) of this process, and of the fake (FAKE_PID; -1 unknown). */
+static double cpu_self(void)
+{
+        struct rusage ru;
+
+        (void)getrusage(RUSAGE_SELF, &ru);
+        return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+               (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static double cpu_thread(void)
+{
+        struct rusage ru;
+
+        (void)getrusage(RUSAGE_THREAD, &ru);
+        return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+               (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static double cpu_fake(void)
+{
+        const char *pid = getenv("FAKE_PID"); /* checksrc: allow (tests) */
+        char path[64], buf[4096], *p;
+        unsigned long ut = 0, st = 0;
+        FILE *f;
+        size_t n;
+
+        if (!pid)
+                return -1;
+        (void)snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+        if (!(f = fopen(path, "re")))
+                return -1;
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        (void)fclose(f);
+        buf[n] = '\0';
+        p = strrchr(buf, ')'); /* then: state ppid ... utime(14) stime(15) */
+        if (!p ||
+            sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+                return -1;
+        return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
 static void bench(const char *agent, int n)
@@ -429,10 +522,18 @@ static void bench(const char *agent, int n)
                 fprintf(stderr, "bench: %s\n", err.msg);
                 exit(1);
         }
+        double self0 = cpu_self(), fake0 = cpu_fake(), path_cpu = 0;
+        (void)counter_reset("connections");
         for (int i = 0; i < n; i++)
-                v[i] = setup_once(&u[i]);
+                v[i] = setup_once(&u[i], &path_cpu);
+        double self1 = cpu_self(), fake1 = cpu_fake();
+        int64_t resumed = counter_reset("tlsResumed");
         printf("exec setup (TLS + upgrade + first message), %d runs: p50 %.2f ms, p90 %.2f ms\n", n,
                pct(v, (size_t)n, 0.5) / 1000.0, pct(v, (size_t)n, 0.9) / 1000.0);
+        printf("  CPU per exec setup: client %.2f ms (%.2f ms of it until the first message), "
+               "fake %.2f ms (running `true` included; TLS sessions resumed: %lld of %d)\n",
+               (self1 - self0) * 1000.0 / n, path_cpu * 1000.0 / n,
+               fake0 < 0 ? -1.0 : (fake1 - fake0) * 1000.0 / n, (long long)resumed, n);
         printf("  of which TLS + upgrade (101 received): p50 %.2f ms, p90 %.2f ms\n",
                pct(u, (size_t)n, 0.5) / 1000.0, pct(u, (size_t)n, 0.9) / 1000.0);
         for (int i = 0; i < n; i++) {
@@ -484,6 +585,7 @@ int main(int argc, char **argv)
         if (argc == 5 && !strcmp(argv[3], "--bench")) {
                 bench(argv[2], atoi(argv[4])); /* checksrc: allow (tests) */
         } else {
+                resumption();
                 one_shots();
                 refusals();
                 client_cert(argv[1]);

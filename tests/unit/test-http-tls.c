@@ -5,6 +5,8 @@
  * a client certificate and key as files and as bytes (the server requires one), a wrong CA
  * refused, `insecure` accepted, the refusals of the setter, and HTTP/1.1 kept although the
  * server offers h2 first through ALPN (an h2 connection could not read s_server's answer).
+ * The parsed-CA cache (http_curl_trust()): a CA file rewritten is read again (no stale
+ * store), and past the cache's 8 CAs libcurl's own parsing takes over, as strict.
  */
 
 #include <arpa/inet.h>
@@ -207,6 +209,48 @@ static void test_refused(void **state)
         assert_int_equal(get(&insecure), 200);
 }
 
+static void write_file(const char *name, const char *data, size_t len)
+{
+        FILE *f = fopen(in_tmp(name), "we");
+
+        assert_non_null(f);
+        assert_int_equal(fwrite(data, 1, len, f), len);
+        assert_int_equal(fclose(f), 0);
+}
+
+static void test_ca_cache(void **state)
+{
+        size_t ca_len, other_len;
+        char *ca = slurp("ca.crt", &ca_len), *other = slurp("other.crt", &other_len), pem[8192];
+        char *rot = strdup(in_tmp("rot.crt")), *cert = strdup(in_tmp("client.crt")),
+             *key = strdup(in_tmp("client.key")); /* in_tmp()'s buffers rotate */
+        struct http_tls tls = { .ca_file = rot, .cert_file = cert, .key_file = key };
+
+        (void)state;
+        write_file("rot.crt", ca, ca_len);
+        assert_int_equal(get(&tls), 200);
+        write_file("rot.crt", other, other_len); /* rotated: the new CA, not a cached store */
+        assert_int_equal(get(&tls), -EIO);
+        write_file("rot.crt", ca, ca_len);
+        assert_int_equal(get(&tls), 200);
+        /* twelve more PEMs of the right CA (a distinct comment line each), then a wrong one:
+         * the cache fills up, libcurl parses the rest, and is as strict */
+        tls.ca_file = NULL;
+        tls.ca_pem = pem;
+        for (int i = 0; i < 13; i++) {
+                bool right = i < 12;
+                int n = snprintf(pem, sizeof(pem), "variant %d\n%.*s", i,
+                                 (int)(right ? ca_len : other_len), right ? ca : other);
+                tls.ca_pem_len = (size_t)n;
+                assert_int_equal(get(&tls), right ? 200 : -EIO);
+        }
+        free(ca);
+        free(other);
+        free(rot);
+        free(cert);
+        free(key);
+}
+
 static void test_setter_refusals(void **state)
 {
         struct http_client *c = NULL;
@@ -243,11 +287,9 @@ static void test_bearer_per_request(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_files),
-                cmocka_unit_test(test_blobs),
-                cmocka_unit_test(test_refused),
-                cmocka_unit_test(test_setter_refusals),
-                cmocka_unit_test(test_bearer_per_request),
+                cmocka_unit_test(test_files),           cmocka_unit_test(test_blobs),
+                cmocka_unit_test(test_refused),         cmocka_unit_test(test_ca_cache),
+                cmocka_unit_test(test_setter_refusals), cmocka_unit_test(test_bearer_per_request),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);

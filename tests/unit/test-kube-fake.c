@@ -6,7 +6,10 @@
  * with the real Status answers (201, 409 AlreadyExists, 409 Conflict on a stale
  * resourceVersion, 404, 422), a paginated list with a label selector, a watch from a
  * create's resourceVersion until the Pod runs, a 429 with Retry-After answered by waiting,
- * token rotation and revocation, and the fake's counters (no h2 ever negotiated).
+ * token rotation and revocation, and the fake's counters (no h2 ever negotiated). Kept
+ * connections, counted by the fake: many requests from one thread or four on few
+ * connections, new ones resuming TLS; a kept connection lost before the answer (a GET and a
+ * DELETE sent again, a POST not) and halfway through it (a GET sent again).
  * Needs root (the fake's exec sandbox) and /usr/bin/python3; skips otherwise.
  */
 
@@ -174,6 +177,159 @@ static int64_t pod_verb(const char *verb)
         n = jv_integer(jv_object_get(jv_object_get(v, "byVerb"), key));
         jv_unref(v);
         return n;
+}
+
+/* byVerb[@key] of the fake's counters ("get persistentvolumeclaims") */
+static int64_t verb_count(const char *key)
+{
+        struct jv *v = control("GET", "/_fake/counters", NULL);
+        int64_t n = jv_integer(jv_object_get(jv_object_get(v, "byVerb"), key));
+
+        jv_unref(v);
+        return n;
+}
+
+static struct jv *pvc_named(const char *name)
+{
+        struct jv *pvc =
+                jv_pack("{s:s,s:s,s:{s:s},s:{s:[s],s:{s:{s:s}}}}", "apiVersion", "v1", "kind",
+                        "PersistentVolumeClaim", "metadata", "name", name, "spec", "accessModes",
+                        "ReadWriteOnce", "resources", "requests", "storage", "1Gi");
+
+        assert_non_null(pvc);
+        return pvc;
+}
+
+#define REUSE_THREADS 4
+#define REUSE_EACH    25
+
+static void *get_versions(void *userdata)
+{
+        struct kube_client *c = userdata;
+        struct b4_error err = { 0 };
+
+        for (int i = 0; i < REUSE_EACH; i++)
+                if (kube_get(c, "/version", NULL, &err) < 0)
+                        return (void *)1;
+        return NULL;
+}
+
+static void test_connection_reuse(void **unused)
+{
+        struct kube_options o = { .kubeconfig = in_state("kubeconfig"), .qps = -1 };
+        struct kube_client *c;
+        struct b4_error err = { 0 };
+        pthread_t th[REUSE_THREADS];
+        char name[64];
+
+        (void)unused;
+        NEED_FAKE();
+        jv_unref(control("POST", "/_fake/counters/reset", NULL));
+        c = client_from(&o);
+        char *coll = kube_path("v1", "b4-sandboxes", "persistentvolumeclaims", NULL, NULL);
+        /* 50 GETs, then 10 x (POST, GET, DELETE): 80 requests on one connection */
+        for (int i = 0; i < 50; i++)
+                assert_int_equal(kube_get(c, "/version", NULL, &err), 0);
+        for (int i = 0; i < 10; i++) {
+                (void)snprintf(name, sizeof(name), "b4-sbx-vol-reuse%d", i);
+                char *one = kube_path("v1", "b4-sandboxes", "persistentvolumeclaims", name, NULL);
+                struct jv *pvc = pvc_named(name);
+                assert_int_equal(kube_create(c, coll, pvc, NULL, &err), 0);
+                assert_int_equal(kube_get(c, one, NULL, &err), 0);
+                assert_int_equal(kube_delete(c, one, NULL, &err), 0);
+                jv_unref(pvc);
+                free(one);
+        }
+        assert_int_equal(counter("connections"), 1);
+        assert_int_equal(kube_client_connections(c), 1);
+        /* four threads at once: at most one connection each, every new one resumed */
+        jv_unref(control("POST", "/_fake/counters/reset", NULL));
+        for (int i = 0; i < REUSE_THREADS; i++)
+                assert_int_equal(pthread_create(&th[i], NULL, get_versions, c), 0);
+        for (int i = 0; i < REUSE_THREADS; i++) {
+                void *failed = NULL;
+                assert_int_equal(pthread_join(th[i], &failed), 0);
+                assert_null(failed);
+        }
+        assert_true(kube_client_connections(c) <= REUSE_THREADS);
+        assert_true(counter("connections") <= REUSE_THREADS - 1); /* the first was counted */
+        assert_true(counter("tlsResumed") >= 1);
+        /* another client of the process: its first connection resumes the session */
+        jv_unref(control("POST", "/_fake/counters/reset", NULL));
+        o.kubeconfig = in_state("kubeconfig"); /* in_state()'s buffers rotate */
+        struct kube_client *c2 = client_from(&o);
+        assert_int_equal(kube_get(c2, "/version", NULL, &err), 0);
+        assert_int_equal(counter("connections"), 1);
+        assert_int_equal(counter("tlsResumed"), 1);
+        kube_client_free(c2);
+        free(coll);
+        kube_client_free(c);
+}
+
+static void test_lost_connection(void **unused)
+{
+        struct kube_options o = { .kubeconfig = in_state("kubeconfig"), .qps = -1 };
+        struct kube_client *c;
+        struct b4_error err = { 0 };
+        struct jv *got = NULL, *pvc = pvc_named("b4-sbx-vol-lost");
+
+        (void)unused;
+        NEED_FAKE();
+        c = client_from(&o);
+        char *coll = kube_path("v1", "b4-sandboxes", "persistentvolumeclaims", NULL, NULL);
+        char *one =
+                kube_path("v1", "b4-sandboxes", "persistentvolumeclaims", "b4-sbx-vol-lost", NULL);
+        assert_int_equal(kube_get(c, "/version", NULL, &err), 0);
+        jv_unref(control("POST", "/_fake/counters/reset", NULL));
+        /* a POST whose answer is lost on the kept connection: applied, failed, not re-sent */
+        jv_unref(control("POST", "/_fake/faults",
+                         "{\"verb\":\"create\",\"resource\":\"persistentvolumeclaims\","
+                         "\"loseAnswer\":true,\"keptOnly\":true}"));
+        assert_int_equal(kube_create(c, coll, pvc, NULL, &err), -ECONNRESET);
+        assert_non_null(strstr(err.msg, "not sent again (it may have been applied)"));
+        assert_int_equal(verb_count("create persistentvolumeclaims"), 1);
+        /* the next request opens a new connection; the POST had been applied */
+        assert_int_equal(kube_get(c, one, &got, &err), 0);
+        assert_string_equal(jv_string(jv_object_get(jv_object_get(got, "metadata"), "name")),
+                            "b4-sbx-vol-lost");
+        got = jv_unref(got);
+        assert_int_equal(counter("connections"), 1);
+        /* a GET whose answer is lost: sent again on a new connection (libcurl), answered */
+        jv_unref(control("POST", "/_fake/faults",
+                         "{\"verb\":\"get\",\"resource\":\"persistentvolumeclaims\","
+                         "\"loseAnswer\":true,\"keptOnly\":true}"));
+        assert_int_equal(kube_get(c, one, &got, &err), 0);
+        assert_non_null(jv_object_get(got, "spec"));
+        got = jv_unref(got);
+        assert_int_equal(verb_count("get persistentvolumeclaims"), 3);
+        assert_int_equal(counter("connections"), 2);
+        /* a GET cut halfway through its answer: sent once more (kube_request) */
+        jv_unref(control("POST", "/_fake/faults",
+                         "{\"verb\":\"get\",\"resource\":\"persistentvolumeclaims\","
+                         "\"cutAnswer\":true,\"keptOnly\":true}"));
+        assert_int_equal(kube_get(c, one, &got, &err), 0);
+        assert_non_null(jv_object_get(got, "spec"));
+        got = jv_unref(got);
+        assert_int_equal(verb_count("get persistentvolumeclaims"), 5);
+        assert_int_equal(counter("connections"), 3);
+        /* ... but only once: cut twice, the second failure is the answer */
+        jv_unref(control("POST", "/_fake/faults",
+                         "{\"verb\":\"get\",\"resource\":\"persistentvolumeclaims\","
+                         "\"cutAnswer\":true,\"count\":2}"));
+        assert_int_equal(kube_get(c, one, NULL, &err), -EIO);
+        assert_int_equal(verb_count("get persistentvolumeclaims"), 7);
+        /* a DELETE whose answer is lost: sent again; the second finds it being deleted or gone */
+        assert_int_equal(kube_get(c, "/version", NULL, &err), 0);
+        jv_unref(control("POST", "/_fake/faults",
+                         "{\"verb\":\"delete\",\"resource\":\"persistentvolumeclaims\","
+                         "\"loseAnswer\":true,\"keptOnly\":true}"));
+        int r = kube_delete(c, one, NULL, &err);
+        assert_true(r == 0 || r == -ENOENT);
+        assert_int_equal(verb_count("delete persistentvolumeclaims"), 2);
+        jv_unref(pvc);
+        free(one);
+        free(coll);
+        kube_client_free(c);
 }
 
 static void test_kubeconfig_contexts(void **unused)
@@ -527,6 +683,8 @@ int main(void)
                 cmocka_unit_test(test_crud_statuses),
                 cmocka_unit_test(test_watch_until_running),
                 cmocka_unit_test(test_retry_after),
+                cmocka_unit_test(test_connection_reuse),
+                cmocka_unit_test(test_lost_connection),
                 cmocka_unit_test(test_informer),
                 cmocka_unit_test(test_token_rotation), /* last: it revokes the token */
         };

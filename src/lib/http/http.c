@@ -5,6 +5,13 @@
  * while the caller asks for bytes, so a stream the caller stops reading stops transferring
  * (curl pauses the socket when our write callback reports a full buffer). The buffered and
  * the callback forms are loops over the pull API: one transfer engine.
+ *
+ * A client with reuse (http_client_set_reuse()) keeps the handles of finished exchanges in
+ * a pool: a multi handle holds its connection cache, so the next exchange that takes it
+ * sends on the connection the last one left open. A request body is read through a callback
+ * that cannot rewind, so libcurl re-sends a request on a fresh connection only when none of
+ * its body had been written (see http.h). The process-wide TLS state (the session share,
+ * the parsed CA stores) is tls.c's.
  */
 
 #include "http/http.h"
@@ -25,11 +32,19 @@
 #define PENDING_MAX       (256u * 1024)
 #define DEFAULT_OPEN_MS   60000
 #define POLL_SLICE_MAX_MS 1000
+#define IDLE_MAX          64u
 
 /* A PEM item held in memory (struct curl_blob points at it for each transfer). */
 struct tls_blob {
         void *data;
         size_t len;
+};
+
+/* One transfer engine: an easy handle and the multi handle that drives it (and caches the
+ * connections its transfers leave open). */
+struct handle {
+        CURLM *multi;
+        CURL *easy;
 };
 
 struct http_client {
@@ -40,9 +55,14 @@ struct http_client {
         struct tls_blob ca, cert, key;
         char *ca_file, *cert_file, *key_file;
         bool insecure;
+        pthread_mutex_t pool_lock; /* idle[], n_idle, connects */
+        struct handle *idle;       /* handles of finished exchanges, their connections kept */
+        size_t n_idle, idle_max;   /* idle_max 0: no reuse */
+        uint64_t connects;         /* connections opened by the client's exchanges */
 };
 
 struct http_stream {
+        struct http_client *client;
         CURLM *multi;
         CURL *easy;
         struct curl_slist *headers;
@@ -56,6 +76,8 @@ struct http_stream {
         bool paused;
         long status;
         const char *target; /* the client's, for messages */
+        const char *up;     /* the request body (borrowed), read by on_upload() */
+        size_t up_len, up_off;
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -118,6 +140,7 @@ int http_client_new(const char *target, struct http_client **ret, struct b4_erro
         c = b4_calloc(1, sizeof(*c));
         if (!c)
                 return b4_error_set(err, -ENOMEM, "out of memory");
+        (void)pthread_mutex_init(&c->pool_lock, NULL);
         c->target = b4_strdup(target ? target : "");
         r = c->target ? parse_target(c, c->target, err) : -ENOMEM;
         if (r < 0) {
@@ -229,9 +252,84 @@ int http_client_set_tls(struct http_client *c, const struct http_tls *tls, struc
         return 0;
 }
 
+static void handle_cleanup(struct handle *h)
+{
+        if (h->easy)
+                curl_easy_cleanup(h->easy);
+        if (h->multi)
+                (void)curl_multi_cleanup(h->multi); /* closes its cached connections */
+        *h = (struct handle){ 0 };
+}
+
+int http_client_set_reuse(struct http_client *c, size_t idle_max)
+{
+        struct handle *idle = NULL;
+
+        if (idle_max > IDLE_MAX)
+                return -EINVAL;
+        if (idle_max && !(idle = b4_calloc(idle_max, sizeof(*idle))))
+                return -ENOMEM;
+        for (size_t i = 0; i < c->n_idle; i++)
+                handle_cleanup(&c->idle[i]);
+        free(c->idle);
+        c->idle = idle;
+        c->n_idle = 0;
+        c->idle_max = idle_max;
+        return 0;
+}
+
+uint64_t http_client_connections(struct http_client *c)
+{
+        uint64_t n;
+
+        (void)pthread_mutex_lock(&c->pool_lock);
+        n = c->connects;
+        (void)pthread_mutex_unlock(&c->pool_lock);
+        return n;
+}
+
+/* An idle handle of the pool, else a new one. Return: 0, -ENOMEM. */
+static int handle_take(struct http_client *c, struct handle *ret)
+{
+        *ret = (struct handle){ 0 };
+        if (c->idle_max) {
+                (void)pthread_mutex_lock(&c->pool_lock);
+                if (c->n_idle > 0)
+                        *ret = c->idle[--c->n_idle];
+                (void)pthread_mutex_unlock(&c->pool_lock);
+        }
+        if (!ret->multi)
+                *ret = (struct handle){ .multi = curl_multi_init(), .easy = curl_easy_init() };
+        if (ret->multi && ret->easy)
+                return 0;
+        handle_cleanup(ret);
+        return -ENOMEM;
+}
+
+/* Back to the pool (its connection, when the exchange ended cleanly, kept), or freed. */
+static void handle_give(struct http_client *c, struct handle *h)
+{
+        bool kept = false;
+
+        if (c->idle_max) {
+                curl_easy_reset(h->easy);
+                (void)pthread_mutex_lock(&c->pool_lock);
+                if (c->n_idle < c->idle_max) {
+                        c->idle[c->n_idle++] = *h;
+                        kept = true;
+                }
+                (void)pthread_mutex_unlock(&c->pool_lock);
+        }
+        if (!kept)
+                handle_cleanup(h);
+        *h = (struct handle){ 0 };
+}
+
 struct http_client *http_client_free(struct http_client *c)
 {
         if (c) {
+                (void)http_client_set_reuse(c, 0);
+                (void)pthread_mutex_destroy(&c->pool_lock);
                 free_secret(c->auth_header);
                 tls_clear(c);
                 free(c->target);
@@ -320,9 +418,14 @@ static void collect_done(struct http_stream *s)
 
         while ((m = curl_multi_info_read(s->multi, &left)))
                 if (m->msg == CURLMSG_DONE) {
+                        long connects = 0;
                         s->done = true;
                         s->result = m->data.result;
                         (void)curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &s->status);
+                        (void)curl_easy_getinfo(s->easy, CURLINFO_NUM_CONNECTS, &connects);
+                        (void)pthread_mutex_lock(&s->client->pool_lock);
+                        s->client->connects += connects > 0 ? (uint64_t)connects : 0;
+                        (void)pthread_mutex_unlock(&s->client->pool_lock);
                 }
 }
 
@@ -336,6 +439,12 @@ static int transfer_error(struct http_stream *s, struct b4_error *err)
                 return b4_error_set(err, -EHOSTUNREACH, "cannot reach %s: %s", s->target, why);
         if (s->result == CURLE_OPERATION_TIMEDOUT)
                 return b4_error_set(err, -ETIMEDOUT, "%s: %s", s->target, why);
+        if (s->result == CURLE_SEND_FAIL_REWIND) /* see on_upload() */
+                return b4_error_set(err, -ECONNRESET,
+                                    "the kept connection to %s closed after the request was "
+                                    "sent, before an answer: not sent again (it may have been "
+                                    "applied)",
+                                    s->target);
         return b4_error_set(err, -EIO, "%s: %s", s->target, why);
 }
 
@@ -379,9 +488,14 @@ static int tls_setup(CURL *e, const struct http_client *c)
 {
         int r = 0;
 
-        if (c->ca_file)
-                r |= curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
-        r |= blob_opt(e, CURLOPT_CAINFO_BLOB, &c->ca);
+        /* the CA given and only it: not also the system's directory (libcurl's CApath) */
+        if ((c->ca_file || c->ca.data) &&
+            http_curl_trust(e, c->ca_file, c->ca.data, c->ca.len) < 0) {
+                if (c->ca_file)
+                        r |= curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
+                r |= blob_opt(e, CURLOPT_CAINFO_BLOB, &c->ca);
+                r |= curl_easy_setopt(e, CURLOPT_CAPATH, NULL);
+        }
         if (c->cert_file)
                 r |= curl_easy_setopt(e, CURLOPT_SSLCERT, c->cert_file);
         r |= blob_opt(e, CURLOPT_SSLCERT_BLOB, &c->cert);
@@ -393,6 +507,24 @@ static int tls_setup(CURL *e, const struct http_client *c)
                 r |= curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
         }
         return r;
+}
+
+/*
+ * The request body, for libcurl to send. No seek callback: when a kept connection dies
+ * after some of the body was written and before any answer, libcurl would re-send the
+ * request on a new connection; it cannot rewind this, so the exchange fails
+ * (CURLE_SEND_FAIL_REWIND) and the caller decides. With nothing written yet, it re-sends.
+ */
+static size_t on_upload(char *buf, size_t size, size_t n, void *userdata)
+{
+        struct http_stream *s = userdata;
+        size_t k = s->up_len - s->up_off;
+
+        if (k > size * n)
+                k = size * n;
+        memcpy(buf, s->up + s->up_off, k);
+        s->up_off += k;
+        return k;
 }
 
 static int stream_setup(struct http_stream *s, struct http_client *c, const struct http_req *req)
@@ -440,14 +572,22 @@ static int stream_setup(struct http_stream *s, struct http_client *c, const stru
         r |= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
         r |= curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
         r |= curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+        if (c->idle_max && http_curl_share())
+                r |= curl_easy_setopt(e, CURLOPT_SHARE, http_curl_share());
+        if (c->idle_max) /* before a server's idle timeout (commonly 90 s) closes it */
+                r |= curl_easy_setopt(e, CURLOPT_MAXAGE_CONN, (long)HTTP_IDLE_REUSE_S);
         r |= tls_setup(e, c);
         if (strcmp(req->method, "HEAD") == 0)
                 r |= curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
         else if (strcmp(req->method, "GET") != 0)
                 r |= curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
         if (req->content_type || strcmp(req->method, "POST") == 0) {
-                r |= curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
-                r |= curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body ? req->body : "");
+                s->up = req->body ? req->body : "";
+                s->up_len = req->body ? req->body_len : 0;
+                r |= curl_easy_setopt(e, CURLOPT_POST, 1L);
+                r |= curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->up_len);
+                r |= curl_easy_setopt(e, CURLOPT_READFUNCTION, on_upload);
+                r |= curl_easy_setopt(e, CURLOPT_READDATA, s);
         }
         return r == 0 ? 0 : -EINVAL;
 }
@@ -459,17 +599,17 @@ int http_stream_open(struct http_client *c,
                      struct b4_error *err)
 {
         cleanup_(http_stream_freep) struct http_stream *s = NULL;
+        struct handle h;
         uint64_t deadline;
         int r;
 
         s = b4_calloc(1, sizeof(*s));
-        if (!s)
+        if (!s || handle_take(c, &h) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
+        s->client = c;
         s->target = c->target;
-        s->multi = curl_multi_init();
-        s->easy = curl_easy_init();
-        if (!s->multi || !s->easy)
-                return b4_error_set(err, -ENOMEM, "out of memory");
+        s->multi = h.multi;
+        s->easy = h.easy;
         if (req->bearer && !token_ok(req->bearer))
                 return b4_error_set(err, -EINVAL, "a bearer token with a control character");
         r = stream_setup(s, c, req);
@@ -542,12 +682,11 @@ struct http_stream *http_stream_free(struct http_stream *s)
 {
         if (!s)
                 return NULL;
-        if (s->multi && s->easy)
+        /* an unfinished transfer closes its connection: only a clean end keeps one */
+        if (s->easy) {
                 (void)curl_multi_remove_handle(s->multi, s->easy);
-        if (s->easy)
-                curl_easy_cleanup(s->easy);
-        if (s->multi)
-                (void)curl_multi_cleanup(s->multi);
+                handle_give(s->client, &(struct handle){ .multi = s->multi, .easy = s->easy });
+        }
         curl_slist_free_all(s->headers);
         strv_free(s->resp_headers);
         free(s->pending);

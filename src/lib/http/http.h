@@ -18,10 +18,11 @@
  * Every exchange speaks HTTP/1.1 (never h2, which an https server may offer through ALPN:
  * the Kubernetes API server's upgrades and watches are written against 1.1 here).
  *
- * Thread-safe: a client is immutable once set up (http_client_new(), http_client_set_token()
- * and http_client_set_tls()) and every exchange has its own curl handles. A token that
+ * Thread-safe: a client is immutable once set up (http_client_new(), http_client_set_token(),
+ * http_client_set_tls() and http_client_set_reuse()) and every exchange has its own curl
+ * handles, taken from the client's pool of idle ones when it keeps connections. A token that
  * changes while the client is shared (a rotated service-account token) travels per request
- * (http_req.bearer).
+ * (http_req.bearer). Every stream must be freed before its client.
  */
 
 #include <stdbool.h>
@@ -73,6 +74,52 @@ struct http_tls {
  * a certificate without its key or the reverse; message set); -ENOMEM.
  */
 int http_client_set_tls(struct http_client *c, const struct http_tls *tls, struct b4_error *err);
+/* A kept connection idle this long is not used again (closed before a server's idle timeout,
+ * commonly 90 s, can race a request). */
+#define HTTP_IDLE_REUSE_S 60
+
+/**
+ * http_client_set_reuse() - keep connections open between exchanges (HTTP/1.1 keep-alive)
+ * @idle_max: at most this many idle connections kept (<= 64); 0 = none, the default: each
+ *            exchange on a connection of its own
+ * With reuse, an exchange sends on a connection an earlier one left open (a clean end: the
+ * whole body read), idle for at most HTTP_IDLE_REUSE_S; a new connection resumes its TLS
+ * session from the process's cache (http_curl_share()). A kept connection the server closed:
+ *   - found closed before use: a new one is opened;
+ *   - lost with nothing of the answer received, and none of the request body written (no
+ *     body, or not yet sent): libcurl sends the request again on a new connection;
+ *   - lost after some of the body was written, before any answer: the exchange fails
+ *     -ECONNRESET and is not sent again (it may have been applied): the caller decides.
+ * An answer cut after it started fails -EIO as without reuse. Call before the client is
+ * shared. Return: 0, -EINVAL (over 64), -ENOMEM.
+ */
+int http_client_set_reuse(struct http_client *c, size_t idle_max);
+/** http_client_connections() - how many connections the client's exchanges opened so far
+ * (a test or bench counts reuse with it). Thread-safe. */
+uint64_t http_client_connections(struct http_client *c);
+/**
+ * http_curl_share() - the process's libcurl share (a CURLSH *, thread-safe) of TLS sessions
+ * and DNS answers, which clients with reuse use: another libcurl user of the same servers
+ * (the Kubernetes exec connections, src/lib/kube/ws.c) sets it as CURLOPT_SHARE to resume
+ * the sessions the requests started, and the reverse. NULL when libcurl could not set it
+ * up. Lives as long as the process.
+ */
+void *http_curl_share(void);
+
+/**
+ * http_curl_trust() - make the libcurl easy handle @easy (a CURL *) trust exactly the CA
+ * certificates of @file or of the PEM bytes @pem (@len), one of them, and no system CA: the
+ * PEM is parsed once per process (by its SHA-256, at most 8 CAs) and the parsed store handed
+ * to each connection (CURLOPT_SSL_CTX_FUNCTION, OpenSSL), instead of libcurl parsing it for
+ * every connection. TLS sessions are kept apart per CA (libcurl's session key names its
+ * digest). Used by every https client here and by the kube exec connections (ws.c), so their
+ * connections resume each other's sessions.
+ * Return: 0; -EINVAL (not exactly one of @file, @pem); -errno reading @file; -ENOENT (no
+ * certificate in it, or the cache full); -EOPNOTSUPP (a TLS backend without the callback);
+ * on failure the caller sets CURLOPT_CAINFO(_BLOB) itself (libcurl then reports the error).
+ */
+int http_curl_trust(void *easy, const char *file, const void *pem, size_t len);
+
 /** http_client_free() - NULL ok. Return: NULL. */
 struct http_client *http_client_free(struct http_client *c);
 /** http_client_socket() - the unix socket path, NULL for a TCP server; borrowed. */
@@ -105,10 +152,11 @@ struct http_req {
  * http_stream_open() - send @req and wait for the response head
  * @cancel_fd: readable once the caller wants to give up (-EBADF = none)
  * Return: 0 with the stream (http_stream_free()), -ECONNREFUSED (no server listening),
- * -EHOSTUNREACH (name not resolved), -ETIMEDOUT, -ECANCELED, -EIO (any other transport
- * error, TLS included), -EINVAL (a bad http_req.bearer), -ENOMEM; the message names the
- * target. Once the head is complete the stream is returned even if the connection already
- * failed: the body bytes that came are read first, then http_stream_read() fails.
+ * -EHOSTUNREACH (name not resolved), -ETIMEDOUT, -ECANCELED, -ECONNRESET (a kept connection
+ * lost after the body was sent: http_client_set_reuse()), -EIO (any other transport error,
+ * TLS included), -EINVAL (a bad http_req.bearer), -ENOMEM; the message names the target.
+ * Once the head is complete the stream is returned even if the connection already failed:
+ * the body bytes that came are read first, then http_stream_read() fails.
  */
 int http_stream_open(struct http_client *c,
                      const struct http_req *req,

@@ -108,8 +108,12 @@ int kube_config_resolve(const struct kube_options *opts,
 /** kube_config_release() - free what @cfg owns (secrets erased) and zero it. NULL ok. */
 void kube_config_release(struct kube_config *cfg);
 
+/* Idle connections a client keeps open for its next requests (http_client_set_reuse()). */
+#define KUBE_IDLE_CONNECTIONS 8u
+
 /**
- * kube_client_new() - a client for the server @cfg names
+ * kube_client_new() - a client for the server @cfg names; its requests, from any number of
+ * threads, reuse up to KUBE_IDLE_CONNECTIONS kept connections and resume TLS sessions
  * @cfg: copied
  * Return: 0; -EINVAL (a server URL the HTTP client refuses); -ENOENT (the token file does
  * not exist); -EIO (libcurl); -ENOMEM.
@@ -129,6 +133,9 @@ static inline void kube_client_freep(struct kube_client **c)
 const struct kube_config *kube_client_config(const struct kube_client *c);
 /** kube_client_namespace() - the default namespace; borrowed, valid as long as @c. */
 const char *kube_client_namespace(const struct kube_client *c);
+/** kube_client_connections() - connections the client's requests opened so far (exec's are
+ * not counted): how tests and benches see reuse. */
+uint64_t kube_client_connections(struct kube_client *c);
 
 /**
  * kube_client_token() - the bearer token to send now (the token file re-read when its
@@ -183,10 +190,13 @@ void kube_reply_clear(struct kube_reply *r);
  * Waits for the token bucket first (every attempt). A 401 re-reads the token file once and
  * retries; a 429 or 503 with Retry-After (seconds) is retried after that wait, each wait at
  * most KUBE_RETRY_AFTER_MAX_MS, at most KUBE_RETRIES_MAX times, never past the timeout.
+ * A lost connection (docs/kube-client.md "Connections"): a GET or DELETE whose exchange
+ * failed -EIO or -ECONNRESET is sent once more; a POST, PUT or PATCH is not when its body
+ * may have reached the server (-ECONNRESET: it may have been applied).
  * @ret: a 2xx reply (kube_reply_clear()); written only on success
  * Return: 0; a non-2xx answer as kube_status_decode() maps it (its message in @err);
  * -EPROTO (a 2xx body that is not JSON); -ETIMEDOUT; -ECANCELED; -ECONNREFUSED,
- * -EHOSTUNREACH, -EIO (transport, TLS); -EFBIG (over max_body); -ENOMEM.
+ * -EHOSTUNREACH, -ECONNRESET, -EIO (transport, TLS); -EFBIG (over max_body); -ENOMEM.
  */
 int kube_request(struct kube_client *c,
                  const struct kube_req *req,

@@ -3,7 +3,9 @@
  * `b4box check` for the Kubernetes provider (reference §4 preflight, docs/kubernetes.md):
  * one SelfSubjectAccessReview per API operation the provider performs, every one of them
  * run even when one is denied or fails, the results in three buckets reported separately
- * (transport failures, authorization-review failures, missing permissions), each sorted;
+ * (transport failures, authorization-review failures, missing permissions), each sorted,
+ * reviews that failed the same way named together with their one error (an unreachable
+ * server: "for all 14 reviews: <error>", not the error 14 times);
  * only with every permission granted a NetworkPolicy list, and then enforcement is still
  * reported unconfirmed (nothing here can prove a policy-enforcing CNI). Then the controls.
  */
@@ -111,21 +113,91 @@ static enum bucket review(struct kube_core *c,
         return BUCKET_DENIED;
 }
 
-/* "<head>: a, b, c" sorted; appended to @sb after "; " when it holds something. */
-static int add_bucket(struct strbuf *sb, const char *head, char **items)
+/* The outcome of every review, by the index of its permission. */
+struct reviews {
+        enum bucket bucket[ELEMENTSOF(permissions)];
+        char *label[ELEMENTSOF(permissions)]; /* "<verb> <group>/<resource>" */
+        char *why[ELEMENTSOF(permissions)];   /* a failure's error; NULL for a denial */
+};
+
+/*
+ * Whether two reviews failed the same way: the same text, except for the times libcurl
+ * writes into its messages ("after 0 ms", "after 10001 milliseconds"), which differ from
+ * one review to the next.
+ */
+static bool same_error(const char *a, const char *b)
 {
-        size_t n = strv_length(items);
+        if (!a || !b)
+                return a == b;
+        for (const char *a0 = a; *a || *b;) {
+                bool timed = a - a0 >= 6 && strncmp(a - 6, "after ", 6) == 0;
+                if (timed && *a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
+                        a += strspn(a, "0123456789");
+                        b += strspn(b, "0123456789");
+                        continue;
+                }
+                if (*a != *b)
+                        return false;
+                a++;
+                b++;
+        }
+        return true;
+}
+
+static size_t index_of(const struct reviews *rv, const char *label)
+{
+        size_t i = 0;
+
+        while (i < ELEMENTSOF(permissions) - 1 && strcmp(rv->label[i], label) != 0)
+                i++;
+        return i;
+}
+
+/*
+ * Bucket @b after "; " on @sb: "<head>: a, b (why), c (why 2)", the reviews sorted, those
+ * that failed the same way named together before their one error; "<head> for all N
+ * reviews: <error>" when every review failed so.
+ */
+static int add_bucket(struct strbuf *sb, const char *head, const struct reviews *rv, enum bucket b)
+{
+        cleanup_(strv_freep) char **labels = NULL;
+        bool done[ELEMENTSOF(permissions)] = { false };
+        size_t n;
         int r = 0;
 
-        if (n == 0)
-                return 0;
-        strv_sort(items);
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(permissions); i++)
+                if (rv->bucket[i] == b)
+                        r = strv_extend(&labels, rv->label[i]);
+        n = strv_length(labels);
+        if (r < 0 || n == 0)
+                return r;
+        strv_sort(labels);
         if (sb->len)
                 r = strbuf_adds(sb, "; ");
+        if (r >= 0 && n == ELEMENTSOF(permissions) && rv->why[0]) {
+                bool all = true;
+                for (size_t i = 1; all && i < n; i++)
+                        all = same_error(rv->why[0], rv->why[i]);
+                if (all)
+                        return strbuf_addf(sb, "%s for all %zu reviews: %s", head, n, rv->why[0]);
+        }
         if (r >= 0)
                 r = strbuf_addf(sb, "%s: ", head);
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = strbuf_addf(sb, "%s%s", i ? ", " : "", items[i]);
+        for (size_t k = 0, first = 1; r >= 0 && k < n; k++) {
+                size_t i = index_of(rv, labels[k]);
+                if (done[i])
+                        continue;
+                for (size_t m = k; r >= 0 && m < n; m++) {
+                        size_t j = index_of(rv, labels[m]);
+                        if (done[j] || !same_error(rv->why[i], rv->why[j]))
+                                continue;
+                        done[j] = true;
+                        r = strbuf_addf(sb, "%s%s", first ? "" : ", ", labels[m]);
+                        first = 0;
+                }
+                if (r >= 0 && rv->why[i])
+                        r = strbuf_addf(sb, " (%s)", rv->why[i]);
+        }
         return r;
 }
 
@@ -134,7 +206,7 @@ static int run_reviews(struct kube_core *c, char **ret_failed)
 {
         cleanup_free char *path =
                 kube_path("authorization.k8s.io/v1", NULL, "selfsubjectaccessreviews", NULL, NULL);
-        char **lists[BUCKET_DENIED + 1] = { NULL };
+        struct reviews rv = { 0 };
         cleanup_free char *h_net = NULL, *h_rev = NULL, *h_den = NULL;
         struct strbuf sb;
         size_t len = 0;
@@ -144,16 +216,8 @@ static int run_reviews(struct kube_core *c, char **ret_failed)
         if (!path)
                 return -ENOMEM;
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(permissions); i++) {
-                cleanup_free char *why = NULL, *l = NULL, *line = NULL;
-                enum bucket b = review(c, path, &permissions[i], &why);
-
-                if (b == BUCKET_GRANTED)
-                        continue;
-                r = label(&permissions[i], &l);
-                if (r >= 0)
-                        r = why ? b4_asprintf(&line, "%s (%s)", l, why) : 0;
-                if (r >= 0)
-                        r = strv_consume(&lists[b], line ? TAKE_PTR(line) : TAKE_PTR(l));
+                rv.bucket[i] = review(c, path, &permissions[i], &rv.why[i]);
+                r = label(&permissions[i], &rv.label[i]);
         }
         strbuf_init(&sb, STRBUF_UNLIMITED);
         if (r >= 0 &&
@@ -167,16 +231,18 @@ static int run_reviews(struct kube_core *c, char **ret_failed)
                          c->namespace) < 0))
                 r = -ENOMEM;
         if (r >= 0)
-                r = add_bucket(&sb, h_net, lists[BUCKET_TRANSPORT]);
+                r = add_bucket(&sb, h_net, &rv, BUCKET_TRANSPORT);
         if (r >= 0)
-                r = add_bucket(&sb, h_rev, lists[BUCKET_REVIEW]);
+                r = add_bucket(&sb, h_rev, &rv, BUCKET_REVIEW);
         if (r >= 0)
-                r = add_bucket(&sb, h_den, lists[BUCKET_DENIED]);
+                r = add_bucket(&sb, h_den, &rv, BUCKET_DENIED);
         if (r >= 0 && sb.len)
                 r = strbuf_detach(&sb, ret_failed, &len);
         strbuf_release(&sb);
-        for (size_t i = 0; i < ELEMENTSOF(lists); i++)
-                strv_free(lists[i]);
+        for (size_t i = 0; i < ELEMENTSOF(permissions); i++) {
+                free(rv.label[i]);
+                free(rv.why[i]);
+        }
         return r < 0 ? -ENOMEM : 0;
 }
 

@@ -4,6 +4,8 @@
  * every attempt, the bearer token per request (so it can rotate while the client is
  * shared), a 401 answered by one re-read of the token and a retry, 429/503 retried after
  * their Retry-After (bounded), and any other non-2xx decoded from its Status (status.c).
+ * Connections are kept and reused (src/lib/http); an idempotent request (GET, DELETE) whose
+ * connection was lost is sent once more, a write is not.
  */
 
 #include <errno.h>
@@ -66,6 +68,8 @@ int kube_client_new(const struct kube_config *cfg, struct kube_client **ret, str
             kube_config_copy(&c->cfg, cfg) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
         r = http_client_new(cfg->server, &c->http, err);
+        if (r >= 0 && http_client_set_reuse(c->http, KUBE_IDLE_CONNECTIONS) < 0)
+                r = b4_error_set(err, -ENOMEM, "out of memory");
         if (r >= 0)
                 r = setup_tls(c, err);
         if (r < 0)
@@ -99,6 +103,11 @@ const struct kube_config *kube_client_config(const struct kube_client *c)
 const char *kube_client_namespace(const struct kube_client *c)
 {
         return c->cfg.namespace;
+}
+
+uint64_t kube_client_connections(struct kube_client *c)
+{
+        return http_client_connections(c->http);
 }
 
 int kube_client_token(struct kube_client *c, char **ret, struct b4_error *err)
@@ -340,6 +349,21 @@ static int decode_reply(const struct http_response *resp,
         return 0;
 }
 
+/*
+ * Whether to send @method once more after a lost connection (@r): GET and DELETE only, and
+ * only once (a DELETE that had been applied then answers 404, which callers take as gone).
+ * -ECONNRESET is a kept connection lost after the request went out (http.h); -EIO any other
+ * transport failure, a cut answer included.
+ */
+static bool resend(const char *method, int r, bool *resent)
+{
+        if (*resent || (r != -EIO && r != -ECONNRESET) ||
+            (strcmp(method, "GET") != 0 && strcmp(method, "DELETE") != 0))
+                return false;
+        *resent = true;
+        return true;
+}
+
 static int build(const struct kube_req *req, char **ret_path, char **ret_body)
 {
         *ret_body = NULL;
@@ -358,7 +382,7 @@ int kube_request(struct kube_client *c,
         cleanup_free char *body = NULL;
         uint64_t timeout = req->timeout_ms ? req->timeout_ms : DEFAULT_TIMEOUT_MS;
         uint64_t deadline = now_msec() + timeout, wait;
-        bool patch = strcmp(req->method, "PATCH") == 0, reread = false;
+        bool patch = strcmp(req->method, "PATCH") == 0, reread = false, resent = false;
         unsigned tries = 0;
         int r;
 
@@ -379,6 +403,8 @@ int kube_request(struct kube_client *c,
                 struct http_response resp = { 0 };
                 r = attempt(c, &hr, req->max_body ? req->max_body : KUBE_MAX_BODY, deadline,
                             req->cancel_fd, &resp, err);
+                if (r < 0 && resend(req->method, r, &resent))
+                        continue;
                 if (r < 0)
                         return b4_error_wrap(err, r, "%s %s", req->method, req->path);
                 if (!should_retry(c, &resp, tries++, &reread, deadline, &wait)) {

@@ -24,6 +24,7 @@
 #include "base/strbuf.h"
 #include "base/time-util.h"
 #include "base/utf8.h"
+#include "http/http.h"
 #include "kube/kube.h"
 
 #define RBUF_SIZE       (64u * 1024) /* read-ahead; holds the response head too */
@@ -967,38 +968,10 @@ int kube_ws_connect_fd(int fd,
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_result;
-/* TLS sessions shared by every exec connection of the process (libcurl keys them by host,
- * port and TLS configuration): a resumed handshake for each exec after the first. Lives as
- * long as the process. */
-static CURLSH *tls_sessions;
-static pthread_mutex_t share_lock[CURL_LOCK_DATA_LAST];
-
-static void on_share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *userdata)
-{
-        (void)pthread_mutex_lock(&share_lock[data]);
-}
-
-static void on_share_unlock(CURL *h, curl_lock_data data, void *userdata)
-{
-        (void)pthread_mutex_unlock(&share_lock[data]);
-}
 
 static void curl_init(void)
 {
         curl_init_result = curl_global_init(CURL_GLOBAL_SSL);
-        if (curl_init_result != CURLE_OK)
-                return;
-        for (size_t i = 0; i < ELEMENTSOF(share_lock); i++)
-                (void)pthread_mutex_init(&share_lock[i], NULL);
-        tls_sessions = curl_share_init();
-        if (tls_sessions &&
-            (curl_share_setopt(tls_sessions, CURLSHOPT_LOCKFUNC, on_share_lock) != CURLSHE_OK ||
-             curl_share_setopt(tls_sessions, CURLSHOPT_UNLOCKFUNC, on_share_unlock) != CURLSHE_OK ||
-             curl_share_setopt(tls_sessions, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) !=
-                     CURLSHE_OK)) {
-                (void)curl_share_cleanup(tls_sessions);
-                tls_sessions = NULL; /* full handshakes then */
-        }
 }
 
 static int on_progress(void *userdata, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
@@ -1019,6 +992,7 @@ static int set_blob(CURL *h, CURLoption opt, const void *data, size_t len)
 static int curl_setup(CURL *h, const struct kube_conn_opts *c, const struct kube_ws_opts *o)
 {
         long ms = (long)(c->timeout_ms ? c->timeout_ms : KUBE_WS_TIMEOUT_MS);
+        void *share = http_curl_share();
         int r = 0;
 
         if (curl_easy_setopt(h, CURLOPT_URL, c->server) != CURLE_OK ||
@@ -1034,15 +1008,24 @@ static int curl_setup(CURL *h, const struct kube_conn_opts *c, const struct kube
             curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_XFERINFODATA, (void *)o) != CURLE_OK)
                 return -EINVAL;
-        if (tls_sessions && curl_easy_setopt(h, CURLOPT_SHARE, tls_sessions) != CURLE_OK)
+        /* the TLS sessions (and DNS answers) of the REST requests (src/lib/http): an exec
+         * connection resumes the session a request started, and the reverse */
+        if (share && curl_easy_setopt(h, CURLOPT_SHARE, share) != CURLE_OK)
                 return -EINVAL;
         if (c->insecure && (curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L) != CURLE_OK ||
                             curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L) != CURLE_OK))
                 return -EINVAL;
-        if (c->ca_blob)
-                r = set_blob(h, CURLOPT_CAINFO_BLOB, c->ca_blob, c->ca_blob_len);
-        else if (c->ca_file && curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file) != CURLE_OK)
-                r = -EINVAL;
+        /* the CA given and only it, parsed once per process, as the REST requests do (their
+         * sessions are then ours too); else libcurl parses it (and still no system CA) */
+        if ((c->ca_blob || c->ca_file) &&
+            http_curl_trust(h, c->ca_blob ? NULL : c->ca_file, c->ca_blob, c->ca_blob_len) < 0) {
+                if (c->ca_blob)
+                        r = set_blob(h, CURLOPT_CAINFO_BLOB, c->ca_blob, c->ca_blob_len);
+                else if (curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file) != CURLE_OK)
+                        r = -EINVAL;
+                if (r >= 0 && curl_easy_setopt(h, CURLOPT_CAPATH, NULL) != CURLE_OK)
+                        r = -EINVAL;
+        }
         if (r >= 0 && c->cert_blob)
                 r = set_blob(h, CURLOPT_SSLCERT_BLOB, c->cert_blob, c->cert_blob_len);
         else if (r >= 0 && c->cert_file &&
