@@ -615,21 +615,37 @@ static int acquire(struct b4_provider *p,
 
 /* ---- release, destroy ---- */
 
-static void delete_quietly(struct kube_core *c,
-                           const char *gv,
-                           const char *resource,
-                           const char *name,
-                           const char *query)
+/* Return: 0 deleted (it may still be terminating); -ENOENT none; another error (logged). */
+static int delete_quietly(struct kube_core *c,
+                          const char *gv,
+                          const char *resource,
+                          const char *name,
+                          const char *query)
 {
         cleanup_free char *path = kube_path(gv, c->namespace, resource, name, NULL);
         struct b4_error e = { 0 };
         int r;
 
         if (!path)
-                return;
+                return -ENOMEM;
         r = kube_delete(c->client, path, query, &e);
         if (r < 0 && r != -ENOENT)
                 log_warning("kubernetes: delete %s %s: %s", resource, name, e.msg);
+        return r;
+}
+
+/* destroy's PVC of the thread's own name: deleted, and waited for (a GET, then a watch,
+ * bounded), so that an acquire right after creates a new, empty one instead of taking a
+ * terminating claim for its workspace (a 409 on create), whose Pod would never start. */
+static void delete_pvc_gone(struct kube_core *c, const char *name)
+{
+        struct b4_error e = { 0 };
+
+        if (delete_quietly(c, "v1", "persistentvolumeclaims", name, NULL) < 0)
+                return;
+        if (kube_wait_gone(c, "persistentvolumeclaims", name, NULL,
+                           now_msec() + GONE_TIMEOUT_MS, -1, &e) < 0)
+                log_warning("kubernetes: destroy: %s", e.msg);
 }
 
 /* ---- release, destroy with warmPool configured: names from the state or the labels ---- */
@@ -655,7 +671,7 @@ static char **thread_objects(struct kube_pool *pool,
 static void delete_all(struct kube_core *c, char **names, const char *resource, const char *q)
 {
         for (char **s = names; s && *s; s++)
-                delete_quietly(c, "v1", resource, *s, q);
+                (void)delete_quietly(c, "v1", resource, *s, q);
         strv_free(names);
 }
 
@@ -680,10 +696,14 @@ static void destroy_pooled(struct kube_core *c, struct kube_pool *pool, struct b
                 return;
         delete_all(c, thread_objects(pool, b4_entry_state(e), &n, true), "pods",
                    "gracePeriodSeconds=0");
-        delete_quietly(c, "networking.k8s.io/v1", "networkpolicies", n.policy, NULL);
+        (void)delete_quietly(c, "networking.k8s.io/v1", "networkpolicies", n.policy, NULL);
         pvcs = thread_objects(pool, b4_entry_state(e), &n, false);
-        for (char **s = pvcs; s && *s; s++)
-                delete_quietly(c, "v1", "persistentvolumeclaims", *s, NULL);
+        for (char **s = pvcs; s && *s; s++) {
+                if (strcmp(*s, n.pvc) == 0) /* a pool pair's name is never made again */
+                        delete_pvc_gone(c, *s);
+                else
+                        (void)delete_quietly(c, "v1", "persistentvolumeclaims", *s, NULL);
+        }
         for (char **s = pvcs; s && *s; s++) /* a new acquire must not find them */
                 kube_pool_settle_deleted(pool, *s);
         strv_free(pvcs);
@@ -700,7 +720,7 @@ static int release(struct b4_provider *p, struct b4_entry *e, struct b4_error *e
                 return 0;
         }
         if (kube_names_of(c->scope, b4_entry_thread_id(e), &n) >= 0)
-                delete_quietly(c, "v1", "pods", n.pod, "gracePeriodSeconds=0");
+                (void)delete_quietly(c, "v1", "pods", n.pod, "gracePeriodSeconds=0");
         return 0;
 }
 
@@ -715,9 +735,9 @@ static int destroy(struct b4_provider *p, struct b4_entry *e, struct b4_error *e
         }
         if (kube_names_of(c->scope, b4_entry_thread_id(e), &n) < 0)
                 return 0;
-        delete_quietly(c, "v1", "pods", n.pod, "gracePeriodSeconds=0");
-        delete_quietly(c, "networking.k8s.io/v1", "networkpolicies", n.policy, NULL);
-        delete_quietly(c, "v1", "persistentvolumeclaims", n.pvc, NULL);
+        (void)delete_quietly(c, "v1", "pods", n.pod, "gracePeriodSeconds=0");
+        (void)delete_quietly(c, "networking.k8s.io/v1", "networkpolicies", n.policy, NULL);
+        delete_pvc_gone(c, n.pvc);
         return 0;
 }
 

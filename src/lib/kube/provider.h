@@ -115,6 +115,16 @@ int kube_pod_wait_running(struct kube_core *c,
                           struct jv **ret_pod,
                           struct b4_error *err);
 
+/* kube_wait_gone() - wait for the deletion of @resource ("pods", "persistentvolumeclaims")
+ * @name, as kube_pod_wait_gone() does for a Pod. */
+int kube_wait_gone(struct kube_core *c,
+                   const char *resource,
+                   const char *name,
+                   const char *rv,
+                   uint64_t deadline_ms,
+                   int cancel_fd,
+                   struct b4_error *err);
+
 /* kube_pod_wait_gone() - wait for @name's deletion (a DELETED event or a 404), watching
  * from @rv (NULL or "": read first). Return: 0, -ETIMEDOUT, -ECANCELED, the client's. */
 int kube_pod_wait_gone(struct kube_core *c,

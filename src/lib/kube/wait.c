@@ -143,7 +143,8 @@ enum kube_pod_verdict kube_pod_verdict(const struct jv *pod, unsigned seen, char
 /* The callback stops the watch with -EALREADY once the verdict is in. */
 struct waiter {
         const char *name;
-        bool gone_only; /* kube_pod_wait_gone(): only a deletion ends the wait */
+        const char *resource; /* "pods", or "persistentvolumeclaims" (kube_wait_gone()) */
+        bool gone_only;       /* kube_wait_gone(): only a deletion ends the wait */
         unsigned seen;  /* observations of the Pod */
         enum kube_pod_verdict verdict;
         bool deleted;
@@ -173,7 +174,7 @@ static int on_event(enum kube_event_type type, struct jv *object, void *userdata
 /* Re-read the Pod after a 410 (or to start): its version, and its verdict. */
 static int reread(struct kube_core *c, struct waiter *w, char **rv, struct b4_error *err)
 {
-        cleanup_free char *path = kube_path("v1", c->namespace, "pods", w->name, NULL);
+        cleanup_free char *path = kube_path("v1", c->namespace, w->resource, w->name, NULL);
         struct jv *pod = NULL;
         const char *v;
         int r;
@@ -246,7 +247,7 @@ static int watch_pod(struct kube_core *c,
         int r = 0;
 
         if (b4_asprintf(&field, "metadata.name=%s", w->name) < 0 ||
-            !(path = kube_path("v1", c->namespace, "pods", NULL, NULL)) || (rv && !cur))
+            !(path = kube_path("v1", c->namespace, w->resource, NULL, NULL)) || (rv && !cur))
                 return b4_error_set(err, -ENOMEM, "out of memory");
         if (!cur)
                 r = reread(c, w, &cur, err);
@@ -284,12 +285,35 @@ int kube_pod_wait_running(struct kube_core *c,
                           struct jv **ret_pod,
                           struct b4_error *err)
 {
-        struct waiter w = { .name = name };
+        struct waiter w = { .resource = "pods", .name = name };
         int r = watch_pod(c, &w, rv, deadline_ms, cancel_fd, err);
 
         r = conclude(&w, r, timeout_ms, ret_pod, err);
         jv_unref(w.pod);
         return r;
+}
+
+int kube_wait_gone(struct kube_core *c,
+                   const char *resource,
+                   const char *name,
+                   const char *rv,
+                   uint64_t deadline_ms,
+                   int cancel_fd,
+                   struct b4_error *err)
+{
+        struct waiter w = { .resource = resource, .name = name, .gone_only = true };
+        int r = watch_pod(c, &w, rv && *rv ? rv : NULL, deadline_ms, cancel_fd, err);
+        const char *kind = strcmp(resource, "pods") == 0 ? "pod" : "persistentvolumeclaim";
+
+        jv_unref(w.pod);
+        if (r == -EALREADY)
+                return 0;
+        if (r == -ETIMEDOUT)
+                return unavailable(err, r, "%s \"%s\" still terminating. Run `b4box check`.",
+                                   kind, name);
+        return r == -ECANCELED
+                       ? b4_error_set(err, r, "Sandbox acquire aborted for %s \"%s\".", kind, name)
+                       : b4_error_wrap(err, r, "waiting for %s \"%s\" to go", kind, name);
 }
 
 int kube_pod_wait_gone(struct kube_core *c,
@@ -299,16 +323,5 @@ int kube_pod_wait_gone(struct kube_core *c,
                        int cancel_fd,
                        struct b4_error *err)
 {
-        struct waiter w = { .name = name, .gone_only = true };
-        int r = watch_pod(c, &w, rv && *rv ? rv : NULL, deadline_ms, cancel_fd, err);
-
-        jv_unref(w.pod);
-        if (r == -EALREADY)
-                return 0;
-        if (r == -ETIMEDOUT)
-                return unavailable(err, r, "pod \"%s\" still terminating. Run `b4box check`.",
-                                   name);
-        return r == -ECANCELED
-                       ? b4_error_set(err, r, "Sandbox acquire aborted for pod \"%s\".", name)
-                       : b4_error_wrap(err, r, "waiting for pod \"%s\" to go", name);
+        return kube_wait_gone(c, "pods", name, rv, deadline_ms, cancel_fd, err);
 }
