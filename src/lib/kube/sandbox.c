@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "agent/agent-client.h"
+#include "agent/agent-fs-ops.h"
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strbuf.h"
@@ -74,118 +75,17 @@ static int sandbox_recover(struct b4_sandbox *sb, struct b4_error *err)
 
 /* ---- filesystem ---- */
 
-#define FS_CALL(fs, err, call)      \
- ({                                 \
-struct agent_conn *c_;                   \
-int r_ = conn_of(of_fs(fs), &c_, (err)); \
-r_ < 0 ? r_ : (call);                    \
- })
-
-static int fs_read_file(struct b4_fs *fs,
-                        const char *path,
-                        unsigned flags,
-                        uint64_t max,
-                        char **ret,
-                        size_t *ret_len,
-                        struct b4_error *err)
+/* agent_fs_ops' getter: the connection of the thread's current state. */
+static int fs_conn(struct b4_fs *fs, struct agent_conn **ret, struct b4_error *err)
 {
-        return FS_CALL(fs, err, agent_read_file(c_, path, flags, max, ret, ret_len, err));
+        int r = conn_of(of_fs(fs), ret, err);
+
+        return r < 0 ? r : 1;
 }
 
-static int fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_lstat(c_, path, ret, err));
-}
-
-static int fs_stat(struct b4_fs *fs,
-                   const char *path,
-                   unsigned flags,
-                   struct b4_stat *ret,
-                   struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_stat(c_, path, flags, ret, err));
-}
-
-static int fs_list_dir(
-        struct b4_fs *fs, const char *path, unsigned flags, char ***ret, struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_list_dir(c_, path, flags, ret, err));
-}
-
-static int fs_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_realpath(c_, path, ret, err));
-}
-
-static int fs_walk(struct b4_fs *fs,
-                   const char *path,
-                   size_t max_entries,
-                   char *const *prune,
-                   struct b4_walk_entry **ret,
-                   size_t *ret_n,
-                   struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_walk(c_, path, max_entries, prune, ret, ret_n, err));
-}
-
-static int fs_read_files(struct b4_fs *fs,
-                         const struct b4_read_req *reqs,
-                         size_t n,
-                         struct b4_blob **ret,
-                         struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_read_files(c_, reqs, n, ret, err));
-}
-
-static int fs_write_file(struct b4_fs *fs,
-                         const char *path,
-                         unsigned flags,
-                         const void *data,
-                         size_t len,
-                         struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_write_file(c_, path, flags, data, len, err));
-}
-
-static int fs_mkdir_p(struct b4_fs *fs, const char *path, struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_mkdir_p(c_, path, err));
-}
-
-static int fs_remove(struct b4_fs *fs, const char *path, struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_remove(c_, path, err));
-}
-
-static int fs_touch(struct b4_fs *fs, const char *path, unsigned flags, struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_touch(c_, path, flags, err));
-}
-
-static int fs_symlink(struct b4_fs *fs, const char *target, const char *path, struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_symlink(c_, target, path, err));
-}
-
-static int fs_chmod(struct b4_fs *fs, const char *path, uint32_t mode, struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_chmod(c_, path, mode, err));
-}
-
-static const struct b4_fs_ops sandbox_fs_ops = {
-        .read_file = fs_read_file,
-        .lstat = fs_lstat,
-        .stat = fs_stat,
-        .list_dir = fs_list_dir,
-        .realpath = fs_realpath,
-        .walk = fs_walk,
-        .read_files = fs_read_files,
-        .write_file = fs_write_file,
-        .mkdir_p = fs_mkdir_p,
-        .remove = fs_remove,
-        .touch = fs_touch,
-        .symlink = fs_symlink,
-        .chmod = fs_chmod,
+static const struct agent_fs_ops sandbox_fs_ops = {
+        .ops = { AGENT_FS_READ_MEMBERS, AGENT_FS_WRITE_MEMBERS, AGENT_FS_LINK_MEMBERS },
+        .conn = fs_conn,
 };
 
 /* ---- exec ---- */
@@ -309,7 +209,7 @@ int kube_sandbox_new(struct kube_core *c, const struct kube_state *st, struct b4
 
         if (!s)
                 return -ENOMEM;
-        if (b4_sandbox_init(&s->base, &sandbox_ops, &sandbox_fs_ops, st->thread_id) < 0) {
+        if (b4_sandbox_init(&s->base, &sandbox_ops, &sandbox_fs_ops.ops, st->thread_id) < 0) {
                 free(s);
                 return -ENOMEM;
         }
