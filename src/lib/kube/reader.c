@@ -5,7 +5,8 @@
  * readOnly, pinned to the keeper's node when a keeper runs (ReadWriteOnce is per node), with
  * no fsGroup (it never changes a file's group) and no thread label (the thread's policy
  * does not select it; the chart denies readers everything). It never touches the keeper and
- * takes no lifecycle lease. Its b4box-agent runs with --read-only and serves every read.
+ * takes no lifecycle lease. Its b4box-agent runs with --read-only and serves every read (a Pod
+ * that cannot run it is read through the sh scripts, shell-fs.c).
  *
  * The PVC must exist, be Bound and not be terminating: a reader never mounts an unbound
  * claim (that would provision an empty one). close deletes the reader Pod.
@@ -25,6 +26,7 @@
 #include "json/json.h"
 #include "kube/kube.h"
 #include "kube/provider.h"
+#include "kube/shell-fs.h"
 
 struct kube_reader {
         struct b4_reader base;
@@ -40,18 +42,22 @@ static struct kube_reader *of_fs(struct b4_fs *fs)
         return container_of(fs, struct kube_reader, base.fs);
 }
 
-/* agent_fs_ops' getter: the reader's own agent. */
+/* agent_fs_ops' getter: the reader's own agent (0: the sh scripts serve it). */
 static int r_conn(struct b4_fs *fs, struct agent_conn **ret, struct b4_error *err)
 {
-        int r = kube_agent_conn(of_fs(fs)->agent, ret, err);
-
-        return r < 0 ? r : 1;
+        return kube_agent_conn(of_fs(fs)->agent, ret, err);
 }
 
 static const struct agent_fs_ops reader_fs_ops = {
         .ops = { AGENT_FS_READ_MEMBERS },
         .conn = r_conn,
+        .fallback = &kube_shell_fs_ops, /* its reads only: a reader has no write member */
 };
+
+struct kube_agent *kube_reader_agent(struct b4_reader *r)
+{
+        return container_of(r, struct kube_reader, base)->agent;
+}
 
 static int delete_reader_pod(struct kube_core *c, const char *name, struct b4_error *err)
 {
@@ -198,12 +204,6 @@ int kube_reader_open(struct kube_core *c,
 
         if (b4_cancel_is_set(req->cancel))
                 return b4_error_set(err, -ECANCELED, "cancelled");
-        if (!c->agent_bin)
-                return b4_error_set_code(err, -EOPNOTSUPP, B4_CODE_SANDBOX_UNAVAILABLE,
-                                         "Sandbox unavailable: kubernetes workspace readers read "
-                                         "through b4box-agent, which this provider cannot use "
-                                         "(%s).",
-                                         c->agent_reason);
         if (kube_names_of(c->scope, req->thread_id, &n) < 0)
                 return b4_error_set(err, -EINVAL, "invalid thread id");
         r = check_pvc(c, &n, req->thread_id, err);

@@ -7,9 +7,8 @@
  * retries it once; a command whose stream dropped while it ran is never retried (it may have
  * run), as in the Docker provider.
  *
- * Without an agent (the host has no b4box-agent) file operations and commands are refused
- * with a named error rather than half-working; the reference's `sh -s` scripts are not
- * implemented (docs/kubernetes.md).
+ * A Pod that cannot run the agent (agent.c decides) is served by the reference's `sh -s`
+ * scripts instead (shell-fs.c), one exec per operation and command.
  */
 
 #include <errno.h>
@@ -25,6 +24,7 @@
 #include "base/time-util.h"
 #include "kube/kube.h"
 #include "kube/provider.h"
+#include "kube/shell-fs.h"
 
 struct kube_sandbox {
         struct b4_sandbox base;
@@ -39,21 +39,26 @@ static struct kube_sandbox *of_fs(struct b4_fs *fs)
         return container_of(fs, struct kube_sandbox, base.fs);
 }
 
-/* The connection of the thread's current state (stable under the lease the call holds). */
+/* The connection of the thread's current state (stable under the lease the call holds):
+ * 1 with *ret, 0 for the sh scripts, or -errno. */
 static int conn_of(struct kube_sandbox *s, struct agent_conn **ret, struct b4_error *err)
 {
         struct kube_state *st = b4_entry_state(b4_sandbox_entry(&s->base));
 
-        if (!st)
+        if (!st || !st->agent)
                 return b4_error_set(err, -ENOTCONN, "thread \"%s\" has no live sandbox",
                                     s->base.thread_id);
-        if (!st->agent)
-                return b4_error_set_code(err, -EOPNOTSUPP, B4_CODE_SANDBOX_UNAVAILABLE,
-                                         "Sandbox unavailable: the kubernetes provider runs file "
-                                         "operations and commands through b4box-agent, which "
-                                         "it cannot use here (%s). Run `b4box check`.",
-                                         s->core->agent_reason);
         return kube_agent_conn(st->agent, ret, err);
+}
+
+struct kube_agent *kube_fs_agent(struct b4_fs *fs)
+{
+        struct kube_state *st;
+
+        if (fs->rd)
+                return kube_reader_agent(fs->rd);
+        st = fs->sb ? b4_entry_state(b4_sandbox_entry(fs->sb)) : NULL;
+        return st ? st->agent : NULL;
 }
 
 /* ---- recovery ---- */
@@ -78,14 +83,13 @@ static int sandbox_recover(struct b4_sandbox *sb, struct b4_error *err)
 /* agent_fs_ops' getter: the connection of the thread's current state. */
 static int fs_conn(struct b4_fs *fs, struct agent_conn **ret, struct b4_error *err)
 {
-        int r = conn_of(of_fs(fs), ret, err);
-
-        return r < 0 ? r : 1;
+        return conn_of(of_fs(fs), ret, err);
 }
 
 static const struct agent_fs_ops sandbox_fs_ops = {
         .ops = { AGENT_FS_READ_MEMBERS, AGENT_FS_WRITE_MEMBERS, AGENT_FS_LINK_MEMBERS },
         .conn = fs_conn,
+        .fallback = &kube_shell_fs_ops,
 };
 
 /* ---- exec ---- */
@@ -137,6 +141,43 @@ static int exec_script(const struct b4_exec_req *req, char **ret, struct b4_erro
         return r < 0 ? b4_error_set(err, -ENOMEM, "out of memory") : 0;
 }
 
+/* Without the agent: the sh script of the command. No process limit can be set there, so
+ * a policy whose limit this provider enforces (hostUsers: false) is refused rather than
+ * run unlimited. */
+static int shell_exec(struct kube_sandbox *s,
+                      struct kube_state *st,
+                      const struct b4_exec_req *req,
+                      char **env,
+                      struct b4_exec_result *ret,
+                      struct b4_error *err)
+{
+        const char *why = NULL;
+        int r;
+
+        (void)kube_agent_shell(st->agent, &why);
+        if (s->core->user_namespace && st->policy.security.pids_limit)
+                return b4_error_set_code(err, -EOPNOTSUPP, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: pod \"%s\" cannot run "
+                                         "b4box-agent (%s), and without it security.pidsLimit "
+                                         "cannot be enforced. Run `b4box check`.",
+                                         s->pod, why ? why : "");
+        struct kube_shell_cmd c = {
+                .command = req->command,
+                .cwd = req->cwd,
+                .env = env,
+                .timeout_ms = req->timeout_ms ? req->timeout_ms : s->timeout_ms,
+                .output_cap = req->output_cap ? req->output_cap : s->output_cap,
+                .cancel_fd = req->cancel ? b4_cancel_fd(req->cancel) : -EBADF,
+        };
+        r = kube_shell_exec(st->agent, &c, ret, err);
+        if (r == -EIO)
+                return b4_error_set_code(err, -EIO, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: the exec into pod \"%s\" broke "
+                                         "while the command ran: it is not retried",
+                                         s->pod);
+        return r;
+}
+
 static int sandbox_exec(struct b4_sandbox *sb,
                         const struct b4_exec_req *req,
                         struct b4_exec_result *ret,
@@ -146,7 +187,7 @@ static int sandbox_exec(struct b4_sandbox *sb,
         struct kube_state *st = b4_entry_state(b4_sandbox_entry(sb));
         cleanup_free char *script = NULL;
         uint64_t start = now_msec();
-        struct agent_conn *c;
+        struct agent_conn *c = NULL;
         char **env = NULL;
         int r;
 
@@ -157,12 +198,17 @@ static int sandbox_exec(struct b4_sandbox *sb,
                 .cancel = req->cancel,
                 /* RLIMIT_NPROC counts per uid in a user namespace: only the Pod's own one
                  * makes it this sandbox's process limit */
-                .max_procs = s->core->user_namespace ? st->policy.security.pids_limit : 0,
+                .max_procs = s->core->user_namespace && st ? st->policy.security.pids_limit : 0,
         };
         r = conn_of(s, &c, err);
         if (r < 0)
                 return r;
         r = exec_env(&st->policy, req, &env, err);
+        if (r >= 0 && !c) {
+                r = shell_exec(s, st, req, env, ret, err);
+                strv_free(env);
+                return r;
+        }
         if (r >= 0)
                 r = exec_script(req, &script, err);
         if (r < 0) {
