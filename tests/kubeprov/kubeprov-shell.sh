@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The kubernetes provider without b4box-agent (the reference's sh -s scripts, shell-fs.c)
+# end to end through the CLI against the fake API server (TAP; run by with-fake.sh):
+# `b4box conformance` through the fallback, `b4box check`'s operations row, one exec per
+# tool call (the fake's counters), editFile as a read and a write, an agent that does not
+# start in the Pod (the fallback taken per Pod), and pidsLimit refused rather than unlimited.
+set -uo pipefail
+b4box=$(realpath "$1")
+py=/usr/bin/python3
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir" || exit 1
+n=0
+failed=0
+check() {
+        n=$((n + 1))
+        if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; failed=$((failed + 1)); return 1; fi
+}
+ctl() { # ctl METHOD PATH [JSON]: the fake's control API
+        curl -sS --cacert "$KUBE_FAKE_STATE/ca.crt" -X "$1" -H "Authorization: Bearer $KUBE_FAKE_ADMIN" \
+                -H 'Content-Type: application/json' ${3:+--data "$3"} "$KUBE_FAKE_URL$2"
+}
+counter() { ctl GET /_fake/counters | "$py" -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+config() { # config FILE [PROVIDER MEMBERS] [SANDBOX MEMBERS]
+        printf '{"sandbox": {"provider": {"type": "kubernetes", "scope": "kubeshell", "image": "%s", "kubeconfig": "%s", "namespace": "%s"%s}%s}}\n' \
+                "$B4BOX_TEST_KUBE_IMAGE" "$B4BOX_TEST_KUBE_CONFIG" "$B4BOX_TEST_KUBE_NAMESPACE" "${2:-}" "${3:-}" >"$1"
+}
+config b4box.json
+
+# ---- no agent at all: every Pod through the scripts ----
+export B4BOX_KUBE_AGENT=off
+
+out=$("$b4box" conformance -c b4box.json 2>"$dir/err"); rc=$?
+check "conformance through the sh scripts: every case passes, the readers' too" \
+        '[ $rc -eq 0 ] && [ "$(printf "%s\n" "$out" | tail -n1)" = "12 passed, 0 failed" ]' ||
+        printf '%s\n' "$out" "$(cat "$dir/err")" | sed 's/^/# /'
+
+out=$("$b4box" check -c b4box.json 2>&1)
+check "check: the operations row names the sh scripts" \
+        'grep -Eq "^operations +n/a +the reference.s sh scripts: one exec per operation \(no b4box-agent: B4BOX_KUBE_AGENT=off\)" <<<"$out"' ||
+        printf '%s\n' "$out" | sed 's/^/# /'
+
+# one exec per tool call (the CLI's acquire and release add no exec without the agent)
+tool() { # tool NAME ARGS: the result document, the execs it cost in $execs
+        ctl POST /_fake/counters/reset >/dev/null
+        out=$("$b4box" tool -c b4box.json --thread shell-1 "$1" "$2" 2>"$dir/err")
+        execs=$(counter execs)
+}
+tool writeFile '{"path": "d ir/a.txt", "content": "hello\nworld\n"}'
+check "writeFile: one exec" '[ "$out" = "{\"ok\":true,\"result\":\"wrote 12 bytes to d ir/a.txt\"}" ] && [ "$execs" = 1 ]' ||
+        echo "# $out execs=$execs $(cat "$dir/err")"
+tool readFile '{"path": "d ir/a.txt"}'
+check "readFile: one exec" '[ "$out" = "{\"ok\":true,\"result\":\"hello\\nworld\\n\"}" ] && [ "$execs" = 1 ]' ||
+        echo "# $out execs=$execs"
+tool editFile '{"path": "d ir/a.txt", "oldText": "world", "newText": "there"}'
+check "editFile: a read and a write, two execs" '[ "${out#*\"ok\":true}" != "$out" ] && [ "$execs" = 2 ]' ||
+        echo "# $out execs=$execs"
+tool listDir '{"path": "d ir"}'
+check "listDir: one exec" '[ "$out" = "{\"ok\":true,\"result\":[\"a.txt\"]}" ] && [ "$execs" = 1 ]' ||
+        echo "# $out execs=$execs"
+tool runBash '{"command": "cat \"d ir/a.txt\"; id -u; exit 3"}'
+check "runBash: one exec, output and exit code" \
+        '[ "${out#*\"stdout\":\"hello\\nthere\\n1000\\n\"}" != "$out" ] && [ "${out#*\"exitCode\":3}" != "$out" ] && [ "$execs" = 1 ]' ||
+        echo "# $out execs=$execs"
+
+# a timeout is the reference's `timeout`: exit 124 and the seeds' line
+config timeout.json "" ', "resources": {"timeoutMs": 1500}'
+out=$("$b4box" tool -c timeout.json --thread shell-t runBash '{"command": "sleep 30"}' 2>"$dir/err")
+check "runBash: timeoutMs kills the command, exit 124 and the timeout line" \
+        '[ "${out#*\"exitCode\":124}" != "$out" ] && [ "${out#*Command timed out after 2s (resources.timeoutMs: 1500ms).}" != "$out" ]' ||
+        echo "# $out $(cat "$dir/err")"
+
+# hostUsers false promises a process limit the scripts cannot set: refused, never unlimited
+config userns.json ', "hostUsers": false' ', "security": {"pidsLimit": 16}'
+out=$("$b4box" exec -c userns.json --thread shell-u -- true 2>&1); rc=$?
+check "pidsLimit under hostUsers false without the agent: the command is refused" \
+        '[ $rc -ne 0 ] && grep -q "without it security.pidsLimit cannot be enforced" <<<"$out"' ||
+        echo "# rc=$rc $out"
+unset B4BOX_KUBE_AGENT
+
+# ---- an agent that does not start in the Pod: that Pod falls back ----
+printf '#!/nonexistent/interpreter\n' >broken-agent
+chmod 0755 broken-agent
+out=$(B4BOX_AGENT=$dir/broken-agent "$b4box" check -c b4box.json 2>&1)
+check "check: with an agent, the row names it and the per-Pod fallback" \
+        'grep -Eq "^operations +n/a +through b4box-agent: .*a Pod that cannot run it: the reference.s sh scripts" <<<"$out"' ||
+        printf '%s\n' "$out" | sed 's/^/# /'
+ctl POST /_fake/counters/reset >/dev/null
+out=$(B4BOX_AGENT=$dir/broken-agent "$b4box" exec -c b4box.json --thread shell-b -- sh -c 'echo via-sh; exit 4' 2>"$dir/err"); rc=$?
+execs=$(counter execs)
+# the copy, the agent's failed start, the probe (126/127), then the command's own exec
+check "an agent that does not start: the command runs through the scripts" \
+        '[ $rc -eq 4 ] && [ "$out" = via-sh ] && [ "$execs" = 4 ]' ||
+        echo "# rc=$rc out=$out execs=$execs $(cat "$dir/err")"
+
+echo "1..$n"
+[ "$failed" -eq 0 ]
