@@ -416,7 +416,7 @@ int kube_shell_parse_walk(const char *out,
                 return -ENOMEM;
         r = walk_parse(raw, n, prefix, max_entries, &w);
         if (r >= 0) {
-                qsort(w.e, w.n, sizeof(*w.e), walk_cmp);
+                qsort_safe(w.e, w.n, sizeof(*w.e), walk_cmp);
                 for (size_t i = 1; i < w.n; i++)
                         if (strcmp(w.e[i - 1].path, w.e[i].path) == 0)
                                 r = -EPROTO;
