@@ -44,14 +44,20 @@
 #define INSTALL_TIMEOUT_MS     60000u
 #define INSTALL_RETRY_DELAY_US 200000u
 
+enum {
+        LINK_AGENT,
+        LINK_DECIDING,
+        LINK_SHELL
+};
+
 struct kube_agent {
         struct agent_slot slot; /* the connection, made on first use */
         struct kube_core *core; /* a reference */
         char pod[64];
         bool read_only; /* a reader's: the agent refuses every write */
-        /* the Pod cannot run the agent: the sh scripts serve it (why: shell_why, written
-         * before the flag is set and only while it is clear) */
-        atomic_bool shell;
+        /* LINK_SHELL: the Pod cannot run the agent, the sh scripts serve it (shell_why is
+         * written by the one caller that moved mode from LINK_AGENT to LINK_DECIDING) */
+        atomic_int mode;
         char shell_why[256];
 };
 
@@ -121,9 +127,10 @@ static void use_shell(struct kube_agent *a, const char *fmt, ...) B4_PRINTF(2, 3
 
 static void use_shell(struct kube_agent *a, const char *fmt, ...)
 {
+        int agent = LINK_AGENT;
         va_list ap;
 
-        if (atomic_load(&a->shell))
+        if (!atomic_compare_exchange_strong(&a->mode, &agent, LINK_DECIDING))
                 return;
         va_start(ap, fmt);
         (void)vsnprintf(a->shell_why, sizeof(a->shell_why), fmt, ap);
@@ -132,7 +139,7 @@ static void use_shell(struct kube_agent *a, const char *fmt, ...)
                 if ((unsigned char)*p < 0x20 || *p == 0x7f)
                         *p = ' ';
         log_debug("kubernetes: pod \"%s\": %s; the sh scripts serve it", a->pod, a->shell_why);
-        atomic_store(&a->shell, true);
+        atomic_store(&a->mode, LINK_SHELL);
 }
 
 static int install_once(struct kube_agent *a, struct b4_error *err)
@@ -191,7 +198,7 @@ int kube_agent_install(struct kube_agent *a, struct b4_error *err)
 {
         int r;
 
-        atomic_store(&a->shell, false); /* a new Pod: decided again */
+        atomic_store(&a->mode, LINK_AGENT); /* a new Pod: decided again (exclusive lease) */
         if (!a->core->agent_bin) {
                 use_shell(a, "%s", a->core->agent_reason);
                 return 0;
@@ -254,7 +261,7 @@ int kube_agent_conn(struct kube_agent *a, struct agent_conn **ret, struct b4_err
         struct b4_error e = { 0 };
         int r;
 
-        if (atomic_load(&a->shell))
+        if (atomic_load(&a->mode) == LINK_SHELL)
                 return 0;
         r = agent_slot_get(&a->slot, connect_agent, a, ret, &e);
         if (r >= 0 && !agent_conn_alive(*ret))
@@ -274,7 +281,7 @@ int kube_agent_conn(struct kube_agent *a, struct agent_conn **ret, struct b4_err
 
 bool kube_agent_shell(struct kube_agent *a, const char **ret_why)
 {
-        bool shell = atomic_load(&a->shell);
+        bool shell = atomic_load(&a->mode) == LINK_SHELL;
 
         if (ret_why)
                 *ret_why = shell ? a->shell_why : NULL;

@@ -104,6 +104,8 @@ int kube_shell_decode_read(const char *out, size_t len, uint64_t max, char **ret
         uint64_t status;
         int r;
 
+        if (max > KUBE_SHELL_FILE_MAX)
+                max = KUBE_SHELL_FILE_MAX; /* what the script read at most (read_count()) */
         r = decode_b64(out, len, &raw, &n);
         if (r < 0)
                 return r;
@@ -522,17 +524,22 @@ struct script_out {
         struct kube_exec_result res;
 };
 
-/* A failed exec of a file operation: a lost Pod or stream is core's to recover. */
+/* A failed exec of a file operation: a lost Pod or stream is core's to recover (the
+ * operations are idempotent, a write atomic); what a retry cannot mend is not. */
 static int exec_failed(struct b4_error *err, int r, const char *op, const char *path)
 {
         switch (r) {
         case -ENOMEM:
         case -ECANCELED:
         case -ETIMEDOUT:
-                break;
         case -EPERM:
         case -EACCES:
-                return b4_error_wrap(err, r, "%s %s: the exec was refused", op, path);
+                break;
+        case -ENOEXEC: /* the exec ran nothing: no sh in the image */
+        case -EPROTO:
+        case -E2BIG:
+                r = -EIO;
+                break;
         default:
                 r = -ENOTCONN;
         }
@@ -1243,12 +1250,23 @@ int kube_shell_exec(struct kube_agent *a,
                         .timeout_ms = c->timeout_ms ? c->timeout_ms + KUBE_SHELL_GRACE_MS : 0,
                         .cancel_fd = c->cancel_fd },
                 &res, err);
-        if (r == -ECANCELED)
+        switch (r) {
+        case 0:
+                break;
+        case -ECANCELED:
                 return b4_error_set(err, r, "command cancelled");
-        if (r == -ECONNRESET || r == -ETIMEDOUT || r == -EPROTO)
+        case -ECONNRESET: /* the stream broke mid-way: it may have run */
+        case -ETIMEDOUT:
+        case -EPROTO:
                 return b4_error_wrap(err, -EIO, "the exec broke while the command ran");
-        if (r < 0)
-                return r == -ENOMEM ? r : b4_error_wrap(err, -ENOTCONN, "the exec did not start");
+        case -ENOMEM:
+        case -ENOEXEC: /* the exec ran nothing (no sh): message set */
+        case -EPERM:
+        case -EACCES:
+                return r;
+        default: /* the upgrade failed: nothing ran */
+                return b4_error_wrap(err, -ENOTCONN, "the exec did not start");
+        }
         *ret = (struct b4_exec_result){ .out = TAKE_PTR(res.out),
                                         .out_len = res.out_len,
                                         .errout = TAKE_PTR(res.errout),

@@ -132,7 +132,7 @@ struct kube_shell_cmd {
  * wrapped in `timeout` when @c->timeout_ms is set (exit 124 is the timeout: ret->timed_out).
  * Return: 0 with *ret (a non-zero exit is a result); -ECANCELED; -ENOTCONN (the exec could
  * not start: retried after recovery); -EIO (it broke while the command ran: never retried);
- * -ENOMEM.
+ * -ENOEXEC (the exec ran nothing: no sh in the image); -EPERM/-EACCES (refused); -ENOMEM.
  */
 int kube_shell_exec(struct kube_agent *a,
                     const struct kube_shell_cmd *c,
