@@ -63,6 +63,19 @@ check "runBash: one exec, output and exit code" \
         '[ "${out#*\"stdout\":\"hello\\nthere\\n1000\\n\"}" != "$out" ] && [ "${out#*\"exitCode\":3}" != "$out" ] && [ "$execs" = 1 ]' ||
         echo "# $out execs=$execs"
 
+# the workspace inventory: a walk with a pruned directory and one batched read, the same
+# document as through the agent
+mkfiles='mkdir -p "d ir" skip/deep && printf x >"d ir/a.txt" && printf y >"d ir/b c" && printf z >skip/deep/f && ln -s "d ir/a.txt" link'
+"$b4box" exec -c b4box.json --thread shell-r -- sh -c "$mkfiles" >/dev/null 2>&1
+ctl POST /_fake/counters/reset >/dev/null
+"$b4box" read -c b4box.json shell-r --exclude skip --skip-unsupported --json >read-sh.json 2>"$dir/err"; rc=$?
+execs=$(counter execs)
+B4BOX_KUBE_AGENT= "$b4box" exec -c b4box.json --thread agent-r -- sh -c "$mkfiles" >/dev/null 2>&1
+env -u B4BOX_KUBE_AGENT "$b4box" read -c b4box.json agent-r --exclude skip --skip-unsupported --json >read-agent.json 2>&1
+check "read: a pruned walk and a batched read, the agent's document, 3 execs" \
+        '[ $rc -eq 0 ] && [ "$(sed s/shell-r/T/ read-sh.json)" = "$(sed s/agent-r/T/ read-agent.json)" ] && grep -q "\"d ir/b c\":\"y\"" read-sh.json && ! grep -q deep read-sh.json && [ "$execs" -le 3 ]' ||
+        echo "# rc=$rc execs=$execs $(cat read-sh.json) / $(cat read-agent.json) $(cat "$dir/err")"
+
 # a timeout is the reference's `timeout`: exit 124 and the seeds' line
 config timeout.json "" ', "resources": {"timeoutMs": 1500}'
 out=$("$b4box" tool -c timeout.json --thread shell-t runBash '{"command": "sleep 30"}' 2>"$dir/err")
