@@ -76,6 +76,17 @@ check "read: a pruned walk and a batched read, the agent's document, 3 execs" \
         '[ $rc -eq 0 ] && [ "$(sed s/shell-r/T/ read-sh.json)" = "$(sed s/agent-r/T/ read-agent.json)" ] && grep -q "\"d ir/b c\":\"y\"" read-sh.json && ! grep -q deep read-sh.json && [ "$execs" -le 3 ]' ||
         echo "# rc=$rc execs=$execs $(cat read-sh.json) / $(cat read-agent.json) $(cat "$dir/err")"
 
+# batched reads packed into scripts of at most 96 KiB: 400 files of 200-byte names (about
+# 500 bytes of script each) take three scripts, one exec each, and every file comes back
+many='for i in $(seq 400); do printf "%s" "$i" >"$(printf "%0200d" "$i")"; done'
+"$b4box" exec -c b4box.json --thread shell-m -- sh -c "$many" >/dev/null 2>&1
+ctl POST /_fake/counters/reset >/dev/null
+"$b4box" read -c b4box.json shell-m --json >read-many.json 2>"$dir/err"; rc=$?
+execs=$(counter execs)
+check "read: 400 files in three batched scripts (four execs: the walk, three scripts)" \
+        '[ $rc -eq 0 ] && grep -q "\"entries\":400" read-many.json && grep -q "\"$(printf "%0200d" 400)\":\"400\"" read-many.json && [ "$execs" = 4 ]' ||
+        echo "# rc=$rc execs=$execs $(head -c 300 read-many.json) $(cat "$dir/err")"
+
 # a timeout is the reference's `timeout`: exit 124 and the seeds' line
 config timeout.json "" ', "resources": {"timeoutMs": 1500}'
 out=$("$b4box" tool -c timeout.json --thread shell-t runBash '{"command": "sleep 30"}' 2>"$dir/err")
