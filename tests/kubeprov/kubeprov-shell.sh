@@ -2,8 +2,10 @@
 # The kubernetes provider without b4box-agent (the reference's sh -s scripts, shell-fs.c)
 # end to end through the CLI against the fake API server (TAP; run by with-fake.sh):
 # `b4box conformance` through the fallback, `b4box check`'s operations row, one exec per
-# tool call (the fake's counters), editFile as a read and a write, an agent that does not
-# start in the Pod (the fallback taken per Pod), and pidsLimit refused rather than unlimited.
+# tool call (the fake's counters), editFile as a read and a write, the workspace inventory
+# (a pruned walk, batched reads in 96 KiB scripts), the timeout, pidsLimit refused rather
+# than unlimited, and the fallback taken per Pod: an agent that does not start, an image
+# without chmod.
 set -uo pipefail
 b4box=$(realpath "$1")
 py=/usr/bin/python3
@@ -116,6 +118,29 @@ execs=$(counter execs)
 check "an agent that does not start: the command runs through the scripts" \
         '[ $rc -eq 4 ] && [ "$out" = via-sh ] && [ "$execs" = 4 ]' ||
         echo "# rc=$rc out=$out execs=$execs $(cat "$dir/err")"
+
+# ---- an image without chmod: the copy exits 127, that Pod falls back ----
+# (the Pod's PATH is the policy's env: a directory of the host's tools but chmod; outside
+# /tmp, which is the Pod's emptyDir)
+bin=$(dirname "$b4box")/kubeshell-path.$$
+trap 'rm -rf "$dir" "$bin"' EXIT
+mkdir -p "$bin"
+for t in sh head base64 realpath stat readlink find mkdir rm rmdir ls mv touch ln dirname \
+        timeout sleep cat id; do
+        ln -s "$(command -v "$t")" "$bin/$t"
+done
+config nochmod.json "" ", \"env\": {\"PATH\": \"$bin\"}"
+ctl POST /_fake/counters/reset >/dev/null
+out=$("$b4box" exec -c nochmod.json --thread shell-c -- sh -c '[ -e /b4/agent ] || echo via-sh' 2>"$dir/err"); rc=$?
+execs=$(counter execs)
+# the copy (exit 127), then the command through the scripts; no agent left in /b4
+check "an image without chmod: the copy fails 127 and the command runs through the scripts" \
+        '[ $rc -eq 0 ] && [ "$out" = via-sh ] && [ "$execs" = 2 ]' ||
+        echo "# rc=$rc out=$out execs=$execs $(cat "$dir/err")"
+out=$("$b4box" tool -c nochmod.json --thread shell-c writeFile '{"path": "n.txt", "content": "no chmod"}' 2>&1 &&
+        "$b4box" tool -c nochmod.json --thread shell-c readFile '{"path": "n.txt"}' 2>&1)
+check "an image without chmod: writeFile and readFile through the scripts" \
+        '[ "${out#*\"result\":\"no chmod\"}" != "$out" ]' || echo "# $out"
 
 echo "1..$n"
 [ "$failed" -eq 0 ]
