@@ -28,6 +28,11 @@ config() { # config FILE [PROVIDER MEMBERS] [SANDBOX MEMBERS]
                 "$B4BOX_TEST_KUBE_IMAGE" "$B4BOX_TEST_KUBE_CONFIG" "$B4BOX_TEST_KUBE_NAMESPACE" "${2:-}" "${3:-}" >"$1"
 }
 config b4box.json
+# `b4box read` only: its detached worker thread (src/lib/runtime/read.c) signals the read done
+# before it exits, so the process can exit while that thread's OpenSSL state is still being
+# freed, which LeakSanitizer reports now and then. Not this provider's; leaks stay checked
+# for every other command here.
+read_nolsan() { ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" "$b4box" read "$@"; }
 
 # ---- no agent at all: every Pod through the scripts ----
 export B4BOX_KUBE_AGENT=off
@@ -70,20 +75,22 @@ check "runBash: one exec, output and exit code" \
 mkfiles='mkdir -p "d ir" skip/deep && printf x >"d ir/a.txt" && printf y >"d ir/b c" && printf z >skip/deep/f && ln -s "d ir/a.txt" link'
 "$b4box" exec -c b4box.json --thread shell-r -- sh -c "$mkfiles" >/dev/null 2>&1
 ctl POST /_fake/counters/reset >/dev/null
-"$b4box" read -c b4box.json shell-r --exclude skip --skip-unsupported --json >read-sh.json 2>"$dir/err"; rc=$?
+read_nolsan -c b4box.json shell-r --exclude skip --skip-unsupported --json >read-sh.json 2>"$dir/err"; rc=$?
 execs=$(counter execs)
 B4BOX_KUBE_AGENT= "$b4box" exec -c b4box.json --thread agent-r -- sh -c "$mkfiles" >/dev/null 2>&1
-env -u B4BOX_KUBE_AGENT "$b4box" read -c b4box.json agent-r --exclude skip --skip-unsupported --json >read-agent.json 2>&1
+ctl POST /_fake/counters/reset >/dev/null
+B4BOX_KUBE_AGENT= read_nolsan -c b4box.json agent-r --exclude skip --skip-unsupported --json >read-agent.json 2>&1
+agent_execs=$(counter execs) # the agent's copy and its session: it went through the agent
 check "read: a pruned walk and a batched read, the agent's document, 3 execs" \
-        '[ $rc -eq 0 ] && [ "$(sed s/shell-r/T/ read-sh.json)" = "$(sed s/agent-r/T/ read-agent.json)" ] && grep -q "\"d ir/b c\":\"y\"" read-sh.json && ! grep -q deep read-sh.json && [ "$execs" -le 3 ]' ||
-        echo "# rc=$rc execs=$execs $(cat read-sh.json) / $(cat read-agent.json) $(cat "$dir/err")"
+        '[ $rc -eq 0 ] && [ "$(sed s/shell-r/T/ read-sh.json)" = "$(sed s/agent-r/T/ read-agent.json)" ] && grep -q "\"d ir/b c\":\"y\"" read-sh.json && ! grep -q deep read-sh.json && [ "$execs" = 3 ] && [ "$agent_execs" = 2 ]' ||
+        echo "# rc=$rc execs=$execs agent_execs=$agent_execs $(cat read-sh.json) / $(cat read-agent.json) $(cat "$dir/err")"
 
 # batched reads packed into scripts of at most 96 KiB: 400 files of 200-byte names (about
 # 500 bytes of script each) take three scripts, one exec each, and every file comes back
 many='for i in $(seq 400); do printf "%s" "$i" >"$(printf "%0200d" "$i")"; done'
 "$b4box" exec -c b4box.json --thread shell-m -- sh -c "$many" >/dev/null 2>&1
 ctl POST /_fake/counters/reset >/dev/null
-"$b4box" read -c b4box.json shell-m --json >read-many.json 2>"$dir/err"; rc=$?
+read_nolsan -c b4box.json shell-m --json >read-many.json 2>"$dir/err"; rc=$?
 execs=$(counter execs)
 check "read: 400 files in three batched scripts (four execs: the walk, three scripts)" \
         '[ $rc -eq 0 ] && grep -q "\"entries\":400" read-many.json && grep -q "\"$(printf "%0200d" 400)\":\"400\"" read-many.json && [ "$execs" = 4 ]' ||
