@@ -520,10 +520,6 @@ static uint64_t read_count(uint64_t max)
         return (max > KUBE_SHELL_FILE_MAX ? KUBE_SHELL_FILE_MAX : max) + 1;
 }
 
-struct script_out {
-        struct kube_exec_result res;
-};
-
 /* A failed exec of a file operation: a lost Pod or stream is core's to recover (the
  * operations are idempotent, a write atomic); what a retry cannot mend is not. */
 static int exec_failed(struct b4_error *err, int r, const char *op, const char *path)
@@ -1015,7 +1011,8 @@ static int sh_write_file(struct b4_fs *fs,
         if (!slash || path[0] != '/' || !slash[1])
                 return b4_error_set(err, -EINVAL, "writeFile %s: %s", path, strerror(EINVAL));
         if (len > KUBE_SHELL_FILE_MAX)
-                return -EFBIG;
+                return b4_error_set(err, -EFBIG, "writeFile %s: more than %u bytes", path,
+                                    KUBE_SHELL_FILE_MAX);
         dir = slash == path ? b4_strdup("/") : b4_strndup(path, (size_t)(slash - path));
         if (!dir)
                 return b4_error_set(err, -ENOMEM, "out of memory");
