@@ -45,7 +45,7 @@ check "check: NetworkPolicy enforcement is reported unconfirmed" \
 check "check: pidsLimit NOT ENFORCED without a user namespace" \
         'grep -Eq "^pids limit +NOT ENFORCED .*hostUsers: false" <<<"$out"'
 check "check: the agent is how operations run" \
-        'grep -Eq "^operations +n/a +b4box-agent .*copied into each Pod" <<<"$out"'
+        'grep -Eq "^operations +n/a +through b4box-agent: b4box-agent .*copied into each Pod" <<<"$out"'
 
 out=$("$b4box" exec -c b4box.json --thread cli-1 -- sh -c 'echo out; echo err >&2; id -u; exit 3' 2>"$dir/err"); rc=$?
 check "exec: output, exit code 3, uid 1000" \

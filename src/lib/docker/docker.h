@@ -25,6 +25,8 @@
 #include "b4box/policy.h"
 #include "b4box/provider-impl.h"
 
+#include "agent/agent-fs-ops.h"
+
 struct jv;
 struct http_stream;
 
@@ -264,8 +266,10 @@ struct docker_fs_target {
         const char *container;   /* borrowed name */
         uid_t uid;               /* owner of written files */
         gid_t gid;
-        struct docker_agent *agent; /* borrowed; NULL: the archive/exec fallback */
 };
+
+/* The fallback members below take the agent's answer @r to @op instead (agent-fs-ops.h). */
+bool docker_fs_falls_back(enum agent_fs_op op, int r);
 
 int docker_fs_read_file(struct docker_fs_target *t,
                         const char *path,

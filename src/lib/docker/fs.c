@@ -27,9 +27,10 @@
  *               one exec each (read_files batches every request into one script, or answers
  *               from one archive what the user's DAC allows and execs the rest)
  *
- * A target with an agent (agent.c) sends every member to it instead, one request each (the
- * dispatch at the end): the agent runs as the sandbox user inside the container, so the
- * kernel decides everything; what follows here is the fallback when no agent can run.
+ * A container with an agent (agent.c) has every member sent to it instead, one request each
+ * (src/lib/agent/agent-fs-ops.c, with these members as its fallback): the agent runs as the
+ * sandbox user inside the container, so the kernel decides everything; what follows here is
+ * the fallback when no agent can run.
  *
  * Exec-based members report PID exhaustion (reference §3.6, "started shell fork failure")
  * as -EAGAIN with the shell's message so the provider can recover and retry.
@@ -46,7 +47,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/agent-client.h"
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strbuf.h"
@@ -1514,23 +1514,20 @@ static int archive_read_files(struct docker_fs_target *t,
         return 0;
 }
 
-/* ---- dispatch: through the target's agent, else the archive/exec path above ---- */
+/* ---- the members: the fallback of the agent-backed table (agent-fs-ops.h) ---- */
 
 /*
- * 1 with *ret set when @t has an agent, 0 for the fallback, or -errno. Each member below
- * then answers -EIO from the agent on the fallback path instead: the agent could not start
- * the request (no thread for it at the keeper's pids limit, where the fallback's fork
- * failure recovers the keeper), or reported an errno outside the member's contract. A
- * connection error (-ENOTCONN, -EAGAIN) is core's to recover.
+ * A handle's or reader's agent-backed table hands a call to these when the container has no
+ * agent, or when the agent answered -EIO: it could not start the request (no thread for it
+ * at the keeper's pids limit, where the fallback's fork failure recovers the keeper), or
+ * reported an errno outside the member's contract. The agent's walk (native's rules) also
+ * stops at a directory the user cannot read (-EACCES); this provider's walk lists what
+ * `ls -R` lists and goes on, which the archive walk does from the user's DAC: so such a
+ * tree takes this path. A connection error (-ENOTCONN, -EAGAIN) is core's to recover.
  */
-static int via_agent(struct docker_fs_target *t, struct agent_conn **ret, struct b4_error *err)
+bool docker_fs_falls_back(enum agent_fs_op op, int r)
 {
-        int r;
-
-        if (!t->agent)
-                return 0;
-        r = docker_agent_conn(t->agent, ret, err);
-        return r < 0 ? r : 1;
+        return r == -EIO || (op == AGENT_FS_WALK && r == -EACCES);
 }
 
 int docker_fs_read_file(struct docker_fs_target *t,
@@ -1541,13 +1538,6 @@ int docker_fs_read_file(struct docker_fs_target *t,
                         size_t *ret_len,
                         struct b4_error *err)
 {
-        struct agent_conn *c;
-        int k = via_agent(t, &c, err);
-
-        if (k > 0 && (k = agent_read_file(c, path, flags, max_bytes, ret, ret_len, err)) != -EIO)
-                return k;
-        if (k < 0 && k != -EIO)
-                return k;
         return archive_read_file(t, path, flags, max_bytes, ret, ret_len, err);
 }
 
@@ -1556,13 +1546,6 @@ int docker_fs_lstat(struct docker_fs_target *t,
                     struct b4_stat *ret,
                     struct b4_error *err)
 {
-        struct agent_conn *c;
-        int k = via_agent(t, &c, err);
-
-        if (k > 0 && (k = agent_lstat(c, path, ret, err)) != -EIO)
-                return k;
-        if (k < 0 && k != -EIO)
-                return k;
         return archive_lstat(t, path, ret, err);
 }
 
@@ -1572,13 +1555,6 @@ int docker_fs_stat(struct docker_fs_target *t,
                    struct b4_stat *ret,
                    struct b4_error *err)
 {
-        struct agent_conn *c;
-        int k = via_agent(t, &c, err);
-
-        if (k > 0 && (k = agent_stat(c, path, flags, ret, err)) != -EIO)
-                return k;
-        if (k < 0 && k != -EIO)
-                return k;
         return archive_stat(t, path, flags, ret, err);
 }
 
@@ -1588,13 +1564,6 @@ int docker_fs_list_dir(struct docker_fs_target *t,
                        char ***ret,
                        struct b4_error *err)
 {
-        struct agent_conn *c;
-        int k = via_agent(t, &c, err);
-
-        if (k > 0 && (k = agent_list_dir(c, path, flags, ret, err)) != -EIO)
-                return k;
-        if (k < 0 && k != -EIO)
-                return k;
         return archive_list_dir(t, path, flags, ret, err);
 }
 
@@ -1603,13 +1572,6 @@ int docker_fs_realpath(struct docker_fs_target *t,
                        char **ret,
                        struct b4_error *err)
 {
-        struct agent_conn *c;
-        int k = via_agent(t, &c, err);
-
-        if (k > 0 && (k = agent_realpath(c, path, ret, err)) != -EIO)
-                return k;
-        if (k < 0 && k != -EIO)
-                return k;
         return archive_realpath(t, path, ret, err);
 }
 
@@ -1621,62 +1583,7 @@ int docker_fs_walk(struct docker_fs_target *t,
                    size_t *ret_n,
                    struct b4_error *err)
 {
-        struct agent_conn *c;
-        int k = via_agent(t, &c, err);
-
-        /* The agent's walk (native's rules) stops at a directory the user cannot read; this
-         * provider's walk lists what `ls -R` lists and goes on, which the archive walk does
-         * from the user's DAC: so such a tree takes that path. */
-        if (k > 0 && (k = agent_walk(c, path, max_entries, prune, ret, ret_n, err)) != -EIO &&
-            k != -EACCES)
-                return k;
-        if (k < 0 && k != -EIO && k != -EACCES)
-                return k;
         return archive_walk(t, path, max_entries, prune, ret, ret_n, err);
-}
-
-/* How many of @reqs, from the first, fit one batch request: at most AGENT_BATCH_MAX files
- * in a frame of AGENT_FRAME_MAX bytes (at least one: an oversized path is the client's to
- * refuse). */
-static size_t batch_fit(const struct b4_read_req *reqs, size_t n)
-{
-        size_t k = 0, bytes = 64;
-
-        while (k < n && k < AGENT_BATCH_MAX && bytes + 12 + strlen(reqs[k].path) <= AGENT_FRAME_MAX)
-                bytes += 12 + strlen(reqs[k++].path);
-        return k ? k : 1;
-}
-
-/* A batch larger than one request is sent as several, their answers joined in order. */
-static int agent_read_files_chunked(struct agent_conn *c,
-                                    const struct b4_read_req *reqs,
-                                    size_t n,
-                                    struct b4_blob **ret,
-                                    struct b4_error *err)
-{
-        struct b4_blob *all = NULL;
-        size_t done = 0;
-
-        if (n == 0 || batch_fit(reqs, n) == n)
-                return agent_read_files(c, reqs, n, ret, err);
-        all = b4_calloc(n, sizeof(*all));
-        if (!all)
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        while (done < n) {
-                size_t k = batch_fit(reqs + done, n - done);
-                struct b4_blob *part = NULL;
-                int r = agent_read_files(c, reqs + done, k, &part, err);
-
-                if (r < 0) {
-                        b4_blobs_free(all, n);
-                        return r;
-                }
-                memcpy(all + done, part, k * sizeof(*part));
-                free(part);
-                done += k;
-        }
-        *ret = all;
-        return 0;
 }
 
 int docker_fs_read_files(struct docker_fs_target *t,
@@ -1685,13 +1592,6 @@ int docker_fs_read_files(struct docker_fs_target *t,
                          struct b4_blob **ret,
                          struct b4_error *err)
 {
-        struct agent_conn *c;
-        int k = via_agent(t, &c, err);
-
-        if (k > 0 && (k = agent_read_files_chunked(c, reqs, n, ret, err)) != -EIO)
-                return k;
-        if (k < 0 && k != -EIO)
-                return k;
         return archive_read_files(t, reqs, n, ret, err);
 }
 
@@ -1702,37 +1602,16 @@ int docker_fs_write_file(struct docker_fs_target *t,
                          size_t len,
                          struct b4_error *err)
 {
-        struct agent_conn *c;
-        int k = via_agent(t, &c, err);
-
-        if (k > 0 && (k = agent_write_file(c, path, flags, data, len, err)) != -EIO)
-                return k;
-        if (k < 0 && k != -EIO)
-                return k;
         return archive_write_file(t, path, flags, data, len, err);
 }
 
 int docker_fs_mkdir_p(struct docker_fs_target *t, const char *path, struct b4_error *err)
 {
-        struct agent_conn *c;
-        int k = via_agent(t, &c, err);
-
-        if (k > 0 && (k = agent_mkdir_p(c, path, err)) != -EIO)
-                return k;
-        if (k < 0 && k != -EIO)
-                return k;
         return archive_mkdir_p(t, path, err);
 }
 
 int docker_fs_remove(struct docker_fs_target *t, const char *path, struct b4_error *err)
 {
-        struct agent_conn *c;
-        int k = via_agent(t, &c, err);
-
-        if (k > 0 && (k = agent_remove(c, path, err)) != -EIO)
-                return k;
-        if (k < 0 && k != -EIO)
-                return k;
         return archive_remove(t, path, err);
 }
 
@@ -1741,12 +1620,5 @@ int docker_fs_touch(struct docker_fs_target *t,
                     unsigned flags,
                     struct b4_error *err)
 {
-        struct agent_conn *c;
-        int k = via_agent(t, &c, err);
-
-        if (k > 0 && (k = agent_touch(c, path, flags, err)) != -EIO)
-                return k;
-        if (k < 0 && k != -EIO)
-                return k;
         return archive_touch(t, path, flags, err);
 }

@@ -33,7 +33,7 @@ struct docker_reader {
         bool closed; /* the container is removed (close is idempotent) */
 };
 
-static const struct b4_fs_ops reader_fs_ops;
+static const struct agent_fs_ops reader_fs_ops;
 
 /* Core refuses reads after close, so a read always has the reader's container. */
 static struct docker_fs_target *target_of(struct b4_fs *fs)
@@ -97,7 +97,7 @@ static int r_read_files(struct b4_fs *fs,
         return docker_fs_read_files(target_of(fs), reqs, n, ret, err);
 }
 
-static const struct b4_fs_ops reader_fs_ops = {
+static const struct b4_fs_ops fallback_fs_ops = {
         .read_file = r_read_file,
         .lstat = r_lstat,
         .stat = r_stat,
@@ -105,6 +105,25 @@ static const struct b4_fs_ops reader_fs_ops = {
         .realpath = r_realpath,
         .walk = r_walk,
         .read_files = r_read_files,
+};
+
+/* agent_fs_ops' getter: the reader's own agent, when it has one. */
+static int r_conn(struct b4_fs *fs, struct agent_conn **ret, struct b4_error *err)
+{
+        struct docker_reader *rd = container_of(fs, struct docker_reader, base.fs);
+        int r;
+
+        if (!rd->agent)
+                return 0;
+        r = docker_agent_conn(rd->agent, ret, err);
+        return r < 0 ? r : 1;
+}
+
+static const struct agent_fs_ops reader_fs_ops = {
+        .ops = { AGENT_FS_READ_MEMBERS },
+        .conn = r_conn,
+        .fallback = &fallback_fs_ops,
+        .falls_back = docker_fs_falls_back,
 };
 
 static int remove_container(struct docker_client *d, const char *name, struct b4_error *err)
@@ -255,7 +274,7 @@ int docker_reader_open(const struct docker_reader_spec *s,
                 return b4_error_set(err, -ENOMEM, "out of memory");
         (void)pthread_mutex_init(&rd->lock, NULL);
         r = docker_client_new(docker_client_socket(s->d), &rd->d, err);
-        if (r >= 0 && b4_reader_init(&rd->base, &reader_ops, &reader_fs_ops, s->thread_id) < 0)
+        if (r >= 0 && b4_reader_init(&rd->base, &reader_ops, &reader_fs_ops.ops, s->thread_id) < 0)
                 r = b4_error_set(err, -ENOMEM, "out of memory");
         if (r < 0) {
                 docker_client_free(rd->d);
@@ -272,7 +291,7 @@ int docker_reader_open(const struct docker_reader_spec *s,
                 b4_reader_free(&rd->base);
                 return b4_error_set(err, -ENOMEM, "out of memory");
         }
-        rd->t = (struct docker_fs_target){ .d = rd->d, .container = rd->name, .agent = rd->agent };
+        rd->t = (struct docker_fs_target){ .d = rd->d, .container = rd->name };
         r = volume_mountpoint(rd->d, s, &mp, err);
         if (r >= 0)
                 r = start_reader(rd, s, mp, err);

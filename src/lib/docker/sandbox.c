@@ -63,16 +63,10 @@ static int sandbox_recover(struct b4_sandbox *sb, struct b4_error *err)
 
 /* ---- filesystem ---- */
 
-/* The handle's target with the agent of the thread's current state (stable under the lease
- * the operation holds; a handle outlives states, so it never keeps the agent itself). */
-static struct docker_fs_target *target_of(struct b4_fs *fs, struct docker_fs_target *buf)
+/* The archive/exec members: the agent-backed table's fallback (fs.c). */
+static struct docker_fs_target *target_of(struct b4_fs *fs)
 {
-        struct docker_sandbox *s = container_of(fs, struct docker_sandbox, base.fs);
-        const struct docker_state *st = b4_entry_state(b4_sandbox_entry(&s->base));
-
-        *buf = s->t;
-        buf->agent = st ? st->agent : NULL;
-        return buf;
+        return &container_of(fs, struct docker_sandbox, base.fs)->t;
 }
 
 static int fs_read_file(struct b4_fs *fs,
@@ -83,13 +77,12 @@ static int fs_read_file(struct b4_fs *fs,
                         size_t *ret_len,
                         struct b4_error *err)
 {
-        return docker_fs_read_file(target_of(fs, &(struct docker_fs_target){ 0 }), path, flags, max,
-                                   ret, ret_len, err);
+        return docker_fs_read_file(target_of(fs), path, flags, max, ret, ret_len, err);
 }
 
 static int fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
 {
-        return docker_fs_lstat(target_of(fs, &(struct docker_fs_target){ 0 }), path, ret, err);
+        return docker_fs_lstat(target_of(fs), path, ret, err);
 }
 
 static int fs_stat(struct b4_fs *fs,
@@ -98,20 +91,18 @@ static int fs_stat(struct b4_fs *fs,
                    struct b4_stat *ret,
                    struct b4_error *err)
 {
-        return docker_fs_stat(target_of(fs, &(struct docker_fs_target){ 0 }), path, flags, ret,
-                              err);
+        return docker_fs_stat(target_of(fs), path, flags, ret, err);
 }
 
 static int fs_list_dir(
         struct b4_fs *fs, const char *path, unsigned flags, char ***ret, struct b4_error *err)
 {
-        return docker_fs_list_dir(target_of(fs, &(struct docker_fs_target){ 0 }), path, flags, ret,
-                                  err);
+        return docker_fs_list_dir(target_of(fs), path, flags, ret, err);
 }
 
 static int fs_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err)
 {
-        return docker_fs_realpath(target_of(fs, &(struct docker_fs_target){ 0 }), path, ret, err);
+        return docker_fs_realpath(target_of(fs), path, ret, err);
 }
 
 static int fs_walk(struct b4_fs *fs,
@@ -122,8 +113,7 @@ static int fs_walk(struct b4_fs *fs,
                    size_t *ret_n,
                    struct b4_error *err)
 {
-        return docker_fs_walk(target_of(fs, &(struct docker_fs_target){ 0 }), path, max_entries,
-                              prune, ret, ret_n, err);
+        return docker_fs_walk(target_of(fs), path, max_entries, prune, ret, ret_n, err);
 }
 
 static int fs_read_files(struct b4_fs *fs,
@@ -132,8 +122,7 @@ static int fs_read_files(struct b4_fs *fs,
                          struct b4_blob **ret,
                          struct b4_error *err)
 {
-        return docker_fs_read_files(target_of(fs, &(struct docker_fs_target){ 0 }), reqs, n, ret,
-                                    err);
+        return docker_fs_read_files(target_of(fs), reqs, n, ret, err);
 }
 
 static int fs_write_file(struct b4_fs *fs,
@@ -143,26 +132,25 @@ static int fs_write_file(struct b4_fs *fs,
                          size_t len,
                          struct b4_error *err)
 {
-        return docker_fs_write_file(target_of(fs, &(struct docker_fs_target){ 0 }), path, flags,
-                                    data, len, err);
+        return docker_fs_write_file(target_of(fs), path, flags, data, len, err);
 }
 
 static int fs_mkdir_p(struct b4_fs *fs, const char *path, struct b4_error *err)
 {
-        return docker_fs_mkdir_p(target_of(fs, &(struct docker_fs_target){ 0 }), path, err);
+        return docker_fs_mkdir_p(target_of(fs), path, err);
 }
 
 static int fs_remove(struct b4_fs *fs, const char *path, struct b4_error *err)
 {
-        return docker_fs_remove(target_of(fs, &(struct docker_fs_target){ 0 }), path, err);
+        return docker_fs_remove(target_of(fs), path, err);
 }
 
 static int fs_touch(struct b4_fs *fs, const char *path, unsigned flags, struct b4_error *err)
 {
-        return docker_fs_touch(target_of(fs, &(struct docker_fs_target){ 0 }), path, flags, err);
+        return docker_fs_touch(target_of(fs), path, flags, err);
 }
 
-static const struct b4_fs_ops sandbox_fs_ops = {
+static const struct b4_fs_ops fallback_fs_ops = {
         .read_file = fs_read_file,
         .lstat = fs_lstat,
         .stat = fs_stat,
@@ -174,6 +162,27 @@ static const struct b4_fs_ops sandbox_fs_ops = {
         .mkdir_p = fs_mkdir_p,
         .remove = fs_remove,
         .touch = fs_touch,
+};
+
+/* agent_fs_ops' getter: the agent of the thread's current state (stable under the lease the
+ * operation holds; a handle outlives states, so it never keeps the agent itself). */
+static int fs_conn(struct b4_fs *fs, struct agent_conn **ret, struct b4_error *err)
+{
+        struct docker_sandbox *s = container_of(fs, struct docker_sandbox, base.fs);
+        const struct docker_state *st = b4_entry_state(b4_sandbox_entry(&s->base));
+        int r;
+
+        if (!st || !st->agent)
+                return 0;
+        r = docker_agent_conn(st->agent, ret, err);
+        return r < 0 ? r : 1;
+}
+
+static const struct agent_fs_ops sandbox_fs_ops = {
+        .ops = { AGENT_FS_READ_MEMBERS, AGENT_FS_WRITE_MEMBERS },
+        .conn = fs_conn,
+        .fallback = &fallback_fs_ops,
+        .falls_back = docker_fs_falls_back,
 };
 
 /* ---- exec ---- */
@@ -374,7 +383,7 @@ int docker_sandbox_new(struct docker_core *c,
 
         if (!s)
                 return -ENOMEM;
-        if (b4_sandbox_init(&s->base, &sandbox_ops, &sandbox_fs_ops, st->thread_id) < 0) {
+        if (b4_sandbox_init(&s->base, &sandbox_ops, &sandbox_fs_ops.ops, st->thread_id) < 0) {
                 free(s);
                 return -ENOMEM;
         }

@@ -10,10 +10,22 @@
  *
  * As in the Docker provider, the connection is made on first use and kept until lost; only
  * reset (exclusive lease, or free) replaces it.
+ *
+ * When the Pod cannot run the agent, the link says so instead (kube_agent_conn() answers 0)
+ * and every file operation and command goes through the reference's `sh -s` scripts
+ * (shell-fs.c), one exec each, run here by kube_agent_shell_run(). Decided per Pod, then
+ * kept: no agent on the host (or B4BOX_KUBE_AGENT=off); the copy exits 126 or 127 (the
+ * image lacks head, chmod or mv); the agent copied in does not start (a probe exec finds
+ * `sh -c /b4/agent` exiting 126 or 127: a binary the image cannot run). Everything else
+ * stays an error: an exec the API server refuses or that breaks (the fallback needs the
+ * same exec), a copy failing otherwise (a full emptyDir), an image without sh (the
+ * fallback needs it too).
  */
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,11 +44,21 @@
 #define INSTALL_TIMEOUT_MS     60000u
 #define INSTALL_RETRY_DELAY_US 200000u
 
+enum {
+        LINK_AGENT,
+        LINK_DECIDING,
+        LINK_SHELL
+};
+
 struct kube_agent {
         struct agent_slot slot; /* the connection, made on first use */
         struct kube_core *core; /* a reference */
         char pod[64];
         bool read_only; /* a reader's: the agent refuses every write */
+        /* LINK_SHELL: the Pod cannot run the agent, the sh scripts serve it (shell_why is
+         * written by the one caller that moved mode from LINK_AGENT to LINK_DECIDING) */
+        atomic_int mode;
+        char shell_why[256];
 };
 
 int kube_agent_new(struct kube_core *c, const char *pod, bool read_only, struct kube_agent **ret)
@@ -100,6 +122,26 @@ static void token_free(char *t)
         }
 }
 
+/* The Pod goes without the agent: the sh scripts serve it. */
+static void use_shell(struct kube_agent *a, const char *fmt, ...) B4_PRINTF(2, 3);
+
+static void use_shell(struct kube_agent *a, const char *fmt, ...)
+{
+        int agent = LINK_AGENT;
+        va_list ap;
+
+        if (!atomic_compare_exchange_strong(&a->mode, &agent, LINK_DECIDING))
+                return;
+        va_start(ap, fmt);
+        (void)vsnprintf(a->shell_why, sizeof(a->shell_why), fmt, ap);
+        va_end(ap);
+        for (char *p = a->shell_why; *p; p++)
+                if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                        *p = ' ';
+        log_debug("kubernetes: pod \"%s\": %s; the sh scripts serve it", a->pod, a->shell_why);
+        atomic_store(&a->mode, LINK_SHELL);
+}
+
 static int install_once(struct kube_agent *a, struct b4_error *err)
 {
         struct kube_core *c = a->core;
@@ -110,8 +152,6 @@ static int install_once(struct kube_agent *a, struct b4_error *err)
         uint64_t tmp = 0;
         int r;
 
-        if (!c->agent_bin)
-                return b4_error_set(err, -ENOENT, "%s", c->agent_reason);
         /* a temporary name of its own: two replicas may install into one Pod at once, and
          * $$ is no help where each exec has its own PID namespace */
         if (getrandom(&tmp, sizeof(tmp), 0) != sizeof(tmp))
@@ -141,7 +181,10 @@ static int install_once(struct kube_agent *a, struct b4_error *err)
         token_free(token);
         if (r < 0)
                 return b4_error_wrap(err, r, "copying b4box-agent into pod \"%s\"", a->pod);
-        if (res.exit_code != 0)
+        if (res.exit_code == 126 || res.exit_code == 127)
+                use_shell(a, "copying b4box-agent into the Pod failed (exit %d: %.120s)",
+                          res.exit_code, res.errout ? res.errout : "");
+        else if (res.exit_code != 0)
                 r = b4_error_set(err, -EIO,
                                  "copying b4box-agent into pod \"%s\" failed (exit %d): %.200s",
                                  a->pod, res.exit_code, res.errout ? res.errout : "");
@@ -153,8 +196,14 @@ static int install_once(struct kube_agent *a, struct b4_error *err)
  * once more: an exec into a container that has just started can fail on its own. */
 int kube_agent_install(struct kube_agent *a, struct b4_error *err)
 {
-        int r = install_once(a, err);
+        int r;
 
+        atomic_store(&a->mode, LINK_AGENT); /* a new Pod: decided again (exclusive lease) */
+        if (!a->core->agent_bin) {
+                use_shell(a, "%s", a->core->agent_reason);
+                return 0;
+        }
+        r = install_once(a, err);
         if (r < 0 && r != -ENOMEM && r != -ENOENT && r != -EACCES && r != -EPERM) {
                 log_debug("kubernetes: %s; copying again", err ? err->msg : "");
                 (void)usleep(INSTALL_RETRY_DELAY_US);
@@ -186,20 +235,101 @@ static int connect_agent(void *userdata, struct agent_conn **ret, struct b4_erro
         return agent_conn_open(&tr, NULL, ret, err);
 }
 
+/* After a failed start: whether the agent copied in cannot run at all (one exec, its
+ * output bounded): `sh -c` reports 126 (cannot execute) or 127 (its interpreter or loader
+ * is missing). */
+static bool agent_cannot_run(struct kube_agent *a)
+{
+        char sh[] = "sh", dash_c[] = "-c",
+             probe[] = KUBE_AGENT_PATH " </dev/null >/dev/null 2>&1; echo $?";
+        char *argv[] = { sh, dash_c, probe, NULL };
+        struct kube_exec_result res = { 0 };
+        bool cannot = false;
+
+        if (kube_agent_run(a, argv, NULL, 0,
+                           &(struct kube_shell_run){
+                                   .output_cap = 64, .timeout_ms = 10000, .cancel_fd = -EBADF },
+                           &res, NULL) >= 0 &&
+            res.exit_code == 0)
+                cannot = strcmp(res.out, "126\n") == 0 || strcmp(res.out, "127\n") == 0;
+        kube_exec_result_clear(&res);
+        return cannot;
+}
+
 int kube_agent_conn(struct kube_agent *a, struct agent_conn **ret, struct b4_error *err)
 {
         struct b4_error e = { 0 };
-        int r = agent_slot_get(&a->slot, connect_agent, a, ret, &e);
+        int r;
 
+        if (atomic_load(&a->mode) == LINK_SHELL)
+                return 0;
+        r = agent_slot_get(&a->slot, connect_agent, a, ret, &e);
         if (r >= 0 && !agent_conn_alive(*ret))
                 return b4_error_set(err, -ENOTCONN,
                                     "the b4box-agent connection to pod \"%s\" "
                                     "was lost",
                                     a->pod);
         if (r >= 0)
+                return 1;
+        if (r != -ENOMEM && agent_cannot_run(a)) {
+                use_shell(a, "b4box-agent does not start in the Pod (%.120s)", e.msg);
                 return 0;
+        }
         return b4_error_set(err, r == -ENOMEM ? r : -ENOTCONN,
                             "b4box-agent could not start in pod \"%s\": %s", a->pod, e.msg);
+}
+
+bool kube_agent_shell(struct kube_agent *a, const char **ret_why)
+{
+        bool shell = atomic_load(&a->mode) == LINK_SHELL;
+
+        if (ret_why)
+                *ret_why = shell ? a->shell_why : NULL;
+        return shell;
+}
+
+int kube_agent_run(struct kube_agent *a,
+                   char *const *argv,
+                   const void *stdin_data,
+                   size_t stdin_len,
+                   const struct kube_shell_run *o,
+                   struct kube_exec_result *ret,
+                   struct b4_error *err)
+{
+        struct kube_exec_target t = { .namespace_name = a->core->namespace,
+                                      .pod = a->pod,
+                                      .container = KUBE_CONTAINER,
+                                      .argv = argv };
+        struct kube_exec_run_opts ro = { .stdin_data = stdin_data,
+                                         .stdin_len = stdin_len,
+                                         .output_cap = o->output_cap,
+                                         .timeout_ms = o->timeout_ms,
+                                         .cancel_fd = o->cancel_fd };
+        struct kube_conn_opts co;
+        char *token = NULL;
+        int r;
+
+        r = conn_opts(a->core, &co, &token, err);
+        if (r >= 0)
+                r = kube_exec_run(&co, &t, &ro, ret, err);
+        token_free(token);
+        return r;
+}
+
+int kube_agent_shell_run(struct kube_agent *a,
+                         const char *script,
+                         size_t len,
+                         const struct kube_shell_run *o,
+                         struct kube_exec_result *ret,
+                         struct b4_error *err)
+{
+        char cmd[64];
+        char sh[] = "sh", dash_c[] = "-c";
+        char *argv[] = { sh, dash_c, cmd, NULL };
+
+        /* `head -c N` ends the script under v4 too, which cannot half-close stdin */
+        (void)snprintf(cmd, sizeof(cmd), "head -c %zu | sh -s", len);
+        return kube_agent_run(a, argv, script, len, o, ret, err);
 }
 
 bool kube_agent_lost(struct kube_agent *a)

@@ -294,7 +294,16 @@ static int add_controls(struct kube_core *c, struct b4_preflight *ret)
                                            "process limit: configure the kubelet's podPidsLimit");
         if (r < 0)
                 return -ENOMEM;
-        return b4_preflight_control(ret, "operations", B4_NOT_APPLICABLE, "%s", c->agent_reason);
+        /* which path file operations and commands take (agent.c decides per Pod) */
+        if (!c->agent_bin)
+                return b4_preflight_control(ret, "operations", B4_NOT_APPLICABLE,
+                                            "the reference's sh scripts: one exec per "
+                                            "operation (%s)",
+                                            c->agent_reason);
+        return b4_preflight_control(ret, "operations", B4_NOT_APPLICABLE,
+                                    "through b4box-agent: %s (a Pod that cannot run it: the "
+                                    "reference's sh scripts, one exec per operation)",
+                                    c->agent_reason);
 }
 
 int kube_preflight(struct kube_core *c, struct b4_preflight *ret, struct b4_error *err)

@@ -130,7 +130,7 @@ static int state_new(struct kube_core *c,
                 r = launch_config_json(&s->policy, &s->launch_json);
         if (r >= 0)
                 r = launch_identity(s->image, &s->policy, s->identity);
-        if (r >= 0 && c->agent_bin)
+        if (r >= 0)
                 r = kube_agent_new(c, s->names.pod, false, &s->agent);
         if (r < 0) {
                 state_free(s);

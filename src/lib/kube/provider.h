@@ -10,6 +10,7 @@
  *   agent.c      b4box-agent in the Pod: copied into its emptyDir once per Pod by one exec,
  *                then one long-lived exec as the agent connection's transport
  *   sandbox.c    handles: file operations and commands over that connection
+ *   shell-fs.c   without the agent: the reference's `sh -s` scripts, one exec each
  *   reader.c     workspace readers: a separate read-only Pod on the PVC, never the keeper
  *   managed.c    managed workspaces: their record as the PVC's annotation, pinned images
  *   pool.c       warm pools (pool.h): ready Pod + PVC pairs adopted by new threads, a
@@ -31,6 +32,7 @@ struct agent_conn;
 struct jv;
 struct kube_agent;
 struct kube_client;
+struct kube_exec_result;
 
 /* What every handle and state shares: refcounted (the provider and each handle). */
 struct kube_core {
@@ -45,7 +47,7 @@ struct kube_core {
         uint64_t startup_timeout_ms;
         bool user_namespace; /* hostUsers: false (pidsLimit enforced in the Pod) */
         /* b4box-agent: the host's binary, read once at construction (NULL: none, and
-         * agent_reason says why: file operations are refused) */
+         * agent_reason says why: the sh scripts serve every Pod) */
         char *agent_bin;
         size_t agent_len;
         char *agent_reason;
@@ -71,7 +73,7 @@ struct kube_state {
         char *launch_json; /* owned: compact launch config (core/launch.h) */
         char identity[65];
         char pod_uid[64];         /* the keeper Pod this state's agent was copied into */
-        struct kube_agent *agent; /* owned; NULL: no agent (file operations refused) */
+        struct kube_agent *agent; /* owned: the Pod's link (the agent, or the sh scripts) */
         struct kube_pvc_seen pvc; /* the PVC as this state's acquire saw it (managed.c) */
 };
 
@@ -143,8 +145,33 @@ struct kube_agent *kube_agent_free(struct kube_agent *a);
 /* Copy the agent into the Pod's emptyDir (one exec, the binary on stdin). Exclusive lease. */
 int kube_agent_install(struct kube_agent *a, struct b4_error *err);
 /* The live connection, made on first use (one exec); borrowed until reset/free (exclusive
- * lease only). Return: 0; -ENOTCONN (lost, or could not start: core recovers); -ENOMEM. */
+ * lease only). Return: 1 with *ret; 0 when the Pod goes without the agent (the sh scripts
+ * serve it: shell-fs.c); -ENOTCONN (lost, or could not start: core recovers); -ENOMEM. */
 int kube_agent_conn(struct kube_agent *a, struct agent_conn **ret, struct b4_error *err);
+/* Whether the Pod goes without the agent, and why (*ret_why borrowed from @a). */
+bool kube_agent_shell(struct kube_agent *a, const char **ret_why);
+
+/* One exec in the Pod (its errors: kube_exec_run()). */
+struct kube_shell_run {
+        size_t output_cap;   /* per stream */
+        uint64_t timeout_ms; /* 0 = none */
+        int cancel_fd;       /* -EBADF = none */
+};
+
+int kube_agent_run(struct kube_agent *a,
+                   char *const *argv,
+                   const void *stdin_data,
+                   size_t stdin_len,
+                   const struct kube_shell_run *o,
+                   struct kube_exec_result *ret,
+                   struct b4_error *err);
+/* kube_agent_run() of `sh -c 'head -c <len> | sh -s'` with @script on stdin. */
+int kube_agent_shell_run(struct kube_agent *a,
+                         const char *script,
+                         size_t len,
+                         const struct kube_shell_run *o,
+                         struct kube_exec_result *ret,
+                         struct b4_error *err);
 bool kube_agent_lost(struct kube_agent *a);
 void kube_agent_reset(struct kube_agent *a);
 
@@ -176,8 +203,13 @@ bool kube_image_pinned(const char *ref);
 
 /* A new handle on @st's keeper. Return: 0 or -ENOMEM. */
 int kube_sandbox_new(struct kube_core *c, const struct kube_state *st, struct b4_sandbox **ret);
+/* The Pod link of a handle's or reader's fs (stable under the call's lease), or NULL. */
+struct kube_agent *kube_fs_agent(struct b4_fs *fs);
 
 /* ---- reader.c ---- */
+
+/* A reader's Pod link. */
+struct kube_agent *kube_reader_agent(struct b4_reader *r);
 
 /* A workspace reader (b4_provider_ops.open_reader): a read-only Pod on the thread's PVC.
  * @names: the thread's PVC and keeper Pod when they are not the deterministic ones (an

@@ -5,7 +5,8 @@
  * readOnly, pinned to the keeper's node when a keeper runs (ReadWriteOnce is per node), with
  * no fsGroup (it never changes a file's group) and no thread label (the thread's policy
  * does not select it; the chart denies readers everything). It never touches the keeper and
- * takes no lifecycle lease. Its b4box-agent runs with --read-only and serves every read.
+ * takes no lifecycle lease. Its b4box-agent runs with --read-only and serves every read (a Pod
+ * that cannot run it is read through the sh scripts, shell-fs.c).
  *
  * The PVC must exist, be Bound and not be terminating: a reader never mounts an unbound
  * claim (that would provision an empty one). close deletes the reader Pod.
@@ -18,12 +19,14 @@
 #include <sys/random.h>
 
 #include "agent/agent-client.h"
+#include "agent/agent-fs-ops.h"
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/time-util.h"
 #include "json/json.h"
 #include "kube/kube.h"
 #include "kube/provider.h"
+#include "kube/shell-fs.h"
 
 struct kube_reader {
         struct b4_reader base;
@@ -39,78 +42,22 @@ static struct kube_reader *of_fs(struct b4_fs *fs)
         return container_of(fs, struct kube_reader, base.fs);
 }
 
-#define R_CALL(fs, err, call)                      \
- ({                                                \
-struct agent_conn *c_;                                  \
-int r_ = kube_agent_conn(of_fs(fs)->agent, &c_, (err)); \
-r_ < 0 ? r_ : (call);                                   \
- })
-
-static int r_read_file(struct b4_fs *fs,
-                       const char *path,
-                       unsigned flags,
-                       uint64_t max,
-                       char **ret,
-                       size_t *ret_len,
-                       struct b4_error *err)
+/* agent_fs_ops' getter: the reader's own agent (0: the sh scripts serve it). */
+static int r_conn(struct b4_fs *fs, struct agent_conn **ret, struct b4_error *err)
 {
-        return R_CALL(fs, err, agent_read_file(c_, path, flags, max, ret, ret_len, err));
+        return kube_agent_conn(of_fs(fs)->agent, ret, err);
 }
 
-static int r_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
-{
-        return R_CALL(fs, err, agent_lstat(c_, path, ret, err));
-}
-
-static int r_stat(struct b4_fs *fs,
-                  const char *path,
-                  unsigned flags,
-                  struct b4_stat *ret,
-                  struct b4_error *err)
-{
-        return R_CALL(fs, err, agent_stat(c_, path, flags, ret, err));
-}
-
-static int r_list_dir(
-        struct b4_fs *fs, const char *path, unsigned flags, char ***ret, struct b4_error *err)
-{
-        return R_CALL(fs, err, agent_list_dir(c_, path, flags, ret, err));
-}
-
-static int r_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err)
-{
-        return R_CALL(fs, err, agent_realpath(c_, path, ret, err));
-}
-
-static int r_walk(struct b4_fs *fs,
-                  const char *path,
-                  size_t max_entries,
-                  char *const *prune,
-                  struct b4_walk_entry **ret,
-                  size_t *ret_n,
-                  struct b4_error *err)
-{
-        return R_CALL(fs, err, agent_walk(c_, path, max_entries, prune, ret, ret_n, err));
-}
-
-static int r_read_files(struct b4_fs *fs,
-                        const struct b4_read_req *reqs,
-                        size_t n,
-                        struct b4_blob **ret,
-                        struct b4_error *err)
-{
-        return R_CALL(fs, err, agent_read_files(c_, reqs, n, ret, err));
-}
-
-static const struct b4_fs_ops reader_fs_ops = {
-        .read_file = r_read_file,
-        .lstat = r_lstat,
-        .stat = r_stat,
-        .list_dir = r_list_dir,
-        .realpath = r_realpath,
-        .walk = r_walk,
-        .read_files = r_read_files,
+static const struct agent_fs_ops reader_fs_ops = {
+        .ops = { AGENT_FS_READ_MEMBERS },
+        .conn = r_conn,
+        .fallback = &kube_shell_fs_ops, /* its reads only: a reader has no write member */
 };
+
+struct kube_agent *kube_reader_agent(struct b4_reader *r)
+{
+        return container_of(r, struct kube_reader, base)->agent;
+}
 
 static int delete_reader_pod(struct kube_core *c, const char *name, struct b4_error *err)
 {
@@ -258,12 +205,6 @@ int kube_reader_open(struct kube_core *c,
 
         if (b4_cancel_is_set(req->cancel))
                 return b4_error_set(err, -ECANCELED, "cancelled");
-        if (!c->agent_bin)
-                return b4_error_set_code(err, -EOPNOTSUPP, B4_CODE_SANDBOX_UNAVAILABLE,
-                                         "Sandbox unavailable: kubernetes workspace readers read "
-                                         "through b4box-agent, which this provider cannot use "
-                                         "(%s).",
-                                         c->agent_reason);
         if (names)
                 n = *names;
         else if (kube_names_of(c->scope, req->thread_id, &n) < 0)
@@ -284,7 +225,7 @@ int kube_reader_open(struct kube_core *c,
         if (r >= 0)
                 r = kube_agent_new(c, rd->name, true, &rd->agent);
         if (r >= 0)
-                r = b4_reader_init(&rd->base, &reader_ops, &reader_fs_ops, req->thread_id);
+                r = b4_reader_init(&rd->base, &reader_ops, &reader_fs_ops.ops, req->thread_id);
         if (r < 0) {
                 kube_agent_free(rd->agent);
                 kube_core_unref(c);

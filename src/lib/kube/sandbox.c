@@ -7,9 +7,8 @@
  * retries it once; a command whose stream dropped while it ran is never retried (it may have
  * run), as in the Docker provider.
  *
- * Without an agent (the host has no b4box-agent) file operations and commands are refused
- * with a named error rather than half-working; the reference's `sh -s` scripts are not
- * implemented (docs/kubernetes.md).
+ * A Pod that cannot run the agent (agent.c decides) is served by the reference's `sh -s`
+ * scripts instead (shell-fs.c), one exec per operation and command.
  */
 
 #include <errno.h>
@@ -17,6 +16,7 @@
 #include <string.h>
 
 #include "agent/agent-client.h"
+#include "agent/agent-fs-ops.h"
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "base/strbuf.h"
@@ -24,6 +24,7 @@
 #include "base/time-util.h"
 #include "kube/kube.h"
 #include "kube/provider.h"
+#include "kube/shell-fs.h"
 
 struct kube_sandbox {
         struct b4_sandbox base;
@@ -38,21 +39,26 @@ static struct kube_sandbox *of_fs(struct b4_fs *fs)
         return container_of(fs, struct kube_sandbox, base.fs);
 }
 
-/* The connection of the thread's current state (stable under the lease the call holds). */
+/* The connection of the thread's current state (stable under the lease the call holds):
+ * 1 with *ret, 0 for the sh scripts, or -errno. */
 static int conn_of(struct kube_sandbox *s, struct agent_conn **ret, struct b4_error *err)
 {
         struct kube_state *st = b4_entry_state(b4_sandbox_entry(&s->base));
 
-        if (!st)
+        if (!st || !st->agent)
                 return b4_error_set(err, -ENOTCONN, "thread \"%s\" has no live sandbox",
                                     s->base.thread_id);
-        if (!st->agent)
-                return b4_error_set_code(err, -EOPNOTSUPP, B4_CODE_SANDBOX_UNAVAILABLE,
-                                         "Sandbox unavailable: the kubernetes provider runs file "
-                                         "operations and commands through b4box-agent, which "
-                                         "it cannot use here (%s). Run `b4box check`.",
-                                         s->core->agent_reason);
         return kube_agent_conn(st->agent, ret, err);
+}
+
+struct kube_agent *kube_fs_agent(struct b4_fs *fs)
+{
+        struct kube_state *st;
+
+        if (fs->rd)
+                return kube_reader_agent(fs->rd);
+        st = fs->sb ? b4_entry_state(b4_sandbox_entry(fs->sb)) : NULL;
+        return st ? st->agent : NULL;
 }
 
 /* ---- recovery ---- */
@@ -74,118 +80,16 @@ static int sandbox_recover(struct b4_sandbox *sb, struct b4_error *err)
 
 /* ---- filesystem ---- */
 
-#define FS_CALL(fs, err, call)      \
- ({                                 \
-struct agent_conn *c_;                   \
-int r_ = conn_of(of_fs(fs), &c_, (err)); \
-r_ < 0 ? r_ : (call);                    \
- })
-
-static int fs_read_file(struct b4_fs *fs,
-                        const char *path,
-                        unsigned flags,
-                        uint64_t max,
-                        char **ret,
-                        size_t *ret_len,
-                        struct b4_error *err)
+/* agent_fs_ops' getter: the connection of the thread's current state. */
+static int fs_conn(struct b4_fs *fs, struct agent_conn **ret, struct b4_error *err)
 {
-        return FS_CALL(fs, err, agent_read_file(c_, path, flags, max, ret, ret_len, err));
+        return conn_of(of_fs(fs), ret, err);
 }
 
-static int fs_lstat(struct b4_fs *fs, const char *path, struct b4_stat *ret, struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_lstat(c_, path, ret, err));
-}
-
-static int fs_stat(struct b4_fs *fs,
-                   const char *path,
-                   unsigned flags,
-                   struct b4_stat *ret,
-                   struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_stat(c_, path, flags, ret, err));
-}
-
-static int fs_list_dir(
-        struct b4_fs *fs, const char *path, unsigned flags, char ***ret, struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_list_dir(c_, path, flags, ret, err));
-}
-
-static int fs_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_realpath(c_, path, ret, err));
-}
-
-static int fs_walk(struct b4_fs *fs,
-                   const char *path,
-                   size_t max_entries,
-                   char *const *prune,
-                   struct b4_walk_entry **ret,
-                   size_t *ret_n,
-                   struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_walk(c_, path, max_entries, prune, ret, ret_n, err));
-}
-
-static int fs_read_files(struct b4_fs *fs,
-                         const struct b4_read_req *reqs,
-                         size_t n,
-                         struct b4_blob **ret,
-                         struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_read_files(c_, reqs, n, ret, err));
-}
-
-static int fs_write_file(struct b4_fs *fs,
-                         const char *path,
-                         unsigned flags,
-                         const void *data,
-                         size_t len,
-                         struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_write_file(c_, path, flags, data, len, err));
-}
-
-static int fs_mkdir_p(struct b4_fs *fs, const char *path, struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_mkdir_p(c_, path, err));
-}
-
-static int fs_remove(struct b4_fs *fs, const char *path, struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_remove(c_, path, err));
-}
-
-static int fs_touch(struct b4_fs *fs, const char *path, unsigned flags, struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_touch(c_, path, flags, err));
-}
-
-static int fs_symlink(struct b4_fs *fs, const char *target, const char *path, struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_symlink(c_, target, path, err));
-}
-
-static int fs_chmod(struct b4_fs *fs, const char *path, uint32_t mode, struct b4_error *err)
-{
-        return FS_CALL(fs, err, agent_chmod(c_, path, mode, err));
-}
-
-static const struct b4_fs_ops sandbox_fs_ops = {
-        .read_file = fs_read_file,
-        .lstat = fs_lstat,
-        .stat = fs_stat,
-        .list_dir = fs_list_dir,
-        .realpath = fs_realpath,
-        .walk = fs_walk,
-        .read_files = fs_read_files,
-        .write_file = fs_write_file,
-        .mkdir_p = fs_mkdir_p,
-        .remove = fs_remove,
-        .touch = fs_touch,
-        .symlink = fs_symlink,
-        .chmod = fs_chmod,
+static const struct agent_fs_ops sandbox_fs_ops = {
+        .ops = { AGENT_FS_READ_MEMBERS, AGENT_FS_WRITE_MEMBERS, AGENT_FS_LINK_MEMBERS },
+        .conn = fs_conn,
+        .fallback = &kube_shell_fs_ops,
 };
 
 /* ---- exec ---- */
@@ -237,6 +141,43 @@ static int exec_script(const struct b4_exec_req *req, char **ret, struct b4_erro
         return r < 0 ? b4_error_set(err, -ENOMEM, "out of memory") : 0;
 }
 
+/* Without the agent: the sh script of the command. No process limit can be set there, so
+ * a policy whose limit this provider enforces (hostUsers: false) is refused rather than
+ * run unlimited. */
+static int shell_exec(struct kube_sandbox *s,
+                      struct kube_state *st,
+                      const struct b4_exec_req *req,
+                      char **env,
+                      struct b4_exec_result *ret,
+                      struct b4_error *err)
+{
+        const char *why = NULL;
+        int r;
+
+        (void)kube_agent_shell(st->agent, &why);
+        if (s->core->user_namespace && st->policy.security.pids_limit)
+                return b4_error_set_code(err, -EOPNOTSUPP, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: pod \"%s\" cannot run "
+                                         "b4box-agent (%s), and without it security.pidsLimit "
+                                         "cannot be enforced. Run `b4box check`.",
+                                         s->pod, why ? why : "");
+        struct kube_shell_cmd c = {
+                .command = req->command,
+                .cwd = req->cwd,
+                .env = env,
+                .timeout_ms = req->timeout_ms ? req->timeout_ms : s->timeout_ms,
+                .output_cap = req->output_cap ? req->output_cap : s->output_cap,
+                .cancel_fd = req->cancel ? b4_cancel_fd(req->cancel) : -EBADF,
+        };
+        r = kube_shell_exec(st->agent, &c, ret, err);
+        if (r == -EIO)
+                return b4_error_set_code(err, -EIO, B4_CODE_SANDBOX_UNAVAILABLE,
+                                         "Sandbox unavailable: the exec into pod \"%s\" broke "
+                                         "while the command ran: it is not retried",
+                                         s->pod);
+        return r;
+}
+
 static int sandbox_exec(struct b4_sandbox *sb,
                         const struct b4_exec_req *req,
                         struct b4_exec_result *ret,
@@ -246,7 +187,7 @@ static int sandbox_exec(struct b4_sandbox *sb,
         struct kube_state *st = b4_entry_state(b4_sandbox_entry(sb));
         cleanup_free char *script = NULL;
         uint64_t start = now_msec();
-        struct agent_conn *c;
+        struct agent_conn *c = NULL;
         char **env = NULL;
         int r;
 
@@ -257,12 +198,17 @@ static int sandbox_exec(struct b4_sandbox *sb,
                 .cancel = req->cancel,
                 /* RLIMIT_NPROC counts per uid in a user namespace: only the Pod's own one
                  * makes it this sandbox's process limit */
-                .max_procs = s->core->user_namespace ? st->policy.security.pids_limit : 0,
+                .max_procs = s->core->user_namespace && st ? st->policy.security.pids_limit : 0,
         };
         r = conn_of(s, &c, err);
         if (r < 0)
                 return r;
         r = exec_env(&st->policy, req, &env, err);
+        if (r >= 0 && !c) {
+                r = shell_exec(s, st, req, env, ret, err);
+                strv_free(env);
+                return r;
+        }
         if (r >= 0)
                 r = exec_script(req, &script, err);
         if (r < 0) {
@@ -309,7 +255,7 @@ int kube_sandbox_new(struct kube_core *c, const struct kube_state *st, struct b4
 
         if (!s)
                 return -ENOMEM;
-        if (b4_sandbox_init(&s->base, &sandbox_ops, &sandbox_fs_ops, st->thread_id) < 0) {
+        if (b4_sandbox_init(&s->base, &sandbox_ops, &sandbox_fs_ops.ops, st->thread_id) < 0) {
                 free(s);
                 return -ENOMEM;
         }
