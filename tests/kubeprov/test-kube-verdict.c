@@ -176,6 +176,8 @@ static void test_image_pinned(void **state)
         (void)snprintf(ref, sizeof(ref), "debian@sha256:%.63sA", hex); /* upper case */
         assert_false(kube_image_pinned(ref));
         assert_false(kube_image_pinned(NULL));
+}
+
 /* Warm pool pairs whose owner is gone: never adopted and older than the TTL. */
 static void test_reap_pool(void **state)
 {
