@@ -1298,5 +1298,8 @@ int main(void)
         }
         for (size_t i = 0; i < sizeof(rest) / sizeof(rest[0]); i++)
                 tests[k++] = rest[i];
+        /* one test by name (a repeat run): B4BOX_TEST_FILTER=test_fork_bomb, cmocka's glob */
+        if (getenv("B4BOX_TEST_FILTER"))
+                cmocka_set_test_filter(getenv("B4BOX_TEST_FILTER"));
         return _cmocka_run_group_tests("docker provider", tests, k, NULL, NULL);
 }
