@@ -792,11 +792,19 @@ static void test_pid1_reaps(void **state)
                                     .output_cap = 4096 };
         assert_int_equal(agent_exec(c, &q, &res, &err), 0);
         b4_exec_result_clear(&res);
-        usleep(600000);
-        q.command = "n=0; for s in /proc/[0-9]*/stat; do set -- $(cat $s 2>/dev/null); "
-                    "[ \"$3\" = Z ] && n=$((n+1)); done; echo $n; cat /proc/1/comm";
-        assert_int_equal(agent_exec(c, &q, &res, &err), 0);
-        assert_int_equal(strncmp(res.out, "0\nb4box-agent", 13), 0); /* no zombie; we are PID 1 */
+        /* zombies, and sleeps dead or alive: "0 0" once both orphans ended and were reaped.
+         * Polled, not after a fixed 600 ms: on a loaded machine the sleeps may not have ended
+         * yet, and "no zombie" then proved nothing; unreaped ones never reach "0 0". */
+        q.command = "z=0 s=0; for f in /proc/[0-9]*/stat; do set -- $(cat $f 2>/dev/null); "
+                    "[ \"$3\" = Z ] && z=$((z+1)); [ \"$2\" = '(sleep)' ] && s=$((s+1)); "
+                    "done; echo $z $s; cat /proc/1/comm";
+        for (uint64_t end = now_msec() + 10000;; usleep(50 * 1000)) {
+                assert_int_equal(agent_exec(c, &q, &res, &err), 0);
+                if (strncmp(res.out, "0 0\n", 4) == 0 || now_msec() > end)
+                        break;
+                b4_exec_result_clear(&res);
+        }
+        assert_string_equal(res.out, "0 0\nb4box-agent\n"); /* no zombie; we are PID 1 */
         b4_exec_result_clear(&res);
         agent_conn_free(c);
         (void)waitpid(pid, NULL, 0);

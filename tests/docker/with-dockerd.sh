@@ -5,8 +5,8 @@
 # $B4BOX_TEST_PRIVATE_DOCKERD is set); otherwise starts
 # a private dockerd (own data root, exec root, pidfile, log and socket under a temp dir, no
 # iptables changes) and stops it afterwards. Builds a local test image by importing a rootfs
-# made here (busybox-static with its applet links, plus bash and its libraries for the fork
-# bomb, and the binaries named in $B4BOX_TEST_IMAGE_BINS) through the Engine API's import
+# made here (busybox-static with its applet links, plus bash and its libraries, and the
+# binaries named in $B4BOX_TEST_IMAGE_BINS) through the Engine API's import
 # endpoint, runs PROGRAM with
 #   B4BOX_TEST_DOCKER_HOST, B4BOX_TEST_DOCKER_IMAGE, B4BOX_TEST_DOCKER_SCOPE
 # in its environment (the program must use that scope), then removes every container made

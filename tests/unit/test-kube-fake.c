@@ -609,6 +609,18 @@ static void create_pod(struct kube_client *c, const char *name)
         free(pods);
 }
 
+/*
+ * Each wait's own deadline. The test once computed one (now + 10 s) before its first wait and
+ * gave it to all four: the Pod's start, two watch cuts with their resume pauses, a relist and
+ * a deletion all had to fit in it, so the last waits failed whenever a loaded machine had
+ * spent the 10 s on the first steps. A wait ends as soon as the informer has what it waits
+ * for, so a bound per step costs nothing when it passes. 4 x 15 s stays within meson's 90 s.
+ */
+static uint64_t deadline(void)
+{
+        return now_msec() + 15000;
+}
+
 static void test_informer(void **unused)
 {
         struct kube_options o = { .kubeconfig = in_state("kubeconfig") };
@@ -617,20 +629,19 @@ static void test_informer(void **unused)
         struct told told = { .lock = PTHREAD_MUTEX_INITIALIZER };
         struct b4_error err = { 0 };
         struct jv *got = NULL;
-        uint64_t soon;
 
         (void)unused;
         NEED_FAKE();
         c = client_from(&o);
         char *pods = kube_path("v1", "b4-sandboxes", "pods", NULL, NULL);
         assert_int_equal(kube_informer_new(c, pods, "app=inf", on_change, &told, &inf, &err), 0);
-        assert_int_equal(kube_informer_wait_synced(inf, now_msec() + 5000, &err), 0);
+        assert_int_equal(kube_informer_wait_synced(inf, deadline(), &err), 0);
         create_pod(c, "inf-1");
         /* waiting costs no API request: the informer's watch brings the changes */
         jv_unref(control("POST", "/_fake/counters/reset", NULL));
-        soon = now_msec() + 10000;
         assert_int_equal(
-                kube_informer_wait(inf, "inf-1", is_running, NULL, soon, -EBADF, &got, &err), 1);
+                kube_informer_wait(inf, "inf-1", is_running, NULL, deadline(), -EBADF, &got, &err),
+                1);
         assert_string_equal(jv_string(jv_object_get(jv_object_get(got, "status"), "phase")),
                             "Running");
         got = jv_unref(got);
@@ -640,7 +651,8 @@ static void test_informer(void **unused)
         jv_unref(control("POST", "/_fake/watch/drop", "{\"count\":1}"));
         create_pod(c, "inf-2");
         assert_int_equal(
-                kube_informer_wait(inf, "inf-2", is_present, NULL, soon, -EBADF, NULL, &err), 1);
+                kube_informer_wait(inf, "inf-2", is_present, NULL, deadline(), -EBADF, NULL, &err),
+                1);
         assert_int_equal(pod_verb("list"), 0); /* resumed from its version, not listed */
         /* changes while the watch is down, then compaction: the resume is most likely 410
          * and lists again (else it catches up from its version); either way inf-3 is seen.
@@ -649,14 +661,16 @@ static void test_informer(void **unused)
         create_pod(c, "inf-3");
         jv_unref(control("POST", "/_fake/compact", "{}"));
         assert_int_equal(
-                kube_informer_wait(inf, "inf-3", is_present, NULL, soon, -EBADF, NULL, &err), 1);
+                kube_informer_wait(inf, "inf-3", is_present, NULL, deadline(), -EBADF, NULL, &err),
+                1);
         assert_true(pod_verb("list") <= 1);
         /* a deletion is seen (the fake's Pods terminate within its grace bound) */
         assert_int_equal(kube_delete(c, "/api/v1/namespaces/b4-sandboxes/pods/inf-1",
                                      "gracePeriodSeconds=0", &err),
                          0);
         assert_int_equal(
-                kube_informer_wait(inf, "inf-1", is_absent, NULL, soon, -EBADF, NULL, &err), 1);
+                kube_informer_wait(inf, "inf-1", is_absent, NULL, deadline(), -EBADF, NULL, &err),
+                1);
         /* a wait that cannot end: the deadline, then cancel */
         assert_int_equal(kube_informer_wait(inf, "never", is_present, NULL, now_msec() + 100,
                                             -EBADF, NULL, &err),

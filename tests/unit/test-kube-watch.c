@@ -382,6 +382,66 @@ static void test_informer_relists_on_410(void **state)
         kube_client_free(c);
 }
 
+static int b_at_12(const struct jv *o, void *userdata, struct b4_error *err)
+{
+        const char *rv = jv_string(jv_object_get(jv_object_get(o, "metadata"), "resourceVersion"));
+
+        (void)userdata;
+        (void)err;
+        return rv && strcmp(rv, "12") == 0 ? 1 : 0;
+}
+
+/*
+ * A watch cut after an event (no final chunk, -EIO) resumes from that event's version, and a
+ * replay of what the cache holds is not told again: what test_informer in
+ * unit-kube-client-fake once depended on the timing of its watch cuts for (a cut watch
+ * resumed from the list's version replayed ADDED, told twice).
+ */
+static void test_informer_resumes_cut_watch(void **state)
+{
+        struct ks s = { 0 };
+        struct kube_client *c;
+        struct kube_informer *inf = NULL;
+        struct told told = { .lock = PTHREAD_MUTEX_INITIALIZER };
+        struct b4_error err = { 0 };
+
+        (void)state;
+        ks_add(&s,
+               ks_resp(200, NULL,
+                       "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"10\"},"
+                       "\"items\":[{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"9\"}}]}"),
+               false, NULL);
+        ks_add(&s,
+               strdup("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "4b\r\n{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"b\","
+                      "\"resourceVersion\":\"11\"}}}\n\r\n"),
+               false, NULL);
+        ks_add(&s,
+               strdup("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "4b\r\n{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"b\","
+                      "\"resourceVersion\":\"11\"}}}\n\r\n"
+                      "4e\r\n{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"b\","
+                      "\"resourceVersion\":\"12\"}}}\n\r\n"),
+               true, NULL);
+        ks_start(&s);
+        c = client_for(&s);
+        assert_int_equal(kube_informer_new(c, "/api/v1/namespaces/ns/pods", "app=x", on_change,
+                                           &told, &inf, &err),
+                         0);
+        assert_int_equal(
+                kube_informer_wait(inf, "b", b_at_12, NULL, now_msec() + 10000, -EBADF, NULL, &err),
+                1);
+        inf = kube_informer_free(inf);
+        pthread_mutex_lock(&told.lock);
+        assert_string_equal(told.log, "ADDED a;ADDED b;MODIFIED b;");
+        pthread_mutex_unlock(&told.lock);
+        assert_int_equal(ks_served(&s), 3);
+        assert_non_null(strstr(s.requests[1], "resourceVersion=10&"));
+        assert_non_null(strstr(s.requests[2], "resourceVersion=11&"));
+        ks_stop(&s);
+        kube_client_free(c);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -392,6 +452,7 @@ int main(void)
                 cmocka_unit_test(test_watch_wire),
                 cmocka_unit_test(test_watch_cancel),
                 cmocka_unit_test(test_informer_relists_on_410), /* one per line: clang-format */
+                cmocka_unit_test(test_informer_resumes_cut_watch),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

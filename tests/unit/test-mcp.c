@@ -13,6 +13,7 @@
 
 #include "b4-test.h"
 #include "base/macro.h"
+#include "base/time-util.h"
 #include "json/json.h"
 #include "mcp/mcp.h"
 
@@ -486,54 +487,93 @@ static void *bg_main(void *arg)
         return NULL;
 }
 
+/*
+ * Until the backend has been called @n times in all. A call queued for a busy thread tries
+ * again every 20 ms, so a second try means it is in the queue (and its id, registered before
+ * the first, can be cancelled): what a fixed sleep here only hoped for on a loaded machine.
+ */
+static void await_calls(struct env *e, int n)
+{
+        for (uint64_t end = now_msec() + 30000;; usleep(1000)) {
+                pthread_mutex_lock(&e->f.lock);
+                int calls = e->f.calls;
+                pthread_mutex_unlock(&e->f.lock);
+                if (calls >= n)
+                        return;
+                assert_true(now_msec() < end);
+        }
+}
+
+static int calls_now(struct env *e)
+{
+        int n;
+
+        pthread_mutex_lock(&e->f.lock);
+        n = e->f.calls;
+        pthread_mutex_unlock(&e->f.lock);
+        return n;
+}
+
 static void test_queue(void **state)
 {
         struct env e;
         struct jv *v;
 
-        assert_int_equal(setup_opts(&e, &(struct mcp_options){ .thread = "t",
-                                                               .queue_max = 1,
-                                                               .queue_wait_ms = 150 }),
-                         0);
+        /* the queue's own bound is the default (minutes): no wait here may run into it */
+        assert_int_equal(setup_opts(&e, &(struct mcp_options){ .thread = "t", .queue_max = 1 }), 0);
         init(&e);
         e.f.busy = 3; /* the slot frees after three tries: the call waits, then runs */
         v = handle(&e, CALL(1, "{\"name\":\"listDir\"}"));
         assert_false(is_error(v));
         assert_int_equal(e.f.calls, 4);
         jv_unref(v);
-        e.f.busy = -1; /* held for good: the wait is bounded */
-        v = handle(&e, CALL(2, "{\"name\":\"listDir\"}"));
-        assert_true(is_error(v));
-        assert_non_null(strstr(text0(v), "stayed busy"));
-        jv_unref(v);
         /* one call waits (queue_max 1): a second is refused at once */
+        e.f.busy = -1;
         struct bg b = { .e = &e, .text = CALL(3, "{\"name\":\"listDir\"}") };
         assert_int_equal(pthread_create(&b.t, NULL, bg_main, &b), 0);
-        usleep(50 * 1000);
+        await_calls(&e, 4 + 2);
         v = handle(&e, CALL(4, "{\"name\":\"listDir\"}"));
         assert_true(is_error(v));
         assert_non_null(strstr(text0(v), "already wait"));
         jv_unref(v);
+        pthread_mutex_lock(&e.f.lock);
+        e.f.busy = 0; /* the slot frees: the waiting call runs */
+        pthread_mutex_unlock(&e.f.lock);
         assert_int_equal(pthread_join(b.t, NULL), 0);
-        assert_true(is_error(b.reply));
+        assert_false(is_error(b.reply));
         jv_unref(b.reply);
+        teardown_env(&e);
+
+        /* held for good: the wait is bounded */
+        assert_int_equal(setup_opts(&e, &(struct mcp_options){ .thread = "t",
+                                                               .queue_max = 1,
+                                                               .queue_wait_ms = 150 }),
+                         0);
+        init(&e);
+        e.f.busy = -1;
+        v = handle(&e, CALL(2, "{\"name\":\"listDir\"}"));
+        assert_true(is_error(v));
+        assert_non_null(strstr(text0(v), "stayed busy"));
+        jv_unref(v);
         teardown_env(&e);
 }
 
 static void test_cancel(void **state)
 {
         struct env e;
+        int n;
 
         assert_int_equal(setup_opts(&e, &(struct mcp_options){ .thread = "t" }), 0);
         init(&e);
         e.f.busy = -1;
         struct bg b = { .e = &e, .text = CALL("c-1", "{\"name\":\"listDir\"}") };
-        /* c-2 is unknown: ignored; c-1 ends its wait for the slot */
+        /* c-2 is unknown: ignored (c-1 still tries); c-1 ends its wait for the slot */
         assert_int_equal(pthread_create(&b.t, NULL, bg_main, &b), 0);
-        usleep(100 * 1000);
+        await_calls(&e, 2);
         assert_null(handle(&e, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
                                "\"params\":{\"requestId\":\"c-2\"}}"));
-        usleep(50 * 1000);
+        n = calls_now(&e);
+        await_calls(&e, n + 2);
         assert_null(handle(&e, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
                                "\"params\":{\"requestId\":\"c-1\",\"reason\":\"x\"}}"));
         assert_int_equal(pthread_join(b.t, NULL), 0);
@@ -579,15 +619,12 @@ static void test_http_cancel(void **state)
         e.f.busy = -1;
         struct bg_h b = { .e = &e, .text = CALL(5, "{\"name\":\"listDir\"}"), .h = &mine };
         assert_int_equal(pthread_create(&b.t, NULL, bg_h_main, &b), 0);
-        usleep(100 * 1000);
+        await_calls(&e, 2);
         assert_null(handle_h(&e, cancel, &other, NULL));
         assert_null(handle_h(&e, cancel, &none, NULL));
         assert_null(handle(&e, cancel)); /* stdio's scope is not HTTP's */
-        usleep(100 * 1000);
-        pthread_mutex_lock(&e.f.lock);
-        int before = e.f.calls;
-        pthread_mutex_unlock(&e.f.lock);
-        assert_true(before > 1); /* still waiting */
+        int before = calls_now(&e);
+        await_calls(&e, before + 2); /* still waiting: none of those cancelled it */
         assert_null(handle_h(&e, cancel, &mine, NULL));
         assert_int_equal(pthread_join(b.t, NULL), 0);
         assert_true(is_error(b.reply));
