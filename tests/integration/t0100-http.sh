@@ -44,11 +44,11 @@ req POST /threads/a/tools/writeFile "@$WORK/big-tool.json"
 check "a tool call over server.maxToolBodyBytes is 413" [ "$STATUS" = 413 ]
 
 req POST /threads/a/tools/writeFile '{"path": "x.txt", "content": "hi"}'
-check "writeFile succeeds" [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" ok)" = true ]
+if [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" ok)" = true ]; then ok "writeFile succeeds"; else not_ok "writeFile succeeds"; fi
 req POST /threads/a/tools/readFile '{"path": "x.txt"}'
 check "readFile reads it back" [ "$(json_get "$BODY" result)" = hi ]
 req POST /threads/a/tools/readFile '{"path": "missing.txt"}'
-check "a tool failure is a 200 result with ok false" [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" ok)" = false ]
+if [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" ok)" = false ]; then ok "a tool failure is a 200 result with ok false"; else not_ok "a tool failure is a 200 result with ok false"; fi
 
 req POST /threads/a/runs '{"calls": [{"tool": "writeFile", "args": {"path": "y", "content": "1"}}, {"tool": "listDir", "args": {}}]}'
 check "a run of two calls" [ "$STATUS" = 200 ]
@@ -59,12 +59,12 @@ check "empty calls is 400" [ "$STATUS" = 400 ]
 req GET /threads/a
 check "thread shows a live sandbox" [ "$(json_get "$BODY" sandbox.state)" = live ]
 req POST /threads/a/release
-check "release" [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" sandbox.state)" = released ]
+if [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" sandbox.state)" = released ]; then ok "release"; else not_ok "release"; fi
 req POST /threads/a/tools/readFile '{"path": "x.txt"}'
 check "release keeps the workspace" [ "$(json_get "$BODY" result)" = hi ]
 
 req POST /threads/nope/tools/readFile '{"path": "x"}'
-check "unknown thread is 404" [ "$STATUS" = 404 ] && [ "$(json_get "$BODY" error.details.code)" = thread_not_found ]
+if [ "$STATUS" = 404 ] && [ "$(json_get "$BODY" error.details.code)" = thread_not_found ]; then ok "unknown thread is 404"; else not_ok "unknown thread is 404"; fi
 req POST /threads/a/cancel
 check "cancel with no run in flight is 409" [ "$STATUS" = 409 ]
 req PUT /threads
@@ -133,7 +133,7 @@ check "no token is 401" [ "$STATUS" = 401 ]
 req POST /threads '{"thread_id": "mine"}' -H "Authorization: Bearer wrong-token-0123456789"
 check "a wrong token is 401" [ "$STATUS" = 401 ]
 req POST /threads '{"thread_id": "mine"}' "${A[@]}"
-check "alice creates a thread" [ "$STATUS" = 201 ] && [ "$(json_get "$BODY" owner)" = alice ]
+if [ "$STATUS" = 201 ] && [ "$(json_get "$BODY" owner)" = alice ]; then ok "alice creates a thread"; else not_ok "alice creates a thread"; fi
 req GET /threads/mine "" "${B[@]}"
 check "bob gets 404 on alice's thread" [ "$STATUS" = 404 ]
 req DELETE /threads/mine "" "${B[@]}"

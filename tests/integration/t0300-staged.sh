@@ -44,29 +44,29 @@ start_server "{\"sandbox\": {\"provider\": {\"type\": \"fake\", \"scope\": \"st\
 req PUT "/workspace/sources/$DIGEST" "@$WORK/b.json" "${RO[@]}"
 check "option on, refused caller: 403 before anything" [ "$STATUS" = 403 ]
 req PUT "/workspace/sources/ABC" "@$WORK/b.json" "${UP[@]}"
-check "bad digest: 400" [ "$STATUS" = 400 ] && [ "$(json_get "$BODY" error.details.code)" = invalid_digest ]
+if [ "$STATUS" = 400 ] && [ "$(json_get "$BODY" error.details.code)" = invalid_digest ]; then ok "bad digest: 400"; else not_ok "bad digest: 400"; fi
 head -c 3000 /dev/zero | tr '\0' ' ' > "$WORK/big.json"
 req PUT "/workspace/sources/$DIGEST" "@$WORK/big.json" "${UP[@]}"
-check "over maxUploadBytes: 413" [ "$STATUS" = 413 ] && [ "$(json_get "$BODY" error.details.code)" = payload_too_large ]
+if [ "$STATUS" = 413 ] && [ "$(json_get "$BODY" error.details.code)" = payload_too_large ]; then ok "over maxUploadBytes: 413"; else not_ok "over maxUploadBytes: 413"; fi
 req PUT "/workspace/sources/$DIGEST" "not json" "${UP[@]}"
-check "not JSON: 400" [ "$STATUS" = 400 ] && [ "$(json_get "$BODY" error.details.code)" = invalid_request ]
+if [ "$STATUS" = 400 ] && [ "$(json_get "$BODY" error.details.code)" = invalid_request ]; then ok "not JSON: 400"; else not_ok "not JSON: 400"; fi
 OTHER=$(printf '%064d' 0)
 req PUT "/workspace/sources/$OTHER" "@$WORK/b.json" "${UP[@]}"
-check "digest mismatch: 400" [ "$STATUS" = 400 ] && [ "$(json_get "$BODY" error.details.code)" = digest_mismatch ]
+if [ "$STATUS" = 400 ] && [ "$(json_get "$BODY" error.details.code)" = digest_mismatch ]; then ok "digest mismatch: 400"; else not_ok "digest mismatch: 400"; fi
 BADD=$(sed 's/.*"digest":"\([0-9a-f]*\)".*/\1/' "$WORK/bad.json")
 req PUT "/workspace/sources/$BADD" "@$WORK/bad.json" "${UP[@]}"
-check "content not matching its digest: 422" [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_source_invalid ]
+if [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_source_invalid ]; then ok "content not matching its digest: 422"; else not_ok "content not matching its digest: 422"; fi
 check "422 says why" [ "$(json_get "$BODY" error.message)" = "Source bundle digest mismatch" ]
 req PUT "/workspace/sources/$DIGEST" "@$WORK/b.json" "${UP[@]}"
-check "new upload: 201 created" [ "$STATUS" = 201 ] && [ "$(json_get "$BODY" status)" = created ]
+if [ "$STATUS" = 201 ] && [ "$(json_get "$BODY" status)" = created ]; then ok "new upload: 201 created"; else not_ok "new upload: 201 created"; fi
 check "answer names the digest" [ "$(json_get "$BODY" digest)" = "$DIGEST" ]
 req PUT "/workspace/sources/$DIGEST" "@$WORK/b.json" "${UP[@]}"
-check "same upload again: 200 held" [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" status)" = held ]
+if [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" status)" = held ]; then ok "same upload again: 200 held"; else not_ok "same upload again: 200 held"; fi
 printf 'another file, long enough to go over the quota of this server....\n' > "$WORK/src/main.txt"
 printf 'x%.0s' $(seq 300) >> "$WORK/src/main.txt"
 D2=$("$B4BOX" bundle create "$WORK/src" -o "$WORK/b2.json")
 req PUT "/workspace/sources/$D2" "@$WORK/b2.json" "${UP[@]}"
-check "over maxStagedBytes: 507" [ "$STATUS" = 507 ] && [ "$(json_get "$BODY" error.details.code)" = staged_quota_exceeded ]
+if [ "$STATUS" = 507 ] && [ "$(json_get "$BODY" error.details.code)" = staged_quota_exceeded ]; then ok "over maxStagedBytes: 507"; else not_ok "over maxStagedBytes: 507"; fi
 # One upload at a time: a slow upload holds the slot, a second one is told to retry.
 { cat "$WORK/b.json"; head -c 1400 /dev/zero | tr '\0' ' '; } > "$WORK/padded.json"
 curl -s "${JSON[@]}" --unix-socket "$SOCK" -X PUT --limit-rate 500 --data-binary "@$WORK/padded.json" "${UP[@]}" \

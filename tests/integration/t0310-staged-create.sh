@@ -48,9 +48,9 @@ start_server "{\"sandbox\": {\"provider\": {\"type\": \"fake\", \"scope\": \"sc0
 req POST /threads "$(ws t0 "{\"sourceDigest\": \"$DIGEST\"}")" "${RO[@]}"
 check "off: the policy first (403)" [ "$STATUS" = 403 ]
 req POST /threads "$(ws t0 '{"sourceDigest": "nope"}')" "${AL[@]}"
-check "off: a malformed field is 400 invalid_request" [ "$STATUS" = 400 ] && [ "$(json_get "$BODY" error.details.code)" = invalid_request ]
+if [ "$STATUS" = 400 ] && [ "$(json_get "$BODY" error.details.code)" = invalid_request ]; then ok "off: a malformed field is 400 invalid_request"; else not_ok "off: a malformed field is 400 invalid_request"; fi
 req POST /threads "$(ws t0 "{\"sourceDigest\": \"$DIGEST\"}")" "${AL[@]}"
-check "off: 400 workspace_not_accepted" [ "$STATUS" = 400 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_not_accepted ]
+if [ "$STATUS" = 400 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_not_accepted ]; then ok "off: 400 workspace_not_accepted"; else not_ok "off: 400 workspace_not_accepted"; fi
 req GET /threads/t0 "" "${AL[@]}"
 check "off: nothing was created" [ "$STATUS" = 404 ]
 stop_server
@@ -64,16 +64,16 @@ head -c 1100000 /dev/zero | tr '\0' ' ' > "$WORK/big.json"
 req POST /threads "@$WORK/big.json" "${RO[@]}"
 check "over 1 MiB, refused caller: the policy's 403, not 413" [ "$STATUS" = 403 ]
 req POST /threads "@$WORK/big.json" "${AL[@]}"
-check "over 1 MiB: 413 payload_too_large" [ "$STATUS" = 413 ] && [ "$(json_get "$BODY" error.details.code)" = payload_too_large ]
+if [ "$STATUS" = 413 ] && [ "$(json_get "$BODY" error.details.code)" = payload_too_large ]; then ok "over 1 MiB: 413 payload_too_large"; else not_ok "over 1 MiB: 413 payload_too_large"; fi
 for bad in '"x"' '{}' '{"sourceDigest": "ABC"}' "{\"sourceDigest\": \"$DIGEST\", \"extra\": 1}" \
         "{\"sourceDigest\": \"$DIGEST\", \"baseline\": \"svn\"}" \
         "{\"sourceDigest\": \"$DIGEST\", \"environmentLinks\": [{\"path\": \"a\"}]}" \
         "{\"sourceDigest\": \"$DIGEST\", \"environmentLinks\": {}}"; do
         req POST /threads "$(ws t1 "$bad")" "${AL[@]}"
-        check "malformed workspace $bad: 400" [ "$STATUS" = 400 ] && [ "$(json_get "$BODY" error.details.code)" = invalid_request ]
+        if [ "$STATUS" = 400 ] && [ "$(json_get "$BODY" error.details.code)" = invalid_request ]; then ok "malformed workspace $bad: 400"; else not_ok "malformed workspace $bad: 400"; fi
 done
 req POST /threads "$(ws t1 "{\"sourceDigest\": \"$MISSING\"}")" "${AL[@]}"
-check "a digest nobody uploaded: 422 workspace_source_not_held" [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_source_not_held ]
+if [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_source_not_held ]; then ok "a digest nobody uploaded: 422 workspace_source_not_held"; else not_ok "a digest nobody uploaded: 422 workspace_source_not_held"; fi
 
 # The upload client.
 export B4BOX_URL="unix:$SOCK" B4BOX_TOKEN=alice-token-0123456789
@@ -119,7 +119,7 @@ except FileNotFoundError:
 S(sys.argv[1], H).serve_forever()
 EOF
 fake_upload() { # ANSWER_JSON...: run b4box upload against a scripted server, sets out/rc
-        rm -f "$WORK/fake.sock.log"
+        rm -f "$WORK/fake.sock.log" "$WORK/fake.sock" # a socket left by the last one would pass the wait
         python3 "$WORK/fake-server.py" "$WORK/fake.sock" "$@" &
         local fp=$!
         for _ in $(seq 100); do [ -S "$WORK/fake.sock" ] && break; sleep 0.05; done
@@ -129,25 +129,25 @@ fake_upload() { # ANSWER_JSON...: run b4box upload against a scripted server, se
 ok201="[201, 0, \"{\\\"digest\\\": \\\"$DIGEST\\\", \\\"status\\\": \\\"created\\\"}\"]"
 busy='[429, 1, "{\"error\": {\"message\": \"busy\", \"details\": {\"code\": \"upload_in_flight\"}}}"]'
 fake_upload "$busy" "$busy" "$ok201"
-check "upload retries a 429 after Retry-After, then reports created" [ "$rc" = 0 ] && [ "$out" = "$DIGEST created" ]
+if [ "$rc" = 0 ] && [ "$out" = "$DIGEST created" ]; then ok "upload retries a 429 after Retry-After, then reports created"; else not_ok "upload retries a 429 after Retry-After, then reports created"; fi
 check "three attempts were made" [ "$(grep -c "PUT /workspace/sources/$DIGEST" "$WORK/fake.sock.log")" = 3 ]
 fake_upload "$busy"
-check "upload gives up after 5 attempts" [ "$rc" = 1 ] && glob "$out" "*429*upload_in_flight*" && [ "$(grep -c PUT "$WORK/fake.sock.log")" = 5 ]
+if [ "$rc" = 1 ] && glob "$out" "*429*upload_in_flight*" && [ "$(grep -c PUT "$WORK/fake.sock.log")" = 5 ]; then ok "upload gives up after 5 attempts"; else not_ok "upload gives up after 5 attempts"; fi
 fake_upload "[201, 0, \"{\\\"digest\\\": \\\"$MISSING\\\", \\\"status\\\": \\\"created\\\"}\"]"
-check "upload refuses an answer for another digest" [ "$rc" = 1 ] && glob "$out" "*answered for digest $MISSING*"
+if [ "$rc" = 1 ] && glob "$out" "*answered for digest $MISSING*"; then ok "upload refuses an answer for another digest"; else not_ok "upload refuses an answer for another digest"; fi
 fake_upload '[200, 0, 100000]'
-check "upload bounds the response it reads" [ "$rc" = 1 ] && glob "$out" "*larger than 65536 bytes*"
+if [ "$rc" = 1 ] && glob "$out" "*larger than 65536 bytes*"; then ok "upload bounds the response it reads"; else not_ok "upload bounds the response it reads"; fi
 
 # Links are checked against the held bundle.
 req POST /threads "$(ws t1 "{\"sourceDigest\": \"$DIGEST\", \"environmentLinks\": [{\"path\": \"main.txt\", \"target\": \"/etc/hosts\"}]}")" "${AL[@]}"
-check "a link over a bundle file: 422 workspace_invalid" [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_invalid ]
+if [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_invalid ]; then ok "a link over a bundle file: 422 workspace_invalid"; else not_ok "a link over a bundle file: 422 workspace_invalid"; fi
 check "422 says why" glob "$(json_get "$BODY" error.message)" "*main.txt*"
 req POST /threads "$(ws t1 "{\"sourceDigest\": \"$DIGEST\", \"environmentLinks\": [{\"path\": \"l\", \"target\": \"relative\"}]}")" "${AL[@]}"
-check "a relative link target: 422 workspace_invalid" [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_invalid ]
+if [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_invalid ]; then ok "a relative link target: 422 workspace_invalid"; else not_ok "a relative link target: 422 workspace_invalid"; fi
 req POST /threads "$(ws t1 "{\"sourceDigest\": \"$DIGEST\", \"baseline\": \"git\", \"environmentLinks\": [{\"path\": \".git\", \"target\": \"/x\"}]}")" "${AL[@]}"
-check "a .git link under a git baseline: 422 workspace_invalid" [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_invalid ]
+if [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_invalid ]; then ok "a .git link under a git baseline: 422 workspace_invalid"; else not_ok "a .git link under a git baseline: 422 workspace_invalid"; fi
 req POST /threads "$(ws t1 "{\"sourceDigest\": \"$DIGEST\"}")" "${AL[@]}"
-check "create with a held source: 201" [ "$STATUS" = 201 ] && [ "$(json_get "$BODY" thread_id)" = t1 ]
+if [ "$STATUS" = 201 ] && [ "$(json_get "$BODY" thread_id)" = t1 ]; then ok "create with a held source: 201"; else not_ok "create with a held source: 201"; fi
 check "the reference is not in the metadata" [ "$(json_get "$BODY" metadata)" = "{}" ]
 req POST /threads "$(ws t1 "{\"sourceDigest\": \"$DIGEST\"}")" "${AL[@]}"
 check "the same id again: 409" [ "$STATUS" = 409 ]
@@ -156,9 +156,9 @@ check "a child thread may not name a workspace: 400" [ "$STATUS" = 400 ]
 
 # The first run materialises the staged files; the resolver saw the staged reference.
 req POST /threads/t1/tools/readFile '{"path": "main.txt"}' "${AL[@]}"
-check "first run: readFile sees the staged file" [ "$STATUS" = 200 ] && glob "$BODY" "*hello from the bundle*"
+if [ "$STATUS" = 200 ] && glob "$BODY" "*hello from the bundle*"; then ok "first run: readFile sees the staged file"; else not_ok "first run: readFile sees the staged file"; fi
 req POST /threads/t1/tools/readFile '{"path": "bin/run.sh"}' "${AL[@]}"
-check "and the nested one" [ "$STATUS" = 200 ] && glob "$BODY" "*echo run*"
+if [ "$STATUS" = 200 ] && glob "$BODY" "*echo run*"; then ok "and the nested one"; else not_ok "and the nested one"; fi
 check "the resolver ran with staged" [ "$(json_get "$(cat "$WORK/resolver-t1.json")" staged.sourceDigest)" = "$DIGEST" ]
 check "staged carries the links, sorted and empty here" [ "$(json_get "$(cat "$WORK/resolver-t1.json")" staged.environmentLinks)" = "[]" ]
 check "and the client metadata without it" [ "$(json_get "$(cat "$WORK/resolver-t1.json")" metadata)" = "{}" ]
@@ -176,7 +176,7 @@ check "the resolver saw the link" glob "$(cat "$WORK/resolver-t2.json")" '*"path
 # The resolver may only answer the thread's own staged source.
 req POST /threads "{\"thread_id\": \"t5\", \"metadata\": {\"mode\": \"other\"}, \"workspace\": {\"sourceDigest\": \"$DIGEST\"}}" "${AL[@]}"
 req POST /threads/t5/tools/listDir '{}' "${AL[@]}"
-check "a resolver naming another source: refused at admission" [ "$STATUS" = 503 ] && glob "$BODY" "*is not the thread's staged source*"
+if [ "$STATUS" = 503 ] && glob "$BODY" "*is not the thread's staged source*"; then ok "a resolver naming another source: refused at admission"; else not_ok "a resolver naming another source: refused at admission"; fi
 # The held source is checked byte for byte against its canonical form at admission.
 python3 - "$WORK/s1/b4box.db" "$DIGEST" <<'EOF'
 import sqlite3, sys
@@ -186,7 +186,7 @@ c.execute("UPDATE sources SET payload = ? WHERE digest = ?", (b" " + bytes(p), s
 EOF
 req POST /threads "$(ws t6 "{\"sourceDigest\": \"$DIGEST\"}")" "${AL[@]}"
 req POST /threads/t6/tools/listDir '{}' "${AL[@]}"
-check "a held source that differs from its canonical bytes: refused at admission" [ "$STATUS" = 503 ] && glob "$BODY" "*does not match its held source*"
+if [ "$STATUS" = 503 ] && glob "$BODY" "*does not match its held source*"; then ok "a held source that differs from its canonical bytes: refused at admission"; else not_ok "a held source that differs from its canonical bytes: refused at admission"; fi
 check "and the resolver never ran" [ ! -e "$WORK/resolver-t6.json" ]
 
 # stagedSources "own" (below): refused callers hear "not held", like an unknown digest.
@@ -194,9 +194,9 @@ stop_server
 unset B4BOX_URL B4BOX_TOKEN
 start_server "${CFG%\}\}}, \"stagedSources\": \"own\"}}" "$WORK/s1" || { not_ok "server restarts"; done_testing; exit 1; }
 req POST /threads "$(ws t3 "{\"sourceDigest\": \"$DIGEST\"}")" "${BO[@]}"
-check "own: bob did not upload it, 422 workspace_source_not_held" [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_source_not_held ]
+if [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_source_not_held ]; then ok "own: bob did not upload it, 422 workspace_source_not_held"; else not_ok "own: bob did not upload it, 422 workspace_source_not_held"; fi
 req POST /threads "$(ws t3 "{\"sourceDigest\": \"$DIGEST\", \"environmentLinks\": [{\"path\": \"main.txt\", \"target\": \"/x\"}]}")" "${BO[@]}"
-check "own: no workspace_invalid leak of another's file names" [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_source_not_held ]
+if [ "$STATUS" = 422 ] && [ "$(json_get "$BODY" error.details.code)" = workspace_source_not_held ]; then ok "own: no workspace_invalid leak of another's file names"; else not_ok "own: no workspace_invalid leak of another's file names"; fi
 req POST /threads "$(ws t3 "{\"sourceDigest\": \"$DIGEST\"}")" "${AL[@]}"
 check "own: alice uploaded it, 201" [ "$STATUS" = 201 ]
 req PUT "/workspace/sources/$DIGEST" "@$WORK/b.json" "${BO[@]}"

@@ -27,33 +27,33 @@ start_server "{\"server\": {\"headerTimeoutMs\": 800},
 ok "server starts with a command and no principals"
 
 req POST /threads '{"thread_id": "t1"}'
-check "no token: the program denies a create: 403" [ "$STATUS" = 403 ] &&
-        [ "$(json_get "$BODY" error.details.code)" = forbidden ]
+if [ "$STATUS" = 403 ] &&
+        [ "$(json_get "$BODY" error.details.code)" = forbidden ]; then ok "no token: the program denies a create: 403"; else not_ok "no token: the program denies a create: 403"; fi
 req POST /threads '{"thread_id": "t1"}' "${A[@]}"
-check "alice creates t1" [ "$STATUS" = 201 ] && [ "$(json_get "$BODY" owner)" = alice ]
+if [ "$STATUS" = 201 ] && [ "$(json_get "$BODY" owner)" = alice ]; then ok "alice creates t1"; else not_ok "alice creates t1"; fi
 req GET /threads/t1 "" "${B[@]}"
 HIDDEN=$BODY
 req GET /threads/nope "" "${B[@]}"
-check "bob is told t1 does not exist, exactly as a missing thread" [ "$STATUS" = 404 ] &&
-        [ "${HIDDEN/t1/nope}" = "$BODY" ]
+if [ "$STATUS" = 404 ] &&
+        [ "${HIDDEN/t1/nope}" = "$BODY" ]; then ok "bob is told t1 does not exist, exactly as a missing thread"; else not_ok "bob is told t1 does not exist, exactly as a missing thread"; fi
 req GET /threads "" "${B[@]}"
-check "bob's list does not show t1" [ "$STATUS" = 200 ] && ! glob "$BODY" "*t1*"
+if [ "$STATUS" = 200 ] && ! glob "$BODY" "*t1*"; then ok "bob's list does not show t1"; else not_ok "bob's list does not show t1"; fi
 req GET /threads "" "${A[@]}"
-check "alice's list shows t1" [ "$STATUS" = 200 ] && glob "$BODY" "*\"t1\"*"
+if [ "$STATUS" = 200 ] && glob "$BODY" "*\"t1\"*"; then ok "alice's list shows t1"; else not_ok "alice's list shows t1"; fi
 req POST /threads/t1/tools/runBash '{"command": "echo hi"}' "${A[@]}"
-check "alice runs on t1" [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" result.exitCode)" = 0 ]
+if [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" result.exitCode)" = 0 ]; then ok "alice runs on t1"; else not_ok "alice runs on t1"; fi
 req POST /threads '{"thread_id": "locked1"}' "${A[@]}"
 req GET /threads/locked1 "" "${A[@]}"
-check "the program's status and message are answered" [ "$STATUS" = 423 ] &&
-        [ "$(json_get "$BODY" error.message)" = "this thread is locked" ]
+if [ "$STATUS" = 423 ] &&
+        [ "$(json_get "$BODY" error.message)" = "this thread is locked" ]; then ok "the program's status and message are answered"; else not_ok "the program's status and message are answered"; fi
 
 line=$(grep '"thread.create"' "$LOG" | head -1)
 check "the request line carries action and operation" glob "$line" '*"action":"create"*'
 digest=$(printf %s alice-token-0123456789abc | sha256sum | cut -c1-64)
-check "... the token's digest, never the token" grep -q "\"tokenDigest\":\"$digest\"" "$LOG" &&
-        ! grep -q "alice-token" "$LOG"
-check "... lower-cased headers, without authorization" glob "$line" '*"content-type":"application/json"*' &&
-        ! grep -qi '"authorization"' "$LOG"
+if grep -q "\"tokenDigest\":\"$digest\"" "$LOG" &&
+        ! grep -q "alice-token" "$LOG"; then ok "... the token's digest, never the token"; else not_ok "... the token's digest, never the token"; fi
+if glob "$line" '*"content-type":"application/json"*' &&
+        ! grep -qi '"authorization"' "$LOG"; then ok "... lower-cased headers, without authorization"; else not_ok "... lower-cased headers, without authorization"; fi
 
 req GET /threads/t1 "" "${A[@]}" -H "X-Test-Pause: 1.2"
 check "a decision longer than headerTimeoutMs (800 ms) but within decisionTimeoutMs stands" \
@@ -62,7 +62,7 @@ t0=$(date +%s%N)
 req GET /threads/t1 "" "${A[@]}" -H "X-Test-Slow: 1"
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 check "a program that does not answer in time: denied" [ "$STATUS" = 404 ]
-check "... within about decisionTimeoutMs ($ms ms)" [ "$ms" -ge 1900 ] && [ "$ms" -lt 4500 ]
+if [ "$ms" -ge 1900 ] && [ "$ms" -lt 4500 ]; then ok "... within about decisionTimeoutMs ($ms ms)"; else not_ok "... within about decisionTimeoutMs ($ms ms)"; fi
 sleep 0.3
 req GET /threads/t1 "" "${A[@]}"
 check "the next request is decided by a restarted program" [ "$STATUS" = 200 ]
@@ -84,31 +84,31 @@ D=$("$B4BOX" bundle create "$WORK/src" -o "$WORK/b.json")
 req PUT "/workspace/sources/$D" "@$WORK/b.json" "${A[@]}"
 check "alice uploads" [ "$STATUS" = 201 ]
 req POST /threads "{\"thread_id\": \"w-bob\", \"workspace\": {\"sourceDigest\": \"$D\"}}" "${B[@]}"
-check "bob may not create from alice's upload (the program saw uploadedBy)" [ "$STATUS" = 403 ] &&
-        [ "$(json_get "$BODY" error.message)" = "choose a source you uploaded" ]
+if [ "$STATUS" = 403 ] &&
+        [ "$(json_get "$BODY" error.message)" = "choose a source you uploaded" ]; then ok "bob may not create from alice's upload (the program saw uploadedBy)"; else not_ok "bob may not create from alice's upload (the program saw uploadedBy)"; fi
 check "the create's line carried the stamp" grep -q '"uploadedBy":\[{"by":"alice"}\]' "$LOG"
 req GET /threads/w-bob "" "${B[@]}"
 check "... and no thread was made" [ "$STATUS" = 404 ]
 req POST /threads "{\"thread_id\": \"w-alice\", \"workspace\": {\"sourceDigest\": \"$D\"}}" "${A[@]}"
-check "alice creates from it" [ "$STATUS" = 201 ] && [ "$(json_get "$BODY" workspace.sourceDigest)" = "$D" ]
+if [ "$STATUS" = 201 ] && [ "$(json_get "$BODY" workspace.sourceDigest)" = "$D" ]; then ok "alice creates from it"; else not_ok "alice creates from it"; fi
 req GET /threads/w-alice "" "${A[@]}"
 check "the thread view shows the staged sourceDigest" [ "$(json_get "$BODY" workspace.sourceDigest)" = "$D" ]
 req GET /threads/t1 "" "${A[@]}"
 check "a thread without one has no workspace member" [ -z "$(json_get "$BODY" workspace)" ]
 
 req GET /workspace/sources "" "${A[@]}"
-check "GET /workspace/sources lists the upload" [ "$STATUS" = 200 ] &&
-        [ "$(json_get "$BODY" sources.0.digest)" = "$D" ] && [ "$(json_get "$BODY" sources.0.references)" = 1 ]
+if [ "$STATUS" = 200 ] &&
+        [ "$(json_get "$BODY" sources.0.digest)" = "$D" ] && [ "$(json_get "$BODY" sources.0.references)" = 1 ]; then ok "GET /workspace/sources lists the upload"; else not_ok "GET /workspace/sources lists the upload"; fi
 req GET "/workspace/sources/$D" "" "${A[@]}"
-check "GET /workspace/sources/{digest} describes it" [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" size)" -gt 0 ]
+if [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" size)" -gt 0 ]; then ok "GET /workspace/sources/{digest} describes it"; else not_ok "GET /workspace/sources/{digest} describes it"; fi
 req DELETE "/workspace/sources/$D" "" "${A[@]}"
-check "a source a thread's workspace names: 409 source_in_use" [ "$STATUS" = 409 ] &&
-        [ "$(json_get "$BODY" error.details.code)" = source_in_use ]
+if [ "$STATUS" = 409 ] &&
+        [ "$(json_get "$BODY" error.details.code)" = source_in_use ]; then ok "a source a thread's workspace names: 409 source_in_use"; else not_ok "a source a thread's workspace names: 409 source_in_use"; fi
 req DELETE /threads/w-alice "" "${A[@]}"
 req DELETE "/workspace/sources/$D" "" "${A[@]}"
-check "then it is deleted" [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" status)" = deleted ]
+if [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" status)" = deleted ]; then ok "then it is deleted"; else not_ok "then it is deleted"; fi
 req GET "/workspace/sources/$D" "" "${A[@]}"
-check "and gone: 404 source_not_found" [ "$STATUS" = 404 ] && [ "$(json_get "$BODY" error.details.code)" = source_not_found ]
+if [ "$STATUS" = 404 ] && [ "$(json_get "$BODY" error.details.code)" = source_not_found ]; then ok "and gone: 404 source_not_found"; else not_ok "and gone: 404 source_not_found"; fi
 req GET /workspace/sources/xyz "" "${A[@]}"
 check "a bad digest: 400" [ "$STATUS" = 400 ]
 stop_server

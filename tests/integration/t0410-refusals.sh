@@ -61,7 +61,7 @@ mk() { req POST /threads "{\"thread_id\": \"$1\", \"metadata\": {\"mode\": \"$2\
 # A resolver's refusal: 422 thread_refused with its reason alone.
 mk r1 refuse
 req POST /threads/r1/tools/listDir '{}' "${RUN[@]}"
-check "a resolver's refusal is 422 thread_refused" [ "$STATUS" = 422 ] && [ "$(code)" = thread_refused ]
+if [ "$STATUS" = 422 ] && [ "$(code)" = thread_refused ]; then ok "a resolver's refusal is 422 thread_refused"; else not_ok "a resolver's refusal is 422 thread_refused"; fi
 check "its message is the reason alone" [ "$(msg)" = "team blue is over its quota" ]
 check "its registry code is B4_E2002" [ "$(json_get "$BODY" error.code)" = B4_E2002 ]
 check "the refusal's stderr is not in the reply" eval '! glob "$BODY" "*SECRET*"'
@@ -70,28 +70,28 @@ check "the refusal's stderr is in the server log" grep -q "SECRET-STDERR-refuse"
 # Any other failure: 503 with a generic message; stderr only in the log.
 mk c1 crash
 req POST /threads/c1/tools/listDir '{}' "${RUN[@]}"
-check "a failing resolver is 503 sandbox_unavailable" [ "$STATUS" = 503 ] && [ "$(code)" = sandbox_unavailable ]
+if [ "$STATUS" = 503 ] && [ "$(code)" = sandbox_unavailable ]; then ok "a failing resolver is 503 sandbox_unavailable"; else not_ok "a failing resolver is 503 sandbox_unavailable"; fi
 check "its stderr is not in the reply" eval '! glob "$BODY" "*SECRET*"'
 check "the reply points at the log" glob "$(msg)" "*exited with status 1 (details are in the server log)*"
 check "the stderr is in the server log, on one line, with the thread" grep -q "for thread c1 exited with status 1; stderr: SECRET-STDERR-crash.second line" "$WORK/server.log"
 mk b1 badrefuse
 req POST /threads/b1/tools/listDir '{}' "${RUN[@]}"
-check "exit 3 without a refusal object is 503" [ "$STATUS" = 503 ] && [ "$(code)" = sandbox_unavailable ]
+if [ "$STATUS" = 503 ] && [ "$(code)" = sandbox_unavailable ]; then ok "exit 3 without a refusal object is 503"; else not_ok "exit 3 without a refusal object is 503"; fi
 check "and its stdout is not echoed" eval '! glob "$BODY" "*not a refusal*"'
 mk b2 longrefuse
 req POST /threads/b2/tools/listDir '{}' "${RUN[@]}"
-check "a reason over 1024 bytes is 503, not a refusal" [ "$STATUS" = 503 ] && [ "$(code)" = sandbox_unavailable ]
+if [ "$STATUS" = 503 ] && [ "$(code)" = sandbox_unavailable ]; then ok "a reason over 1024 bytes is 503, not a refusal"; else not_ok "a reason over 1024 bytes is 503, not a refusal"; fi
 
 # A provider without per-thread images.
 mk i1 image
 req POST /threads/i1/tools/listDir '{}' "${RUN[@]}"
-check "an image on the fake provider is 422 image_unsupported" [ "$STATUS" = 422 ] && [ "$(code)" = image_unsupported ]
+if [ "$STATUS" = 422 ] && [ "$(code)" = image_unsupported ]; then ok "an image on the fake provider is 422 image_unsupported"; else not_ok "an image on the fake provider is 422 image_unsupported"; fi
 check "with the reference's text" [ "$(msg)" = 'Sandbox provider "fake" cannot run a per-thread image' ]
 
 # The 403 names the operation, not the route.
 mk o1 ok
 req POST /threads/o1/tools/listDir '{}' "${RO[@]}"
-check "a missing operation is 403 forbidden" [ "$STATUS" = 403 ] && [ "$(code)" = forbidden ]
+if [ "$STATUS" = 403 ] && [ "$(code)" = forbidden ]; then ok "a missing operation is 403 forbidden"; else not_ok "a missing operation is 403 forbidden"; fi
 check "naming the operation" [ "$(msg)" = "this principal may not thread.run" ]
 
 # JSON replies end with a newline: errors, objects, run results.
@@ -135,7 +135,7 @@ start_server "{\"sandbox\": {\"provider\": {\"type\": \"fake\", \"scope\": \"rf2
         { not_ok "server starts"; done_testing; exit 1; }
 req POST /threads '{"thread_id": "n1", "metadata": {"tier": "small"}}'
 req POST /threads/n1/tools/listDir '{}'
-check "no target and no default is 422 no_target" [ "$STATUS" = 422 ] && [ "$(code)" = no_target ]
+if [ "$STATUS" = 422 ] && [ "$(code)" = no_target ]; then ok "no target and no default is 422 no_target"; else not_ok "no target and no default is 422 no_target"; fi
 check "naming the key" glob "$(msg)" '*metadata "tier" selects no sandbox target*'
 req POST /threads '{"thread_id": "n2", "metadata": {"tier": "big"}}'
 req POST /threads/n2/tools/listDir '{}'

@@ -30,13 +30,13 @@ m() { grep -q "$1" "$WORK/metrics.txt"; }
 check "exec durations, buckets up to 10 minutes" m '^b4box_exec_duration_seconds_bucket{le="600"} 1$'
 check "acquires by kind (cold)" m '^b4box_acquire_duration_seconds_count{kind="cold"} 1$'
 check "... and reattach" m '^b4box_acquire_duration_seconds_count{kind="reattach"} 0$'
-check "releases by reason" m '^b4box_releases_by_reason_total{reason="explicit"} 1$' &&
-        m '^b4box_releases_by_reason_total{reason="idle"} 0$'
+if m '^b4box_releases_by_reason_total{reason="explicit"} 1$' &&
+        m '^b4box_releases_by_reason_total{reason="idle"} 0$'; then ok "releases by reason"; else not_ok "releases by reason"; fi
 check "tool errors by code" m '^b4box_tool_errors_total{tool="readFile",code="[a-z_]*"} 1$'
 check "request durations by route" m '^b4box_http_request_duration_seconds_count{route="thread.tool"} 2$'
 check "build info" m "^b4box_build_info{version=\"$("$B4BOX" version | awk '{print $2}')\"} 1$"
-check "process metrics" m '^process_cpu_seconds_total ' && m '^process_open_fds [0-9]' &&
-        m '^process_resident_memory_bytes [1-9]' && m '^process_start_time_seconds [1-9]'
+if m '^process_cpu_seconds_total ' && m '^process_open_fds [0-9]' &&
+        m '^process_resident_memory_bytes [1-9]' && m '^process_start_time_seconds [1-9]'; then ok "process metrics"; else not_ok "process metrics"; fi
 check "the stream clients gauge (none now)" m '^b4box_stream_clients 0$'
 check "a control check reports NOT ENFORCED is a gauge (fake: the allowlist)" \
         m '^b4box_control_not_enforced{control="network allowlist"} 1$'
@@ -62,5 +62,5 @@ traced = [d for d in lines if d.get("traceparent") == sys.argv[2]]
 assert len(traced) == 1 and traced[0]["msg"] == "request" and traced[0]["route"] == "thread.read", traced
 assert sum(1 for d in lines if "traceparent" in d) == 1' "$WORK/server.log" "$TP"
 out=$("$B4BOX" serve --log-format yaml 2>&1); rc=$?
-check "--log-format other than logfmt or json: usage error" [ "$rc" = 2 ] && glob "$out" "*logfmt or json*"
+if [ "$rc" = 2 ] && glob "$out" "*logfmt or json*"; then ok "--log-format other than logfmt or json: usage error"; else not_ok "--log-format other than logfmt or json: usage error"; fi
 done_testing

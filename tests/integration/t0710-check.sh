@@ -36,12 +36,12 @@ rows_for() { # rows_for PROVIDER_TYPE: the route's rows equal `b4box check --jso
         check "$type: network mode" [ "$(json_get "$BODY" policy.network.mode)" = deny ]
         check "$type: the allowlist" \
                 [ "$(json_get "$BODY" policy.network.allowlist)" = '["10.0.0.0/8", "example.com:443"]' ]
-        check "$type: resources" [ "$(json_get "$BODY" policy.resources.memoryMb)" = 256 ] &&
-                [ "$(json_get "$BODY" policy.resources.timeoutMs)" = 5000 ]
+        if [ "$(json_get "$BODY" policy.resources.memoryMb)" = 256 ] &&
+                [ "$(json_get "$BODY" policy.resources.timeoutMs)" = 5000 ]; then ok "$type: resources"; else not_ok "$type: resources"; fi
         check "$type: the thread id" [ "$(json_get "$BODY" threadId)" = c1 ]
         req GET /threads/none/check
-        check "$type: a missing thread is 404" [ "$STATUS" = 404 ] &&
-                [ "$(json_get "$BODY" error.details.code)" = thread_not_found ]
+        if [ "$STATUS" = 404 ] &&
+                [ "$(json_get "$BODY" error.details.code)" = thread_not_found ]; then ok "$type: a missing thread is 404"; else not_ok "$type: a missing thread is 404"; fi
         req DELETE /threads/c1
         stop_server
 }
@@ -66,8 +66,8 @@ start_server "{\"sandbox\": {\"provider\": {\"type\": \"$RTYPE\", \"scope\": \"i
         { not_ok "resolver server starts"; done_testing; exit 1; }
 req POST /threads '{"thread_id": "r1"}'
 req GET /threads/r1/check
-check "before the first run the policy is pending" [ "$(json_get "$BODY" policySource)" = pending ] &&
-        [ "$(json_get "$BODY" policy.resources.timeoutMs)" = 9000 ]
+if [ "$(json_get "$BODY" policySource)" = pending ] &&
+        [ "$(json_get "$BODY" policy.resources.timeoutMs)" = 9000 ]; then ok "before the first run the policy is pending"; else not_ok "before the first run the policy is pending"; fi
 req POST /threads/r1/tools/listDir '{}'
 check "a first run admits the thread" [ "$STATUS" = 200 ]
 req GET /threads/r1/check

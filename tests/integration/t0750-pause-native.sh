@@ -31,8 +31,8 @@ check "the counter runs ($c0 -> $c1)" [ "$c1" -gt "$c0" ]
 
 req POST /threads/p1/pause
 check "pause is 200" [ "$STATUS" = 200 ]
-check "the view says paused" [ "$(json_get "$BODY" sandbox.state)" = paused ] && \
-        [ "$(json_get "$BODY" sandbox.paused)" = true ]
+if [ "$(json_get "$BODY" sandbox.state)" = paused ] && \
+        [ "$(json_get "$BODY" sandbox.paused)" = true ]; then ok "the view says paused"; else not_ok "the view says paused"; fi
 check "with paused_ms" [ "$(json_get "$BODY" sandbox.paused_ms)" -gt 0 ]
 sleep 0.1
 p0=$(cat "$COUNTER"); sleep 0.5; p1=$(cat "$COUNTER")
@@ -41,15 +41,15 @@ req GET /threads/p1
 check "GET shows it paused" [ "$(json_get "$BODY" sandbox.paused)" = true ]
 
 req POST /threads/p1/resume
-check "resume is 200 and live" [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" sandbox.state)" = live ]
+if [ "$STATUS" = 200 ] && [ "$(json_get "$BODY" sandbox.state)" = live ]; then ok "resume is 200 and live"; else not_ok "resume is 200 and live"; fi
 sleep 0.3; r1=$(cat "$COUNTER")
 check "the counter goes on after resume ($p1 -> $r1)" [ "$r1" -gt "$p1" ]
 
 req POST /threads/p1/pause
 sleep 0.1; q0=$(cat "$COUNTER")
 req POST /threads/p1/tools/runBash '{"command": "cat /workspace/c"}'
-check "a call on a paused thread resumes it and runs" [ "$STATUS" = 200 ] && \
-        [ "$(json_get "$BODY" result.exitCode)" = 0 ]
+if [ "$STATUS" = 200 ] && \
+        [ "$(json_get "$BODY" result.exitCode)" = 0 ]; then ok "a call on a paused thread resumes it and runs"; else not_ok "a call on a paused thread resumes it and runs"; fi
 req GET /threads/p1
 check "it is live again" [ "$(json_get "$BODY" sandbox.state)" = live ]
 sleep 0.3; q1=$(cat "$COUNTER")
@@ -70,8 +70,8 @@ sleep 0.1; k0=$(cat "$COUNTER"); sleep 0.3; k1=$(cat "$COUNTER")
 check "and the counter runs again ($k0 -> $k1)" [ "$k1" -gt "$k0" ]
 req POST /threads/p1/pause
 req POST /threads/p1/release
-check "a paused thread is released" [ "$STATUS" = 200 ] && \
-        [ "$(json_get "$BODY" sandbox.state)" = released ]
+if [ "$STATUS" = 200 ] && \
+        [ "$(json_get "$BODY" sandbox.state)" = released ]; then ok "a paused thread is released"; else not_ok "a paused thread is released"; fi
 sleep 0.3; s0=$(cat "$COUNTER"); sleep 0.3; s1=$(cat "$COUNTER")
 check "its processes are gone" [ "$s0" = "$s1" ]
 req POST /threads/p1/tools/runBash '{"command": "true"}'

@@ -12,11 +12,11 @@ req POST /threads '{"thread_id": "t"}'
 
 req POST /threads/t/processes '{"command": "echo hello world", "tag": "greet"}'
 check "start is 201" [ "$STATUS" = 201 ]
-check "with pid 1 and the tag" [ "$(json_get "$BODY" pid)" = 1 ] && [ "$(json_get "$BODY" tag)" = greet ]
+if [ "$(json_get "$BODY" pid)" = 1 ] && [ "$(json_get "$BODY" tag)" = greet ]; then ok "with pid 1 and the tag"; else not_ok "with pid 1 and the tag"; fi
 check "and startedMs" [ "$(json_get "$BODY" startedMs)" -gt 0 ]
 req GET /threads/t/processes/1
-check "the view: exited 0, 12 bytes" [ "$(json_get "$BODY" state)" = exited ] && \
-        [ "$(json_get "$BODY" exitCode)" = 0 ] && [ "$(json_get "$BODY" bytes)" = 12 ]
+if [ "$(json_get "$BODY" state)" = exited ] && \
+        [ "$(json_get "$BODY" exitCode)" = 0 ] && [ "$(json_get "$BODY" bytes)" = 12 ]; then ok "the view: exited 0, 12 bytes"; else not_ok "the view: exited 0, 12 bytes"; fi
 out=$(curl -s -D "$WORK/h" --unix-socket "$SOCK" "http://b4/threads/t/processes/1/logs?from=6")
 check "plain logs from an offset" [ "$out" = "world" ]
 check "say the next offset" grep -qi '^X-B4box-Next-Offset: 12' "$WORK/h"
@@ -25,18 +25,18 @@ check "and the state" grep -qi '^X-B4box-Process-State: exited' "$WORK/h"
 req POST /threads/t/processes '{"command": "sleep 1000", "tag": "server"}'
 check "a sleeper starts as pid 2" [ "$(json_get "$BODY" pid)" = 2 ]
 req GET /threads/t/processes
-check "list has both, oldest first" [ "$(json_get "$BODY" processes.0.pid)" = 1 ] && \
-        [ "$(json_get "$BODY" processes.1.state)" = running ]
+if [ "$(json_get "$BODY" processes.0.pid)" = 1 ] && \
+        [ "$(json_get "$BODY" processes.1.state)" = running ]; then ok "list has both, oldest first"; else not_ok "list has both, oldest first"; fi
 check "a running one has null exitCode and endedMs" \
         [ "$(json_get "$BODY" processes.1.exitCode)" = None ] && [ "$(json_get "$BODY" processes.1.endedMs)" = None ]
 req POST '/threads/t/processes/2/wait?timeoutMs=200'
-check "wait times out on a running one with its view" [ "$STATUS" = 200 ] && \
-        [ "$(json_get "$BODY" state)" = running ]
+if [ "$STATUS" = 200 ] && \
+        [ "$(json_get "$BODY" state)" = running ]; then ok "wait times out on a running one with its view"; else not_ok "wait times out on a running one with its view"; fi
 req POST /threads/t/processes/2/signal '{"signal": "TERM"}'
 check "signal TERM" [ "$STATUS" = 200 ]
 req POST '/threads/t/processes/2/wait?timeoutMs=2000'
-check "wait gives the final result: 143" [ "$(json_get "$BODY" state)" = exited ] && \
-        [ "$(json_get "$BODY" exitCode)" = 143 ]
+if [ "$(json_get "$BODY" state)" = exited ] && \
+        [ "$(json_get "$BODY" exitCode)" = 143 ]; then ok "wait gives the final result: 143"; else not_ok "wait gives the final result: 143"; fi
 req POST /threads/t/processes/2/signal '{"signal": "BOGUS"}'
 check "an unknown signal is 400" [ "$STATUS" = 400 ]
 
@@ -62,8 +62,8 @@ out="".join(e["data"]["text"] for e in ev if e["event"]=="stdout")
 assert out=="line one\nline two\n", out
 assert ev[-1]["event"]=="exit" and ev[-1]["data"]["exitCode"]==0, ev[-1]' "$WORK/follow.ndjson"
 req POST "/threads/t/processes/$P/stdin" '{"text": "late"}'
-check "stdin after eof is 409 stdin_closed" [ "$STATUS" = 409 ] && \
-        [ "$(json_get "$BODY" error.details.code)" = stdin_closed ]
+if [ "$STATUS" = 409 ] && \
+        [ "$(json_get "$BODY" error.details.code)" = stdin_closed ]; then ok "stdin after eof is 409 stdin_closed"; else not_ok "stdin after eof is 409 stdin_closed"; fi
 sse=$(curl -sN --unix-socket "$SOCK" -H 'Accept: text/event-stream' \
         "http://b4/threads/t/processes/$P/logs?from=9")
 check "SSE from an offset reconnects there (id: 9)" glob "$sse" $'*event: stdout\nid: 9\n*line two*'
@@ -72,8 +72,8 @@ check "and ends with exit" glob "$sse" '*event: exit*'
 req POST /threads/t/processes '{"command": "sleep 5", "timeoutMs": 100}'
 P=$(json_get "$BODY" pid)
 req POST "/threads/t/processes/$P/wait?timeoutMs=3000"
-check "timeoutMs ends it: timedOut, 124" [ "$(json_get "$BODY" timedOut)" = true ] && \
-        [ "$(json_get "$BODY" exitCode)" = 124 ]
+if [ "$(json_get "$BODY" timedOut)" = true ] && \
+        [ "$(json_get "$BODY" exitCode)" = 124 ]; then ok "timeoutMs ends it: timedOut, 124"; else not_ok "timeoutMs ends it: timedOut, 124"; fi
 live=$(curl -sN --unix-socket "$SOCK" -H 'Accept: text/event-stream' \
         "http://b4/threads/t/processes/1/logs")
 check "SSE without follow of an exited one ends with exit" glob "$live" '*hello world*event: exit*'
@@ -83,8 +83,8 @@ check "an empty command is 400" [ "$STATUS" = 400 ]
 req POST /threads/t/processes '{"command": "x", "colour": 1}'
 check "an unknown field is 400" [ "$STATUS" = 400 ]
 req GET /threads/t/processes/99
-check "an unknown pid is 404 process_not_found" [ "$STATUS" = 404 ] && \
-        [ "$(json_get "$BODY" error.details.code)" = process_not_found ]
+if [ "$STATUS" = 404 ] && \
+        [ "$(json_get "$BODY" error.details.code)" = process_not_found ]; then ok "an unknown pid is 404 process_not_found"; else not_ok "an unknown pid is 404 process_not_found"; fi
 req GET /threads/t/processes/abc
 check "a pid that is no number is 404" [ "$STATUS" = 404 ]
 code=$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$SOCK" "http://b4/threads/t/processes/1/logs?follow=1")
@@ -119,8 +119,8 @@ P=$(json_get "$BODY" pid)
 req POST /threads/t/release
 check "release" [ "$STATUS" = 200 ]
 req GET "/threads/t/processes/$P"
-check "release killed the running one, and says so" [ "$(json_get "$BODY" state)" = exited ] && \
-        [ "$(json_get "$BODY" released)" = true ]
+if [ "$(json_get "$BODY" state)" = exited ] && \
+        [ "$(json_get "$BODY" released)" = true ]; then ok "release killed the running one, and says so"; else not_ok "release killed the running one, and says so"; fi
 out=$(curl -s --unix-socket "$SOCK" "http://b4/threads/t/processes/1/logs")
 check "logs stay readable after the release" [ "$out" = "hello world" ]
 req DELETE /threads/t/processes/1
@@ -149,8 +149,8 @@ req POST /threads '{"thread_id": "g"}'
 req POST /threads/g/processes '{"command": "echo allowed"}'
 check "an allowed command starts" [ "$STATUS" = 201 ]
 req POST /threads/g/processes '{"command": "echo no way"}'
-check "a denied one is 403 permission_denied" [ "$STATUS" = 403 ] && \
-        [ "$(json_get "$BODY" error.details.code)" = permission_denied ]
+if [ "$STATUS" = 403 ] && \
+        [ "$(json_get "$BODY" error.details.code)" = permission_denied ]; then ok "a denied one is 403 permission_denied"; else not_ok "a denied one is 403 permission_denied"; fi
 req POST /threads/g/processes '{"command": "sleep 5"}'
 check "an unknown one is refused fail-closed" [ "$STATUS" = 403 ]
 req POST /threads/g/processes '{"command": "echo x", "cwd": "/etc"}'
@@ -158,6 +158,6 @@ check "a cwd outside the workspace is 400, as runBash's" [ "$STATUS" = 400 ]
 req POST /threads/g/processes '{"command": "echo x", "cwd": "missing"}'
 check "a missing cwd is 400" [ "$STATUS" = 400 ]
 req GET /threads/g/processes
-check "only the allowed one has a record" [ "$(json_get "$BODY" processes.0.command)" = "echo allowed" ] && \
-        [ "$(json_get "$BODY" processes.1)" = "" ]
+if [ "$(json_get "$BODY" processes.0.command)" = "echo allowed" ] && \
+        [ "$(json_get "$BODY" processes.1)" = "" ]; then ok "only the allowed one has a record"; else not_ok "only the allowed one has a record"; fi
 done_testing

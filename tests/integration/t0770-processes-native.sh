@@ -13,7 +13,7 @@ start_server "$CFG" || { not_ok "server starts"; done_testing; exit 1; }
 req POST /threads '{"thread_id": "n"}'
 
 req POST /threads/n/processes '{"command": "for i in 1 2 3; do echo line $i; sleep 0.5; done; echo err >&2; exit 3", "tag": "count"}'
-check "start is 201" [ "$STATUS" = 201 ] && [ "$(json_get "$BODY" pid)" = 1 ]
+if [ "$STATUS" = 201 ] && [ "$(json_get "$BODY" pid)" = 1 ]; then ok "start is 201"; else not_ok "start is 201"; fi
 req GET /threads/n/processes/1
 check "it is running ($BODY)" [ "$(json_get "$BODY" state)" = running ]
 curl -sN --unix-socket "$SOCK" -H 'Accept: application/x-ndjson' \
@@ -50,8 +50,8 @@ check "and the child that left the session died too" [ "$(json_get "$BODY" resul
 req POST /threads/n/processes '{"command": "sleep 30", "timeoutMs": 300}'
 P=$(json_get "$BODY" pid)
 req POST "/threads/n/processes/$P/wait?timeoutMs=5000"
-check "timeoutMs: timedOut, 124" [ "$(json_get "$BODY" timedOut)" = true ] && \
-        [ "$(json_get "$BODY" exitCode)" = 124 ]
+if [ "$(json_get "$BODY" timedOut)" = true ] && \
+        [ "$(json_get "$BODY" exitCode)" = 124 ]; then ok "timeoutMs: timedOut, 124"; else not_ok "timeoutMs: timedOut, 124"; fi
 
 req POST /threads/n/processes '{"command": "i=0; while :; do i=$((i+1)); echo tick $i; sleep 0.1; done"}'
 T=$(json_get "$BODY" pid)
@@ -69,8 +69,8 @@ check "the new server reads the log from the start" glob "$out" $'tick 1\ntick 2
 stop_server
 start_server "$CFG" || { not_ok "server restarts"; done_testing; exit 1; }
 req GET "/threads/n/processes/$T"
-check "a graceful restart released it: exited, released" [ "$(json_get "$BODY" state)" = exited ] && \
-        [ "$(json_get "$BODY" released)" = true ]
+if [ "$(json_get "$BODY" state)" = exited ] && \
+        [ "$(json_get "$BODY" released)" = true ]; then ok "a graceful restart released it: exited, released"; else not_ok "a graceful restart released it: exited, released"; fi
 out=$(curl -s --unix-socket "$SOCK" "http://b4/threads/n/processes/$T/logs")
 check "its log is still readable" glob "$out" $'tick 1\n*'
 req GET /threads/n/processes/1
