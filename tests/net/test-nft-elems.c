@@ -136,31 +136,31 @@ static void test_thread_elems_order(void **state)
         assert_int_equal(l.v[2].port, 5353);
         assert_int_equal(l.v[3].set, NFT_SET_DNSIN);
         assert_int_equal(l.v[4].set, NFT_SET_DNSIN);
-        /* its own set, the set's elements, its own chain, then mode: goto thread5 */
+        /* its own set, the set's elements, its own chain, own: jump there, mode */
         assert_int_equal(l.v[5].set, NFT_OWN_SET);
         assert_int_equal(l.v[5].ifindex, 5);
-        for (size_t i = 6; i + 2 < l.n; i++) {
+        for (size_t i = 6; i + 3 < l.n; i++) {
                 assert_int_equal(l.v[i].set, NFT_SET_OWN4); /* names and IPv6 make none */
                 assert_int_equal(l.v[i].ifindex, 5);
                 assert_int_equal(l.v[i].k.len, 12); /* no iif: the set is the thread's */
                 cidr++;
         }
         assert_true(cidr > 0 && cidr % 2 == 0); /* tcp and udp each */
-        assert_int_equal(l.v[l.n - 2].set, NFT_OWN_CHAIN);
-        assert_string_equal(l.v[l.n - 2].match, "passed");
-        assert_string_equal(l.v[l.n - 2].chain, "deny_mode");
+        assert_int_equal(l.v[l.n - 3].set, NFT_OWN_CHAIN);
+        assert_string_equal(l.v[l.n - 3].match, "passed");
+        assert_int_equal(l.v[l.n - 2].set, NFT_SET_OWN);
+        assert_int_equal(l.v[l.n - 2].ifindex, 5);
         assert_int_equal(l.v[l.n - 1].set, NFT_SET_MODE);
-        assert_null(l.v[l.n - 1].chain);
-        assert_int_equal(l.v[l.n - 1].ifindex, 5);
+        assert_string_equal(l.v[l.n - 1].chain, "deny_mode");
         nft_elems_release(&l);
         policy_release(&pol);
 
-        /* a denylist: matches go to denied, the rest to allow_mode */
+        /* a denylist: matches go to denied, the thread to allow_mode */
         policy_make(&pol, B4_NETWORK_ALLOW, deny_list, ELEMENTSOF(deny_list));
         assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &l), 0);
-        assert_int_equal(l.v[l.n - 2].set, NFT_OWN_CHAIN);
-        assert_string_equal(l.v[l.n - 2].match, "denied");
-        assert_string_equal(l.v[l.n - 2].chain, "allow_mode");
+        assert_int_equal(l.v[l.n - 3].set, NFT_OWN_CHAIN);
+        assert_string_equal(l.v[l.n - 3].match, "denied");
+        assert_string_equal(l.v[l.n - 1].chain, "allow_mode");
         nft_elems_release(&l);
         policy_release(&pol);
 
@@ -196,6 +196,7 @@ static void test_record_round_trip(void **state)
                 "own4 0102030405060708090a0b0c\n", /* never recorded */
                 "ownset 0102\n",                   /* not an iif */
                 "ownchain 01020304-01020305\n",
+                "own 0102030405\n",
         };
         struct policy pol;
         struct netpolicy_thread t;
@@ -220,7 +221,7 @@ static void test_record_round_trip(void **state)
                 if (l.v[i].k.range)
                         assert_memory_equal(back.v[j].k.key_end, l.v[i].k.key_end, l.v[i].k.len);
                 if (l.v[i].set == NFT_OWN_SET || l.v[i].set == NFT_OWN_CHAIN ||
-                    l.v[i].set == NFT_SET_MODE)
+                    l.v[i].set == NFT_SET_OWN)
                         assert_int_equal(back.v[j].ifindex, 9);
                 j++;
                 assert_true(i + 1 < l.n || j == back.n);
@@ -384,7 +385,8 @@ static bool has_cidr4(const struct b4_policy *p)
 
 /* The nft text that adds thread @t's elements under @p (what b4box ran before the batches),
  * its own set and chain included: the shared elements, then (a list with IPv4 CIDRs) the
- * thread's set, its elements, its chain and the chain's rules, then the mode element. */
+ * thread's set, its elements, its chain and the chain's rule, its `own` element, then the
+ * mode element. */
 static char *thread_text(const struct b4_policy *p, const struct netpolicy_thread *t)
 {
         bool deny = p->network == B4_NETWORK_DENY, listed = p->n_network_list > 0;
@@ -423,27 +425,20 @@ static char *thread_text(const struct b4_policy *p, const struct netpolicy_threa
         if (own)
                 assert_int_equal(
                         strbuf_addf(&sb,
-                                    "add set inet b4box cidr%u { type ipv4_addr . inet_proto . "
+                                    "add set inet b4box cidrs_%u { type ipv4_addr . inet_proto . "
                                     "inet_service; flags interval; }\n"
-                                    "add element inet b4box cidr%u { %s }\n"
-                                    "add chain inet b4box thread%u\n"
-                                    "add rule inet b4box thread%u ip daddr . meta l4proto . "
-                                    "th dport @cidr%u goto %s\n"
-                                    "add rule inet b4box thread%u goto %s\n",
-                                    f, f, cidr.buf, f, f, f, deny ? "passed" : "denied", f,
-                                    deny ? "deny_mode" : "allow_mode"),
+                                    "add element inet b4box cidrs_%u { %s }\n"
+                                    "add chain inet b4box thread_%u\n"
+                                    "add rule inet b4box thread_%u ip daddr . meta l4proto . "
+                                    "th dport @cidrs_%u goto %s\n"
+                                    "add element inet b4box own { %u : jump thread_%u }\n",
+                                    f, f, cidr.buf, f, f, f, deny ? "passed" : "denied", f, f),
                         0);
-        if (own)
-                assert_int_equal(strbuf_addf(&sb, "add element inet b4box mode { %u : goto thread%u }\n",
-                                             f, f),
-                                 0);
-        else
-                assert_int_equal(strbuf_addf(&sb, "add element inet b4box mode { %u : goto %s }\n",
-                                             f,
-                                             !listed ? "open_mode"
-                                             : deny  ? "deny_mode"
-                                                     : "allow_mode"),
-                                 0);
+        assert_int_equal(strbuf_addf(&sb, "add element inet b4box mode { %u : goto %s }\n", f,
+                                     !listed ? "open_mode"
+                                     : deny  ? "deny_mode"
+                                             : "allow_mode"),
+                         0);
         assert_int_equal(strbuf_detach(&sb, &ret, NULL), 0);
         strbuf_release(&sb);
         strbuf_release(&cidr);
@@ -451,8 +446,9 @@ static char *thread_text(const struct b4_policy *p, const struct netpolicy_threa
 }
 
 /* The delete of @add_text's elements (thread_text() of ifindex @f): the mode element first,
- * then the thread's own chain and set (rules and elements go with them), then the other
- * "add element" lines as "delete element" (map values kept: nft ignores them on delete). */
+ * then the thread's `own` element, chain and set (rule and elements go with them), then the
+ * other "add element" lines as "delete element" (map values kept: nft ignores them on
+ * delete). */
 static void text_delete_thread(const char *add_text, unsigned f)
 {
         struct strbuf sb;
@@ -461,19 +457,21 @@ static void text_delete_thread(const char *add_text, unsigned f)
 
         strbuf_init(&sb, 64u << 20);
         assert_int_equal(strbuf_addf(&sb, "delete element inet b4box mode { %u }\n", f), 0);
-        (void)snprintf(own, sizeof(own), "thread%u\n", f);
+        (void)snprintf(own, sizeof(own), "thread_%u\n", f);
         if (strstr(add_text, own))
                 assert_int_equal(strbuf_addf(&sb,
-                                             "flush chain inet b4box thread%u\n"
-                                             "delete chain inet b4box thread%u\n"
-                                             "delete set inet b4box cidr%u\n",
-                                             f, f, f),
+                                             "delete element inet b4box own { %u }\n"
+                                             "flush chain inet b4box thread_%u\n"
+                                             "delete chain inet b4box thread_%u\n"
+                                             "delete set inet b4box cidrs_%u\n",
+                                             f, f, f, f),
                                  0);
         while (*s) {
                 const char *nl = strchr(s, '\n');
                 size_t len = nl ? (size_t)(nl - s + 1) : strlen(s);
 
                 if (strncmp(s, "add element", 11) == 0 && !memmem(s, len, " mode {", 7) &&
+                    !memmem(s, len, " own {", 6) &&
                     strncmp(s, "add element inet b4box cidr", 27) != 0) {
                         assert_int_equal(strbuf_addf(&sb, "delete"), 0);
                         assert_int_equal(strbuf_add(&sb, s + 3, len - 3), 0);
@@ -514,7 +512,8 @@ static void check_policy(enum b4_network_mode mode, const char *const *texts, si
 
         policy_make(&pol, mode, texts, n);
         thread_of(&t, 7, 40001);
-        thread_of(&other, 8, 40002);
+        /* ifindex 4: its own set's name must not be the shared set cidr4's */
+        thread_of(&other, 4, 40002);
         table_reset();
         empty = table_elements();
         assert_int_equal(netpolicy_thread_elems(&pol.p, &other, &lo), 0);
@@ -628,7 +627,7 @@ static void test_delete_survives_missing(void **state)
         assert_string_equal(after, empty);
         /* a set of its own left behind (of an earlier veth of this ifindex): the add fails
          * whole, never merges into it */
-        nft_text("add set inet b4box cidr7 { type ipv4_addr . inet_proto . inet_service; "
+        nft_text("add set inet b4box cidrs_7 { type ipv4_addr . inet_proto . inet_service; "
                  "flags interval; elements = { 0.0.0.0/0 . tcp . 0-65535 }; }\n");
         free(empty);
         empty = table_elements();

@@ -50,7 +50,7 @@ void nft_key_iif_net4_ports(struct nft_key *k,
 
 /*
  * nft_key_net4_ports() - the interval `ipv4_addr . inet_proto . inet_service` from
- * @net/@prefix and ports @lo-@hi (a thread's own set cidr<ifindex>: the same layout as
+ * @net/@prefix and ports @lo-@hi (a thread's own set cidrs_<ifindex>: the same layout as
  * nft_key_iif_net4_ports() without the leading iif). Host bits of @net are ignored.
  */
 void nft_key_net4_ports(struct nft_key *k,

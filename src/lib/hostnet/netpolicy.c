@@ -3,12 +3,13 @@
  * The `inet b4box` table and a listed thread's elements (docs/native.md §Network). The
  * table text is b4box.nft, embedded at build time; it only ever `add`s and `flush`es its own
  * chains, so installing it again is harmless. A thread's elements are one transaction:
- *   mode    deny (allowlist) or allow (denylist); with IPv4 CIDRs, goto its own chain
+ *   mode    deny (allowlist) or allow (denylist)
  *   dnsport, dnsin  its netd's port
  *   src4    the sandbox's address
- *   its own set cidr<ifindex> and chain thread<ifindex>, when its list has IPv4 CIDRs:
+ *   its own set cidrs_<ifindex> and chain thread_<ifindex>, when its list has IPv4 CIDRs:
  *           allowlist CIDRs minus the special ranges they do not lie in (netpolicy_cidr4),
- *           a match goes to `passed`; denylist CIDRs as written, a match goes to `denied`
+ *           a match goes to `passed`; denylist CIDRs as written, a match goes to `denied`;
+ *           the map `own` jumps there from deny_mode / allow_mode
  * Names go to netd; IPv6 entries are inert (a listed sandbox's IPv6 is rejected entirely).
  */
 
@@ -165,7 +166,8 @@ static bool has_cidr4(const struct b4_policy *p)
 }
 
 /* The thread's own set, its elements for every IPv4 CIDR entry (allowlist: minus the
- * special ranges; denylist: as written), and its own chain. */
+ * special ranges; denylist: as written), its own chain and the `own` element that jumps
+ * there. */
 static int cidr_elements(struct nft_elems *l,
                          const struct b4_policy *p,
                          const struct netpolicy_thread *t)
@@ -189,7 +191,10 @@ static int cidr_elements(struct nft_elems *l,
         }
         obj.set = NFT_OWN_CHAIN;
         obj.match = deny ? "passed" : "denied";
-        obj.chain = deny ? "deny_mode" : "allow_mode";
+        if (o.r >= 0)
+                o.r = nft_elems_push(l, &obj);
+        obj.set = NFT_SET_OWN;
+        obj.match = NULL;
         if (o.r >= 0)
                 o.r = nft_elems_push(l, &obj);
         return o.r;
@@ -231,11 +236,8 @@ int netpolicy_thread_elems(const struct b4_policy *p,
                 if (r >= 0 && has_cidr4(p))
                         r = cidr_elements(ret, p, t);
         }
-        /* the mode element last (nft_elems_commit() deletes it first); with a chain of its
-         * own, the thread goes there (NULL: thread<ifindex>) */
+        /* the mode element last (nft_elems_commit() deletes it first) */
         nft_key_iif(&k, t->ifindex);
-        if (listed && has_cidr4(p))
-                chain = NULL;
         if (r >= 0) {
                 struct nft_elem e = { .set = NFT_SET_MODE, .k = k, .chain = chain,
                                       .ifindex = t->ifindex };

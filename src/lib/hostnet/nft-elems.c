@@ -8,9 +8,9 @@
  * them are read without waiting and each must say 0. One socket serves the process
  * (nfnl-sock.c says why). Keys are core/nft-key.h's, the layout
  * b4box-netd's pins use too. A thread's own set and chain (nft-elems.h) are a NEWSET, and a
- * NEWCHAIN with two NEWRULEs whose expressions are those nft compiles for the same text
- * (`nft --debug=netlink add rule inet b4box thread7 ip daddr . meta l4proto . th dport
- * @cidr7 goto passed`); a DELCHAIN takes the chain's rules with it, a DELSET the set's
+ * NEWCHAIN with one NEWRULE whose expressions are those nft compiles for the same text
+ * (`nft --debug=netlink add rule inet b4box thread_7 ip daddr . meta l4proto . th dport
+ * @cidrs_7 goto passed`); a DELCHAIN takes the chain's rule with it, a DELSET the set's
  * elements.
  */
 
@@ -39,7 +39,7 @@
 #define ELEM_ROOM  160 /* an element's attributes: key, key_end, a verdict with its chain */
 #define MSG_ROOM   256  /* a message's header, table and set names */
 #define OBJ_ROOM   1024 /* a set, chain or rule message (a rule: 8 expressions) */
-#define NAME_MAX_  24   /* "thread<ifindex>", "cidr<ifindex>" */
+#define NAME_MAX_  24   /* "thread_<ifindex>", "cidrs_<ifindex>" */
 #define RECORD_MAX (4u << 20)
 
 /* Set names, and the record's tags of the rest. */
@@ -47,18 +47,18 @@ static const char *const set_names[NFT_N_SETS] = {
         [NFT_SET_MASQ4] = "masq4",    [NFT_SET_SRC4] = "src4",     [NFT_SET_DNSPORT] = "dnsport",
         [NFT_SET_DNSIN] = "dnsin",    [NFT_SET_CIDR4] = "cidr4",   [NFT_SET_DCIDR4] = "dcidr4",
         [NFT_SET_MODE] = "mode",      [NFT_OWN_SET] = "ownset",    [NFT_SET_OWN4] = "own4",
-        [NFT_OWN_CHAIN] = "ownchain",
+        [NFT_OWN_CHAIN] = "ownchain", [NFT_SET_OWN] = "own",
 };
 
-/* The thread's own set and chain: "cidr<ifindex>", "thread<ifindex>". */
+/* The thread's own set and chain: "cidrs_<ifindex>", "thread_<ifindex>". */
 static void own_set_name(unsigned ifindex, char out[NAME_MAX_])
 {
-        (void)snprintf(out, NAME_MAX_, "cidr%u", ifindex);
+        (void)snprintf(out, NAME_MAX_, "cidrs_%u", ifindex);
 }
 
 static void own_chain_name(unsigned ifindex, char out[NAME_MAX_])
 {
-        (void)snprintf(out, NAME_MAX_, "thread%u", ifindex);
+        (void)snprintf(out, NAME_MAX_, "thread_%u", ifindex);
 }
 
 /* The ifindex an nft_key_iif() key holds. */
@@ -138,12 +138,14 @@ static int put_elem(const struct nftnl_dl *nl,
 
                 nl->elem_set(x, NFTNL_SET_ELEM_DATA, port, sizeof(port));
         }
-        if (add && e->set == NFT_SET_MODE) {
+        if (add && (e->set == NFT_SET_MODE || e->set == NFT_SET_OWN)) {
                 char own[NAME_MAX_];
 
                 own_chain_name(e->ifindex, own);
-                nl->elem_set_u32(x, NFTNL_SET_ELEM_VERDICT, (uint32_t)NFT_GOTO);
-                if (nl->elem_set_str(x, NFTNL_SET_ELEM_CHAIN, e->chain ? e->chain : own) < 0) {
+                nl->elem_set_u32(x, NFTNL_SET_ELEM_VERDICT,
+                                 (uint32_t)(e->set == NFT_SET_OWN ? NFT_JUMP : NFT_GOTO));
+                if (nl->elem_set_str(x, NFTNL_SET_ELEM_CHAIN,
+                                     e->set == NFT_SET_OWN ? own : e->chain) < 0) {
                         nl->elem_free(x);
                         return -ENOMEM;
                 }
@@ -201,7 +203,7 @@ static const uint8_t own_fields[] = { 4, 1, 2 };
 static const uint8_t own_udata[] = { 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x03, 0x08,
                                      0x00, 0x04, 0x0d, 0x00, 0x00, 0x00, 0x01, 0x00 };
 
-/* NEWSET or DELSET of cidr<ifindex>. */
+/* NEWSET or DELSET of cidrs_<ifindex>. */
 static int put_own_set(struct batch *b, const struct nft_elem *e, bool add)
 {
         const struct nftnl_dl *nl = b->nl;
@@ -328,11 +330,9 @@ static int lookup_goto(const struct nftnl_dl *nl,
         return r;
 }
 
-/* One NEWRULE appended to @chain: the lookup of @set (NULL: none) and a goto @to. */
+/* One NEWRULE appended to @chain: the lookup of @set and a goto @to. */
 static int put_rule(struct batch *b, const char *chain, const char *set, const char *to)
 {
-        static const uint32_t jump[][2] = { { NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT },
-                                            { NFTNL_EXPR_IMM_VERDICT, (uint32_t)NFT_GOTO } };
         const struct nftnl_dl *nl = b->nl;
         struct nftnl_rule *rule = nl->rule_alloc();
         int r = rule ? reserve(b, OBJ_ROOM) : -ENOMEM;
@@ -342,9 +342,7 @@ static int put_rule(struct batch *b, const char *chain, const char *set, const c
                 r = -ENOMEM;
         if (r >= 0) {
                 nl->rule_set_u32(rule, NFTNL_RULE_FAMILY, NFPROTO_INET);
-                r = set ? lookup_goto(nl, rule, set, to)
-                        : add_expr(nl, rule, "immediate", jump, ELEMENTSOF(jump),
-                                   NFTNL_EXPR_IMM_CHAIN, to);
+                r = lookup_goto(nl, rule, set, to);
         }
         if (r >= 0) {
                 struct nlmsghdr *nlh =
@@ -359,7 +357,7 @@ static int put_rule(struct batch *b, const char *chain, const char *set, const c
         return r;
 }
 
-/* NEWCHAIN thread<ifindex> and its two rules, or its DELCHAIN (rules and all). */
+/* NEWCHAIN thread_<ifindex> and its rule, or its DELCHAIN (rule and all). */
 static int put_own_chain(struct batch *b, const struct nft_elem *e, bool add)
 {
         const struct nftnl_dl *nl = b->nl;
@@ -385,8 +383,6 @@ static int put_own_chain(struct batch *b, const struct nft_elem *e, bool add)
                 nl->chain_free(c);
         if (r >= 0 && add)
                 r = put_rule(b, name, set, e->match);
-        if (r >= 0 && add)
-                r = put_rule(b, name, NULL, e->chain);
         return r;
 }
 
@@ -497,7 +493,7 @@ static int delete_each(const struct nftnl_dl *nl, const struct nft_elems *l)
 }
 
 /* @del minus what is already gone: every element but the mode ones (and the thread's own
- * set and chain, which a mode element may hold) deleted alone (an -ENOENT ignored), then
+ * set, chain and `own` element, which hold one another) deleted alone (an -ENOENT ignored), then
  * those with @add in one transaction (a thread is never unfiltered), or, when some of them
  * are gone too, each alone and then @add. */
 static int commit_missing(const struct nftnl_dl *nl,
@@ -512,7 +508,10 @@ static int commit_missing(const struct nftnl_dl *nl,
 
                 if (e->set == NFT_SET_OWN4)
                         continue;
-                r = nft_elems_push(e->set == NFT_SET_MODE || is_object(e->set) ? &tail : &rest,
+                r = nft_elems_push(e->set == NFT_SET_MODE || e->set == NFT_SET_OWN ||
+                                                   is_object(e->set)
+                                           ? &tail
+                                           : &rest,
                                    e);
         }
         if (r >= 0)
@@ -637,7 +636,9 @@ static int parse_line(const char *s, size_t len, struct nft_elem *e)
                 return -EINVAL; /* never recorded */
         if (is_object(e->set) && (e->k.len != 4 || e->k.range))
                 return -EINVAL;
-        if (is_object(e->set) || (e->set == NFT_SET_MODE && e->k.len == 4))
+        if (e->set == NFT_SET_OWN && e->k.len != 4)
+                return -EINVAL;
+        if (is_object(e->set) || e->set == NFT_SET_OWN)
                 e->ifindex = key_ifindex(&e->k);
         return 0;
 }

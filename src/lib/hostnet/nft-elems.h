@@ -21,7 +21,8 @@
  * What a thread has in the table: elements of the shared sets and maps, and, for a thread
  * whose list has IPv4 CIDRs, a set and a chain of its own (so that adding or deleting its
  * intervals touches no other thread's: b4box.nft says why). In the order a thread adds them
- * (a delete goes last first): its set, the set's elements, its chain, the mode element.
+ * (a delete goes last first): its set, the set's elements, its chain, its `own` element
+ * (jump to the chain), the mode element.
  */
 enum nft_set {
         NFT_SET_MASQ4,
@@ -30,12 +31,13 @@ enum nft_set {
         NFT_SET_DNSIN,
         NFT_SET_CIDR4,  /* shared (legacy: an older b4box's threads); deleted, never added */
         NFT_SET_DCIDR4, /* likewise */
-        NFT_SET_MODE,   /* map: goto <chain>, or goto the thread's own chain */
-        NFT_OWN_SET,    /* the set cidr<ifindex> itself (ipv4_addr . inet_proto . inet_service,
+        NFT_SET_MODE,   /* map: goto <chain> */
+        NFT_OWN_SET,    /* the set cidrs_<ifindex> itself (ipv4_addr . inet_proto . inet_service,
                          * interval): created by an add, deleted (elements and all) by a delete */
-        NFT_SET_OWN4,   /* an element of cidr<ifindex>: added, never deleted alone (nor recorded) */
-        NFT_OWN_CHAIN,  /* the chain thread<ifindex>: a match in cidr<ifindex> goes to @match,
-                         * the rest to @chain; created with its two rules, deleted with them */
+        NFT_SET_OWN4,   /* an element of cidrs_<ifindex>: added, never deleted alone (nor recorded) */
+        NFT_OWN_CHAIN,  /* the chain thread_<ifindex>: a match in cidrs_<ifindex> goes to @match;
+                         * created with its rule, deleted with it */
+        NFT_SET_OWN,    /* map own: jump thread_<ifindex> */
         NFT_N_SETS,
 };
 
@@ -43,10 +45,9 @@ struct nft_elem {
         enum nft_set set;
         struct nft_key k;  /* NFT_OWN_SET, NFT_OWN_CHAIN: nft_key_iif() of @ifindex */
         uint16_t port;     /* NFT_SET_DNSPORT's value */
-        const char *chain; /* NFT_SET_MODE's value (NULL: thread<ifindex>), NFT_OWN_CHAIN's
-                            * fall-through: static text ("deny_mode", ...) */
+        const char *chain; /* NFT_SET_MODE's value: static text ("deny_mode", ...) */
         const char *match; /* NFT_OWN_CHAIN: where a match goes ("passed", "denied") */
-        unsigned ifindex;  /* NFT_OWN_SET, NFT_SET_OWN4, NFT_OWN_CHAIN, a NULL mode chain */
+        unsigned ifindex;  /* NFT_OWN_SET, NFT_SET_OWN4, NFT_OWN_CHAIN, NFT_SET_OWN */
 };
 
 /* A growable list; zero-initialised is empty. */
