@@ -9,10 +9,12 @@
  *                                        in this network namespace: the inet b4box table with
  *                                        THREADS threads' elements (deny mode, an allowlist
  *                                        of ENTRY..., default 198.51.100.0/24:443) and PINS
- *                                        pins each, then RUNS times: one pin (netd's
- *                                        pinner_run(), src/netd/netd-pin.c), one thread's
- *                                        elements added and deleted (nft_elems_commit());
- *                                        p50 and p99, microseconds
+ *                                        pins each (in pin4, and as many name:443 pins in
+ *                                        the interval set pin4p), then RUNS times: one pin
+ *                                        of each kind (netd's pinner_run(),
+ *                                        src/netd/netd-pin.c), one thread's elements added
+ *                                        and deleted (nft_elems_commit()); p50, p90 and
+ *                                        p99, microseconds
  *   net-bench install IFINDEX ADDR THREADS PINS [ENTRY...]
  *                                        the same table and population, and the elements of
  *                                        one real thread: host veth IFINDEX, sandbox ADDR
@@ -207,6 +209,14 @@ static int populate(const struct b4_policy *p, struct pinner *pn, unsigned threa
                         }
                         if (pinner_run(pn, "b4box", "pin4", pe, n, 3600000) < 0)
                                 return -1;
+                        for (unsigned k = 0; k < n; k++) {
+                                uint8_t ip[4] = { 192, 0, (uint8_t)(2 + (left - k) / 250),
+                                                  (uint8_t)((left - k) % 250) };
+
+                                pin_key4p(&pe[k], t.ifindex, ip, IPPROTO_TCP, 443, 443);
+                        }
+                        if (pinner_run(pn, "b4box", "pin4p", pe, n, 3600000) < 0)
+                                return -1;
                         left -= n;
                 }
         }
@@ -248,7 +258,7 @@ static int nft_costs(unsigned threads, unsigned pins, size_t runs, char **list, 
         struct nft_elems one = { 0 };
         struct netpolicy_thread t;
         double *pin = calloc(runs, sizeof(double)), *add = calloc(runs, sizeof(double)),
-               *del = calloc(runs, sizeof(double));
+               *del = calloc(runs, sizeof(double)), *pinp = calloc(runs, sizeof(double));
 
         if (policy_of(&p, e, list, n_list) < 0 || populate(&p, &pn, threads, pins) < 0)
                 return 1;
@@ -264,6 +274,11 @@ static int nft_costs(unsigned threads, unsigned pins, size_t runs, char **list, 
                 if (pinner_run(&pn, "b4box", "pin4", &pe, 1, 30000) < 0)
                         return 1;
                 pin[r] = now_us() - t0;
+                pin_key4p(&pe, t.ifindex, ip, IPPROTO_TCP, 443, 443);
+                t0 = now_us();
+                if (pinner_run(&pn, "b4box", "pin4p", &pe, 1, 30000) < 0)
+                        return 1;
+                pinp[r] = now_us() - t0;
                 t0 = now_us();
                 if (nft_elems_commit(NULL, &one, &err) < 0)
                         return 1;
@@ -275,10 +290,15 @@ static int nft_costs(unsigned threads, unsigned pins, size_t runs, char **list, 
         }
         printf("elements threads %u pins %u elements_per_thread %zu\n", threads, pins, one.n);
         report("pin_us", pin, runs);
+        report("pin4p_us", pinp, runs);
         report("thread_add_us", add, runs);
         report("thread_delete_us", del, runs);
         pinner_close(&pn);
         nft_elems_release(&one);
+        free(pin);
+        free(pinp);
+        free(add);
+        free(del);
         return 0;
 }
 
