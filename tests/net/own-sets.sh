@@ -66,6 +66,9 @@ threading.Event().wait()
 EOF
 (exec nsenter -t "$srv" -n python3 "$dir/serve.py") >/dev/null 2>&1 &
 pids+=($!)
+listening() { [ "$(nsenter -t "$srv" -n ss -Htln | grep -cE '198\.51\.100\.10:(80|443) ')" = 2 ]; }
+for _ in $(seq 100); do listening && break; sleep 0.1; done
+listening || { echo "Bail out! the server does not listen"; exit 1; }
 
 for i in 1 2 3; do # sandbox i: b4h<i>, 10.233.0.(4i+1)/30 gateway, .(4i+2) sandbox
         p=${sbx[$((i - 1))]}
