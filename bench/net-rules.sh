@@ -16,10 +16,13 @@
 # median over rounds of the per-round p50, its IQR (p25-p75 of the per-round p50s), the
 # median of the per-round ratio to "none" and to "nat only" (paired: the same round) with a
 # distribution-free 95 % confidence interval of each median (order statistics of the
-# binomial; at least 6 rounds), and the stream's median and ratio. B4_BENCH_PIN=1 pins every client to CPU 0 and the server to
-# CPU 1 (taskset). Then the element costs (bench/net-bench nft): one pin (b4box-netd's
-# code), one thread's elements added and deleted, with 0 and 1,000 other threads installed,
-# for a CIDR allowlist (the thread's own set and chain) and for one of names only. Needs
+# binomial; at least 6 rounds), and the stream's median and ratio; then the paired ratio of
+# 1,000 threads to 1 thread. B4_BENCH_PIN=1 pins every client to CPU 0 and the server to
+# CPU 1 (taskset). Then the element costs (bench/net-bench nft): one pin of each kind
+# (b4box-netd's code: pin4, and pin4p for name:port entries), one thread's elements added
+# and deleted, with 0 and 1,000 other threads installed,
+# for a CIDR allowlist (the thread's own set and chain) and for one of names only (the
+# population: 20 pin4 and 20 pin4p pins a thread; the pins timed are new ones). Needs
 # root, python3 (the summary).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -172,15 +175,22 @@ for c in ("none", "nat", "one", "thousand"):
           statistics.median(d[r][1] for r in d), statistics.median(ratio), lo, hi,
           statistics.median(rnat), nlo, nhi, statistics.median(d[r][2] for r in d),
           statistics.median(gr)))
+one, many = by["one"], by["thousand"]
+r1k = [many[r][0] / one[r][0] for r in many if r in one]
+lo, hi = ci(r1k)
+print("1000 threads / 1 thread (what the other threads cost): %.3f, 95%% CI %.3f-%.3f" % (
+      statistics.median(r1k), lo, hi))
 EOF
 echo "element costs (microseconds; 200 runs each, after the population is installed)"
-printf '%-42s %9s %9s %9s\n' case pin-p50 add-p50 delete-p50
+printf '%-42s %9s %9s %9s %9s\n' case pin-p50 pin4p-p50 add-p50 delete-p50
 for threads in 0 1000; do
         for list in "198.51.100.0/24:443" "api.example.test"; do
                 out=$(unshare --net -- "$nb" nft "$threads" 20 200 "$list")
                 pin=$(awk '$1 == "pin_us" { print $3 }' <<<"$out")
+                pinp=$(awk '$1 == "pin4p_us" { print $3 }' <<<"$out")
                 add=$(awk '$1 == "thread_add_us" { print $3 }' <<<"$out")
                 del=$(awk '$1 == "thread_delete_us" { print $3 }' <<<"$out")
-                printf '%-42s %9s %9s %9s\n' "$threads others, allowlist $list" "$pin" "$add" "$del"
+                printf '%-42s %9s %9s %9s %9s\n' "$threads others, allowlist $list" "$pin" "$pinp" \
+                        "$add" "$del"
         done
 done
