@@ -6,8 +6,8 @@
  * so each pin gets a fresh timeout whatever the kernel's refresh rule, in one transaction.
  * A new pin never pays for a delete: in the interval set pin4p (the kernel's pipapo) a
  * delete walks every element before the one it removes (nft_pipapo_remove()), 22 ms with
- * 2,000 pins of 1,000 threads there; an insert copies the set once per transaction. The kernel handles a batch
- * inside sendmsg(), so every reply is queued when it returns: they are read without
+ * 2,000 pins of 1,000 threads there; an insert copies the set once per transaction. The kernel
+ * handles a batch inside sendmsg(), so every reply is queued when it returns: they are read without
  * waiting, and each message must have been acknowledged with no error.
  * Key layout (nft registers are 4-byte aligned): iface_index is a host-order u32 (network
  * order in the interval set pin4p, whose ranges compare big-endian: nft byte-swaps iif in

@@ -79,8 +79,8 @@ static int add(char **argv, size_t argc)
 
         if (inet_pton(AF_INET, argv[1], t.sandbox) != 1)
                 return fail("bad address", NULL);
-        r = install(&t, strcmp(argv[2], "deny") == 0 ? B4_NETWORK_DENY : B4_NETWORK_ALLOW,
-                    argv + 3, argc - 3, &record);
+        r = install(&t, strcmp(argv[2], "deny") == 0 ? B4_NETWORK_DENY : B4_NETWORK_ALLOW, argv + 3,
+                    argc - 3, &record);
         if (r == 0)
                 fputs(record, stdout);
         free(record);

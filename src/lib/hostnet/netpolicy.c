@@ -239,8 +239,9 @@ int netpolicy_thread_elems(const struct b4_policy *p,
         /* the mode element last (nft_elems_commit() deletes it first) */
         nft_key_iif(&k, t->ifindex);
         if (r >= 0) {
-                struct nft_elem e = { .set = NFT_SET_MODE, .k = k, .chain = chain,
-                                      .ifindex = t->ifindex };
+                struct nft_elem e = {
+                        .set = NFT_SET_MODE, .k = k, .chain = chain, .ifindex = t->ifindex
+                };
 
                 r = nft_elems_push(ret, &e);
         }

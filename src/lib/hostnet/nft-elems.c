@@ -36,7 +36,7 @@
 
 #define TABLE      "b4box"
 #define PER_MSG    128
-#define ELEM_ROOM  160 /* an element's attributes: key, key_end, a verdict with its chain */
+#define ELEM_ROOM  160  /* an element's attributes: key, key_end, a verdict with its chain */
 #define MSG_ROOM   256  /* a message's header, table and set names */
 #define OBJ_ROOM   1024 /* a set, chain or rule message (a rule: 8 expressions) */
 #define NAME_MAX_  24   /* "thread_<ifindex>", "cidrs_<ifindex>" */
@@ -44,9 +44,9 @@
 
 /* Set names, and the record's tags of the rest. */
 static const char *const set_names[NFT_N_SETS] = {
-        [NFT_SET_MASQ4] = "masq4",    [NFT_SET_SRC4] = "src4",     [NFT_SET_DNSPORT] = "dnsport",
-        [NFT_SET_DNSIN] = "dnsin",    [NFT_SET_CIDR4] = "cidr4",   [NFT_SET_DCIDR4] = "dcidr4",
-        [NFT_SET_MODE] = "mode",      [NFT_OWN_SET] = "ownset",    [NFT_SET_OWN4] = "own4",
+        [NFT_SET_MASQ4] = "masq4",    [NFT_SET_SRC4] = "src4",   [NFT_SET_DNSPORT] = "dnsport",
+        [NFT_SET_DNSIN] = "dnsin",    [NFT_SET_CIDR4] = "cidr4", [NFT_SET_DCIDR4] = "dcidr4",
+        [NFT_SET_MODE] = "mode",      [NFT_OWN_SET] = "ownset",  [NFT_SET_OWN4] = "own4",
         [NFT_OWN_CHAIN] = "ownchain", [NFT_SET_OWN] = "own",
 };
 
@@ -166,10 +166,9 @@ static int put_msg(struct batch *b, const struct nft_elem *e, size_t n, bool add
         own_set_name(e->ifindex, own);
         if (r >= 0)
                 r = reserve(b, MSG_ROOM + n * ELEM_ROOM);
-        if (r >= 0 &&
-            (nl->set_set_str(s, NFTNL_SET_TABLE, TABLE) < 0 ||
-             nl->set_set_str(s, NFTNL_SET_NAME, e->set == NFT_SET_OWN4 ? own : set_names[e->set]) <
-                     0))
+        if (r >= 0 && (nl->set_set_str(s, NFTNL_SET_TABLE, TABLE) < 0 ||
+                       nl->set_set_str(s, NFTNL_SET_NAME,
+                                       e->set == NFT_SET_OWN4 ? own : set_names[e->set]) < 0))
                 r = -ENOMEM;
         if (r >= 0)
                 nl->set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_INET);
@@ -279,7 +278,8 @@ static int lookup_goto(const struct nftnl_dl *nl,
                                                { NFTNL_EXPR_META_DREG, NFT_REG_1 } };
         static const uint32_t cmp[][2] = { { NFTNL_EXPR_CMP_SREG, NFT_REG_1 },
                                            { NFTNL_EXPR_CMP_OP, NFT_CMP_EQ } };
-        static const uint32_t daddr[][2] = { { NFTNL_EXPR_PAYLOAD_BASE, NFT_PAYLOAD_NETWORK_HEADER },
+        static const uint32_t daddr[][2] = { { NFTNL_EXPR_PAYLOAD_BASE,
+                                               NFT_PAYLOAD_NETWORK_HEADER },
                                              { NFTNL_EXPR_PAYLOAD_OFFSET, 16 },
                                              { NFTNL_EXPR_PAYLOAD_LEN, 4 },
                                              { NFTNL_EXPR_PAYLOAD_DREG, NFT_REG_1 } };
@@ -290,12 +290,11 @@ static int lookup_goto(const struct nftnl_dl *nl,
                                             { NFTNL_EXPR_BYTEORDER_OP, NFT_BYTEORDER_HTON },
                                             { NFTNL_EXPR_BYTEORDER_LEN, 1 },
                                             { NFTNL_EXPR_BYTEORDER_SIZE, 2 } };
-        static const uint32_t dport[][2] = {
-                { NFTNL_EXPR_PAYLOAD_BASE, NFT_PAYLOAD_TRANSPORT_HEADER },
-                { NFTNL_EXPR_PAYLOAD_OFFSET, 2 },
-                { NFTNL_EXPR_PAYLOAD_LEN, 2 },
-                { NFTNL_EXPR_PAYLOAD_DREG, NFT_REG32_02 }
-        };
+        static const uint32_t dport[][2] = { { NFTNL_EXPR_PAYLOAD_BASE,
+                                               NFT_PAYLOAD_TRANSPORT_HEADER },
+                                             { NFTNL_EXPR_PAYLOAD_OFFSET, 2 },
+                                             { NFTNL_EXPR_PAYLOAD_LEN, 2 },
+                                             { NFTNL_EXPR_PAYLOAD_DREG, NFT_REG32_02 } };
         static const uint32_t lookup[][2] = { { NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1 } };
         static const uint32_t jump[][2] = { { NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT },
                                             { NFTNL_EXPR_IMM_VERDICT, (uint32_t)NFT_GOTO } };
@@ -322,8 +321,8 @@ static int lookup_goto(const struct nftnl_dl *nl,
         if (r >= 0)
                 r = add_expr(nl, rule, "payload", dport, ELEMENTSOF(dport), 0, NULL);
         if (r >= 0)
-                r = add_expr(nl, rule, "lookup", lookup, ELEMENTSOF(lookup),
-                             NFTNL_EXPR_LOOKUP_SET, set);
+                r = add_expr(nl, rule, "lookup", lookup, ELEMENTSOF(lookup), NFTNL_EXPR_LOOKUP_SET,
+                             set);
         if (r >= 0)
                 r = add_expr(nl, rule, "immediate", jump, ELEMENTSOF(jump), NFTNL_EXPR_IMM_CHAIN,
                              to);
@@ -345,8 +344,7 @@ static int put_rule(struct batch *b, const char *chain, const char *set, const c
                 r = lookup_goto(nl, rule, set, to);
         }
         if (r >= 0) {
-                struct nlmsghdr *nlh =
-                        obj_hdr(b, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND);
+                struct nlmsghdr *nlh = obj_hdr(b, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND);
 
                 nl->rule_build_payload(nlh, rule);
                 advance(b, nlh);

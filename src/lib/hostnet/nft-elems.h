@@ -34,10 +34,10 @@ enum nft_set {
         NFT_SET_MODE,   /* map: goto <chain> */
         NFT_OWN_SET,    /* the set cidrs_<ifindex> itself (ipv4_addr . inet_proto . inet_service,
                          * interval): created by an add, deleted (elements and all) by a delete */
-        NFT_SET_OWN4,   /* an element of cidrs_<ifindex>: added, never deleted alone (nor recorded) */
-        NFT_OWN_CHAIN,  /* the chain thread_<ifindex>: a match in cidrs_<ifindex> goes to @match;
-                         * created with its rule, deleted with it */
-        NFT_SET_OWN,    /* map own: jump thread_<ifindex> */
+        NFT_SET_OWN4, /* an element of cidrs_<ifindex>: added, never deleted alone (nor recorded) */
+        NFT_OWN_CHAIN, /* the chain thread_<ifindex>: a match in cidrs_<ifindex> goes to @match;
+                        * created with its rule, deleted with it */
+        NFT_SET_OWN,   /* map own: jump thread_<ifindex> */
         NFT_N_SETS,
 };
 
