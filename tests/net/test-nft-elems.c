@@ -39,6 +39,7 @@
 #include "hostnet/internal.h" /* hostnet_record_write() */
 #include "hostnet/netpolicy.h"
 #include "hostnet/nft-elems.h"
+#include "netd-pin.h"
 
 #define MAX_ENTRIES 300
 
@@ -916,6 +917,42 @@ static void test_netd_stop_with_sigterm_blocked(void **state)
         gone_teardown(&f);
 }
 
+/* b4box-netd's pins (netd-pin.c): a new pin is one exclusive add, a pin already there (alone
+ * or with a new one in the same answer) is refreshed: its timeout starts again. */
+static void test_pin_new_and_refresh(void **state)
+{
+        const uint8_t a[4] = { 192, 0, 2, 10 }, b[4] = { 192, 0, 2, 11 };
+        struct pinner pn = { 0 };
+        struct pin_elem e[2];
+
+        (void)state;
+        if (!privileged())
+                skip();
+        table_reset();
+        assert_int_equal(pinner_open(&pn), 0);
+        pin_key4(&e[0], 7, a);
+        pin_key4(&e[1], 7, b);
+        assert_int_equal(pinner_run(&pn, "b4box", "pin4", e, 1, 1500), 0);
+        usleep(1000000);
+        /* a's refresh and b's first pin in one answer */
+        assert_int_equal(pinner_run(&pn, "b4box", "pin4", e, 2, 1500), 0);
+        usleep(1000000);
+        /* 2 s after its first pin, 1 s after the refresh: a is still there */
+        sh("nft get element inet b4box pin4 '{ 7 . 192.0.2.10 }' >/dev/null");
+        sh("nft get element inet b4box pin4 '{ 7 . 192.0.2.11 }' >/dev/null");
+        usleep(1000000);
+        assert_int_not_equal(system("nft get element inet b4box pin4 '{ 7 . 192.0.2.10 }' "
+                                    ">/dev/null 2>&1"),
+                             0);
+        /* the interval set of name:port pins: new, then again */
+        pin_key4p(&e[0], 7, a, IPPROTO_TCP, 443, 443);
+        assert_int_equal(pinner_run(&pn, "b4box", "pin4p", e, 1, 30000), 0);
+        assert_int_equal(pinner_run(&pn, "b4box", "pin4p", e, 1, 30000), 0);
+        sh("nft list set inet b4box pin4p | grep -q '192.0.2.10 . tcp . 443'");
+        pinner_close(&pn);
+        table_drop();
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -928,6 +965,7 @@ int main(void)
                 cmocka_unit_test(test_batch_equals_text_many),
                 cmocka_unit_test(test_delete_survives_missing),
                 cmocka_unit_test(test_replace_and_clash),
+                cmocka_unit_test(test_pin_new_and_refresh),
                 cmocka_unit_test(test_teardown_all_ways),
                 cmocka_unit_test(test_sweep_finishes_a_crashed_teardown),
                 cmocka_unit_test(test_netd_stop_with_sigterm_blocked),
