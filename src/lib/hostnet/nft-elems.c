@@ -454,8 +454,8 @@ static int run(const struct nftnl_dl *nl, const struct nft_elems *del, const str
 
         if ((!del || del->n == 0) && (!add || add->n == 0))
                 return 0;
-        /* at most 3 messages an entry (a chain and its rules) */
-        b.seq = first = nfnl_seq((unsigned)(3 * ((del ? del->n : 0) + (add ? add->n : 0)) + 2));
+        /* at most 2 messages an entry (a chain and its rule) */
+        b.seq = first = nfnl_seq((unsigned)(2 * ((del ? del->n : 0) + (add ? add->n : 0)) + 2));
         r = reserve(&b, MSG_ROOM);
         if (r >= 0) {
                 nlh = nl->batch_begin(b.buf + b.len, b.seq++);
