@@ -22,7 +22,8 @@
 # (b4box-netd's code: pin4, and pin4p for name:port entries), one thread's elements added
 # and deleted, with 0 and 1,000 other threads installed,
 # for a CIDR allowlist (the thread's own set and chain) and for one of names only (the
-# population: 20 pin4 and 20 pin4p pins a thread; the pins timed are new ones). Needs
+# population: 20 pin4 and 2 pin4p pins a thread; the pins timed are new ones, pin4p's 20 of
+# them). Needs
 # root, python3 (the summary).
 set -euo pipefail
 cd "$(dirname "$0")/.."

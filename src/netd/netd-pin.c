@@ -1,13 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * b4box-netd's pins over netlink (libnftnl + libmnl): one nf_tables batch per answer, a
- * NEWSETELEM with NLM_F_EXCL; when an element is there already (a refresh: -EEXIST, and
- * the whole transaction undone), NEWSETELEM → DELSETELEM → NEWSETELEM of the same elements,
- * so each pin gets a fresh timeout whatever the kernel's refresh rule, in one transaction.
- * A new pin never pays for a delete: in the interval set pin4p (the kernel's pipapo) a
- * delete walks every element before the one it removes (nft_pipapo_remove()), 22 ms with
- * 2,000 pins of 1,000 threads there; an insert copies the set once per transaction. The kernel
- * handles a batch inside sendmsg(), so every reply is queued when it returns: they are read without
+ * b4box-netd's pins over netlink (libnftnl + libmnl): one nf_tables batch per answer,
+ * NEWSETELEM → DELSETELEM → NEWSETELEM of the same elements, so each pin gets a fresh
+ * timeout whatever the kernel's refresh rule, in one transaction. The kernel handles a batch
+ * inside sendmsg(), so every reply is queued when it returns: they are read without
  * waiting, and each message must have been acknowledged with no error.
  * Key layout (nft registers are 4-byte aligned): iface_index is a host-order u32 (network
  * order in the interval set pin4p, whose ranges compare big-endian: nft byte-swaps iif in
@@ -26,7 +22,6 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -88,8 +83,7 @@ void pin_key4p(struct pin_elem *e,
         e->range = true;
 }
 
-/* One NEWSETELEM/DELSETELEM message for @n elements of set @set into @batch (@excl: a
- * NEWSETELEM that fails on an element already there). */
+/* One NEWSETELEM/DELSETELEM message for @n elements of set @set into @batch. */
 static int put_msg(struct pinner *p,
                    struct mnl_nlmsg_batch *batch,
                    uint16_t type,
@@ -97,8 +91,7 @@ static int put_msg(struct pinner *p,
                    const char *set,
                    const struct pin_elem *e,
                    size_t n,
-                   uint64_t timeout_ms,
-                   bool excl)
+                   uint64_t timeout_ms)
 {
         struct nftnl_set *s = nftnl_set_alloc();
         struct nlmsghdr *nlh;
@@ -124,8 +117,7 @@ static int put_msg(struct pinner *p,
                 nftnl_set_elem_add(s, x);
         }
         nlh = nftnl_nlmsg_build_hdr(mnl_nlmsg_batch_current(batch), type, NFPROTO_INET,
-                                    (type == NFT_MSG_NEWSETELEM ? NLM_F_CREATE : 0) |
-                                            (excl ? NLM_F_EXCL : 0) | NLM_F_ACK,
+                                    (type == NFT_MSG_NEWSETELEM ? NLM_F_CREATE : 0) | NLM_F_ACK,
                                     p->seq++);
         nftnl_set_elems_nlmsg_build_payload(nlh, s);
         nftnl_set_free(s);
@@ -162,41 +154,6 @@ static int read_acks(struct pinner *p, unsigned want)
         return acks >= want ? 0 : -EPROTO;
 }
 
-/* One batch: @n elements added (@refresh: added, deleted, added), acknowledged. */
-static int run_batch(struct pinner *p,
-                     const char *table,
-                     const char *set,
-                     const struct pin_elem *e,
-                     size_t n,
-                     uint64_t timeout_ms,
-                     bool refresh)
-{
-        static char buf[BATCH_MAX];
-        struct mnl_nlmsg_batch *batch = mnl_nlmsg_batch_start(buf, sizeof(buf));
-        int r;
-
-        if (!batch)
-                return -ENOMEM;
-        nftnl_batch_begin(mnl_nlmsg_batch_current(batch), p->seq++);
-        (void)mnl_nlmsg_batch_next(batch);
-        r = put_msg(p, batch, NFT_MSG_NEWSETELEM, table, set, e, n, timeout_ms, !refresh);
-        if (r >= 0 && refresh)
-                r = put_msg(p, batch, NFT_MSG_DELSETELEM, table, set, e, n, 0, false);
-        if (r >= 0 && refresh)
-                r = put_msg(p, batch, NFT_MSG_NEWSETELEM, table, set, e, n, timeout_ms, false);
-        if (r >= 0) {
-                nftnl_batch_end(mnl_nlmsg_batch_current(batch), p->seq++);
-                (void)mnl_nlmsg_batch_next(batch);
-                if (mnl_socket_sendto(p->nl, mnl_nlmsg_batch_head(batch),
-                                      mnl_nlmsg_batch_size(batch)) < 0)
-                        r = -errno;
-                else
-                        r = read_acks(p, refresh ? 3 : 1);
-        }
-        mnl_nlmsg_batch_stop(batch);
-        return r;
-}
-
 int pinner_run(struct pinner *p,
                const char *table,
                const char *set,
@@ -204,13 +161,32 @@ int pinner_run(struct pinner *p,
                size_t n,
                uint64_t timeout_ms)
 {
-        int r;
+        static char buf[BATCH_MAX];
+        struct mnl_nlmsg_batch *batch;
+        int r = 0;
 
         if (n == 0)
                 return 0;
-        r = run_batch(p, table, set, e, n, timeout_ms, false);
-        if (r == -EEXIST)
-                r = run_batch(p, table, set, e, n, timeout_ms, true);
+        batch = mnl_nlmsg_batch_start(buf, sizeof(buf));
+        if (!batch)
+                return -ENOMEM;
+        nftnl_batch_begin(mnl_nlmsg_batch_current(batch), p->seq++);
+        (void)mnl_nlmsg_batch_next(batch);
+        r = put_msg(p, batch, NFT_MSG_NEWSETELEM, table, set, e, n, timeout_ms);
+        if (r >= 0)
+                r = put_msg(p, batch, NFT_MSG_DELSETELEM, table, set, e, n, 0);
+        if (r >= 0)
+                r = put_msg(p, batch, NFT_MSG_NEWSETELEM, table, set, e, n, timeout_ms);
+        if (r >= 0) {
+                nftnl_batch_end(mnl_nlmsg_batch_current(batch), p->seq++);
+                (void)mnl_nlmsg_batch_next(batch);
+                if (mnl_socket_sendto(p->nl, mnl_nlmsg_batch_head(batch),
+                                      mnl_nlmsg_batch_size(batch)) < 0)
+                        r = -errno;
+                else
+                        r = read_acks(p, 3);
+        }
+        mnl_nlmsg_batch_stop(batch);
         return r;
 }
 
@@ -354,7 +330,7 @@ int pinner_del(
                 return -ENOMEM;
         nftnl_batch_begin(mnl_nlmsg_batch_current(batch), p->seq++);
         (void)mnl_nlmsg_batch_next(batch);
-        r = put_msg(p, batch, NFT_MSG_DELSETELEM, table, set, e, n, 0, false);
+        r = put_msg(p, batch, NFT_MSG_DELSETELEM, table, set, e, n, 0);
         if (r >= 0) {
                 nftnl_batch_end(mnl_nlmsg_batch_current(batch), p->seq++);
                 (void)mnl_nlmsg_batch_next(batch);

@@ -44,8 +44,7 @@ void pin_key_iif(struct pin_elem *e, unsigned ifindex);
 
 /*
  * pinner_run() - add @n elements to set @set of `inet @table` with a fresh timeout of
- * @timeout_ms (0: no timeout, for a set without one): an exclusive add, or, when one is
- * there already, add, delete, add in one batch. Return: 0, or
+ * @timeout_ms (add, delete, add in one batch; 0: no timeout, for a set without one). Return: 0, or
  * a negative errno: the kernel's
  * (-ENOENT: no such table or set) or -EPROTO when an acknowledgement is missing.
  */
