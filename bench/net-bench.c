@@ -9,10 +9,13 @@
  *                                        in this network namespace: the inet b4box table with
  *                                        THREADS threads' elements (deny mode, an allowlist
  *                                        of ENTRY..., default 198.51.100.0/24:443) and PINS
- *                                        pins each, then RUNS times: one pin (netd's
- *                                        pinner_run(), src/netd/netd-pin.c), one thread's
- *                                        elements added and deleted (nft_elems_commit());
- *                                        p50 and p99, microseconds
+ *                                        pins each in pin4, and 2 name:443 pins each in
+ *                                        the interval set pin4p (one transaction), then RUNS
+ *                                        times: one pin (netd's pinner_run(),
+ *                                        src/netd/netd-pin.c), one thread's elements added
+ *                                        and deleted (nft_elems_commit()), and the first 20
+ *                                        of those runs one new pin4p pin; p50, p90 and p99,
+ *                                        microseconds
  *   net-bench install IFINDEX ADDR THREADS PINS [ENTRY...]
  *                                        the same table and population, and the elements of
  *                                        one real thread: host veth IFINDEX, sandbox ADDR
@@ -36,6 +39,8 @@
 #include "hostnet/netpolicy.h"
 #include "hostnet/nft-elems.h"
 #include "netd-pin.h"
+
+#define PIN4P_RUNS 20 /* a pin4p pin is slow with 1,000 threads' in the set */
 
 static double now_us(void)
 {
@@ -175,6 +180,33 @@ static int policy_of(struct b4_policy *p, struct b4_net_entry e[16], char **list
         return 0;
 }
 
+/* Two name:443 pins in pin4p for each of @threads threads, in one transaction (netd's
+ * add-delete-add, one answer at a time, would make filling it quadratic: a delete in an
+ * interval set walks every element before it). */
+static int pin4p_fill(unsigned threads)
+{
+        struct b4_error err = { 0 };
+        size_t cap = 64 + (size_t)threads * 2 * 64, len;
+        char *text = malloc(cap);
+        int r = 0;
+
+        if (!text)
+                return -1;
+        len = (size_t)snprintf(text, cap, "add element inet b4box pin4p { ");
+        for (unsigned i = 0; i < threads; i++)
+                for (unsigned k = 0; k < 2; k++)
+                        len += (size_t)snprintf(text + len, cap - len,
+                                                "%s%u . 192.0.2.%u . tcp . 443 timeout 1h",
+                                                i || k ? ", " : "", 100000 + i, 10 + k);
+        (void)snprintf(text + len, cap - len, " }\n");
+        if (threads > 0 && netpolicy_run(text, &err) < 0) {
+                fprintf(stderr, "net-bench: %s\n", err.msg);
+                r = -1;
+        }
+        free(text);
+        return r;
+}
+
 /* The table, and @threads threads' elements (inert ifindexes) with @pins pins each. */
 static int populate(const struct b4_policy *p, struct pinner *pn, unsigned threads, unsigned pins)
 {
@@ -210,7 +242,7 @@ static int populate(const struct b4_policy *p, struct pinner *pn, unsigned threa
                         left -= n;
                 }
         }
-        return 0;
+        return pin4p_fill(threads);
 }
 
 static int install(unsigned ifindex,
@@ -248,7 +280,7 @@ static int nft_costs(unsigned threads, unsigned pins, size_t runs, char **list, 
         struct nft_elems one = { 0 };
         struct netpolicy_thread t;
         double *pin = calloc(runs, sizeof(double)), *add = calloc(runs, sizeof(double)),
-               *del = calloc(runs, sizeof(double));
+               *del = calloc(runs, sizeof(double)), *pinp = calloc(runs, sizeof(double));
 
         if (policy_of(&p, e, list, n_list) < 0 || populate(&p, &pn, threads, pins) < 0)
                 return 1;
@@ -264,6 +296,13 @@ static int nft_costs(unsigned threads, unsigned pins, size_t runs, char **list, 
                 if (pinner_run(&pn, "b4box", "pin4", &pe, 1, 30000) < 0)
                         return 1;
                 pin[r] = now_us() - t0;
+                if (r < PIN4P_RUNS) {
+                        pin_key4p(&pe, t.ifindex, ip, IPPROTO_TCP, 443, 443);
+                        t0 = now_us();
+                        if (pinner_run(&pn, "b4box", "pin4p", &pe, 1, 30000) < 0)
+                                return 1;
+                        pinp[r] = now_us() - t0;
+                }
                 t0 = now_us();
                 if (nft_elems_commit(NULL, &one, &err) < 0)
                         return 1;
@@ -275,10 +314,15 @@ static int nft_costs(unsigned threads, unsigned pins, size_t runs, char **list, 
         }
         printf("elements threads %u pins %u elements_per_thread %zu\n", threads, pins, one.n);
         report("pin_us", pin, runs);
+        report("pin4p_us", pinp, runs < PIN4P_RUNS ? runs : PIN4P_RUNS);
         report("thread_add_us", add, runs);
         report("thread_delete_us", del, runs);
         pinner_close(&pn);
         nft_elems_release(&one);
+        free(pin);
+        free(pinp);
+        free(add);
+        free(del);
         return 0;
 }
 

@@ -4,8 +4,8 @@
 # tests/native/net-netd.sh, all inside `unshare --net`: an "internet" namespace with dnsmasq
 # on 192.0.2.53 (answers from --address, no cache misses, no recursion), and two sandbox
 # namespaces behind veths: b4h1 is a listed thread (deny + allowlist; every :53 packet
-# redirected to its netd, which pins each answer before replying), b4h2 has no mode element
-# (the table lets it through) and asks 192.0.2.53 straight over the same kind of path. A
+# redirected to its netd, which pins each answer before replying), direct2 is no b4h* veth
+# (the table does not see it) and asks 192.0.2.53 straight over the same kind of path. A
 # Python client in each sends QUERIES UDP queries one after another (blocks of 100,
 # alternating between the two so load changes hit both) and times each; prints p50/p90/p99
 # and min in µs for: direct, through netd (an admitted name, answered upstream and
@@ -85,7 +85,7 @@ sandbox() { # pid veth n
         nsenter -t "$1" -n ip route add default via "10.233.0.$((4 * $3 + 1))"
 }
 sandbox "$s1" b4h1 0
-sandbox "$s2" b4h2 1
+sandbox "$s2" direct2 1
 sandbox "$s3" b4h3 2
 nft -f "$table"
 listed() { # veth gateway netd-binary log [netd options]

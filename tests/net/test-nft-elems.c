@@ -39,6 +39,7 @@
 #include "hostnet/internal.h" /* hostnet_record_write() */
 #include "hostnet/netpolicy.h"
 #include "hostnet/nft-elems.h"
+#include "netd-pin.h"
 
 #define MAX_ENTRIES 300
 
@@ -136,13 +137,40 @@ static void test_thread_elems_order(void **state)
         assert_int_equal(l.v[2].port, 5353);
         assert_int_equal(l.v[3].set, NFT_SET_DNSIN);
         assert_int_equal(l.v[4].set, NFT_SET_DNSIN);
-        for (size_t i = 5; i + 1 < l.n; i++) {
-                assert_int_equal(l.v[i].set, NFT_SET_CIDR4); /* names and IPv6 make none */
+        /* its own set, the set's elements, its own chain, own: jump there, mode */
+        assert_int_equal(l.v[5].set, NFT_OWN_SET);
+        assert_int_equal(l.v[5].ifindex, 5);
+        for (size_t i = 6; i + 3 < l.n; i++) {
+                assert_int_equal(l.v[i].set, NFT_SET_OWN4); /* names and IPv6 make none */
+                assert_int_equal(l.v[i].ifindex, 5);
+                assert_int_equal(l.v[i].k.len, 12); /* no iif: the set is the thread's */
                 cidr++;
         }
-        assert_true(cidr % 2 == 0); /* tcp and udp each */
+        assert_true(cidr > 0 && cidr % 2 == 0); /* tcp and udp each */
+        assert_int_equal(l.v[l.n - 3].set, NFT_OWN_CHAIN);
+        assert_string_equal(l.v[l.n - 3].match, "passed");
+        assert_int_equal(l.v[l.n - 2].set, NFT_SET_OWN);
+        assert_int_equal(l.v[l.n - 2].ifindex, 5);
         assert_int_equal(l.v[l.n - 1].set, NFT_SET_MODE);
         assert_string_equal(l.v[l.n - 1].chain, "deny_mode");
+        nft_elems_release(&l);
+        policy_release(&pol);
+
+        /* a denylist: matches go to denied, the thread to allow_mode */
+        policy_make(&pol, B4_NETWORK_ALLOW, deny_list, ELEMENTSOF(deny_list));
+        assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &l), 0);
+        assert_int_equal(l.v[l.n - 3].set, NFT_OWN_CHAIN);
+        assert_string_equal(l.v[l.n - 3].match, "denied");
+        assert_string_equal(l.v[l.n - 1].chain, "allow_mode");
+        nft_elems_release(&l);
+        policy_release(&pol);
+
+        /* names only: no set or chain of its own, goto deny_mode */
+        policy_make(&pol, B4_NETWORK_DENY, deny_list + 2, 1);
+        assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &l), 0);
+        assert_int_equal(l.n, 6);
+        assert_int_equal(l.v[5].set, NFT_SET_MODE);
+        assert_string_equal(l.v[5].chain, "deny_mode");
         nft_elems_release(&l);
         policy_release(&pol);
 
@@ -166,6 +194,10 @@ static void test_record_round_trip(void **state)
                 "masq4 01020304x",
                 ("src4 " /* too long */
                  "0102030405060708090a0b0c0d0e0f1011\n"),
+                "own4 0102030405060708090a0b0c\n", /* never recorded */
+                "ownset 0102\n",                   /* not an iif */
+                "ownchain 01020304-01020305\n",
+                "own 0102030405\n",
         };
         struct policy pol;
         struct netpolicy_thread t;
@@ -178,15 +210,26 @@ static void test_record_round_trip(void **state)
         assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &l), 0);
         assert_int_equal(nft_elems_format(&l, &text), 0);
         assert_int_equal(nft_elems_parse(text, &back), 0);
-        assert_int_equal(back.n, l.n);
-        for (size_t i = 0; i < l.n; i++) {
-                assert_int_equal(back.v[i].set, l.v[i].set);
-                assert_int_equal(back.v[i].k.len, l.v[i].k.len);
-                assert_int_equal(back.v[i].k.range, l.v[i].k.range);
-                assert_memory_equal(back.v[i].k.key, l.v[i].k.key, l.v[i].k.len);
+        /* the elements of the thread's own set are not recorded: they go with the set */
+        for (size_t i = 0, j = 0; i < l.n; i++) {
+                if (l.v[i].set == NFT_SET_OWN4)
+                        continue;
+                assert_true(j < back.n);
+                assert_int_equal(back.v[j].set, l.v[i].set);
+                assert_int_equal(back.v[j].k.len, l.v[i].k.len);
+                assert_int_equal(back.v[j].k.range, l.v[i].k.range);
+                assert_memory_equal(back.v[j].k.key, l.v[i].k.key, l.v[i].k.len);
                 if (l.v[i].k.range)
-                        assert_memory_equal(back.v[i].k.key_end, l.v[i].k.key_end, l.v[i].k.len);
+                        assert_memory_equal(back.v[j].k.key_end, l.v[i].k.key_end, l.v[i].k.len);
+                if (l.v[i].set == NFT_OWN_SET || l.v[i].set == NFT_OWN_CHAIN ||
+                    l.v[i].set == NFT_SET_OWN)
+                        assert_int_equal(back.v[j].ifindex, 9);
+                j++;
+                assert_true(i + 1 < l.n || j == back.n);
         }
+        assert_null(strstr(text, "own4"));
+        assert_non_null(strstr(text, "ownset 09000000\n"));
+        assert_non_null(strstr(text, "ownchain 09000000\n"));
         assert_int_equal(nft_elems_format(&back, &again), 0);
         assert_string_equal(text, again);
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
@@ -220,14 +263,64 @@ static int cmp_str(const void *a, const void *b)
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The elements of every set and map of `inet b4box`, canonical: "<set>: <elem>" lines,
+static void add_line(char ***lines, size_t *n, size_t *cap, char *line)
+{
+        if (*n == *cap) {
+                *cap = *cap ? *cap * 2 : 256;
+                *lines = realloc(*lines, *cap * sizeof(**lines));
+                assert_non_null(*lines);
+        }
+        (*lines)[(*n)++] = line;
+}
+
+/* One object of `nft -j list table` as lines: "set <name>" and "<set>: <elem>" for a set or
+ * map, "chain <name>" for a chain, "rule <chain>: <expr>" for a rule (its handle dropped). */
+static void object_lines(json_t *obj, char ***lines, size_t *n, size_t *cap)
+{
+        json_t *set = json_object_get(obj, "set"), *chain = json_object_get(obj, "chain"),
+               *rule = json_object_get(obj, "rule");
+        char *line;
+
+        if (!set)
+                set = json_object_get(obj, "map");
+        if (set) {
+                const char *name = json_string_value(json_object_get(set, "name"));
+                json_t *elems = json_object_get(set, "elem");
+
+                assert_true(asprintf(&line, "set %s", name) > 0);
+                add_line(lines, n, cap, line);
+                for (size_t j = 0; j < json_array_size(elems); j++) {
+                        char *e =
+                                json_dumps(json_array_get(elems, j), JSON_COMPACT | JSON_SORT_KEYS);
+
+                        assert_true(asprintf(&line, "%s: %s", name, e) > 0);
+                        add_line(lines, n, cap, line);
+                        free(e);
+                }
+        }
+        if (chain) {
+                assert_true(asprintf(&line, "chain %s",
+                                     json_string_value(json_object_get(chain, "name"))) > 0);
+                add_line(lines, n, cap, line);
+        }
+        if (rule) {
+                char *e = json_dumps(json_object_get(rule, "expr"), JSON_COMPACT | JSON_SORT_KEYS);
+
+                assert_true(asprintf(&line, "rule %s: %s",
+                                     json_string_value(json_object_get(rule, "chain")), e) > 0);
+                add_line(lines, n, cap, line);
+                free(e);
+        }
+}
+
+/* What `inet b4box` holds, canonical: object_lines() of every set, map, chain and rule,
  * sorted (hash sets list in no fixed order). */
 static char *table_elements(void)
 {
         FILE *f = popen("nft -j list table inet b4box", "r");
         struct strbuf out, all;
         json_error_t jerr;
-        json_t *root, *arr, *o;
+        json_t *root, *arr;
         char **lines = NULL, buf[65536];
         size_t n = 0, cap = 0, got;
         char *ret = NULL;
@@ -240,27 +333,8 @@ static char *table_elements(void)
         root = json_loads(all.buf ? all.buf : "", 0, &jerr);
         assert_non_null(root);
         arr = json_object_get(root, "nftables");
-        for (size_t i = 0; i < json_array_size(arr); i++) {
-                json_t *set = json_object_get(json_array_get(arr, i), "set");
-                json_t *elems;
-
-                if (!set)
-                        set = json_object_get(json_array_get(arr, i), "map");
-                elems = set ? json_object_get(set, "elem") : NULL;
-                for (size_t j = 0; j < json_array_size(elems); j++) {
-                        char *e =
-                                json_dumps(json_array_get(elems, j), JSON_COMPACT | JSON_SORT_KEYS);
-
-                        o = json_object_get(set, "name");
-                        if (n == cap) {
-                                cap = cap ? cap * 2 : 256;
-                                lines = realloc(lines, cap * sizeof(*lines));
-                                assert_non_null(lines);
-                        }
-                        assert_true(asprintf(&lines[n++], "%s: %s", json_string_value(o), e) > 0);
-                        free(e);
-                }
-        }
+        for (size_t i = 0; i < json_array_size(arr); i++)
+                object_lines(json_array_get(arr, i), &lines, &n, &cap);
         qsort(lines, n, sizeof(*lines), cmp_str); /* checksrc: allow (tests) */
         strbuf_init(&out, 64u << 20);
         for (size_t i = 0; i < n; i++) {
@@ -286,7 +360,6 @@ static void nft_text(const char *text)
 
 struct text_out {
         struct strbuf *sb;
-        unsigned ifindex;
         const struct b4_net_entry *e;
 };
 
@@ -297,18 +370,30 @@ static void text_cidr(const uint8_t net[4], unsigned prefix, void *data)
         unsigned lo = o->e->port_lo, hi = o->e->port_lo ? o->e->port_hi : 65535;
 
         assert_non_null(inet_ntop(AF_INET, net, ip, sizeof(ip)));
-        assert_int_equal(strbuf_addf(o->sb, "%s%u . %s/%u . tcp . %u-%u, %u . %s/%u . udp . %u-%u",
-                                     o->sb->len ? ", " : "", o->ifindex, ip, prefix, lo, hi,
-                                     o->ifindex, ip, prefix, lo, hi),
+        assert_int_equal(strbuf_addf(o->sb, "%s%s/%u . tcp . %u-%u, %s/%u . udp . %u-%u",
+                                     o->sb->len ? ", " : "", ip, prefix, lo, hi, ip, prefix, lo,
+                                     hi),
                          0);
 }
 
-/* The nft text that adds thread @t's elements under @p (what b4box ran before the batches). */
+static bool has_cidr4(const struct b4_policy *p)
+{
+        for (size_t i = 0; i < p->n_network_list; i++)
+                if (p->network_list[i].kind == B4_NET_CIDR && p->network_list[i].family == AF_INET)
+                        return true;
+        return false;
+}
+
+/* The nft text that adds thread @t's elements under @p (what b4box ran before the batches),
+ * its own set and chain included: the shared elements, then (a list with IPv4 CIDRs) the
+ * thread's set, its elements, its chain and the chain's rule, its `own` element, then the
+ * mode element. */
 static char *thread_text(const struct b4_policy *p, const struct netpolicy_thread *t)
 {
         bool deny = p->network == B4_NETWORK_DENY, listed = p->n_network_list > 0;
+        bool own = listed && has_cidr4(p);
         struct strbuf sb, cidr;
-        struct text_out o = { .sb = &cidr, .ifindex = t->ifindex };
+        struct text_out o = { .sb = &cidr };
         char ip[INET_ADDRSTRLEN], *ret = NULL;
         unsigned f = t->ifindex, port = t->netd_port;
 
@@ -337,11 +422,19 @@ static char *thread_text(const struct b4_policy *p, const struct netpolicy_threa
                         else
                                 text_cidr(o.e->addr, o.e->prefix, &o);
                 }
-                if (cidr.len)
-                        assert_int_equal(strbuf_addf(&sb, "add element inet b4box %s { %s }\n",
-                                                     deny ? "cidr4" : "dcidr4", cidr.buf),
-                                         0);
         }
+        if (own)
+                assert_int_equal(
+                        strbuf_addf(&sb,
+                                    "add set inet b4box cidrs_%u { type ipv4_addr . inet_proto . "
+                                    "inet_service; flags interval; }\n"
+                                    "add element inet b4box cidrs_%u { %s }\n"
+                                    "add chain inet b4box thread_%u\n"
+                                    "add rule inet b4box thread_%u ip daddr . meta l4proto . "
+                                    "th dport @cidrs_%u goto %s\n"
+                                    "add element inet b4box own { %u : jump thread_%u }\n",
+                                    f, f, cidr.buf, f, f, f, deny ? "passed" : "denied", f, f),
+                        0);
         assert_int_equal(strbuf_addf(&sb, "add element inet b4box mode { %u : goto %s }\n", f,
                                      !listed ? "open_mode"
                                      : deny  ? "deny_mode"
@@ -353,20 +446,39 @@ static char *thread_text(const struct b4_policy *p, const struct netpolicy_threa
         return ret;
 }
 
-/* The delete of @add_text's elements: "add element" -> "delete element", map values kept
- * (nft accepts and ignores them on delete). */
-static void text_delete_thread(const char *add_text)
+/* The delete of @add_text's elements (thread_text() of ifindex @f): the mode element first,
+ * then the thread's `own` element, chain and set (rule and elements go with them), then the
+ * other "add element" lines as "delete element" (map values kept: nft ignores them on
+ * delete). */
+static void text_delete_thread(const char *add_text, unsigned f)
 {
         struct strbuf sb;
-        const char *s = add_text, *at;
+        char own[32];
+        const char *s = add_text;
 
         strbuf_init(&sb, 64u << 20);
-        while ((at = strstr(s, "add element"))) {
-                assert_int_equal(strbuf_add(&sb, s, (size_t)(at - s)), 0);
-                assert_int_equal(strbuf_addf(&sb, "delete element"), 0);
-                s = at + strlen("add element");
+        assert_int_equal(strbuf_addf(&sb, "delete element inet b4box mode { %u }\n", f), 0);
+        (void)snprintf(own, sizeof(own), "thread_%u\n", f);
+        if (strstr(add_text, own))
+                assert_int_equal(strbuf_addf(&sb,
+                                             "delete element inet b4box own { %u }\n"
+                                             "flush chain inet b4box thread_%u\n"
+                                             "delete chain inet b4box thread_%u\n"
+                                             "delete set inet b4box cidrs_%u\n",
+                                             f, f, f, f),
+                                 0);
+        while (*s) {
+                const char *nl = strchr(s, '\n');
+                size_t len = nl ? (size_t)(nl - s + 1) : strlen(s);
+
+                if (strncmp(s, "add element", 11) == 0 && !memmem(s, len, " mode {", 7) &&
+                    !memmem(s, len, " own {", 6) &&
+                    strncmp(s, "add element inet b4box cidr", 27) != 0) {
+                        assert_int_equal(strbuf_addf(&sb, "delete"), 0);
+                        assert_int_equal(strbuf_add(&sb, s + 3, len - 3), 0);
+                }
+                s += len;
         }
-        assert_int_equal(strbuf_addf(&sb, "%s", s), 0);
         nft_text(sb.buf);
         strbuf_release(&sb);
 }
@@ -401,7 +513,8 @@ static void check_policy(enum b4_network_mode mode, const char *const *texts, si
 
         policy_make(&pol, mode, texts, n);
         thread_of(&t, 7, 40001);
-        thread_of(&other, 8, 40002);
+        /* ifindex 4: its own set's name must not be the shared set cidr4's */
+        thread_of(&other, 4, 40002);
         table_reset();
         empty = table_elements();
         assert_int_equal(netpolicy_thread_elems(&pol.p, &other, &lo), 0);
@@ -423,7 +536,7 @@ static void check_policy(enum b4_network_mode mode, const char *const *texts, si
         nft_text(text);
         by_text = table_elements();
         assert_string_equal(by_batch, by_text);
-        text_delete_thread(text);
+        text_delete_thread(text, t.ifindex);
         free(after);
         after = table_elements();
         assert_string_equal(after, with_other);
@@ -510,6 +623,16 @@ static void test_delete_survives_missing(void **state)
         assert_int_equal(nft_elems_commit(NULL, &l, &err), 0);
         nft_text("delete element inet b4box mode { 7 }\n");
         assert_int_equal(nft_elems_commit(&l, NULL, &err), 0);
+        free(after);
+        after = table_elements();
+        assert_string_equal(after, empty);
+        /* a set of its own left behind (of an earlier veth of this ifindex): the add fails
+         * whole, never merges into it */
+        nft_text("add set inet b4box cidrs_7 { type ipv4_addr . inet_proto . inet_service; "
+                 "flags interval; elements = { 0.0.0.0/0 . tcp . 0-65535 }; }\n");
+        free(empty);
+        empty = table_elements();
+        assert_int_equal(nft_elems_commit(NULL, &l, &err), -EEXIST);
         free(after);
         after = table_elements();
         assert_string_equal(after, empty);
@@ -794,6 +917,42 @@ static void test_netd_stop_with_sigterm_blocked(void **state)
         gone_teardown(&f);
 }
 
+/* b4box-netd's pins (netd-pin.c): a new pin is one exclusive add, a pin already there (alone
+ * or with a new one in the same answer) is refreshed: its timeout starts again. */
+static void test_pin_new_and_refresh(void **state)
+{
+        const uint8_t a[4] = { 192, 0, 2, 10 }, b[4] = { 192, 0, 2, 11 };
+        struct pinner pn = { 0 };
+        struct pin_elem e[2];
+
+        (void)state;
+        if (!privileged())
+                skip();
+        table_reset();
+        assert_int_equal(pinner_open(&pn), 0);
+        pin_key4(&e[0], 7, a);
+        pin_key4(&e[1], 7, b);
+        assert_int_equal(pinner_run(&pn, "b4box", "pin4", e, 1, 1500), 0);
+        usleep(1000000);
+        /* a's refresh and b's first pin in one answer */
+        assert_int_equal(pinner_run(&pn, "b4box", "pin4", e, 2, 1500), 0);
+        usleep(1000000);
+        /* 2 s after its first pin, 1 s after the refresh: a is still there */
+        sh("nft get element inet b4box pin4 '{ 7 . 192.0.2.10 }' >/dev/null");
+        sh("nft get element inet b4box pin4 '{ 7 . 192.0.2.11 }' >/dev/null");
+        usleep(1000000);
+        assert_int_not_equal(system("nft get element inet b4box pin4 '{ 7 . 192.0.2.10 }' "
+                                    ">/dev/null 2>&1"),
+                             0);
+        /* the interval set of name:port pins: new, then again */
+        pin_key4p(&e[0], 7, a, IPPROTO_TCP, 443, 443);
+        assert_int_equal(pinner_run(&pn, "b4box", "pin4p", e, 1, 30000), 0);
+        assert_int_equal(pinner_run(&pn, "b4box", "pin4p", e, 1, 30000), 0);
+        sh("nft list set inet b4box pin4p | grep -q '192.0.2.10 . tcp . 443'");
+        pinner_close(&pn);
+        table_drop();
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -806,6 +965,7 @@ int main(void)
                 cmocka_unit_test(test_batch_equals_text_many),
                 cmocka_unit_test(test_delete_survives_missing),
                 cmocka_unit_test(test_replace_and_clash),
+                cmocka_unit_test(test_pin_new_and_refresh),
                 cmocka_unit_test(test_teardown_all_ways),
                 cmocka_unit_test(test_sweep_finishes_a_crashed_teardown),
                 cmocka_unit_test(test_netd_stop_with_sigterm_blocked),

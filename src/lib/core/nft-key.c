@@ -60,6 +60,29 @@ void nft_key_iif_proto_port(struct nft_key *k, unsigned ifindex, uint8_t proto, 
         k->len = 12;
 }
 
+/* @net/@prefix . @proto . @lo-@hi at @k's bytes from @at on (12 of them). */
+static void put_net4_ports(struct nft_key *k,
+                           size_t at,
+                           const uint8_t net[4],
+                           unsigned prefix,
+                           uint8_t proto,
+                           uint16_t lo,
+                           uint16_t hi)
+{
+        uint32_t a =
+                (uint32_t)net[0] << 24 | (uint32_t)net[1] << 16 | (uint32_t)net[2] << 8 | net[3];
+        uint32_t m = prefix == 0 ? 0 : prefix >= 32 ? ~0u : ~0u << (32 - prefix);
+
+        put_u32_be(k->key + at, a & m);
+        k->key[at + 4] = proto;
+        put_port(k->key + at + 8, lo);
+        put_u32_be(k->key_end + at, (a & m) | ~m);
+        k->key_end[at + 4] = proto;
+        put_port(k->key_end + at + 8, hi);
+        k->len = at + 12;
+        k->range = true;
+}
+
 void nft_key_iif_net4_ports(struct nft_key *k,
                             unsigned ifindex,
                             const uint8_t net[4],
@@ -68,19 +91,19 @@ void nft_key_iif_net4_ports(struct nft_key *k,
                             uint16_t lo,
                             uint16_t hi)
 {
-        uint32_t a =
-                (uint32_t)net[0] << 24 | (uint32_t)net[1] << 16 | (uint32_t)net[2] << 8 | net[3];
-        uint32_t m = prefix == 0 ? 0 : prefix >= 32 ? ~0u : ~0u << (32 - prefix);
-
         start(k);
         put_u32_be(k->key, ifindex);
-        put_u32_be(k->key + 4, a & m);
-        k->key[8] = proto;
-        put_port(k->key + 12, lo);
         memcpy(k->key_end, k->key, 4);
-        put_u32_be(k->key_end + 4, (a & m) | ~m);
-        k->key_end[8] = proto;
-        put_port(k->key_end + 12, hi);
-        k->len = 16;
-        k->range = true;
+        put_net4_ports(k, 4, net, prefix, proto, lo, hi);
+}
+
+void nft_key_net4_ports(struct nft_key *k,
+                        const uint8_t net[4],
+                        unsigned prefix,
+                        uint8_t proto,
+                        uint16_t lo,
+                        uint16_t hi)
+{
+        start(k);
+        put_net4_ports(k, 0, net, prefix, proto, lo, hi);
 }

@@ -47,3 +47,15 @@ void nft_key_iif_net4_ports(struct nft_key *k,
                             uint8_t proto,
                             uint16_t lo,
                             uint16_t hi);
+
+/*
+ * nft_key_net4_ports() - the interval `ipv4_addr . inet_proto . inet_service` from
+ * @net/@prefix and ports @lo-@hi (a thread's own set cidrs_<ifindex>: the same layout as
+ * nft_key_iif_net4_ports() without the leading iif). Host bits of @net are ignored.
+ */
+void nft_key_net4_ports(struct nft_key *k,
+                        const uint8_t net[4],
+                        unsigned prefix,
+                        uint8_t proto,
+                        uint16_t lo,
+                        uint16_t hi);

@@ -6,8 +6,10 @@
  *   mode    deny (allowlist) or allow (denylist)
  *   dnsport, dnsin  its netd's port
  *   src4    the sandbox's address
- *   cidr4   allowlist IPv4 CIDRs minus the special ranges they do not lie in (netpolicy_cidr4)
- *   dcidr4  denylist IPv4 CIDRs as written
+ *   its own set cidrs_<ifindex> and chain thread_<ifindex>, when its list has IPv4 CIDRs:
+ *           allowlist CIDRs minus the special ranges they do not lie in (netpolicy_cidr4),
+ *           a match goes to `passed`; denylist CIDRs as written, a match goes to `denied`;
+ *           the map `own` jumps there from deny_mode / allow_mode
  * Names go to netd; IPv6 entries are inert (a listed sandbox's IPv6 is rejected entirely).
  */
 
@@ -131,7 +133,6 @@ struct cidr_out {
         struct nft_elems *l;
         const struct netpolicy_thread *t;
         const struct b4_net_entry *e;
-        enum nft_set set;
         int r;
 };
 
@@ -143,26 +144,44 @@ static void add_cidr(const uint8_t net[4], unsigned prefix, void *data)
         uint16_t hi = o->e->port_lo ? o->e->port_hi : 65535;
 
         for (size_t i = 0; i < ELEMENTSOF(protos) && o->r >= 0; i++) {
-                struct nft_elem x = { .set = o->set };
+                struct nft_elem x = { .set = NFT_SET_OWN4, .ifindex = o->t->ifindex };
 
-                nft_key_iif_net4_ports(&x.k, o->t->ifindex, net, prefix, protos[i], lo, hi);
+                nft_key_net4_ports(&x.k, net, prefix, protos[i], lo, hi);
                 o->r = nft_elems_push(o->l, &x);
         }
 }
 
-/* cidr4 (allowlist, minus the special ranges) or dcidr4 (denylist, as written) elements for
- * every IPv4 CIDR entry. */
+static bool cidr4_entry(const struct b4_net_entry *e)
+{
+        return e->kind == B4_NET_CIDR && e->family == AF_INET;
+}
+
+/* Whether @p's list has IPv4 CIDRs (and so the thread a set and chain of its own). */
+static bool has_cidr4(const struct b4_policy *p)
+{
+        for (size_t i = 0; i < p->n_network_list; i++)
+                if (cidr4_entry(&p->network_list[i]))
+                        return true;
+        return false;
+}
+
+/* The thread's own set, its elements for every IPv4 CIDR entry (allowlist: minus the
+ * special ranges; denylist: as written), its own chain and the `own` element that jumps
+ * there. */
 static int cidr_elements(struct nft_elems *l,
                          const struct b4_policy *p,
                          const struct netpolicy_thread *t)
 {
         bool deny = p->network == B4_NETWORK_DENY;
-        struct cidr_out o = { .l = l, .t = t, .set = deny ? NFT_SET_CIDR4 : NFT_SET_DCIDR4 };
+        struct cidr_out o = { .l = l, .t = t };
+        struct nft_elem obj = { .set = NFT_OWN_SET, .ifindex = t->ifindex };
 
+        nft_key_iif(&obj.k, t->ifindex);
+        o.r = nft_elems_push(l, &obj);
         for (size_t i = 0; i < p->n_network_list && o.r >= 0; i++) {
                 const struct b4_net_entry *e = &p->network_list[i];
 
-                if (e->kind != B4_NET_CIDR || e->family != AF_INET)
+                if (!cidr4_entry(e))
                         continue;
                 o.e = e;
                 if (deny)
@@ -170,16 +189,20 @@ static int cidr_elements(struct nft_elems *l,
                 else
                         add_cidr(e->addr, e->prefix, &o);
         }
+        obj.set = NFT_OWN_CHAIN;
+        obj.match = deny ? "passed" : "denied";
+        if (o.r >= 0)
+                o.r = nft_elems_push(l, &obj);
+        obj.set = NFT_SET_OWN;
+        obj.match = NULL;
+        if (o.r >= 0)
+                o.r = nft_elems_push(l, &obj);
         return o.r;
 }
 
-static int push(struct nft_elems *l,
-                enum nft_set set,
-                const struct nft_key *k,
-                uint16_t port,
-                const char *chain)
+static int push(struct nft_elems *l, enum nft_set set, const struct nft_key *k, uint16_t port)
 {
-        struct nft_elem e = { .set = set, .k = *k, .port = port, .chain = chain };
+        struct nft_elem e = { .set = set, .k = *k, .port = port };
 
         return nft_elems_push(l, &e);
 }
@@ -196,27 +219,32 @@ int netpolicy_thread_elems(const struct b4_policy *p,
         int r;
 
         nft_key_addr4(&k, t->sandbox);
-        r = push(ret, NFT_SET_MASQ4, &k, 0, NULL);
+        r = push(ret, NFT_SET_MASQ4, &k, 0);
         nft_key_iif_addr4(&k, t->ifindex, t->sandbox);
         if (r >= 0)
-                r = push(ret, NFT_SET_SRC4, &k, 0, NULL);
+                r = push(ret, NFT_SET_SRC4, &k, 0);
         if (listed) {
                 nft_key_iif(&k, t->ifindex);
                 if (r >= 0)
-                        r = push(ret, NFT_SET_DNSPORT, &k, t->netd_port, NULL);
+                        r = push(ret, NFT_SET_DNSPORT, &k, t->netd_port);
                 nft_key_iif_proto_port(&k, t->ifindex, IPPROTO_UDP, t->netd_port);
                 if (r >= 0)
-                        r = push(ret, NFT_SET_DNSIN, &k, 0, NULL);
+                        r = push(ret, NFT_SET_DNSIN, &k, 0);
                 nft_key_iif_proto_port(&k, t->ifindex, IPPROTO_TCP, t->netd_port);
                 if (r >= 0)
-                        r = push(ret, NFT_SET_DNSIN, &k, 0, NULL);
-                if (r >= 0)
+                        r = push(ret, NFT_SET_DNSIN, &k, 0);
+                if (r >= 0 && has_cidr4(p))
                         r = cidr_elements(ret, p, t);
         }
         /* the mode element last (nft_elems_commit() deletes it first) */
         nft_key_iif(&k, t->ifindex);
-        if (r >= 0)
-                r = push(ret, NFT_SET_MODE, &k, 0, chain);
+        if (r >= 0) {
+                struct nft_elem e = {
+                        .set = NFT_SET_MODE, .k = k, .chain = chain, .ifindex = t->ifindex
+                };
+
+                r = nft_elems_push(ret, &e);
+        }
         return r;
 }
 

@@ -43,8 +43,10 @@ void netpolicy_cidr4(const struct b4_net_entry *e,
 /*
  * netpolicy_thread_elems() - append thread @t's elements under policy @p to @ret (in the
  * order nft_elems_commit() adds them, the mode element last): masq4 and src4 for every
- * thread with a veth; a listed thread's dnsport, dnsin, cidr4 (allowlist) or dcidr4
- * (denylist); mode (goto open_mode, allow_mode or deny_mode). Return: 0 or -ENOMEM.
+ * thread with a veth; a listed thread's dnsport, dnsin and, when its list has IPv4 CIDRs,
+ * its own set cidrs_<ifindex> (allowlist minus the special ranges, or denylist as written),
+ * the set's elements, its own chain thread_<ifindex> and its `own` element (jump there); mode
+ * (goto open_mode, allow_mode or deny_mode). Return: 0 or -ENOMEM.
  */
 int netpolicy_thread_elems(const struct b4_policy *p,
                            const struct netpolicy_thread *t,

@@ -7,7 +7,11 @@
  * (errors too: it goes on after the first, then aborts the whole transaction), so all of
  * them are read without waiting and each must say 0. One socket serves the process
  * (nfnl-sock.c says why). Keys are core/nft-key.h's, the layout
- * b4box-netd's pins use too.
+ * b4box-netd's pins use too. A thread's own set and chain (nft-elems.h) are a NEWSET, and a
+ * NEWCHAIN with one NEWRULE whose expressions are those nft compiles for the same text
+ * (`nft --debug=netlink add rule inet b4box thread_7 ip daddr . meta l4proto . th dport
+ * @cidrs_7 goto passed`); a DELCHAIN takes the chain's rule with it, a DELSET the set's
+ * elements.
  */
 
 #include "nft-elems.h"
@@ -32,15 +36,39 @@
 
 #define TABLE      "b4box"
 #define PER_MSG    128
-#define ELEM_ROOM  160 /* an element's attributes: key, key_end, a verdict with its chain */
-#define MSG_ROOM   256 /* a message's header, table and set names */
+#define ELEM_ROOM  160  /* an element's attributes: key, key_end, a verdict with its chain */
+#define MSG_ROOM   256  /* a message's header, table and set names */
+#define OBJ_ROOM   1024 /* a set, chain or rule message (a rule: 8 expressions) */
+#define NAME_MAX_  24   /* "thread_<ifindex>", "cidrs_<ifindex>" */
 #define RECORD_MAX (4u << 20)
 
+/* Set names, and the record's tags of the rest. */
 static const char *const set_names[NFT_N_SETS] = {
-        [NFT_SET_MASQ4] = "masq4", [NFT_SET_SRC4] = "src4",   [NFT_SET_DNSPORT] = "dnsport",
-        [NFT_SET_DNSIN] = "dnsin", [NFT_SET_CIDR4] = "cidr4", [NFT_SET_DCIDR4] = "dcidr4",
-        [NFT_SET_MODE] = "mode",
+        [NFT_SET_MASQ4] = "masq4",    [NFT_SET_SRC4] = "src4",   [NFT_SET_DNSPORT] = "dnsport",
+        [NFT_SET_DNSIN] = "dnsin",    [NFT_SET_CIDR4] = "cidr4", [NFT_SET_DCIDR4] = "dcidr4",
+        [NFT_SET_MODE] = "mode",      [NFT_OWN_SET] = "ownset",  [NFT_SET_OWN4] = "own4",
+        [NFT_OWN_CHAIN] = "ownchain", [NFT_SET_OWN] = "own",
 };
+
+/* The thread's own set and chain: "cidrs_<ifindex>", "thread_<ifindex>". */
+static void own_set_name(unsigned ifindex, char out[NAME_MAX_])
+{
+        (void)snprintf(out, NAME_MAX_, "cidrs_%u", ifindex);
+}
+
+static void own_chain_name(unsigned ifindex, char out[NAME_MAX_])
+{
+        (void)snprintf(out, NAME_MAX_, "thread_%u", ifindex);
+}
+
+/* The ifindex an nft_key_iif() key holds. */
+static unsigned key_ifindex(const struct nft_key *k)
+{
+        uint32_t v = 0;
+
+        memcpy(&v, k->key, sizeof(v));
+        return v;
+}
 
 int nft_elems_push(struct nft_elems *l, const struct nft_elem *e)
 {
@@ -110,9 +138,14 @@ static int put_elem(const struct nftnl_dl *nl,
 
                 nl->elem_set(x, NFTNL_SET_ELEM_DATA, port, sizeof(port));
         }
-        if (add && e->set == NFT_SET_MODE) {
-                nl->elem_set_u32(x, NFTNL_SET_ELEM_VERDICT, (uint32_t)NFT_GOTO);
-                if (nl->elem_set_str(x, NFTNL_SET_ELEM_CHAIN, e->chain) < 0) {
+        if (add && (e->set == NFT_SET_MODE || e->set == NFT_SET_OWN)) {
+                char own[NAME_MAX_];
+
+                own_chain_name(e->ifindex, own);
+                nl->elem_set_u32(x, NFTNL_SET_ELEM_VERDICT,
+                                 (uint32_t)(e->set == NFT_SET_OWN ? NFT_JUMP : NFT_GOTO));
+                if (nl->elem_set_str(x, NFTNL_SET_ELEM_CHAIN,
+                                     e->set == NFT_SET_OWN ? own : e->chain) < 0) {
                         nl->elem_free(x);
                         return -ENOMEM;
                 }
@@ -127,12 +160,15 @@ static int put_msg(struct batch *b, const struct nft_elem *e, size_t n, bool add
         const struct nftnl_dl *nl = b->nl;
         struct nftnl_set *s = nl->set_alloc();
         struct nlmsghdr *nlh;
+        char own[NAME_MAX_];
         int r = s ? 0 : -ENOMEM;
 
+        own_set_name(e->ifindex, own);
         if (r >= 0)
                 r = reserve(b, MSG_ROOM + n * ELEM_ROOM);
         if (r >= 0 && (nl->set_set_str(s, NFTNL_SET_TABLE, TABLE) < 0 ||
-                       nl->set_set_str(s, NFTNL_SET_NAME, set_names[e->set]) < 0))
+                       nl->set_set_str(s, NFTNL_SET_NAME,
+                                       e->set == NFT_SET_OWN4 ? own : set_names[e->set]) < 0))
                 r = -ENOMEM;
         if (r >= 0)
                 nl->set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_INET);
@@ -151,7 +187,228 @@ static int put_msg(struct batch *b, const struct nft_elem *e, size_t n, bool add
         return r;
 }
 
-/* Messages for @l's elements, in order (@add) or last first (a delete), one per run of a
+/* The header of an object message of @type at the batch's end (room reserved). */
+static struct nlmsghdr *obj_hdr(struct batch *b, uint16_t type, uint16_t flags)
+{
+        return b->nl->nlmsg_build_hdr(b->buf + b->len, type, NFPROTO_INET, flags | NLM_F_ACK,
+                                      b->seq++);
+}
+
+/* The key nft's concatenation `ipv4_addr . inet_proto . inet_service` describes itself with:
+ * its datatype (the three types' ids, 6 bits each), field lengths, and the userdata nft
+ * writes (key byte order, typeof) so that `nft list` shows the set as it would its own. */
+#define OWN_KEY_TYPE ((7u << 12) | (12u << 6) | 13u)
+static const uint8_t own_fields[] = { 4, 1, 2 };
+static const uint8_t own_udata[] = { 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x03, 0x08,
+                                     0x00, 0x04, 0x0d, 0x00, 0x00, 0x00, 0x01, 0x00 };
+
+/* NEWSET or DELSET of cidrs_<ifindex>. */
+static int put_own_set(struct batch *b, const struct nft_elem *e, bool add)
+{
+        const struct nftnl_dl *nl = b->nl;
+        struct nftnl_set *s = nl->set_alloc();
+        char name[NAME_MAX_];
+        int r = s ? reserve(b, OBJ_ROOM) : -ENOMEM;
+
+        own_set_name(e->ifindex, name);
+        if (r >= 0 && (nl->set_set_str(s, NFTNL_SET_TABLE, TABLE) < 0 ||
+                       nl->set_set_str(s, NFTNL_SET_NAME, name) < 0))
+                r = -ENOMEM;
+        if (r >= 0) {
+                nl->set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_INET);
+                if (add) {
+                        nl->set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_INTERVAL | NFT_SET_CONCAT);
+                        nl->set_set_u32(s, NFTNL_SET_KEY_TYPE, OWN_KEY_TYPE);
+                        nl->set_set_u32(s, NFTNL_SET_KEY_LEN, 12);
+                        nl->set_set_u32(s, NFTNL_SET_ID, e->ifindex);
+                        if (nl->set_set_data(s, NFTNL_SET_DESC_CONCAT, own_fields,
+                                             sizeof(own_fields)) < 0 ||
+                            nl->set_set_data(s, NFTNL_SET_USERDATA, own_udata, sizeof(own_udata)) <
+                                    0)
+                                r = -ENOMEM;
+                }
+        }
+        if (r >= 0) {
+                /* EXCL: a set left from an earlier thread of this ifindex fails the add */
+                struct nlmsghdr *nlh = obj_hdr(b, add ? NFT_MSG_NEWSET : NFT_MSG_DELSET,
+                                               add ? NLM_F_CREATE | NLM_F_EXCL : 0);
+
+                nl->set_build_payload(nlh, s);
+                advance(b, nlh);
+                b->acks++;
+        }
+        if (s)
+                nl->set_free(s);
+        return r;
+}
+
+/* Append expression @name to @rule with the @n_u32 (attribute, value) pairs at @u32 and, when
+ * @str is not NULL, the string attribute @str_attr. Return: 0 or -ENOMEM. */
+static int add_expr(const struct nftnl_dl *nl,
+                    struct nftnl_rule *rule,
+                    const char *name,
+                    const uint32_t (*u32)[2],
+                    size_t n_u32,
+                    uint16_t str_attr,
+                    const char *str)
+{
+        struct nftnl_expr *x = nl->expr_alloc(name);
+
+        if (!x)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_u32; i++)
+                nl->expr_set_u32(x, (uint16_t)u32[i][0], u32[i][1]);
+        if (str && nl->expr_set_str(x, str_attr, str) < 0) {
+                nl->rule_add_expr(rule, x); /* freed with the rule */
+                return -ENOMEM;
+        }
+        nl->rule_add_expr(rule, x);
+        return 0;
+}
+
+/* The expressions of `ip daddr . meta l4proto . th dport @<set> goto <to>` in an inet
+ * table, as nft compiles them: the IPv4 dependency, the three loads into the concatenation's
+ * registers (l4proto byte-swapped as nft does for an interval key), the lookup, the goto. */
+static int lookup_goto(const struct nftnl_dl *nl,
+                       struct nftnl_rule *rule,
+                       const char *set,
+                       const char *to)
+{
+        static const uint32_t nfproto[][2] = { { NFTNL_EXPR_META_KEY, NFT_META_NFPROTO },
+                                               { NFTNL_EXPR_META_DREG, NFT_REG_1 } };
+        static const uint32_t cmp[][2] = { { NFTNL_EXPR_CMP_SREG, NFT_REG_1 },
+                                           { NFTNL_EXPR_CMP_OP, NFT_CMP_EQ } };
+        static const uint32_t daddr[][2] = { { NFTNL_EXPR_PAYLOAD_BASE,
+                                               NFT_PAYLOAD_NETWORK_HEADER },
+                                             { NFTNL_EXPR_PAYLOAD_OFFSET, 16 },
+                                             { NFTNL_EXPR_PAYLOAD_LEN, 4 },
+                                             { NFTNL_EXPR_PAYLOAD_DREG, NFT_REG_1 } };
+        static const uint32_t l4proto[][2] = { { NFTNL_EXPR_META_KEY, NFT_META_L4PROTO },
+                                               { NFTNL_EXPR_META_DREG, NFT_REG32_01 } };
+        static const uint32_t swap[][2] = { { NFTNL_EXPR_BYTEORDER_SREG, NFT_REG32_01 },
+                                            { NFTNL_EXPR_BYTEORDER_DREG, NFT_REG32_01 },
+                                            { NFTNL_EXPR_BYTEORDER_OP, NFT_BYTEORDER_HTON },
+                                            { NFTNL_EXPR_BYTEORDER_LEN, 1 },
+                                            { NFTNL_EXPR_BYTEORDER_SIZE, 2 } };
+        static const uint32_t dport[][2] = { { NFTNL_EXPR_PAYLOAD_BASE,
+                                               NFT_PAYLOAD_TRANSPORT_HEADER },
+                                             { NFTNL_EXPR_PAYLOAD_OFFSET, 2 },
+                                             { NFTNL_EXPR_PAYLOAD_LEN, 2 },
+                                             { NFTNL_EXPR_PAYLOAD_DREG, NFT_REG32_02 } };
+        static const uint32_t lookup[][2] = { { NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1 } };
+        static const uint32_t jump[][2] = { { NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT },
+                                            { NFTNL_EXPR_IMM_VERDICT, (uint32_t)NFT_GOTO } };
+        const uint8_t ipv4 = NFPROTO_IPV4;
+        struct nftnl_expr *x;
+        int r = add_expr(nl, rule, "meta", nfproto, ELEMENTSOF(nfproto), 0, NULL);
+
+        if (r >= 0) {
+                x = nl->expr_alloc("cmp");
+                if (!x)
+                        return -ENOMEM;
+                for (size_t i = 0; i < ELEMENTSOF(cmp); i++)
+                        nl->expr_set_u32(x, (uint16_t)cmp[i][0], cmp[i][1]);
+                nl->rule_add_expr(rule, x);
+                if (nl->expr_set(x, NFTNL_EXPR_CMP_DATA, &ipv4, sizeof(ipv4)) < 0)
+                        return -ENOMEM;
+        }
+        if (r >= 0)
+                r = add_expr(nl, rule, "payload", daddr, ELEMENTSOF(daddr), 0, NULL);
+        if (r >= 0)
+                r = add_expr(nl, rule, "meta", l4proto, ELEMENTSOF(l4proto), 0, NULL);
+        if (r >= 0)
+                r = add_expr(nl, rule, "byteorder", swap, ELEMENTSOF(swap), 0, NULL);
+        if (r >= 0)
+                r = add_expr(nl, rule, "payload", dport, ELEMENTSOF(dport), 0, NULL);
+        if (r >= 0)
+                r = add_expr(nl, rule, "lookup", lookup, ELEMENTSOF(lookup), NFTNL_EXPR_LOOKUP_SET,
+                             set);
+        if (r >= 0)
+                r = add_expr(nl, rule, "immediate", jump, ELEMENTSOF(jump), NFTNL_EXPR_IMM_CHAIN,
+                             to);
+        return r;
+}
+
+/* One NEWRULE appended to @chain: the lookup of @set and a goto @to. */
+static int put_rule(struct batch *b, const char *chain, const char *set, const char *to)
+{
+        const struct nftnl_dl *nl = b->nl;
+        struct nftnl_rule *rule = nl->rule_alloc();
+        int r = rule ? reserve(b, OBJ_ROOM) : -ENOMEM;
+
+        if (r >= 0 && (nl->rule_set_str(rule, NFTNL_RULE_TABLE, TABLE) < 0 ||
+                       nl->rule_set_str(rule, NFTNL_RULE_CHAIN, chain) < 0))
+                r = -ENOMEM;
+        if (r >= 0) {
+                nl->rule_set_u32(rule, NFTNL_RULE_FAMILY, NFPROTO_INET);
+                r = lookup_goto(nl, rule, set, to);
+        }
+        if (r >= 0) {
+                struct nlmsghdr *nlh = obj_hdr(b, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND);
+
+                nl->rule_build_payload(nlh, rule);
+                advance(b, nlh);
+                b->acks++;
+        }
+        if (rule)
+                nl->rule_free(rule);
+        return r;
+}
+
+/* NEWCHAIN thread_<ifindex> and its rule, or its DELCHAIN (rule and all). */
+static int put_own_chain(struct batch *b, const struct nft_elem *e, bool add)
+{
+        const struct nftnl_dl *nl = b->nl;
+        struct nftnl_chain *c = nl->chain_alloc();
+        char name[NAME_MAX_], set[NAME_MAX_];
+        int r = c ? reserve(b, OBJ_ROOM) : -ENOMEM;
+
+        own_chain_name(e->ifindex, name);
+        own_set_name(e->ifindex, set);
+        if (r >= 0 && (nl->chain_set_str(c, NFTNL_CHAIN_TABLE, TABLE) < 0 ||
+                       nl->chain_set_str(c, NFTNL_CHAIN_NAME, name) < 0))
+                r = -ENOMEM;
+        if (r >= 0) {
+                struct nlmsghdr *nlh = obj_hdr(b, add ? NFT_MSG_NEWCHAIN : NFT_MSG_DELCHAIN,
+                                               add ? NLM_F_CREATE | NLM_F_EXCL : 0);
+
+                nl->chain_set_u32(c, NFTNL_CHAIN_FAMILY, NFPROTO_INET);
+                nl->chain_build_payload(nlh, c);
+                advance(b, nlh);
+                b->acks++;
+        }
+        if (c)
+                nl->chain_free(c);
+        if (r >= 0 && add)
+                r = put_rule(b, name, set, e->match);
+        return r;
+}
+
+/* Whether @a and @b go in one element message. */
+static bool same_run(const struct nft_elem *a, const struct nft_elem *b)
+{
+        return a->set == b->set && (a->set != NFT_SET_OWN4 || a->ifindex == b->ifindex);
+}
+
+static bool is_object(enum nft_set set)
+{
+        return set == NFT_OWN_SET || set == NFT_OWN_CHAIN;
+}
+
+/* The messages of one run of @n entries at @e: an object's, or one element message (none for
+ * the thread's own set's elements on a delete: its set goes with them). */
+static int put_run(struct batch *b, const struct nft_elem *e, size_t n, bool add)
+{
+        if (e->set == NFT_OWN_SET)
+                return put_own_set(b, e, add);
+        if (e->set == NFT_OWN_CHAIN)
+                return put_own_chain(b, e, add);
+        if (e->set == NFT_SET_OWN4 && !add)
+                return 0;
+        return put_msg(b, e, n, add);
+}
+
+/* Messages for @l's entries, in order (@add) or last first (a delete), one per run of a
  * set's elements. */
 static int put_list(struct batch *b, const struct nft_elems *l, bool add)
 {
@@ -161,16 +418,20 @@ static int put_list(struct batch *b, const struct nft_elems *l, bool add)
                 size_t n = 1;
 
                 if (add) {
-                        while (done + n < l->n && n < PER_MSG &&
-                               l->v[done + n].set == l->v[done].set)
+                        const struct nft_elem *e = &l->v[done];
+
+                        while (!is_object(e->set) && done + n < l->n && n < PER_MSG &&
+                               same_run(&l->v[done + n], e))
                                 n++;
-                        r = put_msg(b, &l->v[done], n, true);
+                        r = put_run(b, e, n, true);
                 } else {
                         size_t last = l->n - 1 - done;
+                        const struct nft_elem *e = &l->v[last];
 
-                        while (n <= last && n < PER_MSG && l->v[last - n].set == l->v[last].set)
+                        while (!is_object(e->set) && n <= last && n < PER_MSG &&
+                               same_run(&l->v[last - n], e))
                                 n++;
-                        r = put_msg(b, &l->v[last - n + 1], n, false);
+                        r = put_run(b, &l->v[last - n + 1], n, false);
                 }
                 done += n;
         }
@@ -193,7 +454,8 @@ static int run(const struct nftnl_dl *nl, const struct nft_elems *del, const str
 
         if ((!del || del->n == 0) && (!add || add->n == 0))
                 return 0;
-        b.seq = first = nfnl_seq((unsigned)((del ? del->n : 0) + (add ? add->n : 0) + 2));
+        /* at most 2 messages an entry (a chain and its rule) */
+        b.seq = first = nfnl_seq((unsigned)(2 * ((del ? del->n : 0) + (add ? add->n : 0)) + 2));
         r = reserve(&b, MSG_ROOM);
         if (r >= 0) {
                 nlh = nl->batch_begin(b.buf + b.len, b.seq++);
@@ -213,33 +475,54 @@ static int run(const struct nftnl_dl *nl, const struct nft_elems *del, const str
         return r;
 }
 
-/* @del minus what is already gone: every element but the mode ones deleted alone (an
- * -ENOENT ignored), then the mode ones with @add in one transaction (a thread is never
- * unfiltered), or @add alone when they are gone too. */
+/* Each of @l's entries deleted alone, last first, an -ENOENT ignored. */
+static int delete_each(const struct nftnl_dl *nl, const struct nft_elems *l)
+{
+        int r = 0;
+
+        for (size_t i = l->n; i-- > 0 && r >= 0;) {
+                struct nft_elems one = { .v = &l->v[i], .n = 1, .cap = 1 };
+                int q = run(nl, &one, NULL);
+
+                if (q < 0 && q != -ENOENT)
+                        r = q;
+        }
+        return r;
+}
+
+/* @del minus what is already gone: every element but the mode ones (and the thread's own
+ * set, chain and `own` element, which hold one another) deleted alone (an -ENOENT ignored), then
+ * those with @add in one transaction (a thread is never unfiltered), or, when some of them
+ * are gone too, each alone and then @add. */
 static int commit_missing(const struct nftnl_dl *nl,
                           const struct nft_elems *del,
                           const struct nft_elems *add)
 {
-        struct nft_elems mode = { 0 };
+        struct nft_elems rest = { 0 }, tail = { 0 };
         int r = 0;
 
         for (size_t i = 0; i < del->n && r >= 0; i++) {
-                struct nft_elems one = { .v = &del->v[i], .n = 1, .cap = 1 };
-                int q;
+                const struct nft_elem *e = &del->v[i];
 
-                if (del->v[i].set == NFT_SET_MODE) {
-                        r = nft_elems_push(&mode, &del->v[i]);
+                if (e->set == NFT_SET_OWN4)
                         continue;
-                }
-                q = run(nl, &one, NULL);
-                if (q < 0 && q != -ENOENT)
-                        r = q;
+                r = nft_elems_push(e->set == NFT_SET_MODE || e->set == NFT_SET_OWN ||
+                                                   is_object(e->set)
+                                           ? &tail
+                                           : &rest,
+                                   e);
         }
         if (r >= 0)
-                r = run(nl, &mode, add);
-        if (r == -ENOENT && mode.n > 0)
-                r = run(nl, NULL, add);
-        nft_elems_release(&mode);
+                r = delete_each(nl, &rest);
+        if (r >= 0)
+                r = run(nl, &tail, add);
+        if (r == -ENOENT && tail.n > 0) {
+                r = delete_each(nl, &tail);
+                if (r >= 0)
+                        r = run(nl, NULL, add);
+        }
+        nft_elems_release(&rest);
+        nft_elems_release(&tail);
         return r;
 }
 
@@ -278,6 +561,8 @@ int nft_elems_format(const struct nft_elems *l, char **ret)
         for (size_t i = 0; i < l->n && r >= 0; i++) {
                 const struct nft_elem *e = &l->v[i];
 
+                if (e->set == NFT_SET_OWN4)
+                        continue; /* deleted with the set */
                 r = strbuf_addf(&sb, "%s ", set_names[e->set]);
                 if (r >= 0)
                         r = put_hex(&sb, e->k.key, e->k.len);
@@ -345,6 +630,14 @@ static int parse_line(const char *s, size_t len, struct nft_elem *e)
                 if (get_hex(dash + 1, len - (size_t)(dash + 1 - s), e->k.key_end) != n)
                         return -EINVAL;
         }
+        if (e->set == NFT_SET_OWN4)
+                return -EINVAL; /* never recorded */
+        if (is_object(e->set) && (e->k.len != 4 || e->k.range))
+                return -EINVAL;
+        if (e->set == NFT_SET_OWN && e->k.len != 4)
+                return -EINVAL;
+        if (is_object(e->set) || e->set == NFT_SET_OWN)
+                e->ifindex = key_ifindex(&e->k);
         return 0;
 }
 

@@ -17,23 +17,37 @@
 
 #include "core/nft-key.h"
 
-/* The table's sets and maps a thread has elements in. */
+/*
+ * What a thread has in the table: elements of the shared sets and maps, and, for a thread
+ * whose list has IPv4 CIDRs, a set and a chain of its own (so that adding or deleting its
+ * intervals touches no other thread's: b4box.nft says why). In the order a thread adds them
+ * (a delete goes last first): its set, the set's elements, its chain, its `own` element
+ * (jump to the chain), the mode element.
+ */
 enum nft_set {
         NFT_SET_MASQ4,
         NFT_SET_SRC4,
         NFT_SET_DNSPORT, /* map: the netd port */
         NFT_SET_DNSIN,
-        NFT_SET_CIDR4,
-        NFT_SET_DCIDR4,
-        NFT_SET_MODE, /* map: goto <chain> */
+        NFT_SET_CIDR4,  /* shared (legacy: an older b4box's threads); deleted, never added */
+        NFT_SET_DCIDR4, /* likewise */
+        NFT_SET_MODE,   /* map: goto <chain> */
+        NFT_OWN_SET,    /* the set cidrs_<ifindex> itself (ipv4_addr . inet_proto . inet_service,
+                         * interval): created by an add, deleted (elements and all) by a delete */
+        NFT_SET_OWN4, /* an element of cidrs_<ifindex>: added, never deleted alone (nor recorded) */
+        NFT_OWN_CHAIN, /* the chain thread_<ifindex>: a match in cidrs_<ifindex> goes to @match;
+                        * created with its rule, deleted with it */
+        NFT_SET_OWN,   /* map own: jump thread_<ifindex> */
         NFT_N_SETS,
 };
 
 struct nft_elem {
         enum nft_set set;
-        struct nft_key k;
+        struct nft_key k;  /* NFT_OWN_SET, NFT_OWN_CHAIN: nft_key_iif() of @ifindex */
         uint16_t port;     /* NFT_SET_DNSPORT's value */
         const char *chain; /* NFT_SET_MODE's value: static text ("deny_mode", ...) */
+        const char *match; /* NFT_OWN_CHAIN: where a match goes ("passed", "denied") */
+        unsigned ifindex;  /* NFT_OWN_SET, NFT_SET_OWN4, NFT_OWN_CHAIN, NFT_SET_OWN */
 };
 
 /* A growable list; zero-initialised is empty. */
@@ -51,9 +65,10 @@ void nft_elems_release(struct nft_elems *l);
 /*
  * nft_elems_commit() - in one transaction, delete @del's elements (last first) and then
  * add @add's (in order); either may be NULL or empty. A @del element already gone (-ENOENT)
- * does not stop the rest: the others are deleted one by one, the mode elements last with
- * @add's. Return: 0 or a negative errno (message in @err): -EOPNOTSUPP without libnftnl, the
- * kernel's (-ENOENT: no table or set; -EEXIST: an element clashes), -EPROTO when an
+ * does not stop the rest: the others are deleted one by one, the mode elements (and the
+ * thread's own chain and set) last with @add's. Return: 0 or a negative errno (message in
+ * @err): -EOPNOTSUPP without libnftnl, the kernel's (-ENOENT: no table or set; -EEXIST: an
+ * element clashes, or the thread's own set or chain exists already), -EPROTO when an
  * acknowledgement is missing.
  */
 int nft_elems_commit(const struct nft_elems *del,
@@ -62,7 +77,9 @@ int nft_elems_commit(const struct nft_elems *del,
 
 /*
  * nft_elems_format() - the record of @l: one line per element, "<set> <key hex>" or
- * "<set> <key hex>-<key_end hex>" (values are not recorded: a delete needs keys only).
+ * "<set> <key hex>-<key_end hex>" (values are not recorded: a delete needs keys only);
+ * "ownset <iif hex>" and "ownchain <iif hex>" for the thread's own set and chain, none for
+ * the elements of its set (they go with it).
  * *@ret is new text. Return: 0 or -ENOMEM.
  */
 int nft_elems_format(const struct nft_elems *l, char **ret);
