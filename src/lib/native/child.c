@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "keeper-proto.h"
@@ -30,6 +31,17 @@ static _Noreturn void fail(const struct child_plan *p, int step, int e)
 
         (void)!write(p->err_fd, &f, sizeof(f));
         _exit(1);
+}
+
+/* The acquire trace's stamp (trace.c): clock_gettime() is async-signal-safe (the vDSO). */
+static void stamp(const struct child_plan *p, size_t slot)
+{
+        struct timespec ts;
+
+        if (!p->trace || slot >= TRACE_CHILD_SLOTS)
+                return;
+        (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+        p->trace[slot] = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static int lo_up(void)
@@ -199,10 +211,12 @@ static void enter_userns(const struct child_plan *p)
                 fail(p, CHILD_STEP_USERNS, -r);
         if (unshare(CLONE_NEWUSER) < 0)
                 fail(p, CHILD_STEP_USERNS, errno);
+        stamp(p, TRACE_CHILD_USERNS_ASK);
         if (write(p->sync_fd, "u", 1) != 1 || read(p->sync_fd, &c, 1) != 1 || c != 'm')
                 _exit(1);
         if (syscall(SYS_setresgid, 0, 0, 0) < 0 || syscall(SYS_setresuid, 0, 0, 0) < 0)
                 fail(p, CHILD_STEP_USERNS, errno);
+        stamp(p, TRACE_CHILD_USERNS);
 }
 
 _Noreturn void child_main(const struct child_plan *plan)
@@ -220,12 +234,15 @@ _Noreturn void child_main(const struct child_plan *plan)
         close_early(&p);
         if (read(p.sync_fd, &go, 1) != 1)
                 _exit(1);
+        stamp(&p, TRACE_CHILD_GO);
         if (unshare(CLONE_NEWCGROUP) < 0)
                 fail(&p, -1, errno);
+        stamp(&p, TRACE_CHILD_OP0);
         for (size_t i = 0; i < p.n_ops; i++) {
                 int r = run_op(&p.ops[i]);
                 if (r < 0 && !(p.ops[i].optional && r == -ENOENT))
                         fail(&p, (int)i, -r);
+                stamp(&p, TRACE_CHILD_OP0 + i + 1);
         }
         if (p.late_userns)
                 enter_userns(&p);
@@ -242,6 +259,7 @@ _Noreturn void child_main(const struct child_plan *plan)
         if (p.drop_bounding)
                 drop_bounding(&p);
         close_inherited(&p);
+        stamp(&p, TRACE_CHILD_EXEC);
         syscall(SYS_execveat, p.exe_fd, "", argv, envp, AT_EMPTY_PATH);
         fail(&p, (int)p.n_ops, errno);
 }

@@ -65,6 +65,7 @@ struct child_plan {
         bool late_userns;      /* as root: after the ops, enter a user namespace of our own, let
                                   the parent map it (sync_fd both ways), become its root */
         uint32_t userns_owner; /* the host uid that owns it: the block's base, never 0 */
+        uint64_t *trace;       /* trace_child_page() to stamp (TRACE_CHILD_*), or NULL */
 };
 
 #define CHILD_STEP_USERNS (-2) /* entering the user namespace */
@@ -586,9 +587,15 @@ int native_reader_open(struct native_provider *np,
                        const struct b4_reader_req *req,
                        struct b4_reader **ret,
                        struct b4_error *err);
+/* state-dir.c: write the record @name under @dirfd (0600) as @text: a temporary file
+ * renamed over it, so a reader sees the old or the new text, never a mix. Not fsync()ed:
+ * for records whose loss in a power cut costs nothing (what they describe is gone too, or a
+ * reader takes a missing or empty one for absent). Return: 0 or -errno. */
+int native_record_write(int dirfd, const char *name, const char *text);
 /* state-dir.c: record that workspace @id was made (or used) for a thread of this
  * provider's scope, so a sweep may remove it once its thread is gone (and never one it
- * cannot tell is ours). */
+ * cannot tell is ours). Not fsync()ed: a mark lost in a power cut leaves the workspace
+ * unswept (never someone else's removed) until its thread's next acquire marks it again. */
 int native_owner_mark(struct native_provider *np, const char *id);
 bool native_owner_is_ours(struct native_provider *np, const char *id);
 /* Destroy's storage part, with the thread stopped and its flock held: the diskGb image and
@@ -602,3 +609,34 @@ static inline struct hostnet native_hostnet(const struct native_provider *np)
 {
         return (struct hostnet){ .run_fd = np->run_fd, .run_dir = np->run_dir };
 }
+
+/* ---- trace.c: B4BOX_TRACE_ACQUIRE=1, one acquire's phases on stderr ---- */
+
+/* Whether the environment asks for traces. */
+bool trace_wanted(void);
+/* Whether this thread is tracing an acquire now. */
+bool trace_on(void);
+/* Start tracing on this thread (a no-op unless trace_wanted() and none runs). */
+void trace_begin(const char *thread_id);
+/* The phase @phase (a static string) ends now: it gets the time since the last mark. */
+void trace_mark(const char *phase);
+/* Print the line ("b4box trace acquire <thread> ok|failed total=<us> <phase>=<us>...") and
+ * stop. @r: the acquire's result. */
+void trace_end(int r);
+
+/* The child's stamps: slots of a shared page (CLOCK_MONOTONIC ns; 0 = not reached). */
+enum {
+        TRACE_CHILD_GO = 0,         /* the parent's "go" arrived */
+        TRACE_CHILD_USERNS_ASK = 1, /* unshared its user namespace, about to ask for maps */
+        TRACE_CHILD_USERNS = 2,     /* mapped and its root */
+        TRACE_CHILD_EXEC = 3,       /* about to execveat the keeper */
+        TRACE_CHILD_OP0 = 4,        /* OP0: after unshare(CGROUP); OP0+k+1: after op k */
+        TRACE_CHILD_SLOTS = 256,
+        TRACE_CHILD_OPS_MAX = TRACE_CHILD_SLOTS - TRACE_CHILD_OP0,
+};
+
+/* A shared page for the clone child's stamps when tracing, else NULL. */
+uint64_t *trace_child_page(void);
+/* After the exec: fold the stamps into child.* phases (@page NULL: nothing). */
+void trace_child_fold(const uint64_t *page, const struct child_op *ops, size_t n_ops);
+void trace_child_page_free(uint64_t *page); /* NULL ok */

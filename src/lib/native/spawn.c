@@ -129,6 +129,7 @@ static int parent_side(const struct mount_plan *plan,
                        pid_t pid,
                        int sync_w,
                        int err_r,
+                       uint64_t *trace_page,
                        struct b4_error *err)
 {
         struct child_failure f;
@@ -140,7 +141,9 @@ static int parent_side(const struct mount_plan *plan,
         r = cgroup_attach(cg, pid);
         if (r < 0)
                 return b4_error_set(err, r, "cannot move the keeper into its cgroup");
+        trace_mark("spawn.cgroup_attach");
         (void)oom_protect(pid); /* best effort: needs CAP_SYS_RESOURCE; commands run at 500 */
+        trace_mark("spawn.oom");
         if (send(sync_w, "g", 1, MSG_NOSIGNAL) != 1)
                 return b4_error_set(err, -EIO, "keeper vanished before setup");
         if (host_base && (r = map_late_userns(pid, host_base, sync_w, err)) < 0)
@@ -148,6 +151,8 @@ static int parent_side(const struct mount_plan *plan,
         do
                 n = read(err_r, &f, sizeof(f));
         while (n < 0 && errno == EINTR);
+        trace_child_fold(trace_page, plan->ops, plan->n_ops);
+        trace_mark("child.exec");
         if (n == 0)
                 return 0;
         if (n != (ssize_t)sizeof(f))
@@ -165,6 +170,7 @@ int spawn_keeper(const struct mount_plan *plan,
                  struct b4_error *err)
 {
         int sync_p[2] = { -EBADF, -EBADF }, err_p[2] = { -EBADF, -EBADF };
+        uint64_t *trace_page = NULL;
         int pidfd = -EBADF;
         pid_t pid;
         int r;
@@ -175,6 +181,8 @@ int spawn_keeper(const struct mount_plan *plan,
                 r = b4_error_set(err, -errno, "cannot create keeper pipes");
                 goto out;
         }
+        trace_page = trace_child_page();
+        trace_mark("spawn.pipes");
         pid = do_clone(um != NULL, &pidfd);
         if (pid < 0) {
                 r = b4_error_set(err, -errno, "cannot clone the keeper into new namespaces");
@@ -193,14 +201,18 @@ int spawn_keeper(const struct mount_plan *plan,
                                          .exe_fd = exe_fd,
                                          .drop_bounding = um && um->inside_uid != 0,
                                          .late_userns = !um && host_base != 0,
-                                         .userns_owner = host_base };
+                                         .userns_owner = host_base,
+                                         .trace = trace_page };
                 child_main(&cp);
         }
         err_p[1] = safe_close(err_p[1]);
         sync_p[0] = safe_close(sync_p[0]);
-        r = parent_side(plan, cg, um, um ? 0 : host_base, pid, sync_p[1], err_p[0], err);
+        trace_mark("spawn.clone");
+        r = parent_side(plan, cg, um, um ? 0 : host_base, pid, sync_p[1], err_p[0], trace_page,
+                        err);
         if (r >= 0)
                 r = proc_starttime(pid, &ret->starttime);
+        trace_mark("spawn.starttime");
         if (r < 0) {
                 keeper_kill(pidfd);
                 pidfd = safe_close(pidfd);
@@ -209,6 +221,7 @@ int spawn_keeper(const struct mount_plan *plan,
         ret->pid = pid;
         ret->pidfd = TAKE_FD(pidfd);
 out:
+        trace_child_page_free(trace_page);
         safe_close(sync_p[0]);
         safe_close(sync_p[1]);
         safe_close(err_p[0]);

@@ -118,16 +118,18 @@ static void unlink_run_file(struct native_provider *np, const char *id, const ch
         (void)unlinkat(np->run_fd, name, 0);
 }
 
-/* The intent record run/<id>.host (the host id as text) is durable before any host-global
+/* The intent record run/<id>.host (the host id as text) exists before any host-global
  * object of the thread (cgroup dirs, veth, rules, subnet) is made and goes only once they
- * are all gone, so a crash at any point leaves a record the sweep finds (sweep.c). */
+ * are all gone, so a crash of the process at any point leaves a record the sweep finds
+ * (sweep.c). Not fsync()ed: everything it stands for lives in the kernel and goes with it
+ * (docs/native.md, "What a cold acquire costs"). */
 static int write_intent(struct native_provider *np, const char *id, const char *hid)
 {
         char name[64], text[48];
 
         (void)snprintf(name, sizeof(name), "%s" NATIVE_INTENT_SUFFIX, id);
         (void)snprintf(text, sizeof(text), "%s\n", hid);
-        return write_file_atomic_at(np->run_fd, name, text, strlen(text), 0600);
+        return native_record_write(np->run_fd, name, text);
 }
 
 void native_thread_stop_id(struct native_provider *np, const char *id, int pidfd)
@@ -351,11 +353,14 @@ static int launch(struct native_provider *np,
         int r;
 
         r = cgroup_create(&np->cg, t->hid, &lim, &cg, err);
+        trace_mark("cgroup_create");
         if (r < 0)
                 return r;
         r = build_plan(np, t, p, &plan, err);
+        trace_mark("mount_plan");
         if (r >= 0) {
                 r = keeper_listen(np->run_fd, np->run_dir, t->id, &lfd);
+                trace_mark("listen");
                 if (r < 0)
                         b4_error_set(err, r, "cannot create the keeper socket in '%s'",
                                      np->run_dir);
@@ -391,20 +396,26 @@ static int start_keeper(struct native_provider *np,
         if (oci->root && (r = image_use_begin(np->state_dir, oci->digest, t->id)) < 0)
                 return b4_error_set(err, r, "cannot record that thread '%s' uses image %s",
                                     t->thread_id, oci->digest);
+        trace_mark("image_use");
         r = ensure_workspace(np, t, p->resources.disk_gb,
                              t->host_base + (non_root ? p->security.uid : 0),
                              t->host_base + (non_root ? p->security.gid : 0), err);
+        trace_mark("workspace");
         if (r >= 0 && (r = native_owner_mark(np, t->id)) < 0)
                 b4_error_set(err, r, "cannot record the owner of thread '%s'", t->thread_id);
+        trace_mark("owner_mark");
         if (r < 0)
                 return r;
         r = write_intent(np, t->id, t->hid);
+        trace_mark("intent");
         if (r < 0)
                 return b4_error_set(err, r, "cannot record the sandbox of thread '%s'",
                                     t->thread_id);
         r = launch(np, t, p, &kp, err);
-        if (r >= 0 && (p->network == B4_NETWORK_ALLOW || hostnet_listed(p)))
+        if (r >= 0 && (p->network == B4_NETWORK_ALLOW || hostnet_listed(p))) {
                 r = net_setup(np, t, kp.pid, p, err);
+                trace_mark("net");
+        }
         if (r >= 0) {
                 rec = (struct keeper_record){ .pid = kp.pid, .starttime = kp.starttime };
                 memcpy(rec.identity, identity, sizeof(rec.identity));
@@ -412,11 +423,13 @@ static int start_keeper(struct native_provider *np,
                 if (r < 0)
                         b4_error_set(err, r, "cannot record the keeper of thread '%s'",
                                      t->thread_id);
+                trace_mark("keeper_record");
         }
         if (r >= 0 && (r = open_root(kp.pid, &root_fd)) < 0)
                 b4_error_set(err, r, "cannot open the keeper's root");
         if (r >= 0)
                 r = set_policy(t, identity, p);
+        trace_mark("root_policy");
         if (r < 0) {
                 safe_close(root_fd);
                 native_thread_stop_id(np, t->id, kp.pidfd);
@@ -427,6 +440,7 @@ static int start_keeper(struct native_provider *np,
         t->root_fd = root_fd;
         open_exec_cgroup(np, t);
         set_live(t, true);
+        trace_mark("exec_cgroup");
         return 0;
 }
 
@@ -479,6 +493,7 @@ int native_thread_ensure(struct native_provider *np,
                         "different policy.",
                         t->thread_id);
         t->reattached = t->live;
+        trace_mark("ensure.live");
         if (t->live)
                 return 0;
         if (t->image != img) { /* not live: no keeper or recovery reads it now */
@@ -489,12 +504,16 @@ int native_thread_ensure(struct native_provider *np,
          * keeper needs no probe of the kernel (a fork), only starting one does. */
         if (idmap_recorded(np, t->id) || native_userns(np)) {
                 int r = idmap_get(np, t->id, true, &t->host_base, err);
+                trace_mark("idmap");
                 if (r < 0)
                         return r;
         }
-        if ((t->reattached = try_adopt(np, t, identity, policy)))
+        t->reattached = try_adopt(np, t, identity, policy);
+        trace_mark("adopt");
+        if (t->reattached)
                 return 0;
         native_thread_stop_id(np, t->id, -EBADF);
+        trace_mark("stop_stale");
         return start_keeper(np, t, identity, policy, err);
 }
 
