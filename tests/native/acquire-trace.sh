@@ -21,14 +21,24 @@ cd "$dir" || exit 1
 mkdir allow
 echo '{"sandbox":{"provider":{"type":"native","scope":"acq-trace"},"network":{"mode":"allow"}}}' \
         >allow/b4box.json
-echo "1..8"
+echo "1..9"
 n=0
-check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
+check() {
+        n=$((n + 1))
+        if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; return 1; fi
+}
 x() { "$b4box" --state "$dir/st" "$@"; }
 # phase value of line $1: $2
 phase() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; }
-# the sum of every phase of line $1
-phase_sum() { tr ' ' '\n' <<<"$1" | grep '=' | grep -v '^total=' | cut -d= -f2 | paste -sd+ | bc; }
+# the sum of the provider's phases of line $1 (child.* are the clone child's own timeline,
+# which runs alongside them), or with $2 = child, of the child's
+phase_sum() {
+        if [ "${2:-}" = child ]; then
+                tr ' ' '\n' <<<"$1" | grep '^child\.' | cut -d= -f2 | paste -sd+ | bc
+        else
+                tr ' ' '\n' <<<"$1" | grep '=' | grep -v -e '^total=' -e '^child\.' | cut -d= -f2 | paste -sd+ | bc
+        fi
+}
 
 x exec --thread tr-cold -- true 2>"$dir/e0"
 check "no trace without B4BOX_TRACE_ACQUIRE" '! grep -q "b4box trace" "$dir/e0"'
@@ -40,9 +50,16 @@ check "a cold acquire prints one trace line" '[ "$(grep -c "b4box trace" "$dir/e
 total=$(phase "$line" total)
 sum=$(phase_sum "$line")
 # each phase is rounded down to a microsecond: the sum may fall short by one per phase
-check "its phases add up to its total ($sum of $total us)" \
+check "the provider's phases add up to its total ($sum of $total us)" \
         '[ "$sum" -le "$total" ] && [ $((total - sum)) -le 60 ]'
-want="idmap workspace intent cgroup_create mount_plan spawn.clone child.cgroupns child.mount child.pivot child.userns child.exec keeper_record"
+# the child works (from the "go" to its exec) while the provider plumbs the network, if any,
+# then waits
+csum=$(phase_sum "$line" child)
+net_us=$(phase "$line" net)
+wait_us=$(($(phase "$line" spawn.go) + ${net_us:-0} + $(phase "$line" spawn.wait)))
+check "the child's phases fit in the provider's net + wait ($csum of $wait_us us)" \
+        '[ "$csum" -le "$wait_us" ]' || echo "# $line"
+want="idmap workspace intent cgroup_create mount_plan spawn.clone spawn.wait child.cgroup child.cgroupns child.mount child.pivot child.userns child.exec keeper_record"
 missing=
 for p in $want; do [ -n "$(phase "$line" "$p")" ] || missing="$missing $p"; done
 check "it names the cold start's phases (missing:${missing:- none})" '[ -z "$missing" ]'

@@ -15,7 +15,9 @@
  * its session; limits stay the thread's (hierarchical; on a hybrid host the command simply
  * stays in the keeper's v1 cgroups). A cgroup2 command cgroup lets the keeper clone3() the
  * command straight into it, where a v1 one costs a cgroup.procs write (an RCU grace period,
- * milliseconds). The children are swept and removed with the thread's cgroup.
+ * milliseconds). The children are swept and removed with the thread's cgroup. The keeper
+ * itself is born in its cgroup2 dir the same way (cgroup_placement_open()) and writes itself
+ * into its v1 dirs, while the provider goes on (spawn.c).
  */
 
 #include <dirent.h>
@@ -337,20 +339,41 @@ int cgroup_open(const struct cgroup_host *h, const char *id, struct cgroup *ret)
         return r;
 }
 
-int cgroup_attach(const struct cgroup *cg, pid_t pid)
+int cgroup_placement_open(const struct cgroup *cg, struct cgroup_placement *ret)
 {
-        char buf[32];
-        int r;
+        struct cgroup_placement pl = { .clone_fd = -EBADF, .clone_procs = -EBADF };
+        int v2 = cg->mode == CGROUP_V2 ? cg->dirfd[0] : cg->unified_fd;
 
-        (void)snprintf(buf, sizeof(buf), "%d", (int)pid);
-        for (size_t i = 0; i < CGROUP_V1_MAX; i++) {
+        for (size_t i = 0; i < CGROUP_V1_MAX; i++)
+                pl.procs[i] = -EBADF;
+        if (v2 >= 0) {
+                pl.clone_fd = v2;
+                pl.clone_procs = openat(v2, "cgroup.procs", O_WRONLY | O_CLOEXEC | O_NOCTTY);
+                if (pl.clone_procs < 0)
+                        return -errno;
+        }
+        for (size_t i = 0; cg->mode == CGROUP_V1 && i < CGROUP_V1_MAX; i++) {
                 if (cg->dirfd[i] < 0)
                         continue;
-                r = write_string_at(cg->dirfd[i], "cgroup.procs", buf);
-                if (r < 0)
+                int fd = openat(cg->dirfd[i], "cgroup.procs", O_WRONLY | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0) {
+                        int r = -errno;
+                        cgroup_placement_close(&pl);
                         return r;
+                }
+                pl.procs[pl.n_procs++] = fd;
         }
-        return cg->unified_fd < 0 ? 0 : write_string_at(cg->unified_fd, "cgroup.procs", buf);
+        *ret = pl;
+        return 0;
+}
+
+void cgroup_placement_close(struct cgroup_placement *pl)
+{
+        for (size_t i = 0; i < pl->n_procs; i++)
+                pl->procs[i] = safe_close(pl->procs[i]);
+        pl->n_procs = 0;
+        pl->clone_procs = safe_close(pl->clone_procs);
+        pl->clone_fd = -EBADF;
 }
 
 static int procs_fd(const struct cgroup *cg)

@@ -129,7 +129,7 @@ static void close_all_but(const struct child_plan *p, int *keep, int n)
 {
         unsigned int from = 3;
 
-        for (int i = 1; i < n; i++) /* insertion sort: n is at most 4 */
+        for (int i = 1; i < n; i++) /* insertion sort: n is at most 9 */
                 for (int k = i; k > 0 && keep[k - 1] > keep[k]; k--) {
                         int t = keep[k];
                         keep[k] = keep[k - 1];
@@ -152,9 +152,25 @@ static void close_all_but(const struct child_plan *p, int *keep, int n)
  * server that dies while we wait (audit L6). */
 static void close_early(const struct child_plan *p)
 {
-        int keep[] = { p->err_fd, p->listen_fd, p->exe_fd, p->sync_fd };
+        int keep[4 + CGROUP_V1_MAX + 1] = { p->err_fd, p->listen_fd, p->exe_fd, p->sync_fd };
+        int n = 4;
 
-        close_all_but(p, keep, 4);
+        for (size_t i = 0; i < p->n_cg_procs && i < CGROUP_V1_MAX + 1; i++)
+                keep[n++] = p->cg_procs[i];
+        close_all_but(p, keep, n);
+}
+
+/* Into the thread's cgroups, before anything else runs (and before the cgroup namespace,
+ * whose root they become): "0" is the writer itself. The files are the provider's (its
+ * credentials are the ones checked). On cgroup v1 each first write waits for an RCU grace
+ * period, which the provider spends on the network meanwhile. */
+static void enter_cgroups(const struct child_plan *p)
+{
+        for (size_t i = 0; i < p->n_cg_procs; i++) {
+                if (write(p->cg_procs[i], "0", 1) != 1)
+                        fail(p, CHILD_STEP_CGROUP, errno);
+                (void)close(p->cg_procs[i]);
+        }
 }
 
 /* Before exec: only the keeper's socket; the error pipe and the binary's fd are CLOEXEC. */
@@ -235,6 +251,8 @@ _Noreturn void child_main(const struct child_plan *plan)
         if (read(p.sync_fd, &go, 1) != 1)
                 _exit(1);
         stamp(&p, TRACE_CHILD_GO);
+        enter_cgroups(&p);
+        stamp(&p, TRACE_CHILD_CGROUP);
         if (unshare(CLONE_NEWCGROUP) < 0)
                 fail(&p, -1, errno);
         stamp(&p, TRACE_CHILD_OP0);

@@ -338,6 +338,14 @@ static int set_policy(struct native_thread *t, const char *identity, const struc
         return 0;
 }
 
+static bool needs_net(const struct b4_policy *p)
+{
+        return p->network == B4_NETWORK_ALLOW || hostnet_listed(p);
+}
+
+/* The keeper's cgroup, root and socket, then its start: the network (when the policy has
+ * one) is plumbed while the child sets itself up, so its cgroup's RCU wait (spawn.c) and the
+ * netlink work overlap. */
 static int launch(struct native_provider *np,
                   struct native_thread *t,
                   const struct b4_policy *p,
@@ -348,9 +356,10 @@ static int launch(struct native_provider *np,
                                      .cpus = p->resources.cpus,
                                      .pids = p->security.pids_limit };
         struct mount_plan plan = { 0 };
+        struct keeper_spawn sp;
         struct cgroup cg;
         cleanup_close int lfd = -EBADF;
-        int r;
+        int r, rn = 0;
 
         r = cgroup_create(&np->cg, t->hid, &lim, &cg, err);
         trace_mark("cgroup_create");
@@ -370,10 +379,25 @@ static int launch(struct native_provider *np,
                                  .inside_gid = non_root ? p->security.gid : 0,
                                  .outside_uid = np->host_uid,
                                  .outside_gid = np->host_gid };
+        struct spawn_args a = { .plan = &plan,
+                                .exe_fd = np->exe_fd,
+                                .listen_fd = lfd,
+                                .cg = &cg,
+                                .um = np->rootless ? &um : NULL,
+                                .host_base = t->host_base };
 
         if (r >= 0)
-                r = spawn_keeper(&plan, np->exe_fd, lfd, &cg, np->rootless ? &um : NULL,
-                                 t->host_base, kp, err);
+                r = spawn_keeper_start(&a, &sp, err);
+        if (r >= 0) {
+                if (needs_net(p)) {
+                        rn = net_setup(np, t, sp.pid, p, err);
+                        trace_mark("net");
+                }
+                /* a child that failed says why, over the network's error */
+                r = spawn_keeper_finish(&sp, kp, err);
+        }
+        if (r >= 0 && rn < 0)
+                r = rn; /* start_keeper() kills the keeper (*kp) */
         mount_plan_release(&plan);
         cgroup_close(&cg);
         return r;
@@ -412,10 +436,6 @@ static int start_keeper(struct native_provider *np,
                 return b4_error_set(err, r, "cannot record the sandbox of thread '%s'",
                                     t->thread_id);
         r = launch(np, t, p, &kp, err);
-        if (r >= 0 && (p->network == B4_NETWORK_ALLOW || hostnet_listed(p))) {
-                r = net_setup(np, t, kp.pid, p, err);
-                trace_mark("net");
-        }
         if (r >= 0) {
                 rec = (struct keeper_record){ .pid = kp.pid, .starttime = kp.starttime };
                 memcpy(rec.identity, identity, sizeof(rec.identity));

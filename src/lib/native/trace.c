@@ -3,10 +3,11 @@
  * The acquire trace (B4BOX_TRACE_ACQUIRE=1, docs/native.md "What a cold acquire costs"): the
  * monotonic time of each phase of one acquire, printed as one line on stderr when it ends:
  *   b4box trace acquire <thread> <result> total=<us> <phase>=<us> ...
- * Phases are marked where they end (trace_mark()), so their sum is the total. The clone
- * child cannot print or allocate: it stamps CLOCK_MONOTONIC into a shared page the parent
- * mapped (trace_child_page()), and the parent folds those stamps into child.* phases. Off
- * (the default), every call is one thread-local load.
+ * Phases are marked where they end (trace_mark()), so the provider's own phases add up to
+ * the total. The clone child cannot print or allocate: it stamps CLOCK_MONOTONIC into a
+ * shared page the parent mapped (trace_child_page()), and the parent adds those as child.*
+ * phases: the child's own timeline, which runs alongside the provider's (spawn.wait is the
+ * provider waiting for it). Off (the default), every call is one thread-local load.
  */
 
 #include <errno.h>
@@ -143,41 +144,49 @@ static const char *op_phase(enum child_op_type type)
         return "child.files";
 }
 
+void trace_child_stamp(uint64_t *page, size_t slot)
+{
+        if (page && slot < TRACE_CHILD_SLOTS)
+                page[slot] = mono_ns();
+}
+
+/* Stamp @to - stamp @from as phase @name, when both were reached. */
+static void span(struct trace *t, const char *name, uint64_t from, uint64_t to)
+{
+        if (from && to >= from)
+                add(t, name, (to - from) / 1000);
+}
+
 /*
- * The child's stamps (child.c, TRACE_CHILD_*) into phases, replacing the parent's own view of
- * that stretch; the caller marks the exec itself right after. A stamp of 0 was never written
- * (the child failed first, or the step does not apply).
+ * The child's stamps (child.c, TRACE_CHILD_*) as phases of its own timeline: from the "go"
+ * (child.start: its wake-up) through its cgroups, each op (summed per kind), its user
+ * namespace, to the exec, which ends now (the parent read EOF).
  */
 void trace_child_fold(const uint64_t *page, const struct child_op *ops, size_t n_ops)
 {
         struct trace *t = current;
         uint64_t prev;
 
-        if (t && page && page[TRACE_CHILD_GO]) {
-                prev = page[TRACE_CHILD_GO];
-                add(t, "child.start", (prev - t->last) / 1000);
-                for (size_t i = 0; i <= n_ops && i < TRACE_CHILD_OPS_MAX; i++) {
-                        uint64_t s = page[TRACE_CHILD_OP0 + i];
-                        if (!s)
-                                break;
-                        add(t, i == 0 ? "child.cgroupns" : op_phase(ops[i - 1].type),
-                            (s - prev) / 1000);
-                        prev = s;
-                }
-                if (page[TRACE_CHILD_USERNS_ASK] > prev) {
-                        add(t, "child.userns", (page[TRACE_CHILD_USERNS_ASK] - prev) / 1000);
-                        prev = page[TRACE_CHILD_USERNS_ASK];
-                }
-                if (page[TRACE_CHILD_USERNS] > prev) {
-                        add(t, "child.userns_map", (page[TRACE_CHILD_USERNS] - prev) / 1000);
-                        prev = page[TRACE_CHILD_USERNS];
-                }
-                if (page[TRACE_CHILD_EXEC] > prev) {
-                        add(t, "child.fds", (page[TRACE_CHILD_EXEC] - prev) / 1000);
-                        prev = page[TRACE_CHILD_EXEC];
-                }
-                t->last = prev; /* the exec itself is the next phase the caller marks */
+        if (!t || !page || !page[TRACE_CHILD_GO])
+                return;
+        span(t, "child.start", page[TRACE_CHILD_SENT], page[TRACE_CHILD_GO]);
+        span(t, "child.cgroup", page[TRACE_CHILD_GO], page[TRACE_CHILD_CGROUP]);
+        prev = page[TRACE_CHILD_CGROUP];
+        for (size_t i = 0; i <= n_ops && i < TRACE_CHILD_OPS_MAX; i++) {
+                uint64_t s = page[TRACE_CHILD_OP0 + i];
+                if (!s)
+                        break;
+                span(t, i == 0 ? "child.cgroupns" : op_phase(ops[i - 1].type), prev, s);
+                prev = s;
         }
+        if (page[TRACE_CHILD_USERNS_ASK]) {
+                span(t, "child.userns", prev, page[TRACE_CHILD_USERNS_ASK]);
+                span(t, "child.userns_map", page[TRACE_CHILD_USERNS_ASK],
+                     page[TRACE_CHILD_USERNS]);
+                prev = page[TRACE_CHILD_USERNS];
+        }
+        span(t, "child.fds", prev, page[TRACE_CHILD_EXEC]);
+        span(t, "child.exec", page[TRACE_CHILD_EXEC], mono_ns());
 }
 
 void trace_child_page_free(uint64_t *page)
