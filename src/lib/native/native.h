@@ -159,17 +159,19 @@ int cgroup_create(const struct cgroup_host *h,
                   struct b4_error *err);
 /* Open the existing cgroup of @id (for kill/remove after a restart). */
 int cgroup_open(const struct cgroup_host *h, const char *id, struct cgroup *ret);
+
 /* How a new keeper enters the thread's cgroup @cg: born in the cgroup2 dir @clone_fd
  * (clone3(CLONE_INTO_CGROUP): v2, or the unified dir of a hybrid host), then writing "0"
  * (itself) to each v1 @procs file. The files are opened here, by the provider: the kernel
  * checks the opener's credentials on a write, so the clone child may write them. */
 struct cgroup_placement {
-        int clone_fd;              /* borrowed from @cg, or -EBADF */
-        int clone_procs;           /* owned: @clone_fd's cgroup.procs, for a kernel without
-                                    * CLONE_INTO_CGROUP (< 5.7), or -EBADF */
-        int procs[CGROUP_V1_MAX];  /* owned: v1 cgroup.procs files, @n_procs of them */
+        int clone_fd;             /* borrowed from @cg, or -EBADF */
+        int clone_procs;          /* owned: @clone_fd's cgroup.procs, for a kernel without
+                                   * CLONE_INTO_CGROUP (< 5.7), or -EBADF */
+        int procs[CGROUP_V1_MAX]; /* owned: v1 cgroup.procs files, @n_procs of them */
         size_t n_procs;
 };
+
 /* Return: 0 or -errno (nothing left open). */
 int cgroup_placement_open(const struct cgroup *cg, struct cgroup_placement *ret);
 void cgroup_placement_close(struct cgroup_placement *pl);

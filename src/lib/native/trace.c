@@ -181,8 +181,7 @@ void trace_child_fold(const uint64_t *page, const struct child_op *ops, size_t n
         }
         if (page[TRACE_CHILD_USERNS_ASK]) {
                 span(t, "child.userns", prev, page[TRACE_CHILD_USERNS_ASK]);
-                span(t, "child.userns_map", page[TRACE_CHILD_USERNS_ASK],
-                     page[TRACE_CHILD_USERNS]);
+                span(t, "child.userns_map", page[TRACE_CHILD_USERNS_ASK], page[TRACE_CHILD_USERNS]);
                 prev = page[TRACE_CHILD_USERNS];
         }
         span(t, "child.fds", prev, page[TRACE_CHILD_EXEC]);
