@@ -204,9 +204,10 @@ static void test_cgroup_hybrid_fake_tree(void **state)
         assert_int_equal(cgroup_create(&h, ID, &lim, &cg, NULL), 0);
         expect(t, "pids/b4box/" ID "/pids.max", "7");
         expect(t, "memory/b4box/" ID "/memory.limit_in_bytes", "1048576");
-        place(&cg, "77", cg.unified_fd, 3); /* the keeper in both: born in the unified one */
+        place(&cg, "77", -EBADF, 4); /* the keeper in both: it writes all four */
         expect(t, "pids/b4box/" ID "/cgroup.procs", "77");
         expect(t, "cpu/b4box/" ID "/cgroup.procs", "77");
+        expect(t, "unified/b4box/" ID "/cgroup.procs", "77");
         assert_int_equal(cgroup_exec_parent(&h, ID, &fd, &flags), 0);
         assert_int_equal(flags, KEEPER_CG_KILL);
         assert_int_equal(cgroup_exec_create(fd, name, &cfd), 0);

@@ -129,7 +129,7 @@ static void close_all_but(const struct child_plan *p, int *keep, int n)
 {
         unsigned int from = 3;
 
-        for (int i = 1; i < n; i++) /* insertion sort: n is at most 9 */
+        for (int i = 1; i < n; i++) /* insertion sort: n is at most 10 */
                 for (int k = i; k > 0 && keep[k - 1] > keep[k]; k--) {
                         int t = keep[k];
                         keep[k] = keep[k - 1];
@@ -152,10 +152,10 @@ static void close_all_but(const struct child_plan *p, int *keep, int n)
  * server that dies while we wait (audit L6). */
 static void close_early(const struct child_plan *p)
 {
-        int keep[4 + CGROUP_V1_MAX + 1] = { p->err_fd, p->listen_fd, p->exe_fd, p->sync_fd };
+        int keep[4 + CGROUP_V1_MAX + 2] = { p->err_fd, p->listen_fd, p->exe_fd, p->sync_fd };
         int n = 4;
 
-        for (size_t i = 0; i < p->n_cg_procs && i < CGROUP_V1_MAX + 1; i++)
+        for (size_t i = 0; i < p->n_cg_procs && i < CGROUP_V1_MAX + 2; i++)
                 keep[n++] = p->cg_procs[i];
         close_all_but(p, keep, n);
 }

@@ -18,6 +18,7 @@
  */
 
 #include <linux/capability.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -66,7 +67,7 @@ struct child_plan {
                                   the parent map it (sync_fd both ways), become its root */
         uint32_t userns_owner; /* the host uid that owns it: the block's base, never 0 */
         const int *cg_procs;   /* cgroup.procs files to write "0" to after "go", then close */
-        size_t n_cg_procs;     /* at most CGROUP_V1_MAX + 1 */
+        size_t n_cg_procs;     /* at most CGROUP_V1_MAX + 2 */
         uint64_t *trace;       /* trace_child_page() to stamp (TRACE_CHILD_*), or NULL */
 };
 
@@ -160,21 +161,34 @@ int cgroup_create(const struct cgroup_host *h,
 /* Open the existing cgroup of @id (for kill/remove after a restart). */
 int cgroup_open(const struct cgroup_host *h, const char *id, struct cgroup *ret);
 
-/* How a new keeper enters the thread's cgroup @cg: born in the cgroup2 dir @clone_fd
- * (clone3(CLONE_INTO_CGROUP): v2, or the unified dir of a hybrid host), then writing "0"
- * (itself) to each v1 @procs file. The files are opened here, by the provider: the kernel
- * checks the opener's credentials on a write, so the clone child may write them. */
+/* How a new keeper enters the thread's cgroup @cg. v2: born in it (clone3 with
+ * CLONE_INTO_CGROUP: no write, no grace period). v1: it writes "0" (itself) to each v1 dir's
+ * cgroup.procs and the hybrid host's unified one. The files are opened here, by the
+ * provider: the kernel checks the opener's credentials on a write, so the clone child may
+ * write them. */
 struct cgroup_placement {
-        int clone_fd;             /* borrowed from @cg, or -EBADF */
-        int clone_procs;          /* owned: @clone_fd's cgroup.procs, for a kernel without
-                                   * CLONE_INTO_CGROUP (< 5.7), or -EBADF */
-        int procs[CGROUP_V1_MAX]; /* owned: v1 cgroup.procs files, @n_procs of them */
+        int clone_fd;                 /* borrowed from @cg (v2), or -EBADF */
+        int clone_procs;              /* owned: @clone_fd's cgroup.procs, for a kernel without
+                                       * CLONE_INTO_CGROUP (< 5.7), or -EBADF */
+        int procs[CGROUP_V1_MAX + 1]; /* owned: cgroup.procs files, @n_procs of them */
         size_t n_procs;
 };
 
 /* Return: 0 or -errno (nothing left open). */
 int cgroup_placement_open(const struct cgroup *cg, struct cgroup_placement *ret);
 void cgroup_placement_close(struct cgroup_placement *pl);
+
+/* On a v1 (or hybrid) host as root: start, on a thread of its own, the RCU grace period the
+ * keeper's v1 cgroup.procs writes would wait for, with a no-op write (the process into its
+ * own v1 cgroup), so it runs while the rest of a cold start does (docs/native.md, "What a
+ * cold acquire costs"). Join it (cheap by then) before the acquire returns. */
+struct cgroup_primer {
+        pthread_t thread;
+        bool running;
+};
+
+void cgroup_primer_start(const struct cgroup_host *h, struct cgroup_primer *ret);
+void cgroup_primer_join(struct cgroup_primer *pr);
 /* SIGKILL everything in the cgroup until it is empty (bounded wait). */
 int cgroup_kill_all(const struct cgroup *cg);
 bool cgroup_is_empty(const struct cgroup *cg);

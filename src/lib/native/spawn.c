@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Start a keeper: clone3(CLONE_PIDFD) into new PID, mount, network, IPC and UTS namespaces
- * (plus a user namespace in rootless mode), born in its cgroup2 dir (CLONE_INTO_CGROUP);
+ * (plus a user namespace in rootless mode), born in its cgroup on v2 (CLONE_INTO_CGROUP);
  * while the child waits on a socket the parent writes its uid/gid maps (rootless) and shields
  * it from the OOM killer, then lets it go; the child (child.c) writes itself into its v1
- * cgroups (each first write waits for an RCU grace period: the provider plumbs the network
- * meanwhile, between spawn_keeper_start() and spawn_keeper_finish()), unshares its cgroup
+ * cgroups (the first write waits for an RCU grace period, which the primer began earlier,
+ * thread.c; the provider plumbs the network meanwhile, between spawn_keeper_start() and
+ * spawn_keeper_finish()), unshares its cgroup
  * namespace, builds the root filesystem from the precomputed plan and execs the keeper binary
  * from an fd. The error pipe is CLOEXEC: EOF means the exec happened, a struct child_failure
  * means it did not.
@@ -143,7 +144,7 @@ static int clone_child(const struct spawn_args *a,
                        int err_w,
                        struct keeper_spawn *sp)
 {
-        int procs[CGROUP_V1_MAX + 1];
+        int procs[CGROUP_V1_MAX + 2];
         size_t n = pl->n_procs;
         int cgroup_fd = pl->clone_fd;
         pid_t pid;

@@ -338,6 +338,26 @@ static int set_policy(struct native_thread *t, const char *identity, const struc
         return 0;
 }
 
+/* The workspace (and its diskGb filesystem: after the intent record, like every
+ * host-global object) and its owner mark. */
+static int prepare_workspace(struct native_provider *np,
+                             const struct native_thread *t,
+                             const struct b4_policy *p,
+                             struct b4_error *err)
+{
+        bool non_root = p->security.run_as_non_root;
+        int r;
+
+        r = ensure_workspace(np, t, p->resources.disk_gb,
+                             t->host_base + (non_root ? p->security.uid : 0),
+                             t->host_base + (non_root ? p->security.gid : 0), err);
+        trace_mark("workspace");
+        if (r >= 0 && (r = native_owner_mark(np, t->id)) < 0)
+                b4_error_set(err, r, "cannot record the owner of thread '%s'", t->thread_id);
+        trace_mark("owner_mark");
+        return r;
+}
+
 static bool needs_net(const struct b4_policy *p)
 {
         return p->network == B4_NETWORK_ALLOW || hostnet_listed(p);
@@ -356,6 +376,7 @@ static int launch(struct native_provider *np,
                                      .cpus = p->resources.cpus,
                                      .pids = p->security.pids_limit };
         struct mount_plan plan = { 0 };
+        struct cgroup_primer primer;
         struct keeper_spawn sp;
         struct cgroup cg;
         cleanup_close int lfd = -EBADF;
@@ -365,7 +386,13 @@ static int launch(struct native_provider *np,
         trace_mark("cgroup_create");
         if (r < 0)
                 return r;
-        r = build_plan(np, t, p, &plan, err);
+        /* From here on nothing takes the kernel's cgroup_mutex, which the primer holds
+         * through its grace period (a mkdir would wait it out) */
+        cgroup_primer_start(&np->cg, &primer);
+        trace_mark("primer");
+        r = prepare_workspace(np, t, p, err);
+        if (r >= 0)
+                r = build_plan(np, t, p, &plan, err);
         trace_mark("mount_plan");
         if (r >= 0) {
                 r = keeper_listen(np->run_fd, np->run_dir, t->id, &lfd);
@@ -398,6 +425,8 @@ static int launch(struct native_provider *np,
         }
         if (r >= 0 && rn < 0)
                 r = rn; /* start_keeper() kills the keeper (*kp) */
+        cgroup_primer_join(&primer);
+        trace_mark("primer_join");
         mount_plan_release(&plan);
         cgroup_close(&cg);
         return r;
@@ -409,7 +438,6 @@ static int start_keeper(struct native_provider *np,
                         const struct b4_policy *p,
                         struct b4_error *err)
 {
-        bool non_root = p->security.run_as_non_root;
         struct keeper_proc kp = { .pidfd = -EBADF };
         struct keeper_record rec = { 0 };
         int root_fd = -EBADF;
@@ -421,15 +449,6 @@ static int start_keeper(struct native_provider *np,
                 return b4_error_set(err, r, "cannot record that thread '%s' uses image %s",
                                     t->thread_id, oci->digest);
         trace_mark("image_use");
-        r = ensure_workspace(np, t, p->resources.disk_gb,
-                             t->host_base + (non_root ? p->security.uid : 0),
-                             t->host_base + (non_root ? p->security.gid : 0), err);
-        trace_mark("workspace");
-        if (r >= 0 && (r = native_owner_mark(np, t->id)) < 0)
-                b4_error_set(err, r, "cannot record the owner of thread '%s'", t->thread_id);
-        trace_mark("owner_mark");
-        if (r < 0)
-                return r;
         r = write_intent(np, t->id, t->hid);
         trace_mark("intent");
         if (r < 0)
@@ -494,6 +513,35 @@ static bool try_adopt(struct native_provider *np,
         return true;
 }
 
+/* Not live here: adopt the recorded keeper, else start a new one. */
+static int adopt_or_start(struct native_provider *np,
+                          struct native_thread *t,
+                          struct native_image *img,
+                          const char *identity,
+                          const struct b4_policy *policy,
+                          struct b4_error *err)
+{
+        if (t->image != img) { /* not live: no keeper or recovery reads it now */
+                native_image_unref(t->image);
+                t->image = native_image_ref(img);
+        }
+        /* A recorded block says the thread runs in its own user namespace: adopting its
+         * keeper needs no probe of the kernel (a fork), only starting one does. */
+        if (idmap_recorded(np, t->id) || native_userns(np)) {
+                int r = idmap_get(np, t->id, true, &t->host_base, err);
+                trace_mark("idmap");
+                if (r < 0)
+                        return r;
+        }
+        t->reattached = try_adopt(np, t, identity, policy);
+        trace_mark("adopt");
+        if (t->reattached)
+                return 0;
+        native_thread_stop_id(np, t->id, -EBADF);
+        trace_mark("stop_stale");
+        return start_keeper(np, t, identity, policy, err);
+}
+
 int native_thread_ensure(struct native_provider *np,
                          struct native_thread *t,
                          struct native_image *img,
@@ -516,25 +564,7 @@ int native_thread_ensure(struct native_provider *np,
         trace_mark("ensure.live");
         if (t->live)
                 return 0;
-        if (t->image != img) { /* not live: no keeper or recovery reads it now */
-                native_image_unref(t->image);
-                t->image = native_image_ref(img);
-        }
-        /* A recorded block says the thread runs in its own user namespace: adopting its
-         * keeper needs no probe of the kernel (a fork), only starting one does. */
-        if (idmap_recorded(np, t->id) || native_userns(np)) {
-                int r = idmap_get(np, t->id, true, &t->host_base, err);
-                trace_mark("idmap");
-                if (r < 0)
-                        return r;
-        }
-        t->reattached = try_adopt(np, t, identity, policy);
-        trace_mark("adopt");
-        if (t->reattached)
-                return 0;
-        native_thread_stop_id(np, t->id, -EBADF);
-        trace_mark("stop_stale");
-        return start_keeper(np, t, identity, policy, err);
+        return adopt_or_start(np, t, img, identity, policy, err);
 }
 
 int native_thread_recover(struct native_provider *np, struct native_thread *t, struct b4_error *err)
