@@ -202,6 +202,7 @@ int spawn_keeper_start(const struct spawn_args *a, struct keeper_spawn *ret, str
         trace_mark("spawn.clone");
         if (r < 0) {
                 r = b4_error_set(err, r, "cannot clone the keeper into new namespaces");
+                trace_child_page_free(sp.trace);
                 goto out;
         }
         sp.sync_w = TAKE_FD(sync_p[1]);
