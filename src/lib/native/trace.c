@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "native.h"
 
 #define TRACE_MAX_PHASES 48
@@ -60,7 +61,7 @@ void trace_begin(const char *thread_id)
 {
         struct trace *t;
 
-        if (current || !trace_wanted() || !(t = calloc(1, sizeof(*t))))
+        if (current || !trace_wanted() || !(t = b4_calloc(1, sizeof(*t))))
                 return;
         (void)snprintf(t->thread, sizeof(t->thread), "%s", thread_id ? thread_id : "");
         t->t0 = t->last = mono_ns();
