@@ -9,6 +9,9 @@
 # runBash `true` timed as the acquire, DELETE /threads/{id} timed as the delete; curl's
 # time_total, so no process start is counted). Everything runs in a private network
 # namespace (`unshare --net`, ip_forward on there only): no packet leaves. Needs root.
+# The servers run with B4BOX_TRACE_ACQUIRE=1 (a binary without the trace ignores it): for each
+# mode the p50 of every acquire phase (docs/native.md "What a cold acquire costs") follows,
+# in µs; child.* phases are the clone child's own timeline, alongside net and spawn.wait.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -114,8 +117,9 @@ measure_serve() {
         for mode in $modes; do
                 port=$((port + 1))
                 eval "port_$mode=$port"
-                (cd "$work/$mode" && exec "$b/src/cli/b4box" --state "$work/sv-$label-$mode" \
-                        serve --listen "127.0.0.1:$port") 2>"$work/serve-$mode.log" &
+                (cd "$work/$mode" && B4BOX_TRACE_ACQUIRE=1 exec "$b/src/cli/b4box" \
+                        --state "$work/sv-$label-$mode" serve --listen "127.0.0.1:$port") \
+                        2>"$work/serve-$label-$mode.log" &
                 servers+=($!)
                 for _ in $(seq 100); do curl -sf "127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.05; done
                 : >"$work/sacq-$mode" && : >"$work/sdel-$mode"
@@ -160,6 +164,25 @@ for side in before after; do
         [ "$side" = before ] && b=$before_build
         measure_serve "$side" "$b"
 done
+# phases LABEL: the p50 of each traced acquire phase per mode (the warm-up's trace left out)
+phases() {
+        local mode
+        for mode in $modes; do
+                grep -h '^b4box trace acquire s[1-9][0-9]* ok ' "$work/serve-$1-$mode.log" 2>/dev/null |
+                        awk -v m="$mode" -v l="$1" '
+                        { for (i = 6; i <= NF; i++) { split($i, kv, "="); if (!(kv[1] in seen)) { seen[kv[1]] = 1; order[++n] = kv[1] }
+                                                      v[kv[1], ++c[kv[1]]] = kv[2] } }
+                        END { if (!n) exit; printf "%-6s %-6s", l, m
+                              for (k = 1; k <= n; k++) { key = order[k]; cnt = c[key]
+                                      for (i = 1; i <= cnt; i++) a[i] = v[key, i]
+                                      for (i = 2; i <= cnt; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+                                      printf " %s=%d", key, a[int((cnt + 1) / 2)] }
+                              printf "\n" }' || true
+        done
+}
+echo "acquire phases inside b4box serve, p50 us (B4BOX_TRACE_ACQUIRE=1; none: no trace in that binary)"
+phases before
+phases after
 echo "network plumbing (mode p50 - deny p50), ms:"
 for pre in "" s; do
         for side in before after; do

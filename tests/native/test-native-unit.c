@@ -64,6 +64,23 @@ static void expect(const char *dir, const char *rel, const char *content)
         assert_string_equal(buf, content);
 }
 
+/* The keeper's placement (cgroup_placement_open()): born in @want_clone_fd, and "0" written
+ * to each v1 cgroup.procs by the clone child (here @pid, to see which files they are). */
+static void place(const struct cgroup *cg, const char *pid, int want_clone_fd, size_t want_n)
+{
+        struct cgroup_placement pl;
+
+        assert_int_equal(cgroup_placement_open(cg, &pl), 0);
+        assert_int_equal(pl.clone_fd, want_clone_fd);
+        assert_int_equal(pl.n_procs, want_n);
+        assert_true(want_clone_fd < 0 ? pl.clone_procs < 0 : pl.clone_procs >= 0);
+        for (size_t i = 0; i < pl.n_procs; i++)
+                assert_int_equal(write(pl.procs[i], pid, strlen(pid)), (ssize_t)strlen(pid));
+        cgroup_placement_close(&pl);
+        assert_int_equal(pl.n_procs, 0);
+        assert_true(pl.clone_procs < 0);
+}
+
 static void test_cgroup_v2_fake_tree(void **state)
 {
         char *t = b4_test_tmpdir();
@@ -95,8 +112,7 @@ static void test_cgroup_v2_fake_tree(void **state)
         expect(t, "b4box/" ID "/cpu.max", "150000 100000");
         expect(t, "cgroup.subtree_control", "+pids +memory +cpu");
         expect(t, "b4box/cgroup.subtree_control", "+pids +memory +cpu");
-        assert_int_equal(cgroup_attach(&cg, 4242), 0);
-        expect(t, "b4box/" ID "/cgroup.procs", "4242");
+        place(&cg, "4242", cg.dirfd[0], 0); /* v2: born in it, nothing to write */
         cgroup_close(&cg);
         cgroup_host_release(&h);
         b4_test_rmrf(t);
@@ -155,8 +171,10 @@ static void test_cgroup_v1_fake_tree(void **state)
         expect(t, "pids/b4box/" ID "/pids.max", "7");
         expect(t, "memory/b4box/" ID "/memory.limit_in_bytes", "1048576");
         expect(t, "cpu/b4box/" ID "/cpu.cfs_quota_us", "50000");
-        assert_int_equal(cgroup_attach(&cg, 77), 0);
+        place(&cg, "77", -EBADF, 3); /* pids, memory, cpu */
+        expect(t, "pids/b4box/" ID "/cgroup.procs", "77");
         expect(t, "memory/b4box/" ID "/cgroup.procs", "77");
+        expect(t, "cpu/b4box/" ID "/cgroup.procs", "77");
         cgroup_close(&cg);
         cgroup_host_release(&h);
         b4_test_rmrf(t);
@@ -186,9 +204,10 @@ static void test_cgroup_hybrid_fake_tree(void **state)
         assert_int_equal(cgroup_create(&h, ID, &lim, &cg, NULL), 0);
         expect(t, "pids/b4box/" ID "/pids.max", "7");
         expect(t, "memory/b4box/" ID "/memory.limit_in_bytes", "1048576");
-        assert_int_equal(cgroup_attach(&cg, 77), 0);
+        place(&cg, "77", -EBADF, 4); /* the keeper in both: it writes all four */
         expect(t, "pids/b4box/" ID "/cgroup.procs", "77");
-        expect(t, "unified/b4box/" ID "/cgroup.procs", "77"); /* the keeper, in both */
+        expect(t, "cpu/b4box/" ID "/cgroup.procs", "77");
+        expect(t, "unified/b4box/" ID "/cgroup.procs", "77");
         assert_int_equal(cgroup_exec_parent(&h, ID, &fd, &flags), 0);
         assert_int_equal(flags, KEEPER_CG_KILL);
         assert_int_equal(cgroup_exec_create(fd, name, &cfd), 0);

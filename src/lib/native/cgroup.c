@@ -15,13 +15,17 @@
  * its session; limits stay the thread's (hierarchical; on a hybrid host the command simply
  * stays in the keeper's v1 cgroups). A cgroup2 command cgroup lets the keeper clone3() the
  * command straight into it, where a v1 one costs a cgroup.procs write (an RCU grace period,
- * milliseconds). The children are swept and removed with the thread's cgroup.
+ * milliseconds). The children are swept and removed with the thread's cgroup. The keeper
+ * itself is born in its cgroup on v2 (CLONE_INTO_CGROUP) and writes itself into its dirs on
+ * v1 (cgroup_placement_open()), while the provider goes on (spawn.c), after the primer
+ * (cgroup_primer_start()) started the grace period those writes wait for.
  */
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -337,20 +341,95 @@ int cgroup_open(const struct cgroup_host *h, const char *id, struct cgroup *ret)
         return r;
 }
 
-int cgroup_attach(const struct cgroup *cg, pid_t pid)
+int cgroup_placement_open(const struct cgroup *cg, struct cgroup_placement *ret)
 {
-        char buf[32];
-        int r;
+        struct cgroup_placement pl = { .clone_fd = -EBADF, .clone_procs = -EBADF };
+        int dirs[CGROUP_V1_MAX + 1];
+        size_t n = 0;
 
-        (void)snprintf(buf, sizeof(buf), "%d", (int)pid);
-        for (size_t i = 0; i < CGROUP_V1_MAX; i++) {
-                if (cg->dirfd[i] < 0)
-                        continue;
-                r = write_string_at(cg->dirfd[i], "cgroup.procs", buf);
-                if (r < 0)
-                        return r;
+        for (size_t i = 0; i < ELEMENTSOF(pl.procs); i++)
+                pl.procs[i] = -EBADF;
+        if (cg->mode == CGROUP_V2 && cg->dirfd[0] >= 0) {
+                pl.clone_fd = cg->dirfd[0];
+                pl.clone_procs =
+                        openat(cg->dirfd[0], "cgroup.procs", O_WRONLY | O_CLOEXEC | O_NOCTTY);
+                return pl.clone_procs < 0 ? -errno : (*ret = pl, 0);
         }
-        return cg->unified_fd < 0 ? 0 : write_string_at(cg->unified_fd, "cgroup.procs", buf);
+        /* v1: every dir by a write, the hybrid host's unified one too (CLONE_INTO_CGROUP
+         * would take the kernel's cgroup_mutex, which the primer holds through its wait) */
+        for (size_t i = 0; cg->mode == CGROUP_V1 && i < CGROUP_V1_MAX; i++)
+                if (cg->dirfd[i] >= 0)
+                        dirs[n++] = cg->dirfd[i];
+        if (cg->mode == CGROUP_V1 && cg->unified_fd >= 0)
+                dirs[n++] = cg->unified_fd;
+        for (size_t i = 0; i < n; i++) {
+                int fd = openat(dirs[i], "cgroup.procs", O_WRONLY | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0) {
+                        int r = -errno;
+                        cgroup_placement_close(&pl);
+                        return r;
+                }
+                pl.procs[pl.n_procs++] = fd;
+        }
+        *ret = pl;
+        return 0;
+}
+
+/*
+ * The primer. A v1 cgroup.procs write waits for an RCU grace period (percpu_down_write() of
+ * the kernel's cgroup_threadgroup_rwsem: rcu_sync_enter()) unless another write ran within
+ * the last one; the keeper's own writes (child.c) then ride on this one. It moves the
+ * process into the v1 pids (else first) cgroup it is in already: a no-op migration, read
+ * from /proc/self/cgroup just before.
+ */
+static void *prime(void *arg)
+{
+        const struct cgroup_host *h = arg;
+        cleanup_free char *self = NULL;
+        char path[4096];
+        size_t len;
+
+        if (read_file_at(AT_FDCWD, "/proc/self/cgroup", 1u << 16, &self, &len) < 0)
+                return NULL;
+        for (size_t i = 0; i < CGROUP_V1_MAX; i++) {
+                char key[32];
+                if (!h->has[i])
+                        continue;
+                (void)snprintf(key, sizeof(key), ":%s:/", cgroup_v1_names[i]);
+                const char *at = strstr(self, key);
+                if (!at)
+                        continue;
+                at += strlen(key) - 1;
+                int n = (int)strcspn(at, "\n");
+                if (snprintf(path, sizeof(path), "%s%.*s/cgroup.procs", cgroup_v1_names[i], n,
+                             at) >= (int)sizeof(path))
+                        return NULL;
+                (void)write_string_at(h->root_fd, path, "0");
+                return NULL;
+        }
+        return NULL;
+}
+
+void cgroup_primer_start(const struct cgroup_host *h, struct cgroup_primer *ret)
+{
+        ret->running = h->mode == CGROUP_V1 && !h->rootless && h->root_fd >= 0 &&
+                       pthread_create(&ret->thread, NULL, prime, (void *)h) == 0;
+}
+
+void cgroup_primer_join(struct cgroup_primer *pr)
+{
+        if (pr->running)
+                (void)pthread_join(pr->thread, NULL);
+        pr->running = false;
+}
+
+void cgroup_placement_close(struct cgroup_placement *pl)
+{
+        for (size_t i = 0; i < pl->n_procs; i++)
+                pl->procs[i] = safe_close(pl->procs[i]);
+        pl->n_procs = 0;
+        pl->clone_procs = safe_close(pl->clone_procs);
+        pl->clone_fd = -EBADF;
 }
 
 static int procs_fd(const struct cgroup *cg)

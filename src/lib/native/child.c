@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "keeper-proto.h"
@@ -30,6 +31,17 @@ static _Noreturn void fail(const struct child_plan *p, int step, int e)
 
         (void)!write(p->err_fd, &f, sizeof(f));
         _exit(1);
+}
+
+/* The acquire trace's stamp (trace.c): clock_gettime() is async-signal-safe (the vDSO). */
+static void stamp(const struct child_plan *p, size_t slot)
+{
+        struct timespec ts;
+
+        if (!p->trace || slot >= TRACE_CHILD_SLOTS)
+                return;
+        (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+        p->trace[slot] = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static int lo_up(void)
@@ -117,7 +129,7 @@ static void close_all_but(const struct child_plan *p, int *keep, int n)
 {
         unsigned int from = 3;
 
-        for (int i = 1; i < n; i++) /* insertion sort: n is at most 4 */
+        for (int i = 1; i < n; i++) /* insertion sort: n is at most 10 */
                 for (int k = i; k > 0 && keep[k - 1] > keep[k]; k--) {
                         int t = keep[k];
                         keep[k] = keep[k - 1];
@@ -140,9 +152,25 @@ static void close_all_but(const struct child_plan *p, int *keep, int n)
  * server that dies while we wait (audit L6). */
 static void close_early(const struct child_plan *p)
 {
-        int keep[] = { p->err_fd, p->listen_fd, p->exe_fd, p->sync_fd };
+        int keep[4 + CGROUP_V1_MAX + 2] = { p->err_fd, p->listen_fd, p->exe_fd, p->sync_fd };
+        int n = 4;
 
-        close_all_but(p, keep, 4);
+        for (size_t i = 0; i < p->n_cg_procs && i < CGROUP_V1_MAX + 2; i++)
+                keep[n++] = p->cg_procs[i];
+        close_all_but(p, keep, n);
+}
+
+/* Into the thread's cgroups, before anything else runs (and before the cgroup namespace,
+ * whose root they become): "0" is the writer itself. The files are the provider's (its
+ * credentials are the ones checked). On cgroup v1 each first write waits for an RCU grace
+ * period, which the provider spends on the network meanwhile. */
+static void enter_cgroups(const struct child_plan *p)
+{
+        for (size_t i = 0; i < p->n_cg_procs; i++) {
+                if (write(p->cg_procs[i], "0", 1) != 1)
+                        fail(p, CHILD_STEP_CGROUP, errno);
+                (void)close(p->cg_procs[i]);
+        }
 }
 
 /* Before exec: only the keeper's socket; the error pipe and the binary's fd are CLOEXEC. */
@@ -199,10 +227,12 @@ static void enter_userns(const struct child_plan *p)
                 fail(p, CHILD_STEP_USERNS, -r);
         if (unshare(CLONE_NEWUSER) < 0)
                 fail(p, CHILD_STEP_USERNS, errno);
+        stamp(p, TRACE_CHILD_USERNS_ASK);
         if (write(p->sync_fd, "u", 1) != 1 || read(p->sync_fd, &c, 1) != 1 || c != 'm')
                 _exit(1);
         if (syscall(SYS_setresgid, 0, 0, 0) < 0 || syscall(SYS_setresuid, 0, 0, 0) < 0)
                 fail(p, CHILD_STEP_USERNS, errno);
+        stamp(p, TRACE_CHILD_USERNS);
 }
 
 _Noreturn void child_main(const struct child_plan *plan)
@@ -220,12 +250,17 @@ _Noreturn void child_main(const struct child_plan *plan)
         close_early(&p);
         if (read(p.sync_fd, &go, 1) != 1)
                 _exit(1);
+        stamp(&p, TRACE_CHILD_GO);
+        enter_cgroups(&p);
+        stamp(&p, TRACE_CHILD_CGROUP);
         if (unshare(CLONE_NEWCGROUP) < 0)
                 fail(&p, -1, errno);
+        stamp(&p, TRACE_CHILD_OP0);
         for (size_t i = 0; i < p.n_ops; i++) {
                 int r = run_op(&p.ops[i]);
                 if (r < 0 && !(p.ops[i].optional && r == -ENOENT))
                         fail(&p, (int)i, -r);
+                stamp(&p, TRACE_CHILD_OP0 + i + 1);
         }
         if (p.late_userns)
                 enter_userns(&p);
@@ -242,6 +277,7 @@ _Noreturn void child_main(const struct child_plan *plan)
         if (p.drop_bounding)
                 drop_bounding(&p);
         close_inherited(&p);
+        stamp(&p, TRACE_CHILD_EXEC);
         syscall(SYS_execveat, p.exe_fd, "", argv, envp, AT_EMPTY_PATH);
         fail(&p, (int)p.n_ops, errno);
 }

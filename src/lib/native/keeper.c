@@ -31,23 +31,12 @@
 
 int keeper_record_write(int dirfd, const char *id, const struct keeper_record *rec)
 {
-        char name[64], tmp[80], buf[160];
-        cleanup_close int fd = -EBADF;
-        int r;
+        char name[64], buf[160];
 
         (void)snprintf(name, sizeof(name), "%s.keeper", id);
-        (void)snprintf(tmp, sizeof(tmp), ".%s.%d.tmp", name, (int)getpid());
         (void)snprintf(buf, sizeof(buf), "v%d %d %" PRIu64 " %s\n", KEEPER_RECORD_VERSION,
                        (int)rec->pid, rec->starttime, rec->identity);
-        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                return -errno;
-        r = write_all(fd, buf, strlen(buf));
-        if (r >= 0)
-                r = RET_NERRNO(renameat(dirfd, tmp, dirfd, name));
-        if (r < 0)
-                (void)unlinkat(dirfd, tmp, 0);
-        return r;
+        return native_record_write(dirfd, name, buf);
 }
 
 int keeper_record_read(int dirfd, const char *id, struct keeper_record *ret)

@@ -481,6 +481,8 @@ int mount_plan_describe(const struct mount_plan *p, int step, char **ret)
 
         if (step == CHILD_STEP_USERNS)
                 return b4_asprintf(ret, "enter the keeper's user namespace");
+        if (step == CHILD_STEP_CGROUP)
+                return b4_asprintf(ret, "move the keeper into its cgroup");
         if (step < 0)
                 return b4_asprintf(ret, "unshare the cgroup namespace");
         if ((size_t)step >= p->n_ops)

@@ -18,6 +18,7 @@
  */
 
 #include <linux/capability.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -65,12 +66,16 @@ struct child_plan {
         bool late_userns;      /* as root: after the ops, enter a user namespace of our own, let
                                   the parent map it (sync_fd both ways), become its root */
         uint32_t userns_owner; /* the host uid that owns it: the block's base, never 0 */
+        const int *cg_procs;   /* cgroup.procs files to write "0" to after "go", then close */
+        size_t n_cg_procs;     /* at most CGROUP_V1_MAX + 2 */
+        uint64_t *trace;       /* trace_child_page() to stamp (TRACE_CHILD_*), or NULL */
 };
 
 #define CHILD_STEP_USERNS (-2) /* entering the user namespace */
+#define CHILD_STEP_CGROUP (-3) /* writing itself into its cgroups */
 
 struct child_failure {
-        int step; /* index into ops; -1 = before the ops, n_ops = the exec, CHILD_STEP_USERNS */
+        int step; /* index into ops; -1 = before the ops, n_ops = the exec, CHILD_STEP_* */
         int error;
 };
 
@@ -155,7 +160,35 @@ int cgroup_create(const struct cgroup_host *h,
                   struct b4_error *err);
 /* Open the existing cgroup of @id (for kill/remove after a restart). */
 int cgroup_open(const struct cgroup_host *h, const char *id, struct cgroup *ret);
-int cgroup_attach(const struct cgroup *cg, pid_t pid);
+
+/* How a new keeper enters the thread's cgroup @cg. v2: born in it (clone3 with
+ * CLONE_INTO_CGROUP: no write, no grace period). v1: it writes "0" (itself) to each v1 dir's
+ * cgroup.procs and the hybrid host's unified one. The files are opened here, by the
+ * provider: the kernel checks the opener's credentials on a write, so the clone child may
+ * write them. */
+struct cgroup_placement {
+        int clone_fd;                 /* borrowed from @cg (v2), or -EBADF */
+        int clone_procs;              /* owned: @clone_fd's cgroup.procs, for a kernel without
+                                       * CLONE_INTO_CGROUP (< 5.7), or -EBADF */
+        int procs[CGROUP_V1_MAX + 1]; /* owned: cgroup.procs files, @n_procs of them */
+        size_t n_procs;
+};
+
+/* Return: 0 or -errno (nothing left open). */
+int cgroup_placement_open(const struct cgroup *cg, struct cgroup_placement *ret);
+void cgroup_placement_close(struct cgroup_placement *pl);
+
+/* On a v1 (or hybrid) host as root: start, on a thread of its own, the RCU grace period the
+ * keeper's v1 cgroup.procs writes would wait for, with a no-op write (the process into its
+ * own v1 cgroup), so it runs while the rest of a cold start does (docs/native.md, "What a
+ * cold acquire costs"). Join it (cheap by then) before the acquire returns. */
+struct cgroup_primer {
+        pthread_t thread;
+        bool running;
+};
+
+void cgroup_primer_start(const struct cgroup_host *h, struct cgroup_primer *ret);
+void cgroup_primer_join(struct cgroup_primer *pr);
 /* SIGKILL everything in the cgroup until it is empty (bounded wait). */
 int cgroup_kill_all(const struct cgroup *cg);
 bool cgroup_is_empty(const struct cgroup *cg);
@@ -232,17 +265,34 @@ struct userns_map {
         uint32_t outside_uid, outside_gid;
 };
 
-/* @um: NULL as root; else clone a user namespace too and map it (rootless). @host_base: as
- * root, nonzero = the keeper enters a user namespace of its own once its root is built, ids
- * 0..65535 mapped to @host_base.. (idmap.c); 0 = none (the kernel allows none). */
-int spawn_keeper(const struct mount_plan *plan,
-                 int exe_fd,
-                 int listen_fd,
-                 const struct cgroup *cg,
-                 const struct userns_map *um,
-                 uint32_t host_base,
-                 struct keeper_proc *ret,
-                 struct b4_error *err);
+struct spawn_args {
+        const struct mount_plan *plan; /* borrowed until spawn_keeper_finish() */
+        int exe_fd;                    /* the keeper binary */
+        int listen_fd;                 /* its socket */
+        const struct cgroup *cg;       /* the thread's cgroup (created, limits set) */
+        const struct userns_map *um;   /* NULL as root; else clone a user namespace too and
+                                        * map it (rootless) */
+        uint32_t host_base; /* as root, nonzero = the keeper enters a user namespace of its own
+                             * once its root is built, ids 0..65535 mapped to @host_base..
+                             * (idmap.c); 0 = none (the kernel allows none) */
+};
+
+/* A keeper on its way: cloned and let go, not yet exec'd. */
+struct keeper_spawn {
+        const struct mount_plan *plan;
+        uint32_t late_base; /* the block to map once it asks, or 0 */
+        pid_t pid;
+        int pidfd, sync_w, err_r; /* owned */
+        uint64_t *trace;          /* trace_child_page(), or NULL */
+};
+
+/* Clone the keeper and let it set itself up; the caller may plumb its network namespace
+ * (/proc/<ret->pid>/ns/net) before spawn_keeper_finish(), which must follow in any case.
+ * Return: 0 with @ret, or -errno (@err set; nothing left running). */
+int spawn_keeper_start(const struct spawn_args *a, struct keeper_spawn *ret, struct b4_error *err);
+/* Map its late user namespace, wait for its exec. Consumes @sp; on failure the child is
+ * killed and its own report (what step failed) is in @err. Return: 0 with @ret, or -errno. */
+int spawn_keeper_finish(struct keeper_spawn *sp, struct keeper_proc *ret, struct b4_error *err);
 
 /* ---- keeper.c --------------------------------------------------------------------------- */
 
@@ -586,9 +636,15 @@ int native_reader_open(struct native_provider *np,
                        const struct b4_reader_req *req,
                        struct b4_reader **ret,
                        struct b4_error *err);
+/* state-dir.c: write the record @name under @dirfd (0600) as @text: a temporary file
+ * renamed over it, so a reader sees the old or the new text, never a mix. Not fsync()ed:
+ * for records whose loss in a power cut costs nothing (what they describe is gone too, or a
+ * reader takes a missing or empty one for absent). Return: 0 or -errno. */
+int native_record_write(int dirfd, const char *name, const char *text);
 /* state-dir.c: record that workspace @id was made (or used) for a thread of this
  * provider's scope, so a sweep may remove it once its thread is gone (and never one it
- * cannot tell is ours). */
+ * cannot tell is ours). Not fsync()ed: a mark lost in a power cut leaves the workspace
+ * unswept (never someone else's removed) until its thread's next acquire marks it again. */
 int native_owner_mark(struct native_provider *np, const char *id);
 bool native_owner_is_ours(struct native_provider *np, const char *id);
 /* Destroy's storage part, with the thread stopped and its flock held: the diskGb image and
@@ -602,3 +658,40 @@ static inline struct hostnet native_hostnet(const struct native_provider *np)
 {
         return (struct hostnet){ .run_fd = np->run_fd, .run_dir = np->run_dir };
 }
+
+/* ---- trace.c: B4BOX_TRACE_ACQUIRE=1, one acquire's phases on stderr ---- */
+
+/* Whether the environment asks for traces. */
+bool trace_wanted(void);
+/* Whether this thread is tracing an acquire now. */
+bool trace_on(void);
+/* Start tracing on this thread (a no-op unless trace_wanted() and none runs). */
+void trace_begin(const char *thread_id);
+/* The phase @phase (a static string) ends now: it gets the time since the last mark. */
+void trace_mark(const char *phase);
+/* Print the line ("b4box trace acquire <thread> ok|failed total=<us> <phase>=<us>...") and
+ * stop. @r: the acquire's result. */
+void trace_end(int r);
+
+/* The child's stamps: slots of a shared page (CLOCK_MONOTONIC ns; 0 = not reached). The
+ * child runs while the provider goes on (the network), so its phases (child.*) are its own
+ * timeline from the "go" the provider sent; the provider's phases alone add up to the total. */
+enum {
+        TRACE_CHILD_GO = 0,         /* the parent's "go" arrived */
+        TRACE_CHILD_USERNS_ASK = 1, /* unshared its user namespace, about to ask for maps */
+        TRACE_CHILD_USERNS = 2,     /* mapped and its root */
+        TRACE_CHILD_EXEC = 3,       /* about to execveat the keeper */
+        TRACE_CHILD_CGROUP = 4,     /* in its cgroups */
+        TRACE_CHILD_SENT = 5,       /* (the parent's) the "go" was sent */
+        TRACE_CHILD_OP0 = 6,        /* OP0: after unshare(CGROUP); OP0+k+1: after op k */
+        TRACE_CHILD_SLOTS = 256,
+        TRACE_CHILD_OPS_MAX = TRACE_CHILD_SLOTS - TRACE_CHILD_OP0,
+};
+
+/* A shared page for the clone child's stamps when tracing, else NULL. */
+uint64_t *trace_child_page(void);
+/* Stamp slot @slot of @page now (NULL: nothing). */
+void trace_child_stamp(uint64_t *page, size_t slot);
+/* After the exec (now): the stamps as child.* phases (@page NULL: nothing). */
+void trace_child_fold(const uint64_t *page, const struct child_op *ops, size_t n_ops);
+void trace_child_page_free(uint64_t *page); /* NULL ok */

@@ -108,11 +108,11 @@ static void state_free(void *state)
         native_thread_unref(state);
 }
 
-static int np_acquire(struct b4_provider *p,
-                      struct b4_entry *e,
-                      const struct b4_acquire_req *req,
-                      struct b4_sandbox **ret,
-                      struct b4_error *err)
+static int acquire(struct b4_provider *p,
+                   struct b4_entry *e,
+                   const struct b4_acquire_req *req,
+                   struct b4_sandbox **ret,
+                   struct b4_error *err)
 {
         struct native_provider *np = np_of(p);
         struct native_thread *t = b4_entry_state(e);
@@ -137,6 +137,7 @@ static int np_acquire(struct b4_provider *p,
         r = launch_identity(img->name, policy, identity);
         if (r < 0)
                 return b4_error_set(err, r, "cannot compute the keeper identity");
+        trace_mark("identity");
         if (!t) {
                 r = native_thread_new(np, req->thread_id, &t);
                 if (r < 0)
@@ -144,6 +145,7 @@ static int np_acquire(struct b4_provider *p,
                 b4_entry_set_state(e, t, state_free);
         }
         r = native_thread_flock(np, t->id, &lock_fd); /* another process on this state dir */
+        trace_mark("flock");
         if (r < 0)
                 b4_error_set(err, r, "cannot lock thread '%s'", req->thread_id);
         else
@@ -151,6 +153,7 @@ static int np_acquire(struct b4_provider *p,
         safe_close(lock_fd);
         if (r >= 0)
                 r = native_sandbox_new(np, t, policy, ret, err);
+        trace_mark("handle");
         if (r < 0 && !t->live)
                 b4_entry_set_state(e, NULL, NULL); /* nothing to keep */
         if (r < 0 && err && err->code == B4_CODE_NONE)
@@ -158,6 +161,20 @@ static int np_acquire(struct b4_provider *p,
                                      "Sandbox unavailable: cannot start the sandbox of "
                                      "thread \"%s\"",
                                      req->thread_id);
+        return r;
+}
+
+static int np_acquire(struct b4_provider *p,
+                      struct b4_entry *e,
+                      const struct b4_acquire_req *req,
+                      struct b4_sandbox **ret,
+                      struct b4_error *err)
+{
+        int r;
+
+        trace_begin(req->thread_id);
+        r = acquire(p, e, req, ret, err);
+        trace_end(r);
         return r;
 }
 

@@ -6,6 +6,7 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,25 @@ void native_provider_unref(struct native_provider *np)
         free(np);
 }
 
+int native_record_write(int dirfd, const char *name, const char *text)
+{
+        char tmp[80];
+        cleanup_close int fd = -EBADF;
+        int r;
+
+        if (snprintf(tmp, sizeof(tmp), ".%s.%d.tmp", name, (int)getpid()) >= (int)sizeof(tmp))
+                return -ENAMETOOLONG;
+        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        r = write_all(fd, text, strlen(text));
+        if (r >= 0)
+                r = RET_NERRNO(renameat(dirfd, tmp, dirfd, name));
+        if (r < 0)
+                (void)unlinkat(dirfd, tmp, 0);
+        return r;
+}
+
 int native_owner_mark(struct native_provider *np, const char *id)
 {
         const char *scope = np->p.scope;
@@ -76,7 +96,7 @@ int native_owner_mark(struct native_provider *np, const char *id)
         if (read_file_at(np->owners_fd, id, 4096, &have, &len) >= 0 && len == strlen(scope) &&
             memcmp(have, scope, len) == 0)
                 return 0;
-        return write_file_atomic_at(np->owners_fd, id, scope, strlen(scope), 0600);
+        return native_record_write(np->owners_fd, id, scope);
 }
 
 bool native_owner_is_ours(struct native_provider *np, const char *id)

@@ -118,16 +118,18 @@ static void unlink_run_file(struct native_provider *np, const char *id, const ch
         (void)unlinkat(np->run_fd, name, 0);
 }
 
-/* The intent record run/<id>.host (the host id as text) is durable before any host-global
+/* The intent record run/<id>.host (the host id as text) exists before any host-global
  * object of the thread (cgroup dirs, veth, rules, subnet) is made and goes only once they
- * are all gone, so a crash at any point leaves a record the sweep finds (sweep.c). */
+ * are all gone, so a crash of the process at any point leaves a record the sweep finds
+ * (sweep.c). Not fsync()ed: everything it stands for lives in the kernel and goes with it
+ * (docs/native.md, "What a cold acquire costs"). */
 static int write_intent(struct native_provider *np, const char *id, const char *hid)
 {
         char name[64], text[48];
 
         (void)snprintf(name, sizeof(name), "%s" NATIVE_INTENT_SUFFIX, id);
         (void)snprintf(text, sizeof(text), "%s\n", hid);
-        return write_file_atomic_at(np->run_fd, name, text, strlen(text), 0600);
+        return native_record_write(np->run_fd, name, text);
 }
 
 void native_thread_stop_id(struct native_provider *np, const char *id, int pidfd)
@@ -336,6 +338,34 @@ static int set_policy(struct native_thread *t, const char *identity, const struc
         return 0;
 }
 
+/* The workspace (and its diskGb filesystem: after the intent record, like every
+ * host-global object) and its owner mark. */
+static int prepare_workspace(struct native_provider *np,
+                             const struct native_thread *t,
+                             const struct b4_policy *p,
+                             struct b4_error *err)
+{
+        bool non_root = p->security.run_as_non_root;
+        int r;
+
+        r = ensure_workspace(np, t, p->resources.disk_gb,
+                             t->host_base + (non_root ? p->security.uid : 0),
+                             t->host_base + (non_root ? p->security.gid : 0), err);
+        trace_mark("workspace");
+        if (r >= 0 && (r = native_owner_mark(np, t->id)) < 0)
+                b4_error_set(err, r, "cannot record the owner of thread '%s'", t->thread_id);
+        trace_mark("owner_mark");
+        return r;
+}
+
+static bool needs_net(const struct b4_policy *p)
+{
+        return p->network == B4_NETWORK_ALLOW || hostnet_listed(p);
+}
+
+/* The keeper's cgroup, root and socket, then its start: the network (when the policy has
+ * one) is plumbed while the child sets itself up, so its cgroup's RCU wait (spawn.c) and the
+ * netlink work overlap. */
 static int launch(struct native_provider *np,
                   struct native_thread *t,
                   const struct b4_policy *p,
@@ -346,16 +376,27 @@ static int launch(struct native_provider *np,
                                      .cpus = p->resources.cpus,
                                      .pids = p->security.pids_limit };
         struct mount_plan plan = { 0 };
+        struct cgroup_primer primer;
+        struct keeper_spawn sp;
         struct cgroup cg;
         cleanup_close int lfd = -EBADF;
-        int r;
+        int r, rn = 0;
 
         r = cgroup_create(&np->cg, t->hid, &lim, &cg, err);
+        trace_mark("cgroup_create");
         if (r < 0)
                 return r;
-        r = build_plan(np, t, p, &plan, err);
+        /* From here on nothing takes the kernel's cgroup_mutex, which the primer holds
+         * through its grace period (a mkdir would wait it out) */
+        cgroup_primer_start(&np->cg, &primer);
+        trace_mark("primer");
+        r = prepare_workspace(np, t, p, err);
+        if (r >= 0)
+                r = build_plan(np, t, p, &plan, err);
+        trace_mark("mount_plan");
         if (r >= 0) {
                 r = keeper_listen(np->run_fd, np->run_dir, t->id, &lfd);
+                trace_mark("listen");
                 if (r < 0)
                         b4_error_set(err, r, "cannot create the keeper socket in '%s'",
                                      np->run_dir);
@@ -365,10 +406,27 @@ static int launch(struct native_provider *np,
                                  .inside_gid = non_root ? p->security.gid : 0,
                                  .outside_uid = np->host_uid,
                                  .outside_gid = np->host_gid };
+        struct spawn_args a = { .plan = &plan,
+                                .exe_fd = np->exe_fd,
+                                .listen_fd = lfd,
+                                .cg = &cg,
+                                .um = np->rootless ? &um : NULL,
+                                .host_base = t->host_base };
 
         if (r >= 0)
-                r = spawn_keeper(&plan, np->exe_fd, lfd, &cg, np->rootless ? &um : NULL,
-                                 t->host_base, kp, err);
+                r = spawn_keeper_start(&a, &sp, err);
+        if (r >= 0) {
+                if (needs_net(p)) {
+                        rn = net_setup(np, t, sp.pid, p, err);
+                        trace_mark("net");
+                }
+                /* a child that failed says why, over the network's error */
+                r = spawn_keeper_finish(&sp, kp, err);
+        }
+        if (r >= 0 && rn < 0)
+                r = rn; /* start_keeper() kills the keeper (*kp) */
+        cgroup_primer_join(&primer);
+        trace_mark("primer_join");
         mount_plan_release(&plan);
         cgroup_close(&cg);
         return r;
@@ -380,7 +438,6 @@ static int start_keeper(struct native_provider *np,
                         const struct b4_policy *p,
                         struct b4_error *err)
 {
-        bool non_root = p->security.run_as_non_root;
         struct keeper_proc kp = { .pidfd = -EBADF };
         struct keeper_record rec = { 0 };
         int root_fd = -EBADF;
@@ -391,20 +448,13 @@ static int start_keeper(struct native_provider *np,
         if (oci->root && (r = image_use_begin(np->state_dir, oci->digest, t->id)) < 0)
                 return b4_error_set(err, r, "cannot record that thread '%s' uses image %s",
                                     t->thread_id, oci->digest);
-        r = ensure_workspace(np, t, p->resources.disk_gb,
-                             t->host_base + (non_root ? p->security.uid : 0),
-                             t->host_base + (non_root ? p->security.gid : 0), err);
-        if (r >= 0 && (r = native_owner_mark(np, t->id)) < 0)
-                b4_error_set(err, r, "cannot record the owner of thread '%s'", t->thread_id);
-        if (r < 0)
-                return r;
+        trace_mark("image_use");
         r = write_intent(np, t->id, t->hid);
+        trace_mark("intent");
         if (r < 0)
                 return b4_error_set(err, r, "cannot record the sandbox of thread '%s'",
                                     t->thread_id);
         r = launch(np, t, p, &kp, err);
-        if (r >= 0 && (p->network == B4_NETWORK_ALLOW || hostnet_listed(p)))
-                r = net_setup(np, t, kp.pid, p, err);
         if (r >= 0) {
                 rec = (struct keeper_record){ .pid = kp.pid, .starttime = kp.starttime };
                 memcpy(rec.identity, identity, sizeof(rec.identity));
@@ -412,11 +462,13 @@ static int start_keeper(struct native_provider *np,
                 if (r < 0)
                         b4_error_set(err, r, "cannot record the keeper of thread '%s'",
                                      t->thread_id);
+                trace_mark("keeper_record");
         }
         if (r >= 0 && (r = open_root(kp.pid, &root_fd)) < 0)
                 b4_error_set(err, r, "cannot open the keeper's root");
         if (r >= 0)
                 r = set_policy(t, identity, p);
+        trace_mark("root_policy");
         if (r < 0) {
                 safe_close(root_fd);
                 native_thread_stop_id(np, t->id, kp.pidfd);
@@ -427,6 +479,7 @@ static int start_keeper(struct native_provider *np,
         t->root_fd = root_fd;
         open_exec_cgroup(np, t);
         set_live(t, true);
+        trace_mark("exec_cgroup");
         return 0;
 }
 
@@ -460,6 +513,35 @@ static bool try_adopt(struct native_provider *np,
         return true;
 }
 
+/* Not live here: adopt the recorded keeper, else start a new one. */
+static int adopt_or_start(struct native_provider *np,
+                          struct native_thread *t,
+                          struct native_image *img,
+                          const char *identity,
+                          const struct b4_policy *policy,
+                          struct b4_error *err)
+{
+        if (t->image != img) { /* not live: no keeper or recovery reads it now */
+                native_image_unref(t->image);
+                t->image = native_image_ref(img);
+        }
+        /* A recorded block says the thread runs in its own user namespace: adopting its
+         * keeper needs no probe of the kernel (a fork), only starting one does. */
+        if (idmap_recorded(np, t->id) || native_userns(np)) {
+                int r = idmap_get(np, t->id, true, &t->host_base, err);
+                trace_mark("idmap");
+                if (r < 0)
+                        return r;
+        }
+        t->reattached = try_adopt(np, t, identity, policy);
+        trace_mark("adopt");
+        if (t->reattached)
+                return 0;
+        native_thread_stop_id(np, t->id, -EBADF);
+        trace_mark("stop_stale");
+        return start_keeper(np, t, identity, policy, err);
+}
+
 int native_thread_ensure(struct native_provider *np,
                          struct native_thread *t,
                          struct native_image *img,
@@ -479,23 +561,10 @@ int native_thread_ensure(struct native_provider *np,
                         "different policy.",
                         t->thread_id);
         t->reattached = t->live;
+        trace_mark("ensure.live");
         if (t->live)
                 return 0;
-        if (t->image != img) { /* not live: no keeper or recovery reads it now */
-                native_image_unref(t->image);
-                t->image = native_image_ref(img);
-        }
-        /* A recorded block says the thread runs in its own user namespace: adopting its
-         * keeper needs no probe of the kernel (a fork), only starting one does. */
-        if (idmap_recorded(np, t->id) || native_userns(np)) {
-                int r = idmap_get(np, t->id, true, &t->host_base, err);
-                if (r < 0)
-                        return r;
-        }
-        if ((t->reattached = try_adopt(np, t, identity, policy)))
-                return 0;
-        native_thread_stop_id(np, t->id, -EBADF);
-        return start_keeper(np, t, identity, policy, err);
+        return adopt_or_start(np, t, img, identity, policy, err);
 }
 
 int native_thread_recover(struct native_provider *np, struct native_thread *t, struct b4_error *err)
