@@ -241,10 +241,8 @@ static void test_pool_oldest(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_table),
-                cmocka_unit_test(test_reap_decide),
-                cmocka_unit_test(test_image_pinned),
-                cmocka_unit_test(test_reap_pool),
+                cmocka_unit_test(test_table),        cmocka_unit_test(test_reap_decide),
+                cmocka_unit_test(test_image_pinned), cmocka_unit_test(test_reap_pool),
                 cmocka_unit_test(test_pool_oldest),
         };
 

@@ -643,8 +643,8 @@ static void delete_pvc_gone(struct kube_core *c, const char *name)
 
         if (delete_quietly(c, "v1", "persistentvolumeclaims", name, NULL) < 0)
                 return;
-        if (kube_wait_gone(c, "persistentvolumeclaims", name, NULL,
-                           now_msec() + GONE_TIMEOUT_MS, -1, &e) < 0)
+        if (kube_wait_gone(c, "persistentvolumeclaims", name, NULL, now_msec() + GONE_TIMEOUT_MS,
+                           -1, &e) < 0)
                 log_warning("kubernetes: destroy: %s", e.msg);
 }
 

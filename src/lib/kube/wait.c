@@ -145,7 +145,7 @@ struct waiter {
         const char *name;
         const char *resource; /* "pods", or "persistentvolumeclaims" (kube_wait_gone()) */
         bool gone_only;       /* kube_wait_gone(): only a deletion ends the wait */
-        unsigned seen;  /* observations of the Pod */
+        unsigned seen;        /* observations of the Pod */
         enum kube_pod_verdict verdict;
         bool deleted;
         char why[KUBE_WHY_MAX];
@@ -309,8 +309,8 @@ int kube_wait_gone(struct kube_core *c,
         if (r == -EALREADY)
                 return 0;
         if (r == -ETIMEDOUT)
-                return unavailable(err, r, "%s \"%s\" still terminating. Run `b4box check`.",
-                                   kind, name);
+                return unavailable(err, r, "%s \"%s\" still terminating. Run `b4box check`.", kind,
+                                   name);
         return r == -ECANCELED
                        ? b4_error_set(err, r, "Sandbox acquire aborted for %s \"%s\".", kind, name)
                        : b4_error_wrap(err, r, "waiting for %s \"%s\" to go", kind, name);
