@@ -15,7 +15,7 @@ req POST /threads '{"thread_id": "n"}'
 req POST /threads/n/processes '{"command": "for i in 1 2 3; do echo line $i; sleep 0.5; done; echo err >&2; exit 3", "tag": "count"}'
 if [ "$STATUS" = 201 ] && [ "$(json_get "$BODY" pid)" = 1 ]; then ok "start is 201"; else not_ok "start is 201"; fi
 req GET /threads/n/processes/1
-check "it is running ($BODY)" [ "$(json_get "$BODY" state)" = running ]
+check "it is running ($(printf %s "$BODY" | tr -d "\n"))" [ "$(json_get "$BODY" state)" = running ]
 curl -sN --unix-socket "$SOCK" -H 'Accept: application/x-ndjson' \
         "http://b4/threads/n/processes/1/logs?follow=1" > "$WORK/f.ndjson"
 check "follow streams every line and stderr, then exit 3" python3 -c 'import json,sys

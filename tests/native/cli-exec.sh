@@ -24,10 +24,10 @@ check "timeout gives 124 and the message" '[ $rc -eq 124 ] && grep -qx "Command 
 want="a b'c \$HOME"
 out=$(x exec --thread cli-t -- sh -c 'echo "$1"' sh "$want")
 check "several arguments are quoted" '[ "$out" = "$want" ]'
-x exec --thread cli-t -- 'echo kept > /workspace/f' && x release cli-t; rc=$?
+x exec --thread cli-t -- 'echo kept > /workspace/f' && x release cli-t >/dev/null; rc=$?
 out=$(x exec --thread cli-t -- cat /workspace/f)
 check "release keeps the workspace" '[ $rc -eq 0 ] && [ "$out" = kept ]'
-x destroy cli-t; rc=$?
+x destroy cli-t >/dev/null; rc=$?
 check "destroy removes the workspace" '[ $rc -eq 0 ] && [ -z "$(ls "$dir/st/native/workspaces")" ]'
 x exec --thread cli-t >/dev/null 2>"$dir/e"; rc=$?
 check "missing command is a usage error" '[ $rc -eq 2 ] && grep -q "^b4box: exec:" "$dir/e"'
