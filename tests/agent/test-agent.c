@@ -804,7 +804,9 @@ static void test_pid1_reaps(void **state)
                         break;
                 b4_exec_result_clear(&res);
         }
-        assert_string_equal(res.out, "0 0\nb4box-agent\n"); /* no zombie; we are PID 1 */
+        /* no zombie; we are PID 1 (the sanitized build's comm is "b4box-agent-san") */
+        if (strncmp(res.out, "0 0\nb4box-agent", 15) != 0 || res.out[strlen(res.out) - 1] != '\n')
+                fail_msg("%s", res.out);
         b4_exec_result_clear(&res);
         agent_conn_free(c);
         (void)waitpid(pid, NULL, 0);

@@ -534,7 +534,7 @@ static void test_race(void **state)
                 pthread_join(th[i], NULL);
         for (size_t i = 0; i < ELEMENTSOF(x); i++) {
                 struct jv *pvcs, *pods;
-                cleanup_free char *path = NULL, *out = NULL;
+                cleanup_free char *path = NULL;
 
                 if (x[i].r < 0)
                         fail_msg("%s: %s", x[i].thread, x[i].msg);
