@@ -129,7 +129,7 @@ check "an agent that does not start: the command runs through the scripts" \
 # ---- an image without chmod: the copy exits 127, that Pod falls back ----
 # (the Pod's PATH is the policy's env: a directory of the host's tools but chmod; outside
 # /tmp, which is the Pod's emptyDir: not beside the build tree, which CI keeps under /tmp)
-bin=$(mktemp -d /var/tmp/kubeshell-path.XXXXXX)
+bin=$(mktemp -d /var/tmp/kubeshell-path.XXXXXX) && chmod 0755 "$bin" # the Pod runs as uid 1000
 trap 'rm -rf "$dir" "$bin"' EXIT
 mkdir -p "$bin"
 for t in sh head base64 realpath stat readlink find mkdir rm rmdir ls mv touch ln dirname \
