@@ -5,15 +5,16 @@
  * timeout whatever the kernel's refresh rule, in one transaction. The kernel handles a batch
  * inside sendmsg(), so every reply is queued when it returns: they are read without
  * waiting, and each message must have been acknowledged with no error.
- * Key layout (nft registers are 4-byte aligned): iface_index is a host-order u32 (network
- * order in the interval set pin4p, whose ranges compare big-endian: nft byte-swaps iif in
- * that lookup), ipv4_addr 4 bytes in network order, inet_proto 1 byte padded to 4,
- * inet_service 2 bytes (network order) padded to 4.
+ * Key layout (nft registers are 4-byte aligned): iface_index is a host-order u32,
+ * ipv4_addr 4 bytes in network order, inet_proto 1 byte padded to 4, inet_service 2 bytes
+ * (network order) padded to 4. A pin with ports goes to the thread's own interval set
+ * pins_<ifindex> (ipv4_addr . inet_proto . inet_service: no iif), made with its elements
+ * (src/lib/hostnet/nft-elems.c): a pipapo delete walks the whole set, so a refresh's
+ * add → delete → add costs what the thread's own pins cost, not every thread's.
  */
 
 #include "netd-pin.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <libmnl/libmnl.h>
 #include <libnftnl/common.h>
@@ -22,6 +23,7 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -62,25 +64,23 @@ void pin_key4(struct pin_elem *e, unsigned ifindex, const uint8_t ip[4])
         e->len = 8;
 }
 
-void pin_key4p(struct pin_elem *e,
-               unsigned ifindex,
-               const uint8_t ip[4],
-               uint8_t proto,
-               uint16_t lo,
-               uint16_t hi)
+void pin_key4p(struct pin_elem *e, const uint8_t ip[4], uint8_t proto, uint16_t lo, uint16_t hi)
 {
-        uint32_t ifx = htonl(ifindex); /* ranges compare big-endian: nft swaps iif there too */
-
-        pin_key4(e, ifindex, ip);
-        memcpy(e->key, &ifx, 4);
-        e->key[8] = proto;
-        e->key[12] = (uint8_t)(lo >> 8);
-        e->key[13] = (uint8_t)lo;
-        memcpy(e->key_end, e->key, 12);
-        e->key_end[12] = (uint8_t)(hi >> 8);
-        e->key_end[13] = (uint8_t)hi;
-        e->len = 16;
+        memset(e, 0, sizeof(*e));
+        memcpy(e->key, ip, 4);
+        e->key[4] = proto;
+        e->key[8] = (uint8_t)(lo >> 8);
+        e->key[9] = (uint8_t)lo;
+        memcpy(e->key_end, e->key, 8);
+        e->key_end[8] = (uint8_t)(hi >> 8);
+        e->key_end[9] = (uint8_t)hi;
+        e->len = 12;
         e->range = true;
+}
+
+void pin_set4p(unsigned ifindex, char out[PIN_SET_NAME_MAX])
+{
+        (void)snprintf(out, PIN_SET_NAME_MAX, "pins_%u", ifindex);
 }
 
 /* One NEWSETELEM/DELSETELEM message for @n elements of set @set into @batch. */

@@ -18,7 +18,8 @@ struct pinner {
         uint32_t portid, seq;
 };
 
-/* One element: pin4 / dpin4 (iif . ip) or pin4p (iif . ip . proto . port range, with key_end). */
+/* One element: pin4 / dpin4 (iif . ip) or pins_<ifindex> (ip . proto . port range, with
+ * key_end). */
 struct pin_elem {
         uint8_t key[16], key_end[16];
         size_t len;
@@ -30,14 +31,15 @@ int pinner_open(struct pinner *p);
 /* pinner_close() - close it (a closed or never opened pinner is fine). */
 void pinner_close(struct pinner *p);
 
-/* pin_key4() / pin_key4p() - fill @e with the key of a pin4 or dpin4 / pin4p element. */
+/* pin_key4() / pin_key4p() - fill @e with the key of a pin4 or dpin4 / pins_<ifindex> element. */
 void pin_key4(struct pin_elem *e, unsigned ifindex, const uint8_t ip[4]);
-void pin_key4p(struct pin_elem *e,
-               unsigned ifindex,
-               const uint8_t ip[4],
-               uint8_t proto,
-               uint16_t lo,
-               uint16_t hi);
+void pin_key4p(struct pin_elem *e, const uint8_t ip[4], uint8_t proto, uint16_t lo, uint16_t hi);
+
+#define PIN_SET_NAME_MAX 24
+
+/* pin_set4p() - the name of @ifindex's own set of pins with ports, "pins_<ifindex>" (the
+ * thread's acquire made it: src/lib/hostnet/nft-elems.c). */
+void pin_set4p(unsigned ifindex, char out[PIN_SET_NAME_MAX]);
 
 /* pin_key_iif() - fill @e with the key of an `audited` element (the thread's ifindex). */
 void pin_key_iif(struct pin_elem *e, unsigned ifindex);

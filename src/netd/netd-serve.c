@@ -31,7 +31,7 @@ static uint64_t now_us(void)
         return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* The elements pinning @ans's A records: pin4 / dpin4 keys, or pin4p with each port range
+/* The elements pinning @ans's A records: pin4 / dpin4 keys, or pins_<ifindex> with each port range
  * of the entries admitting the question's name (*@ret_ranged). Return: how many. */
 static size_t pin_elems(const struct netd *d,
                         const struct dns_query *q,
@@ -49,10 +49,8 @@ static size_t pin_elems(const struct netd *d,
                 if (n_ports == 0)
                         pin_key4(&pins[n++], d->ifindex, ans->rr[i].data);
                 for (size_t k = 0; k < n_ports; k++) {
-                        pin_key4p(&pins[n++], d->ifindex, ans->rr[i].data, IPPROTO_TCP, lo[k],
-                                  hi[k]);
-                        pin_key4p(&pins[n++], d->ifindex, ans->rr[i].data, IPPROTO_UDP, lo[k],
-                                  hi[k]);
+                        pin_key4p(&pins[n++], ans->rr[i].data, IPPROTO_TCP, lo[k], hi[k]);
+                        pin_key4p(&pins[n++], ans->rr[i].data, IPPROTO_UDP, lo[k], hi[k]);
                 }
         }
         *ret_ranged = n_ports > 0;
@@ -69,15 +67,17 @@ static int pin_answer(struct netd *d,
                       uint64_t *ret_us)
 {
         struct pin_elem pins[MAX_PINS];
+        char own[PIN_SET_NAME_MAX];
         bool ranged;
         size_t n = pin_elems(d, q, ans, !drop, pins, &ranged);
         uint64_t t0 = now_us();
         int r;
 
+        pin_set4p(d->ifindex, own);
         (void)pthread_mutex_lock(&d->pin_lock);
         r = pinner_run(&d->pin, d->table,
                        drop     ? "dpin4"
-                       : ranged ? "pin4p"
+                       : ranged ? own
                                 : "pin4",
                        pins, n, (uint64_t)(life + NETD_PIN_SLACK_S) * 1000u);
         (void)pthread_mutex_unlock(&d->pin_lock);

@@ -384,14 +384,24 @@ static bool has_cidr4(const struct b4_policy *p)
         return false;
 }
 
+/* Whether @p is an allowlist with name:port entries (the thread's own pins_<iif>). */
+static bool has_port_names(const struct b4_policy *p)
+{
+        for (size_t i = 0; p->network == B4_NETWORK_DENY && i < p->n_network_list; i++)
+                if (p->network_list[i].kind != B4_NET_CIDR && p->network_list[i].port_lo)
+                        return true;
+        return false;
+}
+
 /* The nft text that adds thread @t's elements under @p (what b4box ran before the batches),
- * its own set and chain included: the shared elements, then (a list with IPv4 CIDRs) the
- * thread's set, its elements, its chain and the chain's rule, its `own` element, then the
- * mode element. */
+ * its own sets and chain included: the shared elements, then (a list with IPv4 CIDRs) the
+ * thread's CIDR set and its elements, (an allowlist with name:port entries) its pin set,
+ * its chain and the chain's rules, its `own` element, then the mode element. */
 static char *thread_text(const struct b4_policy *p, const struct netpolicy_thread *t)
 {
         bool deny = p->network == B4_NETWORK_DENY, listed = p->n_network_list > 0;
-        bool own = listed && has_cidr4(p);
+        bool cidrs = listed && has_cidr4(p), pins = listed && has_port_names(p);
+        bool own = cidrs || pins;
         struct strbuf sb, cidr;
         struct text_out o = { .sb = &cidr };
         char ip[INET_ADDRSTRLEN], *ret = NULL;
@@ -423,18 +433,40 @@ static char *thread_text(const struct b4_policy *p, const struct netpolicy_threa
                                 text_cidr(o.e->addr, o.e->prefix, &o);
                 }
         }
-        if (own)
+        if (cidrs)
                 assert_int_equal(
                         strbuf_addf(&sb,
                                     "add set inet b4box cidrs_%u { type ipv4_addr . inet_proto . "
                                     "inet_service; flags interval; }\n"
-                                    "add element inet b4box cidrs_%u { %s }\n"
-                                    "add chain inet b4box thread_%u\n"
-                                    "add rule inet b4box thread_%u ip daddr . meta l4proto . "
-                                    "th dport @cidrs_%u goto %s\n"
-                                    "add element inet b4box own { %u : jump thread_%u }\n",
-                                    f, f, cidr.buf, f, f, f, deny ? "passed" : "denied", f, f),
+                                    "add element inet b4box cidrs_%u { %s }\n",
+                                    f, f, cidr.buf),
                         0);
+        if (pins)
+                assert_int_equal(strbuf_addf(&sb,
+                                             "add set inet b4box pins_%u { type ipv4_addr . "
+                                             "inet_proto . inet_service; flags interval,timeout; }\n",
+                                             f),
+                                 0);
+        if (own)
+                assert_int_equal(strbuf_addf(&sb, "add chain inet b4box thread_%u\n", f), 0);
+        if (cidrs)
+                assert_int_equal(strbuf_addf(&sb,
+                                             "add rule inet b4box thread_%u ip daddr . meta "
+                                             "l4proto . th dport @cidrs_%u goto %s\n",
+                                             f, f, deny ? "passed" : "denied"),
+                                 0);
+        if (pins)
+                assert_int_equal(strbuf_addf(&sb,
+                                             "add rule inet b4box thread_%u ip daddr . meta "
+                                             "l4proto . th dport @pins_%u ip daddr != @never4 "
+                                             "goto passed\n",
+                                             f, f),
+                                 0);
+        if (own)
+                assert_int_equal(strbuf_addf(&sb,
+                                             "add element inet b4box own { %u : jump thread_%u }\n",
+                                             f, f),
+                                 0);
         assert_int_equal(strbuf_addf(&sb, "add element inet b4box mode { %u : goto %s }\n", f,
                                      !listed ? "open_mode"
                                      : deny  ? "deny_mode"
@@ -453,7 +485,7 @@ static char *thread_text(const struct b4_policy *p, const struct netpolicy_threa
 static void text_delete_thread(const char *add_text, unsigned f)
 {
         struct strbuf sb;
-        char own[32];
+        char own[48];
         const char *s = add_text;
 
         strbuf_init(&sb, 64u << 20);
@@ -463,10 +495,15 @@ static void text_delete_thread(const char *add_text, unsigned f)
                 assert_int_equal(strbuf_addf(&sb,
                                              "delete element inet b4box own { %u }\n"
                                              "flush chain inet b4box thread_%u\n"
-                                             "delete chain inet b4box thread_%u\n"
-                                             "delete set inet b4box cidrs_%u\n",
-                                             f, f, f, f),
+                                             "delete chain inet b4box thread_%u\n",
+                                             f, f, f),
                                  0);
+        (void)snprintf(own, sizeof(own), "set inet b4box cidrs_%u ", f);
+        if (strstr(add_text, own))
+                assert_int_equal(strbuf_addf(&sb, "delete set inet b4box cidrs_%u\n", f), 0);
+        (void)snprintf(own, sizeof(own), "set inet b4box pins_%u ", f);
+        if (strstr(add_text, own))
+                assert_int_equal(strbuf_addf(&sb, "delete set inet b4box pins_%u\n", f), 0);
         while (*s) {
                 const char *nl = strchr(s, '\n');
                 size_t len = nl ? (size_t)(nl - s + 1) : strlen(s);
@@ -525,6 +562,16 @@ static void check_policy(enum b4_network_mode mode, const char *const *texts, si
         assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &l), 0);
         assert_int_equal(nft_elems_commit(NULL, &l, &err), 0);
         by_batch = table_elements();
+        /* a name:port pin (netd's) in the thread's own set goes with the set */
+        if (has_port_names(&pol.p)) {
+                struct pinner pn = { 0 };
+                struct pin_elem pe;
+
+                assert_int_equal(pinner_open(&pn), 0);
+                pin_key4p(&pe, (const uint8_t[4]){ 192, 0, 2, 10 }, IPPROTO_TCP, 443, 443);
+                assert_int_equal(pinner_run(&pn, "b4box", "pins_7", &pe, 1, 30000), 0);
+                pinner_close(&pn);
+        }
         /* the record is what the teardown deletes by */
         assert_int_equal(nft_elems_format(&l, &record), 0);
         assert_int_equal(nft_elems_parse(record, &rec), 0);
@@ -576,6 +623,28 @@ static void test_batch_equals_text_denylist(void **state)
         if (!privileged())
                 skip();
         check_policy(B4_NETWORK_ALLOW, list, ELEMENTSOF(list));
+}
+
+/* name:port entries: a pin set of the thread's own, with the CIDRs' or alone */
+static const char *const pins_list[] = { "api.example.test:443", "*.example.test:8000-8100",
+                                         "198.51.100.0/24:443", "plain.example.test" };
+
+static void test_batch_equals_text_pins(void **state)
+{
+        (void)state;
+        if (!privileged())
+                skip();
+        check_policy(B4_NETWORK_DENY, pins_list, ELEMENTSOF(pins_list));
+}
+
+static void test_batch_equals_text_pins_only(void **state)
+{
+        static const char *const list[] = { "api.example.test:443", "plain.example.test" };
+
+        (void)state;
+        if (!privileged())
+                skip();
+        check_policy(B4_NETWORK_DENY, list, ELEMENTSOF(list));
 }
 
 /* 256 entries: many messages of one set in one batch */
@@ -917,39 +986,65 @@ static void test_netd_stop_with_sigterm_blocked(void **state)
         gone_teardown(&f);
 }
 
-/* b4box-netd's pins (netd-pin.c): a new pin is one exclusive add, a pin already there (alone
- * or with a new one in the same answer) is refreshed: its timeout starts again. */
+/* b4box-netd's pins (netd-pin.c): a new pin is added, a pin already there (alone or with a
+ * new one in the same answer) is refreshed: its timeout starts again; the same in pin4 and in
+ * a thread's own set of name:port pins, pins_<iif>, which only a thread with name:port
+ * entries has. */
 static void test_pin_new_and_refresh(void **state)
 {
         const uint8_t a[4] = { 192, 0, 2, 10 }, b[4] = { 192, 0, 2, 11 };
+        struct policy pol;
+        struct netpolicy_thread t;
+        struct nft_elems l = { 0 };
+        struct b4_error err = { 0 };
         struct pinner pn = { 0 };
-        struct pin_elem e[2];
+        struct pin_elem e[2], p[2];
+        char set[PIN_SET_NAME_MAX];
 
         (void)state;
         if (!privileged())
                 skip();
         table_reset();
+        policy_make(&pol, B4_NETWORK_DENY, pins_list, ELEMENTSOF(pins_list));
+        thread_of(&t, 7, 40001);
+        assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &l), 0);
+        assert_int_equal(nft_elems_commit(NULL, &l, &err), 0);
+        pin_set4p(7, set);
+        assert_string_equal(set, "pins_7");
         assert_int_equal(pinner_open(&pn), 0);
         pin_key4(&e[0], 7, a);
         pin_key4(&e[1], 7, b);
+        pin_key4p(&p[0], a, IPPROTO_TCP, 443, 443);
+        pin_key4p(&p[1], b, IPPROTO_UDP, 8000, 8100);
+        /* another thread (no name:port entries) has no pin set: netd's pin fails, nothing added */
+        assert_int_equal(pinner_run(&pn, "b4box", "pins_8", p, 1, 1500), -ENOENT);
         assert_int_equal(pinner_run(&pn, "b4box", "pin4", e, 1, 1500), 0);
+        assert_int_equal(pinner_run(&pn, "b4box", set, p, 1, 1500), 0);
         usleep(1000000);
         /* a's refresh and b's first pin in one answer */
         assert_int_equal(pinner_run(&pn, "b4box", "pin4", e, 2, 1500), 0);
+        assert_int_equal(pinner_run(&pn, "b4box", set, p, 2, 1500), 0);
         usleep(1000000);
         /* 2 s after its first pin, 1 s after the refresh: a is still there */
         sh("nft get element inet b4box pin4 '{ 7 . 192.0.2.10 }' >/dev/null");
         sh("nft get element inet b4box pin4 '{ 7 . 192.0.2.11 }' >/dev/null");
+        sh("nft get element inet b4box pins_7 '{ 192.0.2.10 . tcp . 443 }' >/dev/null");
+        sh("nft get element inet b4box pins_7 '{ 192.0.2.11 . udp . 8050 }' >/dev/null");
+        assert_int_not_equal(system("nft get element inet b4box pins_7 "
+                                    "'{ 192.0.2.10 . tcp . 444 }' >/dev/null 2>&1"),
+                             0);
         usleep(1000000);
         assert_int_not_equal(system("nft get element inet b4box pin4 '{ 7 . 192.0.2.10 }' "
                                     ">/dev/null 2>&1"),
                              0);
-        /* the interval set of name:port pins: new, then again */
-        pin_key4p(&e[0], 7, a, IPPROTO_TCP, 443, 443);
-        assert_int_equal(pinner_run(&pn, "b4box", "pin4p", e, 1, 30000), 0);
-        assert_int_equal(pinner_run(&pn, "b4box", "pin4p", e, 1, 30000), 0);
-        sh("nft list set inet b4box pin4p | grep -q '192.0.2.10 . tcp . 443'");
+        assert_int_not_equal(system("nft get element inet b4box pins_7 "
+                                    "'{ 192.0.2.10 . tcp . 443 }' >/dev/null 2>&1"),
+                             0);
         pinner_close(&pn);
+        assert_int_equal(nft_elems_commit(&l, NULL, &err), 0);
+        assert_int_not_equal(system("nft list set inet b4box pins_7 >/dev/null 2>&1"), 0);
+        nft_elems_release(&l);
+        policy_release(&pol);
         table_drop();
 }
 
@@ -963,6 +1058,8 @@ int main(void)
                 cmocka_unit_test(test_batch_equals_text_allowlist),
                 cmocka_unit_test(test_batch_equals_text_denylist),
                 cmocka_unit_test(test_batch_equals_text_many),
+                cmocka_unit_test(test_batch_equals_text_pins),
+                cmocka_unit_test(test_batch_equals_text_pins_only),
                 cmocka_unit_test(test_delete_survives_missing),
                 cmocka_unit_test(test_replace_and_clash),
                 cmocka_unit_test(test_pin_new_and_refresh),
