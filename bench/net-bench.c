@@ -205,7 +205,7 @@ static int pins_fill(struct pinner *pn, unsigned ifindex)
         for (unsigned k = 0; k < 2; k++)
                 pin_key4p(&pe[k], (const uint8_t[4]){ 192, 0, 2, (uint8_t)(10 + k) }, IPPROTO_TCP,
                           443, 443);
-        pin_set4p(ifindex, set);
+        pin_set4p(ifindex, false, set);
         return pinner_run(pn, "b4box", set, pe, 2, 3600000) < 0 ? -1 : 0;
 }
 
@@ -295,7 +295,7 @@ static int nft_costs(unsigned threads, unsigned pins, size_t runs, char **list, 
                 return 1;
         /* the thread the name:port pins go to: installed like the others, 2 pins */
         thread_of(threads, &tp);
-        pin_set4p(tp.ifindex, probe_set);
+        pin_set4p(tp.ifindex, false, probe_set);
         if (netpolicy_thread_elems(&p, &tp, &probe) < 0 || nft_elems_commit(NULL, &probe, &err) < 0)
                 return 1;
         if (has_pins(&probe) && pins_fill(&pn, tp.ifindex) < 0)

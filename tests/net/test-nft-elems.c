@@ -384,12 +384,16 @@ static bool has_cidr4(const struct b4_policy *p)
         return false;
 }
 
-/* Whether @p is an allowlist with name:port entries (the thread's own pins_<iif>). */
-static bool has_port_names(const struct b4_policy *p)
+/* Whether @p is an allowlist with name:port entries (the thread's own pins_<iif>), or
+ * (@ranges) name:port-port entries (pinsr_<iif>). */
+static bool has_port_names(const struct b4_policy *p, bool ranges)
 {
-        for (size_t i = 0; p->network == B4_NETWORK_DENY && i < p->n_network_list; i++)
-                if (p->network_list[i].kind != B4_NET_CIDR && p->network_list[i].port_lo)
+        for (size_t i = 0; p->network == B4_NETWORK_DENY && i < p->n_network_list; i++) {
+                const struct b4_net_entry *e = &p->network_list[i];
+
+                if (e->kind != B4_NET_CIDR && e->port_lo && (e->port_lo != e->port_hi) == ranges)
                         return true;
+        }
         return false;
 }
 
@@ -400,8 +404,8 @@ static bool has_port_names(const struct b4_policy *p)
 static char *thread_text(const struct b4_policy *p, const struct netpolicy_thread *t)
 {
         bool deny = p->network == B4_NETWORK_DENY, listed = p->n_network_list > 0;
-        bool cidrs = listed && has_cidr4(p), pins = listed && has_port_names(p);
-        bool own = cidrs || pins;
+        bool cidrs = listed && has_cidr4(p), pins = listed && has_port_names(p, false);
+        bool pinsr = listed && has_port_names(p, true), own = cidrs || pins || pinsr;
         struct strbuf sb, cidr;
         struct text_out o = { .sb = &cidr };
         char ip[INET_ADDRSTRLEN], *ret = NULL;
@@ -444,6 +448,12 @@ static char *thread_text(const struct b4_policy *p, const struct netpolicy_threa
         if (pins)
                 assert_int_equal(strbuf_addf(&sb,
                                              "add set inet b4box pins_%u { type ipv4_addr . "
+                                             "inet_proto . inet_service; flags timeout; }\n",
+                                             f),
+                                 0);
+        if (pinsr)
+                assert_int_equal(strbuf_addf(&sb,
+                                             "add set inet b4box pinsr_%u { type ipv4_addr . "
                                              "inet_proto . inet_service; flags interval,timeout; }\n",
                                              f),
                                  0);
@@ -459,6 +469,13 @@ static char *thread_text(const struct b4_policy *p, const struct netpolicy_threa
                 assert_int_equal(strbuf_addf(&sb,
                                              "add rule inet b4box thread_%u ip daddr . meta "
                                              "l4proto . th dport @pins_%u ip daddr != @never4 "
+                                             "goto passed\n",
+                                             f, f),
+                                 0);
+        if (pinsr)
+                assert_int_equal(strbuf_addf(&sb,
+                                             "add rule inet b4box thread_%u ip daddr . meta "
+                                             "l4proto . th dport @pinsr_%u ip daddr != @never4 "
                                              "goto passed\n",
                                              f, f),
                                  0);
@@ -504,6 +521,9 @@ static void text_delete_thread(const char *add_text, unsigned f)
         (void)snprintf(own, sizeof(own), "set inet b4box pins_%u ", f);
         if (strstr(add_text, own))
                 assert_int_equal(strbuf_addf(&sb, "delete set inet b4box pins_%u\n", f), 0);
+        (void)snprintf(own, sizeof(own), "set inet b4box pinsr_%u ", f);
+        if (strstr(add_text, own))
+                assert_int_equal(strbuf_addf(&sb, "delete set inet b4box pinsr_%u\n", f), 0);
         while (*s) {
                 const char *nl = strchr(s, '\n');
                 size_t len = nl ? (size_t)(nl - s + 1) : strlen(s);
@@ -562,14 +582,18 @@ static void check_policy(enum b4_network_mode mode, const char *const *texts, si
         assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &l), 0);
         assert_int_equal(nft_elems_commit(NULL, &l, &err), 0);
         by_batch = table_elements();
-        /* a name:port pin (netd's) in the thread's own set goes with the set */
-        if (has_port_names(&pol.p)) {
+        /* name:port pins (netd's) in the thread's own sets go with the sets */
+        if (has_port_names(&pol.p, false) || has_port_names(&pol.p, true)) {
                 struct pinner pn = { 0 };
                 struct pin_elem pe;
 
                 assert_int_equal(pinner_open(&pn), 0);
                 pin_key4p(&pe, (const uint8_t[4]){ 192, 0, 2, 10 }, IPPROTO_TCP, 443, 443);
-                assert_int_equal(pinner_run(&pn, "b4box", "pins_7", &pe, 1, 30000), 0);
+                if (has_port_names(&pol.p, false))
+                        assert_int_equal(pinner_run(&pn, "b4box", "pins_7", &pe, 1, 30000), 0);
+                pin_key4p(&pe, (const uint8_t[4]){ 192, 0, 2, 10 }, IPPROTO_TCP, 8000, 8100);
+                if (has_port_names(&pol.p, true))
+                        assert_int_equal(pinner_run(&pn, "b4box", "pinsr_7", &pe, 1, 30000), 0);
                 pinner_close(&pn);
         }
         /* the record is what the teardown deletes by */
@@ -990,7 +1014,7 @@ static void test_netd_stop_with_sigterm_blocked(void **state)
  * new one in the same answer) is refreshed: its timeout starts again; the same in pin4 and in
  * a thread's own set of name:port pins, pins_<iif>, which only a thread with name:port
  * entries has. */
-static void test_pin_new_and_refresh(void **state)
+static void pin_new_and_refresh(bool update)
 {
         const uint8_t a[4] = { 192, 0, 2, 10 }, b[4] = { 192, 0, 2, 11 };
         struct policy pol;
@@ -999,19 +1023,19 @@ static void test_pin_new_and_refresh(void **state)
         struct b4_error err = { 0 };
         struct pinner pn = { 0 };
         struct pin_elem e[2], p[2];
-        char set[PIN_SET_NAME_MAX];
+        char set[PIN_SET_NAME_MAX], setr[PIN_SET_NAME_MAX];
 
-        (void)state;
-        if (!privileged())
-                skip();
         table_reset();
         policy_make(&pol, B4_NETWORK_DENY, pins_list, ELEMENTSOF(pins_list));
         thread_of(&t, 7, 40001);
         assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &l), 0);
         assert_int_equal(nft_elems_commit(NULL, &l, &err), 0);
-        pin_set4p(7, set);
+        pin_set4p(7, false, set);
         assert_string_equal(set, "pins_7");
+        pin_set4p(7, true, setr);
+        assert_string_equal(setr, "pinsr_7");
         assert_int_equal(pinner_open(&pn), 0);
+        pn.update = update; /* the caller knows the kernel has it */
         pin_key4(&e[0], 7, a);
         pin_key4(&e[1], 7, b);
         pin_key4p(&p[0], a, IPPROTO_TCP, 443, 443);
@@ -1020,16 +1044,18 @@ static void test_pin_new_and_refresh(void **state)
         assert_int_equal(pinner_run(&pn, "b4box", "pins_8", p, 1, 1500), -ENOENT);
         assert_int_equal(pinner_run(&pn, "b4box", "pin4", e, 1, 1500), 0);
         assert_int_equal(pinner_run(&pn, "b4box", set, p, 1, 1500), 0);
+        assert_int_equal(pinner_run(&pn, "b4box", setr, p + 1, 1, 1500), 0);
         usleep(1000000);
         /* a's refresh and b's first pin in one answer */
         assert_int_equal(pinner_run(&pn, "b4box", "pin4", e, 2, 1500), 0);
-        assert_int_equal(pinner_run(&pn, "b4box", set, p, 2, 1500), 0);
+        assert_int_equal(pinner_run(&pn, "b4box", set, p, 1, 1500), 0);
+        assert_int_equal(pinner_run(&pn, "b4box", setr, p + 1, 1, 1500), 0);
         usleep(1000000);
         /* 2 s after its first pin, 1 s after the refresh: a is still there */
         sh("nft get element inet b4box pin4 '{ 7 . 192.0.2.10 }' >/dev/null");
         sh("nft get element inet b4box pin4 '{ 7 . 192.0.2.11 }' >/dev/null");
         sh("nft get element inet b4box pins_7 '{ 192.0.2.10 . tcp . 443 }' >/dev/null");
-        sh("nft get element inet b4box pins_7 '{ 192.0.2.11 . udp . 8050 }' >/dev/null");
+        sh("nft get element inet b4box pinsr_7 '{ 192.0.2.11 . udp . 8050 }' >/dev/null");
         assert_int_not_equal(system("nft get element inet b4box pins_7 "
                                     "'{ 192.0.2.10 . tcp . 444 }' >/dev/null 2>&1"),
                              0);
@@ -1040,12 +1066,42 @@ static void test_pin_new_and_refresh(void **state)
         assert_int_not_equal(system("nft get element inet b4box pins_7 "
                                     "'{ 192.0.2.10 . tcp . 443 }' >/dev/null 2>&1"),
                              0);
-        pinner_close(&pn);
+        assert_int_not_equal(system("nft get element inet b4box pinsr_7 "
+                                    "'{ 192.0.2.11 . udp . 8050 }' >/dev/null 2>&1"),
+                             0);
         assert_int_equal(nft_elems_commit(&l, NULL, &err), 0);
         assert_int_not_equal(system("nft list set inet b4box pins_7 >/dev/null 2>&1"), 0);
+        assert_int_not_equal(system("nft list set inet b4box pinsr_7 >/dev/null 2>&1"), 0);
+        pinner_close(&pn);
         nft_elems_release(&l);
         policy_release(&pol);
         table_drop();
+}
+
+/* the kernel's timeout update (6.10 and later): one add a pin */
+static void test_pin_new_and_refresh(void **state)
+{
+        struct pinner pn = { 0 };
+        bool update;
+
+        (void)state;
+        if (!privileged())
+                skip();
+        assert_int_equal(pinner_open(&pn), 0);
+        update = pn.update;
+        pinner_close(&pn);
+        if (!update)
+                skip(); /* a kernel before 6.10: the re-add case below is what runs */
+        pin_new_and_refresh(true);
+}
+
+/* the add, delete, add of older kernels */
+static void test_pin_new_and_refresh_readd(void **state)
+{
+        (void)state;
+        if (!privileged())
+                skip();
+        pin_new_and_refresh(false);
 }
 
 int main(void)
@@ -1063,6 +1119,7 @@ int main(void)
                 cmocka_unit_test(test_delete_survives_missing),
                 cmocka_unit_test(test_replace_and_clash),
                 cmocka_unit_test(test_pin_new_and_refresh),
+                cmocka_unit_test(test_pin_new_and_refresh_readd),
                 cmocka_unit_test(test_teardown_all_ways),
                 cmocka_unit_test(test_sweep_finishes_a_crashed_teardown),
                 cmocka_unit_test(test_netd_stop_with_sigterm_blocked),

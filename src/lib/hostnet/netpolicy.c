@@ -10,8 +10,9 @@
  *           allowlist CIDRs minus the special ranges they do not lie in (netpolicy_cidr4),
  *           a match goes to `passed`; denylist CIDRs as written, a match goes to `denied`;
  *           the map `own` jumps there from deny_mode / allow_mode
- *   its own set pins_<ifindex> (empty: netd writes it) and the chain, when its allowlist
- *           has `name:port` entries: a pin outside never4 goes to `passed`
+ *   its own sets pins_<ifindex> (a hash: `name:port`) and pinsr_<ifindex> (interval:
+ *           `name:port-port`), empty (netd writes them), and the chain, when its allowlist
+ *           has such entries: a pin outside never4 goes to `passed`
  * Names go to netd; IPv6 entries are inert (a listed sandbox's IPv6 is rejected entirely).
  */
 
@@ -167,30 +168,36 @@ static bool has_cidr4(const struct b4_policy *p)
         return false;
 }
 
-/* Whether @p is an allowlist with `name:port` entries (and so the thread a pin set and a
- * chain of its own: b4box-netd pins such a name's addresses with their ports there). */
-static bool has_port_names(const struct b4_policy *p)
+/* Whether @p is an allowlist with `name:port` entries (@ranges: `name:port-port`), and so
+ * the thread a pin set and a chain of its own: b4box-netd pins such a name's addresses with
+ * their ports there. */
+static bool has_port_names(const struct b4_policy *p, bool ranges)
 {
         if (p->network != B4_NETWORK_DENY)
                 return false; /* a denylisted name's pins (dpin4) have no ports */
-        for (size_t i = 0; i < p->n_network_list; i++)
-                if (p->network_list[i].kind != B4_NET_CIDR && p->network_list[i].port_lo != 0)
+        for (size_t i = 0; i < p->n_network_list; i++) {
+                const struct b4_net_entry *e = &p->network_list[i];
+
+                if (e->kind != B4_NET_CIDR && e->port_lo != 0 && (e->port_hi != e->port_lo) == ranges)
                         return true;
+        }
         return false;
 }
 
 /* The thread's own sets (cidrs_<ifindex> with its elements for every IPv4 CIDR entry,
- * allowlist: minus the special ranges, denylist: as written; pins_<ifindex>, empty), its own
+ * allowlist: minus the special ranges, denylist: as written; pins_<ifindex>, pinsr_<ifindex>,
+ * empty), its own
  * chain and the `own` element that jumps there; nothing without CIDRs or `name:port`. */
 static int own_elements(struct nft_elems *l,
                         const struct b4_policy *p,
                         const struct netpolicy_thread *t)
 {
-        bool deny = p->network == B4_NETWORK_DENY, cidrs = has_cidr4(p), pins = has_port_names(p);
+        bool deny = p->network == B4_NETWORK_DENY, cidrs = has_cidr4(p);
+        bool pins = has_port_names(p, false), pinsr = has_port_names(p, true);
         struct cidr_out o = { .l = l, .t = t };
         struct nft_elem obj = { .set = NFT_OWN_SET, .ifindex = t->ifindex };
 
-        if (!cidrs && !pins)
+        if (!cidrs && !pins && !pinsr)
                 return 0;
         nft_key_iif(&obj.k, t->ifindex);
         if (cidrs)
@@ -209,14 +216,18 @@ static int own_elements(struct nft_elems *l,
         obj.set = NFT_OWN_PINS;
         if (o.r >= 0 && pins)
                 o.r = nft_elems_push(l, &obj);
+        obj.set = NFT_OWN_PINSR;
+        if (o.r >= 0 && pinsr)
+                o.r = nft_elems_push(l, &obj);
         obj.set = NFT_OWN_CHAIN;
         obj.match = !cidrs ? NULL : deny ? "passed" : "denied";
         obj.pins = pins;
+        obj.pinsr = pinsr;
         if (o.r >= 0)
                 o.r = nft_elems_push(l, &obj);
         obj.set = NFT_SET_OWN;
         obj.match = NULL;
-        obj.pins = false;
+        obj.pins = obj.pinsr = false;
         if (o.r >= 0)
                 o.r = nft_elems_push(l, &obj);
         return o.r;

@@ -23,7 +23,7 @@
  * whose list has IPv4 CIDRs or (allowlist) `name:port` entries, sets and a chain of its own
  * (so that adding or deleting its intervals touches no other thread's: b4box.nft says why).
  * In the order a thread adds them (a delete goes last first): its CIDR set and the set's
- * elements, its pin set, its chain, its `own` element (jump to the chain), the mode element.
+ * elements, its pin sets, its chain, its `own` element (jump to the chain), the mode element.
  */
 enum nft_set {
         NFT_SET_MASQ4,
@@ -40,22 +40,24 @@ enum nft_set {
                         * created with its rule, deleted with it */
         NFT_SET_OWN,   /* map own: jump thread_<ifindex> */
         NFT_OWN_PINS,  /* the set pins_<ifindex> itself (ipv4_addr . inet_proto . inet_service,
-                        * interval, timeout): empty when added, written by b4box-netd (a pin
-                        * of a `name:port` entry), deleted (pins and all) by a delete */
+                        * a hash, timeout): empty when added, written by b4box-netd (a pin of
+                        * a `name:port` entry), deleted (pins and all) by a delete */
+        NFT_OWN_PINSR, /* pinsr_<ifindex>, the same for `name:port-port` entries (interval,
+                        * timeout) */
         NFT_N_SETS,
 };
 
 struct nft_elem {
         enum nft_set set;
-        struct nft_key k;  /* NFT_OWN_SET, NFT_OWN_PINS, NFT_OWN_CHAIN: nft_key_iif() of @ifindex */
+        struct nft_key k;  /* the objects (NFT_OWN_*): nft_key_iif() of @ifindex */
         uint16_t port;     /* NFT_SET_DNSPORT's value */
         const char *chain; /* NFT_SET_MODE's value: static text ("deny_mode", ...) */
         const char *match; /* NFT_OWN_CHAIN: where a match in cidrs_<ifindex> goes ("passed",
                             * "denied"); NULL: the thread has no CIDR set */
-        bool pins;         /* NFT_OWN_CHAIN: a rule for pins_<ifindex> too (outside never4:
-                            * goto passed), after the CIDRs' */
-        unsigned ifindex;  /* NFT_OWN_SET, NFT_SET_OWN4, NFT_OWN_PINS, NFT_OWN_CHAIN,
-                            * NFT_SET_OWN */
+        bool pins, pinsr;  /* NFT_OWN_CHAIN: a rule for pins_<ifindex> / pinsr_<ifindex> too
+                            * (outside never4: goto passed), after the CIDRs' */
+        unsigned ifindex;  /* NFT_OWN_SET, NFT_SET_OWN4, NFT_OWN_PINS, NFT_OWN_PINSR,
+                            * NFT_OWN_CHAIN, NFT_SET_OWN */
 };
 
 /* A growable list; zero-initialised is empty. */
@@ -86,7 +88,8 @@ int nft_elems_commit(const struct nft_elems *del,
 /*
  * nft_elems_format() - the record of @l: one line per element, "<set> <key hex>" or
  * "<set> <key hex>-<key_end hex>" (values are not recorded: a delete needs keys only);
- * "ownset <iif hex>", "ownpins <iif hex>" and "ownchain <iif hex>" for the thread's own sets
+ * "ownset <iif hex>", "ownpins <iif hex>", "ownpinsr <iif hex>" and "ownchain <iif hex>" for
+ * the thread's own sets
  * and chain, none for the elements of its CIDR set (they go with it).
  * *@ret is new text. Return: 0 or -ENOMEM.
  */
