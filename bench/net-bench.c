@@ -11,7 +11,8 @@
  *                                        of ENTRY..., default 198.51.100.0/24:443) and PINS
  *                                        pins each in pin4, and (when ENTRY... has a
  *                                        name:port) 2 name:443 pins each in the thread's
- *                                        own interval set pins_<iif>, then RUNS times: one
+ *                                        own hash pins_<iif> (else, with a name:port-port,
+ *                                        2 8000-8100 pins in pinsr_<iif>), then RUNS times: one
  *                                        pin (netd's pinner_run(), src/netd/netd-pin.c),
  *                                        one thread's elements added and deleted
  *                                        (nft_elems_commit()), and the first 20 of those
@@ -187,25 +188,35 @@ static int policy_of(struct b4_policy *p, struct b4_net_entry e[16], char **list
         return 0;
 }
 
-/* Whether @l (a thread's elements) has a pin set of its own (a name:port entry). */
-static bool has_pins(const struct nft_elems *l)
+/* Which pin set of its own @l (a thread's elements) has: 0 none, 1 pins_<iif> (a name:port
+ * entry), 2 pinsr_<iif> only (name:port-port). */
+static int pin_kind(const struct nft_elems *l)
 {
+        int kind = 0;
+
         for (size_t i = 0; i < l->n; i++)
                 if (l->v[i].set == NFT_OWN_PINS)
-                        return true;
-        return false;
+                        return 1;
+                else if (l->v[i].set == NFT_OWN_PINSR)
+                        kind = 2;
+        return kind;
 }
 
-/* Two name:443 pins in @ifindex's own pins_<ifindex>, as netd pins them (one answer). */
-static int pins_fill(struct pinner *pn, unsigned ifindex)
+/* @ip's name:port pin of @kind: port 443, or the range 8000-8100. */
+static void pin_key_of(struct pin_elem *e, int kind, const uint8_t ip[4])
+{
+        pin_key4p(e, ip, IPPROTO_TCP, kind == 1 ? 443 : 8000, kind == 1 ? 443 : 8100);
+}
+
+/* Two name:port pins in @ifindex's own set of @kind, as netd pins them (one answer). */
+static int pins_fill(struct pinner *pn, unsigned ifindex, int kind)
 {
         struct pin_elem pe[2];
         char set[PIN_SET_NAME_MAX];
 
         for (unsigned k = 0; k < 2; k++)
-                pin_key4p(&pe[k], (const uint8_t[4]){ 192, 0, 2, (uint8_t)(10 + k) }, IPPROTO_TCP,
-                          443, 443);
-        pin_set4p(ifindex, false, set);
+                pin_key_of(&pe[k], kind, (const uint8_t[4]){ 192, 0, 2, (uint8_t)(10 + k) });
+        pin_set4p(ifindex, kind == 2, set);
         return pinner_run(pn, "b4box", set, pe, 2, 3600000) < 0 ? -1 : 0;
 }
 
@@ -229,7 +240,7 @@ static int populate(const struct b4_policy *p, struct pinner *pn, unsigned threa
                         fprintf(stderr, "net-bench: %s\n", err.msg);
                         return -1;
                 }
-                if (has_pins(&l) && pins_fill(pn, t.ifindex) < 0)
+                if (pin_kind(&l) && pins_fill(pn, t.ifindex, pin_kind(&l)) < 0)
                         return -1;
                 nft_elems_release(&l);
                 while (left > 0) {
@@ -285,6 +296,7 @@ static int nft_costs(unsigned threads, unsigned pins, size_t runs, char **list, 
         struct netpolicy_thread t, tp;
         char probe_set[PIN_SET_NAME_MAX];
         size_t n_pinp = 0;
+        int kind;
         double *pin = calloc(runs, sizeof(double)), *add = calloc(runs, sizeof(double)),
                *del = calloc(runs, sizeof(double)), *pinp = calloc(runs, sizeof(double));
 
@@ -295,10 +307,11 @@ static int nft_costs(unsigned threads, unsigned pins, size_t runs, char **list, 
                 return 1;
         /* the thread the name:port pins go to: installed like the others, 2 pins */
         thread_of(threads, &tp);
-        pin_set4p(tp.ifindex, false, probe_set);
         if (netpolicy_thread_elems(&p, &tp, &probe) < 0 || nft_elems_commit(NULL, &probe, &err) < 0)
                 return 1;
-        if (has_pins(&probe) && pins_fill(&pn, tp.ifindex) < 0)
+        kind = pin_kind(&probe);
+        pin_set4p(tp.ifindex, kind == 2, probe_set);
+        if (kind && pins_fill(&pn, tp.ifindex, kind) < 0)
                 return 1;
         for (size_t r = 0; r < runs; r++) {
                 struct pin_elem pe;
@@ -309,8 +322,8 @@ static int nft_costs(unsigned threads, unsigned pins, size_t runs, char **list, 
                 if (pinner_run(&pn, "b4box", "pin4", &pe, 1, 30000) < 0)
                         return 1;
                 pin[r] = now_us() - t0;
-                if (r < PIN4P_RUNS && has_pins(&probe)) {
-                        pin_key4p(&pe, ip, IPPROTO_TCP, 443, 443);
+                if (r < PIN4P_RUNS && kind) {
+                        pin_key_of(&pe, kind, ip);
                         t0 = now_us();
                         if (pinner_run(&pn, "b4box", probe_set, &pe, 1, 30000) < 0)
                                 return 1;
