@@ -88,9 +88,9 @@ static int pin_answer(struct netd *d,
         pin_set4p(d->ifindex, true, ranges);
         (void)pthread_mutex_lock(&d->pin_lock);
         r = pinner_run(&d->pin, d->table,
-                       drop      ? "dpin4"
+                       drop     ? "dpin4"
                        : ported ? exact
-                                 : "pin4",
+                                : "pin4",
                        pins, n_exact, ms);
         if (r >= 0 && n > n_exact)
                 r = pinner_run(&d->pin, d->table, ranges, pins + n_exact, n - n_exact, ms);

@@ -452,11 +452,12 @@ static char *thread_text(const struct b4_policy *p, const struct netpolicy_threa
                                              f),
                                  0);
         if (pinsr)
-                assert_int_equal(strbuf_addf(&sb,
-                                             "add set inet b4box pinsr_%u { type ipv4_addr . "
-                                             "inet_proto . inet_service; flags interval,timeout; }\n",
-                                             f),
-                                 0);
+                assert_int_equal(
+                        strbuf_addf(&sb,
+                                    "add set inet b4box pinsr_%u { type ipv4_addr . "
+                                    "inet_proto . inet_service; flags interval,timeout; }\n",
+                                    f),
+                        0);
         if (own)
                 assert_int_equal(strbuf_addf(&sb, "add chain inet b4box thread_%u\n", f), 0);
         if (cidrs)

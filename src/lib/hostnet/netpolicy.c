@@ -178,7 +178,8 @@ static bool has_port_names(const struct b4_policy *p, bool ranges)
         for (size_t i = 0; i < p->n_network_list; i++) {
                 const struct b4_net_entry *e = &p->network_list[i];
 
-                if (e->kind != B4_NET_CIDR && e->port_lo != 0 && (e->port_hi != e->port_lo) == ranges)
+                if (e->kind != B4_NET_CIDR && e->port_lo != 0 &&
+                    (e->port_hi != e->port_lo) == ranges)
                         return true;
         }
         return false;
