@@ -62,8 +62,6 @@ static size_t pin_elems(const struct netd *d,
                         }
                 }
         }
-        if (n_ports == 0)
-                *ret_exact = n;
         return n;
 }
 

@@ -1011,6 +1011,60 @@ static void test_netd_stop_with_sigterm_blocked(void **state)
         gone_teardown(&f);
 }
 
+/* A revive with name:port pins: the thread's pin sets are neither deleted nor added again,
+ * so netd's pins stay; its chain (added again) still looks them up; a delete by the full
+ * list takes them. */
+static void test_replace_keeps_pins(void **state)
+{
+        struct policy pol;
+        struct netpolicy_thread t;
+        struct nft_elems old = { 0 }, new = { 0 }, full = { 0 };
+        struct b4_error err = { 0 };
+        struct pinner pn = { 0 };
+        struct pin_elem pe[2];
+        size_t n_old, n_new;
+
+        (void)state;
+        if (!privileged())
+                skip();
+        policy_make(&pol, B4_NETWORK_DENY, pins_list, ELEMENTSOF(pins_list));
+        table_reset();
+        thread_of(&t, 7, 40001);
+        assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &old), 0);
+        thread_of(&t, 7, 40009);
+        assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &new), 0);
+        assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &full), 0);
+        assert_int_equal(nft_elems_commit(NULL, &old, &err), 0);
+        assert_int_equal(pinner_open(&pn), 0);
+        pin_key4p(&pe[0], (const uint8_t[4]){ 192, 0, 2, 10 }, IPPROTO_TCP, 443, 443);
+        pin_key4p(&pe[1], (const uint8_t[4]){ 192, 0, 2, 11 }, IPPROTO_TCP, 8000, 8100);
+        assert_int_equal(pinner_run(&pn, "b4box", "pins_7", &pe[0], 1, 30000), 0);
+        assert_int_equal(pinner_run(&pn, "b4box", "pinsr_7", &pe[1], 1, 30000), 0);
+        pinner_close(&pn);
+        n_old = old.n;
+        n_new = new.n;
+        nft_elems_keep_pins(&old, &new);
+        assert_int_equal(old.n, n_old - 2);
+        assert_int_equal(new.n, n_new - 2);
+        assert_int_equal(nft_elems_commit(&old, &new, &err), 0);
+        sh("nft get element inet b4box pins_7 '{ 192.0.2.10 . tcp . 443 }' >/dev/null");
+        sh("nft get element inet b4box pinsr_7 '{ 192.0.2.11 . tcp . 8050 }' >/dev/null");
+        sh("nft list chain inet b4box thread_7 | grep -q '@pins_7 ip daddr != @never4 goto passed'");
+        sh("nft list chain inet b4box thread_7 | grep -q '@pinsr_7 ip daddr != @never4 goto passed'");
+        sh("nft get element inet b4box dnsport '{ 7 }' | grep -q 40009");
+        /* nothing in common: nothing dropped */
+        nft_elems_keep_pins(&old, &new);
+        assert_int_equal(new.n, n_new - 2);
+        assert_int_equal(nft_elems_commit(&full, NULL, &err), 0);
+        assert_int_not_equal(system("nft list set inet b4box pins_7 >/dev/null 2>&1"), 0);
+        assert_int_not_equal(system("nft list set inet b4box pinsr_7 >/dev/null 2>&1"), 0);
+        nft_elems_release(&old);
+        nft_elems_release(&new);
+        nft_elems_release(&full);
+        policy_release(&pol);
+        table_drop();
+}
+
 /* b4box-netd's pins (netd-pin.c): a new pin is added, a pin already there (alone or with a
  * new one in the same answer) is refreshed: its timeout starts again; the same in pin4 and in
  * a thread's own set of name:port pins, pins_<iif>, which only a thread with name:port
@@ -1119,6 +1173,7 @@ int main(void)
                 cmocka_unit_test(test_batch_equals_text_pins_only),
                 cmocka_unit_test(test_delete_survives_missing),
                 cmocka_unit_test(test_replace_and_clash),
+                cmocka_unit_test(test_replace_keeps_pins),
                 cmocka_unit_test(test_pin_new_and_refresh),
                 cmocka_unit_test(test_pin_new_and_refresh_readd),
                 cmocka_unit_test(test_teardown_all_ways),

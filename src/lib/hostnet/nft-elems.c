@@ -583,6 +583,45 @@ int nft_elems_commit(const struct nft_elems *del, const struct nft_elems *add, s
         return 0;
 }
 
+static bool is_pins(const struct nft_elem *e)
+{
+        return e->set == NFT_OWN_PINS || e->set == NFT_OWN_PINSR;
+}
+
+/* Whether @l has the pin set @e. */
+static bool has_pin_set(const struct nft_elems *l, const struct nft_elem *e)
+{
+        for (size_t i = 0; i < l->n; i++)
+                if (l->v[i].set == e->set && l->v[i].ifindex == e->ifindex)
+                        return true;
+        return false;
+}
+
+/* @l without the pin sets that @other has too (compacted in place, order kept). */
+static void drop_common_pins(struct nft_elems *l, const struct nft_elems *other)
+{
+        size_t n = 0;
+
+        for (size_t i = 0; i < l->n; i++)
+                if (!is_pins(&l->v[i]) || !has_pin_set(other, &l->v[i]))
+                        l->v[n++] = l->v[i];
+        l->n = n;
+}
+
+void nft_elems_keep_pins(struct nft_elems *del, struct nft_elems *add)
+{
+        struct nft_elems old = *del;
+        struct nft_elem *copy = b4_malloc(del->n ? del->n * sizeof(*copy) : 1);
+
+        if (!copy)
+                return; /* both kept: the pins start again, nothing is opened */
+        memcpy(copy, del->v, del->n * sizeof(*copy));
+        old.v = copy;
+        drop_common_pins(del, add);
+        drop_common_pins(add, &old);
+        free(copy);
+}
+
 static int put_hex(struct strbuf *sb, const uint8_t *p, size_t n)
 {
         int r = 0;

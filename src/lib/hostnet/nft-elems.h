@@ -86,6 +86,14 @@ int nft_elems_commit(const struct nft_elems *del,
                      struct b4_error *err);
 
 /*
+ * nft_elems_keep_pins() - drop from @del and from @add the thread's own pin sets
+ * (NFT_OWN_PINS, NFT_OWN_PINSR) that both have, so that a replace (netd revived: the old
+ * elements out, the new in) keeps the pins b4box-netd wrote there; the thread's chain, deleted
+ * and added again, refers to them by name.
+ */
+void nft_elems_keep_pins(struct nft_elems *del, struct nft_elems *add);
+
+/*
  * nft_elems_format() - the record of @l: one line per element, "<set> <key hex>" or
  * "<set> <key hex>-<key_end hex>" (values are not recorded: a delete needs keys only);
  * "ownset <iif hex>", "ownpins <iif hex>", "ownpinsr <iif hex>" and "ownchain <iif hex>" for
