@@ -340,7 +340,7 @@ static int nft_costs(unsigned threads, unsigned pins, size_t runs, char **list, 
         }
         printf("elements threads %u pins %u elements_per_thread %zu\n", threads, pins, one.n);
         report("pin_us", pin, runs);
-        report("pin4p_us", pinp, n_pinp);
+        report("port_pin_us", pinp, n_pinp);
         report("thread_add_us", add, runs);
         report("thread_delete_us", del, runs);
         pinner_close(&pn);

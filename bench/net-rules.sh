@@ -190,7 +190,7 @@ for threads in 0 1000; do
                 "api.example.test:8000-8100"; do
                 out=$(unshare --net -- "$nb" nft "$threads" 20 200 "$list")
                 pin=$(awk '$1 == "pin_us" { print $3 }' <<<"$out")
-                pinp=$(awk '$1 == "pin4p_us" { print $2 == "none" ? "-" : $3 }' <<<"$out")
+                pinp=$(awk '$1 == "port_pin_us" { print $2 == "none" ? "-" : $3 }' <<<"$out")
                 add=$(awk '$1 == "thread_add_us" { print $3 }' <<<"$out")
                 del=$(awk '$1 == "thread_delete_us" { print $3 }' <<<"$out")
                 printf '%-48s %9s %9s %9s %9s\n' "$threads others, allowlist $list" "$pin" "$pinp" \
