@@ -587,7 +587,9 @@ int main(int argc, char **argv)
         (void)fflush(stdout);
         if (dup3(null_fd, STDOUT_FILENO, 0) < 0)
                 return 1;
-        fprintf(stderr, "netd: ready port=%d workers=%d\n", port, NETD_WORKERS);
+        /* refresh: one add restarts a pin's timer (Linux >= 6.10), or add, delete, add */
+        fprintf(stderr, "netd: ready port=%d workers=%d refresh=%s\n", port, NETD_WORKERS,
+                d.pin.update ? "update" : "readd");
         serve(&d);
         (void)pthread_mutex_lock(&d.pin_lock); /* no pin in flight from here */
         pin_key_iif(&me, d.ifindex);
