@@ -9,13 +9,16 @@
  *                                        in this network namespace: the inet b4box table with
  *                                        THREADS threads' elements (deny mode, an allowlist
  *                                        of ENTRY..., default 198.51.100.0/24:443) and PINS
- *                                        pins each in pin4, and 2 name:443 pins each in
- *                                        the interval set pin4p (one transaction), then RUNS
- *                                        times: one pin (netd's pinner_run(),
- *                                        src/netd/netd-pin.c), one thread's elements added
- *                                        and deleted (nft_elems_commit()), and the first 20
- *                                        of those runs one new pin4p pin; p50, p90 and p99,
- *                                        microseconds
+ *                                        pins each in pin4, and (when ENTRY... has a
+ *                                        name:port) 2 name:443 pins each in the thread's
+ *                                        own hash pins_<iif> (else, with a name:port-port,
+ *                                        2 8000-8100 pins in pinsr_<iif>), then RUNS times: one
+ *                                        pin (netd's pinner_run(), src/netd/netd-pin.c),
+ *                                        one thread's elements added and deleted
+ *                                        (nft_elems_commit()), and the first 20 of those
+ *                                        runs one new name:port pin into the pins_<iif> of
+ *                                        one more thread (2 pins before the first); p50,
+ *                                        p90 and p99, microseconds
  *   net-bench install IFINDEX ADDR THREADS PINS [ENTRY...]
  *                                        the same table and population, and the elements of
  *                                        one real thread: host veth IFINDEX, sandbox ADDR
@@ -26,6 +29,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +44,7 @@
 #include "hostnet/nft-elems.h"
 #include "netd-pin.h"
 
-#define PIN4P_RUNS 20 /* a pin4p pin is slow with 1,000 threads' in the set */
+#define PIN4P_RUNS 20 /* a name:port pin was slow with 1,000 threads' in one shared set */
 
 static double now_us(void)
 {
@@ -59,6 +63,10 @@ static int cmp_double(const void *a, const void *b)
 
 static void report(const char *key, double *v, size_t n)
 {
+        if (n == 0) {
+                printf("%s none\n", key); /* nothing of that kind in this population */
+                return;
+        }
         qsort(v, n, sizeof(*v), cmp_double);
         printf("%s p50 %.1f p90 %.1f p99 %.1f\n", key, v[n / 2], v[n * 9 / 10], v[n * 99 / 100]);
 }
@@ -180,31 +188,36 @@ static int policy_of(struct b4_policy *p, struct b4_net_entry e[16], char **list
         return 0;
 }
 
-/* Two name:443 pins in pin4p for each of @threads threads, in one transaction (netd's
- * add-delete-add, one answer at a time, would make filling it quadratic: a delete in an
- * interval set walks every element before it). */
-static int pin4p_fill(unsigned threads)
+/* Which pin set of its own @l (a thread's elements) has: 0 none, 1 pins_<iif> (a name:port
+ * entry), 2 pinsr_<iif> only (name:port-port). */
+static int pin_kind(const struct nft_elems *l)
 {
-        struct b4_error err = { 0 };
-        size_t cap = 64 + (size_t)threads * 2 * 64, len;
-        char *text = malloc(cap);
-        int r = 0;
+        int kind = 0;
 
-        if (!text)
-                return -1;
-        len = (size_t)snprintf(text, cap, "add element inet b4box pin4p { ");
-        for (unsigned i = 0; i < threads; i++)
-                for (unsigned k = 0; k < 2; k++)
-                        len += (size_t)snprintf(text + len, cap - len,
-                                                "%s%u . 192.0.2.%u . tcp . 443 timeout 1h",
-                                                i || k ? ", " : "", 100000 + i, 10 + k);
-        (void)snprintf(text + len, cap - len, " }\n");
-        if (threads > 0 && netpolicy_run(text, &err) < 0) {
-                fprintf(stderr, "net-bench: %s\n", err.msg);
-                r = -1;
-        }
-        free(text);
-        return r;
+        for (size_t i = 0; i < l->n; i++)
+                if (l->v[i].set == NFT_OWN_PINS)
+                        return 1;
+                else if (l->v[i].set == NFT_OWN_PINSR)
+                        kind = 2;
+        return kind;
+}
+
+/* @ip's name:port pin of @kind: port 443, or the range 8000-8100. */
+static void pin_key_of(struct pin_elem *e, int kind, const uint8_t ip[4])
+{
+        pin_key4p(e, ip, IPPROTO_TCP, kind == 1 ? 443 : 8000, kind == 1 ? 443 : 8100);
+}
+
+/* Two name:port pins in @ifindex's own set of @kind, as netd pins them (one answer). */
+static int pins_fill(struct pinner *pn, unsigned ifindex, int kind)
+{
+        struct pin_elem pe[2];
+        char set[PIN_SET_NAME_MAX];
+
+        for (unsigned k = 0; k < 2; k++)
+                pin_key_of(&pe[k], kind, (const uint8_t[4]){ 192, 0, 2, (uint8_t)(10 + k) });
+        pin_set4p(ifindex, kind == 2, set);
+        return pinner_run(pn, "b4box", set, pe, 2, 3600000) < 0 ? -1 : 0;
 }
 
 /* The table, and @threads threads' elements (inert ifindexes) with @pins pins each. */
@@ -227,6 +240,8 @@ static int populate(const struct b4_policy *p, struct pinner *pn, unsigned threa
                         fprintf(stderr, "net-bench: %s\n", err.msg);
                         return -1;
                 }
+                if (pin_kind(&l) && pins_fill(pn, t.ifindex, pin_kind(&l)) < 0)
+                        return -1;
                 nft_elems_release(&l);
                 while (left > 0) {
                         unsigned n = left < 64 ? left : 64;
@@ -242,7 +257,7 @@ static int populate(const struct b4_policy *p, struct pinner *pn, unsigned threa
                         left -= n;
                 }
         }
-        return pin4p_fill(threads);
+        return 0;
 }
 
 static int install(unsigned ifindex,
@@ -277,8 +292,11 @@ static int nft_costs(unsigned threads, unsigned pins, size_t runs, char **list, 
         struct b4_policy p;
         struct b4_error err = { 0 };
         struct pinner pn = { 0 };
-        struct nft_elems one = { 0 };
-        struct netpolicy_thread t;
+        struct nft_elems one = { 0 }, probe = { 0 };
+        struct netpolicy_thread t, tp;
+        char probe_set[PIN_SET_NAME_MAX];
+        size_t n_pinp = 0;
+        int kind;
         double *pin = calloc(runs, sizeof(double)), *add = calloc(runs, sizeof(double)),
                *del = calloc(runs, sizeof(double)), *pinp = calloc(runs, sizeof(double));
 
@@ -286,6 +304,14 @@ static int nft_costs(unsigned threads, unsigned pins, size_t runs, char **list, 
                 return 1;
         thread_of(threads + 1, &t);
         if (netpolicy_thread_elems(&p, &t, &one) < 0)
+                return 1;
+        /* the thread the name:port pins go to: installed like the others, 2 pins */
+        thread_of(threads, &tp);
+        if (netpolicy_thread_elems(&p, &tp, &probe) < 0 || nft_elems_commit(NULL, &probe, &err) < 0)
+                return 1;
+        kind = pin_kind(&probe);
+        pin_set4p(tp.ifindex, kind == 2, probe_set);
+        if (kind && pins_fill(&pn, tp.ifindex, kind) < 0)
                 return 1;
         for (size_t r = 0; r < runs; r++) {
                 struct pin_elem pe;
@@ -296,12 +322,12 @@ static int nft_costs(unsigned threads, unsigned pins, size_t runs, char **list, 
                 if (pinner_run(&pn, "b4box", "pin4", &pe, 1, 30000) < 0)
                         return 1;
                 pin[r] = now_us() - t0;
-                if (r < PIN4P_RUNS) {
-                        pin_key4p(&pe, t.ifindex, ip, IPPROTO_TCP, 443, 443);
+                if (r < PIN4P_RUNS && kind) {
+                        pin_key_of(&pe, kind, ip);
                         t0 = now_us();
-                        if (pinner_run(&pn, "b4box", "pin4p", &pe, 1, 30000) < 0)
+                        if (pinner_run(&pn, "b4box", probe_set, &pe, 1, 30000) < 0)
                                 return 1;
-                        pinp[r] = now_us() - t0;
+                        pinp[n_pinp++] = now_us() - t0;
                 }
                 t0 = now_us();
                 if (nft_elems_commit(NULL, &one, &err) < 0)
@@ -314,11 +340,12 @@ static int nft_costs(unsigned threads, unsigned pins, size_t runs, char **list, 
         }
         printf("elements threads %u pins %u elements_per_thread %zu\n", threads, pins, one.n);
         report("pin_us", pin, runs);
-        report("pin4p_us", pinp, runs < PIN4P_RUNS ? runs : PIN4P_RUNS);
+        report("port_pin_us", pinp, n_pinp);
         report("thread_add_us", add, runs);
         report("thread_delete_us", del, runs);
         pinner_close(&pn);
         nft_elems_release(&one);
+        nft_elems_release(&probe);
         free(pin);
         free(pinp);
         free(add);

@@ -19,11 +19,12 @@
 # binomial; at least 6 rounds), and the stream's median and ratio; then the paired ratio of
 # 1,000 threads to 1 thread. B4_BENCH_PIN=1 pins every client to CPU 0 and the server to
 # CPU 1 (taskset). Then the element costs (bench/net-bench nft): one pin of each kind
-# (b4box-netd's code: pin4, and pin4p for name:port entries), one thread's elements added
-# and deleted, with 0 and 1,000 other threads installed,
-# for a CIDR allowlist (the thread's own set and chain) and for one of names only (the
-# population: 20 pin4 and 2 pin4p pins a thread; the pins timed are new ones, pin4p's 20 of
-# them). Needs
+# (b4box-netd's code: pin4, and a name:port pin in the thread's own pins_<iif>, or for a
+# name:port-port entry pinsr_<iif>), one thread's elements added and deleted, with 0 and
+# 1,000 other threads installed, for a CIDR allowlist (the thread's own set and chain), one
+# of names only, one name:port and one name:port-port (the population: 20 pin4 pins a
+# thread, and 2 name:port pins in each thread's own set; the pins timed are new ones, the
+# name:port ones 20 of them). Needs
 # root, python3 (the summary).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -183,15 +184,16 @@ print("1000 threads / 1 thread (what the other threads cost): %.3f, 95%% CI %.3f
       statistics.median(r1k), lo, hi))
 EOF
 echo "element costs (microseconds; 200 runs each, after the population is installed)"
-printf '%-42s %9s %9s %9s %9s\n' case pin-p50 pin4p-p50 add-p50 delete-p50
+printf '%-48s %9s %9s %9s %9s\n' case pin-p50 port-p50 add-p50 delete-p50
 for threads in 0 1000; do
-        for list in "198.51.100.0/24:443" "api.example.test"; do
+        for list in "198.51.100.0/24:443" "api.example.test" "api.example.test:443" \
+                "api.example.test:8000-8100"; do
                 out=$(unshare --net -- "$nb" nft "$threads" 20 200 "$list")
                 pin=$(awk '$1 == "pin_us" { print $3 }' <<<"$out")
-                pinp=$(awk '$1 == "pin4p_us" { print $3 }' <<<"$out")
+                pinp=$(awk '$1 == "port_pin_us" { print $2 == "none" ? "-" : $3 }' <<<"$out")
                 add=$(awk '$1 == "thread_add_us" { print $3 }' <<<"$out")
                 del=$(awk '$1 == "thread_delete_us" { print $3 }' <<<"$out")
-                printf '%-42s %9s %9s %9s %9s\n' "$threads others, allowlist $list" "$pin" "$pinp" \
+                printf '%-48s %9s %9s %9s %9s\n' "$threads others, allowlist $list" "$pin" "$pinp" \
                         "$add" "$del"
         done
 done

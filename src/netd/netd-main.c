@@ -5,8 +5,9 @@
  * every packet the thread's sandbox sends to port 53 (UDP and TCP), whatever resolver address
  * it was sent to. It answers admitted names only (others NXDOMAIN, nothing upstream), keeps
  * only the answer chain from the question, refuses rebinding answers, and pins each admitted
- * IPv4 answer into the thread's elements (pin4 / pin4p, keyed by the veth ifindex; netlink,
- * netd-pin.c) before the reply leaves; in allow mode the addresses of denylisted names go
+ * IPv4 answer into the thread's elements (pin4 keyed by the veth ifindex, or, for name:port
+ * entries, the thread's own pins_<ifindex> / pinsr_<ifindex>; netlink, netd-pin.c) before
+ * the reply leaves; in allow mode the addresses of denylisted names go
  * into dpin4 (dropped), exact names' resolved at start and at each pin's end. It keeps the
  * thread's audit (netd-audit.c) and serves it on a unix socket.
  *
@@ -586,7 +587,9 @@ int main(int argc, char **argv)
         (void)fflush(stdout);
         if (dup3(null_fd, STDOUT_FILENO, 0) < 0)
                 return 1;
-        fprintf(stderr, "netd: ready port=%d workers=%d\n", port, NETD_WORKERS);
+        /* refresh: one add restarts a pin's timer (Linux >= 6.10), or add, delete, add */
+        fprintf(stderr, "netd: ready port=%d workers=%d refresh=%s\n", port, NETD_WORKERS,
+                d.pin.update ? "update" : "readd");
         serve(&d);
         (void)pthread_mutex_lock(&d.pin_lock); /* no pin in flight from here */
         pin_key_iif(&me, d.ifindex);

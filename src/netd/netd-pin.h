@@ -16,9 +16,12 @@ struct mnl_socket;
 struct pinner {
         struct mnl_socket *nl; /* owned */
         uint32_t portid, seq;
+        bool update; /* the kernel refreshes a pin on an add (pinner_open() says; a test may
+                      * clear it for the add, delete, add of older kernels) */
 };
 
-/* One element: pin4 / dpin4 (iif . ip) or pin4p (iif . ip . proto . port range, with key_end). */
+/* One element: pin4 / dpin4 (iif . ip), pins_<ifindex> (ip . proto . port) or pinsr_<ifindex>
+ * (ip . proto . port range, with key_end). */
 struct pin_elem {
         uint8_t key[16], key_end[16];
         size_t len;
@@ -30,21 +33,25 @@ int pinner_open(struct pinner *p);
 /* pinner_close() - close it (a closed or never opened pinner is fine). */
 void pinner_close(struct pinner *p);
 
-/* pin_key4() / pin_key4p() - fill @e with the key of a pin4 or dpin4 / pin4p element. */
+/* pin_key4() / pin_key4p() - fill @e with the key of a pin4 or dpin4 element / of a name:port
+ * pin: pins_<ifindex>'s when @lo == @hi, else pinsr_<ifindex>'s (@e->range). */
 void pin_key4(struct pin_elem *e, unsigned ifindex, const uint8_t ip[4]);
-void pin_key4p(struct pin_elem *e,
-               unsigned ifindex,
-               const uint8_t ip[4],
-               uint8_t proto,
-               uint16_t lo,
-               uint16_t hi);
+void pin_key4p(struct pin_elem *e, const uint8_t ip[4], uint8_t proto, uint16_t lo, uint16_t hi);
+
+#define PIN_SET_NAME_MAX 24
+
+/* pin_set4p() - the name of @ifindex's own set of pins with one port, "pins_<ifindex>", or
+ * (@ranges) with a port range, "pinsr_<ifindex>" (the thread's acquire made them, when its
+ * list has such entries: src/lib/hostnet/nft-elems.c). */
+void pin_set4p(unsigned ifindex, bool ranges, char out[PIN_SET_NAME_MAX]);
 
 /* pin_key_iif() - fill @e with the key of an `audited` element (the thread's ifindex). */
 void pin_key_iif(struct pin_elem *e, unsigned ifindex);
 
 /*
  * pinner_run() - add @n elements to set @set of `inet @table` with a fresh timeout of
- * @timeout_ms (add, delete, add in one batch; 0: no timeout, for a set without one). Return: 0, or
+ * @timeout_ms, in one transaction (one add with @p->update, else add, delete, add; 0: no
+ * timeout, for a set without one). Return: 0, or
  * a negative errno: the kernel's
  * (-ENOENT: no such table or set) or -EPROTO when an acknowledgement is missing.
  */

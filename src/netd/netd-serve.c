@@ -31,36 +31,43 @@ static uint64_t now_us(void)
         return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* The elements pinning @ans's A records: pin4 / dpin4 keys, or pin4p with each port range
- * of the entries admitting the question's name (*@ret_ranged). Return: how many. */
+/* The elements pinning @ans's A records: pin4 / dpin4 keys (all of them *@ret_exact), or,
+ * with the port ranges of the entries admitting the question's name, one port's pins
+ * (pins_<ifindex>: the first *@ret_exact) and then ranges' (pinsr_<ifindex>). Return: how
+ * many. */
 static size_t pin_elems(const struct netd *d,
                         const struct dns_query *q,
                         const struct dns_answer *ans,
                         bool ports,
                         struct pin_elem *pins,
-                        bool *ret_ranged)
+                        size_t *ret_exact)
 {
         uint16_t lo[MAX_PORTS], hi[MAX_PORTS];
         size_t n_ports = ports ? netd_name_ports(&d->policy, q->name, lo, hi, MAX_PORTS) : 0, n = 0;
 
-        for (size_t i = 0; i < ans->n; i++) {
-                if (ans->rr[i].type != DNS_T_A)
-                        continue;
-                if (n_ports == 0)
+        for (size_t i = 0; i < ans->n; i++)
+                if (ans->rr[i].type == DNS_T_A && n_ports == 0)
                         pin_key4(&pins[n++], d->ifindex, ans->rr[i].data);
-                for (size_t k = 0; k < n_ports; k++) {
-                        pin_key4p(&pins[n++], d->ifindex, ans->rr[i].data, IPPROTO_TCP, lo[k],
-                                  hi[k]);
-                        pin_key4p(&pins[n++], d->ifindex, ans->rr[i].data, IPPROTO_UDP, lo[k],
-                                  hi[k]);
+        for (int range = 0; range < 2; range++) {
+                if (range)
+                        *ret_exact = n;
+                for (size_t i = 0; i < ans->n; i++) {
+                        if (ans->rr[i].type != DNS_T_A)
+                                continue;
+                        for (size_t k = 0; k < n_ports; k++) {
+                                if ((lo[k] != hi[k]) != range)
+                                        continue;
+                                pin_key4p(&pins[n++], ans->rr[i].data, IPPROTO_TCP, lo[k], hi[k]);
+                                pin_key4p(&pins[n++], ans->rr[i].data, IPPROTO_UDP, lo[k], hi[k]);
+                        }
                 }
         }
-        *ret_ranged = n_ports > 0;
         return n;
 }
 
-/* Pin @ans for @life seconds (+ slack) in one transaction: into the thread's allow pins, or
- * (@drop: a denylisted name) into dpin4. */
+/* Pin @ans for @life seconds (+ slack): into the thread's allow pins (pin4, or its own
+ * pins_<ifindex> and pinsr_<ifindex>: one transaction each), or (@drop: a denylisted name)
+ * into dpin4. */
 static int pin_answer(struct netd *d,
                       const struct dns_query *q,
                       const struct dns_answer *ans,
@@ -69,17 +76,22 @@ static int pin_answer(struct netd *d,
                       uint64_t *ret_us)
 {
         struct pin_elem pins[MAX_PINS];
-        bool ranged;
-        size_t n = pin_elems(d, q, ans, !drop, pins, &ranged);
-        uint64_t t0 = now_us();
+        char exact[PIN_SET_NAME_MAX], ranges[PIN_SET_NAME_MAX];
+        size_t n_exact = 0, n = pin_elems(d, q, ans, !drop, pins, &n_exact);
+        bool ported = n > 0 && pins[0].len == 12; /* not pin4's iif . ip */
+        uint64_t t0 = now_us(), ms = (uint64_t)(life + NETD_PIN_SLACK_S) * 1000u;
         int r;
 
+        pin_set4p(d->ifindex, false, exact);
+        pin_set4p(d->ifindex, true, ranges);
         (void)pthread_mutex_lock(&d->pin_lock);
         r = pinner_run(&d->pin, d->table,
                        drop     ? "dpin4"
-                       : ranged ? "pin4p"
+                       : ported ? exact
                                 : "pin4",
-                       pins, n, (uint64_t)(life + NETD_PIN_SLACK_S) * 1000u);
+                       pins, n_exact, ms);
+        if (r >= 0 && n > n_exact)
+                r = pinner_run(&d->pin, d->table, ranges, pins + n_exact, n - n_exact, ms);
         (void)pthread_mutex_unlock(&d->pin_lock);
         *ret_us = now_us() - t0;
         if (r < 0)

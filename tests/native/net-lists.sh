@@ -50,7 +50,7 @@ config() { # thread mode list-json
         printf '{"sandbox":{"provider":{"type":"native","scope":"net-lists"},"network":{"mode":"%s","%s":%s,"dns":{"upstream":["192.0.2.53"],"pinFloorSeconds":1,"pinCapSeconds":3}}}}\n' \
                 "$2" "$([ "$2" = deny ] && echo allowlist || echo denylist)" "$3" >"$dir/$1/b4box.json"
 }
-config lists-a deny '["allowed.test","alias.test","rebind10.test","198.51.100.0/24:443","0.0.0.0/0:8081","port.test:443"]'
+config lists-a deny '["allowed.test","alias.test","rebind10.test","198.51.100.0/24:443","0.0.0.0/0:8081","port.test:443","*.wild.test:8079-8080"]'
 config lists-b deny '["other.test"]'
 config lists-d allow '["other.test","192.0.2.12/32"]'
 config lists-m deny '["169.254.0.0/16"]'
@@ -71,7 +71,7 @@ thread_config lists-t '["allowed.test","other.test"]' '["allowed.test"]'
 thread_config lists-w '["allowed.test"]' '["allowed.test","other.test"]'
 x() { local t=$1; shift; (cd "$dir/$t" && "$b4box" --state "$dir/st" exec --thread "$t" -- "$@" 2>&1); }
 
-echo "1..27"
+echo "1..28"
 n=0
 check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
 flat() { tr '\n' ' ' <<<"$1" | sed 's/ *$//'; }
@@ -102,8 +102,14 @@ out=$(x lists-a 'curl -s -m 2 http://198.51.100.7:443/hello; echo " rc=$?"; curl
 check "a CIDR:port entry opens that port only ($(tr '\n' ' ' <<<"$out"))" \
         '[ "$(flat "$out")" = "hello-internet  rc=0  rc=7" ]'
 out=$(x lists-a 'curl -s -m 3 http://port.test:443/hello; echo " rc=$?"; curl -s -m 2 http://192.0.2.14:8080/hello; echo " rc=$?"')
-check "a name:port entry pins its addresses for that port only ($(flat "$out"))" \
-        '[ "$(flat "$out")" = "hello-internet  rc=0  rc=7" ] && [ "$(nft list set inet b4box pin4p | grep -c "192.0.2.14 . tcp . 443")" -gt 0 ]'
+# name:port pins go to the thread's own sets (pins_<iif>: one port; pinsr_<iif>: a range),
+# never to the shared pin4p
+ifx=$(ip -o link show dev "$veth" | cut -d: -f1) # /sys is the outer namespace's
+check "a name:port entry pins its addresses for that port only, in pins_$ifx ($(flat "$out"))" \
+        '[ "$(flat "$out")" = "hello-internet  rc=0  rc=7" ] && [ "$(nft list set inet b4box "pins_$ifx" | grep -c "192.0.2.14 . tcp . 443")" -gt 0 ] && ! nft list set inet b4box pin4p | grep -q "192.0.2.14"'
+out=$(x lists-a 'curl -s -m 3 http://b.wild.test:8080/hello; echo " rc=$?"; curl -s -m 2 http://192.0.2.13:443/hello; echo " rc=$?"')
+check "a name:port-port entry pins its addresses for that range only, in pinsr_$ifx ($(flat "$out"))" \
+        '[ "$(flat "$out")" = "hello-internet  rc=0  rc=7" ] && [ "$(nft list set inet b4box "pinsr_$ifx" | grep -c "192.0.2.13 . tcp . 8079-8080")" -gt 0 ]'
 out=$(x lists-a 'curl -s -m 2 http://169.254.169.254:8081/; echo "rc=$?"; curl -s -m 2 http://10.99.0.5:8081/; echo "rc=$?"')
 check "0.0.0.0/0 opens neither metadata nor private ranges ($(tr '\n' ' ' <<<"$out"))" \
         '[ "$(grep -c "rc=[1-9]" <<<"$out")" = 2 ]'

@@ -384,14 +384,28 @@ static bool has_cidr4(const struct b4_policy *p)
         return false;
 }
 
+/* Whether @p is an allowlist with name:port entries (the thread's own pins_<iif>), or
+ * (@ranges) name:port-port entries (pinsr_<iif>). */
+static bool has_port_names(const struct b4_policy *p, bool ranges)
+{
+        for (size_t i = 0; p->network == B4_NETWORK_DENY && i < p->n_network_list; i++) {
+                const struct b4_net_entry *e = &p->network_list[i];
+
+                if (e->kind != B4_NET_CIDR && e->port_lo && (e->port_lo != e->port_hi) == ranges)
+                        return true;
+        }
+        return false;
+}
+
 /* The nft text that adds thread @t's elements under @p (what b4box ran before the batches),
- * its own set and chain included: the shared elements, then (a list with IPv4 CIDRs) the
- * thread's set, its elements, its chain and the chain's rule, its `own` element, then the
- * mode element. */
+ * its own sets and chain included: the shared elements, then (a list with IPv4 CIDRs) the
+ * thread's CIDR set and its elements, (an allowlist with name:port entries) its pin set,
+ * its chain and the chain's rules, its `own` element, then the mode element. */
 static char *thread_text(const struct b4_policy *p, const struct netpolicy_thread *t)
 {
         bool deny = p->network == B4_NETWORK_DENY, listed = p->n_network_list > 0;
-        bool own = listed && has_cidr4(p);
+        bool cidrs = listed && has_cidr4(p), pins = listed && has_port_names(p, false);
+        bool pinsr = listed && has_port_names(p, true), own = cidrs || pins || pinsr;
         struct strbuf sb, cidr;
         struct text_out o = { .sb = &cidr };
         char ip[INET_ADDRSTRLEN], *ret = NULL;
@@ -423,18 +437,54 @@ static char *thread_text(const struct b4_policy *p, const struct netpolicy_threa
                                 text_cidr(o.e->addr, o.e->prefix, &o);
                 }
         }
-        if (own)
+        if (cidrs)
                 assert_int_equal(
                         strbuf_addf(&sb,
                                     "add set inet b4box cidrs_%u { type ipv4_addr . inet_proto . "
                                     "inet_service; flags interval; }\n"
-                                    "add element inet b4box cidrs_%u { %s }\n"
-                                    "add chain inet b4box thread_%u\n"
-                                    "add rule inet b4box thread_%u ip daddr . meta l4proto . "
-                                    "th dport @cidrs_%u goto %s\n"
-                                    "add element inet b4box own { %u : jump thread_%u }\n",
-                                    f, f, cidr.buf, f, f, f, deny ? "passed" : "denied", f, f),
+                                    "add element inet b4box cidrs_%u { %s }\n",
+                                    f, f, cidr.buf),
                         0);
+        if (pins)
+                assert_int_equal(strbuf_addf(&sb,
+                                             "add set inet b4box pins_%u { type ipv4_addr . "
+                                             "inet_proto . inet_service; flags timeout; }\n",
+                                             f),
+                                 0);
+        if (pinsr)
+                assert_int_equal(
+                        strbuf_addf(&sb,
+                                    "add set inet b4box pinsr_%u { type ipv4_addr . "
+                                    "inet_proto . inet_service; flags interval,timeout; }\n",
+                                    f),
+                        0);
+        if (own)
+                assert_int_equal(strbuf_addf(&sb, "add chain inet b4box thread_%u\n", f), 0);
+        if (cidrs)
+                assert_int_equal(strbuf_addf(&sb,
+                                             "add rule inet b4box thread_%u ip daddr . meta "
+                                             "l4proto . th dport @cidrs_%u goto %s\n",
+                                             f, f, deny ? "passed" : "denied"),
+                                 0);
+        if (pins)
+                assert_int_equal(strbuf_addf(&sb,
+                                             "add rule inet b4box thread_%u ip daddr . meta "
+                                             "l4proto . th dport @pins_%u ip daddr != @never4 "
+                                             "goto passed\n",
+                                             f, f),
+                                 0);
+        if (pinsr)
+                assert_int_equal(strbuf_addf(&sb,
+                                             "add rule inet b4box thread_%u ip daddr . meta "
+                                             "l4proto . th dport @pinsr_%u ip daddr != @never4 "
+                                             "goto passed\n",
+                                             f, f),
+                                 0);
+        if (own)
+                assert_int_equal(strbuf_addf(&sb,
+                                             "add element inet b4box own { %u : jump thread_%u }\n",
+                                             f, f),
+                                 0);
         assert_int_equal(strbuf_addf(&sb, "add element inet b4box mode { %u : goto %s }\n", f,
                                      !listed ? "open_mode"
                                      : deny  ? "deny_mode"
@@ -453,7 +503,7 @@ static char *thread_text(const struct b4_policy *p, const struct netpolicy_threa
 static void text_delete_thread(const char *add_text, unsigned f)
 {
         struct strbuf sb;
-        char own[32];
+        char own[48];
         const char *s = add_text;
 
         strbuf_init(&sb, 64u << 20);
@@ -463,10 +513,18 @@ static void text_delete_thread(const char *add_text, unsigned f)
                 assert_int_equal(strbuf_addf(&sb,
                                              "delete element inet b4box own { %u }\n"
                                              "flush chain inet b4box thread_%u\n"
-                                             "delete chain inet b4box thread_%u\n"
-                                             "delete set inet b4box cidrs_%u\n",
-                                             f, f, f, f),
+                                             "delete chain inet b4box thread_%u\n",
+                                             f, f, f),
                                  0);
+        (void)snprintf(own, sizeof(own), "set inet b4box cidrs_%u ", f);
+        if (strstr(add_text, own))
+                assert_int_equal(strbuf_addf(&sb, "delete set inet b4box cidrs_%u\n", f), 0);
+        (void)snprintf(own, sizeof(own), "set inet b4box pins_%u ", f);
+        if (strstr(add_text, own))
+                assert_int_equal(strbuf_addf(&sb, "delete set inet b4box pins_%u\n", f), 0);
+        (void)snprintf(own, sizeof(own), "set inet b4box pinsr_%u ", f);
+        if (strstr(add_text, own))
+                assert_int_equal(strbuf_addf(&sb, "delete set inet b4box pinsr_%u\n", f), 0);
         while (*s) {
                 const char *nl = strchr(s, '\n');
                 size_t len = nl ? (size_t)(nl - s + 1) : strlen(s);
@@ -525,6 +583,20 @@ static void check_policy(enum b4_network_mode mode, const char *const *texts, si
         assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &l), 0);
         assert_int_equal(nft_elems_commit(NULL, &l, &err), 0);
         by_batch = table_elements();
+        /* name:port pins (netd's) in the thread's own sets go with the sets */
+        if (has_port_names(&pol.p, false) || has_port_names(&pol.p, true)) {
+                struct pinner pn = { 0 };
+                struct pin_elem pe;
+
+                assert_int_equal(pinner_open(&pn), 0);
+                pin_key4p(&pe, (const uint8_t[4]){ 192, 0, 2, 10 }, IPPROTO_TCP, 443, 443);
+                if (has_port_names(&pol.p, false))
+                        assert_int_equal(pinner_run(&pn, "b4box", "pins_7", &pe, 1, 30000), 0);
+                pin_key4p(&pe, (const uint8_t[4]){ 192, 0, 2, 10 }, IPPROTO_TCP, 8000, 8100);
+                if (has_port_names(&pol.p, true))
+                        assert_int_equal(pinner_run(&pn, "b4box", "pinsr_7", &pe, 1, 30000), 0);
+                pinner_close(&pn);
+        }
         /* the record is what the teardown deletes by */
         assert_int_equal(nft_elems_format(&l, &record), 0);
         assert_int_equal(nft_elems_parse(record, &rec), 0);
@@ -576,6 +648,28 @@ static void test_batch_equals_text_denylist(void **state)
         if (!privileged())
                 skip();
         check_policy(B4_NETWORK_ALLOW, list, ELEMENTSOF(list));
+}
+
+/* name:port entries: a pin set of the thread's own, with the CIDRs' or alone */
+static const char *const pins_list[] = { "api.example.test:443", "*.example.test:8000-8100",
+                                         "198.51.100.0/24:443", "plain.example.test" };
+
+static void test_batch_equals_text_pins(void **state)
+{
+        (void)state;
+        if (!privileged())
+                skip();
+        check_policy(B4_NETWORK_DENY, pins_list, ELEMENTSOF(pins_list));
+}
+
+static void test_batch_equals_text_pins_only(void **state)
+{
+        static const char *const list[] = { "api.example.test:443", "plain.example.test" };
+
+        (void)state;
+        if (!privileged())
+                skip();
+        check_policy(B4_NETWORK_DENY, list, ELEMENTSOF(list));
 }
 
 /* 256 entries: many messages of one set in one batch */
@@ -917,40 +1011,152 @@ static void test_netd_stop_with_sigterm_blocked(void **state)
         gone_teardown(&f);
 }
 
-/* b4box-netd's pins (netd-pin.c): a new pin is one exclusive add, a pin already there (alone
- * or with a new one in the same answer) is refreshed: its timeout starts again. */
-static void test_pin_new_and_refresh(void **state)
+/* A revive with name:port pins: the thread's pin sets are neither deleted nor added again,
+ * so netd's pins stay; its chain (added again) still looks them up; a delete by the full
+ * list takes them. */
+static void test_replace_keeps_pins(void **state)
 {
-        const uint8_t a[4] = { 192, 0, 2, 10 }, b[4] = { 192, 0, 2, 11 };
+        struct policy pol;
+        struct netpolicy_thread t;
+        struct nft_elems old = { 0 }, new = { 0 }, full = { 0 };
+        struct b4_error err = { 0 };
         struct pinner pn = { 0 };
-        struct pin_elem e[2];
+        struct pin_elem pe[2];
+        size_t n_old, n_new;
 
         (void)state;
         if (!privileged())
                 skip();
+        policy_make(&pol, B4_NETWORK_DENY, pins_list, ELEMENTSOF(pins_list));
         table_reset();
+        thread_of(&t, 7, 40001);
+        assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &old), 0);
+        thread_of(&t, 7, 40009);
+        assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &new), 0);
+        assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &full), 0);
+        assert_int_equal(nft_elems_commit(NULL, &old, &err), 0);
         assert_int_equal(pinner_open(&pn), 0);
+        pin_key4p(&pe[0], (const uint8_t[4]){ 192, 0, 2, 10 }, IPPROTO_TCP, 443, 443);
+        pin_key4p(&pe[1], (const uint8_t[4]){ 192, 0, 2, 11 }, IPPROTO_TCP, 8000, 8100);
+        assert_int_equal(pinner_run(&pn, "b4box", "pins_7", &pe[0], 1, 30000), 0);
+        assert_int_equal(pinner_run(&pn, "b4box", "pinsr_7", &pe[1], 1, 30000), 0);
+        pinner_close(&pn);
+        n_old = old.n;
+        n_new = new.n;
+        nft_elems_keep_pins(&old, &new);
+        assert_int_equal(old.n, n_old - 2);
+        assert_int_equal(new.n, n_new - 2);
+        assert_int_equal(nft_elems_commit(&old, &new, &err), 0);
+        sh("nft get element inet b4box pins_7 '{ 192.0.2.10 . tcp . 443 }' >/dev/null");
+        sh("nft get element inet b4box pinsr_7 '{ 192.0.2.11 . tcp . 8050 }' >/dev/null");
+        sh("nft list chain inet b4box thread_7 | grep -q '@pins_7 ip daddr != @never4 goto passed'");
+        sh("nft list chain inet b4box thread_7 | grep -q '@pinsr_7 ip daddr != @never4 goto passed'");
+        sh("nft get element inet b4box dnsport '{ 7 }' | grep -q 40009");
+        /* nothing in common: nothing dropped */
+        nft_elems_keep_pins(&old, &new);
+        assert_int_equal(new.n, n_new - 2);
+        assert_int_equal(nft_elems_commit(&full, NULL, &err), 0);
+        assert_int_not_equal(system("nft list set inet b4box pins_7 >/dev/null 2>&1"), 0);
+        assert_int_not_equal(system("nft list set inet b4box pinsr_7 >/dev/null 2>&1"), 0);
+        nft_elems_release(&old);
+        nft_elems_release(&new);
+        nft_elems_release(&full);
+        policy_release(&pol);
+        table_drop();
+}
+
+/* b4box-netd's pins (netd-pin.c): a new pin is added, a pin already there (alone or with a
+ * new one in the same answer) is refreshed: its timeout starts again; the same in pin4 and in
+ * a thread's own set of name:port pins, pins_<iif>, which only a thread with name:port
+ * entries has. */
+static void pin_new_and_refresh(bool update)
+{
+        const uint8_t a[4] = { 192, 0, 2, 10 }, b[4] = { 192, 0, 2, 11 };
+        struct policy pol;
+        struct netpolicy_thread t;
+        struct nft_elems l = { 0 };
+        struct b4_error err = { 0 };
+        struct pinner pn = { 0 };
+        struct pin_elem e[2], p[2];
+        char set[PIN_SET_NAME_MAX], setr[PIN_SET_NAME_MAX];
+
+        table_reset();
+        policy_make(&pol, B4_NETWORK_DENY, pins_list, ELEMENTSOF(pins_list));
+        thread_of(&t, 7, 40001);
+        assert_int_equal(netpolicy_thread_elems(&pol.p, &t, &l), 0);
+        assert_int_equal(nft_elems_commit(NULL, &l, &err), 0);
+        pin_set4p(7, false, set);
+        assert_string_equal(set, "pins_7");
+        pin_set4p(7, true, setr);
+        assert_string_equal(setr, "pinsr_7");
+        assert_int_equal(pinner_open(&pn), 0);
+        pn.update = update; /* the caller knows the kernel has it */
         pin_key4(&e[0], 7, a);
         pin_key4(&e[1], 7, b);
+        pin_key4p(&p[0], a, IPPROTO_TCP, 443, 443);
+        pin_key4p(&p[1], b, IPPROTO_UDP, 8000, 8100);
+        /* another thread (no name:port entries) has no pin set: netd's pin fails, nothing added */
+        assert_int_equal(pinner_run(&pn, "b4box", "pins_8", p, 1, 1500), -ENOENT);
         assert_int_equal(pinner_run(&pn, "b4box", "pin4", e, 1, 1500), 0);
+        assert_int_equal(pinner_run(&pn, "b4box", set, p, 1, 1500), 0);
+        assert_int_equal(pinner_run(&pn, "b4box", setr, p + 1, 1, 1500), 0);
         usleep(1000000);
         /* a's refresh and b's first pin in one answer */
         assert_int_equal(pinner_run(&pn, "b4box", "pin4", e, 2, 1500), 0);
+        assert_int_equal(pinner_run(&pn, "b4box", set, p, 1, 1500), 0);
+        assert_int_equal(pinner_run(&pn, "b4box", setr, p + 1, 1, 1500), 0);
         usleep(1000000);
         /* 2 s after its first pin, 1 s after the refresh: a is still there */
         sh("nft get element inet b4box pin4 '{ 7 . 192.0.2.10 }' >/dev/null");
         sh("nft get element inet b4box pin4 '{ 7 . 192.0.2.11 }' >/dev/null");
+        sh("nft get element inet b4box pins_7 '{ 192.0.2.10 . tcp . 443 }' >/dev/null");
+        sh("nft get element inet b4box pinsr_7 '{ 192.0.2.11 . udp . 8050 }' >/dev/null");
+        assert_int_not_equal(system("nft get element inet b4box pins_7 "
+                                    "'{ 192.0.2.10 . tcp . 444 }' >/dev/null 2>&1"),
+                             0);
         usleep(1000000);
         assert_int_not_equal(system("nft get element inet b4box pin4 '{ 7 . 192.0.2.10 }' "
                                     ">/dev/null 2>&1"),
                              0);
-        /* the interval set of name:port pins: new, then again */
-        pin_key4p(&e[0], 7, a, IPPROTO_TCP, 443, 443);
-        assert_int_equal(pinner_run(&pn, "b4box", "pin4p", e, 1, 30000), 0);
-        assert_int_equal(pinner_run(&pn, "b4box", "pin4p", e, 1, 30000), 0);
-        sh("nft list set inet b4box pin4p | grep -q '192.0.2.10 . tcp . 443'");
+        assert_int_not_equal(system("nft get element inet b4box pins_7 "
+                                    "'{ 192.0.2.10 . tcp . 443 }' >/dev/null 2>&1"),
+                             0);
+        assert_int_not_equal(system("nft get element inet b4box pinsr_7 "
+                                    "'{ 192.0.2.11 . udp . 8050 }' >/dev/null 2>&1"),
+                             0);
+        assert_int_equal(nft_elems_commit(&l, NULL, &err), 0);
+        assert_int_not_equal(system("nft list set inet b4box pins_7 >/dev/null 2>&1"), 0);
+        assert_int_not_equal(system("nft list set inet b4box pinsr_7 >/dev/null 2>&1"), 0);
         pinner_close(&pn);
+        nft_elems_release(&l);
+        policy_release(&pol);
         table_drop();
+}
+
+/* the kernel's timeout update (6.10 and later): one add a pin */
+static void test_pin_new_and_refresh(void **state)
+{
+        struct pinner pn = { 0 };
+        bool update;
+
+        (void)state;
+        if (!privileged())
+                skip();
+        assert_int_equal(pinner_open(&pn), 0);
+        update = pn.update;
+        pinner_close(&pn);
+        if (!update)
+                skip(); /* a kernel before 6.10: the re-add case below is what runs */
+        pin_new_and_refresh(true);
+}
+
+/* the add, delete, add of older kernels */
+static void test_pin_new_and_refresh_readd(void **state)
+{
+        (void)state;
+        if (!privileged())
+                skip();
+        pin_new_and_refresh(false);
 }
 
 int main(void)
@@ -963,9 +1169,13 @@ int main(void)
                 cmocka_unit_test(test_batch_equals_text_allowlist),
                 cmocka_unit_test(test_batch_equals_text_denylist),
                 cmocka_unit_test(test_batch_equals_text_many),
+                cmocka_unit_test(test_batch_equals_text_pins),
+                cmocka_unit_test(test_batch_equals_text_pins_only),
                 cmocka_unit_test(test_delete_survives_missing),
                 cmocka_unit_test(test_replace_and_clash),
+                cmocka_unit_test(test_replace_keeps_pins),
                 cmocka_unit_test(test_pin_new_and_refresh),
+                cmocka_unit_test(test_pin_new_and_refresh_readd),
                 cmocka_unit_test(test_teardown_all_ways),
                 cmocka_unit_test(test_sweep_finishes_a_crashed_teardown),
                 cmocka_unit_test(test_netd_stop_with_sigterm_blocked),

@@ -10,6 +10,9 @@
  *           allowlist CIDRs minus the special ranges they do not lie in (netpolicy_cidr4),
  *           a match goes to `passed`; denylist CIDRs as written, a match goes to `denied`;
  *           the map `own` jumps there from deny_mode / allow_mode
+ *   its own sets pins_<ifindex> (a hash: `name:port`) and pinsr_<ifindex> (interval:
+ *           `name:port-port`), empty (netd writes them), and the chain, when its allowlist
+ *           has such entries: a pin outside never4 goes to `passed`
  * Names go to netd; IPv6 entries are inert (a listed sandbox's IPv6 is rejected entirely).
  */
 
@@ -156,7 +159,7 @@ static bool cidr4_entry(const struct b4_net_entry *e)
         return e->kind == B4_NET_CIDR && e->family == AF_INET;
 }
 
-/* Whether @p's list has IPv4 CIDRs (and so the thread a set and chain of its own). */
+/* Whether @p's list has IPv4 CIDRs (and so the thread a CIDR set and a chain of its own). */
 static bool has_cidr4(const struct b4_policy *p)
 {
         for (size_t i = 0; i < p->n_network_list; i++)
@@ -165,20 +168,42 @@ static bool has_cidr4(const struct b4_policy *p)
         return false;
 }
 
-/* The thread's own set, its elements for every IPv4 CIDR entry (allowlist: minus the
- * special ranges; denylist: as written), its own chain and the `own` element that jumps
- * there. */
-static int cidr_elements(struct nft_elems *l,
-                         const struct b4_policy *p,
-                         const struct netpolicy_thread *t)
+/* Whether @p is an allowlist with `name:port` entries (@ranges: `name:port-port`), and so
+ * the thread a pin set and a chain of its own: b4box-netd pins such a name's addresses with
+ * their ports there. */
+static bool has_port_names(const struct b4_policy *p, bool ranges)
 {
-        bool deny = p->network == B4_NETWORK_DENY;
+        if (p->network != B4_NETWORK_DENY)
+                return false; /* a denylisted name's pins (dpin4) have no ports */
+        for (size_t i = 0; i < p->n_network_list; i++) {
+                const struct b4_net_entry *e = &p->network_list[i];
+
+                if (e->kind != B4_NET_CIDR && e->port_lo != 0 &&
+                    (e->port_hi != e->port_lo) == ranges)
+                        return true;
+        }
+        return false;
+}
+
+/* The thread's own sets (cidrs_<ifindex> with its elements for every IPv4 CIDR entry,
+ * allowlist: minus the special ranges, denylist: as written; pins_<ifindex>, pinsr_<ifindex>,
+ * empty), its own
+ * chain and the `own` element that jumps there; nothing without CIDRs or `name:port`. */
+static int own_elements(struct nft_elems *l,
+                        const struct b4_policy *p,
+                        const struct netpolicy_thread *t)
+{
+        bool deny = p->network == B4_NETWORK_DENY, cidrs = has_cidr4(p);
+        bool pins = has_port_names(p, false), pinsr = has_port_names(p, true);
         struct cidr_out o = { .l = l, .t = t };
         struct nft_elem obj = { .set = NFT_OWN_SET, .ifindex = t->ifindex };
 
+        if (!cidrs && !pins && !pinsr)
+                return 0;
         nft_key_iif(&obj.k, t->ifindex);
-        o.r = nft_elems_push(l, &obj);
-        for (size_t i = 0; i < p->n_network_list && o.r >= 0; i++) {
+        if (cidrs)
+                o.r = nft_elems_push(l, &obj);
+        for (size_t i = 0; cidrs && i < p->n_network_list && o.r >= 0; i++) {
                 const struct b4_net_entry *e = &p->network_list[i];
 
                 if (!cidr4_entry(e))
@@ -189,12 +214,21 @@ static int cidr_elements(struct nft_elems *l,
                 else
                         add_cidr(e->addr, e->prefix, &o);
         }
+        obj.set = NFT_OWN_PINS;
+        if (o.r >= 0 && pins)
+                o.r = nft_elems_push(l, &obj);
+        obj.set = NFT_OWN_PINSR;
+        if (o.r >= 0 && pinsr)
+                o.r = nft_elems_push(l, &obj);
         obj.set = NFT_OWN_CHAIN;
-        obj.match = deny ? "passed" : "denied";
+        obj.match = !cidrs ? NULL : deny ? "passed" : "denied";
+        obj.pins = pins;
+        obj.pinsr = pinsr;
         if (o.r >= 0)
                 o.r = nft_elems_push(l, &obj);
         obj.set = NFT_SET_OWN;
         obj.match = NULL;
+        obj.pins = obj.pinsr = false;
         if (o.r >= 0)
                 o.r = nft_elems_push(l, &obj);
         return o.r;
@@ -233,8 +267,8 @@ int netpolicy_thread_elems(const struct b4_policy *p,
                 nft_key_iif_proto_port(&k, t->ifindex, IPPROTO_TCP, t->netd_port);
                 if (r >= 0)
                         r = push(ret, NFT_SET_DNSIN, &k, 0);
-                if (r >= 0 && has_cidr4(p))
-                        r = cidr_elements(ret, p, t);
+                if (r >= 0)
+                        r = own_elements(ret, p, t);
         }
         /* the mode element last (nft_elems_commit() deletes it first) */
         nft_key_iif(&k, t->ifindex);

@@ -39,7 +39,7 @@
 #define ELEM_ROOM  160  /* an element's attributes: key, key_end, a verdict with its chain */
 #define MSG_ROOM   256  /* a message's header, table and set names */
 #define OBJ_ROOM   1024 /* a set, chain or rule message (a rule: 8 expressions) */
-#define NAME_MAX_  24   /* "thread_<ifindex>", "cidrs_<ifindex>" */
+#define NAME_MAX_  24   /* "thread_<ifindex>", "cidrs_<ifindex>", "pinsr_<ifindex>" */
 #define RECORD_MAX (4u << 20)
 
 /* Set names, and the record's tags of the rest. */
@@ -47,13 +47,20 @@ static const char *const set_names[NFT_N_SETS] = {
         [NFT_SET_MASQ4] = "masq4",    [NFT_SET_SRC4] = "src4",   [NFT_SET_DNSPORT] = "dnsport",
         [NFT_SET_DNSIN] = "dnsin",    [NFT_SET_CIDR4] = "cidr4", [NFT_SET_DCIDR4] = "dcidr4",
         [NFT_SET_MODE] = "mode",      [NFT_OWN_SET] = "ownset",  [NFT_SET_OWN4] = "own4",
-        [NFT_OWN_CHAIN] = "ownchain", [NFT_SET_OWN] = "own",
+        [NFT_OWN_CHAIN] = "ownchain", [NFT_SET_OWN] = "own",     [NFT_OWN_PINS] = "ownpins",
+        [NFT_OWN_PINSR] = "ownpinsr",
 };
 
-/* The thread's own set and chain: "cidrs_<ifindex>", "thread_<ifindex>". */
+/* The thread's own sets and chain: "cidrs_<ifindex>", "pins_<ifindex>" and "pinsr_<ifindex>"
+ * (b4box-netd names them too: netd-pin.c), "thread_<ifindex>". */
 static void own_set_name(unsigned ifindex, char out[NAME_MAX_])
 {
         (void)snprintf(out, NAME_MAX_, "cidrs_%u", ifindex);
+}
+
+static void own_pins_name(unsigned ifindex, bool ranges, char out[NAME_MAX_])
+{
+        (void)snprintf(out, NAME_MAX_, ranges ? "pinsr_%u" : "pins_%u", ifindex);
 }
 
 static void own_chain_name(unsigned ifindex, char out[NAME_MAX_])
@@ -202,27 +209,36 @@ static const uint8_t own_fields[] = { 4, 1, 2 };
 static const uint8_t own_udata[] = { 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x03, 0x08,
                                      0x00, 0x04, 0x0d, 0x00, 0x00, 0x00, 0x01, 0x00 };
 
-/* NEWSET or DELSET of cidrs_<ifindex>. */
+/* NEWSET or DELSET of cidrs_<ifindex> (interval), pins_<ifindex> (a hash: exact ports,
+ * timeout) or pinsr_<ifindex> (interval, timeout). A pin's refresh deletes it and adds it
+ * again: in a hash that costs what pin4's does; an interval (pipapo) set's every transaction
+ * clones its lookup tables and per-CPU scratch maps, ~0.1 ms however small the set. */
 static int put_own_set(struct batch *b, const struct nft_elem *e, bool add)
 {
         const struct nftnl_dl *nl = b->nl;
         struct nftnl_set *s = nl->set_alloc();
+        bool pins = e->set != NFT_OWN_SET, interval = e->set != NFT_OWN_PINS;
         char name[NAME_MAX_];
         int r = s ? reserve(b, OBJ_ROOM) : -ENOMEM;
 
-        own_set_name(e->ifindex, name);
+        if (pins)
+                own_pins_name(e->ifindex, e->set == NFT_OWN_PINSR, name);
+        else
+                own_set_name(e->ifindex, name);
         if (r >= 0 && (nl->set_set_str(s, NFTNL_SET_TABLE, TABLE) < 0 ||
                        nl->set_set_str(s, NFTNL_SET_NAME, name) < 0))
                 r = -ENOMEM;
         if (r >= 0) {
                 nl->set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_INET);
                 if (add) {
-                        nl->set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_INTERVAL | NFT_SET_CONCAT);
+                        nl->set_set_u32(s, NFTNL_SET_FLAGS,
+                                        (interval ? NFT_SET_INTERVAL | NFT_SET_CONCAT : 0) |
+                                                (pins ? NFT_SET_TIMEOUT : 0));
                         nl->set_set_u32(s, NFTNL_SET_KEY_TYPE, OWN_KEY_TYPE);
                         nl->set_set_u32(s, NFTNL_SET_KEY_LEN, 12);
-                        nl->set_set_u32(s, NFTNL_SET_ID, e->ifindex);
-                        if (nl->set_set_data(s, NFTNL_SET_DESC_CONCAT, own_fields,
-                                             sizeof(own_fields)) < 0 ||
+                        nl->set_set_u32(s, NFTNL_SET_ID, b->seq); /* unique in the batch */
+                        if ((interval && nl->set_set_data(s, NFTNL_SET_DESC_CONCAT, own_fields,
+                                                          sizeof(own_fields)) < 0) ||
                             nl->set_set_data(s, NFTNL_SET_USERDATA, own_udata, sizeof(own_udata)) <
                                     0)
                                 r = -ENOMEM;
@@ -266,13 +282,17 @@ static int add_expr(const struct nftnl_dl *nl,
         return 0;
 }
 
+/* How a thread chain's rule looks up its set. */
+struct lookup {
+        const char *set, *to; /* the set; where a match goes */
+        bool interval;        /* an interval set: l4proto byte-swapped as nft does */
+        bool outside;         /* and `ip daddr != @never4` (the address loaded again) */
+};
+
 /* The expressions of `ip daddr . meta l4proto . th dport @<set> goto <to>` in an inet
  * table, as nft compiles them: the IPv4 dependency, the three loads into the concatenation's
- * registers (l4proto byte-swapped as nft does for an interval key), the lookup, the goto. */
-static int lookup_goto(const struct nftnl_dl *nl,
-                       struct nftnl_rule *rule,
-                       const char *set,
-                       const char *to)
+ * registers, the lookup, (@lk->outside) the never4 lookup, the goto. */
+static int lookup_goto(const struct nftnl_dl *nl, struct nftnl_rule *rule, const struct lookup *lk)
 {
         static const uint32_t nfproto[][2] = { { NFTNL_EXPR_META_KEY, NFT_META_NFPROTO },
                                                { NFTNL_EXPR_META_DREG, NFT_REG_1 } };
@@ -296,6 +316,8 @@ static int lookup_goto(const struct nftnl_dl *nl,
                                              { NFTNL_EXPR_PAYLOAD_LEN, 2 },
                                              { NFTNL_EXPR_PAYLOAD_DREG, NFT_REG32_02 } };
         static const uint32_t lookup[][2] = { { NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1 } };
+        static const uint32_t not_in[][2] = { { NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1 },
+                                              { NFTNL_EXPR_LOOKUP_FLAGS, NFT_LOOKUP_F_INV } };
         static const uint32_t jump[][2] = { { NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT },
                                             { NFTNL_EXPR_IMM_VERDICT, (uint32_t)NFT_GOTO } };
         const uint8_t ipv4 = NFPROTO_IPV4;
@@ -316,21 +338,26 @@ static int lookup_goto(const struct nftnl_dl *nl,
                 r = add_expr(nl, rule, "payload", daddr, ELEMENTSOF(daddr), 0, NULL);
         if (r >= 0)
                 r = add_expr(nl, rule, "meta", l4proto, ELEMENTSOF(l4proto), 0, NULL);
-        if (r >= 0)
+        if (r >= 0 && lk->interval)
                 r = add_expr(nl, rule, "byteorder", swap, ELEMENTSOF(swap), 0, NULL);
         if (r >= 0)
                 r = add_expr(nl, rule, "payload", dport, ELEMENTSOF(dport), 0, NULL);
         if (r >= 0)
                 r = add_expr(nl, rule, "lookup", lookup, ELEMENTSOF(lookup), NFTNL_EXPR_LOOKUP_SET,
-                             set);
+                             lk->set);
+        if (r >= 0 && lk->outside)
+                r = add_expr(nl, rule, "payload", daddr, ELEMENTSOF(daddr), 0, NULL);
+        if (r >= 0 && lk->outside)
+                r = add_expr(nl, rule, "lookup", not_in, ELEMENTSOF(not_in), NFTNL_EXPR_LOOKUP_SET,
+                             "never4");
         if (r >= 0)
                 r = add_expr(nl, rule, "immediate", jump, ELEMENTSOF(jump), NFTNL_EXPR_IMM_CHAIN,
-                             to);
+                             lk->to);
         return r;
 }
 
-/* One NEWRULE appended to @chain: the lookup of @set and a goto @to. */
-static int put_rule(struct batch *b, const char *chain, const char *set, const char *to)
+/* One NEWRULE appended to @chain: lookup_goto(@lk). */
+static int put_rule(struct batch *b, const char *chain, const struct lookup *lk)
 {
         const struct nftnl_dl *nl = b->nl;
         struct nftnl_rule *rule = nl->rule_alloc();
@@ -341,7 +368,7 @@ static int put_rule(struct batch *b, const char *chain, const char *set, const c
                 r = -ENOMEM;
         if (r >= 0) {
                 nl->rule_set_u32(rule, NFTNL_RULE_FAMILY, NFPROTO_INET);
-                r = lookup_goto(nl, rule, set, to);
+                r = lookup_goto(nl, rule, lk);
         }
         if (r >= 0) {
                 struct nlmsghdr *nlh = obj_hdr(b, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND);
@@ -355,16 +382,24 @@ static int put_rule(struct batch *b, const char *chain, const char *set, const c
         return r;
 }
 
-/* NEWCHAIN thread_<ifindex> and its rule, or its DELCHAIN (rule and all). */
+/* NEWCHAIN thread_<ifindex> and its rules (cidrs_<ifindex>'s, pins_<ifindex>'s,
+ * pinsr_<ifindex>'s), or its DELCHAIN (rules and all). */
 static int put_own_chain(struct batch *b, const struct nft_elem *e, bool add)
 {
         const struct nftnl_dl *nl = b->nl;
         struct nftnl_chain *c = nl->chain_alloc();
-        char name[NAME_MAX_], set[NAME_MAX_];
+        char name[NAME_MAX_], set[NAME_MAX_], pins[NAME_MAX_], pinsr[NAME_MAX_];
         int r = c ? reserve(b, OBJ_ROOM) : -ENOMEM;
+        const struct lookup cidrs = { .set = set, .to = e->match, .interval = true },
+                            exact = { .set = pins, .to = "passed", .outside = true },
+                            ranges = {
+                                    .set = pinsr, .to = "passed", .interval = true, .outside = true
+                            };
 
         own_chain_name(e->ifindex, name);
         own_set_name(e->ifindex, set);
+        own_pins_name(e->ifindex, false, pins);
+        own_pins_name(e->ifindex, true, pinsr);
         if (r >= 0 && (nl->chain_set_str(c, NFTNL_CHAIN_TABLE, TABLE) < 0 ||
                        nl->chain_set_str(c, NFTNL_CHAIN_NAME, name) < 0))
                 r = -ENOMEM;
@@ -379,8 +414,12 @@ static int put_own_chain(struct batch *b, const struct nft_elem *e, bool add)
         }
         if (c)
                 nl->chain_free(c);
-        if (r >= 0 && add)
-                r = put_rule(b, name, set, e->match);
+        if (r >= 0 && add && e->match)
+                r = put_rule(b, name, &cidrs);
+        if (r >= 0 && add && e->pins)
+                r = put_rule(b, name, &exact);
+        if (r >= 0 && add && e->pinsr)
+                r = put_rule(b, name, &ranges);
         return r;
 }
 
@@ -392,14 +431,15 @@ static bool same_run(const struct nft_elem *a, const struct nft_elem *b)
 
 static bool is_object(enum nft_set set)
 {
-        return set == NFT_OWN_SET || set == NFT_OWN_CHAIN;
+        return set == NFT_OWN_SET || set == NFT_OWN_PINS || set == NFT_OWN_PINSR ||
+               set == NFT_OWN_CHAIN;
 }
 
 /* The messages of one run of @n entries at @e: an object's, or one element message (none for
  * the thread's own set's elements on a delete: its set goes with them). */
 static int put_run(struct batch *b, const struct nft_elem *e, size_t n, bool add)
 {
-        if (e->set == NFT_OWN_SET)
+        if (e->set == NFT_OWN_SET || e->set == NFT_OWN_PINS || e->set == NFT_OWN_PINSR)
                 return put_own_set(b, e, add);
         if (e->set == NFT_OWN_CHAIN)
                 return put_own_chain(b, e, add);
@@ -454,8 +494,8 @@ static int run(const struct nftnl_dl *nl, const struct nft_elems *del, const str
 
         if ((!del || del->n == 0) && (!add || add->n == 0))
                 return 0;
-        /* at most 2 messages an entry (a chain and its rule) */
-        b.seq = first = nfnl_seq((unsigned)(2 * ((del ? del->n : 0) + (add ? add->n : 0)) + 2));
+        /* at most 4 messages an entry (a chain and its rules) */
+        b.seq = first = nfnl_seq((unsigned)(4 * ((del ? del->n : 0) + (add ? add->n : 0)) + 2));
         r = reserve(&b, MSG_ROOM);
         if (r >= 0) {
                 nlh = nl->batch_begin(b.buf + b.len, b.seq++);
@@ -541,6 +581,45 @@ int nft_elems_commit(const struct nft_elems *del, const struct nft_elems *add, s
                 return b4_error_set(err, r, "nf_tables refused the elements of the b4box table: %s",
                                     strerror(-r));
         return 0;
+}
+
+static bool is_pins(const struct nft_elem *e)
+{
+        return e->set == NFT_OWN_PINS || e->set == NFT_OWN_PINSR;
+}
+
+/* Whether @l has the pin set @e. */
+static bool has_pin_set(const struct nft_elems *l, const struct nft_elem *e)
+{
+        for (size_t i = 0; i < l->n; i++)
+                if (l->v[i].set == e->set && l->v[i].ifindex == e->ifindex)
+                        return true;
+        return false;
+}
+
+/* @l without the pin sets that @other has too (compacted in place, order kept). */
+static void drop_common_pins(struct nft_elems *l, const struct nft_elems *other)
+{
+        size_t n = 0;
+
+        for (size_t i = 0; i < l->n; i++)
+                if (!is_pins(&l->v[i]) || !has_pin_set(other, &l->v[i]))
+                        l->v[n++] = l->v[i];
+        l->n = n;
+}
+
+void nft_elems_keep_pins(struct nft_elems *del, struct nft_elems *add)
+{
+        struct nft_elems old = *del;
+        struct nft_elem *copy = b4_malloc(del->n ? del->n * sizeof(*copy) : 1);
+
+        if (!copy)
+                return; /* both kept: the pins start again, nothing is opened */
+        memcpy(copy, del->v, del->n * sizeof(*copy));
+        old.v = copy;
+        drop_common_pins(del, add);
+        drop_common_pins(add, &old);
+        free(copy);
 }
 
 static int put_hex(struct strbuf *sb, const uint8_t *p, size_t n)

@@ -489,9 +489,12 @@ int hostnet_lists_revive(const struct hostnet *hn,
         if (r >= 0 &&
             (netpolicy_thread_elems(p, &t, &add) < 0 || nft_elems_format(&add, &record) < 0))
                 r = b4_error_set(err, -ENOMEM, "cannot compile the network lists");
-        /* the old elements out and the new in, in one transaction: never unfiltered */
-        if (r >= 0)
+        /* the old elements out and the new in, in one transaction: never unfiltered; the
+         * thread's pin sets stay, with netd's pins (the record names them still) */
+        if (r >= 0) {
+                nft_elems_keep_pins(&del, &add);
                 r = nft_elems_commit(&del, &add, err);
+        }
         if (r >= 0 && (r = hostnet_record_write(hn->run_fd, name, record)) < 0)
                 b4_error_set(err, r, "cannot record the network lists of sandbox %s", id);
         nft_elems_release(&del);
