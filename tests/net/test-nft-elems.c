@@ -89,23 +89,22 @@ static void test_key_layout(void **state)
         assert_int_equal(k.key[4], IPPROTO_TCP);
         assert_int_equal(k.key[8], 0x12);
         assert_int_equal(k.key[9], 0x34);
-        /* intervals: iif in network order, host bits cleared, the end the last address */
-        nft_key_iif_net4_ports(&k, 7, ip, 16, IPPROTO_UDP, 80, 443);
+        /* intervals (a thread's own sets: no iif): host bits cleared, the end the last
+         * address */
+        nft_key_net4_ports(&k, ip, 16, IPPROTO_UDP, 80, 443);
         assert_true(k.range);
-        assert_int_equal(k.len, 16);
-        assert_memory_equal(
-                k.key, ((uint8_t[]){ 0, 0, 0, 7, 10, 1, 0, 0, IPPROTO_UDP, 0, 0, 0, 0, 80, 0, 0 }),
-                16);
-        assert_memory_equal(
-                k.key_end,
-                ((uint8_t[]){ 0, 0, 0, 7, 10, 1, 255, 255, IPPROTO_UDP, 0, 0, 0, 1, 187, 0, 0 }),
-                16);
-        nft_key_iif_net4_ports(&k, 7, ip, 0, IPPROTO_TCP, 0, 65535);
-        assert_memory_equal(k.key + 4, ((uint8_t[]){ 0, 0, 0, 0 }), 4);
-        assert_memory_equal(k.key_end + 4, ((uint8_t[]){ 255, 255, 255, 255 }), 4);
-        nft_key_iif_net4_ports(&k, 7, ip, 32, IPPROTO_TCP, 1, 1);
-        assert_memory_equal(k.key + 4, ip, 4);
-        assert_memory_equal(k.key_end + 4, ip, 4);
+        assert_int_equal(k.len, 12);
+        assert_memory_equal(k.key, ((uint8_t[]){ 10, 1, 0, 0, IPPROTO_UDP, 0, 0, 0, 0, 80, 0, 0 }),
+                            12);
+        assert_memory_equal(k.key_end,
+                            ((uint8_t[]){ 10, 1, 255, 255, IPPROTO_UDP, 0, 0, 0, 1, 187, 0, 0 }),
+                            12);
+        nft_key_net4_ports(&k, ip, 0, IPPROTO_TCP, 0, 65535);
+        assert_memory_equal(k.key, ((uint8_t[]){ 0, 0, 0, 0 }), 4);
+        assert_memory_equal(k.key_end, ((uint8_t[]){ 255, 255, 255, 255 }), 4);
+        nft_key_net4_ports(&k, ip, 32, IPPROTO_TCP, 1, 1);
+        assert_memory_equal(k.key, ip, 4);
+        assert_memory_equal(k.key_end, ip, 4);
 }
 
 static const char *const deny_list[] = { "198.51.100.0/24:443", "0.0.0.0/0:80-81",

@@ -83,20 +83,6 @@ static void put_net4_ports(struct nft_key *k,
         k->range = true;
 }
 
-void nft_key_iif_net4_ports(struct nft_key *k,
-                            unsigned ifindex,
-                            const uint8_t net[4],
-                            unsigned prefix,
-                            uint8_t proto,
-                            uint16_t lo,
-                            uint16_t hi)
-{
-        start(k);
-        put_u32_be(k->key, ifindex);
-        memcpy(k->key_end, k->key, 4);
-        put_net4_ports(k, 4, net, prefix, proto, lo, hi);
-}
-
 void nft_key_net4_ports(struct nft_key *k,
                         const uint8_t net[4],
                         unsigned prefix,

@@ -36,22 +36,9 @@ void nft_key_iif_addr4(struct nft_key *k, unsigned ifindex, const uint8_t ip[4])
 void nft_key_iif_proto_port(struct nft_key *k, unsigned ifindex, uint8_t proto, uint16_t port);
 
 /*
- * nft_key_iif_net4_ports() - the interval `iface_index . ipv4_addr . inet_proto .
- * inet_service` from @net/@prefix and ports @lo-@hi (cidr4, dcidr4; pin4p with prefix 32).
- * Host bits of @net are ignored.
- */
-void nft_key_iif_net4_ports(struct nft_key *k,
-                            unsigned ifindex,
-                            const uint8_t net[4],
-                            unsigned prefix,
-                            uint8_t proto,
-                            uint16_t lo,
-                            uint16_t hi);
-
-/*
  * nft_key_net4_ports() - the interval `ipv4_addr . inet_proto . inet_service` from
- * @net/@prefix and ports @lo-@hi (a thread's own set cidrs_<ifindex>: the same layout as
- * nft_key_iif_net4_ports() without the leading iif). Host bits of @net are ignored.
+ * @net/@prefix and ports @lo-@hi (a thread's own set cidrs_<ifindex>;
+ * big-endian throughout, the end the last address). Host bits of @net are ignored.
  */
 void nft_key_net4_ports(struct nft_key *k,
                         const uint8_t net[4],
