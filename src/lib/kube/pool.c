@@ -403,7 +403,7 @@ static int pair_bodies(struct kube_pool *p,
 /* Running, the agent copied in, then the PVC labelled ready (a candidate from then on). */
 static int ready_pair(struct kube_pool *p,
                       const struct kube_names *n,
-                      const char *rv,
+                      const struct jv *made,
                       struct b4_error *err)
 {
         cleanup_free char *path =
@@ -413,7 +413,9 @@ static int ready_pair(struct kube_pool *p,
         uint64_t t = p->c->startup_timeout_ms;
         int r;
 
-        r = kube_pod_wait_running(p->c, n->pod, rv, now_msec() + t, t, p->stop[0], NULL, err);
+        r = kube_keeper_wait_running(p->c, n->pod, meta_str(made, "uid"),
+                                     meta_str(made, "resourceVersion"), now_msec() + t, t,
+                                     p->stop[0], NULL, err);
         if (r < 0)
                 return r;
         if (p->c->agent_bin) {
@@ -464,7 +466,7 @@ static int make_pair(struct kube_pool *p, char ret_pvc[64], struct b4_error *err
                 r = b4_error_set(err, -EOPNOTSUPP,
                                  "the API server dropped hostUsers: false from pod \"%s\"", n.pod);
         if (r >= 0)
-                r = ready_pair(p, &n, meta_str(made, "resourceVersion"), err);
+                r = ready_pair(p, &n, made, err);
         if (r < 0)
                 delete_pair(p, n.pod, n.pvc);
         (void)snprintf(ret_pvc, 64, "%s", n.pvc);
