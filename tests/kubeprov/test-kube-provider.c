@@ -359,8 +359,9 @@ static void test_informer_fallback(void **state)
         struct b4_sandbox *sb;
         struct counts c;
 
-        jv_unref(ctl("POST", "/_fake/faults",
-                     "{\"code\": 403, \"count\": 100, \"verb\": \"list\", \"resource\": \"pods\"}"));
+        jv_unref(
+                ctl("POST", "/_fake/faults",
+                    "{\"code\": 403, \"count\": 100, \"verb\": \"list\", \"resource\": \"pods\"}"));
         p = provider_informed(NULL);
         jv_unref(ctl("DELETE", "/_fake/faults", NULL));
         (void)counters(true);

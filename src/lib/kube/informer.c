@@ -178,7 +178,8 @@ static void remember(struct kube_informer *inf, const struct b4_error *err)
         (void)pthread_mutex_lock(&inf->lock);
         inf->last = *err;
         inf->failing = true;
-        (void)pthread_cond_broadcast(&inf->changed); /* a refusal ends kube_informer_wait_synced() */
+        /* a refusal ends kube_informer_wait_synced() */
+        (void)pthread_cond_broadcast(&inf->changed);
         (void)pthread_mutex_unlock(&inf->lock);
 }
 

@@ -46,8 +46,8 @@
 #define MISSING_GRACE_S  60 /* a ready PVC whose Pod the cache lacks this long: the Pod went */
 
 struct kube_pool {
-        struct kube_core *c;      /* a reference */
-        struct kube_client *slow; /* the filler's client */
+        struct kube_core *c;               /* a reference */
+        struct kube_client *slow;          /* the filler's client */
         struct kube_informer *pvcs, *pods; /* pods: borrowed, c->pods */
         unsigned size;
         char owner[64];

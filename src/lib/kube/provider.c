@@ -470,8 +470,7 @@ static int make_live(struct kube_core *c,
                 return r;
         if (!f.running) {
                 r = kube_keeper_wait_running(c, st->names.pod, f.uid, f.rv[0] ? f.rv : NULL,
-                                             deadline, c->startup_timeout_ms, cancel_fd, &pod,
-                                             err);
+                                             deadline, c->startup_timeout_ms, cancel_fd, &pod, err);
                 if (r < 0)
                         return r;
                 take_pod(pod, &f);
@@ -977,8 +976,7 @@ static int start_pod_informer(struct kube_core *c, bool required, struct b4_erro
                         *err = e;
                 return b4_error_wrap(err, r, "kubernetes warm pool: listing the scope's objects");
         }
-        log_warning("kubernetes: no shared pod informer (%s): each acquire watches its pod",
-                    e.msg);
+        log_warning("kubernetes: no shared pod informer (%s): each acquire watches its pod", e.msg);
         return 0;
 }
 
@@ -1002,9 +1000,8 @@ int kube_provider_new(const struct b4_provider_config *cfg,
                 free(kp);
                 return err && err->error ? err->error : -ENOMEM;
         }
-        r = cfg->kube_pool || cfg->kube_informer
-                    ? start_pod_informer(kp->core, cfg->kube_pool, err)
-                    : 0;
+        r = cfg->kube_pool || cfg->kube_informer ? start_pod_informer(kp->core, cfg->kube_pool, err)
+                                                 : 0;
         if (r >= 0 && cfg->kube_pool)
                 r = kube_pool_new(kp->core, cfg, &kp->pool, err);
         if (r < 0) {

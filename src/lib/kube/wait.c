@@ -334,8 +334,7 @@ static int judge_cached(const struct jv *o, void *userdata, struct b4_error *err
 
         (void)err;
         if (!o || !uid || strcmp(uid, cw->uid) != 0) {
-                cw->w.deleted = cw->seen_ours ||
-                                (o && cw->since && rv_number(rv) > cw->since);
+                cw->w.deleted = cw->seen_ours || (o && cw->since && rv_number(rv) > cw->since);
                 return cw->w.deleted ? 1 : 0;
         }
         cw->seen_ours = true;
@@ -357,8 +356,8 @@ static bool informer_serves(struct kube_core *c, const char *name, const char *u
         }
         if (!kube_informer_live(c->pods)) {
                 log_warning("kubernetes: the shared pod informer is not following the server; "
-                         "pod \"%s\" is watched on its own",
-                         name);
+                            "pod \"%s\" is watched on its own",
+                            name);
                 return false;
         }
         return true;
@@ -385,8 +384,8 @@ int kube_keeper_wait_running(struct kube_core *c,
         if (!informer_serves(c, name, uid))
                 return kube_pod_wait_running(c, name, rv, deadline_ms, timeout_ms, cancel_fd,
                                              ret_pod, err);
-        r = kube_informer_wait(c->pods, name, judge_cached, &cw, deadline_ms, cancel_fd,
-                               &cw.w.pod, &e);
+        r = kube_informer_wait(c->pods, name, judge_cached, &cw, deadline_ms, cancel_fd, &cw.w.pod,
+                               &e);
         r = conclude(&cw.w, r > 0 ? -EALREADY : r, timeout_ms, ret_pod, err);
         jv_unref(cw.w.pod);
         return r;
