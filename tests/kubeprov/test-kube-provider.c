@@ -351,6 +351,63 @@ static void test_informer_fail_fast(void **state)
         b4_provider_free(p);
 }
 
+struct starter {
+        struct b4_provider *p;
+        const char *thread;
+        int r;
+        char msg[512];
+};
+
+static void *start_one(void *arg)
+{
+        struct starter *s = arg;
+        struct b4_policy pol;
+        struct b4_acquire_req req = { .thread_id = s->thread, .policy = &pol };
+        struct b4_error err = { 0 };
+        struct b4_sandbox *sb = NULL;
+
+        b4_policy_init(&pol);
+        s->r = b4_provider_acquire(s->p, &req, &sb, &err);
+        (void)snprintf(s->msg, sizeof(s->msg), "%s", err.msg);
+        b4_sandbox_unref(sb);
+        b4_policy_clear(&pol);
+        return NULL;
+}
+
+/* The Pod deleted while the acquire waits on the informer: "disappeared while starting",
+ * at once, not the startup timeout. */
+static void test_informer_pod_deleted(void **state)
+{
+        struct b4_provider *p = provider_informed(NULL);
+        struct starter s = { .p = p, .thread = "informed-gone" };
+        cleanup_free char *cmd = NULL;
+        struct b4_error err = { 0 };
+        pthread_t t;
+        uint64_t t0;
+        char id[41];
+
+        jv_unref(ctl("POST", "/_fake/pods", "{\"startDelayMs\": 3000}"));
+        assert_int_equal(b4_resource_id("kubeprov-lib", s.thread, id), 0);
+        assert_true(asprintf(&cmd,
+                             "curl -sS -o /dev/null --cacert '%s/ca.crt' -X DELETE -H "
+                             "'Authorization: Bearer '\"$(awk 'NR == 1 { print $1 }' '%s/token')\" "
+                             "'%s/api/v1/namespaces/%s/pods/b4-sbx-%s?gracePeriodSeconds=0'",
+                             E_STATE, E_STATE, E_URL, E_NS, id) > 0);
+        t0 = now_ms();
+        assert_int_equal(pthread_create(&t, NULL, start_one, &s), 0);
+        usleep(1000 * 1000); /* created, seen by the informer, not running yet */
+        assert_int_equal(system(cmd), 0);
+        assert_int_equal(pthread_join(t, NULL), 0);
+        print_message("# deleted while starting: %s (%llu ms)\n", s.msg,
+                      (unsigned long long)(now_ms() - t0));
+        jv_unref(ctl("POST", "/_fake/pods", "{\"startDelayMs\": 80}"));
+        assert_true(s.r < 0);
+        assert_non_null(strstr(s.msg, "disappeared while starting"));
+        assert_true(now_ms() - t0 < 3000); /* neither the start delay nor the timeout */
+        (void)b4_provider_destroy(p, s.thread, &err);
+        b4_provider_free(p);
+}
+
 /* list refused (RBAC): the provider is made all the same, and each acquire watches its Pod. */
 static void test_informer_fallback(void **state)
 {
@@ -838,6 +895,7 @@ int main(void)
                 cmocka_unit_test(test_request_counts),
                 cmocka_unit_test(test_informer_counts),
                 cmocka_unit_test(test_informer_fail_fast),
+                cmocka_unit_test(test_informer_pod_deleted),
                 cmocka_unit_test(test_informer_fallback),
                 cmocka_unit_test(test_two_replicas),
                 cmocka_unit_test(test_exec_drop_not_retried),
