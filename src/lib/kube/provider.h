@@ -87,6 +87,7 @@ enum kube_pod_verdict {
         KUBE_POD_WAIT,    /* not running yet: keep waiting */
         KUBE_POD_RUNNING, /* phase Running and container "sandbox" running */
         KUBE_POD_FAILED,  /* will not run: the message says why */
+        KUBE_POD_GONE,    /* kube_cached_pod_verdict(): deleted, or made again under its name */
 };
 
 /*
@@ -120,6 +121,25 @@ int kube_pod_wait_running(struct kube_core *c,
                           int cancel_fd,
                           struct jv **ret_pod,
                           struct b4_error *err);
+
+/*
+ * kube_cached_pod_verdict() - what the informer's cached object @o (untrusted; NULL: absent)
+ * says of the Pod @cp waits for, on every change: only the object of @cp->uid counts, each
+ * new resourceVersion of it one observation (kube_pod_verdict()'s @seen). Another uid is an
+ * older Pod of the name the cache still holds (keep waiting) or one made again under it
+ * (KUBE_POD_GONE: ours was seen, or its resourceVersion is past @cp->rv, compared as
+ * numbers when both are); absent after ours was seen is KUBE_POD_GONE too.
+ */
+struct kube_cached_pod {
+        const char *uid; /* the created (or read) Pod's; borrowed */
+        const char *rv;  /* its resourceVersion then; borrowed, may be NULL */
+        bool seen;       /* ours was in the cache */
+        unsigned observations;
+        char last_rv[64];
+};
+enum kube_pod_verdict kube_cached_pod_verdict(struct kube_cached_pod *cp,
+                                              const struct jv *o,
+                                              char *why);
 
 /*
  * kube_keeper_wait_running() - kube_pod_wait_running() for keeper Pod @name of uid @uid (the

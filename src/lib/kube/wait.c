@@ -312,37 +312,40 @@ static unsigned long long rv_number(const char *rv)
         return errno || *end ? 0 : n;
 }
 
-struct cached_waiter {
-        struct waiter w;
-        const char *uid;          /* the created (or read) Pod's */
-        unsigned long long since; /* its resourceVersion as a number; 0 = not one */
-        bool seen_ours;
-        char last_rv[64]; /* the version last judged: one observation per version */
-};
-
-/*
- * The cached object named w.name (NULL: absent), under the informer's lock. Only the Pod of
- * @uid counts: another uid is an older Pod the cache still holds, or, once ours was seen or
- * when its version is past the create's, one made again after ours was deleted.
- */
-static int judge_cached(const struct jv *o, void *userdata, struct b4_error *err)
+enum kube_pod_verdict kube_cached_pod_verdict(struct kube_cached_pod *cp,
+                                              const struct jv *o,
+                                              char *why)
 {
-        struct cached_waiter *cw = userdata;
         const struct jv *meta = jv_object_get(o, "metadata");
         const char *uid = jv_string(jv_object_get(meta, "uid"));
         const char *rv = jv_string(jv_object_get(meta, "resourceVersion"));
+        unsigned long long since = rv_number(cp->rv);
+
+        if (!o || !uid || strcmp(uid, cp->uid) != 0) /* absent, or another Pod of the name */
+                return cp->seen || (o && since && rv_number(rv) > since) ? KUBE_POD_GONE
+                                                                         : KUBE_POD_WAIT;
+        cp->seen = true;
+        if (cp->observations && rv && strcmp(rv, cp->last_rv) == 0)
+                return KUBE_POD_WAIT; /* told again, not a new observation */
+        (void)snprintf(cp->last_rv, sizeof(cp->last_rv), "%s", rv ? rv : "");
+        return kube_pod_verdict(o, ++cp->observations, why);
+}
+
+struct cached_waiter {
+        struct waiter w;
+        struct kube_cached_pod cp;
+};
+
+/* kube_cached_pod_verdict() under the informer's lock: 1 = concluded. */
+static int judge_cached(const struct jv *o, void *userdata, struct b4_error *err)
+{
+        struct cached_waiter *cw = userdata;
+        enum kube_pod_verdict v = kube_cached_pod_verdict(&cw->cp, o, cw->w.why);
 
         (void)err;
-        if (!o || !uid || strcmp(uid, cw->uid) != 0) {
-                cw->w.deleted = cw->seen_ours || (o && cw->since && rv_number(rv) > cw->since);
-                return cw->w.deleted ? 1 : 0;
-        }
-        cw->seen_ours = true;
-        if (rv && strcmp(rv, cw->last_rv) == 0)
-                return 0;
-        (void)snprintf(cw->last_rv, sizeof(cw->last_rv), "%s", rv ? rv : "");
-        cw->w.verdict = kube_pod_verdict(o, ++cw->w.seen, cw->w.why);
-        return cw->w.verdict == KUBE_POD_WAIT ? 0 : 1;
+        cw->w.deleted = v == KUBE_POD_GONE;
+        cw->w.verdict = v;
+        return v == KUBE_POD_WAIT ? 0 : 1;
 }
 
 /* Whether the informer can serve this wait; the log line says why not. */
@@ -375,8 +378,7 @@ int kube_keeper_wait_running(struct kube_core *c,
 {
         struct cached_waiter cw = {
                 .w = { .resource = "pods", .name = name },
-                .uid = uid,
-                .since = rv_number(rv),
+                .cp = { .uid = uid, .rv = rv },
         };
         struct b4_error e = { 0 };
         int r;
