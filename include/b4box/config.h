@@ -41,6 +41,9 @@ struct b4_provider_config {
         uint32_t kube_pool_size; /* ready Pod+PVC pairs; 0 = none */
         bool kube_pool_fill;     /* set by the program, not the file: this process keeps the pool
                                     filled (b4box serve); one-shot commands make no pairs */
+        bool kube_informer;      /* set by the program, not the file: a long-lived process
+                                    (b4box serve) lists and watches the scope's Pods once and
+                                    waits on that; one-shot commands watch each Pod */
         char *kube_pool_owner;   /* owned; NULL = derived (the host name) */
         struct b4_policy *kube_pool_policy; /* owned; the app's policy the pairs are made for;
                                                NULL = b4_policy_init()'s defaults */

@@ -139,6 +139,7 @@ static int serve_open(struct serve_state *st,
         if (cli_load_config(ctx, &st->cfg, NULL) != 0)
                 return -EINVAL;
         st->cfg->sandbox.provider.kube_pool_fill = true; /* a warm pool is the server's to fill */
+        st->cfg->sandbox.provider.kube_informer = true;  /* one Pod watch for the process */
         r = b4_store_open(st->cfg->sandbox.provider.state_dir, B4_STORE_EXCLUSIVE, &st->store, err);
         if (r >= 0)
                 r = b4_provider_new(&st->cfg->sandbox.provider, &st->provider, err);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "b4box/b4.h"
@@ -112,9 +113,22 @@ static struct counts counters(bool reset)
         return c;
 }
 
+static uint64_t now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 /* ---- the provider ---- */
 
-static struct b4_provider *provider_with(const char *kubeconfig, const char *api, const char *token)
+/* @image NULL: the test image; @informer: as b4box serve sets it (one shared Pod watch). */
+static struct b4_provider *provider_of(const char *kubeconfig,
+                                       const char *api,
+                                       const char *token,
+                                       const char *image,
+                                       bool informer)
 {
         struct b4_provider_config cfg = { 0 };
         struct b4_error err = { 0 };
@@ -122,7 +136,7 @@ static struct b4_provider *provider_with(const char *kubeconfig, const char *api
 
         cfg.type = strdup("kubernetes");
         cfg.scope = strdup("kubeprov-lib");
-        cfg.image = strdup(E_IMAGE);
+        cfg.image = strdup(image ? image : E_IMAGE);
         cfg.kube_namespace = strdup(E_NS);
         if (kubeconfig)
                 cfg.kubeconfig = strdup(kubeconfig);
@@ -132,15 +146,35 @@ static struct b4_provider *provider_with(const char *kubeconfig, const char *api
                 assert_true(asprintf(&cfg.kube_ca_file, "%s/ca.crt", E_STATE) > 0);
         }
         cfg.kube_startup_timeout_ms = 20000;
+        cfg.kube_informer = informer;
         if (b4_provider_new(&cfg, &p, &err) < 0)
                 fail_msg("provider: %s", err.msg);
         b4_provider_config_clear(&cfg);
         return p;
 }
 
+static struct b4_provider *provider_with(const char *kubeconfig, const char *api, const char *token)
+{
+        return provider_of(kubeconfig, api, token, NULL, false);
+}
+
 static struct b4_provider *provider(void)
 {
         return provider_with(E_CONFIG, NULL, NULL);
+}
+
+static struct b4_provider *provider_informed(const char *image)
+{
+        return provider_of(E_CONFIG, NULL, NULL, image, true);
+}
+
+/* The informer's list is done when the provider is made; its watch follows from the
+ * informer's thread: wait (at most 2 s) until the fake counted a watch since the last reset,
+ * so that the counts measured next lack it. */
+static void await_watch(void)
+{
+        for (int i = 0; i < 200 && counters(false).watches < 1; i++)
+                usleep(10 * 1000);
 }
 
 static struct b4_sandbox *acquire_in(struct b4_provider *p,
@@ -247,6 +281,166 @@ static void test_request_counts(void **state)
                 assert_int_equal(jv_integer(jv_object_get(v, "code")), 404);
                 jv_unref(v);
         }
+        b4_provider_free(p);
+}
+
+/* A long-lived provider (b4box serve's flag): its LIST + WATCH of the scope's keeper Pods
+ * are made once at construction; a cold acquire then waits on that cache: 3 writes, 0 reads,
+ * 0 watches of its own (+ the agent's copy). A release and acquire again gets the new Pod,
+ * not the old one the cache may still hold. */
+static void test_informer_counts(void **state)
+{
+        struct b4_provider *p;
+        struct b4_error err = { 0 };
+        struct b4_sandbox *sb;
+        cleanup_free char *out = NULL;
+        struct counts c;
+
+        (void)counters(true);
+        p = provider_informed(NULL);
+        await_watch();
+        c = counters(true);
+        print_message("# construction: %lld reads, %lld watches\n", (long long)c.reads,
+                      (long long)c.watches);
+        assert_int_equal(c.reads, 1);   /* the list */
+        assert_int_equal(c.watches, 1); /* its watch */
+        assert_int_equal(c.writes, 0);
+
+        sb = acquire(p, "informed");
+        c = counters(true);
+        print_message("# cold acquire (informer): %lld writes, %lld reads, %lld watches, "
+                      "%lld execs\n",
+                      (long long)c.writes, (long long)c.reads, (long long)c.watches,
+                      (long long)c.execs);
+        assert_int_equal(c.writes, 3);
+        assert_int_equal(c.reads, 0);
+        assert_int_equal(c.watches, 0);
+        assert_int_equal(c.execs, 1);
+        b4_sandbox_unref(sb);
+
+        assert_int_equal(b4_provider_release(p, "informed", &err), 0);
+        sb = acquire(p, "informed");
+        c = counters(true);
+        assert_int_equal(c.reads, 0);
+        assert_int_equal(c.watches, 0);
+        assert_int_equal(run(sb, "echo again", &out, &err), 0);
+        assert_string_equal(out, "again\n");
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_destroy(p, "informed", &err), 0);
+        b4_provider_free(p);
+}
+
+/* The fail-fast table through the informer: ErrImagePull named at once, no watch made. */
+static void test_informer_fail_fast(void **state)
+{
+        struct b4_provider *p;
+        struct b4_policy pol;
+        struct b4_acquire_req req = { .thread_id = "informed-bad", .policy = &pol };
+        struct b4_error err = { 0 };
+        struct b4_sandbox *sb = NULL;
+        uint64_t t0;
+        struct counts c;
+
+        (void)counters(true);
+        p = provider_informed("bad/img:1");
+        jv_unref(ctl("POST", "/_fake/pods",
+                     "{\"failures\": [{\"image\": \"^bad/\", \"reason\": \"ErrImagePull\", "
+                     "\"message\": \"pull access denied for bad/img\"}]}"));
+        b4_policy_init(&pol);
+        await_watch();
+        (void)counters(true);
+        t0 = now_ms();
+        assert_true(b4_provider_acquire(p, &req, &sb, &err) < 0);
+        print_message("# ErrImagePull through the informer: %s (%llu ms)\n", err.msg,
+                      (unsigned long long)(now_ms() - t0));
+        assert_non_null(strstr(err.msg, "ErrImagePull: pull access denied for bad/img"));
+        assert_true(now_ms() - t0 < 5000); /* not the 20 s timeout */
+        c = counters(true);
+        assert_int_equal(c.watches, 0);
+        jv_unref(ctl("POST", "/_fake/pods", "{\"failures\": []}"));
+        b4_policy_clear(&pol);
+        err = (struct b4_error){ 0 };
+        (void)b4_provider_destroy(p, "informed-bad", &err);
+        b4_provider_free(p);
+}
+
+struct starter {
+        struct b4_provider *p;
+        const char *thread;
+        int r;
+        char msg[512];
+};
+
+static void *start_one(void *arg)
+{
+        struct starter *s = arg;
+        struct b4_policy pol;
+        struct b4_acquire_req req = { .thread_id = s->thread, .policy = &pol };
+        struct b4_error err = { 0 };
+        struct b4_sandbox *sb = NULL;
+
+        b4_policy_init(&pol);
+        s->r = b4_provider_acquire(s->p, &req, &sb, &err);
+        (void)snprintf(s->msg, sizeof(s->msg), "%s", err.msg);
+        b4_sandbox_unref(sb);
+        b4_policy_clear(&pol);
+        return NULL;
+}
+
+/* The Pod deleted while the acquire waits on the informer: "disappeared while starting",
+ * at once, not the startup timeout. */
+static void test_informer_pod_deleted(void **state)
+{
+        struct b4_provider *p = provider_informed(NULL);
+        struct starter s = { .p = p, .thread = "informed-gone" };
+        cleanup_free char *cmd = NULL;
+        struct b4_error err = { 0 };
+        pthread_t t;
+        uint64_t t0;
+        char id[41];
+
+        jv_unref(ctl("POST", "/_fake/pods", "{\"startDelayMs\": 3000}"));
+        assert_int_equal(b4_resource_id("kubeprov-lib", s.thread, id), 0);
+        assert_true(asprintf(&cmd,
+                             "curl -sS -o /dev/null --cacert '%s/ca.crt' -X DELETE -H "
+                             "'Authorization: Bearer '\"$(awk 'NR == 1 { print $1 }' '%s/token')\" "
+                             "'%s/api/v1/namespaces/%s/pods/b4-sbx-%s?gracePeriodSeconds=0'",
+                             E_STATE, E_STATE, E_URL, E_NS, id) > 0);
+        t0 = now_ms();
+        assert_int_equal(pthread_create(&t, NULL, start_one, &s), 0);
+        usleep(1000 * 1000); /* created, seen by the informer, not running yet */
+        assert_int_equal(system(cmd), 0);
+        assert_int_equal(pthread_join(t, NULL), 0);
+        print_message("# deleted while starting: %s (%llu ms)\n", s.msg,
+                      (unsigned long long)(now_ms() - t0));
+        jv_unref(ctl("POST", "/_fake/pods", "{\"startDelayMs\": 80}"));
+        assert_true(s.r < 0);
+        assert_non_null(strstr(s.msg, "disappeared while starting"));
+        assert_true(now_ms() - t0 < 3000); /* neither the start delay nor the timeout */
+        (void)b4_provider_destroy(p, s.thread, &err);
+        b4_provider_free(p);
+}
+
+/* list refused (RBAC): the provider is made all the same, and each acquire watches its Pod. */
+static void test_informer_fallback(void **state)
+{
+        struct b4_provider *p;
+        struct b4_error err = { 0 };
+        struct b4_sandbox *sb;
+        struct counts c;
+
+        jv_unref(
+                ctl("POST", "/_fake/faults",
+                    "{\"code\": 403, \"count\": 100, \"verb\": \"list\", \"resource\": \"pods\"}"));
+        p = provider_informed(NULL);
+        jv_unref(ctl("DELETE", "/_fake/faults", NULL));
+        (void)counters(true);
+        sb = acquire(p, "informed-fallback");
+        c = counters(true);
+        assert_int_equal(c.watches, 1); /* today's per-Pod watch */
+        assert_int_equal(c.reads, 0);
+        b4_sandbox_unref(sb);
+        assert_int_equal(b4_provider_destroy(p, "informed-fallback", &err), 0);
         b4_provider_free(p);
 }
 
@@ -712,6 +906,10 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_request_counts),
+                cmocka_unit_test(test_informer_counts),
+                cmocka_unit_test(test_informer_fail_fast),
+                cmocka_unit_test(test_informer_pod_deleted),
+                cmocka_unit_test(test_informer_fallback),
                 cmocka_unit_test(test_two_replicas),
                 cmocka_unit_test(test_exec_drop_not_retried),
                 cmocka_unit_test(test_pod_lost_recovered),

@@ -238,12 +238,76 @@ static void test_pool_oldest(void **state)
                 jv_unref(v[i]);
 }
 
+static struct jv *pod_of(const char *uid, const char *rv, const char *phase)
+{
+        struct jv *o = jv_pack("{s:{s:s,s:s,s:s},s:{s:s}}", "metadata", "name", "p", "uid", uid,
+                               "resourceVersion", rv, "status", "phase", phase);
+
+        assert_non_null(o);
+        return o;
+}
+
+static enum kube_pod_verdict cached(struct kube_cached_pod *cp, struct jv *o)
+{
+        char why[KUBE_WHY_MAX] = "";
+        enum kube_pod_verdict v = kube_cached_pod_verdict(cp, o, why);
+
+        jv_unref(o);
+        return v;
+}
+
+#define REGISTRY_POD(rv)                                                          \
+ "{\"metadata\":{\"uid\":\"B\",\"resourceVersion\":\"" rv "\"},\"status\":{"      \
+ "\"phase\":\"Pending\",\"containerStatuses\":[{\"name\":\"sandbox\",\"state\":{" \
+ "\"waiting\":{\"reason\":\"RegistryUnavailable\"}}}]}}"
+
+#define RUNNING_POD(uid, rv)                                                       \
+ "{\"metadata\":{\"uid\":\"" uid "\",\"resourceVersion\":\"" rv "\"},\"status\":{" \
+ "\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"sandbox\",\"state\":{"  \
+ "\"running\":{}}}]}}"
+
+static struct jv *parsed(const char *json)
+{
+        struct jv *o = NULL;
+
+        assert_int_equal(jv_parse(json, strlen(json), &o, NULL), 0);
+        return o;
+}
+
+/* The shared informer's cache (kube_cached_pod_verdict()): an older Pod of the name the cache
+ * still holds (running, even) is not ours; one made again is "gone"; absent before ours is
+ * seen is lag, after it a deletion; the same version told twice is one observation. */
+static void test_cached(void **state)
+{
+        struct kube_cached_pod cp = { .uid = "B", .rv = "100" };
+        struct kube_cached_pod lag = { .uid = "B", .rv = "100" };
+        struct kube_cached_pod opaque = { .uid = "B", .rv = "xyz" };
+        struct kube_cached_pod twice = { .uid = "B", .rv = "100" };
+
+        assert_int_equal(cached(&cp, NULL), KUBE_POD_WAIT); /* not in the cache yet */
+        assert_int_equal(cached(&cp, parsed(RUNNING_POD("A", "90"))), KUBE_POD_WAIT); /* older */
+        assert_int_equal(cached(&cp, parsed(RUNNING_POD("B", "100"))), KUBE_POD_RUNNING);
+        assert_int_equal(cached(&cp, pod_of("B", "101", "Pending")), KUBE_POD_WAIT);
+        assert_int_equal(cached(&cp, NULL), KUBE_POD_GONE); /* deleted after it was seen */
+        assert_int_equal(cached(&cp, pod_of("C", "120", "Pending")), KUBE_POD_GONE);
+
+        /* another uid past the create's version: ours was deleted and made again unseen */
+        assert_int_equal(cached(&lag, pod_of("C", "130", "Pending")), KUBE_POD_GONE);
+        /* opaque versions: not compared, waited past */
+        assert_int_equal(cached(&opaque, pod_of("C", "130", "Pending")), KUBE_POD_WAIT);
+
+        /* RegistryUnavailable fails from the second observation, a version repeated is not one */
+        assert_int_equal(cached(&twice, parsed(REGISTRY_POD("100"))), KUBE_POD_WAIT);
+        assert_int_equal(cached(&twice, parsed(REGISTRY_POD("100"))), KUBE_POD_WAIT);
+        assert_int_equal(cached(&twice, parsed(REGISTRY_POD("101"))), KUBE_POD_FAILED);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_table),        cmocka_unit_test(test_reap_decide),
                 cmocka_unit_test(test_image_pinned), cmocka_unit_test(test_reap_pool),
-                cmocka_unit_test(test_pool_oldest),
+                cmocka_unit_test(test_pool_oldest),  cmocka_unit_test(test_cached),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

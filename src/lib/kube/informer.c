@@ -40,6 +40,7 @@ struct kube_informer {
         pthread_cond_t changed;
         struct hashmap *objects; /* name -> struct jv * (owned reference) */
         bool synced;
+        bool failing;         /* the last list or watch failed, none has succeeded since */
         struct b4_error last; /* the last failure of a list or watch, for messages */
 };
 
@@ -88,6 +89,7 @@ static int on_event(enum kube_event_type type, struct jv *object, void *userdata
         if (type == KUBE_EVENT_BOOKMARK || !name)
                 return 0;
         (void)pthread_mutex_lock(&inf->lock);
+        inf->failing = false;
         if (type == KUBE_EVENT_DELETED)
                 old = hashmap_remove(inf->objects, name);
         else {
@@ -150,6 +152,7 @@ static int apply_list(struct kube_informer *inf, const struct jv *items)
         old = inf->objects;
         inf->objects = fresh;
         inf->synced = true;
+        inf->failing = false;
         (void)pthread_cond_broadcast(&inf->changed);
         (void)pthread_mutex_unlock(&inf->lock);
         rl.fresh = fresh;
@@ -174,7 +177,16 @@ static void remember(struct kube_informer *inf, const struct b4_error *err)
 {
         (void)pthread_mutex_lock(&inf->lock);
         inf->last = *err;
+        inf->failing = true;
+        /* a refusal ends kube_informer_wait_synced() */
+        (void)pthread_cond_broadcast(&inf->changed);
         (void)pthread_mutex_unlock(&inf->lock);
+}
+
+/* The server's answer is a refusal (RBAC): waiting for a list will not help. */
+static bool refused(const struct kube_informer *inf)
+{
+        return inf->failing && (inf->last.error == -EACCES || inf->last.error == -EPERM);
 }
 
 /* Sleep @ms unless asked to stop. Return: true when asked to stop. */
@@ -216,6 +228,9 @@ static int watch_loop(struct kube_informer *inf, char **rv)
                         *rv = next;
                 }
                 if (r == 0) { /* the server's timeout */
+                        (void)pthread_mutex_lock(&inf->lock);
+                        inf->failing = false;
+                        (void)pthread_mutex_unlock(&inf->lock);
                         failures = 0;
                         pause = RESUME_MIN_MS;
                         continue;
@@ -347,12 +362,24 @@ int kube_informer_wait_synced(struct kube_informer *inf, uint64_t deadline_ms, s
         int r = 0;
 
         (void)pthread_mutex_lock(&inf->lock);
-        while (!inf->synced && r == 0)
+        while (!inf->synced && !refused(inf) && r == 0)
                 r = wait_change(inf, deadline_ms, -EBADF);
-        if (!inf->synced)
+        if (!inf->synced && refused(inf))
+                r = b4_error_set(err, inf->last.error, "%s", inf->last.msg);
+        else if (!inf->synced)
                 r = timed_out(inf, "the informer's first list did not complete", err);
         (void)pthread_mutex_unlock(&inf->lock);
         return r < 0 ? r : 0;
+}
+
+bool kube_informer_live(struct kube_informer *inf)
+{
+        bool live;
+
+        (void)pthread_mutex_lock(&inf->lock);
+        live = inf->synced && !inf->failing;
+        (void)pthread_mutex_unlock(&inf->lock);
+        return live;
 }
 
 struct jv *kube_informer_get(struct kube_informer *inf, const char *name)

@@ -352,11 +352,15 @@ static inline void kube_informer_freep(struct kube_informer **inf)
 
 /**
  * kube_informer_wait_synced() - wait for the first complete list
- * Return: 0; -ETIMEDOUT (the message says why the lists failed, if they did).
+ * Return: 0; -EACCES at once when the server refuses the list or the watch (RBAC); -ETIMEDOUT
+ * (the message says why the lists failed, if they did).
  */
 int kube_informer_wait_synced(struct kube_informer *inf,
                               uint64_t deadline_ms,
                               struct b4_error *err);
+/** kube_informer_live() - listed, and no list or watch has failed since the last one that
+ * worked: its cache follows the server. */
+bool kube_informer_live(struct kube_informer *inf);
 /** kube_informer_get() - the cached object named @name: a new reference, NULL when absent. */
 struct jv *kube_informer_get(struct kube_informer *inf, const char *name);
 

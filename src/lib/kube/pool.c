@@ -46,9 +46,9 @@
 #define MISSING_GRACE_S  60 /* a ready PVC whose Pod the cache lacks this long: the Pod went */
 
 struct kube_pool {
-        struct kube_core *c;      /* a reference */
-        struct kube_client *slow; /* the filler's client */
-        struct kube_informer *pvcs, *pods;
+        struct kube_core *c;               /* a reference */
+        struct kube_client *slow;          /* the filler's client */
+        struct kube_informer *pvcs, *pods; /* pods: borrowed, c->pods */
         unsigned size;
         char owner[64];
         char key[41];      /* KUBE_LABEL_POOL: 40 hex of the identity */
@@ -191,31 +191,29 @@ static int slow_client(struct kube_pool *p, struct b4_error *err)
         return kube_client_new(&cfg, &p->slow, err);
 }
 
+/* The PVC informer; the keeper Pods' is the provider's (c->pods), shared. */
 static int start_informers(struct kube_pool *p, struct b4_error *err)
 {
         cleanup_free char *pvcs =
                 kube_path("v1", p->c->namespace, "persistentvolumeclaims", NULL, NULL);
-        cleanup_free char *pods = kube_path("v1", p->c->namespace, "pods", NULL, NULL);
-        cleanup_free char *sel = NULL, *pod_sel = NULL;
+        cleanup_free char *sel = NULL;
         struct kube_names n;
         uint64_t deadline = now_msec() + p->c->startup_timeout_ms;
         int r;
 
+        if (!p->c->pods)
+                return b4_error_set(err, -EINVAL, "kubernetes warm pool: no pod informer");
+        p->pods = p->c->pods;
         r = kube_names_of(p->c->scope, "pool", &n);
         if (r < 0)
                 return b4_error_set(err, r, "invalid scope");
-        if (!pvcs || !pods ||
+        if (!pvcs ||
             b4_asprintf(&sel, KUBE_LABEL_MANAGED_BY "=" KUBE_MANAGED_BY "," KUBE_LABEL_SCOPE "=%s",
-                        n.scope) < 0 ||
-            b4_asprintf(&pod_sel, "%s," KUBE_LABEL_ROLE "=keeper", sel) < 0)
+                        n.scope) < 0)
                 return b4_error_set(err, -ENOMEM, "out of memory");
         r = kube_informer_new(p->c->client, pvcs, sel, NULL, NULL, &p->pvcs, err);
         if (r >= 0)
-                r = kube_informer_new(p->c->client, pods, pod_sel, NULL, NULL, &p->pods, err);
-        if (r >= 0)
                 r = kube_informer_wait_synced(p->pvcs, deadline, err);
-        if (r >= 0)
-                r = kube_informer_wait_synced(p->pods, deadline, err);
         return r < 0 ? b4_error_wrap(err, r, "kubernetes warm pool: listing the scope's objects")
                      : 0;
 }
@@ -356,8 +354,7 @@ void kube_pool_free(struct kube_pool *p, bool delete_pairs)
                 (void)pthread_join(p->filler, NULL);
         if (delete_pairs && p->started && p->slow)
                 delete_own_pairs(p); /* only a process that filled the pool empties it */
-        kube_informer_free(p->pods);
-        kube_informer_free(p->pvcs);
+        kube_informer_free(p->pvcs); /* p->pods is the provider's */
         kube_client_free(p->slow);
         hashmap_free(p->claimed);
         safe_close(p->stop[0]);
@@ -406,7 +403,7 @@ static int pair_bodies(struct kube_pool *p,
 /* Running, the agent copied in, then the PVC labelled ready (a candidate from then on). */
 static int ready_pair(struct kube_pool *p,
                       const struct kube_names *n,
-                      const char *rv,
+                      const struct jv *made,
                       struct b4_error *err)
 {
         cleanup_free char *path =
@@ -416,7 +413,9 @@ static int ready_pair(struct kube_pool *p,
         uint64_t t = p->c->startup_timeout_ms;
         int r;
 
-        r = kube_pod_wait_running(p->c, n->pod, rv, now_msec() + t, t, p->stop[0], NULL, err);
+        r = kube_keeper_wait_running(p->c, n->pod, meta_str(made, "uid"),
+                                     meta_str(made, "resourceVersion"), now_msec() + t, t,
+                                     p->stop[0], NULL, err);
         if (r < 0)
                 return r;
         if (p->c->agent_bin) {
@@ -467,7 +466,7 @@ static int make_pair(struct kube_pool *p, char ret_pvc[64], struct b4_error *err
                 r = b4_error_set(err, -EOPNOTSUPP,
                                  "the API server dropped hostUsers: false from pod \"%s\"", n.pod);
         if (r >= 0)
-                r = ready_pair(p, &n, meta_str(made, "resourceVersion"), err);
+                r = ready_pair(p, &n, made, err);
         if (r < 0)
                 delete_pair(p, n.pod, n.pvc);
         (void)snprintf(ret_pvc, 64, "%s", n.pvc);

@@ -23,9 +23,9 @@ struct jv;
 struct kube_pool;
 
 /*
- * kube_pool_new() - the informers of the scope's PVCs and keeper Pods (listed before this
- * returns, within startupTimeoutMs), and with @cfg->kube_pool_size > 0 and
- * @cfg->kube_pool_fill the filler thread.
+ * kube_pool_new() - the informer of the scope's PVCs (listed before this returns, within
+ * startupTimeoutMs) beside the provider's of its keeper Pods (@c->pods: required), and with
+ * @cfg->kube_pool_size > 0 and @cfg->kube_pool_fill the filler thread.
  * @c: referenced. Return: 0; the client's errors (the list failed); -ENOMEM; -EAGAIN.
  */
 int kube_pool_new(struct kube_core *c,

@@ -23,24 +23,29 @@
 #include "kube/kube.h"
 #include "kube/provider.h"
 
-/* The seed's REQUIRED_KUBE_PERMISSIONS, plus `watch pods` (b4box waits on a watch). */
+/* The seed's REQUIRED_KUBE_PERMISSIONS, plus `watch pods` (b4box waits on a watch) and the
+ * optional `list pods` (the shared Pod informer of b4box serve: without it, a watch per
+ * acquire). */
 static const struct permission {
         const char *verb, *group, *resource, *subresource;
+        const char *without; /* optional: what the provider does when it is denied */
 } permissions[] = {
-        { "create", "", "pods", NULL },
-        { "get", "", "pods", NULL },
-        { "delete", "", "pods", NULL },
-        { "watch", "", "pods", NULL },
-        { "create", "", "persistentvolumeclaims", NULL },
-        { "get", "", "persistentvolumeclaims", NULL },
-        { "delete", "", "persistentvolumeclaims", NULL },
-        { "create", "", "pods", "exec" },
-        { "get", "", "pods", "exec" },
-        { "create", "networking.k8s.io", "networkpolicies", NULL },
-        { "get", "networking.k8s.io", "networkpolicies", NULL },
-        { "list", "networking.k8s.io", "networkpolicies", NULL },
-        { "update", "networking.k8s.io", "networkpolicies", NULL },
-        { "delete", "networking.k8s.io", "networkpolicies", NULL },
+        { "create", "", "pods", NULL, NULL },
+        { "get", "", "pods", NULL, NULL },
+        { "delete", "", "pods", NULL, NULL },
+        { "watch", "", "pods", NULL, NULL },
+        { "list", "", "pods", NULL,
+          "b4box serve has no shared Pod informer: each acquire watches its Pod" },
+        { "create", "", "persistentvolumeclaims", NULL, NULL },
+        { "get", "", "persistentvolumeclaims", NULL, NULL },
+        { "delete", "", "persistentvolumeclaims", NULL, NULL },
+        { "create", "", "pods", "exec", NULL },
+        { "get", "", "pods", "exec", NULL },
+        { "create", "networking.k8s.io", "networkpolicies", NULL, NULL },
+        { "get", "networking.k8s.io", "networkpolicies", NULL, NULL },
+        { "list", "networking.k8s.io", "networkpolicies", NULL, NULL },
+        { "update", "networking.k8s.io", "networkpolicies", NULL, NULL },
+        { "delete", "networking.k8s.io", "networkpolicies", NULL, NULL },
 };
 
 enum bucket {
@@ -201,8 +206,19 @@ static int add_bucket(struct strbuf *sb, const char *head, const struct reviews 
         return r;
 }
 
-/* Every review; *ret_failed: a detail naming the failures (NULL when all are granted). */
-static int run_reviews(struct kube_core *c, char **ret_failed)
+/* An optional permission denied: not a failure, a warning saying what the provider does. */
+static int degrade(struct reviews *rv, size_t i, struct b4_preflight *ret)
+{
+        if (rv->bucket[i] != BUCKET_DENIED || !permissions[i].without)
+                return 0;
+        rv->bucket[i] = BUCKET_GRANTED;
+        return b4_preflight_warn(ret, "Optional Kubernetes permission %s missing: %s.",
+                                 rv->label[i], permissions[i].without);
+}
+
+/* Every review; *ret_failed: a detail naming the failures (NULL when all are granted); the
+ * optional permissions denied as warnings on @ret. */
+static int run_reviews(struct kube_core *c, struct b4_preflight *ret, char **ret_failed)
 {
         cleanup_free char *path =
                 kube_path("authorization.k8s.io/v1", NULL, "selfsubjectaccessreviews", NULL, NULL);
@@ -218,6 +234,8 @@ static int run_reviews(struct kube_core *c, char **ret_failed)
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(permissions); i++) {
                 rv.bucket[i] = review(c, path, &permissions[i], &rv.why[i]);
                 r = label(&permissions[i], &rv.label[i]);
+                if (r >= 0)
+                        r = degrade(&rv, i, ret);
         }
         strbuf_init(&sb, STRBUF_UNLIMITED);
         if (r >= 0 &&
@@ -313,7 +331,7 @@ int kube_preflight(struct kube_core *c, struct b4_preflight *ret, struct b4_erro
         struct jv *items = NULL;
         int r;
 
-        r = run_reviews(c, &failed);
+        r = run_reviews(c, ret, &failed);
         if (r < 0)
                 return b4_error_set(err, r, "out of memory");
         if (failed) {

@@ -77,6 +77,7 @@ void kube_core_unref(struct kube_core *c)
         (void)pthread_mutex_unlock(&c->lock);
         if (left)
                 return;
+        kube_informer_free(c->pods); /* before the client it uses */
         kube_client_free(c->client);
         free(c->scope);
         free(c->namespace);
@@ -468,8 +469,8 @@ static int make_live(struct kube_core *c,
         if (r < 0)
                 return r;
         if (!f.running) {
-                r = kube_pod_wait_running(c, st->names.pod, f.rv[0] ? f.rv : NULL, deadline,
-                                          c->startup_timeout_ms, cancel_fd, &pod, err);
+                r = kube_keeper_wait_running(c, st->names.pod, f.uid, f.rv[0] ? f.rv : NULL,
+                                             deadline, c->startup_timeout_ms, cancel_fd, &pod, err);
                 if (r < 0)
                         return r;
                 take_pod(pod, &f);
@@ -942,6 +943,43 @@ static struct kube_core *core_new(const struct b4_provider_config *cfg, struct b
         return c;
 }
 
+/*
+ * The scope's keeper Pods, listed then watched once for the process (c->pods): the pool's
+ * view, and what a long-lived provider's acquires wait on. Only the pool needs it: without
+ * the pool a refusal (no list or watch permission) or a list that does not complete leaves
+ * c->pods NULL, said in a log line, and each acquire watches its Pod.
+ */
+static int start_pod_informer(struct kube_core *c, bool required, struct b4_error *err)
+{
+        cleanup_free char *path = kube_path("v1", c->namespace, "pods", NULL, NULL);
+        cleanup_free char *sel = NULL;
+        struct b4_error e = { 0 };
+        struct kube_names n;
+        int r;
+
+        r = kube_names_of(c->scope, "pool", &n);
+        if (r < 0)
+                return b4_error_set(err, r, "invalid scope");
+        if (!path || b4_asprintf(&sel,
+                                 KUBE_LABEL_MANAGED_BY "=" KUBE_MANAGED_BY "," KUBE_LABEL_SCOPE
+                                                       "=%s," KUBE_LABEL_ROLE "=keeper",
+                                 n.scope) < 0)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        r = kube_informer_new(c->client, path, sel, NULL, NULL, &c->pods, &e);
+        if (r >= 0)
+                r = kube_informer_wait_synced(c->pods, now_msec() + c->startup_timeout_ms, &e);
+        if (r >= 0)
+                return 0;
+        c->pods = kube_informer_free(c->pods);
+        if (required || r == -ENOMEM) {
+                if (err)
+                        *err = e;
+                return b4_error_wrap(err, r, "kubernetes warm pool: listing the scope's objects");
+        }
+        log_warning("kubernetes: no shared pod informer (%s): each acquire watches its pod", e.msg);
+        return 0;
+}
+
 int kube_provider_new(const struct b4_provider_config *cfg,
                       struct b4_provider **ret,
                       struct b4_error *err)
@@ -962,7 +1000,11 @@ int kube_provider_new(const struct b4_provider_config *cfg,
                 free(kp);
                 return err && err->error ? err->error : -ENOMEM;
         }
-        if (cfg->kube_pool && (r = kube_pool_new(kp->core, cfg, &kp->pool, err)) < 0) {
+        r = cfg->kube_pool || cfg->kube_informer ? start_pod_informer(kp->core, cfg->kube_pool, err)
+                                                 : 0;
+        if (r >= 0 && cfg->kube_pool)
+                r = kube_pool_new(kp->core, cfg, &kp->pool, err);
+        if (r < 0) {
                 kube_core_unref(kp->core);
                 free(kp);
                 return r;

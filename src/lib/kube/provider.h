@@ -32,6 +32,7 @@ struct agent_conn;
 struct jv;
 struct kube_agent;
 struct kube_client;
+struct kube_informer;
 struct kube_exec_result;
 
 /* What every handle and state shares: refcounted (the provider and each handle). */
@@ -51,6 +52,9 @@ struct kube_core {
         char *agent_bin;
         size_t agent_len;
         char *agent_reason;
+        /* the scope's keeper Pods, listed and watched once per process (owned; NULL = none:
+         * each wait watches its Pod): a long-lived provider's, or the warm pool's */
+        struct kube_informer *pods;
 };
 
 void kube_core_ref(struct kube_core *c);
@@ -83,6 +87,7 @@ enum kube_pod_verdict {
         KUBE_POD_WAIT,    /* not running yet: keep waiting */
         KUBE_POD_RUNNING, /* phase Running and container "sandbox" running */
         KUBE_POD_FAILED,  /* will not run: the message says why */
+        KUBE_POD_GONE,    /* kube_cached_pod_verdict(): deleted, or made again under its name */
 };
 
 /*
@@ -116,6 +121,42 @@ int kube_pod_wait_running(struct kube_core *c,
                           int cancel_fd,
                           struct jv **ret_pod,
                           struct b4_error *err);
+
+/*
+ * kube_cached_pod_verdict() - what the informer's cached object @o (untrusted; NULL: absent)
+ * says of the Pod @cp waits for, on every change: only the object of @cp->uid counts, each
+ * new resourceVersion of it one observation (kube_pod_verdict()'s @seen). Another uid is an
+ * older Pod of the name the cache still holds (keep waiting) or one made again under it
+ * (KUBE_POD_GONE: ours was seen, or its resourceVersion is past @cp->rv, compared as
+ * numbers when both are); absent after ours was seen is KUBE_POD_GONE too.
+ */
+struct kube_cached_pod {
+        const char *uid; /* the created (or read) Pod's; borrowed */
+        const char *rv;  /* its resourceVersion then; borrowed, may be NULL */
+        bool seen;       /* ours was in the cache */
+        unsigned observations;
+        char last_rv[64];
+};
+enum kube_pod_verdict kube_cached_pod_verdict(struct kube_cached_pod *cp,
+                                              const struct jv *o,
+                                              char *why);
+
+/*
+ * kube_keeper_wait_running() - kube_pod_wait_running() for keeper Pod @name of uid @uid (the
+ * create's or the get's): on the shared informer c->pods when there is one, it follows the
+ * server and @uid is known (no request: the cached object's verdicts, only @uid's Pod
+ * counting; another uid past @rv, or after ours, is "disappeared"); else the per-Pod watch,
+ * said in a log line. The same returns and messages.
+ */
+int kube_keeper_wait_running(struct kube_core *c,
+                             const char *name,
+                             const char *uid,
+                             const char *rv,
+                             uint64_t deadline_ms,
+                             uint64_t timeout_ms,
+                             int cancel_fd,
+                             struct jv **ret_pod,
+                             struct b4_error *err);
 
 /* kube_wait_gone() - wait for the deletion of @resource ("pods", "persistentvolumeclaims")
  * @name, as kube_pod_wait_gone() does for a Pod. */
