@@ -231,6 +231,14 @@ int kube_patch(struct kube_client *c,
                struct b4_error *err);
 /* DELETE; @query e.g. "gracePeriodSeconds=0" or NULL. -ENOENT when already gone. */
 int kube_delete(struct kube_client *c, const char *path, const char *query, struct b4_error *err);
+/* DELETE @listed (an object as listed or cached) only if it is still that object: its uid
+ * and resourceVersion as DeleteOptions preconditions. -EAGAIN (409) when it changed since,
+ * -ENOENT when gone. */
+int kube_delete_listed(struct kube_client *c,
+                       const char *path,
+                       const char *query,
+                       const struct jv *listed,
+                       struct b4_error *err);
 
 /**
  * kube_status_decode() - the errno of a non-2xx answer, from its HTTP @status and the

@@ -308,23 +308,35 @@ static void delete_object(struct kube_client *kc,
 }
 
 /* A pair: its Pod first (the volume is then free), then the PVC; with the filler's client
- * (its own bucket) unless @now (free: the interactive one, not to take 2N/5 seconds). */
-static void delete_pair_with(struct kube_pool *p, bool now, const char *pod, const char *pvc)
-{
-        struct kube_client *kc = now ? p->c->client : p->slow;
-
-        if (pod)
-                delete_object(kc, p->c->namespace, "pods", pod);
-        if (pvc)
-                delete_object(kc, p->c->namespace, "persistentvolumeclaims", pvc);
-}
-
+ * (its own bucket). */
 static void delete_pair(struct kube_pool *p, const char *pod, const char *pvc)
 {
-        delete_pair_with(p, false, pod, pvc);
+        if (pod)
+                delete_object(p->slow, p->c->namespace, "pods", pod);
+        if (pvc)
+                delete_object(p->slow, p->c->namespace, "persistentvolumeclaims", pvc);
 }
 
-/* Every pair of this owner still in the pool (free and shutdown: the pool is not kept). */
+/* @obj as cached, only if it is still that object: the cache may lag an adoption by another
+ * replica (409: it is a thread's now, and kept). */
+static void delete_cached(struct kube_pool *p, const char *resource, const struct jv *obj)
+{
+        const char *name = meta_str(obj, "name");
+        cleanup_free char *path = kube_path("v1", p->c->namespace, resource, name, NULL);
+        struct b4_error e = { 0 };
+        int r;
+
+        if (!path)
+                return;
+        r = kube_delete_listed(p->c->client, path,
+                               strcmp(resource, "pods") == 0 ? "gracePeriodSeconds=0" : NULL, obj,
+                               &e);
+        if (r < 0 && r != -ENOENT && r != -EAGAIN)
+                log_warning("kubernetes warm pool: delete %s %s: %s", resource, name, e.msg);
+}
+
+/* Every pair of this owner still in the pool (free and shutdown: the pool is not kept), with
+ * the interactive client (not to take 2N/5 seconds). */
 static void delete_own_pairs(struct kube_pool *p)
 {
         cleanup_(jv_unrefp) struct jv *pvcs = NULL, *pods = NULL;
@@ -334,10 +346,10 @@ static void delete_own_pairs(struct kube_pool *p)
                 return;
         for (size_t i = 0; i < jv_array_size(pods); i++)
                 if (pool_object(p, jv_array_get(pods, i)))
-                        delete_pair_with(p, true, meta_str(jv_array_get(pods, i), "name"), NULL);
+                        delete_cached(p, "pods", jv_array_get(pods, i));
         for (size_t i = 0; i < jv_array_size(pvcs); i++)
                 if (pool_object(p, jv_array_get(pvcs, i)))
-                        delete_pair_with(p, true, NULL, meta_str(jv_array_get(pvcs, i), "name"));
+                        delete_cached(p, "persistentvolumeclaims", jv_array_get(pvcs, i));
 }
 
 void kube_pool_free(struct kube_pool *p, bool delete_pairs)

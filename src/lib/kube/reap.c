@@ -158,23 +158,10 @@ static int delete_object(struct run *r,
 {
         const char *name = jv_string(jv_object_get(meta(pvc), "name"));
         cleanup_free char *path = kube_path("v1", r->ns, resource, name, NULL);
-        cleanup_(jv_unrefp) struct jv *body = NULL;
-        struct kube_reply reply = { 0 };
-        int res;
 
-        body = jv_pack("{s:s, s:s, s:{s:s, s:s}}", "kind", "DeleteOptions", "apiVersion", "v1",
-                       "preconditions", "uid", jv_string(jv_object_get(meta(pvc), "uid")) ?: "",
-                       "resourceVersion",
-                       jv_string(jv_object_get(meta(pvc), "resourceVersion")) ?: "");
-        if (!path || !body)
+        if (!path)
                 return b4_error_set(err, -ENOMEM, "out of memory");
-        res = kube_request(
-                r->c,
-                &(struct kube_req){
-                        .method = "DELETE", .path = path, .body = body, .cancel_fd = -EBADF },
-                &reply, err);
-        kube_reply_clear(&reply);
-        return res;
+        return kube_delete_listed(r->c, path, NULL, pvc, err);
 }
 
 /* One PVC's action. 409 and 404 are skipped (the next run sees it again). */

@@ -479,6 +479,23 @@ int kube_delete(struct kube_client *c, const char *path, const char *query, stru
         return simple(c, "DELETE", path, query, NULL, NULL, err);
 }
 
+int kube_delete_listed(struct kube_client *c,
+                       const char *path,
+                       const char *query,
+                       const struct jv *listed,
+                       struct b4_error *err)
+{
+        const struct jv *m = jv_object_get(listed, "metadata");
+        cleanup_(jv_unrefp) struct jv *body =
+                jv_pack("{s:s, s:s, s:{s:s, s:s}}", "kind", "DeleteOptions", "apiVersion", "v1",
+                        "preconditions", "uid", jv_string(jv_object_get(m, "uid")) ?: "",
+                        "resourceVersion", jv_string(jv_object_get(m, "resourceVersion")) ?: "");
+
+        if (!body)
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        return simple(c, "DELETE", path, query, body, NULL, err);
+}
+
 /* A non-2xx stream's (capped) body decoded as a Status. */
 static int stream_error(struct http_stream *s, int cancel_fd, struct b4_error *err)
 {
