@@ -1055,12 +1055,22 @@ static int sh_write_file(struct b4_fs *fs,
 }
 
 /* A script with no output: 0 or its exit's error. */
-static int run_simple(
-        struct b4_fs *fs, const char *op, const char *path, struct strbuf *sb, struct b4_error *err)
+/* Run the script @sb built (@built: the builder's result, < 0 out of memory); released. */
+static int run_simple(struct b4_fs *fs,
+                      const char *op,
+                      const char *path,
+                      struct strbuf *sb,
+                      int built,
+                      struct b4_error *err)
 {
         struct kube_exec_result res = { 0 };
-        int r = run_script(fs, op, path, sb, 4096, &res, err);
+        int r;
 
+        if (built < 0) {
+                strbuf_release(sb);
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        }
+        r = run_script(fs, op, path, sb, 4096, &res, err);
         strbuf_release(sb);
         if (r < 0)
                 return r;
@@ -1082,11 +1092,7 @@ static int sh_mkdir_p(struct b4_fs *fs, const char *path, struct b4_error *err)
                                 "if [ -e \"$p\" ] && [ ! -d \"$p\" ]; then exit %d; fi\n"
                                 "mkdir -p -- \"$p\" >/dev/null\n",
                                 KUBE_SH_EEXIST);
-        if (r < 0) {
-                strbuf_release(&sb);
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        }
-        return run_simple(fs, "mkdir", path, &sb, err);
+        return run_simple(fs, "mkdir", path, &sb, r, err);
 }
 
 static int sh_remove(struct b4_fs *fs, const char *path, struct b4_error *err)
@@ -1103,11 +1109,7 @@ static int sh_remove(struct b4_fs *fs, const char *path, struct b4_error *err)
                                 "  rmdir -- \"$p\" >/dev/null\n"
                                 "else rm -f -- \"$p\" >/dev/null; fi\n",
                                 KUBE_SH_ENOTEMPTY);
-        if (r < 0) {
-                strbuf_release(&sb);
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        }
-        return run_simple(fs, "remove", path, &sb, err);
+        return run_simple(fs, "remove", path, &sb, r, err);
 }
 
 static int sh_touch(struct b4_fs *fs, const char *path, unsigned flags, struct b4_error *err)
@@ -1119,11 +1121,7 @@ static int sh_touch(struct b4_fs *fs, const char *path, unsigned flags, struct b
         r = add_path(&sb, "p", path, flags);
         if (r >= 0)
                 r = strbuf_adds(&sb, "touch -- \"$p\" >/dev/null\n");
-        if (r < 0) {
-                strbuf_release(&sb);
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        }
-        return run_simple(fs, "touch", path, &sb, err);
+        return run_simple(fs, "touch", path, &sb, r, err);
 }
 
 static int sh_symlink(struct b4_fs *fs, const char *target, const char *path, struct b4_error *err)
@@ -1142,11 +1140,7 @@ static int sh_symlink(struct b4_fs *fs, const char *target, const char *path, st
                                 "\nif [ -e \"$p\" ] || [ -L \"$p\" ]; then exit %d; fi\n"
                                 "mkdir -p -- \"$(dirname -- \"$p\")\" && ln -s -- \"$t\" \"$p\"\n",
                                 KUBE_SH_EEXIST);
-        if (r < 0) {
-                strbuf_release(&sb);
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        }
-        return run_simple(fs, "symlink", path, &sb, err);
+        return run_simple(fs, "symlink", path, &sb, r, err);
 }
 
 static int sh_chmod(struct b4_fs *fs, const char *path, uint32_t mode, struct b4_error *err)
@@ -1163,11 +1157,7 @@ static int sh_chmod(struct b4_fs *fs, const char *path, uint32_t mode, struct b4
                                 "[ -e \"$p\" ] || [ -L \"$p\" ] || exit %d\n"
                                 "[ -L \"$p\" ] && exit %d\nchmod %o -- \"$p\"\n",
                                 KUBE_SH_ENOENT, KUBE_SH_ELOOP, mode);
-        if (r < 0) {
-                strbuf_release(&sb);
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        }
-        return run_simple(fs, "chmod", path, &sb, err);
+        return run_simple(fs, "chmod", path, &sb, r, err);
 }
 
 const struct b4_fs_ops kube_shell_fs_ops = {
