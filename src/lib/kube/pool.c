@@ -317,20 +317,26 @@ static void delete_pair(struct kube_pool *p, const char *pod, const char *pvc)
                 delete_object(p->slow, p->c->namespace, "persistentvolumeclaims", pvc);
 }
 
-/* @obj as cached, only if it is still that object: the cache may lag an adoption by another
- * replica (409: it is a thread's now, and kept). */
+/* @obj as cached, only if it is still the pool's: the cache may lag an adoption by another
+ * replica (then it is a thread's, and kept) or a harmless update (a 409 re-reads it). */
 static void delete_cached(struct kube_pool *p, const char *resource, const struct jv *obj)
 {
         const char *name = meta_str(obj, "name");
+        const char *q = strcmp(resource, "pods") == 0 ? "gracePeriodSeconds=0" : NULL;
         cleanup_free char *path = kube_path("v1", p->c->namespace, resource, name, NULL);
         struct b4_error e = { 0 };
         int r;
 
         if (!path)
                 return;
-        r = kube_delete_listed(p->c->client, path,
-                               strcmp(resource, "pods") == 0 ? "gracePeriodSeconds=0" : NULL, obj,
-                               &e);
+        r = kube_delete_listed(p->c->client, path, q, obj, &e);
+        if (r == -EAGAIN) { /* changed since it was cached: deleted if still the pool's */
+                cleanup_(jv_unrefp) struct jv *now = NULL;
+
+                r = kube_get(p->c->client, path, &now, &e);
+                if (r >= 0 && pool_object(p, now))
+                        r = kube_delete_listed(p->c->client, path, q, now, &e);
+        }
         if (r < 0 && r != -ENOENT && r != -EAGAIN)
                 log_warning("kubernetes warm pool: delete %s %s: %s", resource, name, e.msg);
 }
