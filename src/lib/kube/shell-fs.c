@@ -542,12 +542,14 @@ static int exec_failed(struct b4_error *err, int r, const char *op, const char *
         return b4_error_wrap(err, r, "%s %s", op, path);
 }
 
-/* Run @script of a file operation on @fs's Pod, stdout capped at @cap. Return: 0 with
- * @res (any exit), or -errno with @err set. */
+/* Run @script of a file operation on @fs's Pod, stdout capped at @cap; @built is its
+ * builder's result (< 0: out of memory, nothing runs). @script is released in every case.
+ * Return: 0 with @res (any exit), or -errno with @err set. */
 static int run_script(struct b4_fs *fs,
                       const char *op,
                       const char *path,
                       struct strbuf *script,
+                      int built,
                       size_t cap,
                       struct kube_exec_result *res,
                       struct b4_error *err)
@@ -555,13 +557,20 @@ static int run_script(struct b4_fs *fs,
         struct kube_agent *a = kube_fs_agent(fs);
         int r;
 
-        if (!a)
+        if (built < 0) {
+                strbuf_release(script);
+                return b4_error_set(err, -ENOMEM, "out of memory");
+        }
+        if (!a) {
+                strbuf_release(script);
                 return b4_error_set(err, -ENOTCONN, "%s %s: no live sandbox", op, path);
+        }
         r = kube_agent_shell_run(a, script->buf, script->len,
                                  &(struct kube_shell_run){ .output_cap = cap,
                                                            .timeout_ms = KUBE_SHELL_TIMEOUT_MS,
                                                            .cancel_fd = -EBADF },
                                  res, err);
+        strbuf_release(script);
         if (r < 0)
                 return exec_failed(err, r, op, path);
         if (res->truncated) {
@@ -659,12 +668,7 @@ static int sh_read_file(struct b4_fs *fs,
                                 "} | base64\n",
                                 KUBE_SH_ENOENT, KUBE_SH_EISDIR, KUBE_SH_EINVAL, KUBE_SH_EACCES,
                                 (unsigned long long)read_count(max));
-        if (r < 0) {
-                strbuf_release(&sb);
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        }
-        r = run_script(fs, "readFile", path, &sb, read_reply_cap(max), &res, err);
-        strbuf_release(&sb);
+        r = run_script(fs, "readFile", path, &sb, r, read_reply_cap(max), &res, err);
         if (r < 0)
                 return r;
         if (res.exit_code != 0)
@@ -699,12 +703,7 @@ static int stat_common(struct b4_fs *fs,
                                 "stat -c '%%f %%s %%Y' -- \"$p\" || exit 1\n"
                                 "if [ -L \"$p\" ]; then readlink -n -- \"$p\"; fi\n",
                                 KUBE_SH_ENOENT);
-        if (r < 0) {
-                strbuf_release(&sb);
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        }
-        r = run_script(fs, op, path, &sb, 8192, &res, err);
-        strbuf_release(&sb);
+        r = run_script(fs, op, path, &sb, r, 8192, &res, err);
         if (r < 0)
                 return r;
         if (res.exit_code != 0)
@@ -745,12 +744,7 @@ static int sh_list_dir(
                                 "[ -r \"$p\" ] && [ -x \"$p\" ] || exit %d\n"
                                 "find \"$p\" -mindepth 1 -maxdepth 1 -print0 | head -c %zu\n",
                                 KUBE_SH_ENOENT, KUBE_SH_ENOTDIR, KUBE_SH_EACCES, cap + 1);
-        if (r < 0) {
-                strbuf_release(&sb);
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        }
-        r = run_script(fs, "listDir", path, &sb, cap + 1, &res, err);
-        strbuf_release(&sb);
+        r = run_script(fs, "listDir", path, &sb, r, cap + 1, &res, err);
         if (r < 0)
                 return r;
         if (res.exit_code != 0)
@@ -773,12 +767,7 @@ static int sh_realpath(struct b4_fs *fs, const char *path, char **ret, struct b4
         r = add_path(&sb, "p", path, 0);
         if (r >= 0)
                 r = strbuf_adds(&sb, "realpath -m -- \"$p\"\n");
-        if (r < 0) {
-                strbuf_release(&sb);
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        }
-        r = run_script(fs, "realpath", path, &sb, 8192, &res, err);
-        strbuf_release(&sb);
+        r = run_script(fs, "realpath", path, &sb, r, 8192, &res, err);
         if (r < 0)
                 return r;
         if (res.exit_code != 0)
@@ -870,13 +859,8 @@ static int sh_walk(struct b4_fs *fs,
                         return b4_error_set(err, -EINVAL, "walk: invalid prune name");
         script_init(&sb);
         r = walk_script(&sb, path, prune, cap);
-        if (r < 0) {
-                strbuf_release(&sb);
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        }
         b64 = (cap + 1 + 2) / 3 * 4;
-        r = run_script(fs, "walk", path, &sb, b64 + b64 / 76 + 8, &res, err);
-        strbuf_release(&sb);
+        r = run_script(fs, "walk", path, &sb, r, b64 + b64 / 76 + 8, &res, err);
         if (r < 0)
                 return r;
         if (res.exit_code != 0)
@@ -934,12 +918,7 @@ static int run_batch(struct b4_fs *fs,
                 if (cap > KUBE_SHELL_OUT_MAX)
                         cap = KUBE_SHELL_OUT_MAX;
         }
-        if (r < 0) {
-                strbuf_release(&sb);
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        }
-        r = run_script(fs, "readFiles", reqs[0].path, &sb, cap, &res, err);
-        strbuf_release(&sb);
+        r = run_script(fs, "readFiles", reqs[0].path, &sb, r, cap, &res, err);
         if (r < 0)
                 return r;
         if (res.exit_code != 0)
@@ -1038,12 +1017,7 @@ static int sh_write_file(struct b4_fs *fs,
                                      "chmod \"$(stat -c %a -- \"$p\")\" \"$t\"; fi\n"
                                      "if [ -L \"$p\" ]; then rm -f -- \"$p\"; fi\n"
                                      "mv -f -- \"$t\" \"$p\" || { rm -f -- \"$t\"; exit 1; }\n");
-        if (r < 0) {
-                strbuf_release(&sb);
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        }
-        r = run_script(fs, "writeFile", path, &sb, 4096, &res, err);
-        strbuf_release(&sb);
+        r = run_script(fs, "writeFile", path, &sb, r, 4096, &res, err);
         if (r < 0)
                 return r;
         if (res.exit_code != 0)
@@ -1064,14 +1038,8 @@ static int run_simple(struct b4_fs *fs,
                       struct b4_error *err)
 {
         struct kube_exec_result res = { 0 };
-        int r;
+        int r = run_script(fs, op, path, sb, built, 4096, &res, err);
 
-        if (built < 0) {
-                strbuf_release(sb);
-                return b4_error_set(err, -ENOMEM, "out of memory");
-        }
-        r = run_script(fs, op, path, sb, 4096, &res, err);
-        strbuf_release(sb);
         if (r < 0)
                 return r;
         if (res.exit_code != 0)
